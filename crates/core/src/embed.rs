@@ -1,0 +1,79 @@
+//! The embedding seam: anything that turns text into vectors.
+
+/// Whether a text is a search query or a stored document. Some models
+/// (e5, bge) prefix the two differently; others ignore it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EmbedKind {
+    /// A search query.
+    Query,
+    /// A stored passage.
+    Document,
+}
+
+/// Identity of an embedder, used to key the embedding cache and to detect
+/// that an index was built with another model.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct EmbedderId {
+    /// `local`, `openai`, …
+    pub provider: String,
+    /// Model name.
+    pub model: String,
+    /// Hash of whatever else changes the vectors (endpoint, headers minus auth).
+    pub provider_key: String,
+}
+
+/// Errors from an embedder.
+#[derive(Debug, thiserror::Error)]
+pub enum EmbedError {
+    /// The model files could not be found or loaded; not retried.
+    #[error("embedding model unavailable: {0}")]
+    Unavailable(String),
+    /// The provider answered with an error; retried with backoff when transient.
+    #[error("embedding provider error{}: {message}", status.map(|s| format!(" (HTTP {s})")).unwrap_or_default())]
+    Provider {
+        /// HTTP status when there was one.
+        status: Option<u16>,
+        /// What the provider said.
+        message: String,
+    },
+    /// The request timed out after its retries.
+    #[error("embedding request timed out: {0}")]
+    Timeout(String),
+    /// The input was unusable (for instance, empty batch or dimension mismatch).
+    #[error("invalid embedding input: {0}")]
+    Invalid(String),
+    /// Inference failed inside a local model.
+    #[error("embedding inference failed: {0}")]
+    Inference(String),
+}
+
+/// Turns texts into unit-length vectors of a fixed dimension.
+///
+/// Implementations are synchronous: callers in async code run them on a
+/// blocking thread.
+pub trait Embedder: Send + Sync {
+    /// Provider, model and key, for caching and index metadata.
+    fn id(&self) -> EmbedderId;
+
+    /// Dimension of the vectors.
+    fn dims(&self) -> usize;
+
+    /// Largest batch the implementation takes in one call.
+    fn max_batch(&self) -> usize {
+        32
+    }
+
+    /// The model's input limit in its own tokens (word pieces), if known.
+    /// Chunkers keep chunks under it so nothing is cut silently.
+    fn max_input_tokens(&self) -> Option<usize> {
+        None
+    }
+
+    /// Number of model tokens in `text`, if the embedder can tell.
+    fn count_tokens(&self, _text: &str) -> Option<usize> {
+        None
+    }
+
+    /// Embeds `texts`, returning one L2-normalised vector per text, in order.
+    fn embed(&self, texts: &[&str], kind: EmbedKind) -> Result<Vec<Vec<f32>>, EmbedError>;
+}

@@ -1,0 +1,21 @@
+//! Shared vocabulary of mnemo: the message record, the workspace layout,
+//! configuration access, the seam traits (token counting, embedding) and the
+//! error codes every surface (CLI, MCP, HTTP) exposes.
+#![warn(missing_docs)]
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
+
+pub mod config;
+pub mod embed;
+pub mod error;
+pub mod message;
+pub mod paths;
+pub mod tokens;
+pub mod workspace;
+
+pub use config::{Config, ConfigError};
+pub use embed::{EmbedError, EmbedKind, Embedder, EmbedderId};
+pub use error::ErrorCode;
+pub use message::{Content, FunctionCall, Message, Role, ToolCall};
+pub use paths::{PathError, resolve_in_workspace};
+pub use tokens::{TokenCounter, TokenCount};
+pub use workspace::Workspace;

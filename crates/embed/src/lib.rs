@@ -1,0 +1,1 @@
+//! mnemo-embed (placeholder).

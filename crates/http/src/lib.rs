@@ -1,0 +1,1 @@
+//! mnemo-http (placeholder).

@@ -1,0 +1,1 @@
+//! mnemo-index (placeholder).

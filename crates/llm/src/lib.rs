@@ -1,0 +1,1 @@
+//! mnemo-llm (placeholder).

@@ -1,0 +1,1 @@
+//! mnemo-test-support (placeholder).

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Runs the whole test suite: every crate's unit, integration and doc tests,
+# and checks that the benchmarks still compile.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/fetch-models.sh >/dev/null
+export MNEMO_TEST_MODEL_DIR="${MNEMO_TEST_MODEL_DIR:-$PWD/.mnemo-models/all-MiniLM-L6-v2}"
+cargo test --workspace --no-fail-fast
+cargo bench --workspace --no-run

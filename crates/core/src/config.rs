@@ -56,7 +56,10 @@ impl Config {
                 message,
             }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Self::default()),
-            Err(source) => Err(ConfigError::Io { path: path.to_path_buf(), source }),
+            Err(source) => Err(ConfigError::Io {
+                path: path.to_path_buf(),
+                source,
+            }),
         }
     }
 
@@ -70,10 +73,13 @@ impl Config {
     pub fn section<T: DeserializeOwned + Default>(&self, name: &str) -> Result<T, ConfigError> {
         match self.table.get(name) {
             None => Ok(T::default()),
-            Some(v) => v.clone().try_into().map_err(|e: toml::de::Error| ConfigError::Section {
-                section: name.to_string(),
-                message: e.to_string(),
-            }),
+            Some(v) => v
+                .clone()
+                .try_into()
+                .map_err(|e: toml::de::Error| ConfigError::Section {
+                    section: name.to_string(),
+                    message: e.to_string(),
+                }),
         }
     }
 
@@ -86,7 +92,9 @@ impl Config {
         let Some(last) = parts.pop() else { return };
         let mut cur = &mut self.table;
         for p in parts {
-            let entry = cur.entry(p.to_string()).or_insert_with(|| Value::Table(Table::new()));
+            let entry = cur
+                .entry(p.to_string())
+                .or_insert_with(|| Value::Table(Table::new()));
             if !entry.is_table() {
                 *entry = Value::Table(Table::new());
             }
@@ -152,10 +160,22 @@ mod tests {
     #[test]
     fn precedence_and_defaults() {
         let mut c = Config::parse("[session]\nfsync = \"batch\"\nmax = 3\n").unwrap();
-        assert_eq!(c.section::<Session>("session").unwrap(), Session { fsync: "batch".into(), max: 3 });
+        assert_eq!(
+            c.section::<Session>("session").unwrap(),
+            Session {
+                fsync: "batch".into(),
+                max: 3
+            }
+        );
         c.apply_env([("MNEMO_SESSION__FSYNC", "always"), ("OTHER", "x")]);
         c.set("session.max", "9");
-        assert_eq!(c.section::<Session>("session").unwrap(), Session { fsync: "always".into(), max: 9 });
+        assert_eq!(
+            c.section::<Session>("session").unwrap(),
+            Session {
+                fsync: "always".into(),
+                max: 9
+            }
+        );
         assert_eq!(c.section::<Session>("absent").unwrap(), Session::default());
     }
 

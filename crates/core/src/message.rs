@@ -207,7 +207,11 @@ impl Message {
     }
 
     /// A tool result answering `call_id`.
-    pub fn tool_result(call_id: impl Into<String>, name: impl Into<String>, text: impl Into<String>) -> Self {
+    pub fn tool_result(
+        call_id: impl Into<String>,
+        name: impl Into<String>,
+        text: impl Into<String>,
+    ) -> Self {
         let mut m = Self::new(Role::Tool, text);
         m.tool_call_id = Some(call_id.into());
         m.name = Some(name.into());
@@ -272,8 +276,14 @@ mod tests {
 
     #[test]
     fn arguments_accept_object_or_string() {
-        let a = FunctionCall { name: "f".into(), arguments: Value::String("{\"a\":1}".into()) };
-        let b = FunctionCall { name: "f".into(), arguments: serde_json::json!({"a":1}) };
+        let a = FunctionCall {
+            name: "f".into(),
+            arguments: Value::String("{\"a\":1}".into()),
+        };
+        let b = FunctionCall {
+            name: "f".into(),
+            arguments: serde_json::json!({"a":1}),
+        };
         assert_eq!(a.arguments_value(), b.arguments_value());
         assert_eq!(b.arguments_string(), "{\"a\":1}");
     }

@@ -10,7 +10,9 @@ use std::path::{Component, Path, PathBuf};
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum PathError {
     /// The path is empty.
-    #[error("the path is empty: give a path relative to the workspace, such as memory/2026-01-31.md")]
+    #[error(
+        "the path is empty: give a path relative to the workspace, such as memory/2026-01-31.md"
+    )]
     Empty,
     /// The path contains a NUL byte.
     #[error("the path `{0}` contains a NUL byte")]
@@ -83,12 +85,30 @@ mod tests {
     fn refuses_escapes() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
-        assert!(matches!(resolve_in_workspace(root, "../x"), Err(PathError::ParentDir(_))));
-        assert!(matches!(resolve_in_workspace(root, "memory/../../x"), Err(PathError::ParentDir(_))));
-        assert!(matches!(resolve_in_workspace(root, "/etc/passwd"), Err(PathError::Absolute(_))));
-        assert!(matches!(resolve_in_workspace(root, "a\0b"), Err(PathError::Nul(_))));
-        assert!(matches!(resolve_in_workspace(root, ""), Err(PathError::Empty)));
-        assert_eq!(resolve_in_workspace(root, "./memory/a.md").unwrap(), root.join("memory/a.md"));
+        assert!(matches!(
+            resolve_in_workspace(root, "../x"),
+            Err(PathError::ParentDir(_))
+        ));
+        assert!(matches!(
+            resolve_in_workspace(root, "memory/../../x"),
+            Err(PathError::ParentDir(_))
+        ));
+        assert!(matches!(
+            resolve_in_workspace(root, "/etc/passwd"),
+            Err(PathError::Absolute(_))
+        ));
+        assert!(matches!(
+            resolve_in_workspace(root, "a\0b"),
+            Err(PathError::Nul(_))
+        ));
+        assert!(matches!(
+            resolve_in_workspace(root, ""),
+            Err(PathError::Empty)
+        ));
+        assert_eq!(
+            resolve_in_workspace(root, "./memory/a.md").unwrap(),
+            root.join("memory/a.md")
+        );
     }
 
     #[cfg(unix)]

@@ -1,1 +1,21 @@
-//! mnemo-store (placeholder).
+//! The files of a mnemo workspace, the source of truth everything else is
+//! derived from: per-session JSONL logs ([`session`]) and the Markdown
+//! long-term memory ([`memory`]), written with atomic replaces and
+//! single-write appends ([`fsutil`]).
+#![warn(missing_docs)]
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
+
+pub mod error;
+pub mod fsutil;
+pub mod memory;
+pub mod session;
+
+pub use error::{Error, Result};
+pub use memory::{
+    AppendOutcome, DailyLog, FrontMatter, MemoryFileHeader, MemorySettings, MemoryStore,
+    MemoryType, RenderedMemory, TypedMemory,
+};
+pub use session::{
+    CompactionRecord, FsyncPolicy, LoadWarning, LoadedSession, Record, SessionInfo, SessionLog,
+    SessionMetadata, SessionOptions, SessionStore,
+};

@@ -1,0 +1,74 @@
+//! Errors of the workspace files.
+
+use std::path::PathBuf;
+
+use mnemo_core::ErrorCode;
+
+/// Result alias for this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong reading or writing workspace files.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The operating system refused; nothing was written past the failure.
+    #[error("{op} {path}: {source}")]
+    Io {
+        /// What was being done.
+        op: &'static str,
+        /// The file or folder.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// A stored file could not be parsed at a given line; the file is kept
+    /// as it is and the caller decides whether to go on.
+    #[error("{path}:{line}: {message}")]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong and what to do.
+        message: String,
+    },
+    /// Input from a user or a client that cannot be accepted as it is.
+    #[error("{0}")]
+    Invalid(String),
+    /// A session key that cannot name a session.
+    #[error("invalid session key {key:?}: {reason}")]
+    BadKey {
+        /// The key as given.
+        key: String,
+        /// Why it was refused.
+        reason: &'static str,
+    },
+    /// A path that would leave the workspace.
+    #[error(transparent)]
+    Path(#[from] mnemo_core::PathError),
+    /// The named thing does not exist.
+    #[error("{0}")]
+    NotFound(String),
+    /// Configuration that cannot be used.
+    #[error(transparent)]
+    Config(#[from] mnemo_core::ConfigError),
+}
+
+impl Error {
+    /// Wraps an I/O error with what was being done and where.
+    pub fn io(op: &'static str, path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> Error {
+        let path = path.into();
+        move |source| Error::Io { op, path, source }
+    }
+
+    /// The wire-level code for this error.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            Error::Io { .. } => ErrorCode::Io,
+            Error::Corrupt { .. } => ErrorCode::Corrupt,
+            Error::Invalid(_) | Error::BadKey { .. } => ErrorCode::InvalidInput,
+            Error::Path(_) => ErrorCode::Forbidden,
+            Error::NotFound(_) => ErrorCode::NotFound,
+            Error::Config(_) => ErrorCode::Config,
+        }
+    }
+}

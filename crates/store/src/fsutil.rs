@@ -1,0 +1,129 @@
+//! Crash-safe file primitives: atomic replace for rewritten files and
+//! single-`write` appends for append-only ones.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::path::Path;
+
+use crate::error::{Error, Result};
+
+/// Replaces `path` with `data` atomically: write a temp file in the same
+/// folder, fsync it, rename it over the target, fsync the folder. A crash
+/// leaves either the old or the new content, never a mix.
+pub fn atomic_write(path: &Path, data: &[u8]) -> Result<()> {
+    let dir = path.parent().unwrap_or_else(|| Path::new("."));
+    fs::create_dir_all(dir).map_err(Error::io("create folder", dir))?;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.tmp-{}-{}", std::process::id(), unique()));
+    let result = (|| {
+        let mut f = File::create(&tmp).map_err(Error::io("create", &tmp))?;
+        f.write_all(data).map_err(Error::io("write", &tmp))?;
+        f.sync_all().map_err(Error::io("fsync", &tmp))?;
+        fs::rename(&tmp, path).map_err(Error::io("rename into place", path))?;
+        sync_dir(dir)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// Appends `data` to `path` in one `write` call (O_APPEND), creating the
+/// file and its folder when needed; fsyncs when `sync` is set.
+pub fn append(path: &Path, data: &[u8], sync: bool) -> Result<()> {
+    if let Some(dir) = path.parent() {
+        fs::create_dir_all(dir).map_err(Error::io("create folder", dir))?;
+    }
+    let mut f = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(Error::io("open for append", path))?;
+    f.write_all(data).map_err(Error::io("append to", path))?;
+    if sync {
+        f.sync_data().map_err(Error::io("fsync", path))?;
+    }
+    Ok(())
+}
+
+/// Fsyncs a folder so that a rename or a new file in it survives a crash.
+pub fn sync_dir(dir: &Path) -> Result<()> {
+    #[cfg(unix)]
+    {
+        let d = File::open(dir).map_err(Error::io("open folder", dir))?;
+        d.sync_all().map_err(Error::io("fsync folder", dir))?;
+    }
+    #[cfg(not(unix))]
+    let _ = dir;
+    Ok(())
+}
+
+/// Reads a file as UTF-8 text. Invalid UTF-8 is an error naming the file and
+/// the line of the first bad byte; the file itself is left untouched.
+pub fn read_text(path: &Path) -> Result<String> {
+    let bytes = fs::read(path).map_err(Error::io("read", path))?;
+    String::from_utf8(bytes).map_err(|e| {
+        let valid = e.utf8_error().valid_up_to();
+        let line = e.as_bytes()[..valid]
+            .iter()
+            .filter(|b| **b == b'\n')
+            .count()
+            + 1;
+        Error::Corrupt {
+            path: path.to_path_buf(),
+            line,
+            message: format!(
+                "invalid UTF-8 at byte {valid}: the file was left unchanged; re-save it as UTF-8"
+            ),
+        }
+    })
+}
+
+/// Like [`read_text`], but a missing file reads as `None`.
+pub fn read_text_opt(path: &Path) -> Result<Option<String>> {
+    match fs::metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        _ => read_text(path).map(Some),
+    }
+}
+
+fn unique() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    t ^ N.fetch_add(1, Ordering::Relaxed).rotate_left(48)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn atomic_write_replaces_and_leaves_no_temp() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("a/MEMORY.md");
+        atomic_write(&p, b"one").unwrap();
+        atomic_write(&p, b"two").unwrap();
+        assert_eq!(fs::read(&p).unwrap(), b"two");
+        let names: Vec<_> = fs::read_dir(d.path().join("a")).unwrap().collect();
+        assert_eq!(names.len(), 1);
+    }
+
+    #[test]
+    fn invalid_utf8_names_line() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("x.md");
+        fs::write(&p, b"ok\nstill ok\nbad \xff here\n").unwrap();
+        match read_text(&p) {
+            Err(Error::Corrupt { line, .. }) => assert_eq!(line, 3),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(fs::read(&p).unwrap().len(), 23);
+    }
+}

@@ -1,1 +1,41 @@
-//! mnemo-embed (placeholder).
+//! Local embedding models for mnemo, in pure Rust.
+//!
+//! - [`LocalEmbedder`]: BERT-family sentence-embedding models
+//!   (all-MiniLM-L6-v2 by default) loaded from a folder, the Hugging Face
+//!   cache, or downloaded ([`download`]); two forward passes, candle's BERT
+//!   (the exactness reference) and a faster hand-written one (the default).
+//! - [`HashEmbedder`]: deterministic feature hashing. Not semantic: for
+//!   benchmarks that must separate the engine's cost from the model's, and
+//!   as an explicit offline option.
+//!
+//! ```no_run
+//! use mnemo_core::{EmbedKind, Embedder};
+//! use mnemo_embed::{LocalEmbedder, LocalModelSpec};
+//!
+//! let model = LocalEmbedder::resolve(&LocalModelSpec::default())?;
+//! let v = model.embed(&["A man is eating food."], EmbedKind::Document)?;
+//! assert_eq!(v[0].len(), model.dims());
+//! # Ok::<(), mnemo_core::EmbedError>(())
+//! ```
+#![warn(missing_docs)]
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
+
+mod candle_bert;
+mod error;
+mod fast_bert;
+mod hash;
+mod hub;
+mod local;
+mod model_files;
+mod spec;
+
+pub use error::{Error, Result};
+pub use hash::HashEmbedder;
+pub use hub::{
+    cached_model_dir, default_cache_dir, default_endpoint, download, DownloadProgress,
+    DEFAULT_ENDPOINT,
+};
+pub use local::LocalEmbedder;
+pub use mnemo_core::EmbedError;
+pub use model_files::Pooling;
+pub use spec::{Engine, LocalModelSpec, DEFAULT_MODEL};

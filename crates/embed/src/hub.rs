@@ -1,0 +1,364 @@
+//! The Hugging Face hub cache layout (`models--ORG--NAME/snapshots/<rev>/…`,
+//! `refs/<branch>`) and downloads into it.
+//!
+//! Downloads write each file to a temporary name beside its final place and
+//! rename it when complete and verified, so an interrupted download never
+//! leaves a truncated file where a loader would take it for a model.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+
+use crate::error::{Error, Result};
+use crate::model_files::{OPTIONAL_FILES, REQUIRED_FILES};
+
+/// The public hub, used when neither an endpoint nor `HF_ENDPOINT` is given.
+pub const DEFAULT_ENDPOINT: &str = "https://huggingface.co";
+
+/// Progress of [`download`], reported after every chunk written and once per
+/// file when it is complete.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DownloadProgress {
+    /// File being fetched, relative to the model folder (`model.safetensors`).
+    pub file: String,
+    /// 0-based position of this file in the download.
+    pub file_index: usize,
+    /// Number of files to fetch.
+    pub file_count: usize,
+    /// Bytes of this file received so far.
+    pub bytes: u64,
+    /// Size of this file, when the server said.
+    pub total: Option<u64>,
+    /// True on the last report for this file.
+    pub done: bool,
+}
+
+/// The hub cache folder: `HF_HUB_CACHE`, else `HF_HOME/hub`, else
+/// `~/.cache/huggingface/hub`.
+pub fn default_cache_dir() -> Option<PathBuf> {
+    if let Some(v) = std::env::var_os("HF_HUB_CACHE").filter(|v| !v.is_empty()) {
+        return Some(PathBuf::from(v));
+    }
+    if let Some(v) = std::env::var_os("HF_HOME").filter(|v| !v.is_empty()) {
+        return Some(PathBuf::from(v).join("hub"));
+    }
+    dirs::home_dir().map(|h| h.join(".cache").join("huggingface").join("hub"))
+}
+
+/// The hub endpoint: `HF_ENDPOINT`, else [`DEFAULT_ENDPOINT`].
+pub fn default_endpoint() -> String {
+    std::env::var("HF_ENDPOINT")
+        .ok()
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| DEFAULT_ENDPOINT.to_string())
+}
+
+fn safe_part(s: &str) -> bool {
+    !s.is_empty()
+        && s != "."
+        && s != ".."
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+}
+
+/// Checks an `ORG/NAME` model id, so it can name a cache folder and a URL.
+pub(crate) fn validate_model_id(model_id: &str) -> Result<(&str, &str)> {
+    match model_id.split_once('/') {
+        Some((org, name)) if safe_part(org) && safe_part(name) => Ok((org, name)),
+        _ => Err(Error::Invalid(format!(
+            "model id {model_id:?} is not of the form ORG/NAME (letters, digits, '-', '_', '.'), \
+             e.g. sentence-transformers/all-MiniLM-L6-v2"
+        ))),
+    }
+}
+
+fn validate_revision(revision: &str) -> Result<()> {
+    if revision.split('/').all(safe_part) {
+        Ok(())
+    } else {
+        Err(Error::Invalid(format!(
+            "revision {revision:?} must be a branch, tag or commit made of letters, digits, '-', '_', '.' and '/'"
+        )))
+    }
+}
+
+/// `models--ORG--NAME` inside the cache.
+pub(crate) fn repo_dir(cache_dir: &Path, model_id: &str) -> Result<PathBuf> {
+    let (org, name) = validate_model_id(model_id)?;
+    Ok(cache_dir.join(format!("models--{org}--{name}")))
+}
+
+/// The snapshot folder of `model_id` at `revision` in the cache at
+/// `cache_dir`, resolving branch names through `refs/`.
+pub fn cached_model_dir(model_id: &str, revision: &str, cache_dir: &Path) -> Result<PathBuf> {
+    validate_revision(revision)?;
+    let repo = repo_dir(cache_dir, model_id)?;
+    let not_found = |what: String| Error::ModelNotFound {
+        path: repo.clone(),
+        message: format!(
+            "{what}: run scripts/fetch-models.sh and set [embedder] path = \"<model folder>\", \
+             or download it (`mnemo` does when the network allows; set HF_ENDPOINT for a mirror)"
+        ),
+    };
+    if !repo.is_dir() {
+        return Err(not_found(format!(
+            "model {model_id} is not in the Hugging Face cache {} (no folder {})",
+            cache_dir.display(),
+            repo.display()
+        )));
+    }
+    let ref_file = repo.join("refs").join(revision);
+    let commit = match std::fs::read_to_string(&ref_file) {
+        Ok(s) => s.trim().to_string(),
+        Err(_) => revision.to_string(),
+    };
+    validate_revision(&commit)?;
+    let snap = repo.join("snapshots").join(&commit);
+    if !snap.is_dir() {
+        return Err(not_found(format!(
+            "model {model_id} is in the cache but has no snapshot for revision {revision} (looked for {})",
+            snap.display()
+        )));
+    }
+    Ok(snap)
+}
+
+/// Downloads the files a [`crate::LocalEmbedder`] needs for `model_id` at
+/// `revision` into the hub cache layout under `cache_dir` (default:
+/// [`default_cache_dir`]), from `endpoint` (default: [`default_endpoint`]),
+/// fetching `{endpoint}/{model_id}/resolve/{revision}/{file}`. Files already
+/// in the snapshot are kept. Returns the snapshot folder.
+pub fn download(
+    model_id: &str,
+    revision: &str,
+    cache_dir: Option<&Path>,
+    endpoint: Option<&str>,
+    progress: &mut dyn FnMut(&DownloadProgress),
+) -> Result<PathBuf> {
+    validate_revision(revision)?;
+    let cache_dir = match cache_dir {
+        Some(c) => c.to_path_buf(),
+        None => default_cache_dir().ok_or_else(|| {
+            Error::Invalid("no Hugging Face cache folder: set HF_HUB_CACHE or HF_HOME, or [embedder] cache_dir".into())
+        })?,
+    };
+    let endpoint = endpoint
+        .map(str::to_string)
+        .unwrap_or_else(default_endpoint);
+    let endpoint = endpoint.trim_end_matches('/');
+    let repo = repo_dir(&cache_dir, model_id)?;
+    let client = reqwest::blocking::Client::builder()
+        .connect_timeout(Duration::from_secs(20))
+        .timeout(None::<Duration>)
+        .user_agent(concat!("mnemo/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(|e| Error::Download(format!("cannot start an HTTP client: {e}")))?;
+
+    let files: Vec<(&str, bool)> = REQUIRED_FILES
+        .iter()
+        .map(|f| (*f, true))
+        .chain(OPTIONAL_FILES.iter().map(|f| (*f, false)))
+        .collect();
+    let file_count = files.len();
+    // The snapshot is named after the commit the hub reports for the first
+    // file, as huggingface_hub does; a plain server falls back to the revision.
+    let mut snapshot: Option<(String, PathBuf)> = None;
+    for (file_index, (file, required)) in files.into_iter().enumerate() {
+        if let Some((_, snap)) = &snapshot {
+            if snap.join(file).is_file() {
+                continue;
+            }
+        }
+        let url = format!("{endpoint}/{model_id}/resolve/{revision}/{file}");
+        let resp = client.get(&url).send().map_err(|e| {
+            Error::Download(format!(
+                "GET {url}: {e}; check the network or set HF_ENDPOINT to a reachable mirror"
+            ))
+        })?;
+        let status = resp.status();
+        if status == reqwest::StatusCode::NOT_FOUND && !required {
+            continue;
+        }
+        if !status.is_success() {
+            return Err(Error::Download(format!(
+                "GET {url} answered HTTP {status}{}",
+                if status.as_u16() == 401 || status.as_u16() == 404 {
+                    ": check the model id and revision (gated models need a token, which mnemo does not send)"
+                } else {
+                    ""
+                }
+            )));
+        }
+        let (commit, snap) = match &snapshot {
+            Some(s) => s.clone(),
+            None => {
+                let commit = resp
+                    .headers()
+                    .get("x-repo-commit")
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_string)
+                    .filter(|c| validate_revision(c).is_ok() && !c.contains('/'))
+                    .unwrap_or_else(|| revision.to_string());
+                let snap = repo.join("snapshots").join(&commit);
+                snapshot = Some((commit.clone(), snap.clone()));
+                if snap.join(file).is_file() {
+                    continue;
+                }
+                (commit, snap)
+            }
+        };
+        let _ = commit;
+        let dest = snap.join(file);
+        fetch_to(resp, &url, &dest, file, file_index, file_count, progress)?;
+    }
+    let Some((commit, snap)) = snapshot else {
+        return Err(Error::Download(format!(
+            "no file of {model_id} could be fetched from {endpoint}"
+        )));
+    };
+    if commit != revision {
+        let ref_file = repo.join("refs").join(revision);
+        write_atomic(&ref_file, commit.as_bytes())?;
+    }
+    Ok(snap)
+}
+
+fn expected_sha256(resp: &reqwest::blocking::Response) -> Option<String> {
+    for name in ["x-linked-etag", "etag"] {
+        if let Some(v) = resp.headers().get(name).and_then(|v| v.to_str().ok()) {
+            let v = v
+                .trim_start_matches("W/")
+                .trim_matches('"')
+                .to_ascii_lowercase();
+            if v.len() == 64 && v.chars().all(|c| c.is_ascii_hexdigit()) {
+                return Some(v);
+            }
+        }
+    }
+    None
+}
+
+fn fetch_to(
+    mut resp: reqwest::blocking::Response,
+    url: &str,
+    dest: &Path,
+    file: &str,
+    file_index: usize,
+    file_count: usize,
+    progress: &mut dyn FnMut(&DownloadProgress),
+) -> Result<()> {
+    let parent = dest.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(parent)
+        .map_err(|e| Error::io(format!("cannot create {}", parent.display()), e))?;
+    let total = resp.content_length();
+    let want_sha = expected_sha256(&resp);
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".download-")
+        .suffix(".part")
+        .tempfile_in(parent)
+        .map_err(|e| {
+            Error::io(
+                format!("cannot create a temporary file in {}", parent.display()),
+                e,
+            )
+        })?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 256 * 1024];
+    let mut bytes = 0u64;
+    let mut report = |bytes: u64, done: bool| {
+        progress(&DownloadProgress {
+            file: file.to_string(),
+            file_index,
+            file_count,
+            bytes,
+            total,
+            done,
+        })
+    };
+    report(0, false);
+    loop {
+        let n = resp
+            .read(&mut buf)
+            .map_err(|e| Error::Download(format!("reading {url}: {e}")))?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+        tmp.write_all(&buf[..n])
+            .map_err(|e| Error::io(format!("cannot write {}", tmp.path().display()), e))?;
+        bytes += n as u64;
+        report(bytes, false);
+    }
+    if let Some(total) = total {
+        if bytes != total {
+            return Err(Error::Download(format!(
+                "{url}: received {bytes} bytes, expected {total}; try again"
+            )));
+        }
+    }
+    if let Some(want) = want_sha {
+        let got = hex::encode(hasher.finalize());
+        if got != want {
+            return Err(Error::Download(format!(
+                "{url}: sha256 {got} does not match the server's {want}; try again"
+            )));
+        }
+    }
+    tmp.as_file()
+        .sync_all()
+        .map_err(|e| Error::io(format!("cannot flush {}", tmp.path().display()), e))?;
+    tmp.persist(dest).map_err(|e| {
+        Error::io(
+            format!("cannot move the download into {}", dest.display()),
+            e.error,
+        )
+    })?;
+    report(bytes, true);
+    Ok(())
+}
+
+fn write_atomic(path: &Path, data: &[u8]) -> Result<()> {
+    let parent = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(parent)
+        .map_err(|e| Error::io(format!("cannot create {}", parent.display()), e))?;
+    let mut tmp = tempfile::NamedTempFile::new_in(parent).map_err(|e| {
+        Error::io(
+            format!("cannot create a temporary file in {}", parent.display()),
+            e,
+        )
+    })?;
+    tmp.write_all(data)
+        .map_err(|e| Error::io(format!("cannot write {}", path.display()), e))?;
+    tmp.persist(path)
+        .map_err(|e| Error::io(format!("cannot write {}", path.display()), e.error))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn model_ids_are_checked() {
+        assert!(validate_model_id("sentence-transformers/all-MiniLM-L6-v2").is_ok());
+        for bad in ["", "noslash", "../x/y", "a/../b", "a/b/c", "/abs", "a/b c"] {
+            assert!(validate_model_id(bad).is_err(), "{bad}");
+        }
+        assert!(validate_revision("refs/pr/1").is_ok());
+        assert!(validate_revision("../main").is_err());
+    }
+
+    #[test]
+    fn cache_lookup_names_the_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = cached_model_dir("org/name", "main", dir.path())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("models--org--name") && e.contains("fetch-models.sh"),
+            "{e}"
+        );
+    }
+}

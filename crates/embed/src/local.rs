@@ -1,0 +1,333 @@
+//! `LocalEmbedder`: a BERT-family sentence-embedding model run in process,
+//! found in a folder, the Hugging Face cache, or downloaded.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use candle_core::{Device, Tensor};
+use mnemo_core::{EmbedError, EmbedKind, Embedder, EmbedderId};
+use sha2::{Digest, Sha256};
+use tokenizers::{Tokenizer, TruncationParams};
+
+use crate::candle_bert::CandleBert;
+use crate::error::{Error, Result};
+use crate::fast_bert::FastBert;
+use crate::hub::{self, DownloadProgress};
+use crate::model_files::{ModelFiles, Pooling};
+use crate::spec::{Engine, LocalModelSpec};
+
+enum Runner {
+    Candle(CandleBert),
+    Fast(FastBert),
+}
+
+/// A local sentence-embedding model of the BERT family
+/// (all-MiniLM-L6-v2, bge-small-en-v1.5, e5-small-v2, …).
+///
+/// Vectors are pooled as the model folder says (`1_Pooling/config.json`:
+/// mean or CLS) and normalised to unit length. Inputs longer than
+/// [`Embedder::max_input_tokens`] are truncated by the model: the indexer is
+/// responsible for not sending them (use [`Embedder::count_tokens`], which
+/// counts the special tokens and the document prefix).
+pub struct LocalEmbedder {
+    files: ModelFiles,
+    /// Truncates at the model's limit; used for inference.
+    tokenizer: Tokenizer,
+    /// Never truncates; used to count.
+    counter: Tokenizer,
+    runner: Runner,
+    engine: Engine,
+    query_prefix: String,
+    document_prefix: String,
+    batch_size: usize,
+    threads: usize,
+    id: EmbedderId,
+}
+
+impl std::fmt::Debug for LocalEmbedder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalEmbedder")
+            .field("dir", &self.files.dir)
+            .field("id", &self.id)
+            .field("engine", &self.engine)
+            .field("pooling", &self.files.pooling)
+            .field("max_seq_len", &self.files.max_seq_len)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LocalEmbedder {
+    /// Loads the model in `dir` (a sentence-transformers folder with
+    /// `config.json`, `tokenizer.json` and `model.safetensors`) with default
+    /// settings and no prefixes.
+    pub fn load(dir: &Path) -> Result<Self, EmbedError> {
+        let name = dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "local".into());
+        let spec = LocalModelSpec {
+            model: name,
+            query_prefix: Some(String::new()),
+            document_prefix: Some(String::new()),
+            ..LocalModelSpec::from_path(dir)
+        };
+        Ok(Self::load_dir(dir, &spec)?)
+    }
+
+    /// Loads the model in `dir` with the settings of `spec` (its `path`,
+    /// cache and download fields are ignored; `model` names the model).
+    pub fn load_with(dir: &Path, spec: &LocalModelSpec) -> Result<Self, EmbedError> {
+        Ok(Self::load_dir(dir, spec)?)
+    }
+
+    /// Loads `model_id` at `revision` from a Hugging Face hub cache
+    /// (`cache_dir`, default [`hub::default_cache_dir`]).
+    pub fn from_hf_cache(
+        model_id: &str,
+        revision: &str,
+        cache_dir: Option<&Path>,
+    ) -> Result<Self, EmbedError> {
+        let spec = LocalModelSpec {
+            model: model_id.to_string(),
+            revision: revision.to_string(),
+            cache_dir: cache_dir.map(Path::to_path_buf),
+            ..LocalModelSpec::default()
+        };
+        Ok(Self::from_cache_spec(&spec)?)
+    }
+
+    /// Finds and loads the model `spec` describes: its explicit folder, else
+    /// the hub cache, else a download into the cache (when `spec.download`).
+    pub fn resolve(spec: &LocalModelSpec) -> Result<Self, EmbedError> {
+        Self::resolve_with_progress(spec, &mut |_| {})
+    }
+
+    /// [`LocalEmbedder::resolve`], reporting download progress.
+    pub fn resolve_with_progress(
+        spec: &LocalModelSpec,
+        progress: &mut dyn FnMut(&DownloadProgress),
+    ) -> Result<Self, EmbedError> {
+        if spec.kind != "local" {
+            return Err(Error::Invalid(format!(
+                "[embedder] kind = {:?} is not a local model; LocalEmbedder handles kind = \"local\"",
+                spec.kind
+            ))
+            .into());
+        }
+        if let Some(path) = &spec.path {
+            return Ok(Self::load_dir(path, spec)?);
+        }
+        let cache_err = match Self::from_cache_spec(spec) {
+            Ok(e) => return Ok(e),
+            Err(Error::ModelNotFound { message, .. }) => message,
+            Err(other) => return Err(other.into()),
+        };
+        if !spec.download {
+            return Err(Error::ModelNotFound {
+                path: spec
+                    .cache_dir
+                    .clone()
+                    .or_else(hub::default_cache_dir)
+                    .unwrap_or_default(),
+                message: format!("{cache_err}\n(downloads are off: [embedder] download = false)"),
+            }
+            .into());
+        }
+        let dir = hub::download(&spec.model, &spec.revision, spec.cache_dir.as_deref(), spec.endpoint.as_deref(), progress)
+            .map_err(|e| Error::ModelNotFound {
+                path: spec.cache_dir.clone().or_else(hub::default_cache_dir).unwrap_or_default(),
+                message: format!(
+                    "{cache_err}\nand downloading it failed: {e}\n\
+                     run scripts/fetch-models.sh and set [embedder] path = \"<model folder>\", or set HF_ENDPOINT to a reachable mirror"
+                ),
+            })?;
+        Ok(Self::load_dir(&dir, spec)?)
+    }
+
+    fn from_cache_spec(spec: &LocalModelSpec) -> Result<Self> {
+        let cache = match &spec.cache_dir {
+            Some(c) => c.clone(),
+            None => hub::default_cache_dir().ok_or_else(|| Error::ModelNotFound {
+                path: Default::default(),
+                message: "no Hugging Face cache folder (no HF_HUB_CACHE, HF_HOME or home folder): \
+                          set [embedder] path = \"<model folder>\""
+                    .into(),
+            })?,
+        };
+        let dir = hub::cached_model_dir(&spec.model, &spec.revision, &cache)?;
+        Self::load_dir(&dir, spec)
+    }
+
+    fn load_dir(dir: &Path, spec: &LocalModelSpec) -> Result<Self> {
+        let files = ModelFiles::read(dir)?;
+        let tok_path = dir.join("tokenizer.json");
+        let mut counter =
+            Tokenizer::from_file(&tok_path).map_err(|e| Error::bad_file(&tok_path, e))?;
+        // tokenizer.json files often carry padding and a shorter truncation
+        // from export time; batching pads by itself and the limit comes from
+        // sentence_bert_config.json.
+        counter.with_padding(None);
+        counter
+            .with_truncation(None)
+            .map_err(|e| Error::bad_file(&tok_path, e))?;
+        let mut tokenizer = counter.clone();
+        tokenizer
+            .with_truncation(Some(TruncationParams {
+                max_length: files.max_seq_len,
+                ..Default::default()
+            }))
+            .map_err(|e| Error::bad_file(&tok_path, e))?;
+
+        let weights_path = dir.join("model.safetensors");
+        let bytes = std::fs::read(&weights_path)
+            .map_err(|e| Error::io(format!("cannot read {}", weights_path.display()), e))?;
+        let weights_sha = hex::encode(Sha256::digest(&bytes));
+        let tensors: HashMap<String, Tensor> =
+            candle_core::safetensors::load_buffer(&bytes, &Device::Cpu)
+                .map_err(|e| Error::bad_file(&weights_path, e))?;
+        drop(bytes);
+        let engine = match spec.engine {
+            Engine::Auto => Engine::Fast,
+            e => e,
+        };
+        let runner = match engine {
+            Engine::Candle => Runner::Candle(
+                CandleBert::new(tensors, &files.bert)
+                    .map_err(|e| Error::bad_file(&weights_path, e))?,
+            ),
+            _ => Runner::Fast(FastBert::new(&tensors, &files.bert).map_err(|e| match e {
+                Error::Unsupported(m) => Error::bad_file(&weights_path, m),
+                other => other,
+            })?),
+        };
+        let (query_prefix, document_prefix) = spec.prefixes();
+        let mut key = Sha256::new();
+        for part in [
+            weights_sha.as_str(),
+            match files.pooling {
+                Pooling::Mean => "mean",
+                Pooling::Cls => "cls",
+            },
+            &files.max_seq_len.to_string(),
+            &query_prefix,
+            &document_prefix,
+        ] {
+            key.update(part.as_bytes());
+            key.update([0u8]);
+        }
+        let id = EmbedderId {
+            provider: "local".into(),
+            model: spec.model.clone(),
+            provider_key: hex::encode(key.finalize()),
+        };
+        Ok(LocalEmbedder {
+            files,
+            tokenizer,
+            counter,
+            runner,
+            engine,
+            query_prefix,
+            document_prefix,
+            batch_size: spec.batch_size.max(1),
+            threads: spec.effective_threads(),
+            id,
+        })
+    }
+
+    /// The folder the model was loaded from.
+    pub fn model_dir(&self) -> &Path {
+        &self.files.dir
+    }
+
+    /// The forward-pass implementation in use (`Candle` or `Fast`).
+    pub fn engine(&self) -> Engine {
+        self.engine
+    }
+
+    /// The pooling mode read from the model folder.
+    pub fn pooling(&self) -> Pooling {
+        self.files.pooling
+    }
+
+    fn tokenize(&self, texts: &[&str], kind: EmbedKind) -> Result<Vec<Vec<u32>>> {
+        let prefix = match kind {
+            EmbedKind::Query => &self.query_prefix,
+            EmbedKind::Document => &self.document_prefix,
+        };
+        let inputs: Vec<String> = texts.iter().map(|t| format!("{prefix}{t}")).collect();
+        let enc = self
+            .tokenizer
+            .encode_batch(inputs, true)
+            .map_err(|e| Error::Inference(format!("tokenizer: {e}")))?;
+        Ok(enc.into_iter().map(|e| e.get_ids().to_vec()).collect())
+    }
+
+    fn embed_inner(&self, texts: &[&str], kind: EmbedKind) -> Result<Vec<Vec<f32>>> {
+        if texts.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids = self.tokenize(texts, kind)?;
+        // Length-sorted sub-batches: neighbours have similar lengths, so the
+        // candle path pads little and the fast path balances its threads.
+        let mut order: Vec<usize> = (0..ids.len()).collect();
+        order.sort_by_key(|&i| ids[i].len());
+        let mut out: Vec<Vec<f32>> = vec![Vec::new(); ids.len()];
+        for chunk in order.chunks(self.batch_size) {
+            let batch: Vec<&[u32]> = chunk.iter().map(|&i| ids[i].as_slice()).collect();
+            let vecs = match &self.runner {
+                Runner::Candle(m) => m.forward(&batch, self.files.pooling)?,
+                Runner::Fast(m) => m.forward(&batch, self.files.pooling, self.threads)?,
+            };
+            if vecs.len() != chunk.len() {
+                return Err(Error::Inference(format!(
+                    "model returned {} vectors for {} inputs",
+                    vecs.len(),
+                    chunk.len()
+                )));
+            }
+            for (&i, mut v) in chunk.iter().zip(vecs) {
+                normalise(&mut v);
+                out[i] = v;
+            }
+        }
+        Ok(out)
+    }
+}
+
+pub(crate) fn normalise(v: &mut [f32]) {
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm > 0.0 && norm.is_finite() {
+        v.iter_mut().for_each(|x| *x /= norm);
+    }
+}
+
+impl Embedder for LocalEmbedder {
+    fn id(&self) -> EmbedderId {
+        self.id.clone()
+    }
+
+    fn dims(&self) -> usize {
+        self.files.bert.hidden_size
+    }
+
+    fn max_batch(&self) -> usize {
+        self.batch_size
+    }
+
+    /// The model's limit in word pieces, special tokens included.
+    fn max_input_tokens(&self) -> Option<usize> {
+        Some(self.files.max_seq_len)
+    }
+
+    /// Word pieces of `text` as a document: special tokens and the document
+    /// prefix included, so `count_tokens(t) <= max_input_tokens()` means `t`
+    /// is embedded whole.
+    fn count_tokens(&self, text: &str) -> Option<usize> {
+        let input = format!("{}{}", self.document_prefix, text);
+        self.counter.encode(input, true).ok().map(|e| e.len())
+    }
+
+    fn embed(&self, texts: &[&str], kind: EmbedKind) -> Result<Vec<Vec<f32>>, EmbedError> {
+        Ok(self.embed_inner(texts, kind)?)
+    }
+}

@@ -1,0 +1,179 @@
+//! Reading a sentence-transformers model folder: the BERT `config.json`, the
+//! pooling mode (`1_Pooling/config.json`) and the sequence limit
+//! (`sentence_bert_config.json`).
+
+use std::path::{Path, PathBuf};
+
+use candle_transformers::models::bert::Config as BertConfig;
+use serde::Deserialize;
+
+use crate::error::{Error, Result};
+
+/// How token vectors are pooled into one sentence vector.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Pooling {
+    /// Average of the non-padding token vectors (all-MiniLM, e5).
+    Mean,
+    /// The vector of the first (`[CLS]`) token (bge).
+    Cls,
+}
+
+/// Files every model folder must contain.
+pub(crate) const REQUIRED_FILES: [&str; 3] = ["config.json", "tokenizer.json", "model.safetensors"];
+/// Files read when present.
+pub(crate) const OPTIONAL_FILES: [&str; 2] = ["1_Pooling/config.json", "sentence_bert_config.json"];
+
+/// What a model folder says about the model.
+#[derive(Debug, Clone)]
+pub(crate) struct ModelFiles {
+    pub dir: PathBuf,
+    pub bert: BertConfig,
+    pub pooling: Pooling,
+    /// Word pieces per input, special tokens included, after clamping to the
+    /// position table.
+    pub max_seq_len: usize,
+}
+
+#[derive(Deserialize)]
+struct PoolingFile {
+    #[serde(default)]
+    pooling_mode_cls_token: bool,
+    #[serde(default)]
+    pooling_mode_mean_tokens: bool,
+    #[serde(default)]
+    pooling_mode_max_tokens: bool,
+    #[serde(default)]
+    pooling_mode_mean_sqrt_len_tokens: bool,
+}
+
+#[derive(Deserialize)]
+struct SentenceBertFile {
+    max_seq_length: Option<usize>,
+}
+
+#[derive(Deserialize)]
+struct ModelType {
+    model_type: Option<String>,
+    architectures: Option<Vec<String>>,
+}
+
+/// Default sequence limit when `sentence_bert_config.json` does not give one.
+const DEFAULT_MAX_SEQ: usize = 512;
+
+impl ModelFiles {
+    /// Checks the folder and reads its configuration (not the weights).
+    pub fn read(dir: &Path) -> Result<Self> {
+        if !dir.is_dir() {
+            return Err(Error::ModelNotFound {
+                path: dir.to_path_buf(),
+                message: format!(
+                    "embedding model folder {} does not exist: run scripts/fetch-models.sh, \
+                     or set [embedder] path = \"<folder with config.json, tokenizer.json and model.safetensors>\" in mnemo.toml",
+                    dir.display()
+                ),
+            });
+        }
+        let missing: Vec<&str> = REQUIRED_FILES
+            .iter()
+            .copied()
+            .filter(|f| !dir.join(f).is_file())
+            .collect();
+        if !missing.is_empty() {
+            return Err(Error::ModelNotFound {
+                path: dir.to_path_buf(),
+                message: format!(
+                    "embedding model folder {} lacks {}: it needs config.json, tokenizer.json and model.safetensors \
+                     (a sentence-transformers export); run scripts/fetch-models.sh or point [embedder] path at a complete folder",
+                    dir.display(),
+                    missing.join(", ")
+                ),
+            });
+        }
+        let config_path = dir.join("config.json");
+        let text = read_text(&config_path)?;
+        let kind: ModelType =
+            serde_json::from_str(&text).map_err(|e| Error::bad_file(&config_path, e))?;
+        let is_bert = kind.model_type.as_deref().is_none_or(|t| t == "bert")
+            && kind
+                .architectures
+                .as_ref()
+                .is_none_or(|a| a.iter().all(|a| a.starts_with("Bert")));
+        if !is_bert {
+            return Err(Error::Unsupported(format!(
+                "{} describes model_type {:?} / architectures {:?}; only BERT-family models \
+                 (all-MiniLM-L6-v2, bge-small-en-v1.5, e5-small-v2, ...) are supported",
+                config_path.display(),
+                kind.model_type,
+                kind.architectures
+            )));
+        }
+        let bert: BertConfig =
+            serde_json::from_str(&text).map_err(|e| Error::bad_file(&config_path, e))?;
+        if bert.hidden_size == 0
+            || bert.num_attention_heads == 0
+            || !bert.hidden_size.is_multiple_of(bert.num_attention_heads)
+        {
+            return Err(Error::bad_file(
+                &config_path,
+                format!(
+                    "hidden_size {} is not a multiple of num_attention_heads {}",
+                    bert.hidden_size, bert.num_attention_heads
+                ),
+            ));
+        }
+
+        let pooling_path = dir.join("1_Pooling/config.json");
+        let pooling = if pooling_path.is_file() {
+            let p: PoolingFile = serde_json::from_str(&read_text(&pooling_path)?)
+                .map_err(|e| Error::bad_file(&pooling_path, e))?;
+            if p.pooling_mode_max_tokens || p.pooling_mode_mean_sqrt_len_tokens {
+                return Err(Error::Unsupported(format!(
+                    "{} asks for max or mean-sqrt-len pooling; only mean and CLS pooling are supported",
+                    pooling_path.display()
+                )));
+            }
+            match (p.pooling_mode_cls_token, p.pooling_mode_mean_tokens) {
+                (true, true) => {
+                    return Err(Error::Unsupported(format!(
+                        "{} combines CLS and mean pooling; choose one",
+                        pooling_path.display()
+                    )));
+                }
+                (true, false) => Pooling::Cls,
+                _ => Pooling::Mean,
+            }
+        } else {
+            Pooling::Mean
+        };
+
+        let st_path = dir.join("sentence_bert_config.json");
+        let configured = if st_path.is_file() {
+            let s: SentenceBertFile = serde_json::from_str(&read_text(&st_path)?)
+                .map_err(|e| Error::bad_file(&st_path, e))?;
+            s.max_seq_length
+        } else {
+            None
+        };
+        let max_seq_len = configured
+            .unwrap_or(DEFAULT_MAX_SEQ)
+            .min(bert.max_position_embeddings);
+        if max_seq_len < 3 {
+            return Err(Error::bad_file(
+                &st_path,
+                format!("max_seq_length {max_seq_len} leaves no room for text"),
+            ));
+        }
+        Ok(ModelFiles {
+            dir: dir.to_path_buf(),
+            bert,
+            pooling,
+            max_seq_len,
+        })
+    }
+}
+
+fn read_text(path: &Path) -> Result<String> {
+    std::fs::read_to_string(path)
+        .map_err(|e| Error::io(format!("cannot read {}", path.display()), e))
+}

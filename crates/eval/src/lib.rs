@@ -1,1 +1,25 @@
-//! mnemo-eval (placeholder).
+//! mnemo-eval: the retrieval benchmark. It replays conversations with
+//! annotated evidence through the session store and the memory index, asks
+//! each question through the index's search, and scores the rankings of
+//! sessions or turns (any@k, all@k, recall@k, MRR, NDCG, evidence recall
+//! within a token budget). Nothing in it knows which dataset it reads: any
+//! file in the schema of `dataset` is scored the same way.
+#![warn(missing_docs)]
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
+
+pub mod dataset;
+pub mod dates;
+pub mod error;
+pub mod metrics;
+pub mod replay;
+pub mod report;
+pub mod run;
+
+pub use dataset::{Conversation, Dataset, Question, SessionData, Turn};
+pub use error::{EvalError, Result};
+pub use metrics::{MetricSpec, Metrics, RankedHit};
+pub use report::{
+    render_comparison, render_json, render_text, CategoryReport, EvalCounts, EvalReport,
+    EvalSettings, EvalTimings, EvalUnit, QuestionReport, RetrievalMode,
+};
+pub use run::{run_on_dataset, run_retrieval_eval, EvalOptions, EvalProgress, EvalStage};

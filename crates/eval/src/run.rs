@@ -1,0 +1,603 @@
+//! The harness: replay each conversation into a fresh workspace through the
+//! session store, index it with the normal indexer, ask every question
+//! through search, map hits back to sessions and turns, and score.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use mnemo_core::{Embedder, Workspace};
+use mnemo_index::{IndexSettings, MemoryIndex, SearchHit, SearchMode, SearchRequest, SyncProgress};
+use mnemo_store::{FsyncPolicy, SessionOptions, SessionStore};
+
+use crate::dataset::{Conversation, Dataset, Question};
+use crate::error::{EvalError, Result};
+use crate::metrics::{estimate_tokens, unit_ranking, MetricMean, MetricSpec, RankedHit};
+use crate::replay::{session_key, session_messages, UnitMap};
+use crate::report::{
+    CategoryReport, EvalCounts, EvalReport, EvalSettings, EvalTimings, EvalUnit, QuestionReport,
+    RetrievalMode,
+};
+
+/// How token budgets are measured; stated in every report.
+pub const TOKEN_ESTIMATE: &str =
+    "estimated from the hit snippet: 4 characters per token, 1 per CJK/wide character";
+
+/// What to evaluate and how.
+#[derive(Clone)]
+pub struct EvalOptions {
+    /// The benchmark file (used by [`run_retrieval_eval`]).
+    pub dataset: PathBuf,
+    /// Unit ranked and scored.
+    pub unit: EvalUnit,
+    /// How the index is asked.
+    pub mode: RetrievalMode,
+    /// Only the first `n` conversations (and their questions).
+    pub limit_conversations: Option<usize>,
+    /// Hits asked for per question: large, so the unit ranking reaches k = 50.
+    pub max_results: usize,
+    /// Minimum score passed to search: 0 keeps the whole ranking.
+    pub min_score: f32,
+    /// Index settings (chunking, fusion). The mode overrides the weights:
+    /// vector = 1/0, hybrid keeps the configured weights.
+    pub index_settings: IndexSettings,
+    /// The embedder for vector and hybrid modes, shared by every
+    /// conversation so the model is loaded once.
+    pub embedder: Option<Arc<dyn Embedder>>,
+    /// Metrics computed.
+    pub metrics: MetricSpec,
+}
+
+impl std::fmt::Debug for EvalOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EvalOptions")
+            .field("dataset", &self.dataset)
+            .field("unit", &self.unit)
+            .field("mode", &self.mode)
+            .field("limit_conversations", &self.limit_conversations)
+            .field("max_results", &self.max_results)
+            .field("min_score", &self.min_score)
+            .field("index_settings", &self.index_settings)
+            .field("embedder", &self.embedder.as_ref().map(|e| e.id()))
+            .field("metrics", &self.metrics)
+            .finish()
+    }
+}
+
+impl EvalOptions {
+    /// Defaults for `dataset`: session unit, keyword mode unless an embedder
+    /// is set, 100 hits per question, min score 0.
+    pub fn new(dataset: impl Into<PathBuf>) -> Self {
+        EvalOptions {
+            dataset: dataset.into(),
+            unit: EvalUnit::Session,
+            mode: RetrievalMode::Keyword,
+            limit_conversations: None,
+            max_results: 100,
+            min_score: 0.0,
+            index_settings: IndexSettings::default(),
+            embedder: None,
+            metrics: MetricSpec::default(),
+        }
+    }
+
+    /// Sets the embedder and switches to hybrid mode.
+    pub fn with_embedder(mut self, embedder: Arc<dyn Embedder>) -> Self {
+        self.embedder = Some(embedder);
+        self.mode = RetrievalMode::Hybrid;
+        self
+    }
+
+    /// The index settings for `mode`.
+    fn settings_for(&self, mode: RetrievalMode) -> IndexSettings {
+        let mut s = self.index_settings.clone();
+        // Every search re-walking the folder would only cost time: nothing
+        // changes between the sync and the questions.
+        s.search.sync_on_search = false;
+        s.search.min_score = self.min_score;
+        s.index.sessions = true;
+        if mode == RetrievalMode::Vector {
+            s.search.vector_weight = 1.0;
+            s.search.text_weight = 0.0;
+        }
+        s
+    }
+}
+
+/// Where a run is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EvalStage {
+    /// Writing a conversation's session logs.
+    Writing,
+    /// Indexing it (embedding, for vector modes).
+    Indexing,
+    /// Asking its questions.
+    Searching,
+    /// All done.
+    Finished,
+}
+
+/// A progress event, for progress bars.
+#[derive(Debug, Clone)]
+pub struct EvalProgress {
+    /// What is being done.
+    pub stage: EvalStage,
+    /// The conversation being worked on.
+    pub conv_id: String,
+    /// Conversations finished so far.
+    pub conversations_done: usize,
+    /// Conversations in the run.
+    pub conversations_total: usize,
+    /// Questions asked so far (over all modes).
+    pub questions_done: usize,
+    /// Questions to ask in the run (over all modes).
+    pub questions_total: usize,
+    /// Chunks embedded so far in the current sync.
+    pub chunks_embedded: usize,
+}
+
+/// Loads `opts.dataset` and evaluates it with `opts.mode` and `opts.unit`.
+pub fn run_retrieval_eval(
+    opts: &EvalOptions,
+    progress: &dyn Fn(&EvalProgress),
+) -> Result<EvalReport> {
+    let ds = Dataset::load(&opts.dataset)?;
+    let mut reports = run_on_dataset(&ds, opts, &[opts.mode], &[opts.unit], progress)?;
+    reports
+        .pop()
+        .ok_or_else(|| EvalError::Options("the run produced no report".into()))
+}
+
+/// Evaluates `ds` in several modes and units at once. Each conversation is
+/// written and indexed once; every mode then asks all questions, and every
+/// unit is scored from the same hit rankings. Returns one report per
+/// (mode, unit), modes outermost, in the order given.
+pub fn run_on_dataset(
+    ds: &Dataset,
+    opts: &EvalOptions,
+    modes: &[RetrievalMode],
+    units: &[EvalUnit],
+    progress: &dyn Fn(&EvalProgress),
+) -> Result<Vec<EvalReport>> {
+    if modes.is_empty() || units.is_empty() {
+        return Err(EvalError::Options(
+            "give at least one mode and one unit".into(),
+        ));
+    }
+    if opts.max_results == 0 {
+        return Err(EvalError::Options("max_results must be at least 1".into()));
+    }
+    if let Some(m) = modes.iter().find(|m| m.needs_embedder()) {
+        if opts.embedder.is_none() {
+            return Err(EvalError::Options(format!(
+                "{} mode needs an embedding model: load one (for instance mnemo_embed::LocalEmbedder) or use keyword mode",
+                m.as_str()
+            )));
+        }
+    }
+    for m in modes {
+        opts.settings_for(*m).validate().map_err(|e| {
+            EvalError::Options(format!("index settings for {} mode: {e}", m.as_str()))
+        })?;
+    }
+    // Keyword first: it needs no vectors, so opening it before the embedder
+    // never throws away an embedded index.
+    let mut order: Vec<RetrievalMode> = Vec::new();
+    for m in [
+        RetrievalMode::Keyword,
+        RetrievalMode::Hybrid,
+        RetrievalMode::Vector,
+    ] {
+        if modes.contains(&m) {
+            order.push(m);
+        }
+    }
+
+    let convs: Vec<&Conversation> = ds
+        .conversations
+        .iter()
+        .take(opts.limit_conversations.unwrap_or(usize::MAX))
+        .collect();
+    let by_conv = ds.questions_by_conversation();
+    let known: HashSet<&str> = ds
+        .conversations
+        .iter()
+        .map(|c| c.conv_id.as_str())
+        .collect();
+    let mut warnings = Vec::new();
+    let orphans = ds
+        .questions
+        .iter()
+        .filter(|q| !known.contains(q.conv_id.as_str()))
+        .count();
+    if orphans > 0 {
+        warnings.push(format!(
+            "{orphans} questions name a conversation that is not in the file; they were skipped"
+        ));
+    }
+    let q_index: HashMap<*const Question, usize> = ds
+        .questions
+        .iter()
+        .enumerate()
+        .map(|(i, q)| (q as *const Question, i))
+        .collect();
+
+    let total_q: usize = convs
+        .iter()
+        .map(|c| by_conv.get(c.conv_id.as_str()).map_or(0, Vec::len))
+        .sum::<usize>()
+        * order.len();
+    let mut state = EvalProgress {
+        stage: EvalStage::Writing,
+        conv_id: String::new(),
+        conversations_done: 0,
+        conversations_total: convs.len(),
+        questions_done: 0,
+        questions_total: total_q,
+        chunks_embedded: 0,
+    };
+
+    let mut counts = EvalCounts {
+        conversations: convs.len(),
+        ..Default::default()
+    };
+    let mut runs: BTreeMap<RetrievalMode, ModeRun> = BTreeMap::new();
+    let mut write_seconds = 0.0;
+
+    for conv in &convs {
+        let questions: &[&Question] = by_conv
+            .get(conv.conv_id.as_str())
+            .map_or(&[], Vec::as_slice);
+        state.conv_id = conv.conv_id.clone();
+        state.stage = EvalStage::Writing;
+        progress(&state);
+
+        let tmp = tempfile::Builder::new()
+            .prefix("mnemo-eval-")
+            .tempdir()
+            .map_err(EvalError::Workspace)?;
+        let ws = Workspace::new(tmp.path());
+        let t = Instant::now();
+        write_conversation(&ws, conv)?;
+        write_seconds += t.elapsed().as_secs_f64();
+        counts.sessions += conv.sessions.len();
+        counts.turns += conv.sessions.iter().map(|s| s.turns.len()).sum::<usize>();
+        let map = UnitMap::new(conv);
+
+        for mode in &order {
+            let run = runs.entry(*mode).or_default();
+            let embedder = if mode.needs_embedder() {
+                opts.embedder.clone()
+            } else {
+                None
+            };
+            state.stage = EvalStage::Indexing;
+            state.chunks_embedded = 0;
+            progress(&state);
+            let t = Instant::now();
+            let index = MemoryIndex::open(&ws, opts.settings_for(*mode), embedder)
+                .map_err(EvalError::Index)?;
+            let report = {
+                let base = state.clone();
+                index
+                    .sync(&|p: SyncProgress| {
+                        if let SyncProgress::Embedded { chunks } = p {
+                            let mut s = base.clone();
+                            s.chunks_embedded = chunks;
+                            progress(&s);
+                        }
+                    })
+                    .map_err(EvalError::Index)?
+            };
+            run.index_seconds += t.elapsed().as_secs_f64();
+            for issue in report.issues {
+                run.warnings.push(format!(
+                    "{}: {}: {}",
+                    conv.conv_id, issue.path, issue.message
+                ));
+            }
+
+            state.stage = EvalStage::Searching;
+            progress(&state);
+            let t = Instant::now();
+            for q in questions {
+                let qi = q_index.get(&(*q as *const Question)).copied().unwrap_or(0);
+                if q.question.trim().is_empty() {
+                    // Nothing to search for: the question scores zero rather
+                    // than stopping the run.
+                    run.questions.push((qi, Vec::new()));
+                    run.warnings.push(format!(
+                        "question {} has no text; it ranks nothing",
+                        q.id_or(qi)
+                    ));
+                    continue;
+                }
+                let req = SearchRequest::new(q.question.clone())
+                    .max_results(opts.max_results)
+                    .min_score(opts.min_score);
+                let resp = index.search(&req).map_err(EvalError::Index)?;
+                if !run.modes_seen.contains(&resp.mode) {
+                    run.modes_seen.push(resp.mode);
+                }
+                for w in resp.warnings {
+                    if run.warnings.len() < 20 && !run.warnings.contains(&w) {
+                        run.warnings.push(w);
+                    }
+                }
+                let hits = resp.results.iter().map(|h| to_units(&map, h)).collect();
+                run.questions.push((qi, hits));
+                state.questions_done += 1;
+                if state.questions_done % 16 == 0 {
+                    progress(&state);
+                }
+            }
+            run.search_seconds += t.elapsed().as_secs_f64();
+            run.searches += questions.len();
+        }
+        state.conversations_done += 1;
+        progress(&state);
+        drop(tmp);
+    }
+    counts.questions_asked = convs
+        .iter()
+        .map(|c| by_conv.get(c.conv_id.as_str()).map_or(0, Vec::len))
+        .sum();
+    state.stage = EvalStage::Finished;
+    progress(&state);
+
+    let mut out = Vec::new();
+    for mode in modes {
+        let Some(run) = runs.get(mode) else { continue };
+        for unit in units {
+            out.push(score_run(
+                ds,
+                opts,
+                *mode,
+                *unit,
+                run,
+                &counts,
+                write_seconds,
+                &warnings,
+            ));
+        }
+    }
+    Ok(out)
+}
+
+/// Hits of one mode, per question, reduced to units.
+#[derive(Default)]
+struct ModeRun {
+    questions: Vec<(usize, Vec<HitUnits>)>,
+    modes_seen: Vec<SearchMode>,
+    warnings: Vec<String>,
+    index_seconds: f64,
+    search_seconds: f64,
+    searches: usize,
+}
+
+/// One hit: the session and turns it covers, and its size.
+struct HitUnits {
+    sessions: Vec<String>,
+    turns: Vec<String>,
+    tokens: usize,
+}
+
+fn to_units(map: &UnitMap, h: &SearchHit) -> HitUnits {
+    let tokens = estimate_tokens(&h.snippet);
+    let Some(key) = h.session_key.as_deref() else {
+        return HitUnits {
+            sessions: Vec::new(),
+            turns: Vec::new(),
+            tokens,
+        };
+    };
+    let sessions = map
+        .session(key)
+        .map(|s| vec![s.to_string()])
+        .unwrap_or_default();
+    let turns = match h.message_range {
+        Some((a, b)) => map.turns(key, a.min(b), a.max(b)),
+        None => Vec::new(),
+    };
+    HitUnits {
+        sessions,
+        turns,
+        tokens,
+    }
+}
+
+/// Writes every session of `conv` as one session log, one message per turn.
+fn write_conversation(ws: &Workspace, conv: &Conversation) -> Result<()> {
+    // Temporary workspace: durability is irrelevant, speed is not.
+    let options = SessionOptions {
+        fsync: FsyncPolicy::Never,
+        ..SessionOptions::default()
+    };
+    let store = SessionStore::new(ws, options);
+    for s in &conv.sessions {
+        let messages = session_messages(conv, s);
+        if messages.is_empty() {
+            continue;
+        }
+        let mut log = store
+            .open(&session_key(&conv.conv_id, &s.session_id))
+            .map_err(EvalError::Store)?;
+        log.append(&messages).map_err(EvalError::Store)?;
+        log.sync().map_err(EvalError::Store)?;
+    }
+    Ok(())
+}
+
+/// The evidence of `q` for `unit`. Session evidence falls back to the
+/// sessions of the evidence turns when a file gives only turns.
+fn evidence_for(
+    q: &Question,
+    unit: EvalUnit,
+    turn_session: &HashMap<(&str, &str), &str>,
+) -> Vec<String> {
+    match unit {
+        EvalUnit::Turn => q.evidence_turns.clone(),
+        EvalUnit::Session if !q.evidence_sessions.is_empty() => q.evidence_sessions.clone(),
+        EvalUnit::Session => {
+            let mut out: Vec<String> = Vec::new();
+            for t in &q.evidence_turns {
+                if let Some(s) = turn_session.get(&(q.conv_id.as_str(), t.as_str())) {
+                    if !out.iter().any(|o| o == s) {
+                        out.push(s.to_string());
+                    }
+                }
+            }
+            out
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn score_run(
+    ds: &Dataset,
+    opts: &EvalOptions,
+    mode: RetrievalMode,
+    unit: EvalUnit,
+    run: &ModeRun,
+    counts: &EvalCounts,
+    write_seconds: f64,
+    warnings: &[String],
+) -> EvalReport {
+    let names = ds.category_names();
+    let turn_session: HashMap<(&str, &str), &str> = ds
+        .conversations
+        .iter()
+        .flat_map(|c| {
+            c.sessions.iter().flat_map(move |s| {
+                s.turns.iter().map(move |t| {
+                    (
+                        (c.conv_id.as_str(), t.turn_id.as_str()),
+                        s.session_id.as_str(),
+                    )
+                })
+            })
+        })
+        .collect();
+    let mut overall = MetricMean::default();
+    let mut per_cat: HashMap<String, MetricMean> = HashMap::new();
+    let mut questions = Vec::new();
+    let mut skipped = 0;
+    for (qi, hits) in &run.questions {
+        let Some(q) = ds.questions.get(*qi) else {
+            continue;
+        };
+        let evidence = evidence_for(q, unit, &turn_session);
+        let ranked: Vec<RankedHit> = hits
+            .iter()
+            .map(|h| RankedHit {
+                units: match unit {
+                    EvalUnit::Session => h.sessions.clone(),
+                    EvalUnit::Turn => h.turns.clone(),
+                },
+                tokens: h.tokens,
+            })
+            .collect();
+        let Some(m) = opts.metrics.score(&ranked, &evidence) else {
+            skipped += 1;
+            continue;
+        };
+        overall.add(&m);
+        let cat = q.category.clone().unwrap_or_else(|| "none".to_string());
+        per_cat.entry(cat).or_default().add(&m);
+        let ranking = unit_ranking(&ranked);
+        questions.push(QuestionReport {
+            qid: q.id_or(*qi),
+            conv_id: q.conv_id.clone(),
+            category: q.category.clone(),
+            first_evidence_rank: ranking
+                .iter()
+                .position(|u| evidence.contains(u))
+                .map(|p| p + 1),
+            top_units: ranking.into_iter().take(10).collect(),
+            evidence,
+            metrics: m,
+        });
+    }
+    let mut cats: Vec<CategoryReport> = per_cat
+        .into_iter()
+        .map(|(category, mean)| CategoryReport {
+            label: names.get(&category).cloned(),
+            questions: mean.count(),
+            metrics: mean.mean(),
+            category,
+        })
+        .collect();
+    // Numeric categories in numeric order, then the others alphabetically.
+    cats.sort_by(
+        |a, b| match (a.category.parse::<i64>(), b.category.parse::<i64>()) {
+            (Ok(x), Ok(y)) => x.cmp(&y),
+            (Ok(_), Err(_)) => std::cmp::Ordering::Less,
+            (Err(_), Ok(_)) => std::cmp::Ordering::Greater,
+            (Err(_), Err(_)) => a.category.cmp(&b.category),
+        },
+    );
+    let mut all_warnings = warnings.to_vec();
+    all_warnings.extend(run.warnings.iter().cloned());
+    let index_mode = if run.modes_seen.contains(&SearchMode::Hybrid) {
+        if run.modes_seen.contains(&SearchMode::Keyword) {
+            "mixed"
+        } else {
+            "hybrid"
+        }
+    } else {
+        "keyword"
+    };
+    if mode.needs_embedder() && index_mode != "hybrid" {
+        all_warnings.push(format!(
+            "{} mode was asked but the index answered in {index_mode} mode: vectors were not (all) used",
+            mode.as_str()
+        ));
+    }
+    let settings = opts.settings_for(mode);
+    EvalReport {
+        dataset: match (&ds.dataset, &ds.language) {
+            (Some(d), Some(l)) => Some(format!("{d} ({l})")),
+            (Some(d), None) => Some(d.clone()),
+            (None, Some(l)) => Some(format!("({l})")),
+            (None, None) => None,
+        },
+        unit,
+        mode,
+        index_mode: index_mode.to_string(),
+        settings: EvalSettings {
+            max_results: opts.max_results,
+            min_score: opts.min_score,
+            limit_conversations: opts.limit_conversations,
+            embedder: if mode.needs_embedder() {
+                opts.embedder.as_ref().map(|e| {
+                    let id = e.id();
+                    format!("{}/{}", id.provider, id.model)
+                })
+            } else {
+                None
+            },
+            token_estimate: TOKEN_ESTIMATE,
+            index: serde_json::to_value(&settings).unwrap_or_default(),
+        },
+        overall: overall.mean(),
+        per_category: cats,
+        counts: EvalCounts {
+            questions_scored: overall.count(),
+            questions_skipped_no_evidence: skipped,
+            ..counts.clone()
+        },
+        timings: EvalTimings {
+            write_seconds,
+            index_seconds: run.index_seconds,
+            search_seconds: run.search_seconds,
+            search_ms_mean: if run.searches > 0 {
+                run.search_seconds * 1000.0 / run.searches as f64
+            } else {
+                0.0
+            },
+        },
+        warnings: all_warnings,
+        questions,
+    }
+}

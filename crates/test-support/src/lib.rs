@@ -1,1 +1,24 @@
-//! mnemo-test-support (placeholder).
+//! Test helpers of mnemo: a scripted model server that speaks the OpenAI
+//! chat-completions, Anthropic Messages and OpenAI embeddings protocols over
+//! real HTTP on `127.0.0.1`, so the LLM path is tested without a live API.
+//!
+//! ```
+//! use mnemo_test_support::{Reply, ScriptedServer};
+//! use serde_json::json;
+//!
+//! let server = ScriptedServer::start_blocking();
+//! server.push(Reply::tool_call("save_memory", json!({"history_entry": "[2026-01-01 10:00] x"})));
+//! server.push(Reply::error(429, json!({"error": {"message": "slow down"}})).with_header("retry-after", "0"));
+//! assert!(server.openai_base().ends_with("/v1"));
+//! assert_eq!(server.remaining(), 2);
+//! ```
+#![warn(missing_docs)]
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
+
+mod render;
+mod reply;
+mod server;
+
+pub use render::{estimate_tokens, hashed_embedding};
+pub use reply::Reply;
+pub use server::{RecordedRequest, ScriptedServer, DEFAULT_EMBEDDING_DIMS};

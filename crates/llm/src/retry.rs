@@ -1,0 +1,110 @@
+//! Retry timing: exponential backoff with jitter, and `Retry-After`.
+
+use std::collections::hash_map::RandomState;
+use std::hash::{BuildHasher, Hasher};
+use std::time::Duration;
+
+/// The longest wait a `Retry-After` header can impose; longer asks are
+/// capped so a misbehaving server cannot park the caller for hours.
+pub(crate) const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
+
+/// How often and how long to wait between attempts.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct RetryPolicy {
+    /// Retries after the first attempt.
+    pub max_retries: u32,
+    /// Wait before the first retry; doubled for each further one.
+    pub base: Duration,
+    /// Longest computed wait.
+    pub cap: Duration,
+}
+
+impl RetryPolicy {
+    pub(crate) fn new(max_retries: u32, base_ms: u64) -> Self {
+        RetryPolicy {
+            max_retries,
+            base: Duration::from_millis(base_ms),
+            cap: Duration::from_secs(8),
+        }
+    }
+
+    /// The wait before retry number `retry` (0 for the first retry): the
+    /// server's `Retry-After` when given (capped), else `base * 2^retry`
+    /// capped, plus 0–20 % jitter so that many clients do not retry in step.
+    pub(crate) fn delay(&self, retry: u32, retry_after: Option<Duration>) -> Duration {
+        if let Some(ra) = retry_after {
+            return ra.min(MAX_RETRY_AFTER);
+        }
+        let exp = self.base.saturating_mul(1u32 << retry.min(16));
+        let d = exp.min(self.cap);
+        d + d.mul_f64(jitter_fraction() * 0.2)
+    }
+}
+
+/// A pseudo-random number in [0, 1), from the process's random hash keys.
+fn jitter_fraction() -> f64 {
+    let mut h = RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    (h.finish() >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// Parses `retry-after-ms` (milliseconds) or `retry-after` (seconds, possibly
+/// fractional). HTTP dates are not supported and yield None (the computed
+/// backoff is used).
+pub(crate) fn parse_retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    let get = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+    };
+    if let Some(ms) = get("retry-after-ms").and_then(|v| v.parse::<f64>().ok()) {
+        if ms.is_finite() && ms >= 0.0 {
+            return Some(Duration::from_secs_f64(ms / 1000.0));
+        }
+    }
+    let secs = get("retry-after")?.parse::<f64>().ok()?;
+    (secs.is_finite() && secs >= 0.0)
+        .then(|| Duration::from_secs_f64(secs.min(MAX_RETRY_AFTER.as_secs_f64())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reqwest::header::{HeaderMap, HeaderValue};
+
+    #[test]
+    fn backoff_doubles_within_jitter_and_cap() {
+        let p = RetryPolicy::new(5, 100);
+        for (retry, base_ms) in [(0u32, 100u64), (1, 200), (2, 400), (10, 8000)] {
+            let d = p.delay(retry, None);
+            let lo = Duration::from_millis(base_ms);
+            assert!(d >= lo && d <= lo.mul_f64(1.2), "retry {retry}: {d:?}");
+        }
+        assert_eq!(
+            p.delay(0, Some(Duration::from_secs(3))),
+            Duration::from_secs(3)
+        );
+        assert_eq!(p.delay(0, Some(Duration::from_secs(3600))), MAX_RETRY_AFTER);
+    }
+
+    #[test]
+    fn parses_retry_after_headers() {
+        let mut h = HeaderMap::new();
+        assert_eq!(parse_retry_after(&h), None);
+        h.insert("retry-after", HeaderValue::from_static("2"));
+        assert_eq!(parse_retry_after(&h), Some(Duration::from_secs(2)));
+        h.insert("retry-after-ms", HeaderValue::from_static("250"));
+        assert_eq!(parse_retry_after(&h), Some(Duration::from_millis(250)));
+        let mut h = HeaderMap::new();
+        h.insert(
+            "retry-after",
+            HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"),
+        );
+        assert_eq!(parse_retry_after(&h), None);
+    }
+}

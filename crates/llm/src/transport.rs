@@ -1,0 +1,194 @@
+//! The HTTP exchange shared by the chat clients: one JSON POST with
+//! retries, and the translation of HTTP failures into [`LlmError`].
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use serde_json::Value;
+
+use crate::error::{classify, FailureContext, LlmError, Result};
+use crate::retry::{parse_retry_after, RetryPolicy};
+
+/// Looks at a 2xx body and returns `(status, error text)` when it reports
+/// an error anyway (None status: the protocol's in-band error).
+pub(crate) type BodyCheck = fn(&Value) -> Option<(Option<u16>, String)>;
+
+/// Builds a header map from fixed headers plus the configured ones.
+pub(crate) fn header_map(
+    fixed: &[(&str, String)],
+    extra: &BTreeMap<String, String>,
+) -> Result<HeaderMap> {
+    let mut map = HeaderMap::new();
+    let pairs = fixed
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.clone()))
+        .chain(extra.iter().map(|(k, v)| (k.clone(), v.clone())));
+    for (k, v) in pairs {
+        let name = HeaderName::try_from(k.as_str()).map_err(|_| {
+            LlmError::Config(format!(
+                "invalid HTTP header name `{k}` in the provider's `headers`"
+            ))
+        })?;
+        let mut value = HeaderValue::try_from(v.as_str()).map_err(|_| {
+            LlmError::Config(format!(
+                "invalid value for HTTP header `{k}`: it must be visible ASCII without newlines"
+            ))
+        })?;
+        if is_secret_header(k.as_str()) {
+            value.set_sensitive(true);
+        }
+        map.insert(name, value);
+    }
+    Ok(map)
+}
+
+/// True for headers that carry credentials; they are left out of cache
+/// keys and logs.
+pub(crate) fn is_secret_header(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    ["auth", "key", "token", "secret", "cookie", "signature"]
+        .iter()
+        .any(|m| n.contains(m))
+}
+
+/// Describes a reqwest error with its causes (reqwest's own text alone is
+/// only "error sending request").
+pub(crate) fn describe(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        let t = c.to_string();
+        if !s.contains(&t) {
+            s.push_str(": ");
+            s.push_str(&t);
+        }
+        cur = c.source();
+    }
+    s
+}
+
+/// Turns a failed send (no HTTP answer) into an error.
+pub(crate) fn send_error(
+    e: &reqwest::Error,
+    provider: &str,
+    timeout: Duration,
+    attempts: u32,
+) -> LlmError {
+    if e.is_timeout() {
+        LlmError::Timeout {
+            provider: provider.to_string(),
+            timeout,
+            attempts,
+        }
+    } else {
+        LlmError::Transient {
+            provider: provider.to_string(),
+            status: None,
+            attempts,
+            message: describe(e),
+        }
+    }
+}
+
+/// One endpoint of one provider.
+#[derive(Debug, Clone)]
+pub(crate) struct Transport {
+    client: reqwest::Client,
+    url: String,
+    headers: HeaderMap,
+    policy: RetryPolicy,
+    timeout: Duration,
+    label: String,
+    key_env: String,
+}
+
+impl Transport {
+    pub(crate) fn new(
+        url: String,
+        headers: HeaderMap,
+        timeout: Duration,
+        policy: RetryPolicy,
+        label: String,
+        key_env: String,
+    ) -> Result<Self> {
+        let client = reqwest::Client::builder()
+            .timeout(timeout)
+            .build()
+            .map_err(|e| {
+                LlmError::Config(format!("cannot set up the HTTP client: {}", describe(&e)))
+            })?;
+        Ok(Transport {
+            client,
+            url,
+            headers,
+            policy,
+            timeout,
+            label,
+            key_env,
+        })
+    }
+
+    /// POSTs `body` and returns the parsed JSON answer, retrying 429, 5xx,
+    /// connection failures and timeouts as the policy allows.
+    pub(crate) async fn post_json(
+        &self,
+        body: &Value,
+        tool_choice_forced: bool,
+        check: BodyCheck,
+    ) -> Result<Value> {
+        let mut attempts = 0u32;
+        loop {
+            attempts += 1;
+            let sent = self
+                .client
+                .post(&self.url)
+                .headers(self.headers.clone())
+                .json(body)
+                .send()
+                .await;
+            let (err, retry_after) = match sent {
+                Err(e) => (send_error(&e, &self.label, self.timeout, attempts), None),
+                Ok(resp) => {
+                    let status = resp.status();
+                    let retry_after = parse_retry_after(resp.headers());
+                    match resp.text().await {
+                        Err(e) => (send_error(&e, &self.label, self.timeout, attempts), None),
+                        Ok(text) => {
+                            let cx = FailureContext {
+                                provider: &self.label,
+                                key_env: &self.key_env,
+                                attempts,
+                                retry_after,
+                                tool_choice_forced,
+                            };
+                            if status.is_success() {
+                                let value: Value =
+                                    serde_json::from_str(&text).map_err(|e| LlmError::Decode {
+                                        provider: self.label.clone(),
+                                        message: format!(
+                                            "HTTP {status} with a body that is not JSON ({e}): {}",
+                                            text.chars().take(300).collect::<String>()
+                                        ),
+                                    })?;
+                                match check(&value) {
+                                    None => return Ok(value),
+                                    Some((st, msg)) => (classify(st, &msg, &cx), retry_after),
+                                }
+                            } else {
+                                (classify(Some(status.as_u16()), &text, &cx), retry_after)
+                            }
+                        }
+                    }
+                }
+            };
+            if err.is_retryable() && attempts <= self.policy.max_retries {
+                let wait = self.policy.delay(attempts - 1, retry_after);
+                tracing::warn!(provider = %self.label, attempt = attempts, ?wait, error = %err, "retrying model request");
+                tokio::time::sleep(wait).await;
+                continue;
+            }
+            return Err(err);
+        }
+    }
+}

@@ -1,0 +1,138 @@
+//! Runs the retrieval benchmark in several modes and units at once and prints
+//! the comparison table (and optionally every report as JSON). Used to fill
+//! BENCH_NOTES.md; the `mnemo eval retrieval` command is the user-facing way.
+//!
+//! ```text
+//! cargo run --release -p mnemo-eval --example retrieval -- FILE.json \
+//!     [--units session,turn] [--modes keyword,vector,hybrid] [--limit-conversations N] \
+//!     [--max-results N] [--chunk-tokens N] [--chunk-overlap N] [--fusion weighted|rrf] \
+//!     [--vector-weight W] [--model DIR] [--json-dir DIR]
+//! ```
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use mnemo_eval::{
+    render_comparison, render_json, render_text, run_on_dataset, Dataset, EvalOptions, EvalStage,
+    EvalUnit, RetrievalMode,
+};
+use mnemo_index::Fusion;
+
+fn main() -> anyhow::Result<()> {
+    let mut args = std::env::args().skip(1);
+    let mut file = None;
+    let mut units = vec![EvalUnit::Session, EvalUnit::Turn];
+    let mut modes = vec![
+        RetrievalMode::Keyword,
+        RetrievalMode::Vector,
+        RetrievalMode::Hybrid,
+    ];
+    let mut opts = EvalOptions::new("");
+    let mut model: Option<PathBuf> = None;
+    let mut json_dir: Option<PathBuf> = None;
+    let mut verbose = false;
+    while let Some(a) = args.next() {
+        let mut val = || {
+            args.next()
+                .ok_or_else(|| anyhow::anyhow!("{a} needs a value"))
+        };
+        match a.as_str() {
+            "--units" => {
+                units = val()?
+                    .split(',')
+                    .map(str::parse)
+                    .collect::<Result<_, _>>()
+                    .map_err(anyhow::Error::msg)?
+            }
+            "--modes" => {
+                modes = val()?
+                    .split(',')
+                    .map(str::parse)
+                    .collect::<Result<_, _>>()
+                    .map_err(anyhow::Error::msg)?
+            }
+            "--limit-conversations" => opts.limit_conversations = Some(val()?.parse()?),
+            "--max-results" => opts.max_results = val()?.parse()?,
+            "--chunk-tokens" => opts.index_settings.index.chunk_tokens = val()?.parse()?,
+            "--chunk-overlap" => opts.index_settings.index.chunk_overlap = val()?.parse()?,
+            "--fusion" => {
+                opts.index_settings.search.fusion = match val()?.as_str() {
+                    "rrf" => Fusion::Rrf,
+                    _ => Fusion::Weighted,
+                }
+            }
+            "--vector-weight" => {
+                let w: f32 = val()?.parse()?;
+                opts.index_settings.search.vector_weight = w;
+                opts.index_settings.search.text_weight = 1.0 - w;
+            }
+            "--model" => model = Some(PathBuf::from(val()?)),
+            "--json-dir" => json_dir = Some(PathBuf::from(val()?)),
+            "--verbose" => verbose = true,
+            other if file.is_none() && !other.starts_with("--") => {
+                file = Some(PathBuf::from(other))
+            }
+            other => anyhow::bail!("unknown argument {other}"),
+        }
+    }
+    let file = file.ok_or_else(|| anyhow::anyhow!("give the benchmark file"))?;
+    let ds = Dataset::load(&file)?;
+    if modes.iter().any(|m| m.needs_embedder()) {
+        let dir = model.unwrap_or_else(|| {
+            std::env::var_os("MNEMO_TEST_MODEL_DIR")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| {
+                    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                        .join("../../.mnemo-models/all-MiniLM-L6-v2")
+                })
+        });
+        let e = mnemo_embed::LocalEmbedder::load(&dir).map_err(|e| {
+            anyhow::anyhow!("{e} (run scripts/fetch-models.sh or pass --model DIR)")
+        })?;
+        opts = opts.with_embedder(Arc::new(e));
+    }
+    let t = Instant::now();
+    let reports = run_on_dataset(&ds, &opts, &modes, &units, &|p| {
+        if p.stage == EvalStage::Searching || p.stage == EvalStage::Finished {
+            eprint!(
+                "\r{}/{} conversations, {}/{} questions   ",
+                p.conversations_done, p.conversations_total, p.questions_done, p.questions_total
+            );
+        }
+    })?;
+    eprintln!("\ndone in {:.1}s", t.elapsed().as_secs_f64());
+    println!("{}", render_comparison(&reports));
+    for r in &reports {
+        println!(
+            "{} {}: index {:.1}s, search {:.1}s ({:.1} ms/question)",
+            r.unit.as_str(),
+            r.mode.as_str(),
+            r.timings.index_seconds,
+            r.timings.search_seconds,
+            r.timings.search_ms_mean
+        );
+    }
+    if verbose {
+        for r in &reports {
+            println!("\n{}", render_text(r));
+        }
+    }
+    if let Some(dir) = json_dir {
+        std::fs::create_dir_all(&dir)?;
+        for r in &reports {
+            let stem = file
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let p = dir.join(format!(
+                "{stem}-{}-{}.json",
+                r.unit.as_str(),
+                r.mode.as_str()
+            ));
+            std::fs::write(&p, render_json(r))?;
+        }
+    }
+    Ok(())
+}

@@ -1,1 +1,40 @@
-//! mnemo-engine (placeholder).
+//! The memory engine of mnemo: consolidation of old turns into MEMORY.md
+//! and the history log ([`consolidate`]), the pre-compaction memory flush
+//! ([`flush`]), the compaction pipeline, cheapest level first
+//! ([`pipeline`], [`compact`]), session notes ([`session`]), recall
+//! selection ([`recall`]) and the context builder ([`context`]).
+//!
+//! Everything that changes the prompt is written to the session log as a
+//! compaction record, so [`rebuild_history`] gives the same prompt from the
+//! same log, and every change is reported to the caller as an
+//! [`EngineEvent`].
+#![warn(missing_docs)]
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
+
+pub mod compact;
+pub mod compactor;
+pub mod consolidate;
+pub mod context;
+pub mod engine;
+pub mod error;
+pub mod events;
+pub mod flush;
+pub mod history;
+pub mod lock;
+pub mod pipeline;
+pub mod recall;
+pub mod session;
+pub mod settings;
+pub mod templates;
+
+pub use compact::{TurnOutcome, TurnReport};
+pub use compactor::{Compactor, ModelCompactor, TemplateCompactor};
+pub use consolidate::{pick_boundary, save_memory_tool};
+pub use context::{memory_tools, ContextPart, ContextReport};
+pub use engine::{Clock, Engine, Thresholds};
+pub use error::{Error, Result};
+pub use events::{CompactionReport, ConsolidationRound, EngineEvent, FlushReport};
+pub use history::{rebuild_entries, rebuild_history, Entry};
+pub use recall::RecallOutcome;
+pub use session::NewSessionReport;
+pub use settings::EngineSettings;

@@ -1,0 +1,292 @@
+//! The context builder: the one function that assembles every request
+//! (system prompt with identity, MEMORY.md, daily logs, selected memory
+//! files and the memory tools; the replayed history; the user's message)
+//! and reports the tokens of each part.
+
+use mnemo_core::{resolve_in_workspace, Message};
+use mnemo_llm::{ChatRequest, ToolSpec};
+use mnemo_store::LoadedSession;
+use serde::Serialize;
+use serde_json::json;
+
+use crate::engine::{Engine, Thresholds};
+use crate::error::Result;
+use crate::history::{rebuild_entries, strip, ResultBudget};
+use crate::templates;
+
+/// Separator between the parts of the system prompt (nanobot's).
+pub const PART_SEPARATOR: &str = "\n\n---\n\n";
+
+/// One part of a request and its tokens.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ContextPart {
+    /// `identity`, `memory_md`, `daily_logs`, `selected_memories`, `tools`,
+    /// `history`, `user_message`.
+    pub name: String,
+    /// Its tokens.
+    pub tokens: usize,
+}
+
+/// The request that would be sent for a turn, with its accounting.
+#[derive(Debug, Clone, Serialize)]
+pub struct ContextReport {
+    /// Session key.
+    pub key: String,
+    /// Model the counts are for.
+    pub model: String,
+    /// The system prompt.
+    pub system: String,
+    /// History plus the user's message.
+    pub messages: Vec<Message>,
+    /// Tool schemas offered.
+    pub tools: Vec<ToolSpec>,
+    /// Tokens per part, in prompt order.
+    pub parts: Vec<ContextPart>,
+    /// Sum of the parts.
+    pub total_tokens: usize,
+    /// True when counted with the model's tokenizer, false for an estimate.
+    pub exact: bool,
+    /// Memory files the side query selected.
+    pub selected_memories: Vec<String>,
+    /// The side query ran out of time (the turn went on without it).
+    pub recall_timed_out: bool,
+    /// MEMORY.md was cut to its cap.
+    pub memory_truncated: bool,
+    /// The thresholds of the model.
+    pub thresholds: Thresholds,
+}
+
+impl ContextReport {
+    /// The chat request for this context.
+    pub fn request(&self) -> ChatRequest {
+        ChatRequest::new(self.messages.clone())
+            .with_system(self.system.clone())
+            .with_tools(self.tools.clone())
+    }
+}
+
+/// The memory tools declared to the model (executed by the agent).
+pub fn memory_tools() -> Vec<ToolSpec> {
+    vec![
+        ToolSpec::new(
+            "memory_search",
+            "Mandatory recall step: search the long-term memory (MEMORY.md, memory/*.md, past sessions) before answering anything about prior work, decisions, people, dates or preferences. Returns snippets with path and line numbers.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string", "description": "What to look for, in the conversation's language."},
+                    "maxResults": {"type": "integer", "minimum": 1, "maximum": 50, "description": "Results to return (default 6)."},
+                    "minScore": {"type": "number", "minimum": 0, "maximum": 1, "description": "Drop results scoring below this (default 0.35)."}
+                },
+                "required": ["query"]
+            }),
+        ),
+        ToolSpec::new(
+            "memory_get",
+            "Read lines of a memory file (MEMORY.md or memory/**/*.md) found with memory_search.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "Workspace-relative path, e.g. memory/2026-01-31.md."},
+                    "from": {"type": "integer", "minimum": 1, "description": "First line (1-based)."},
+                    "lines": {"type": "integer", "minimum": 1, "description": "Number of lines."}
+                },
+                "required": ["path"]
+            }),
+        ),
+        ToolSpec::new(
+            "memory_write",
+            "Save a durable fact: append it to today's daily log, or save a typed memory file. Write in the conversation's language; never save secrets.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "text": {"type": "string", "description": "The fact(s), one per line."},
+                    "name": {"type": "string", "description": "For a typed memory: its short name (omit to append to today's log)."},
+                    "description": {"type": "string", "description": "For a typed memory: one specific line saying what it holds."},
+                    "type": {"type": "string", "enum": ["user", "feedback", "project", "reference"]}
+                },
+                "required": ["text"]
+            }),
+        ),
+    ]
+}
+
+/// The system prompt's parts before history.
+pub(crate) struct SystemParts {
+    pub identity: String,
+    pub memory_md: String,
+    pub daily: String,
+    pub selected: String,
+    pub memory_truncated: bool,
+}
+
+impl SystemParts {
+    pub fn join(&self) -> String {
+        [&self.identity, &self.memory_md, &self.daily, &self.selected]
+            .iter()
+            .map(|s| s.trim())
+            .filter(|s| !s.is_empty())
+            .collect::<Vec<_>>()
+            .join(PART_SEPARATOR)
+    }
+}
+
+impl Engine {
+    pub(crate) fn system_parts(&self, selected: &[String]) -> Result<SystemParts> {
+        let now = self.now();
+        let identity = templates::render(
+            templates::IDENTITY,
+            &[
+                ("workspace", &self.workspace.root().display().to_string()),
+                ("now", &now.format("%Y-%m-%d %H:%M UTC").to_string()),
+            ],
+        );
+        let rendered = self.memory.render_memory_md()?;
+        let memory_body = if rendered.text.trim().is_empty() {
+            "(empty)".to_string()
+        } else {
+            rendered.text.trim_end().to_string()
+        };
+        let memory_md = format!("# Memory\n\n## Long-term Memory (MEMORY.md)\n\n{memory_body}");
+        let mut daily = String::new();
+        let today = self.memory.today(now);
+        for (label, date) in [("today", Some(today)), ("yesterday", today.pred_opt())] {
+            let Some(date) = date else { continue };
+            if let Some(log) = self.memory.read_daily(date)? {
+                let body = tail_within(&log.text, self.memory.settings().daily_log_max_bytes);
+                daily.push_str(&format!(
+                    "## Daily log {} ({label}, {})\n\n{}\n\n",
+                    date.format("%Y-%m-%d"),
+                    log.path,
+                    body.trim_end()
+                ));
+            }
+        }
+        let mut sel = String::new();
+        for rel in selected {
+            let Ok(path) = resolve_in_workspace(self.workspace.root(), rel) else {
+                continue;
+            };
+            let Ok(text) = std::fs::read_to_string(&path) else {
+                continue;
+            };
+            let cap = self.settings.restore_file_tokens * 4;
+            let body = crate::pipeline::clip(text.trim(), cap);
+            sel.push_str(&format!("## Relevant memory: {rel}\n\n{body}\n\n"));
+        }
+        if !sel.is_empty() {
+            sel = format!("# Relevant memory files\n\n{sel}");
+        }
+        Ok(SystemParts {
+            identity,
+            memory_md,
+            daily,
+            selected: sel,
+            memory_truncated: rendered.truncated,
+        })
+    }
+
+    /// History entries of `loaded` as the next prompt carries them.
+    pub(crate) fn history_entries(&self, loaded: &LoadedSession) -> Vec<crate::history::Entry> {
+        rebuild_entries(
+            loaded,
+            ResultBudget {
+                max_chars: self.settings.tool_result_max_chars,
+                preview_bytes: self.settings.tool_result_preview_bytes,
+            },
+        )
+    }
+
+    /// Tokens of the prompt for `loaded` plus `message` (selected memory
+    /// files excluded: they are not known before the side query).
+    pub(crate) fn measure(&self, loaded: &LoadedSession, message: &str) -> Result<usize> {
+        let parts = self.system_parts(&[])?;
+        let system = self.counter.count_text(&parts.join());
+        let tools = self.tools_tokens();
+        let history: usize = self
+            .history_entries(loaded)
+            .iter()
+            .map(|e| self.counter.count_message(&e.message))
+            .sum();
+        let user = self.counter.count_message(&Message::user(message));
+        Ok(system + tools + history + user)
+    }
+
+    pub(crate) fn tools_tokens(&self) -> usize {
+        let json = serde_json::to_string(&memory_tools()).unwrap_or_default();
+        self.counter.count_text(&json)
+    }
+
+    /// Builds the request for `message` in session `key`, running the recall
+    /// side query first (bounded by its timeout).
+    pub async fn build_context(&self, key: &str, message: &str) -> Result<ContextReport> {
+        let recall = self.select_memories(key, message).await;
+        let mut report = self.build_context_with(key, message, &recall.selected)?;
+        report.recall_timed_out = recall.timed_out;
+        Ok(report)
+    }
+
+    /// Builds the request for `message` with these memory files selected
+    /// (for callers that ran [`Engine::select_memories`] concurrently).
+    pub fn build_context_with(
+        &self,
+        key: &str,
+        message: &str,
+        selected: &[String],
+    ) -> Result<ContextReport> {
+        let (_, loaded) = self.open(key)?;
+        let parts = self.system_parts(selected)?;
+        let c = &*self.counter;
+        let history: Vec<Message> = self
+            .history_entries(&loaded)
+            .iter()
+            .map(|e| strip(&e.message))
+            .collect();
+        let user = Message::user(message);
+        let mut report_parts = Vec::new();
+        let mut push = |name: &str, tokens: usize| {
+            report_parts.push(ContextPart {
+                name: name.to_string(),
+                tokens,
+            })
+        };
+        push("identity", c.count_text(&parts.identity));
+        push("memory_md", c.count_text(&parts.memory_md));
+        push("daily_logs", c.count_text(&parts.daily));
+        push("selected_memories", c.count_text(&parts.selected));
+        push("tools", self.tools_tokens());
+        push("history", c.count_messages(&history));
+        push("user_message", c.count_message(&user));
+        let total = report_parts.iter().map(|p| p.tokens).sum();
+        let mut messages = history;
+        messages.push(user);
+        Ok(ContextReport {
+            key: key.to_string(),
+            model: self.model.info().model.clone(),
+            system: parts.join(),
+            messages,
+            tools: memory_tools(),
+            parts: report_parts,
+            total_tokens: total,
+            exact: c.is_exact(),
+            selected_memories: selected.to_vec(),
+            recall_timed_out: false,
+            memory_truncated: parts.memory_truncated,
+            thresholds: self.thresholds(),
+        })
+    }
+}
+
+/// The newest `max_bytes` of a log, cut at a line start.
+pub(crate) fn tail_within(text: &str, max_bytes: usize) -> String {
+    if text.len() <= max_bytes {
+        return text.to_string();
+    }
+    let mut start = text.len() - max_bytes;
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    let cut = &text[start..];
+    let cut = cut.find('\n').map(|i| &cut[i + 1..]).unwrap_or(cut);
+    format!("(… earlier entries omitted; the full log is in the file)\n{cut}")
+}

@@ -1,0 +1,201 @@
+//! The [`Engine`]: one workspace, one model, and the per-session state
+//! (failure counters, the compaction breaker, files already surfaced) that
+//! consolidation, flush, compaction, recall and the context builder share.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use mnemo_core::{Config, TokenCounter, Workspace};
+use mnemo_llm::ChatModel;
+use mnemo_store::{LoadedSession, MemoryStore, SessionLog, SessionStore};
+use serde::Serialize;
+
+use crate::compactor::{Compactor, ModelCompactor};
+use crate::error::{Error, Result};
+use crate::lock::SessionLock;
+use crate::settings::EngineSettings;
+
+/// A clock, so tests can move time (microcompact's gap, dates of logs).
+pub type Clock = Arc<dyn Fn() -> DateTime<Utc> + Send + Sync>;
+
+/// In-process state of one session.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct SessionState {
+    /// Consecutive consolidation failures of the current chunk.
+    pub consolidation_failures: u32,
+    /// Consecutive autocompact failures (the breaker opens at the limit).
+    pub compact_failures: u32,
+    /// Memory files the side query already surfaced in this session.
+    pub surfaced: HashSet<String>,
+}
+
+/// The token thresholds that drive the engine, for a given model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Thresholds {
+    /// Context window of the model.
+    pub context_window: usize,
+    /// Largest output of the model.
+    pub max_output: usize,
+    /// nanobot's budget: window − max output − safety buffer.
+    pub budget: usize,
+    /// Consolidation runs while the prompt is over this (budget × ratio).
+    pub consolidation_target: usize,
+    /// The flush runs at window − reserve floor − soft threshold.
+    pub flush: usize,
+    /// window − min(max output, 20,000).
+    pub effective_window: usize,
+    /// Autocompact fires at effective window − 13,000.
+    pub autocompact: usize,
+}
+
+/// The memory engine of one workspace.
+pub struct Engine {
+    pub(crate) workspace: Workspace,
+    pub(crate) settings: EngineSettings,
+    pub(crate) sessions: SessionStore,
+    pub(crate) memory: MemoryStore,
+    pub(crate) model: Arc<dyn ChatModel>,
+    pub(crate) side_model: Arc<dyn ChatModel>,
+    pub(crate) compactor: Arc<dyn Compactor>,
+    pub(crate) counter: Arc<dyn TokenCounter>,
+    pub(crate) clock: Clock,
+    state: Mutex<HashMap<String, SessionState>>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("workspace", &self.workspace)
+            .field("model", &self.model.info().model)
+            .field("compactor", &self.compactor.name())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Engine {
+    /// An engine over `workspace` with the `[engine]`, `[session]` and
+    /// `[memory]` sections of `config`, calling `model` for consolidation,
+    /// flush, summaries, slugs and (unless [`with_side_model`](Self::with_side_model))
+    /// the recall side query.
+    pub fn new(workspace: &Workspace, config: &Config, model: Arc<dyn ChatModel>) -> Result<Self> {
+        let settings: EngineSettings = config.section("engine")?;
+        settings.validate().map_err(Error::Invalid)?;
+        let sessions = SessionStore::from_config(workspace, config)?;
+        let memory = MemoryStore::from_config(workspace, config)?;
+        let counter = mnemo_tokens::counter_for(&model.info().model, settings.exact_tokens);
+        let compactor: Arc<dyn Compactor> =
+            Arc::new(ModelCompactor::new(model.clone(), counter.clone()));
+        Ok(Engine {
+            workspace: workspace.clone(),
+            settings,
+            sessions,
+            memory,
+            side_model: model.clone(),
+            model,
+            compactor,
+            counter,
+            clock: Arc::new(Utc::now),
+            state: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// Uses another (cheaper) model for the recall side query.
+    pub fn with_side_model(mut self, model: Arc<dyn ChatModel>) -> Self {
+        self.side_model = model;
+        self
+    }
+
+    /// Uses another summariser for autocompact (e.g. [`crate::TemplateCompactor`]).
+    pub fn with_compactor(mut self, compactor: Arc<dyn Compactor>) -> Self {
+        self.compactor = compactor;
+        self
+    }
+
+    /// Uses another token counter.
+    pub fn with_counter(mut self, counter: Arc<dyn TokenCounter>) -> Self {
+        self.counter = counter;
+        self
+    }
+
+    /// Uses another clock.
+    pub fn with_clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// The settings in force.
+    pub fn settings(&self) -> &EngineSettings {
+        &self.settings
+    }
+
+    /// The workspace.
+    pub fn workspace(&self) -> &Workspace {
+        &self.workspace
+    }
+
+    /// The memory store.
+    pub fn memory(&self) -> &MemoryStore {
+        &self.memory
+    }
+
+    /// The session store.
+    pub fn sessions(&self) -> &SessionStore {
+        &self.sessions
+    }
+
+    /// The thresholds for the configured model.
+    pub fn thresholds(&self) -> Thresholds {
+        let info = self.model.info();
+        let window = self
+            .settings
+            .context_window
+            .unwrap_or(info.context_window as usize);
+        let max_output = self.settings.max_output.unwrap_or(info.max_output as usize);
+        let budget = window
+            .saturating_sub(max_output)
+            .saturating_sub(self.settings.safety_buffer);
+        let effective = window.saturating_sub(max_output.min(self.settings.autocompact_output_cap));
+        Thresholds {
+            context_window: window,
+            max_output,
+            budget,
+            consolidation_target: (budget as f64 * self.settings.consolidation_ratio) as usize,
+            flush: window
+                .saturating_sub(self.settings.flush_reserve_floor)
+                .saturating_sub(self.settings.flush_soft_threshold),
+            effective_window: effective,
+            autocompact: effective.saturating_sub(self.settings.autocompact_buffer),
+        }
+    }
+
+    pub(crate) fn now(&self) -> DateTime<Utc> {
+        (self.clock)()
+    }
+
+    pub(crate) fn state(&self) -> MutexGuard<'_, HashMap<String, SessionState>> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn with_state<T>(&self, key: &str, f: impl FnOnce(&mut SessionState) -> T) -> T {
+        let mut map = self.state();
+        f(map.entry(key.to_string()).or_default())
+    }
+
+    pub(crate) async fn lock(&self, key: &str) -> Result<SessionLock> {
+        SessionLock::acquire(
+            &self.workspace,
+            key,
+            Duration::from_secs(self.settings.lock_wait_secs),
+        )
+        .await
+    }
+
+    /// Opens the log of `key` and loads it (empty when it does not exist yet).
+    pub(crate) fn open(&self, key: &str) -> Result<(SessionLog, LoadedSession)> {
+        let log = self.sessions.open(key)?;
+        let loaded = log.load()?;
+        Ok((log, loaded))
+    }
+}

@@ -1,0 +1,83 @@
+//! The engine's error type and its mapping to the wire-level codes.
+
+use mnemo_core::ErrorCode;
+
+/// Result alias of this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything the engine can fail with.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Reading or writing workspace files failed; nothing past the failure
+    /// was written.
+    #[error(transparent)]
+    Store(#[from] mnemo_store::Error),
+    /// The model failed after its own retries. Consolidation counts it as a
+    /// failure (the 3rd one archives raw); compaction trips the breaker.
+    #[error(transparent)]
+    Llm(#[from] mnemo_llm::LlmError),
+    /// The `[engine]` section of mnemo.toml is wrong.
+    #[error(transparent)]
+    Config(#[from] mnemo_core::ConfigError),
+    /// Another consolidation or compaction of the same session holds its
+    /// lock; retry when it is done.
+    #[error("session {key:?} is busy: another consolidation or compaction holds {lock}; retry when it is done")]
+    Busy {
+        /// Session key.
+        key: String,
+        /// The lock file.
+        lock: String,
+    },
+    /// The model answered, but not in a usable shape (no `save_memory`
+    /// call, missing fields). Counted as a consolidation failure.
+    #[error("the model's answer was unusable: {0}")]
+    BadAnswer(String),
+    /// The compaction circuit breaker is open after repeated failures;
+    /// `compact` with an explicit level, or a new session, resets it.
+    #[error("autocompact is disabled for session {key:?} after {failures} consecutive failures: run `mnemo compact {key}` to retry, or `mnemo new {key}`")]
+    BreakerOpen {
+        /// Session key.
+        key: String,
+        /// Consecutive failures.
+        failures: u32,
+    },
+    /// The prompt still overflows the context window after every recovery.
+    #[error("the prompt of session {key:?} still does not fit the context window after {attempts} compactions: {message}")]
+    StillOverflowing {
+        /// Session key.
+        key: String,
+        /// Compactions tried.
+        attempts: u32,
+        /// The provider's last message.
+        message: String,
+    },
+    /// Input that cannot be used as it is.
+    #[error("{0}")]
+    Invalid(String),
+    /// An I/O error outside the store (locks, instruction files).
+    #[error("{op} {path}: {source}")]
+    Io {
+        /// What was being done.
+        op: &'static str,
+        /// The file.
+        path: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+}
+
+impl Error {
+    /// The wire-level code of this error.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            Error::Store(e) => e.code(),
+            Error::Llm(e) => e.code(),
+            Error::Config(_) => ErrorCode::Config,
+            Error::Busy { .. } => ErrorCode::Busy,
+            Error::BadAnswer(_) | Error::StillOverflowing { .. } => ErrorCode::Provider,
+            Error::BreakerOpen { .. } => ErrorCode::Busy,
+            Error::Invalid(_) => ErrorCode::InvalidInput,
+            Error::Io { .. } => ErrorCode::Io,
+        }
+    }
+}

@@ -1,0 +1,100 @@
+//! What the engine tells its caller: one event per consolidation round,
+//! flush and compaction, so that nothing happens silently.
+
+use serde::Serialize;
+
+/// One consolidation round.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ConsolidationRound {
+    /// Cursor before.
+    pub from: usize,
+    /// Cursor after (the chunk is `from..to`).
+    pub to: usize,
+    /// True when the chunk was archived raw after repeated failures.
+    pub raw: bool,
+    /// True when the provider refused the forced tool choice and `auto` was used.
+    pub fell_back_to_auto: bool,
+    /// True when MEMORY.md was rewritten.
+    pub memory_changed: bool,
+    /// Exact duplicate lines dropped from the model's MEMORY.md.
+    pub duplicates_dropped: usize,
+    /// Lines beyond the cap moved from MEMORY.md into the history entry.
+    pub lines_trimmed: usize,
+}
+
+/// What a memory flush did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FlushReport {
+    /// Why it ran: `threshold`, `autocompact`, `reactive` or `manual`.
+    pub reason: String,
+    /// The model answered `NO_REPLY` (nothing written).
+    pub no_reply: bool,
+    /// Daily log written to.
+    pub path: Option<String>,
+    /// Lines written.
+    pub written: usize,
+    /// Lines skipped as duplicates.
+    pub duplicates: usize,
+    /// Lines dropped to stay within the append bound.
+    pub truncated: usize,
+    /// Prompt tokens when it ran.
+    pub tokens: usize,
+}
+
+/// What one compaction level did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CompactionReport {
+    /// `tool_budget`, `snip`, `microcompact`, `collapse`, `autocompact` or `reactive`.
+    pub kind: String,
+    /// Prompt tokens before.
+    pub tokens_before: usize,
+    /// Prompt tokens after.
+    pub tokens_after: usize,
+    /// Items changed (messages snipped, results cleared, spans folded,
+    /// messages summarised).
+    pub changed: usize,
+    /// First message kept verbatim (autocompact, reactive).
+    pub first_kept: Option<usize>,
+}
+
+/// Something the engine did before or during a turn.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum EngineEvent {
+    /// A chunk was consolidated (or archived raw).
+    Consolidated(ConsolidationRound),
+    /// A consolidation attempt failed; the cursor stayed.
+    ConsolidationFailed {
+        /// Chunk start.
+        from: usize,
+        /// Chunk end.
+        to: usize,
+        /// Consecutive failures of this chunk.
+        failures: u32,
+        /// Why.
+        error: String,
+    },
+    /// The memory flush ran.
+    Flushed(FlushReport),
+    /// The memory flush failed; compaction went on.
+    FlushFailed {
+        /// Why.
+        error: String,
+    },
+    /// A compaction level changed the prompt.
+    Compacted(CompactionReport),
+    /// Autocompact failed.
+    CompactionFailed {
+        /// Level.
+        kind: String,
+        /// Consecutive failures.
+        failures: u32,
+        /// Why.
+        error: String,
+    },
+    /// The breaker is open: autocompact was skipped.
+    BreakerOpen {
+        /// Consecutive failures.
+        failures: u32,
+    },
+}

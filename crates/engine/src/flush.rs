@@ -1,0 +1,186 @@
+//! The pre-compaction memory flush (OpenClaw): one silent turn in which the
+//! model appends durable memories to today's daily log, once per compaction
+//! cycle, recorded in the session log so it survives restarts.
+
+use mnemo_core::Message;
+use mnemo_llm::ChatRequest;
+use mnemo_store::{CompactionRecord, LoadedSession, Record, SessionLog};
+use serde_json::{json, Map};
+
+use crate::engine::Engine;
+use crate::error::Result;
+use crate::events::{EngineEvent, FlushReport};
+use crate::history::{kind, strip, Entry};
+use crate::templates;
+
+/// The answer that means "nothing to save".
+pub const NO_REPLY: &str = "NO_REPLY";
+
+/// True when a flush record follows the last summary-producing compaction
+/// (so this cycle already flushed).
+pub fn flushed_this_cycle(loaded: &LoadedSession) -> bool {
+    for (_, r) in loaded.compactions.iter().rev() {
+        if r.kind == kind::FLUSH {
+            return true;
+        }
+        if r.kind == kind::AUTOCOMPACT || r.kind == kind::REACTIVE {
+            return false;
+        }
+    }
+    false
+}
+
+/// Keeps whole lines of `text` within `max_chars`; returns the text and
+/// the lines dropped.
+pub fn bound_lines(text: &str, max_chars: usize) -> (String, usize) {
+    let mut out = String::new();
+    let mut dropped = 0;
+    for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        if out.chars().count() + line.chars().count() + 1 > max_chars {
+            dropped += 1;
+            continue;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    (out, dropped)
+}
+
+impl Engine {
+    /// The flush request over `history`.
+    pub(crate) fn flush_request(&self, history: &[Entry]) -> Result<ChatRequest> {
+        let now = self.now();
+        let daily = format!("memory/{}.md", self.memory.today(now).format("%Y-%m-%d"));
+        let prompt = templates::render(
+            templates::FLUSH_PROMPT,
+            &[
+                ("daily_path", &daily),
+                (
+                    "max_chars",
+                    &self.memory.settings().daily_append_max_chars.to_string(),
+                ),
+            ],
+        );
+        let parts = self.system_parts(&[])?;
+        let system = format!(
+            "{}{}{}",
+            prompt.trim_end(),
+            crate::context::PART_SEPARATOR,
+            parts.memory_md
+        );
+        // The flush must fit even when the prompt already overflows (the
+        // reactive path): keep the newest history that does.
+        let t = self.thresholds();
+        let room = t
+            .context_window
+            .saturating_sub(t.max_output.min(4_096))
+            .saturating_sub(self.counter.count_text(&system))
+            .saturating_sub(2_000);
+        let mut used = 0;
+        let mut start = history.len();
+        for (i, e) in history.iter().enumerate().rev() {
+            let n = self.counter.count_message(&e.message);
+            if used + n > room {
+                break;
+            }
+            used += n;
+            start = i;
+        }
+        let window = crate::history::well_formed(history[start..].to_vec());
+        let mut messages: Vec<Message> = window.iter().map(|e| strip(&e.message)).collect();
+        messages.push(Message::user(templates::FLUSH_USER.trim_end()));
+        Ok(ChatRequest::new(messages)
+            .with_system(system)
+            .with_max_tokens(1_024))
+    }
+
+    /// Runs the flush unless this cycle already flushed. Failures are
+    /// reported as events and never stop compaction.
+    pub(crate) async fn flush_if_needed(
+        &self,
+        log: &mut SessionLog,
+        reason: &str,
+        tokens: usize,
+        events: &mut Vec<EngineEvent>,
+    ) -> Result<()> {
+        if !self.settings.flush_enabled {
+            return Ok(());
+        }
+        let loaded = log.load()?;
+        if flushed_this_cycle(&loaded) {
+            return Ok(());
+        }
+        match self.run_flush(log, &loaded, reason, tokens).await {
+            Ok(report) => events.push(EngineEvent::Flushed(report)),
+            Err(e) => events.push(EngineEvent::FlushFailed {
+                error: e.to_string(),
+            }),
+        }
+        Ok(())
+    }
+
+    async fn run_flush(
+        &self,
+        log: &mut SessionLog,
+        loaded: &LoadedSession,
+        reason: &str,
+        tokens: usize,
+    ) -> Result<FlushReport> {
+        let history = self.history_entries(loaded);
+        let req = self.flush_request(&history)?;
+        let resp = self.model.complete(req).await?;
+        let text = resp.text();
+        let trimmed = text.trim();
+        let no_reply = trimmed.is_empty() || trimmed.trim_matches(['`', '.', ' ']) == NO_REPLY;
+        let mut report = FlushReport {
+            reason: reason.to_string(),
+            no_reply,
+            path: None,
+            written: 0,
+            duplicates: 0,
+            truncated: 0,
+            tokens,
+        };
+        if !no_reply {
+            let cleaned: String = trimmed
+                .lines()
+                .filter(|l| l.trim() != NO_REPLY)
+                .collect::<Vec<_>>()
+                .join("\n");
+            let (bounded, dropped) =
+                bound_lines(&cleaned, self.memory.settings().daily_append_max_chars);
+            report.truncated = dropped;
+            if !bounded.trim().is_empty() {
+                let outcome = self.memory.append_daily(&bounded, self.now(), true)?;
+                report.path = Some(outcome.path);
+                report.written = outcome.written;
+                report.duplicates = outcome.duplicates;
+            }
+        }
+        let mut extra = Map::new();
+        extra.insert("reason".into(), json!(reason));
+        extra.insert("no_reply".into(), json!(no_reply));
+        extra.insert("written".into(), json!(report.written));
+        log.append_record(&Record::Compaction(CompactionRecord {
+            kind: kind::FLUSH.into(),
+            tokens_before: tokens,
+            tokens_after: tokens,
+            summary: None,
+            first_kept: None,
+            timestamp: self.now().to_rfc3339(),
+            extra,
+        }))?;
+        Ok(report)
+    }
+
+    /// Runs the flush now (unless this compaction cycle already flushed).
+    pub async fn flush(&self, key: &str) -> Result<Vec<EngineEvent>> {
+        let _lock = self.lock(key).await?;
+        let (mut log, loaded) = self.open(key)?;
+        let tokens = self.measure(&loaded, "")?;
+        let mut events = Vec::new();
+        self.flush_if_needed(&mut log, "manual", tokens, &mut events)
+            .await?;
+        Ok(events)
+    }
+}

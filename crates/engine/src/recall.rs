@@ -1,0 +1,174 @@
+//! Recall selection (Claude Code's side query): a cheap model picks at most
+//! five memory files from a manifest of their headers; it runs beside the
+//! main request and the turn goes on without it when it is late.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use mnemo_core::Message;
+use mnemo_llm::ChatRequest;
+use mnemo_store::MemoryFileHeader;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::engine::Engine;
+use crate::error::Result;
+use crate::templates;
+
+/// What the side query returned.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct RecallOutcome {
+    /// Selected files, workspace-relative.
+    pub selected: Vec<String>,
+    /// The query ran out of time.
+    pub timed_out: bool,
+    /// Why it failed, when it did (the turn goes on without it).
+    pub error: Option<String>,
+    /// Files in the manifest.
+    pub manifest_files: usize,
+}
+
+/// One manifest line: `- [type] file (ISO mtime): description`.
+pub fn manifest_line(h: &MemoryFileHeader) -> String {
+    let kind = h.front.as_ref().map(|f| f.kind.as_str()).unwrap_or("note");
+    let desc = h
+        .front
+        .as_ref()
+        .map(|f| f.description.clone())
+        .filter(|d| !d.trim().is_empty())
+        .or_else(|| {
+            let body = match h.head.strip_prefix("---\n") {
+                Some(rest) => rest.split_once("\n---").map(|(_, b)| b).unwrap_or(rest),
+                None => h.head.as_str(),
+            };
+            body.lines()
+                .map(|l| l.trim().trim_start_matches('#').trim())
+                .find(|l| !l.is_empty())
+                .map(str::to_string)
+        })
+        .unwrap_or_default();
+    format!(
+        "- [{kind}] {} ({}): {}",
+        h.path,
+        h.modified
+            .to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        crate::pipeline::clip(&desc, 200)
+    )
+}
+
+/// The file names of a `{"selected_memories": [...]}` answer (the JSON may
+/// be wrapped in prose or a code fence).
+pub fn parse_selection(text: &str) -> Vec<String> {
+    let (Some(a), Some(b)) = (text.find('{'), text.rfind('}')) else {
+        return Vec::new();
+    };
+    if b < a {
+        return Vec::new();
+    }
+    serde_json::from_str::<Value>(&text[a..=b])
+        .ok()
+        .and_then(|v| v.get("selected_memories").cloned())
+        .and_then(|v| v.as_array().cloned())
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| s.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+impl Engine {
+    /// The side-query request, or None when there is nothing to choose from.
+    pub(crate) fn recall_request(
+        &self,
+        key: &str,
+        message: &str,
+    ) -> Result<Option<(ChatRequest, Vec<String>)>> {
+        let surfaced: HashSet<String> = self.with_state(key, |s| s.surfaced.clone());
+        let now = self.now();
+        let today = self.memory.today(now);
+        let skip: HashSet<String> = [Some(today), today.pred_opt()]
+            .into_iter()
+            .flatten()
+            .map(|d| format!("memory/{}.md", d.format("%Y-%m-%d")))
+            .chain(["memory/HISTORY.md".to_string()])
+            .collect();
+        let headers = self.memory.scan_memory_files(
+            self.settings.recall_max_files,
+            self.settings.recall_head_lines,
+        )?;
+        let headers: Vec<&MemoryFileHeader> = headers
+            .iter()
+            .filter(|h| !skip.contains(&h.path) && !surfaced.contains(&h.path))
+            .collect();
+        if headers.is_empty() {
+            return Ok(None);
+        }
+        let manifest = headers
+            .iter()
+            .map(|h| manifest_line(h))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let system = templates::render(
+            templates::RECALL_PROMPT,
+            &[("max", &self.settings.recall_max_selected.to_string())],
+        );
+        let user = templates::render(
+            templates::RECALL_USER,
+            &[("manifest", &manifest), ("message", message)],
+        );
+        let req = ChatRequest::new(vec![Message::user(user.trim_end().to_string())])
+            .with_system(system.trim_end().to_string())
+            .with_max_tokens(self.settings.recall_max_tokens);
+        Ok(Some((
+            req,
+            headers.iter().map(|h| h.path.clone()).collect(),
+        )))
+    }
+
+    /// Asks the side model which memory files help with `message`. Never
+    /// fails the turn: a timeout or an error gives an empty selection with
+    /// the reason. Selected files are remembered so they are not surfaced
+    /// twice in the session.
+    pub async fn select_memories(&self, key: &str, message: &str) -> RecallOutcome {
+        let (req, names) = match self.recall_request(key, message) {
+            Ok(Some(x)) => x,
+            Ok(None) => return RecallOutcome::default(),
+            Err(e) => {
+                return RecallOutcome {
+                    error: Some(e.to_string()),
+                    ..Default::default()
+                }
+            }
+        };
+        let mut out = RecallOutcome {
+            manifest_files: names.len(),
+            ..Default::default()
+        };
+        let timeout = Duration::from_millis(self.settings.recall_timeout_ms);
+        match tokio::time::timeout(timeout, self.side_model.complete(req)).await {
+            Err(_) => out.timed_out = true,
+            Ok(Err(e)) => out.error = Some(e.to_string()),
+            Ok(Ok(resp)) => {
+                let known: HashSet<&String> = names.iter().collect();
+                let mut picked = Vec::new();
+                for name in parse_selection(&resp.text()) {
+                    let name = name.trim_start_matches("./").to_string();
+                    let name = if known.contains(&name) {
+                        name
+                    } else if known.contains(&format!("memory/{name}")) {
+                        format!("memory/{name}")
+                    } else {
+                        continue;
+                    };
+                    if !picked.contains(&name) && picked.len() < self.settings.recall_max_selected {
+                        picked.push(name);
+                    }
+                }
+                self.with_state(key, |s| s.surfaced.extend(picked.iter().cloned()));
+                out.selected = picked;
+            }
+        }
+        out
+    }
+}

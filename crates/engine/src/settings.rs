@@ -1,0 +1,177 @@
+//! The `[engine]` section of `mnemo.toml`: every threshold of consolidation,
+//! flush, the compaction pipeline and recall, with the reference systems'
+//! defaults.
+
+use serde::{Deserialize, Serialize};
+
+/// Settings of the engine, read with `Config::section("engine")`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EngineSettings {
+    /// Overrides the model's context window (tokens) when set.
+    pub context_window: Option<usize>,
+    /// Overrides the model's largest output (tokens) when set.
+    pub max_output: Option<usize>,
+    /// Count tokens with the model's tiktoken encoding (else chars/4).
+    pub exact_tokens: bool,
+
+    /// Safety buffer of the consolidation budget (nanobot: 1,024).
+    pub safety_buffer: usize,
+    /// Consolidation target as a fraction of the budget (0.1–0.95).
+    pub consolidation_ratio: f64,
+    /// Consolidation rounds per turn at most (5).
+    pub consolidation_max_rounds: usize,
+    /// Failures of the same chunk before it is archived raw (3).
+    pub consolidation_max_failures: u32,
+    /// Consolidation runs before a turn; off leaves it to `consolidate_now`.
+    pub consolidation_enabled: bool,
+    /// Lines MEMORY.md may have after a consolidation.
+    pub memory_max_lines: usize,
+    /// Bytes MEMORY.md may have after a consolidation.
+    pub memory_max_bytes: usize,
+
+    /// OpenClaw's reserve floor (20,000).
+    pub flush_reserve_floor: usize,
+    /// OpenClaw's soft threshold (4,000).
+    pub flush_soft_threshold: usize,
+    /// The flush turn runs at all.
+    pub flush_enabled: bool,
+
+    /// Cap on the output reserve of the effective window (20,000).
+    pub autocompact_output_cap: usize,
+    /// Autocompact fires at effective window minus this (13,000).
+    pub autocompact_buffer: usize,
+    /// Tokens of the newest messages kept verbatim (20,000).
+    pub tail_tokens: usize,
+    /// Consecutive autocompact failures that open the breaker (3).
+    pub breaker_failures: u32,
+    /// Compaction retries after a context-overflow error (3).
+    pub reactive_max_retries: u32,
+
+    /// Minutes since the last assistant message before microcompact (60).
+    pub microcompact_gap_minutes: i64,
+    /// Results kept by microcompact (the last 5).
+    pub microcompact_keep: usize,
+    /// Tools whose results can be fetched again, so may be cleared.
+    pub microcompact_tools: Vec<String>,
+    /// Tools whose results are never cleared (sub-agents, skills).
+    pub protected_tools: Vec<String>,
+    /// Tools whose calls read files (for restoration after autocompact).
+    pub read_tools: Vec<String>,
+    /// Collapse keeps this many newest user turns unfolded.
+    pub collapse_keep_turns: usize,
+    /// Characters of an old tool result above which the store's budget is
+    /// re-applied to replayed history (50,000).
+    pub tool_result_max_chars: usize,
+    /// Preview bytes kept when the budget cuts a result (2,000).
+    pub tool_result_preview_bytes: usize,
+
+    /// Files restored after autocompact (5).
+    pub restore_max_files: usize,
+    /// Tokens of each restored file (5,000).
+    pub restore_file_tokens: usize,
+    /// Tokens of all restored files (50,000).
+    pub restore_total_tokens: usize,
+    /// Instruction files re-injected after compaction.
+    pub instruction_files: Vec<String>,
+    /// The current plan, re-injected after compaction when it exists.
+    pub plan_file: String,
+
+    /// Memory files scanned by the side query (200).
+    pub recall_max_files: usize,
+    /// Lines read from each (30).
+    pub recall_head_lines: usize,
+    /// Files the side query may select (5).
+    pub recall_max_selected: usize,
+    /// Side query timeout in milliseconds (3,000).
+    pub recall_timeout_ms: u64,
+    /// Output tokens of the side query (256).
+    pub recall_max_tokens: u32,
+
+    /// Last user and assistant messages in a session note (15).
+    pub note_messages: usize,
+    /// Slug request timeout in milliseconds (15,000).
+    pub slug_timeout_ms: u64,
+    /// Seconds to wait for a busy session lock (30).
+    pub lock_wait_secs: u64,
+}
+
+impl Default for EngineSettings {
+    fn default() -> Self {
+        let s = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        EngineSettings {
+            context_window: None,
+            max_output: None,
+            exact_tokens: true,
+            safety_buffer: 1_024,
+            consolidation_ratio: 0.5,
+            consolidation_max_rounds: 5,
+            consolidation_max_failures: 3,
+            consolidation_enabled: true,
+            memory_max_lines: 200,
+            memory_max_bytes: 25_000,
+            flush_reserve_floor: 20_000,
+            flush_soft_threshold: 4_000,
+            flush_enabled: true,
+            autocompact_output_cap: 20_000,
+            autocompact_buffer: 13_000,
+            tail_tokens: 20_000,
+            breaker_failures: 3,
+            reactive_max_retries: 3,
+            microcompact_gap_minutes: 60,
+            microcompact_keep: 5,
+            microcompact_tools: s(&[
+                "read",
+                "read_file",
+                "shell",
+                "exec",
+                "bash",
+                "grep",
+                "glob",
+                "web_search",
+                "web_fetch",
+                "edit",
+                "edit_file",
+                "write",
+                "write_file",
+            ]),
+            protected_tools: s(&["agent", "task", "spawn", "skill"]),
+            read_tools: s(&["read", "read_file"]),
+            collapse_keep_turns: 4,
+            tool_result_max_chars: 50_000,
+            tool_result_preview_bytes: 2_000,
+            restore_max_files: 5,
+            restore_file_tokens: 5_000,
+            restore_total_tokens: 50_000,
+            instruction_files: s(&["AGENTS.md", "CLAUDE.md"]),
+            plan_file: "PLAN.md".into(),
+            recall_max_files: 200,
+            recall_head_lines: 30,
+            recall_max_selected: 5,
+            recall_timeout_ms: 3_000,
+            recall_max_tokens: 256,
+            note_messages: 15,
+            slug_timeout_ms: 15_000,
+            lock_wait_secs: 30,
+        }
+    }
+}
+
+impl EngineSettings {
+    /// Checks ranges; the message names the field to fix.
+    pub fn validate(&self) -> Result<(), String> {
+        if !(0.1..=0.95).contains(&self.consolidation_ratio) {
+            return Err(format!(
+                "[engine] consolidation_ratio = {} is out of range: use a value from 0.1 to 0.95",
+                self.consolidation_ratio
+            ));
+        }
+        if self.consolidation_max_failures == 0 || self.breaker_failures == 0 {
+            return Err(
+                "[engine] consolidation_max_failures and breaker_failures must be at least 1"
+                    .into(),
+            );
+        }
+        Ok(())
+    }
+}

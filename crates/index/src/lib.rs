@@ -1,1 +1,46 @@
-//! mnemo-index (placeholder).
+//! mnemo-index: chunking, the hybrid SQLite index and search behind
+//! `memory_search` and `memory_get`.
+//!
+//! What is indexed: `MEMORY.md`, `memory/**/*.md`, the `[index] extra_paths`
+//! (relative to the workspace and inside it; absolute paths are refused so
+//! that `memory_get` can never be pointed outside), and session transcripts
+//! `sessions/*.jsonl` rendered as `User: …` / `Assistant: …` lines. The
+//! index lives in `.mnemo/` and is derived data: it can always be rebuilt.
+//!
+//! ```no_run
+//! use mnemo_core::Workspace;
+//! use mnemo_index::{IndexSettings, MemoryIndex, SearchRequest};
+//!
+//! let ws = Workspace::new("/tmp/ws");
+//! let index = MemoryIndex::open(&ws, IndexSettings::default(), None)?;
+//! index.sync(&|_| {})?;
+//! let found = index.search(&SearchRequest::new("ERR-4711"))?;
+//! for hit in found.results {
+//!     println!("{} {:.2} {}", hit.citation, hit.score, hit.snippet);
+//! }
+//! # Ok::<(), mnemo_index::IndexError>(())
+//! ```
+#![warn(missing_docs)]
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
+
+pub mod backend;
+pub mod chunk;
+mod error;
+mod index;
+mod scan;
+mod search;
+mod settings;
+pub mod sqlite;
+mod text;
+mod transcript;
+mod types;
+pub mod vectors;
+
+pub use backend::IndexBackend;
+pub use error::{IndexError, Result};
+pub use index::{MemoryIndex, WatchHandle};
+pub use settings::{Fusion, IndexOptions, IndexSettings, SearchOptions};
+pub use types::{
+    FileIssue, GetResponse, IndexStatus, SearchHit, SearchMode, SearchRequest, SearchResponse,
+    Source, SyncProgress, SyncReport,
+};

@@ -1,0 +1,118 @@
+//! The storage seam: what the indexer and search need from a backend
+//! (SQLite today, PostgreSQL + pgvector later).
+
+use std::collections::HashMap;
+
+use crate::error::Result;
+use crate::types::Source;
+
+/// A file as recorded in the index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileRecord {
+    /// Workspace-relative path with `/` separators.
+    pub path: String,
+    /// Memory or sessions.
+    pub source: Source,
+    /// sha256 of the content, hex.
+    pub hash: String,
+    /// Modification time in milliseconds since the epoch.
+    pub mtime_ms: i64,
+    /// Size in bytes.
+    pub size: u64,
+    /// True when every chunk has a vector for the index's model (false when
+    /// the embedder failed: the next sync retries).
+    pub embedded: bool,
+    /// Session key, for transcripts.
+    pub session_key: Option<String>,
+}
+
+/// A chunk to store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewChunk {
+    /// First line (1-based).
+    pub start_line: usize,
+    /// Last line (1-based, inclusive).
+    pub end_line: usize,
+    /// sha256 of the text, hex: the embedding-cache key.
+    pub hash: String,
+    /// The text.
+    pub text: String,
+    /// FTS5 column (pre-tokenised text).
+    pub tokens: String,
+    /// Message ordinals for transcripts.
+    pub messages: Option<(usize, usize)>,
+}
+
+/// A stored chunk, as search reads it back.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChunkRecord {
+    /// Chunk id.
+    pub id: i64,
+    /// File path.
+    pub path: String,
+    /// Memory or sessions.
+    pub source: Source,
+    /// First line.
+    pub start_line: usize,
+    /// Last line.
+    pub end_line: usize,
+    /// Text.
+    pub text: String,
+    /// Message ordinals for transcripts.
+    pub messages: Option<(usize, usize)>,
+    /// Session key for transcripts.
+    pub session_key: Option<String>,
+    /// The file's modification time (ms), for temporal decay.
+    pub mtime_ms: i64,
+}
+
+/// Counts for status.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Files.
+    pub files: usize,
+    /// Chunks.
+    pub chunks: usize,
+    /// Chunks with a vector for the backend's model.
+    pub vectors: usize,
+}
+
+/// Storage of one index: files, chunks, keyword index, vectors, embedding
+/// cache and metadata. Every write method is one short transaction.
+pub trait IndexBackend: Send + Sync {
+    /// All metadata.
+    fn meta(&self) -> Result<HashMap<String, String>>;
+    /// Sets metadata keys.
+    fn set_meta(&self, entries: &[(&str, String)]) -> Result<()>;
+    /// All indexed files.
+    fn files(&self) -> Result<Vec<FileRecord>>;
+    /// Replaces a file's chunks (and vectors, aligned with `chunks`, when
+    /// given) in one transaction.
+    fn upsert_file(
+        &self,
+        file: &FileRecord,
+        chunks: &[NewChunk],
+        vectors: Option<&[Vec<f32>]>,
+    ) -> Result<()>;
+    /// Records a new mtime/size for a file whose content did not change.
+    fn touch_file(&self, path: &str, mtime_ms: i64, size: u64) -> Result<()>;
+    /// Removes a file and its chunks.
+    fn delete_file(&self, path: &str) -> Result<()>;
+    /// Keyword candidates for an FTS5 MATCH expression: `(chunk id, -bm25)`,
+    /// best first (higher is better).
+    fn keyword_search(
+        &self,
+        fts_query: &str,
+        limit: usize,
+        sources: &[Source],
+    ) -> Result<Vec<(i64, f64)>>;
+    /// Vector candidates: `(chunk id, cosine)`, best first.
+    fn vector_search(&self, query: &[f32], k: usize, sources: &[Source])
+        -> Result<Vec<(i64, f32)>>;
+    /// Chunks by id (any order).
+    fn chunks(&self, ids: &[i64]) -> Result<Vec<ChunkRecord>>;
+    /// Cached vectors of the backend's model for these chunk hashes.
+    fn cached_embeddings(&self, hashes: &[&str]) -> Result<HashMap<String, Vec<f32>>>;
+    /// File, chunk and vector counts.
+    fn counts(&self) -> Result<Counts>;
+}

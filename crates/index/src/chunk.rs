@@ -1,0 +1,314 @@
+//! Chunking: Markdown by lines (cut before headings where it can, overlap of
+//! trailing lines, over-long lines split) and transcripts on message
+//! boundaries, always within the embedding model's input limit.
+
+/// One chunk of a file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Chunk {
+    /// First line, 1-based.
+    pub start_line: usize,
+    /// Last line, 1-based, inclusive.
+    pub end_line: usize,
+    /// The text (lines joined by `\n`).
+    pub text: String,
+    /// Message ordinals `(first, last)` for transcript chunks.
+    pub messages: Option<(usize, usize)>,
+}
+
+/// Chunk size limits, in the embedding model's tokens.
+pub struct ChunkLimits<'a> {
+    /// Maximum tokens in one chunk (already capped by the model's limit).
+    pub max_tokens: usize,
+    /// Tokens of trailing lines repeated in the next chunk.
+    pub overlap_tokens: usize,
+    /// Token counter: the embedder's tokenizer, or an estimate.
+    pub count: &'a dyn Fn(&str) -> usize,
+}
+
+/// Estimate used when the embedder cannot count: a CJK character is about one
+/// word piece, other text about four characters per token.
+pub fn estimate_tokens(text: &str) -> usize {
+    let mut cjk = 0usize;
+    let mut other = 0usize;
+    for c in text.chars() {
+        if crate::text::is_cjk(c) {
+            cjk += 1;
+        } else {
+            other += 1;
+        }
+    }
+    cjk + other.div_ceil(4)
+}
+
+#[derive(Debug, Clone)]
+struct Piece {
+    text: String,
+    line: usize,
+    msg: Option<usize>,
+    heading: bool,
+    tokens: usize,
+}
+
+fn heading_flags(lines: &[&str]) -> Vec<bool> {
+    let mut in_fence = false;
+    lines
+        .iter()
+        .map(|l| {
+            let t = l.trim_start();
+            if t.starts_with("```") || t.starts_with("~~~") {
+                in_fence = !in_fence;
+                return false;
+            }
+            !in_fence && t.starts_with('#') && {
+                let rest = t.trim_start_matches('#');
+                rest.is_empty() || rest.starts_with(' ')
+            }
+        })
+        .collect()
+}
+
+/// Splits one over-long line into pieces within `max` tokens, at spaces when
+/// there are any.
+fn split_line(line: &str, max: usize, count: &dyn Fn(&str) -> usize) -> Vec<(String, usize)> {
+    let mut atoms: Vec<String> = Vec::new();
+    for word in line.split_inclusive(char::is_whitespace) {
+        let chars: Vec<char> = word.chars().collect();
+        for part in chars.chunks(24) {
+            atoms.push(part.iter().collect());
+        }
+    }
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut cur_tokens = 0usize;
+    for atom in atoms {
+        let t = count(&atom).max(1);
+        if cur_tokens + t > max && !cur.is_empty() {
+            out.push((std::mem::take(&mut cur), cur_tokens));
+            cur_tokens = 0;
+        }
+        cur.push_str(&atom);
+        cur_tokens += t;
+    }
+    if !cur.trim().is_empty() {
+        out.push((cur, cur_tokens));
+    }
+    out
+}
+
+fn pieces_of(
+    lines: &[(usize, Option<usize>, &str)],
+    headings: &[bool],
+    limits: &ChunkLimits<'_>,
+) -> Vec<Piece> {
+    let mut out = Vec::with_capacity(lines.len());
+    for (i, (line, msg, text)) in lines.iter().enumerate() {
+        let tokens = if text.trim().is_empty() {
+            0
+        } else {
+            (limits.count)(text)
+        };
+        if tokens > limits.max_tokens {
+            for (part, t) in split_line(text, limits.max_tokens, limits.count) {
+                out.push(Piece {
+                    text: part,
+                    line: *line,
+                    msg: *msg,
+                    heading: false,
+                    tokens: t,
+                });
+            }
+        } else {
+            out.push(Piece {
+                text: (*text).to_string(),
+                line: *line,
+                msg: *msg,
+                heading: headings.get(i).copied().unwrap_or(false),
+                tokens,
+            });
+        }
+    }
+    out
+}
+
+fn emit(pieces: &[Piece], limits: &ChunkLimits<'_>, out: &mut Vec<Chunk>) {
+    if pieces.is_empty() {
+        return;
+    }
+    let text = pieces
+        .iter()
+        .map(|p| p.text.as_str())
+        .collect::<Vec<_>>()
+        .join("\n");
+    if text.trim().is_empty() {
+        return;
+    }
+    // Per-line counts can drift from the count of the joined text; verify so
+    // the model never truncates a chunk.
+    if pieces.len() > 1 && (limits.count)(&text) > limits.max_tokens {
+        let mid = pieces.len() / 2;
+        emit(&pieces[..mid], limits, out);
+        emit(&pieces[mid..], limits, out);
+        return;
+    }
+    let msgs: Vec<usize> = pieces.iter().filter_map(|p| p.msg).collect();
+    let messages = match (msgs.iter().min(), msgs.iter().max()) {
+        (Some(a), Some(b)) => Some((*a, *b)),
+        _ => None,
+    };
+    let first = pieces
+        .iter()
+        .position(|p| !p.text.trim().is_empty())
+        .unwrap_or(0);
+    let last = pieces
+        .iter()
+        .rposition(|p| !p.text.trim().is_empty())
+        .unwrap_or(pieces.len() - 1);
+    out.push(Chunk {
+        start_line: pieces[first].line,
+        end_line: pieces[last].line,
+        text,
+        messages,
+    });
+}
+
+fn chunk_pieces(pieces: Vec<Piece>, limits: &ChunkLimits<'_>, out: &mut Vec<Chunk>) {
+    let max = limits.max_tokens;
+    let mut cur: Vec<Piece> = Vec::new();
+    let mut cur_tokens = 0usize;
+    for p in pieces {
+        // Blank lines at the start of a chunk carry nothing.
+        if cur.is_empty() && p.text.trim().is_empty() {
+            continue;
+        }
+        while !cur.is_empty() && cur_tokens + p.tokens > max {
+            // Prefer to cut before the last heading when that leaves a
+            // reasonable first part; the heading then opens the next chunk.
+            let mut cut_at_heading = None;
+            let mut acc = 0usize;
+            for (i, q) in cur.iter().enumerate() {
+                if q.heading && i > 0 && acc >= max / 3 {
+                    cut_at_heading = Some(i);
+                }
+                acc += q.tokens;
+            }
+            if let Some(h) = cut_at_heading {
+                emit(&cur[..h], limits, out);
+                cur.drain(..h);
+                cur_tokens = cur.iter().map(|q| q.tokens).sum();
+                continue;
+            }
+            emit(&cur, limits, out);
+            let mut tail: Vec<Piece> = Vec::new();
+            let mut tail_tokens = 0usize;
+            for q in cur.iter().rev() {
+                if tail_tokens + q.tokens > limits.overlap_tokens || q.heading {
+                    break;
+                }
+                tail_tokens += q.tokens;
+                tail.push(q.clone());
+            }
+            tail.reverse();
+            while tail.first().is_some_and(|q| q.text.trim().is_empty()) {
+                tail.remove(0);
+            }
+            if tail_tokens + p.tokens > max || tail.iter().all(|q| q.text.trim().is_empty()) {
+                tail.clear();
+                tail_tokens = 0;
+            }
+            cur = tail;
+            cur_tokens = tail_tokens;
+            break;
+        }
+        cur_tokens += p.tokens;
+        cur.push(p);
+    }
+    emit(&cur, limits, out);
+}
+
+/// Chunks a Markdown (or plain text) file.
+pub fn chunk_markdown(text: &str, limits: &ChunkLimits<'_>) -> Vec<Chunk> {
+    let lines: Vec<&str> = text.lines().collect();
+    let headings = heading_flags(&lines);
+    let numbered: Vec<(usize, Option<usize>, &str)> = lines
+        .iter()
+        .enumerate()
+        .map(|(i, l)| (i + 1, None, *l))
+        .collect();
+    let mut out = Vec::new();
+    chunk_pieces(pieces_of(&numbered, &headings, limits), limits, &mut out);
+    out
+}
+
+/// One rendered transcript message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RenderedMessage {
+    /// 0-based ordinal among the log's messages.
+    pub ordinal: usize,
+    /// 1-based line of the message in the JSONL file.
+    pub line: usize,
+    /// `User: …` / `Assistant: …` text (may span several lines).
+    pub text: String,
+}
+
+/// Chunks a transcript: whole messages per chunk, a message longer than the
+/// limit split by lines; overlap is the previous chunk's last message when it
+/// fits in the overlap budget.
+pub fn chunk_transcript(messages: &[RenderedMessage], limits: &ChunkLimits<'_>) -> Vec<Chunk> {
+    let mut out = Vec::new();
+    let mut cur: Vec<(&RenderedMessage, usize)> = Vec::new();
+    let mut cur_tokens = 0usize;
+    let flush = |cur: &[(&RenderedMessage, usize)], out: &mut Vec<Chunk>| {
+        if cur.is_empty() {
+            return;
+        }
+        let pieces: Vec<Piece> = cur
+            .iter()
+            .map(|(m, t)| Piece {
+                text: m.text.clone(),
+                line: m.line,
+                msg: Some(m.ordinal),
+                heading: false,
+                tokens: *t,
+            })
+            .collect();
+        emit(&pieces, limits, out);
+    };
+    for m in messages {
+        if m.text.trim().is_empty() {
+            continue;
+        }
+        let t = (limits.count)(&m.text);
+        if t > limits.max_tokens {
+            flush(&cur, &mut out);
+            cur.clear();
+            cur_tokens = 0;
+            let lines: Vec<(usize, Option<usize>, &str)> = m
+                .text
+                .lines()
+                .map(|l| (m.line, Some(m.ordinal), l))
+                .collect();
+            chunk_pieces(pieces_of(&lines, &[], limits), limits, &mut out);
+            continue;
+        }
+        if cur_tokens + t > limits.max_tokens && !cur.is_empty() {
+            flush(&cur, &mut out);
+            let last = cur.last().copied();
+            cur.clear();
+            cur_tokens = 0;
+            if let Some((lm, lt)) = last {
+                if lt <= limits.overlap_tokens && lt + t <= limits.max_tokens {
+                    cur.push((lm, lt));
+                    cur_tokens = lt;
+                }
+            }
+        }
+        cur.push((m, t));
+        cur_tokens += t;
+    }
+    flush(&cur, &mut out);
+    out
+}
+
+#[cfg(test)]
+#[path = "chunk_tests.rs"]
+mod tests;

@@ -1,0 +1,137 @@
+use super::*;
+
+fn words(s: &str) -> usize {
+    s.split_whitespace().count()
+}
+
+fn limits(max: usize, overlap: usize, count: &dyn Fn(&str) -> usize) -> ChunkLimits<'_> {
+    ChunkLimits {
+        max_tokens: max,
+        overlap_tokens: overlap,
+        count,
+    }
+}
+
+#[test]
+fn every_chunk_fits_and_lines_are_covered() {
+    let text = (1..=200)
+        .map(|i| format!("line {i} has five words"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let chunks = chunk_markdown(&text, &limits(50, 10, &words));
+    assert!(chunks.len() > 10);
+    for c in &chunks {
+        assert!(words(&c.text) <= 50, "{} tokens", words(&c.text));
+        assert_eq!(c.text.lines().count(), c.end_line - c.start_line + 1);
+    }
+    assert_eq!(chunks[0].start_line, 1);
+    assert_eq!(chunks.last().unwrap().end_line, 200);
+    // Overlap: each chunk starts at or before the line after the previous end.
+    for w in chunks.windows(2) {
+        assert!(w[1].start_line <= w[0].end_line + 1);
+        assert!(w[1].start_line > w[0].start_line);
+    }
+    assert!(
+        chunks.windows(2).any(|w| w[1].start_line <= w[0].end_line),
+        "no overlap at all"
+    );
+}
+
+#[test]
+fn cuts_before_headings() {
+    let mut lines = vec!["# Title".to_string()];
+    lines.extend((0..6).map(|i| format!("alpha text number {i} here")));
+    lines.push("## Second".to_string());
+    lines.extend((0..6).map(|i| format!("beta text number {i} here")));
+    let text = lines.join("\n");
+    let chunks = chunk_markdown(&text, &limits(40, 10, &words));
+    assert!(
+        chunks.iter().any(|c| c.text.starts_with("## Second")),
+        "{chunks:#?}"
+    );
+    assert!(!chunks[0].text.contains("## Second"));
+}
+
+#[test]
+fn overlong_line_is_split_on_same_line_number() {
+    let long = (0..300)
+        .map(|i| format!("w{i}"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let text = format!("short\n{long}\nend");
+    let chunks = chunk_markdown(&text, &limits(64, 8, &words));
+    assert!(chunks.iter().all(|c| words(&c.text) <= 64));
+    let on_line2: Vec<_> = chunks
+        .iter()
+        .filter(|c| c.start_line == 2 && c.end_line == 2)
+        .collect();
+    assert!(on_line2.len() >= 3, "{chunks:#?}");
+    let joined: String = chunks
+        .iter()
+        .map(|c| c.text.as_str())
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(joined.contains("w0 ") && joined.contains("w299"));
+}
+
+#[test]
+fn cjk_line_without_spaces_is_split() {
+    let long: String = "我喜欢弹钢琴".repeat(100);
+    let chunks = chunk_markdown(&long, &limits(64, 8, &estimate_tokens));
+    assert!(chunks.len() >= 9, "{}", chunks.len());
+    assert!(chunks.iter().all(|c| estimate_tokens(&c.text) <= 64));
+}
+
+#[test]
+fn blank_file_gives_no_chunks() {
+    assert!(chunk_markdown("\n\n   \n", &limits(64, 8, &words)).is_empty());
+}
+
+#[test]
+fn transcript_cuts_on_message_boundaries() {
+    let msgs: Vec<RenderedMessage> = (0..20)
+        .map(|i| RenderedMessage {
+            ordinal: i,
+            line: i + 2,
+            text: format!("User: message {i} with some words"),
+        })
+        .collect();
+    let chunks = chunk_transcript(&msgs, &limits(30, 0, &words));
+    for c in &chunks {
+        let (a, b) = c.messages.unwrap();
+        assert_eq!(c.text.lines().count(), b - a + 1, "{c:?}");
+        assert_eq!(c.start_line, a + 2);
+        assert_eq!(c.end_line, b + 2);
+    }
+    let covered: usize = chunks
+        .iter()
+        .map(|c| c.messages.unwrap().1 - c.messages.unwrap().0 + 1)
+        .sum();
+    assert_eq!(covered, 20);
+}
+
+#[test]
+fn long_message_split_by_lines_keeps_its_ordinal() {
+    let long = (0..40)
+        .map(|i| format!("line {i} of a long answer"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let msgs = vec![
+        RenderedMessage {
+            ordinal: 0,
+            line: 1,
+            text: "User: question".into(),
+        },
+        RenderedMessage {
+            ordinal: 1,
+            line: 2,
+            text: format!("Assistant: {long}"),
+        },
+    ];
+    let chunks = chunk_transcript(&msgs, &limits(40, 0, &words));
+    assert_eq!(chunks[0].messages, Some((0, 0)));
+    assert!(chunks.len() > 3);
+    assert!(chunks[1..]
+        .iter()
+        .all(|c| c.messages == Some((1, 1)) && c.start_line == 2));
+}

@@ -1,0 +1,103 @@
+//! The error type of mnemo-index and its mapping to wire error codes.
+
+use std::path::PathBuf;
+
+use mnemo_core::{EmbedError, ErrorCode, PathError};
+
+/// Result alias of this crate.
+pub type Result<T, E = IndexError> = std::result::Result<T, E>;
+
+/// Everything that can go wrong while indexing, searching or reading memory.
+#[derive(Debug, thiserror::Error)]
+pub enum IndexError {
+    /// A path given to `memory_get` was refused (outside the workspace, not
+    /// Markdown, not a memory path). Nothing was read.
+    #[error("refused path `{path}`: {reason}")]
+    Forbidden {
+        /// The path as given.
+        path: String,
+        /// Why, and what is allowed instead.
+        reason: String,
+    },
+    /// The path failed the workspace confinement check.
+    #[error(transparent)]
+    Path(#[from] PathError),
+    /// A request was malformed (for instance an empty query); fix and retry.
+    #[error("invalid request: {0}")]
+    InvalidInput(String),
+    /// The settings are inconsistent; fix `mnemo.toml`.
+    #[error("bad index settings: {0}")]
+    Config(String),
+    /// Reading configuration failed.
+    #[error(transparent)]
+    ConfigFile(#[from] mnemo_core::ConfigError),
+    /// SQLite failed. Searches retry once on a fresh connection; a sync stops
+    /// at the failing file and leaves earlier files committed.
+    #[error("index database error: {0}\nthe index is derived data: if this persists, run `mnemo index --force` to rebuild it")]
+    Sqlite(#[from] rusqlite::Error),
+    /// Another process holds the sync lock and the caller asked not to wait.
+    #[error(
+        "another sync is running on this workspace (lock file {0}); retry when it has finished"
+    )]
+    Busy(PathBuf),
+    /// The embedder failed; the file stays marked for embedding and the next
+    /// sync retries it.
+    #[error(transparent)]
+    Embed(#[from] EmbedError),
+    /// The embedder returned vectors of an unexpected shape.
+    #[error("the embedder returned {got} vectors of dimension {dims}, expected {expected} of dimension {want}")]
+    EmbedShape {
+        /// Vectors received.
+        got: usize,
+        /// Dimension received.
+        dims: usize,
+        /// Vectors expected.
+        expected: usize,
+        /// Dimension expected.
+        want: usize,
+    },
+    /// An I/O operation on a workspace or index file failed.
+    #[error("I/O error on {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The file watcher could not be started.
+    #[error("cannot watch the workspace: {0}")]
+    Watch(#[from] notify::Error),
+    /// Stored index data is unreadable (bad vector blob, bad meta). The index
+    /// is derived: a forced reindex rebuilds it.
+    #[error("corrupt index data: {0}; run `mnemo index --force` to rebuild the index")]
+    Corrupt(String),
+}
+
+impl IndexError {
+    /// The wire-visible code of this error.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            IndexError::Forbidden { .. } | IndexError::Path(_) => ErrorCode::Forbidden,
+            IndexError::InvalidInput(_) => ErrorCode::InvalidInput,
+            IndexError::Config(_) | IndexError::ConfigFile(_) => ErrorCode::Config,
+            IndexError::Sqlite(e) => match e.sqlite_error_code() {
+                Some(rusqlite::ErrorCode::DatabaseBusy)
+                | Some(rusqlite::ErrorCode::DatabaseLocked) => ErrorCode::Busy,
+                Some(rusqlite::ErrorCode::DatabaseCorrupt)
+                | Some(rusqlite::ErrorCode::NotADatabase) => ErrorCode::Corrupt,
+                _ => ErrorCode::Internal,
+            },
+            IndexError::Busy(_) => ErrorCode::Busy,
+            IndexError::Embed(_) | IndexError::EmbedShape { .. } => ErrorCode::Provider,
+            IndexError::Io { .. } | IndexError::Watch(_) => ErrorCode::Io,
+            IndexError::Corrupt(_) => ErrorCode::Corrupt,
+        }
+    }
+
+    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        IndexError::Io {
+            path: path.into(),
+            source,
+        }
+    }
+}

@@ -1,0 +1,989 @@
+//! `MemoryIndex`: the facade that syncs the workspace into the index (one
+//! sync at a time, incremental by content hash, full rebuilds into a new
+//! database swapped in atomically), answers searches, `memory_get` and
+//! status, and watches the workspace.
+
+use std::collections::{HashMap, HashSet};
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use mnemo_core::{EmbedKind, Embedder, Workspace};
+use sha2::{Digest, Sha256};
+
+use crate::backend::{ChunkRecord, FileRecord, IndexBackend, NewChunk};
+use crate::chunk::{self, Chunk, ChunkLimits};
+use crate::error::{IndexError, Result};
+use crate::scan::{self, Found};
+use crate::search::{self, Candidate};
+use crate::settings::IndexSettings;
+use crate::sqlite::{SqliteBackend, SCHEMA_VERSION};
+use crate::text;
+use crate::transcript;
+use crate::types::*;
+
+/// Name of the first database file; later generations are `index-<ms>.sqlite`.
+const FIRST_DB: &str = "index.sqlite";
+/// File naming the live database (replaced atomically by rename).
+const POINTER: &str = "index.current";
+/// Lock file held during a sync.
+const LOCK: &str = "sync.lock";
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+/// The memory index of one workspace. Cheap to clone (shared state); safe to
+/// use from many threads: searches never wait for a sync.
+#[derive(Clone)]
+pub struct MemoryIndex {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    ws: Workspace,
+    settings: IndexSettings,
+    embedder: Option<Arc<dyn Embedder>>,
+    state_dir: PathBuf,
+    /// Tokens the embedder's counter adds to any text (special tokens,
+    /// document prefix): subtracted so per-line counts add up.
+    token_base: usize,
+    current: RwLock<Arc<SqliteBackend>>,
+    sync_lock: Mutex<()>,
+}
+
+impl std::fmt::Debug for MemoryIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryIndex")
+            .field("root", &self.inner.ws.root())
+            .finish()
+    }
+}
+
+/// Stops the watcher when dropped.
+pub struct WatchHandle {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    _watcher: notify::RecommendedWatcher,
+}
+
+impl WatchHandle {
+    /// Stops watching and waits for a running sync to finish.
+    pub fn stop(mut self) {
+        self.shutdown();
+    }
+
+    fn shutdown(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for WatchHandle {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+impl MemoryIndex {
+    /// Opens (creating if needed) the index of `ws` under `.mnemo/`.
+    /// Nothing is indexed yet: call [`MemoryIndex::sync`] (searches also sync
+    /// first when files changed, unless `sync_on_search` is off). With no
+    /// embedder the index runs in keyword-only mode, and says so.
+    pub fn open(
+        ws: &Workspace,
+        settings: IndexSettings,
+        embedder: Option<Arc<dyn Embedder>>,
+    ) -> Result<MemoryIndex> {
+        settings.validate()?;
+        let state_dir = ws.state_dir();
+        std::fs::create_dir_all(&state_dir).map_err(|e| IndexError::io(&state_dir, e))?;
+        let emb_id = embedder.as_ref().map(|e| (e.id(), e.dims()));
+        let db = state_dir.join(read_pointer(&state_dir).unwrap_or_else(|| FIRST_DB.to_string()));
+        let backend = SqliteBackend::open(&db, emb_id)?;
+        let token_base = embedder
+            .as_ref()
+            .and_then(|e| e.count_tokens(""))
+            .unwrap_or(0);
+        Ok(MemoryIndex {
+            inner: Arc::new(Inner {
+                ws: ws.clone(),
+                settings,
+                embedder,
+                state_dir,
+                token_base,
+                current: RwLock::new(Arc::new(backend)),
+                sync_lock: Mutex::new(()),
+            }),
+        })
+    }
+
+    /// The settings in use.
+    pub fn settings(&self) -> &IndexSettings {
+        &self.inner.settings
+    }
+
+    /// The live backend, switching to a newer generation if another process
+    /// swapped one in.
+    fn backend(&self) -> Result<Arc<SqliteBackend>> {
+        let cur = self
+            .inner
+            .current
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let Some(name) = read_pointer(&self.inner.state_dir) else {
+            return Ok(cur);
+        };
+        if cur
+            .path()
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy() == name)
+        {
+            return Ok(cur);
+        }
+        let path = self.inner.state_dir.join(&name);
+        if !path.exists() {
+            return Ok(cur);
+        }
+        let fresh = Arc::new(SqliteBackend::open(&path, self.emb_id())?);
+        *self
+            .inner
+            .current
+            .write()
+            .unwrap_or_else(|e| e.into_inner()) = fresh.clone();
+        Ok(fresh)
+    }
+
+    fn emb_id(&self) -> Option<(mnemo_core::EmbedderId, usize)> {
+        self.inner.embedder.as_ref().map(|e| (e.id(), e.dims()))
+    }
+
+    /// Chunk size actually used: the configured size, capped by the model's
+    /// input limit (minus the special tokens its counter adds), so the
+    /// model never truncates a chunk silently.
+    pub fn effective_chunk_tokens(&self) -> usize {
+        let configured = self.inner.settings.index.chunk_tokens;
+        match self
+            .inner
+            .embedder
+            .as_ref()
+            .and_then(|e| e.max_input_tokens())
+        {
+            Some(limit) => configured.min(limit.saturating_sub(self.inner.token_base).max(16)),
+            None => configured,
+        }
+    }
+
+    /// Tokens of `text` as chunk content (without the model's fixed extras).
+    fn count_tokens(&self, text: &str) -> usize {
+        match self
+            .inner
+            .embedder
+            .as_ref()
+            .and_then(|e| e.count_tokens(text))
+        {
+            Some(n) => n.saturating_sub(self.inner.token_base),
+            None => chunk::estimate_tokens(text),
+        }
+    }
+
+    /// The metadata an index built now would have.
+    fn desired_meta(&self) -> Vec<(&'static str, String)> {
+        let (model, dims) = match &self.inner.embedder {
+            Some(e) => {
+                let id = e.id();
+                (
+                    format!("{}/{}/{}", id.provider, id.model, id.provider_key),
+                    e.dims().to_string(),
+                )
+            }
+            None => ("none".to_string(), "0".to_string()),
+        };
+        let tokenizer = if self
+            .inner
+            .embedder
+            .as_ref()
+            .and_then(|e| e.count_tokens("a"))
+            .is_some()
+        {
+            "model"
+        } else {
+            "estimate"
+        };
+        let chunk_tokens = self.effective_chunk_tokens();
+        vec![
+            ("schema_version", SCHEMA_VERSION.to_string()),
+            ("fts_tokenizer", text::TOKENIZER_VERSION.to_string()),
+            ("model", model),
+            ("dims", dims),
+            ("chunk_tokens", chunk_tokens.to_string()),
+            (
+                "chunk_overlap",
+                self.inner
+                    .settings
+                    .index
+                    .chunk_overlap
+                    .min(chunk_tokens / 2)
+                    .to_string(),
+            ),
+            ("chunk_counter", tokenizer.to_string()),
+            (
+                "session_tool_results",
+                self.inner.settings.index.session_tool_results.to_string(),
+            ),
+        ]
+    }
+
+    /// True when the live index was built with another model, chunking or
+    /// schema (an empty index never needs a rebuild).
+    fn needs_full_reindex(&self, backend: &SqliteBackend) -> Result<bool> {
+        let meta = backend.meta()?;
+        if !meta.contains_key("schema_version") {
+            return Ok(backend.counts()?.files > 0);
+        }
+        Ok(self
+            .desired_meta()
+            .iter()
+            .any(|(k, v)| meta.get(*k) != Some(v)))
+    }
+
+    /// Brings the index up to date with the workspace: files whose mtime or
+    /// size changed are hashed, changed ones re-chunked and re-embedded
+    /// (through the embedding cache), deleted ones dropped. When the model
+    /// or chunking changed, the whole index is rebuilt into a new database
+    /// and swapped in; searches keep using the old one meanwhile.
+    /// Waits for a sync running in another thread or process.
+    pub fn sync(&self, progress: &dyn Fn(SyncProgress)) -> Result<SyncReport> {
+        self.run_sync(false, true, true, progress)?
+            .ok_or_else(|| IndexError::Busy(self.inner.state_dir.join(LOCK)))
+    }
+
+    /// Like [`MemoryIndex::sync`]; with `force` the whole index is rebuilt
+    /// into a new database (and swapped in) even if nothing changed.
+    pub fn reindex(&self, force: bool, progress: &dyn Fn(SyncProgress)) -> Result<SyncReport> {
+        self.run_sync(force, true, true, progress)?
+            .ok_or_else(|| IndexError::Busy(self.inner.state_dir.join(LOCK)))
+    }
+
+    /// `Ok(None)` when `wait` is false and another sync holds the lock, or
+    /// when a full rebuild is needed but not allowed (searches only sync
+    /// incrementally: a rebuild can take minutes).
+    fn run_sync(
+        &self,
+        force: bool,
+        wait: bool,
+        allow_full: bool,
+        progress: &dyn Fn(SyncProgress),
+    ) -> Result<Option<SyncReport>> {
+        let _guard = if wait {
+            self.inner
+                .sync_lock
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+        } else {
+            match self.inner.sync_lock.try_lock() {
+                Ok(g) => g,
+                Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+                Err(std::sync::TryLockError::WouldBlock) => return Ok(None),
+            }
+        };
+        let lock_path = self.inner.state_dir.join(LOCK);
+        let lock_file = File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(|e| IndexError::io(&lock_path, e))?;
+        if wait {
+            lock_file
+                .lock()
+                .map_err(|e| IndexError::io(&lock_path, e))?;
+        } else {
+            match lock_file.try_lock() {
+                Ok(()) => {}
+                Err(std::fs::TryLockError::WouldBlock) => return Ok(None),
+                Err(std::fs::TryLockError::Error(e)) => return Err(IndexError::io(&lock_path, e)),
+            }
+        }
+        let backend = self.backend()?;
+        let full = force || self.needs_full_reindex(&backend)?;
+        if full && !allow_full {
+            let _ = lock_file.unlock();
+            return Ok(None);
+        }
+        let report = if full {
+            self.full_rebuild(&backend, progress)
+        } else {
+            let mut report = SyncReport::default();
+            let r = self.sync_into(&backend, false, &mut report, progress);
+            r.and_then(|()| {
+                if !backend.meta()?.contains_key("schema_version") {
+                    backend.set_meta(&self.desired_meta())?;
+                }
+                Ok(report)
+            })
+        };
+        let _ = lock_file.unlock();
+        progress(SyncProgress::Finished);
+        report.map(Some)
+    }
+
+    fn full_rebuild(
+        &self,
+        old: &Arc<SqliteBackend>,
+        progress: &dyn Fn(SyncProgress),
+    ) -> Result<SyncReport> {
+        let name = format!("index-{}.sqlite", chrono::Utc::now().timestamp_millis());
+        let path = self.inner.state_dir.join(&name);
+        remove_db_files(&path);
+        let fresh = Arc::new(SqliteBackend::open(&path, self.emb_id())?);
+        fresh.import_cache_from(old.path())?;
+        let mut report = SyncReport {
+            full_rebuild: true,
+            ..Default::default()
+        };
+        if let Err(e) = self.sync_into(&fresh, true, &mut report, progress) {
+            drop(fresh);
+            remove_db_files(&path);
+            return Err(e);
+        }
+        fresh.set_meta(&self.desired_meta())?;
+        fresh.checkpoint()?;
+        write_pointer(&self.inner.state_dir, &name)?;
+        *self
+            .inner
+            .current
+            .write()
+            .unwrap_or_else(|e| e.into_inner()) = fresh;
+        // Searches that still hold the old generation keep their open
+        // connections (the file stays readable until they finish on Unix).
+        if old.path() != path {
+            remove_db_files(old.path());
+        }
+        Ok(report)
+    }
+
+    fn sync_into(
+        &self,
+        backend: &SqliteBackend,
+        full: bool,
+        report: &mut SyncReport,
+        progress: &dyn Fn(SyncProgress),
+    ) -> Result<()> {
+        let found = scan::walk(
+            self.inner.ws.root(),
+            &self.inner.settings.index,
+            &mut report.issues,
+        );
+        let known: HashMap<String, FileRecord> = backend
+            .files()?
+            .into_iter()
+            .map(|f| (f.path.clone(), f))
+            .collect();
+        let total = found.len();
+        report.files_scanned = total;
+        progress(SyncProgress::Started { total, full });
+        let want_vectors = self.inner.embedder.is_some();
+        let mut embedded_so_far = 0usize;
+        for (i, f) in found.iter().enumerate() {
+            let prev = known.get(&f.rel);
+            let complete = |p: &FileRecord| p.embedded || !want_vectors;
+            let unchanged_stat =
+                prev.is_some_and(|p| p.mtime_ms == f.mtime_ms && p.size == f.size && complete(p));
+            if !unchanged_stat {
+                match std::fs::read(&f.abs) {
+                    Ok(bytes) => {
+                        let hash = sha256_hex(&bytes);
+                        if let Some(p) = prev.filter(|p| p.hash == hash && complete(p)) {
+                            backend.touch_file(&p.path, f.mtime_ms, f.size)?;
+                            report.touched += 1;
+                        } else {
+                            self.index_file(
+                                backend,
+                                f,
+                                &bytes,
+                                hash,
+                                report,
+                                &mut embedded_so_far,
+                                progress,
+                            )?;
+                        }
+                    }
+                    Err(e) => report.issues.push(FileIssue {
+                        path: f.rel.clone(),
+                        message: format!("cannot read ({e}); kept the previous index entry"),
+                    }),
+                }
+            }
+            progress(SyncProgress::File {
+                done: i + 1,
+                total,
+                path: f.rel.clone(),
+            });
+        }
+        let present: HashSet<&str> = found.iter().map(|f| f.rel.as_str()).collect();
+        let mut gone: Vec<&String> = known
+            .keys()
+            .filter(|k| !present.contains(k.as_str()))
+            .collect();
+        gone.sort();
+        for path in gone {
+            // A file that exists but could not be read is kept above; only
+            // files that vanished are dropped.
+            if self.inner.ws.root().join(path).exists()
+                && report.issues.iter().any(|i| &i.path == path)
+            {
+                continue;
+            }
+            backend.delete_file(path)?;
+            report.removed.push(path.clone());
+        }
+        report.indexed.sort();
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn index_file(
+        &self,
+        backend: &SqliteBackend,
+        f: &Found,
+        bytes: &[u8],
+        hash: String,
+        report: &mut SyncReport,
+        embedded_so_far: &mut usize,
+        progress: &dyn Fn(SyncProgress),
+    ) -> Result<()> {
+        let text = String::from_utf8_lossy(bytes);
+        if matches!(text, std::borrow::Cow::Owned(_)) {
+            report.issues.push(FileIssue {
+                path: f.rel.clone(),
+                message:
+                    "not valid UTF-8: invalid bytes were replaced with U+FFFD and the rest indexed"
+                        .into(),
+            });
+        }
+        let max = self.effective_chunk_tokens();
+        let overlap = self.inner.settings.index.chunk_overlap.min(max / 2);
+        let count = |s: &str| self.count_tokens(s);
+        let limits = ChunkLimits {
+            max_tokens: max,
+            overlap_tokens: overlap,
+            count: &count,
+        };
+        let (chunks, session_key): (Vec<Chunk>, Option<String>) = match f.source {
+            Source::Sessions => {
+                let t = transcript::parse(&text, self.inner.settings.index.session_tool_results);
+                if t.skipped_lines > 0 {
+                    report.issues.push(FileIssue {
+                        path: f.rel.clone(),
+                        message: format!("{} malformed line(s) skipped", t.skipped_lines),
+                    });
+                }
+                let key = t.key.clone().or_else(|| {
+                    Path::new(&f.rel)
+                        .file_stem()
+                        .map(|s| s.to_string_lossy().into_owned())
+                });
+                (chunk::chunk_transcript(&t.messages, &limits), key)
+            }
+            Source::Memory => {
+                if let Some(msg) = front_matter_problem(&text) {
+                    report.issues.push(FileIssue {
+                        path: f.rel.clone(),
+                        message: msg,
+                    });
+                }
+                (chunk::chunk_markdown(&text, &limits), None)
+            }
+        };
+        let new_chunks: Vec<NewChunk> = chunks
+            .into_iter()
+            .map(|c| NewChunk {
+                start_line: c.start_line,
+                end_line: c.end_line,
+                hash: sha256_hex(c.text.as_bytes()),
+                tokens: text::index_text(&c.text),
+                text: c.text,
+                messages: c.messages,
+            })
+            .collect();
+        let mut embedded = true;
+        let vectors = match &self.inner.embedder {
+            None => None,
+            Some(emb) => match self.embed_chunks(
+                backend,
+                emb.as_ref(),
+                &new_chunks,
+                report,
+                embedded_so_far,
+                progress,
+            ) {
+                Ok(v) => Some(v),
+                Err(e) => {
+                    embedded = false;
+                    report.issues.push(FileIssue {
+                        path: f.rel.clone(),
+                        message: format!(
+                            "{e}; indexed for keyword search, vectors retried on the next sync"
+                        ),
+                    });
+                    None
+                }
+            },
+        };
+        let record = FileRecord {
+            path: f.rel.clone(),
+            source: f.source,
+            hash,
+            mtime_ms: f.mtime_ms,
+            size: f.size,
+            embedded,
+            session_key,
+        };
+        backend.upsert_file(&record, &new_chunks, vectors.as_deref())?;
+        report.chunks_written += new_chunks.len();
+        report.indexed.push(f.rel.clone());
+        Ok(())
+    }
+
+    fn embed_chunks(
+        &self,
+        backend: &SqliteBackend,
+        emb: &dyn Embedder,
+        chunks: &[NewChunk],
+        report: &mut SyncReport,
+        embedded_so_far: &mut usize,
+        progress: &dyn Fn(SyncProgress),
+    ) -> Result<Vec<Vec<f32>>> {
+        let hashes: Vec<&str> = chunks.iter().map(|c| c.hash.as_str()).collect();
+        let mut have = backend.cached_embeddings(&hashes)?;
+        report.cache_hits += chunks.iter().filter(|c| have.contains_key(&c.hash)).count();
+        let mut todo: Vec<&NewChunk> = Vec::new();
+        let mut queued = HashSet::new();
+        for c in chunks {
+            if !have.contains_key(&c.hash) && queued.insert(c.hash.as_str()) {
+                todo.push(c);
+            }
+        }
+        let dims = emb.dims();
+        for batch in todo.chunks(emb.max_batch().max(1)) {
+            let texts: Vec<&str> = batch.iter().map(|c| c.text.as_str()).collect();
+            let vs = emb.embed(&texts, EmbedKind::Document)?;
+            if vs.len() != texts.len() || vs.iter().any(|v| v.len() != dims) {
+                return Err(IndexError::EmbedShape {
+                    got: vs.len(),
+                    dims: vs.first().map(Vec::len).unwrap_or(0),
+                    expected: texts.len(),
+                    want: dims,
+                });
+            }
+            for (c, v) in batch.iter().zip(vs) {
+                have.insert(c.hash.clone(), v);
+            }
+            report.chunks_embedded += batch.len();
+            *embedded_so_far += batch.len();
+            progress(SyncProgress::Embedded {
+                chunks: *embedded_so_far,
+            });
+        }
+        chunks
+            .iter()
+            .map(|c| {
+                have.get(&c.hash).cloned().ok_or_else(|| {
+                    IndexError::Corrupt(format!("missing vector for chunk {}", c.hash))
+                })
+            })
+            .collect()
+    }
+
+    /// True when a file was added, changed or deleted since the last sync
+    /// (a directory walk comparing mtime and size; nothing is read).
+    pub fn is_dirty(&self) -> Result<bool> {
+        let backend = self.backend()?;
+        let mut issues = Vec::new();
+        let found = scan::walk(
+            self.inner.ws.root(),
+            &self.inner.settings.index,
+            &mut issues,
+        );
+        let known: HashMap<String, FileRecord> = backend
+            .files()?
+            .into_iter()
+            .map(|f| (f.path.clone(), f))
+            .collect();
+        if found.len() != known.len() {
+            return Ok(true);
+        }
+        let want_vectors = self.inner.embedder.is_some();
+        Ok(found.iter().any(|f| match known.get(&f.rel) {
+            None => true,
+            Some(p) => {
+                p.mtime_ms != f.mtime_ms || p.size != f.size || (want_vectors && !p.embedded)
+            }
+        }))
+    }
+
+    /// `memory_search`: hybrid (or keyword-only) search over the index.
+    pub fn search(&self, req: &SearchRequest) -> Result<SearchResponse> {
+        let query = req.query.trim();
+        if query.is_empty() {
+            return Err(IndexError::InvalidInput(
+                "the query is empty: give a few words to search for".into(),
+            ));
+        }
+        let mut warnings = Vec::new();
+        let opts = &self.inner.settings.search;
+        if opts.sync_on_search {
+            match self.is_dirty() {
+                Ok(true) => match self.run_sync(false, false, false, &|_| {}) {
+                    Ok(Some(r)) => {
+                        for i in r.issues {
+                            warnings.push(format!("{}: {}", i.path, i.message));
+                        }
+                    }
+                    Ok(None) => warnings.push(
+                        "the index is being updated; results may miss the latest changes".into(),
+                    ),
+                    Err(e) => {
+                        warnings.push(format!("could not update the index before searching: {e}"))
+                    }
+                },
+                Ok(false) => {}
+                Err(e) => warnings.push(format!("could not check the index for changes: {e}")),
+            }
+        }
+        match self.search_once(query, req, &mut warnings) {
+            Ok(r) => Ok(r),
+            // A generation swapped by another process can vanish under an
+            // old connection; resolve the live one and retry once.
+            Err(IndexError::Sqlite(_)) => self.search_once(query, req, &mut warnings),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn search_once(
+        &self,
+        query: &str,
+        req: &SearchRequest,
+        warnings: &mut Vec<String>,
+    ) -> Result<SearchResponse> {
+        let opts = &self.inner.settings.search;
+        let backend = self.backend()?;
+        let max_results = req.max_results.unwrap_or(opts.max_results).max(1);
+        let min_score = req.min_score.unwrap_or(opts.min_score);
+        let sources: Vec<Source> = req.sources.clone().unwrap_or_default();
+        let n_cand = (max_results * opts.candidate_multiplier)
+            .clamp(50, 1000)
+            .max(max_results);
+
+        let mut hybrid = self.inner.embedder.is_some() && opts.vector_weight > 0.0;
+        if hybrid && self.needs_full_reindex(&backend)? {
+            let meta = backend.meta()?;
+            let dims_ok = meta.get("dims").map(String::as_str)
+                == self
+                    .inner
+                    .embedder
+                    .as_ref()
+                    .map(|e| e.dims().to_string())
+                    .as_deref();
+            warnings.push("the index was built with other settings (model or chunking); run `mnemo index` to rebuild it".into());
+            if !dims_ok {
+                hybrid = false;
+            }
+        }
+        let tokens = text::query_tokens(query);
+        let keyword = match text::fts_query(&tokens) {
+            Some(q) if opts.text_weight > 0.0 || !hybrid => {
+                backend.keyword_search(&q, n_cand, &sources)?
+            }
+            _ => Vec::new(),
+        };
+        let mut vector = Vec::new();
+        if hybrid {
+            if let Some(emb) = &self.inner.embedder {
+                match emb.embed(&[query], EmbedKind::Query) {
+                    Ok(mut v) if v.len() == 1 => {
+                        vector = backend.vector_search(&v.remove(0), n_cand, &sources)?
+                    }
+                    Ok(_) => {
+                        hybrid = false;
+                        warnings.push(
+                            "the embedder returned no vector for the query; keyword results only"
+                                .into(),
+                        );
+                    }
+                    Err(e) => {
+                        hybrid = false;
+                        warnings.push(format!(
+                            "query embedding failed ({e}); keyword results only"
+                        ));
+                    }
+                }
+            }
+        }
+        let mode = if hybrid {
+            SearchMode::Hybrid
+        } else {
+            SearchMode::Keyword
+        };
+        if self.inner.embedder.is_none() {
+            warnings.push("no embedding model configured: keyword-only search".into());
+        }
+
+        let mut cands = search::merge(&keyword, &vector);
+        search::fuse(&mut cands, opts, hybrid);
+        let ids: Vec<i64> = cands.iter().map(|c| c.id).collect();
+        let records: HashMap<i64, ChunkRecord> = backend
+            .chunks(&ids)?
+            .into_iter()
+            .map(|r| (r.id, r))
+            .collect();
+        cands.retain(|c| records.contains_key(&c.id));
+
+        let (_, tw) = search::weights(opts, hybrid);
+        let idents = text::identifiers(query);
+        if tw > 0.0 && !idents.is_empty() {
+            for c in cands.iter_mut() {
+                if let Some(r) = records.get(&c.id) {
+                    let lower = r.text.to_lowercase();
+                    c.exact = idents.iter().any(|i| lower.contains(i.as_str()));
+                }
+            }
+        }
+        if opts.temporal_decay {
+            let today = chrono::Utc::now().date_naive();
+            for c in cands.iter_mut().filter(|c| !c.exact) {
+                if let Some(r) = records.get(&c.id) {
+                    c.score *= search::decay_factor(r, today, opts.half_life_days);
+                }
+            }
+        }
+        search::protect_exact(&mut cands);
+        search::sort(&mut cands);
+        let text_counts = tw > 0.0;
+        cands.retain(|c| search::passes(c, min_score, text_counts));
+        if opts.mmr {
+            let texts: HashMap<i64, String> = cands
+                .iter()
+                .filter_map(|c| records.get(&c.id).map(|r| (c.id, r.text.clone())))
+                .collect();
+            cands = search::mmr(cands, &texts, opts.mmr_lambda);
+        }
+        cands.truncate(max_results);
+        let results = cands
+            .iter()
+            .filter_map(|c| {
+                records
+                    .get(&c.id)
+                    .map(|r| hit(c, r, &tokens, opts.snippet_chars))
+            })
+            .collect();
+        Ok(SearchResponse {
+            mode,
+            results,
+            warnings: std::mem::take(warnings),
+        })
+    }
+
+    /// `memory_get`: lines of a memory file (MEMORY.md, memory/**, extra
+    /// paths; Markdown only). `from` is 1-based (default 1); `lines` caps the
+    /// count (default: to the end). A missing file gives empty text.
+    pub fn get(
+        &self,
+        path: &str,
+        from: Option<usize>,
+        lines: Option<usize>,
+    ) -> Result<GetResponse> {
+        let rel = path.replace('\\', "/");
+        let abs = mnemo_core::resolve_in_workspace(self.inner.ws.root(), &rel)?;
+        let clean = rel.trim_start_matches("./").to_string();
+        if !scan::is_memory_path(&clean, &self.inner.settings.index) {
+            return Err(IndexError::Forbidden {
+                path: path.to_string(),
+                reason: "memory_get reads Markdown memory files only: MEMORY.md, memory/**/*.md or a configured \
+                         extra path"
+                    .into(),
+            });
+        }
+        let from = from.unwrap_or(1).max(1);
+        let bytes = match std::fs::read(&abs) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(GetResponse {
+                    path: clean,
+                    text: String::new(),
+                    from,
+                    lines: 0,
+                    total_lines: 0,
+                });
+            }
+            Err(e) => return Err(IndexError::io(abs, e)),
+        };
+        let text = String::from_utf8_lossy(&bytes);
+        let all: Vec<&str> = text.lines().collect();
+        let total = all.len();
+        let start = (from - 1).min(total);
+        let end = lines
+            .map(|n| start.saturating_add(n).min(total))
+            .unwrap_or(total);
+        Ok(GetResponse {
+            path: clean,
+            text: all[start..end].join("\n"),
+            from,
+            lines: end - start,
+            total_lines: total,
+        })
+    }
+
+    /// Files, chunks, model and whether a sync is due.
+    pub fn status(&self) -> Result<IndexStatus> {
+        let backend = self.backend()?;
+        let counts = backend.counts()?;
+        let needs_full = self.needs_full_reindex(&backend)?;
+        let dirty = needs_full || self.is_dirty()?;
+        let (model, dims) = match &self.inner.embedder {
+            Some(e) => {
+                let id = e.id();
+                (
+                    Some(format!("{}/{}", id.provider, id.model)),
+                    Some(e.dims()),
+                )
+            }
+            None => (None, None),
+        };
+        let mode =
+            if self.inner.embedder.is_some() && self.inner.settings.search.vector_weight > 0.0 {
+                SearchMode::Hybrid
+            } else {
+                SearchMode::Keyword
+            };
+        Ok(IndexStatus {
+            files: counts.files,
+            chunks: counts.chunks,
+            vectors: counts.vectors,
+            model,
+            dims,
+            mode,
+            db_path: backend.path().to_string_lossy().into_owned(),
+            dirty,
+            needs_full_reindex: needs_full,
+        })
+    }
+
+    /// Re-indexes on change: file events under the workspace (outside
+    /// `.mnemo/`) are debounced by `[index] watch_debounce_ms` (1.5 s), then
+    /// a sync runs and `on_sync` gets its outcome. Dropping the handle stops
+    /// watching.
+    pub fn watch(
+        &self,
+        on_sync: impl Fn(Result<SyncReport>) + Send + 'static,
+    ) -> Result<WatchHandle> {
+        use notify::Watcher;
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let state_dir = self.inner.state_dir.clone();
+        let real_state = state_dir
+            .canonicalize()
+            .unwrap_or_else(|_| state_dir.clone());
+        let mut watcher = notify::recommended_watcher(move |ev: notify::Result<notify::Event>| {
+            if let Ok(ev) = ev {
+                if ev.kind.is_access() {
+                    return;
+                }
+                if ev
+                    .paths
+                    .iter()
+                    .any(|p| !p.starts_with(&state_dir) && !p.starts_with(&real_state))
+                {
+                    let _ = tx.send(());
+                }
+            }
+        })?;
+        watcher.watch(self.inner.ws.root(), notify::RecursiveMode::Recursive)?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let stop2 = stop.clone();
+        let me = self.clone();
+        let debounce = Duration::from_millis(self.inner.settings.index.watch_debounce_ms);
+        let thread = std::thread::spawn(move || {
+            let mut pending: Option<Instant> = None;
+            while !stop2.load(Ordering::SeqCst) {
+                match rx.recv_timeout(Duration::from_millis(100)) {
+                    Ok(()) => pending = Some(Instant::now()),
+                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                    Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+                }
+                if pending.is_some_and(|t| t.elapsed() >= debounce) {
+                    pending = None;
+                    on_sync(me.sync(&|_| {}));
+                }
+            }
+        });
+        Ok(WatchHandle {
+            stop,
+            thread: Some(thread),
+            _watcher: watcher,
+        })
+    }
+}
+
+fn hit(c: &Candidate, r: &ChunkRecord, tokens: &[String], snippet_chars: usize) -> SearchHit {
+    SearchHit {
+        path: r.path.clone(),
+        start_line: r.start_line,
+        end_line: r.end_line,
+        score: c.score,
+        vector_score: c.vector,
+        text_score: c.text,
+        snippet: text::snippet(&r.text, tokens, snippet_chars),
+        source: r.source,
+        citation: format!("{}#L{}-L{}", r.path, r.start_line, r.end_line),
+        session_key: r.session_key.clone(),
+        message_range: r.messages,
+    }
+}
+
+/// A message when the file opens a YAML front matter block that never closes.
+fn front_matter_problem(text: &str) -> Option<String> {
+    let t = text.trim_start_matches('\u{feff}');
+    if !(t.starts_with("---\n") || t.starts_with("---\r\n")) {
+        return None;
+    }
+    let closed = t
+        .lines()
+        .skip(1)
+        .any(|l| l.trim_end() == "---" || l.trim_end() == "...");
+    (!closed).then(|| {
+        "front matter opened with `---` is never closed; the file was indexed as plain text".into()
+    })
+}
+
+fn read_pointer(state_dir: &Path) -> Option<String> {
+    let name = std::fs::read_to_string(state_dir.join(POINTER)).ok()?;
+    let name = name.trim();
+    // Only a plain file name inside .mnemo/ is accepted.
+    (!name.is_empty() && !name.contains(['/', '\\']) && name.ends_with(".sqlite"))
+        .then(|| name.to_string())
+}
+
+fn write_pointer(state_dir: &Path, name: &str) -> Result<()> {
+    let tmp = state_dir.join(format!("{POINTER}.tmp"));
+    std::fs::write(&tmp, format!("{name}\n")).map_err(|e| IndexError::io(&tmp, e))?;
+    if let Ok(f) = File::open(&tmp) {
+        let _ = f.sync_all();
+    }
+    let dst = state_dir.join(POINTER);
+    std::fs::rename(&tmp, &dst).map_err(|e| IndexError::io(&dst, e))
+}
+
+fn remove_db_files(path: &Path) {
+    let _ = std::fs::remove_file(path);
+    for suffix in ["-wal", "-shm", "-journal"] {
+        let mut p = path.as_os_str().to_owned();
+        p.push(suffix);
+        let _ = std::fs::remove_file(PathBuf::from(p));
+    }
+}

@@ -1,0 +1,218 @@
+//! The workspace walk: which files are indexed (MEMORY.md, memory/**.md,
+//! configured extra paths, sessions/*.jsonl), without leaving the workspace
+//! through links and without looping.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::time::UNIX_EPOCH;
+
+use crate::settings::IndexOptions;
+use crate::types::{FileIssue, Source};
+
+/// A file the index should contain.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Found {
+    /// Workspace-relative, `/`-separated.
+    pub rel: String,
+    /// Absolute path to read.
+    pub abs: PathBuf,
+    /// Memory or sessions.
+    pub source: Source,
+    /// Modification time, ms since the epoch.
+    pub mtime_ms: i64,
+    /// Size in bytes.
+    pub size: u64,
+}
+
+struct Walker<'a> {
+    real_root: PathBuf,
+    seen_dirs: HashSet<PathBuf>,
+    seen_files: HashSet<PathBuf>,
+    out: Vec<Found>,
+    issues: &'a mut Vec<FileIssue>,
+}
+
+fn mtime_ms(meta: &std::fs::Metadata) -> i64 {
+    meta.modified()
+        .ok()
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+impl Walker<'_> {
+    /// Resolves links; `None` when the target leaves the workspace or is gone.
+    fn real(&mut self, abs: &Path, rel: &str) -> Option<PathBuf> {
+        let real = abs.canonicalize().ok()?;
+        if !real.starts_with(&self.real_root) {
+            self.issues.push(FileIssue {
+                path: rel.to_string(),
+                message: "skipped: it is a link that leads out of the workspace".into(),
+            });
+            return None;
+        }
+        Some(real)
+    }
+
+    fn file(&mut self, abs: &Path, rel: String, source: Source) {
+        let Some(real) = self.real(abs, &rel) else {
+            return;
+        };
+        let Ok(meta) = std::fs::metadata(&real) else {
+            return;
+        };
+        if !meta.is_file() || !self.seen_files.insert(real) {
+            return;
+        }
+        self.out.push(Found {
+            rel,
+            abs: abs.to_path_buf(),
+            source,
+            mtime_ms: mtime_ms(&meta),
+            size: meta.len(),
+        });
+    }
+
+    fn dir(&mut self, abs: &Path, rel: &str, ext: &str, source: Source, recursive: bool) {
+        let Some(real) = self.real(abs, rel) else {
+            return;
+        };
+        if !self.seen_dirs.insert(real) {
+            return; // a link loop or a second link to the same folder
+        }
+        let Ok(entries) = std::fs::read_dir(abs) else {
+            return;
+        };
+        let mut entries: Vec<_> = entries.flatten().collect();
+        entries.sort_by_key(|e| e.file_name());
+        for e in entries {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.starts_with('.') {
+                continue;
+            }
+            let child_rel = format!("{rel}/{name}");
+            let child = e.path();
+            let Ok(meta) = std::fs::metadata(&child) else {
+                continue;
+            };
+            if meta.is_dir() {
+                if recursive {
+                    self.dir(&child, &child_rel, ext, source, true);
+                }
+            } else if name.len() > ext.len() && name.to_ascii_lowercase().ends_with(ext) {
+                self.file(&child, child_rel, source);
+            }
+        }
+    }
+}
+
+/// Every indexable file, sorted by path; links out of the workspace are
+/// reported in `issues` and skipped.
+pub(crate) fn walk(root: &Path, opts: &IndexOptions, issues: &mut Vec<FileIssue>) -> Vec<Found> {
+    let real_root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+    let mut w = Walker {
+        real_root,
+        seen_dirs: HashSet::new(),
+        seen_files: HashSet::new(),
+        out: Vec::new(),
+        issues,
+    };
+    let memory_md = root.join("MEMORY.md");
+    if memory_md.exists() {
+        w.file(&memory_md, "MEMORY.md".into(), Source::Memory);
+    }
+    let memory = root.join("memory");
+    if memory.is_dir() {
+        w.dir(&memory, "memory", ".md", Source::Memory, true);
+    }
+    for extra in &opts.extra_paths {
+        let rel = extra.trim_matches('/').replace('\\', "/");
+        if rel.is_empty() {
+            continue;
+        }
+        let abs = root.join(&rel);
+        if abs.is_dir() {
+            w.dir(&abs, &rel, ".md", Source::Memory, true);
+        } else if abs.is_file() && rel.to_ascii_lowercase().ends_with(".md") {
+            w.file(&abs, rel, Source::Memory);
+        }
+    }
+    if opts.sessions {
+        let sessions = root.join("sessions");
+        if sessions.is_dir() {
+            w.dir(&sessions, "sessions", ".jsonl", Source::Sessions, false);
+        }
+    }
+    let mut out = w.out;
+    out.sort_by(|a, b| a.rel.cmp(&b.rel));
+    out
+}
+
+/// True when `rel` (already confined to the workspace) may be read by
+/// `memory_get`: MEMORY.md, memory/**, or an extra path; Markdown only.
+pub(crate) fn is_memory_path(rel: &str, opts: &IndexOptions) -> bool {
+    if !rel.to_ascii_lowercase().ends_with(".md") {
+        return false;
+    }
+    if rel == "MEMORY.md" || rel == "memory.md" || rel.starts_with("memory/") {
+        return true;
+    }
+    opts.extra_paths.iter().any(|e| {
+        let e = e.trim_matches('/').replace('\\', "/");
+        !e.is_empty() && (rel == e || rel.starts_with(&format!("{e}/")))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn walks_memory_sessions_and_skips_links_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("memory/people")).unwrap();
+        std::fs::create_dir_all(root.join("sessions")).unwrap();
+        std::fs::create_dir_all(root.join(".mnemo")).unwrap();
+        std::fs::write(root.join("MEMORY.md"), "core").unwrap();
+        std::fs::write(root.join("memory/2026-01-01.md"), "a").unwrap();
+        std::fs::write(root.join("memory/people/bob.md"), "b").unwrap();
+        std::fs::write(root.join("memory/notes.txt"), "no").unwrap();
+        std::fs::write(root.join("sessions/x.jsonl"), "{}").unwrap();
+        std::fs::write(root.join(".mnemo/ignored.md"), "no").unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("secret.md"), "s").unwrap();
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink(outside.path(), root.join("memory/out")).unwrap();
+            std::os::unix::fs::symlink(root.join("memory"), root.join("memory/people/loop"))
+                .unwrap();
+        }
+        let mut issues = Vec::new();
+        let found = walk(root, &IndexOptions::default(), &mut issues);
+        let rels: Vec<&str> = found.iter().map(|f| f.rel.as_str()).collect();
+        assert_eq!(
+            rels,
+            vec![
+                "MEMORY.md",
+                "memory/2026-01-01.md",
+                "memory/people/bob.md",
+                "sessions/x.jsonl"
+            ]
+        );
+        #[cfg(unix)]
+        assert!(issues.iter().any(|i| i.path == "memory/out"), "{issues:?}");
+    }
+
+    #[test]
+    fn memory_paths() {
+        let mut o = IndexOptions::default();
+        o.extra_paths.push("notes".into());
+        assert!(is_memory_path("MEMORY.md", &o));
+        assert!(is_memory_path("memory/a/b.md", &o));
+        assert!(is_memory_path("notes/x.md", &o));
+        assert!(!is_memory_path("notes.md", &o));
+        assert!(!is_memory_path("memory/a.txt", &o));
+        assert!(!is_memory_path("sessions/a.md", &o));
+    }
+}

@@ -1,0 +1,295 @@
+//! Ranking: BM25 normalisation, fusion with vector similarity (weighted sum
+//! or reciprocal rank fusion), exact-identifier protection, temporal decay,
+//! MMR and the minimum-score cut. Pure functions over candidates.
+
+use std::collections::HashMap;
+
+use chrono::NaiveDate;
+
+use crate::backend::ChunkRecord;
+use crate::settings::{Fusion, SearchOptions};
+use crate::text;
+
+/// One candidate chunk with its raw signals.
+#[derive(Debug, Clone)]
+pub(crate) struct Candidate {
+    pub id: i64,
+    /// Cosine similarity.
+    pub vector: Option<f32>,
+    /// 1-based rank on the vector side.
+    pub vector_rank: Option<usize>,
+    /// BM25 normalised to [0, 1] by the best hit of the query.
+    pub text: Option<f32>,
+    /// 1-based rank on the keyword side.
+    pub text_rank: Option<usize>,
+    /// Final score.
+    pub score: f32,
+    /// Contains one of the query's identifiers verbatim.
+    pub exact: bool,
+}
+
+/// Merges keyword hits `(id, -bm25)` and vector hits `(id, cosine)`.
+///
+/// FTS5's `bm25()` is negative (more negative is better); the caller passes
+/// it negated, and it is divided by the best value of this query so the best
+/// keyword hit scores 1. A side that did not return a chunk contributes 0.
+pub(crate) fn merge(keyword: &[(i64, f64)], vector: &[(i64, f32)]) -> Vec<Candidate> {
+    let mut by_id: HashMap<i64, Candidate> = HashMap::new();
+    let best = keyword.iter().map(|k| k.1).fold(0.0f64, f64::max);
+    for (rank, (id, raw)) in keyword.iter().enumerate() {
+        let norm = if best > 0.0 {
+            (raw.max(0.0) / best) as f32
+        } else {
+            1.0
+        };
+        let c = by_id.entry(*id).or_insert_with(|| blank(*id));
+        c.text = Some(norm);
+        c.text_rank = Some(rank + 1);
+    }
+    for (rank, (id, cos)) in vector.iter().enumerate() {
+        let c = by_id.entry(*id).or_insert_with(|| blank(*id));
+        c.vector = Some(*cos);
+        c.vector_rank = Some(rank + 1);
+    }
+    let mut out: Vec<Candidate> = by_id.into_values().collect();
+    out.sort_by_key(|c| c.id);
+    out
+}
+
+fn blank(id: i64) -> Candidate {
+    Candidate {
+        id,
+        vector: None,
+        vector_rank: None,
+        text: None,
+        text_rank: None,
+        score: 0.0,
+        exact: false,
+    }
+}
+
+/// Weights actually used: keyword-only mode puts everything on text.
+pub(crate) fn weights(opts: &SearchOptions, hybrid: bool) -> (f32, f32) {
+    if !hybrid {
+        return (0.0, 1.0);
+    }
+    let sum = opts.vector_weight + opts.text_weight;
+    (opts.vector_weight / sum, opts.text_weight / sum)
+}
+
+/// Sets `score` by the configured fusion.
+pub(crate) fn fuse(cands: &mut [Candidate], opts: &SearchOptions, hybrid: bool) {
+    let (vw, tw) = weights(opts, hybrid);
+    for c in cands.iter_mut() {
+        c.score = match opts.fusion {
+            Fusion::Weighted => vw * c.vector.unwrap_or(0.0).max(0.0) + tw * c.text.unwrap_or(0.0),
+            Fusion::Rrf => {
+                let k = opts.rrf_k.max(0.0);
+                let v = c.vector_rank.map(|r| vw / (k + r as f32)).unwrap_or(0.0);
+                let t = c.text_rank.map(|r| tw / (k + r as f32)).unwrap_or(0.0);
+                // Scaled so a chunk ranked first on both sides scores 1.
+                (v + t) * (k + 1.0)
+            }
+        };
+    }
+}
+
+/// A `YYYY-MM-DD` in the file name of `path`.
+pub(crate) fn date_in_path(path: &str) -> Option<NaiveDate> {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let b = name.as_bytes();
+    (0..b.len().saturating_sub(9)).find_map(|i| {
+        let s = name.get(i..i + 10)?;
+        let ok = s.bytes().enumerate().all(|(j, c)| {
+            if j == 4 || j == 7 {
+                c == b'-'
+            } else {
+                c.is_ascii_digit()
+            }
+        });
+        if ok {
+            NaiveDate::parse_from_str(s, "%Y-%m-%d").ok()
+        } else {
+            None
+        }
+    })
+}
+
+/// Decay factor of a chunk: `exp(-ln2 / half_life * age_days)`. Evergreen
+/// files (MEMORY.md, undated files under memory/ and extra paths) get 1.
+pub(crate) fn decay_factor(chunk: &ChunkRecord, today: NaiveDate, half_life_days: f32) -> f32 {
+    let date = match date_in_path(&chunk.path) {
+        Some(d) => d,
+        None if chunk.source == crate::types::Source::Memory => return 1.0,
+        None => match chrono::DateTime::from_timestamp_millis(chunk.mtime_ms) {
+            Some(t) => t.date_naive(),
+            None => return 1.0,
+        },
+    };
+    let age = (today - date).num_days().max(0) as f32;
+    (-(std::f32::consts::LN_2) / half_life_days * age).exp()
+}
+
+/// Lifts chunks that contain one of the query's identifiers to at least the
+/// best score of the others, and ranks them first: an exact ID must never be
+/// buried by vectors or recency.
+pub(crate) fn protect_exact(cands: &mut [Candidate]) {
+    let top_other = cands
+        .iter()
+        .filter(|c| !c.exact)
+        .map(|c| c.score)
+        .fold(0.0f32, f32::max);
+    for c in cands.iter_mut().filter(|c| c.exact) {
+        c.score = c.score.max(top_other).min(1.0);
+    }
+}
+
+/// Sorts best first; exact-identifier hits win ties.
+pub(crate) fn sort(cands: &mut [Candidate]) {
+    cands.sort_by(|a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then(b.exact.cmp(&a.exact))
+            .then(a.id.cmp(&b.id))
+    });
+}
+
+/// Greedy maximal marginal relevance over word-set Jaccard similarity.
+/// Keeps scores; only the order changes. Exact-identifier hits stay first.
+pub(crate) fn mmr(
+    cands: Vec<Candidate>,
+    texts: &HashMap<i64, String>,
+    lambda: f32,
+) -> Vec<Candidate> {
+    let sets: HashMap<i64, _> = cands
+        .iter()
+        .map(|c| {
+            (
+                c.id,
+                text::word_set(texts.get(&c.id).map(String::as_str).unwrap_or("")),
+            )
+        })
+        .collect();
+    let (mut out, mut rest): (Vec<Candidate>, Vec<Candidate>) =
+        cands.into_iter().partition(|c| c.exact);
+    while !rest.is_empty() {
+        let mut best_i = 0;
+        let mut best_v = f32::NEG_INFINITY;
+        for (i, c) in rest.iter().enumerate() {
+            let sim = out
+                .iter()
+                .map(|o| match (sets.get(&c.id), sets.get(&o.id)) {
+                    (Some(a), Some(b)) => text::jaccard(a, b),
+                    _ => 0.0,
+                })
+                .fold(0.0f32, f32::max);
+            let v = lambda * c.score - (1.0 - lambda) * sim;
+            if v > best_v {
+                best_v = v;
+                best_i = i;
+            }
+        }
+        out.push(rest.remove(best_i));
+    }
+    out
+}
+
+/// The minimum-score rule: a hit passes when its fused score, its vector
+/// score or its keyword score reaches `min`, or when it is an exact
+/// identifier hit. (With 0.7/0.3 weights a keyword-only hit could otherwise
+/// never reach a 0.35 threshold.)
+pub(crate) fn passes(c: &Candidate, min: f32, text_counts: bool) -> bool {
+    c.exact
+        || c.score >= min
+        || c.vector.is_some_and(|v| v >= min)
+        || (text_counts && c.text.is_some_and(|t| t >= min))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::Source;
+
+    #[test]
+    fn bm25_is_normalised_by_best_and_sides_merge() {
+        let c = merge(&[(1, 8.0), (2, 2.0)], &[(2, 0.9), (3, 0.5)]);
+        let get = |id| c.iter().find(|x| x.id == id).unwrap().clone();
+        assert_eq!(get(1).text, Some(1.0));
+        assert_eq!(get(2).text, Some(0.25));
+        assert_eq!(get(2).vector, Some(0.9));
+        assert_eq!(get(3).text, None);
+    }
+
+    #[test]
+    fn weighted_and_rrf_fusion() {
+        let mut c = merge(&[(1, 4.0)], &[(1, 0.5), (2, 0.8)]);
+        let mut o = SearchOptions::default();
+        fuse(&mut c, &o, true);
+        assert!((c[0].score - (0.7 * 0.5 + 0.3)).abs() < 1e-6);
+        assert!((c[1].score - 0.56).abs() < 1e-6);
+        fuse(&mut c, &o, false);
+        assert_eq!(c[0].score, 1.0);
+        assert_eq!(c[1].score, 0.0);
+        o.fusion = Fusion::Rrf;
+        let mut c = merge(&[(1, 4.0)], &[(1, 0.9)]);
+        fuse(&mut c, &o, true);
+        assert!((c[0].score - 1.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn exact_hits_are_lifted_and_pass() {
+        let mut c = merge(&[(1, 1.0)], &[(2, 0.9), (3, 0.8), (1, 0.1)]);
+        fuse(&mut c, &SearchOptions::default(), true);
+        c.iter_mut().find(|x| x.id == 1).unwrap().exact = true;
+        protect_exact(&mut c);
+        sort(&mut c);
+        assert_eq!(c[0].id, 1);
+        assert!(passes(&c[0], 0.99, true));
+    }
+
+    #[test]
+    fn dates_and_decay() {
+        assert_eq!(
+            date_in_path("memory/2026-01-31-trip.md"),
+            NaiveDate::from_ymd_opt(2026, 1, 31)
+        );
+        assert_eq!(date_in_path("memory/2026-1-31.md"), None);
+        let today = NaiveDate::from_ymd_opt(2026, 3, 2).unwrap();
+        let mk = |path: &str, source| ChunkRecord {
+            id: 1,
+            path: path.into(),
+            source,
+            start_line: 1,
+            end_line: 1,
+            text: String::new(),
+            messages: None,
+            session_key: None,
+            mtime_ms: 0,
+        };
+        let f = decay_factor(&mk("memory/2026-01-31.md", Source::Memory), today, 30.0);
+        assert!((f - 0.5).abs() < 0.01, "{f}");
+        assert_eq!(
+            decay_factor(&mk("MEMORY.md", Source::Memory), today, 30.0),
+            1.0
+        );
+        assert_eq!(
+            decay_factor(&mk("memory/people/bob.md", Source::Memory), today, 30.0),
+            1.0
+        );
+    }
+
+    #[test]
+    fn mmr_demotes_near_duplicates() {
+        let mut c = merge(&[], &[(1, 0.9), (2, 0.89), (3, 0.7)]);
+        fuse(&mut c, &SearchOptions::default(), true);
+        sort(&mut c);
+        let texts: HashMap<i64, String> = [
+            (1, "alpha beta gamma delta".to_string()),
+            (2, "alpha beta gamma delta".to_string()),
+            (3, "something else entirely".to_string()),
+        ]
+        .into();
+        let out = mmr(c, &texts, 0.5);
+        assert_eq!(out.iter().map(|c| c.id).collect::<Vec<_>>(), vec![1, 3, 2]);
+    }
+}

@@ -1,0 +1,180 @@
+//! `IndexSettings`: the `[index]` and `[search]` sections of `mnemo.toml`.
+
+use mnemo_core::Config;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{IndexError, Result};
+
+/// All settings of the index and of search.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct IndexSettings {
+    /// `[index]`: what is indexed and how it is chunked.
+    pub index: IndexOptions,
+    /// `[search]`: how results are scored and cut.
+    pub search: SearchOptions,
+}
+
+impl IndexSettings {
+    /// Reads `[index]` and `[search]` from the configuration (defaults for
+    /// anything missing) and validates them.
+    pub fn from_config(config: &Config) -> Result<Self> {
+        let s = IndexSettings {
+            index: config.section("index")?,
+            search: config.section("search")?,
+        };
+        s.validate()?;
+        Ok(s)
+    }
+
+    /// Checks ranges; the message names the setting to fix.
+    pub fn validate(&self) -> Result<()> {
+        let i = &self.index;
+        if i.chunk_tokens < 16 {
+            return Err(IndexError::Config(format!(
+                "[index] chunk_tokens = {} is too small: use at least 16",
+                i.chunk_tokens
+            )));
+        }
+        if i.chunk_overlap * 2 > i.chunk_tokens {
+            return Err(IndexError::Config(format!(
+                "[index] chunk_overlap = {} must be at most half of chunk_tokens = {}",
+                i.chunk_overlap, i.chunk_tokens
+            )));
+        }
+        for p in &i.extra_paths {
+            let path = std::path::Path::new(p);
+            if path.is_absolute() || p.split(['/', '\\']).any(|c| c == "..") {
+                return Err(IndexError::Config(format!(
+                    "[index] extra_paths entry `{p}` must be relative to the workspace and stay inside it \
+                     (move or link the folder into the workspace)"
+                )));
+            }
+        }
+        let s = &self.search;
+        if !(s.vector_weight >= 0.0
+            && s.text_weight >= 0.0
+            && s.vector_weight + s.text_weight > 0.0)
+        {
+            return Err(IndexError::Config(
+                "[search] vector_weight and text_weight must be >= 0 and not both 0".into(),
+            ));
+        }
+        if !(0.0..=1.0).contains(&s.mmr_lambda) {
+            return Err(IndexError::Config(
+                "[search] mmr_lambda must be within 0..=1".into(),
+            ));
+        }
+        if s.half_life_days <= 0.0 {
+            return Err(IndexError::Config(
+                "[search] half_life_days must be > 0".into(),
+            ));
+        }
+        if s.candidate_multiplier == 0 {
+            return Err(IndexError::Config(
+                "[search] candidate_multiplier must be >= 1".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// `[index]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct IndexOptions {
+    /// Target chunk size in embedding-model tokens. It is further capped by the
+    /// embedder's `max_input_tokens` so the model never truncates a chunk.
+    pub chunk_tokens: usize,
+    /// Tokens of trailing lines repeated at the start of the next chunk.
+    pub chunk_overlap: usize,
+    /// Index session transcripts under `sessions/`.
+    pub sessions: bool,
+    /// Include tool results in transcripts (they are long and noisy).
+    pub session_tool_results: bool,
+    /// More Markdown files or folders to index, relative to the workspace
+    /// and inside it (absolute paths and `..` are refused: link the folder
+    /// into the workspace instead). They are also readable by `memory_get`.
+    pub extra_paths: Vec<String>,
+    /// Debounce of `watch()` in milliseconds.
+    pub watch_debounce_ms: u64,
+}
+
+impl Default for IndexOptions {
+    fn default() -> Self {
+        IndexOptions {
+            chunk_tokens: 200,
+            chunk_overlap: 32,
+            sessions: true,
+            session_tool_results: false,
+            extra_paths: Vec::new(),
+            watch_debounce_ms: 1500,
+        }
+    }
+}
+
+/// How keyword and vector scores are combined.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Fusion {
+    /// `vector_weight * cosine + text_weight * normalised BM25` (weights
+    /// normalised to sum to 1).
+    Weighted,
+    /// Reciprocal rank fusion: `sum(w / (k + rank))`, scaled so the best
+    /// possible score is 1.
+    Rrf,
+}
+
+/// `[search]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SearchOptions {
+    /// Hits returned when the request does not say.
+    pub max_results: usize,
+    /// Minimum score when the request does not say. A hit passes when its
+    /// fused score, its vector score or its keyword score reaches it.
+    pub min_score: f32,
+    /// Weight of vector similarity (0 = keyword only).
+    pub vector_weight: f32,
+    /// Weight of BM25 (0 = vector only).
+    pub text_weight: f32,
+    /// Weighted sum or reciprocal rank fusion.
+    pub fusion: Fusion,
+    /// The `k` of reciprocal rank fusion.
+    pub rrf_k: f32,
+    /// Candidates taken from each side: `max_results * candidate_multiplier`
+    /// (at least 50, at most 1000).
+    pub candidate_multiplier: usize,
+    /// Snippet length in characters.
+    pub snippet_chars: usize,
+    /// Re-rank with maximal marginal relevance (diversity).
+    pub mmr: bool,
+    /// MMR trade-off: 1 = relevance only.
+    pub mmr_lambda: f32,
+    /// Lower scores of older dated files.
+    pub temporal_decay: bool,
+    /// Half-life of the decay in days.
+    pub half_life_days: f32,
+    /// Sync before a search when files changed (cheap mtime/size walk).
+    pub sync_on_search: bool,
+}
+
+impl Default for SearchOptions {
+    fn default() -> Self {
+        SearchOptions {
+            max_results: 6,
+            min_score: 0.3,
+            vector_weight: 0.7,
+            text_weight: 0.3,
+            fusion: Fusion::Weighted,
+            rrf_k: 60.0,
+            candidate_multiplier: 4,
+            snippet_chars: 700,
+            mmr: false,
+            mmr_lambda: 0.7,
+            temporal_decay: false,
+            half_life_days: 30.0,
+            sync_on_search: true,
+        }
+    }
+}

@@ -1,0 +1,542 @@
+//! The SQLite implementation of [`IndexBackend`]: one database file per index
+//! generation, WAL mode, short write transactions, FTS5 over pre-tokenised
+//! text, an embedding cache, and the vectors mirrored in memory.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard, RwLock};
+use std::time::Duration;
+
+use mnemo_core::EmbedderId;
+use rusqlite::{params, params_from_iter, Connection, OpenFlags, OptionalExtension};
+
+use crate::backend::{ChunkRecord, Counts, FileRecord, IndexBackend, NewChunk};
+use crate::error::{IndexError, Result};
+use crate::types::Source;
+use crate::vectors::VectorSet;
+
+/// Version of the tables below; a change forces a full rebuild.
+pub(crate) const SCHEMA_VERSION: &str = "1";
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS files (
+    path TEXT PRIMARY KEY, source TEXT NOT NULL, hash TEXT NOT NULL,
+    mtime INTEGER NOT NULL, size INTEGER NOT NULL, embedded INTEGER NOT NULL,
+    session_key TEXT);
+CREATE TABLE IF NOT EXISTS chunks (
+    id INTEGER PRIMARY KEY, path TEXT NOT NULL, source TEXT NOT NULL,
+    start_line INTEGER NOT NULL, end_line INTEGER NOT NULL, hash TEXT NOT NULL,
+    text TEXT NOT NULL, msg_start INTEGER, msg_end INTEGER);
+CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path);
+CREATE INDEX IF NOT EXISTS chunks_hash ON chunks(hash);
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
+    tokens, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 2');
+CREATE TABLE IF NOT EXISTS embedding_cache (
+    provider TEXT NOT NULL, model TEXT NOT NULL, provider_key TEXT NOT NULL,
+    hash TEXT NOT NULL, dims INTEGER NOT NULL, embedding BLOB NOT NULL,
+    updated_at INTEGER NOT NULL,
+    PRIMARY KEY (provider, model, provider_key, hash));
+";
+
+fn source_tag(s: Source) -> u8 {
+    match s {
+        Source::Memory => 0,
+        Source::Sessions => 1,
+    }
+}
+
+/// Little-endian f32 blob.
+pub(crate) fn to_blob(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+pub(crate) fn from_blob(b: &[u8]) -> Option<Vec<f32>> {
+    if !b.len().is_multiple_of(4) {
+        return None;
+    }
+    Some(
+        b.chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect(),
+    )
+}
+
+fn configure(conn: &Connection) -> Result<()> {
+    conn.busy_timeout(Duration::from_secs(15))?;
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    Ok(())
+}
+
+struct Mirror {
+    /// Value of meta `rev` the vectors were loaded at; `None` = reload.
+    rev: Option<i64>,
+    set: VectorSet,
+}
+
+/// One SQLite index database.
+pub struct SqliteBackend {
+    path: PathBuf,
+    embedder: Option<(EmbedderId, usize)>,
+    writer: Mutex<Connection>,
+    readers: Mutex<Vec<Connection>>,
+    mirror: RwLock<Mirror>,
+}
+
+impl std::fmt::Debug for SqliteBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteBackend")
+            .field("path", &self.path)
+            .finish()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding the lock cannot leave SQLite state half-written
+    // (transactions roll back), so the poisoned guard is safe to reuse.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl SqliteBackend {
+    /// Opens (creating if needed) the database at `path`. `embedder` is the
+    /// model whose vectors this index serves (with its dimension).
+    pub fn open(path: &Path, embedder: Option<(EmbedderId, usize)>) -> Result<Self> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| IndexError::io(dir, e))?;
+        }
+        let conn = Connection::open(path)?;
+        configure(&conn)?;
+        conn.execute_batch(SCHEMA)?;
+        let dims = embedder.as_ref().map(|e| e.1).unwrap_or(0);
+        Ok(SqliteBackend {
+            path: path.to_path_buf(),
+            embedder,
+            writer: Mutex::new(conn),
+            readers: Mutex::new(Vec::new()),
+            mirror: RwLock::new(Mirror {
+                rev: None,
+                set: VectorSet::new(dims),
+            }),
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The model and dimension this backend serves vectors for.
+    pub fn embedder(&self) -> Option<&(EmbedderId, usize)> {
+        self.embedder.as_ref()
+    }
+
+    fn with_reader<T>(&self, f: impl Fn(&Connection) -> rusqlite::Result<T>) -> Result<T> {
+        let conn = match lock(&self.readers).pop() {
+            Some(c) => c,
+            None => {
+                let c = Connection::open_with_flags(
+                    &self.path,
+                    OpenFlags::SQLITE_OPEN_READ_WRITE
+                        | OpenFlags::SQLITE_OPEN_NO_MUTEX
+                        | OpenFlags::SQLITE_OPEN_URI,
+                )?;
+                c.busy_timeout(Duration::from_secs(15))?;
+                c.pragma_update(None, "query_only", true)?;
+                c
+            }
+        };
+        let out = f(&conn);
+        if out.is_ok() {
+            lock(&self.readers).push(conn);
+        }
+        Ok(out?)
+    }
+
+    fn rev(conn: &Connection) -> rusqlite::Result<i64> {
+        Ok(conn
+            .query_row("SELECT value FROM meta WHERE key = 'rev'", [], |r| {
+                r.get::<_, String>(0)
+            })
+            .optional()?
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0))
+    }
+
+    /// Bumps `rev` inside a write transaction; returns (old, new).
+    fn bump_rev(tx: &Connection) -> rusqlite::Result<(i64, i64)> {
+        let old = Self::rev(tx)?;
+        tx.execute(
+            "INSERT OR REPLACE INTO meta(key, value) VALUES ('rev', ?1)",
+            params![(old + 1).to_string()],
+        )?;
+        Ok((old, old + 1))
+    }
+
+    /// Applies an in-process change to the vector mirror when it was current,
+    /// otherwise marks it for reload.
+    fn mirror_apply(&self, old_rev: i64, new_rev: i64, f: impl FnOnce(&mut VectorSet)) {
+        let mut m = self.mirror.write().unwrap_or_else(|e| e.into_inner());
+        if m.rev == Some(old_rev) {
+            f(&mut m.set);
+            m.rev = Some(new_rev);
+        } else {
+            m.rev = None;
+        }
+    }
+
+    fn ensure_mirror(&self) -> Result<()> {
+        let Some((id, dims)) = self.embedder.clone() else {
+            return Ok(());
+        };
+        let rev = self.with_reader(Self::rev)?;
+        {
+            let m = self.mirror.read().unwrap_or_else(|e| e.into_inner());
+            if m.rev == Some(rev) {
+                return Ok(());
+            }
+        }
+        let (rev, set) = self.with_reader(|c| {
+            // Read rev and vectors in one read transaction so they agree.
+            c.execute_batch("BEGIN")?;
+            let res = (|| {
+                let rev = Self::rev(c)?;
+                let mut set = VectorSet::new(dims);
+                let mut stmt = c.prepare(
+                    "SELECT c.id, c.source, e.embedding FROM chunks c JOIN embedding_cache e
+                     ON e.hash = c.hash AND e.provider = ?1 AND e.model = ?2 AND e.provider_key = ?3
+                     ORDER BY c.id",
+                )?;
+                let mut rows = stmt.query(params![id.provider, id.model, id.provider_key])?;
+                while let Some(r) = rows.next()? {
+                    let cid: i64 = r.get(0)?;
+                    let src: String = r.get(1)?;
+                    let blob: Vec<u8> = r.get(2)?;
+                    if let Some(v) = from_blob(&blob) {
+                        set.push(cid, source_tag(Source::parse(&src)), &v);
+                    }
+                }
+                Ok((rev, set))
+            })();
+            let _ = c.execute_batch("COMMIT");
+            res
+        })?;
+        let mut m = self.mirror.write().unwrap_or_else(|e| e.into_inner());
+        m.rev = Some(rev);
+        m.set = set;
+        Ok(())
+    }
+
+    /// Copies another database's embedding cache into this one, so a full
+    /// rebuild re-embeds only chunks never seen before.
+    pub fn import_cache_from(&self, other: &Path) -> Result<usize> {
+        if !other.exists() {
+            return Ok(0);
+        }
+        let conn = lock(&self.writer);
+        conn.execute(
+            "ATTACH DATABASE ?1 AS old",
+            params![other.to_string_lossy()],
+        )?;
+        let n = conn.execute(
+            "INSERT OR IGNORE INTO embedding_cache SELECT * FROM old.embedding_cache",
+            [],
+        );
+        conn.execute("DETACH DATABASE old", [])?;
+        Ok(n?)
+    }
+
+    /// Runs a WAL checkpoint (after a full rebuild, before the swap).
+    pub fn checkpoint(&self) -> Result<()> {
+        let conn = lock(&self.writer);
+        conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+        Ok(())
+    }
+}
+
+impl IndexBackend for SqliteBackend {
+    fn meta(&self) -> Result<HashMap<String, String>> {
+        self.with_reader(|c| {
+            let mut stmt = c.prepare("SELECT key, value FROM meta")?;
+            let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            rows.collect()
+        })
+    }
+
+    fn set_meta(&self, entries: &[(&str, String)]) -> Result<()> {
+        let mut conn = lock(&self.writer);
+        let tx = conn.transaction()?;
+        for (k, v) in entries {
+            tx.execute(
+                "INSERT OR REPLACE INTO meta(key, value) VALUES (?1, ?2)",
+                params![k, v],
+            )?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    fn files(&self) -> Result<Vec<FileRecord>> {
+        self.with_reader(|c| {
+            let mut stmt = c.prepare(
+                "SELECT path, source, hash, mtime, size, embedded, session_key FROM files",
+            )?;
+            let rows = stmt.query_map([], |r| {
+                Ok(FileRecord {
+                    path: r.get(0)?,
+                    source: Source::parse(&r.get::<_, String>(1)?),
+                    hash: r.get(2)?,
+                    mtime_ms: r.get(3)?,
+                    size: r.get::<_, i64>(4)? as u64,
+                    embedded: r.get::<_, i64>(5)? != 0,
+                    session_key: r.get(6)?,
+                })
+            })?;
+            rows.collect()
+        })
+    }
+
+    fn upsert_file(
+        &self,
+        file: &FileRecord,
+        chunks: &[NewChunk],
+        vectors: Option<&[Vec<f32>]>,
+    ) -> Result<()> {
+        let now = chrono::Utc::now().timestamp();
+        let mut conn = lock(&self.writer);
+        let tx = conn.transaction()?;
+        let old_ids: Vec<i64> = {
+            let mut stmt = tx.prepare("SELECT id FROM chunks WHERE path = ?1")?;
+            let rows = stmt.query_map(params![file.path], |r| r.get(0))?;
+            rows.collect::<rusqlite::Result<_>>()?
+        };
+        for id in &old_ids {
+            tx.execute("DELETE FROM chunks_fts WHERE rowid = ?1", params![id])?;
+        }
+        tx.execute("DELETE FROM chunks WHERE path = ?1", params![file.path])?;
+        tx.execute(
+            "INSERT OR REPLACE INTO files(path, source, hash, mtime, size, embedded, session_key)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![
+                file.path,
+                file.source.as_str(),
+                file.hash,
+                file.mtime_ms,
+                file.size as i64,
+                file.embedded as i64,
+                file.session_key
+            ],
+        )?;
+        let mut new_rows: Vec<(i64, Vec<f32>)> = Vec::new();
+        {
+            let mut ins = tx.prepare(
+                "INSERT INTO chunks(path, source, start_line, end_line, hash, text, msg_start, msg_end)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            )?;
+            let mut fts = tx.prepare("INSERT INTO chunks_fts(rowid, tokens) VALUES (?1, ?2)")?;
+            let mut cache = tx.prepare(
+                "INSERT OR REPLACE INTO embedding_cache(provider, model, provider_key, hash, dims, embedding, updated_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )?;
+            for (i, c) in chunks.iter().enumerate() {
+                ins.execute(params![
+                    file.path,
+                    file.source.as_str(),
+                    c.start_line as i64,
+                    c.end_line as i64,
+                    c.hash,
+                    c.text,
+                    c.messages.map(|m| m.0 as i64),
+                    c.messages.map(|m| m.1 as i64),
+                ])?;
+                let id = tx.last_insert_rowid();
+                fts.execute(params![id, c.tokens])?;
+                if let (Some(vs), Some((eid, dims))) = (vectors, self.embedder.as_ref()) {
+                    if let Some(v) = vs.get(i).filter(|v| v.len() == *dims) {
+                        cache.execute(params![
+                            eid.provider,
+                            eid.model,
+                            eid.provider_key,
+                            c.hash,
+                            *dims as i64,
+                            to_blob(v),
+                            now
+                        ])?;
+                        new_rows.push((id, v.clone()));
+                    }
+                }
+            }
+        }
+        let (old_rev, new_rev) = Self::bump_rev(&tx)?;
+        tx.commit()?;
+        let tag = source_tag(file.source);
+        self.mirror_apply(old_rev, new_rev, |set| {
+            set.remove(&old_ids.iter().copied().collect());
+            for (id, v) in &new_rows {
+                set.push(*id, tag, v);
+            }
+        });
+        Ok(())
+    }
+
+    fn touch_file(&self, path: &str, mtime_ms: i64, size: u64) -> Result<()> {
+        let conn = lock(&self.writer);
+        conn.execute(
+            "UPDATE files SET mtime = ?2, size = ?3 WHERE path = ?1",
+            params![path, mtime_ms, size as i64],
+        )?;
+        Ok(())
+    }
+
+    fn delete_file(&self, path: &str) -> Result<()> {
+        let mut conn = lock(&self.writer);
+        let tx = conn.transaction()?;
+        let ids: Vec<i64> = {
+            let mut stmt = tx.prepare("SELECT id FROM chunks WHERE path = ?1")?;
+            let rows = stmt.query_map(params![path], |r| r.get(0))?;
+            rows.collect::<rusqlite::Result<_>>()?
+        };
+        for id in &ids {
+            tx.execute("DELETE FROM chunks_fts WHERE rowid = ?1", params![id])?;
+        }
+        tx.execute("DELETE FROM chunks WHERE path = ?1", params![path])?;
+        tx.execute("DELETE FROM files WHERE path = ?1", params![path])?;
+        let (old_rev, new_rev) = Self::bump_rev(&tx)?;
+        tx.commit()?;
+        self.mirror_apply(old_rev, new_rev, |set| {
+            set.remove(&ids.into_iter().collect())
+        });
+        Ok(())
+    }
+
+    fn keyword_search(
+        &self,
+        fts_query: &str,
+        limit: usize,
+        sources: &[Source],
+    ) -> Result<Vec<(i64, f64)>> {
+        let filter = match sources {
+            [] => String::new(),
+            s => format!(
+                " AND c.source IN ({})",
+                s.iter()
+                    .map(|x| format!("'{}'", x.as_str()))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
+        };
+        let sql = format!(
+            "SELECT c.id, bm25(chunks_fts) AS r FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid
+             WHERE chunks_fts MATCH ?1{filter} ORDER BY r LIMIT ?2"
+        );
+        self.with_reader(|c| {
+            let mut stmt = c.prepare_cached(&sql)?;
+            let rows = stmt.query_map(params![fts_query, limit as i64], |r| {
+                Ok((r.get(0)?, -r.get::<_, f64>(1)?))
+            })?;
+            rows.collect()
+        })
+    }
+
+    fn vector_search(
+        &self,
+        query: &[f32],
+        k: usize,
+        sources: &[Source],
+    ) -> Result<Vec<(i64, f32)>> {
+        self.ensure_mirror()?;
+        let m = self.mirror.read().unwrap_or_else(|e| e.into_inner());
+        let tags: HashSet<u8> = sources.iter().map(|s| source_tag(*s)).collect();
+        let allow = |t: u8| tags.contains(&t);
+        let filter: Option<&(dyn Fn(u8) -> bool + Sync)> = if tags.is_empty() || tags.len() == 2 {
+            None
+        } else {
+            Some(&allow)
+        };
+        Ok(m.set.top_k(query, k, filter))
+    }
+
+    fn chunks(&self, ids: &[i64]) -> Result<Vec<ChunkRecord>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut out = Vec::with_capacity(ids.len());
+        for batch in ids.chunks(500) {
+            let sql = format!(
+                "SELECT c.id, c.path, c.source, c.start_line, c.end_line, c.text, c.msg_start, c.msg_end,
+                        f.session_key, f.mtime
+                 FROM chunks c LEFT JOIN files f ON f.path = c.path WHERE c.id IN ({})",
+                vec!["?"; batch.len()].join(",")
+            );
+            let part = self.with_reader(|c| {
+                let mut stmt = c.prepare(&sql)?;
+                let rows = stmt.query_map(params_from_iter(batch.iter()), |r| {
+                    let ms: Option<i64> = r.get(6)?;
+                    let me: Option<i64> = r.get(7)?;
+                    Ok(ChunkRecord {
+                        id: r.get(0)?,
+                        path: r.get(1)?,
+                        source: Source::parse(&r.get::<_, String>(2)?),
+                        start_line: r.get::<_, i64>(3)? as usize,
+                        end_line: r.get::<_, i64>(4)? as usize,
+                        text: r.get(5)?,
+                        messages: ms.zip(me).map(|(a, b)| (a as usize, b as usize)),
+                        session_key: r.get(8)?,
+                        mtime_ms: r.get::<_, Option<i64>>(9)?.unwrap_or(0),
+                    })
+                })?;
+                rows.collect::<rusqlite::Result<Vec<_>>>()
+            })?;
+            out.extend(part);
+        }
+        Ok(out)
+    }
+
+    fn cached_embeddings(&self, hashes: &[&str]) -> Result<HashMap<String, Vec<f32>>> {
+        let Some((id, dims)) = self.embedder.clone() else {
+            return Ok(HashMap::new());
+        };
+        let mut out = HashMap::new();
+        for batch in hashes.chunks(500) {
+            let sql = format!(
+                "SELECT hash, embedding FROM embedding_cache WHERE provider = ? AND model = ? AND provider_key = ?
+                 AND hash IN ({})",
+                vec!["?"; batch.len()].join(",")
+            );
+            let rows: Vec<(String, Vec<u8>)> = self.with_reader(|c| {
+                let mut stmt = c.prepare(&sql)?;
+                let mut p: Vec<&dyn rusqlite::ToSql> =
+                    vec![&id.provider, &id.model, &id.provider_key];
+                p.extend(batch.iter().map(|h| h as &dyn rusqlite::ToSql));
+                let rows = stmt.query_map(p.as_slice(), |r| Ok((r.get(0)?, r.get(1)?)))?;
+                rows.collect()
+            })?;
+            for (h, b) in rows {
+                if let Some(v) = from_blob(&b).filter(|v| v.len() == dims) {
+                    out.insert(h, v);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn counts(&self) -> Result<Counts> {
+        let (files, chunks) = self.with_reader(|c| {
+            let f: i64 = c.query_row("SELECT count(*) FROM files", [], |r| r.get(0))?;
+            let ch: i64 = c.query_row("SELECT count(*) FROM chunks", [], |r| r.get(0))?;
+            Ok((f as usize, ch as usize))
+        })?;
+        self.ensure_mirror()?;
+        let vectors = self
+            .mirror
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .set
+            .len();
+        Ok(Counts {
+            files,
+            chunks,
+            vectors,
+        })
+    }
+}

@@ -1,0 +1,240 @@
+//! Text analysis for keyword search: the pre-tokeniser that turns text into
+//! the FTS5 column (lower-cased words, joined identifiers, CJK runs as
+//! overlapping two-character pieces), query building, and identifier
+//! detection for exact-hit protection.
+//!
+//! SQLite's `unicode61` tokenizer takes a whole CJK run as one token and
+//! `trigram` cannot match two-character words, so the text is tokenised here
+//! and FTS5 only splits on the spaces we put in.
+
+use std::collections::HashSet;
+
+/// Version tag stored in the index meta; bump when tokens change.
+pub(crate) const TOKENIZER_VERSION: &str = "mnemo-bigram-v1";
+
+/// True for characters written without spaces between words.
+pub(crate) fn is_cjk(c: char) -> bool {
+    matches!(c as u32,
+        0x3040..=0x30FF   // Hiragana, Katakana
+        | 0x3400..=0x4DBF // CJK Extension A
+        | 0x4E00..=0x9FFF // CJK Unified Ideographs
+        | 0xF900..=0xFAFF // Compatibility Ideographs
+        | 0xAC00..=0xD7AF // Hangul syllables
+        | 0x1100..=0x11FF // Hangul Jamo
+        | 0x20000..=0x2FA1F)
+}
+
+fn is_word_char(c: char) -> bool {
+    c.is_alphanumeric() && !is_cjk(c)
+}
+
+fn is_joiner(c: char) -> bool {
+    matches!(c, '-' | '_' | '.' | '/' | ':' | '#')
+}
+
+/// Whether tokens are produced for a stored document or for a query.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Document,
+    Query,
+}
+
+fn tokens(text: &str, mode: Mode, out: &mut Vec<String>) {
+    let chars: Vec<char> = text.chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if is_cjk(c) {
+            let start = i;
+            while i < chars.len() && is_cjk(chars[i]) {
+                i += 1;
+            }
+            let run = &chars[start..i];
+            if run.len() == 1 {
+                out.push(run[0].to_string());
+                continue;
+            }
+            if mode == Mode::Document {
+                // Unigrams let one-character queries match; queries of two or
+                // more characters use only the pieces below.
+                out.extend(run.iter().map(|c| c.to_string()));
+            }
+            out.extend(run.windows(2).map(|w| w.iter().collect::<String>()));
+        } else if is_word_char(c) {
+            // A compound such as ERR-4711 or a1b2.c3: its words, plus the
+            // joined form when it holds a digit, so the exact identifier
+            // scores above documents that merely share one part.
+            let start = i;
+            let mut parts: Vec<String> = Vec::new();
+            let mut word = String::new();
+            let mut has_digit = false;
+            while i < chars.len() {
+                let ch = chars[i];
+                if is_word_char(ch) {
+                    has_digit |= ch.is_ascii_digit();
+                    word.extend(ch.to_lowercase());
+                    i += 1;
+                } else if is_joiner(ch)
+                    && i + 1 < chars.len()
+                    && is_word_char(chars[i + 1])
+                    && !word.is_empty()
+                {
+                    parts.push(std::mem::take(&mut word));
+                    i += 1;
+                } else {
+                    break;
+                }
+            }
+            if !word.is_empty() {
+                parts.push(word);
+            }
+            let _ = start;
+            if parts.len() > 1 && has_digit {
+                out.push(parts.concat());
+            }
+            out.extend(parts);
+        } else {
+            i += 1;
+        }
+    }
+}
+
+/// The FTS5 column text for a chunk: tokens separated by spaces.
+pub(crate) fn index_text(text: &str) -> String {
+    let mut out = Vec::new();
+    tokens(text, Mode::Document, &mut out);
+    out.join(" ")
+}
+
+/// Distinct query tokens, in order of first appearance.
+pub(crate) fn query_tokens(query: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    tokens(query, Mode::Query, &mut out);
+    let mut seen = HashSet::new();
+    out.retain(|t| seen.insert(t.clone()));
+    out.truncate(64);
+    out
+}
+
+/// An FTS5 MATCH expression: every token quoted, OR-ed, so BM25 ranks
+/// documents by how many and how rare the words they share are (AND-joined
+/// queries miss a document that lacks one word).
+pub(crate) fn fts_query(tokens: &[String]) -> Option<String> {
+    if tokens.is_empty() {
+        return None;
+    }
+    Some(
+        tokens
+            .iter()
+            .map(|t| format!("\"{}\"", t.replace('"', "\"\"")))
+            .collect::<Vec<_>>()
+            .join(" OR "),
+    )
+}
+
+/// Query words that look like identifiers (a letter and a digit, at least 4
+/// characters: `ERR-4711`, `a1b2c3d4`, `v2.3.1-rc`). A chunk that contains
+/// one of them verbatim is protected from being buried by vectors or decay.
+pub(crate) fn identifiers(query: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for raw in query
+        .split(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | '(' | ')' | '"' | '\'' | '`'))
+    {
+        let w = raw.trim_matches(|c: char| !c.is_alphanumeric());
+        if w.chars().count() >= 4
+            && w.chars().any(|c| c.is_ascii_digit())
+            && w.chars().any(|c| c.is_alphabetic())
+        {
+            let lower = w.to_lowercase();
+            if !out.contains(&lower) {
+                out.push(lower);
+            }
+        }
+    }
+    out
+}
+
+/// Word set used by MMR's Jaccard similarity.
+pub(crate) fn word_set(text: &str) -> HashSet<String> {
+    let mut out = Vec::new();
+    tokens(text, Mode::Query, &mut out);
+    out.into_iter().collect()
+}
+
+/// Jaccard similarity of two word sets.
+pub(crate) fn jaccard(a: &HashSet<String>, b: &HashSet<String>) -> f32 {
+    if a.is_empty() && b.is_empty() {
+        return 0.0;
+    }
+    let inter = a.intersection(b).count();
+    let union = a.len() + b.len() - inter;
+    inter as f32 / union as f32
+}
+
+/// Up to `max_chars` characters of `text` around the lines that share the
+/// most query tokens.
+pub(crate) fn snippet(text: &str, query_tokens: &[String], max_chars: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    if text.chars().count() <= max_chars || lines.is_empty() {
+        return text.to_string();
+    }
+    let qset: HashSet<&str> = query_tokens.iter().map(String::as_str).collect();
+    let mut best = 0usize;
+    let mut best_score = 0usize;
+    for (i, line) in lines.iter().enumerate() {
+        let mut t = Vec::new();
+        tokens(line, Mode::Document, &mut t);
+        let score = t
+            .iter()
+            .filter(|x| qset.contains(x.as_str()))
+            .collect::<HashSet<_>>()
+            .len();
+        if score > best_score {
+            best_score = score;
+            best = i;
+        }
+    }
+    let len = |s: &str| s.chars().count();
+    if len(lines[best]) >= max_chars {
+        return cut_around(lines[best], query_tokens, max_chars);
+    }
+    let (mut lo, mut hi) = (best, best + 1);
+    let mut total = len(lines[best]);
+    loop {
+        let mut grew = false;
+        if hi < lines.len() && total + 1 + len(lines[hi]) <= max_chars {
+            total += 1 + len(lines[hi]);
+            hi += 1;
+            grew = true;
+        }
+        if lo > 0 && total + 1 + len(lines[lo - 1]) <= max_chars {
+            total += 1 + len(lines[lo - 1]);
+            lo -= 1;
+            grew = true;
+        }
+        if !grew {
+            break;
+        }
+    }
+    lines[lo..hi].join("\n")
+}
+
+fn cut_around(line: &str, query_tokens: &[String], max_chars: usize) -> String {
+    let lower = line.to_lowercase();
+    let byte_pos = query_tokens
+        .iter()
+        .filter_map(|t| lower.find(t.as_str()))
+        .min()
+        .unwrap_or(0);
+    // Lower-casing can change byte lengths; map through char counts.
+    let char_pos = lower
+        .get(..byte_pos)
+        .map(|s| s.chars().count())
+        .unwrap_or(0);
+    let start = char_pos.saturating_sub(max_chars / 3);
+    line.chars().skip(start).take(max_chars).collect()
+}
+
+#[cfg(test)]
+#[path = "text_tests.rs"]
+mod tests;

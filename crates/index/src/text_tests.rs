@@ -1,0 +1,48 @@
+use super::*;
+
+#[test]
+fn cjk_runs_become_bigrams() {
+    assert_eq!(query_tokens("钢琴"), vec!["钢琴"]);
+    assert_eq!(query_tokens("学钢琴课"), vec!["学钢", "钢琴", "琴课"]);
+    let doc = index_text("我每周六去学钢琴。");
+    assert!(doc.split(' ').any(|t| t == "钢琴"), "{doc}");
+    assert!(doc.split(' ').any(|t| t == "钢"), "{doc}");
+}
+
+#[test]
+fn latin_lowercased_and_identifiers_joined() {
+    assert_eq!(
+        query_tokens("Error ERR-4711!"),
+        vec!["error", "err4711", "err", "4711"]
+    );
+    assert_eq!(index_text("Café-au-lait"), "café au lait");
+    assert_eq!(
+        fts_query(&["a\"b".to_string(), "c".to_string()]).unwrap(),
+        "\"a\"\"b\" OR \"c\""
+    );
+    assert!(fts_query(&[]).is_none());
+}
+
+#[test]
+fn identifier_detection() {
+    assert_eq!(identifiers("what was ERR-4711 about?"), vec!["err-4711"]);
+    assert_eq!(identifiers("commit a1b2c3d4 and 2026"), vec!["a1b2c3d4"]);
+    assert!(identifiers("what did we eat").is_empty());
+}
+
+#[test]
+fn snippet_centres_on_best_line() {
+    let text = (0..100)
+        .map(|i| {
+            if i == 70 {
+                "the needle is here".to_string()
+            } else {
+                format!("filler line {i}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let s = snippet(&text, &query_tokens("needle"), 120);
+    assert!(s.contains("needle"), "{s}");
+    assert!(s.chars().count() <= 120);
+}

@@ -1,0 +1,163 @@
+//! Session logs (`sessions/*.jsonl`) rendered as `User: …` / `Assistant: …`
+//! text for indexing, with each message's ordinal and JSONL line kept so a
+//! hit maps back to the messages it came from.
+
+use mnemo_core::{Message, Role};
+use serde_json::Value;
+
+use crate::chunk::RenderedMessage;
+
+/// A parsed session log.
+#[derive(Debug, Default)]
+pub(crate) struct Transcript {
+    /// The key from the `metadata` record, if there was one.
+    pub key: Option<String>,
+    /// Rendered user/assistant (and optionally tool) messages.
+    pub messages: Vec<RenderedMessage>,
+    /// Lines that were neither a record nor a message (torn or malformed).
+    pub skipped_lines: usize,
+}
+
+/// Parses a JSONL session log. Malformed lines are counted and skipped.
+pub(crate) fn parse(text: &str, include_tools: bool) -> Transcript {
+    let mut t = Transcript::default();
+    let mut ordinal = 0usize;
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let Ok(value) = serde_json::from_str::<Value>(line) else {
+            t.skipped_lines += 1;
+            continue;
+        };
+        if let Some(kind) = value.get("_type") {
+            if kind.as_str() == Some("metadata") {
+                if let Some(k) = value.get("key").and_then(Value::as_str) {
+                    t.key = Some(k.to_string());
+                }
+            }
+            continue;
+        }
+        let Ok(msg) = serde_json::from_value::<Message>(value) else {
+            t.skipped_lines += 1;
+            continue;
+        };
+        let this = ordinal;
+        ordinal += 1;
+        if let Some(text) = render(&msg, include_tools) {
+            t.messages.push(RenderedMessage {
+                ordinal: this,
+                line: i + 1,
+                text,
+            });
+        }
+    }
+    t
+}
+
+fn speaker(msg: &Message) -> Option<String> {
+    if msg.role == Role::Tool {
+        return None;
+    }
+    msg.name
+        .clone()
+        .or_else(|| {
+            msg.extra
+                .get("speaker")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        })
+        .or_else(|| {
+            msg.extra
+                .get("name")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        })
+        .filter(|s| !s.trim().is_empty())
+}
+
+/// True when the text already opens with `Name: `, as clients that relay a
+/// group conversation write it.
+fn has_speaker_prefix(text: &str) -> bool {
+    let Some((head, _)) = text.split_once(": ") else {
+        return false;
+    };
+    let n = head.chars().count();
+    (1..=40).contains(&n)
+        && head.chars().next().is_some_and(char::is_alphabetic)
+        && head
+            .chars()
+            .all(|c| c.is_alphanumeric() || matches!(c, ' ' | '.' | '\'' | '-' | '_'))
+        && head.split_whitespace().count() <= 4
+}
+
+fn render(msg: &Message, include_tools: bool) -> Option<String> {
+    let text = msg.text();
+    let text = text.trim();
+    if text.is_empty() {
+        return None;
+    }
+    let label = match msg.role {
+        Role::User => "User",
+        Role::Assistant => "Assistant",
+        Role::Tool if include_tools => {
+            return Some(format!(
+                "Tool {}: {text}",
+                msg.name.as_deref().unwrap_or("result")
+            ));
+        }
+        Role::Tool | Role::System => return None,
+    };
+    if let Some(name) = speaker(msg) {
+        if text.starts_with(&format!("{name}:")) {
+            return Some(text.to_string());
+        }
+        return Some(format!("{name}: {text}"));
+    }
+    if has_speaker_prefix(text) {
+        return Some(text.to_string());
+    }
+    Some(format!("{label}: {text}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_and_numbers_messages() {
+        let log = [
+            r#"{"_type":"metadata","key":"cli:abc","created_at":"2026-01-01"}"#,
+            r#"{"role":"system","content":"be nice"}"#,
+            r#"{"role":"user","content":"hello there"}"#,
+            r#"{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]}"#,
+            r#"{"role":"tool","tool_call_id":"c1","name":"f","content":"tool out"}"#,
+            r#"{"role":"user","content":"Caroline: I went to the group"#,
+            r#"{"_type":"compaction","summary":"x"}"#,
+            r#"{"role":"assistant","content":[{"type":"text","text":"Melanie: nice"}]}"#,
+            r#"{"role":"user","content":"hi","name":"Bob"}"#,
+        ]
+        .join("\n");
+        let t = parse(&log, false);
+        assert_eq!(t.key.as_deref(), Some("cli:abc"));
+        assert_eq!(t.skipped_lines, 1);
+        let got: Vec<(usize, usize, &str)> = t
+            .messages
+            .iter()
+            .map(|m| (m.ordinal, m.line, m.text.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (1, 3, "User: hello there"),
+                (4, 8, "Melanie: nice"),
+                (5, 9, "Bob: hi")
+            ]
+        );
+        let with_tools = parse(&log, true);
+        assert!(with_tools
+            .messages
+            .iter()
+            .any(|m| m.text == "Tool f: tool out" && m.ordinal == 3));
+    }
+}

@@ -1,0 +1,291 @@
+//! Indexing and searching fixture workspaces with real SQLite and the real
+//! local model: hybrid and keyword-only modes, CJK, the needle, transcripts,
+//! damaged files.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::{daily_log, model, Fixture};
+use mnemo_index::{IndexSettings, MemoryIndex, SearchMode, SearchRequest, Source};
+
+fn open(f: &Fixture, with_model: bool) -> MemoryIndex {
+    MemoryIndex::open(&f.ws, IndexSettings::default(), with_model.then(model)).unwrap()
+}
+
+fn topic_fixture() -> Fixture {
+    let f = Fixture::new();
+    f.write("MEMORY.md", "# Core memory\n\n- The user is called Dana and lives in Porto.\n- Dana prefers tea over coffee.\n");
+    f.write(
+        "memory/people/lena.md",
+        "# Lena\n\nLena has been taking piano lessons every Tuesday since March.\nShe is practising a Chopin nocturne for a recital.\n",
+    );
+    f.write(
+        "memory/projects/garden.md",
+        "# Garden\n\nPlanted tomatoes and basil on the balcony.\nThe irrigation timer runs at 6 am.\n",
+    );
+    f.write(
+        "memory/2026-02-10.md",
+        "# 2026-02-10\n\n- Car service booked for Friday at the dealership.\n",
+    );
+    f
+}
+
+#[test]
+fn hybrid_search_finds_by_meaning_and_cites_lines() {
+    let f = topic_fixture();
+    let index = open(&f, true);
+    let report = index.sync(&|_| {}).unwrap();
+    assert_eq!(report.indexed.len(), 4, "{report:?}");
+    assert!(report.chunks_embedded >= 4);
+
+    let r = index
+        .search(&SearchRequest::new(
+            "which musical instrument is Lena learning?",
+        ))
+        .unwrap();
+    assert_eq!(r.mode, SearchMode::Hybrid);
+    let top = &r.results[0];
+    assert_eq!(top.path, "memory/people/lena.md", "{r:#?}");
+    assert_eq!(
+        top.citation,
+        format!(
+            "memory/people/lena.md#L{}-L{}",
+            top.start_line, top.end_line
+        )
+    );
+    assert!(top.vector_score.unwrap() > 0.2);
+    assert!(top.snippet.contains("piano"));
+    assert_eq!(top.source, Source::Memory);
+
+    // Purely semantic: no shared word with the garden note.
+    let r = index
+        .search(&SearchRequest::new("vegetables growing outside").min_score(0.0))
+        .unwrap();
+    assert_eq!(r.results[0].path, "memory/projects/garden.md", "{r:#?}");
+
+    let json = serde_json::to_value(&r).unwrap();
+    assert_eq!(json["mode"], "hybrid");
+    assert!(json["results"][0].get("start_line").is_some());
+    assert_eq!(json["results"][0]["source"], "memory");
+
+    let st = index.status().unwrap();
+    assert_eq!(
+        (st.files, st.mode, st.dims, st.dirty),
+        (4, SearchMode::Hybrid, Some(384), false)
+    );
+    assert_eq!(st.vectors, st.chunks);
+}
+
+#[test]
+fn keyword_only_mode_is_stated_and_keyword_hits_pass_min_score() {
+    let f = topic_fixture();
+    let index = open(&f, false);
+    index.sync(&|_| {}).unwrap();
+    let r = index
+        .search(&SearchRequest::new("irrigation timer").min_score(0.35))
+        .unwrap();
+    assert_eq!(r.mode, SearchMode::Keyword);
+    assert!(
+        r.warnings.iter().any(|w| w.contains("keyword-only")),
+        "{:?}",
+        r.warnings
+    );
+    assert_eq!(r.results[0].path, "memory/projects/garden.md");
+    assert_eq!(r.results[0].vector_score, None);
+    assert_eq!(r.results[0].text_score, Some(1.0));
+    // OR semantics: one matching word out of three is enough.
+    let r = index
+        .search(&SearchRequest::new("piano xylophone zither").min_score(0.0))
+        .unwrap();
+    assert_eq!(r.results[0].path, "memory/people/lena.md");
+    let st = index.status().unwrap();
+    assert_eq!(
+        (st.mode, st.model, st.vectors),
+        (SearchMode::Keyword, None, 0)
+    );
+    assert!(matches!(
+        index.search(&SearchRequest::new("   ")),
+        Err(e) if e.code() == mnemo_core::ErrorCode::InvalidInput
+    ));
+}
+
+#[test]
+fn two_character_cjk_word_found_in_both_modes() {
+    let f = Fixture::new();
+    f.write(
+        "memory/zh/lessons.md",
+        "# 日程\n\n我女儿每个星期二下午去上钢琴课，老师很严格。\n",
+    );
+    f.write(
+        "memory/zh/food.md",
+        "# 饮食\n\n昨天晚上我们在家里做了红烧肉和青菜汤。\n",
+    );
+    f.write(
+        "memory/zh/work.md",
+        "# 工作\n\n下个月公司要搬到新的办公室，离地铁站很近。\n",
+    );
+    for with_model in [false, true] {
+        let index = open(&f, with_model);
+        index.reindex(true, &|_| {}).unwrap();
+        let r = index
+            .search(&SearchRequest::new("钢琴").min_score(0.0))
+            .unwrap();
+        assert_eq!(
+            r.results[0].path, "memory/zh/lessons.md",
+            "model={with_model} {r:#?}"
+        );
+        assert!(r.results[0].text_score.is_some());
+        let r = index
+            .search(&SearchRequest::new("办公室").min_score(0.0))
+            .unwrap();
+        assert_eq!(r.results[0].path, "memory/zh/work.md", "model={with_model}");
+    }
+}
+
+#[test]
+fn needle_in_the_oldest_daily_log_survives_vectors_and_decay() {
+    let f = Fixture::new();
+    for i in 0..60 {
+        let date =
+            chrono::NaiveDate::from_ymd_opt(2026, 1, 1).unwrap() + chrono::Duration::days(i as i64);
+        let mut text = daily_log(i);
+        if i == 0 {
+            text.push_str("- The nightly deploy failed with ERR-4711 in the payment service.\n");
+        }
+        f.write(&format!("memory/{}.md", date.format("%Y-%m-%d")), text);
+    }
+    let mut settings = IndexSettings::default();
+    settings.search.temporal_decay = true;
+    settings.search.mmr = true;
+    let index = MemoryIndex::open(&f.ws, settings, Some(model())).unwrap();
+    index.sync(&|_| {}).unwrap();
+    for q in [
+        "ERR-4711",
+        "err-4711",
+        "what broke the deploy with ERR-4711?",
+    ] {
+        let r = index.search(&SearchRequest::new(q)).unwrap();
+        assert_eq!(r.mode, SearchMode::Hybrid);
+        assert_eq!(
+            r.results.first().map(|h| h.path.as_str()),
+            Some("memory/2026-01-01.md"),
+            "query {q}: {r:#?}"
+        );
+    }
+}
+
+#[test]
+fn transcripts_are_indexed_with_message_ranges() {
+    let f = Fixture::new();
+    let mut lines = vec![
+        r#"{"_type":"metadata","key":"telegram:42","created_at":"2026-03-01T10:00:00"}"#
+            .to_string(),
+    ];
+    let msgs = [
+        (
+            "user",
+            "Hi! I just adopted a border collie puppy named Biscuit.",
+        ),
+        ("assistant", "Congratulations! How old is Biscuit?"),
+        (
+            "user",
+            "Twelve weeks. We start obedience classes next Saturday.",
+        ),
+        ("assistant", "Great, early training helps a lot."),
+    ];
+    for (role, text) in msgs {
+        lines.push(
+            serde_json::json!({"role": role, "content": text, "timestamp": "2026-03-01T10:00:00"})
+                .to_string(),
+        );
+    }
+    lines.insert(3, r#"{"role":"user","content":"torn li"#.to_string()); // malformed, skipped
+    for i in 0..40 {
+        let role = if i % 2 == 0 { "user" } else { "assistant" };
+        let text = format!("Message {i}: {}", common::TOPICS[i % common::TOPICS.len()]);
+        lines.push(serde_json::json!({"role": role, "content": text}).to_string());
+    }
+    f.write("sessions/telegram_42.jsonl", lines.join("\n") + "\n");
+    f.write("MEMORY.md", "# Core\n- nothing about dogs here\n");
+    let mut settings = IndexSettings::default();
+    settings.index.chunk_tokens = 64;
+    let index = MemoryIndex::open(&f.ws, settings, Some(model())).unwrap();
+    let report = index.sync(&|_| {}).unwrap();
+    assert!(report
+        .issues
+        .iter()
+        .any(|i| i.path == "sessions/telegram_42.jsonl" && i.message.contains("malformed")));
+
+    let r = index
+        .search(&SearchRequest::new("what is the name of the puppy?").sources(&[Source::Sessions]))
+        .unwrap();
+    let top = &r.results[0];
+    assert_eq!(top.source, Source::Sessions);
+    assert_eq!(top.session_key.as_deref(), Some("telegram:42"));
+    let (a, b) = top.message_range.unwrap();
+    assert_eq!(a, 0, "{top:#?}");
+    assert!((1..44).contains(&b));
+    assert!(
+        top.snippet.contains("User: Hi! I just adopted"),
+        "{}",
+        top.snippet
+    );
+    // Lines cite the JSONL file: the first message is on line 2.
+    assert_eq!(top.start_line, 2);
+    // A later message: ordinal 41 is "Message 38" (4 messages + 38 before it).
+    let r = index
+        .search(
+            &SearchRequest::new("Message 38")
+                .sources(&[Source::Sessions])
+                .min_score(0.0),
+        )
+        .unwrap();
+    let hit = r
+        .results
+        .iter()
+        .find(|h| h.snippet.contains("Message 38:"))
+        .expect("message 38 found");
+    let (a, b) = hit.message_range.unwrap();
+    assert!(a <= 42 && 42 <= b, "{hit:#?}");
+    // Memory-only filter excludes the transcript.
+    let r = index
+        .search(
+            &SearchRequest::new("puppy Biscuit")
+                .sources(&[Source::Memory])
+                .min_score(0.0),
+        )
+        .unwrap();
+    assert!(r.results.iter().all(|h| h.source == Source::Memory));
+}
+
+#[test]
+fn damaged_files_are_indexed_or_reported_without_aborting() {
+    let f = Fixture::new();
+    let mut bad = b"# Notes\n\nThe locker code is 4417 \xff\xfe and the wifi is ".to_vec();
+    bad.extend_from_slice("caf\u{e9}-guest\n".as_bytes());
+    f.write("memory/bad-utf8.md", bad);
+    f.write(
+        "memory/front.md",
+        "---\ntype: preference\nname: [unclosed\n\nDana likes jasmine tea.\n",
+    );
+    f.write("memory/ok.md", "# Fine\nAll good here.\n");
+    let index = open(&f, false);
+    let report = index.sync(&|_| {}).unwrap();
+    assert_eq!(report.indexed.len(), 3, "{report:#?}");
+    assert!(report
+        .issues
+        .iter()
+        .any(|i| i.path == "memory/bad-utf8.md" && i.message.contains("UTF-8")));
+    assert!(report
+        .issues
+        .iter()
+        .any(|i| i.path == "memory/front.md" && i.message.contains("front matter")));
+    let r = index
+        .search(&SearchRequest::new("locker code").min_score(0.0))
+        .unwrap();
+    assert_eq!(r.results[0].path, "memory/bad-utf8.md");
+    let r = index
+        .search(&SearchRequest::new("jasmine").min_score(0.0))
+        .unwrap();
+    assert_eq!(r.results[0].path, "memory/front.md");
+}

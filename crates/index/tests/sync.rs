@@ -1,0 +1,290 @@
+//! Incremental sync (edit, delete, rename), full rebuilds swapped in while
+//! searches keep answering, concurrent searches during a forced reindex, and
+//! `memory_get` confinement.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use common::{daily_log, model, Fixture};
+use mnemo_core::ErrorCode;
+use mnemo_index::{IndexSettings, MemoryIndex, SearchMode, SearchRequest, SyncProgress};
+
+fn fixture(n: usize) -> Fixture {
+    let f = Fixture::new();
+    f.write("MEMORY.md", "# Core\n- Dana lives in Porto.\n");
+    for i in 0..n {
+        f.write(&format!("memory/2026-01-{:02}.md", i + 1), daily_log(i));
+    }
+    f
+}
+
+#[test]
+fn incremental_sync_after_edit_delete_and_rename() {
+    let f = fixture(5);
+    let index = MemoryIndex::open(&f.ws, IndexSettings::default(), Some(model())).unwrap();
+    let events = std::sync::Mutex::new(Vec::new());
+    let first = index.sync(&|p| events.lock().unwrap().push(p)).unwrap();
+    assert_eq!(first.indexed.len(), 6);
+    assert!(!first.full_rebuild);
+    let events = events.into_inner().unwrap();
+    assert_eq!(
+        events.first(),
+        Some(&SyncProgress::Started {
+            total: 6,
+            full: false
+        })
+    );
+    assert!(events.iter().any(|e| matches!(
+        e,
+        SyncProgress::File {
+            done: 6,
+            total: 6,
+            ..
+        }
+    )));
+    assert_eq!(events.last(), Some(&SyncProgress::Finished));
+
+    // Nothing changed: nothing re-read, nothing embedded.
+    let again = index.sync(&|_| {}).unwrap();
+    assert!(
+        again.indexed.is_empty() && again.removed.is_empty() && again.chunks_embedded == 0,
+        "{again:?}"
+    );
+    assert!(!index.is_dirty().unwrap());
+
+    // Edit one file.
+    f.write(
+        "memory/2026-01-02.md",
+        "# Daily log\n\n- Adopted a grey cat called Miso.\n",
+    );
+    assert!(index.is_dirty().unwrap());
+    let r = index.sync(&|_| {}).unwrap();
+    assert_eq!(r.indexed, vec!["memory/2026-01-02.md".to_string()]);
+    assert_eq!(r.chunks_embedded, 1);
+    let hits = index.search(&SearchRequest::new("pet cat name")).unwrap();
+    assert_eq!(hits.results[0].path, "memory/2026-01-02.md");
+
+    // Same content rewritten: hashed, only touched.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    f.write(
+        "memory/2026-01-02.md",
+        "# Daily log\n\n- Adopted a grey cat called Miso.\n",
+    );
+    let r = index.sync(&|_| {}).unwrap();
+    assert!(r.indexed.is_empty(), "{r:?}");
+
+    // Delete one file.
+    f.remove("memory/2026-01-03.md");
+    let r = index.sync(&|_| {}).unwrap();
+    assert_eq!(r.removed, vec!["memory/2026-01-03.md".to_string()]);
+    assert!(r.indexed.is_empty());
+
+    // Rename: the vectors come from the embedding cache.
+    f.rename("memory/2026-01-04.md", "memory/archive/2025-12-31.md");
+    let r = index.sync(&|_| {}).unwrap();
+    assert_eq!(r.removed, vec!["memory/2026-01-04.md".to_string()]);
+    assert_eq!(r.indexed, vec!["memory/archive/2025-12-31.md".to_string()]);
+    assert_eq!(r.chunks_embedded, 0, "{r:?}");
+    assert!(r.cache_hits >= 1);
+    let st = index.status().unwrap();
+    assert_eq!(st.files, 5);
+    assert_eq!(st.vectors, st.chunks);
+
+    // A search syncs first when the workspace is dirty.
+    f.write(
+        "memory/new.md",
+        "The spare key is under the blue flowerpot.\n",
+    );
+    let r = index
+        .search(&SearchRequest::new("where is the spare key hidden"))
+        .unwrap();
+    assert_eq!(r.results[0].path, "memory/new.md");
+}
+
+#[test]
+fn chunking_change_rebuilds_into_a_new_database_while_old_one_answers() {
+    let f = fixture(30);
+    let old = MemoryIndex::open(&f.ws, IndexSettings::default(), Some(model())).unwrap();
+    old.sync(&|_| {}).unwrap();
+    let old_status = old.status().unwrap();
+
+    let mut small = IndexSettings::default();
+    small.index.chunk_tokens = 24;
+    small.index.chunk_overlap = 4;
+    let new = MemoryIndex::open(&f.ws, small, Some(model())).unwrap();
+    let st = new.status().unwrap();
+    assert!(st.needs_full_reindex && st.dirty);
+
+    let done = Arc::new(AtomicBool::new(false));
+    let answered = Arc::new(AtomicUsize::new(0));
+    let searcher = {
+        let (old, done, answered) = (old.clone(), done.clone(), answered.clone());
+        std::thread::spawn(move || {
+            let mut during = 0;
+            while !done.load(Ordering::SeqCst) {
+                let r = old
+                    .search(&SearchRequest::new("Lisbon trip hotel"))
+                    .expect("search during rebuild");
+                assert!(!r.results.is_empty());
+                answered.fetch_add(1, Ordering::SeqCst);
+                during += 1;
+            }
+            during
+        })
+    };
+    let started = Arc::new(AtomicBool::new(false));
+    let report = new
+        .sync(&|p| {
+            if let SyncProgress::File { done: 1, .. } = p {
+                started.store(true, Ordering::SeqCst);
+                // Let the searcher run against the old database mid-rebuild.
+                let t = std::time::Instant::now();
+                while answered.load(Ordering::SeqCst) < 3 && t.elapsed().as_secs() < 30 {
+                    std::thread::yield_now();
+                }
+            }
+        })
+        .unwrap();
+    done.store(true, Ordering::SeqCst);
+    let during = searcher.join().unwrap();
+    assert!(during >= 3);
+    assert!(report.full_rebuild);
+    let st = new.status().unwrap();
+    assert!(!st.needs_full_reindex && !st.dirty);
+    assert_ne!(st.db_path, old_status.db_path);
+    assert!(
+        st.chunks > old_status.chunks,
+        "{} vs {}",
+        st.chunks,
+        old_status.chunks
+    );
+    assert!(
+        !std::path::Path::new(&old_status.db_path).exists(),
+        "old generation removed"
+    );
+    // The old handle follows the swap and still answers (with a warning that
+    // its settings differ).
+    let r = old
+        .search(&SearchRequest::new("Lisbon trip hotel"))
+        .unwrap();
+    assert_eq!(r.mode, SearchMode::Hybrid);
+    assert!(!r.results.is_empty());
+    assert!(
+        r.warnings.iter().any(|w| w.contains("other settings")),
+        "{:?}",
+        r.warnings
+    );
+}
+
+#[test]
+fn searches_in_threads_never_fail_during_forced_reindex() {
+    let f = fixture(20);
+    let index = MemoryIndex::open(&f.ws, IndexSettings::default(), Some(model())).unwrap();
+    index.sync(&|_| {}).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let threads: Vec<_> = (0..3)
+        .map(|t| {
+            let (index, stop) = (index.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut n = 0usize;
+                let queries = ["budget with Alice", "knee physio run", "lentil soup recipe"];
+                while !stop.load(Ordering::SeqCst) || n == 0 {
+                    let r = index
+                        .search(&SearchRequest::new(queries[(t + n) % 3]))
+                        .unwrap();
+                    assert!(!r.results.is_empty());
+                    n += 1;
+                }
+                n
+            })
+        })
+        .collect();
+    for _ in 0..3 {
+        let r = index.reindex(true, &|_| {}).unwrap();
+        assert!(r.full_rebuild);
+        assert_eq!(r.chunks_embedded, 0, "cache carried over");
+    }
+    stop.store(true, Ordering::SeqCst);
+    let total: usize = threads.into_iter().map(|t| t.join().unwrap()).sum();
+    assert!(total >= 3);
+    let files = std::fs::read_dir(f.root().join(".mnemo")).unwrap().count();
+    assert!(files <= 6, "old generations cleaned up");
+}
+
+#[test]
+fn memory_get_reads_memory_only_and_refuses_escapes() {
+    let f = fixture(1);
+    f.write("memory/notes/a.md", "one\ntwo\nthree\nfour\n");
+    f.write("sessions/x.jsonl", "{}\n");
+    f.write("memory/data.txt", "not markdown");
+    let index = MemoryIndex::open(&f.ws, IndexSettings::default(), None).unwrap();
+    let g = index.get("memory/notes/a.md", Some(2), Some(2)).unwrap();
+    assert_eq!(
+        (g.text.as_str(), g.from, g.lines, g.total_lines),
+        ("two\nthree", 2, 2, 4)
+    );
+    let g = index.get("MEMORY.md", None, None).unwrap();
+    assert!(g.text.contains("Porto"));
+    let g = index.get("memory/missing.md", None, None).unwrap();
+    assert_eq!((g.text.as_str(), g.total_lines), ("", 0));
+    let g = index.get("memory/notes/a.md", Some(10), None).unwrap();
+    assert_eq!((g.text.as_str(), g.lines), ("", 0));
+
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("secret.md"), "secret").unwrap();
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(
+        outside.path().join("secret.md"),
+        f.root().join("memory/link.md"),
+    )
+    .unwrap();
+    let mut refused = vec![
+        "../x.md",
+        "/etc/passwd",
+        "memory/../../x.md",
+        "memory/data.txt",
+        "sessions/x.jsonl",
+        "mnemo.toml",
+    ];
+    if cfg!(unix) {
+        refused.push("memory/link.md");
+    }
+    for p in refused {
+        let e = index.get(p, None, None).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::Forbidden, "{p}: {e}");
+        assert!(!e.to_string().is_empty());
+    }
+}
+
+#[test]
+fn watch_reindexes_after_a_change() {
+    let f = fixture(2);
+    let mut settings = IndexSettings::default();
+    settings.index.watch_debounce_ms = 200;
+    settings.search.sync_on_search = false;
+    let index = MemoryIndex::open(&f.ws, settings, None).unwrap();
+    index.sync(&|_| {}).unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let handle = index
+        .watch(move |r| {
+            let _ = tx.send(r.map(|r| r.indexed));
+        })
+        .unwrap();
+    f.write("memory/watched.md", "Zanzibar ferry schedule noted.\n");
+    let mut seen = false;
+    while let Ok(r) = rx.recv_timeout(std::time::Duration::from_secs(20)) {
+        if r.unwrap().contains(&"memory/watched.md".to_string()) {
+            seen = true;
+            break;
+        }
+    }
+    handle.stop();
+    assert!(seen, "watcher did not sync the new file");
+    let r = index
+        .search(&SearchRequest::new("Zanzibar").min_score(0.0))
+        .unwrap();
+    assert_eq!(r.results[0].path, "memory/watched.md");
+}

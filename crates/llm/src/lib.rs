@@ -12,6 +12,7 @@
 
 mod anthropic;
 mod chat;
+mod embeddings;
 mod error;
 mod openai;
 mod provider;
@@ -22,6 +23,7 @@ pub use anthropic::{AnthropicChat, ANTHROPIC_VERSION};
 pub use chat::{
     BoxFuture, ChatModel, ChatRequest, ChatResponse, ModelInfo, ToolChoice, ToolSpec, Usage,
 };
+pub use embeddings::{OpenAiEmbedder, OpenAiEmbedderConfig};
 pub use error::{
     is_context_overflow_text, is_tool_choice_unsupported_text, ErrorKind, LlmError, Result,
 };

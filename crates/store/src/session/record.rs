@@ -91,16 +91,26 @@ impl Record {
             Ok(m) => return Ok(Record::Message(m)),
             Err(e) => e,
         };
-        let value: Value = serde_json::from_str(line).map_err(|e| e.to_string())?;
-        match value.get("_type").and_then(Value::as_str) {
+        let mut value: Value = serde_json::from_str(line).map_err(|e| e.to_string())?;
+        let kind = match value.get("_type").and_then(Value::as_str) {
+            Some(k @ ("metadata" | "compaction")) => {
+                let k = k.to_string();
+                if let Some(obj) = value.as_object_mut() {
+                    obj.remove("_type");
+                }
+                Some(k)
+            }
+            Some(_) => return Ok(Record::Other(value)),
+            None => None,
+        };
+        match kind.as_deref() {
             Some("metadata") => serde_json::from_value(value)
                 .map(Record::Metadata)
                 .map_err(|e| format!("bad metadata record: {e}")),
             Some("compaction") => serde_json::from_value(value)
                 .map(Record::Compaction)
                 .map_err(|e| format!("bad compaction record: {e}")),
-            Some(_) => Ok(Record::Other(value)),
-            None => Err(format!("not a message: {first_error}")),
+            _ => Err(format!("not a message: {first_error}")),
         }
     }
 

@@ -1,0 +1,54 @@
+//! `mnemo init`.
+
+use std::fs;
+
+use anyhow::{Context, Result};
+use clap::Args;
+
+use crate::ctx::GlobalArgs;
+
+/// Arguments of `mnemo init`.
+#[derive(Debug, Args)]
+pub struct InitArgs {}
+
+const MEMORY_MD: &str =
+    "# Memory\n\nCore facts that hold across sessions. This file is always in the prompt \
+(up to 200 lines / 25,000 bytes): keep it short and move detail into memory/ files.\n";
+
+const MNEMO_TOML: &str = include_str!("../../templates/mnemo.toml");
+
+pub fn run(_args: InitArgs, global: &GlobalArgs) -> Result<()> {
+    let ctx = global.ctx()?;
+    let ws = &ctx.workspace;
+    let mut created = Vec::new();
+    for dir in [
+        ws.root().to_path_buf(),
+        ws.memory_dir(),
+        ws.sessions_dir(),
+        ws.state_dir(),
+    ] {
+        if !dir.exists() {
+            fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+            created.push(format!("{}/", dir.display()));
+        }
+    }
+    for (path, text) in [(ws.memory_md(), MEMORY_MD), (ws.config_path(), MNEMO_TOML)] {
+        if !path.exists() {
+            mnemo_store::fsutil::atomic_write(&path, text.as_bytes())?;
+            created.push(path.display().to_string());
+        }
+    }
+    if created.is_empty() {
+        println!(
+            "workspace {} is already initialised; nothing changed",
+            ws.root().display()
+        );
+    } else {
+        println!("initialised workspace {}", ws.root().display());
+        for c in created {
+            println!("  created {c}");
+        }
+        println!("next: `mnemo session append cli:direct --role user --content \"hello\"`, then `mnemo memory show`");
+    }
+    Ok(())
+}

@@ -1,0 +1,115 @@
+//! `mnemo memory show | add | list | forget`.
+
+use std::io::Read;
+
+use anyhow::{Context, Result};
+use clap::{Args, Subcommand};
+use mnemo_store::{FrontMatter, MemoryStore, MemoryType};
+
+use crate::ctx::GlobalArgs;
+use crate::output::UsageError;
+
+/// Memory commands.
+#[derive(Debug, Subcommand)]
+pub enum MemoryCommand {
+    /// Print exactly the memory block that is injected into a prompt:
+    /// MEMORY.md within its cap, then today's and yesterday's daily logs
+    Show,
+    /// Save a typed memory file (body on stdin) and its index line in MEMORY.md
+    ///
+    /// Example: echo "Prefers answers in French." | mnemo memory add --type user
+    ///   --name "Language" --description "answer in French"
+    Add(AddArgs),
+    /// List typed memory files
+    List(ListArgs),
+    /// Remove a typed memory file and its index line
+    Forget(ForgetArgs),
+}
+
+/// Arguments of `mnemo memory add`.
+#[derive(Debug, Args)]
+pub struct AddArgs {
+    /// user (who the user is), feedback (how to work), project (who/what/when)
+    /// or reference (pointers to outside resources)
+    #[arg(long = "type", value_name = "TYPE")]
+    pub kind: String,
+    /// Short name; also the file name (memory/<name>.md) and the index title
+    #[arg(long)]
+    pub name: String,
+    /// One specific line saying what the memory is about (used for relevance)
+    #[arg(long)]
+    pub description: String,
+}
+
+/// Arguments of `mnemo memory list`.
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// One JSON object per line
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Arguments of `mnemo memory forget`.
+#[derive(Debug, Args)]
+pub struct ForgetArgs {
+    /// The memory's name or its path (memory/<name>.md)
+    pub name: String,
+}
+
+pub fn run(command: MemoryCommand, global: &GlobalArgs) -> Result<()> {
+    let ctx = global.ctx()?;
+    ctx.require_initialised()?;
+    let store = MemoryStore::from_config(&ctx.workspace, &ctx.config)?;
+    store.validate()?;
+    match command {
+        MemoryCommand::Show => {
+            print!("{}", store.render_prompt_block(chrono::Utc::now())?);
+            Ok(())
+        }
+        MemoryCommand::Add(args) => {
+            let kind: MemoryType = args.kind.parse().map_err(UsageError)?;
+            let mut body = String::new();
+            std::io::stdin()
+                .read_to_string(&mut body)
+                .context("cannot read the memory body from stdin")?;
+            if body.trim().is_empty() {
+                return Err(UsageError("the memory body is empty: pipe it on stdin".into()).into());
+            }
+            let saved = store.save_typed(
+                FrontMatter {
+                    name: args.name,
+                    description: args.description,
+                    kind,
+                },
+                &body,
+            )?;
+            println!("saved {} and its index line in MEMORY.md", saved.path);
+            Ok(())
+        }
+        MemoryCommand::List(args) => {
+            for h in store.scan_memory_files(10_000, 10)? {
+                let Some(front) = &h.front else { continue };
+                if args.json {
+                    println!(
+                        "{}",
+                        serde_json::json!({"path": h.path, "name": front.name, "type": front.kind, "description": front.description, "modified": h.modified})
+                    );
+                } else {
+                    println!(
+                        "[{}] {}: {} ({})",
+                        front.kind.as_str(),
+                        h.path,
+                        front.description,
+                        front.name
+                    );
+                }
+            }
+            Ok(())
+        }
+        MemoryCommand::Forget(args) => {
+            let path = store.forget_typed(&args.name)?;
+            println!("removed {path} and its index line");
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,60 @@
+//! What every command needs: the workspace and its configuration, resolved
+//! from flags, then the environment, then defaults.
+
+use std::path::PathBuf;
+
+use anyhow::{Context as _, Result};
+use clap::Args;
+use mnemo_core::{Config, Workspace};
+
+/// Options shared by every command.
+#[derive(Debug, Args)]
+pub struct GlobalArgs {
+    /// The workspace folder [default: $MNEMO_WORKSPACE, else ~/.mnemo]
+    #[arg(long, short = 'w', global = true, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+
+    /// Override a configuration value, e.g. `--set session.fsync=always`
+    /// (repeatable; wins over mnemo.toml and MNEMO_<SECTION>__<KEY> variables)
+    #[arg(long = "set", global = true, value_name = "KEY=VALUE")]
+    pub overrides: Vec<String>,
+}
+
+/// A resolved workspace plus its configuration.
+pub struct Ctx {
+    pub workspace: Workspace,
+    pub config: Config,
+}
+
+impl GlobalArgs {
+    /// Resolves the workspace and loads its configuration.
+    pub fn ctx(&self) -> Result<Ctx> {
+        let env = std::env::var(mnemo_core::workspace::WORKSPACE_ENV).ok();
+        let workspace = Workspace::resolve(self.workspace.as_deref(), env.as_deref()).context(
+            "no workspace: pass --workspace DIR or set MNEMO_WORKSPACE (no home folder was found)",
+        )?;
+        let mut config = Config::load(&workspace.config_path())?;
+        config.apply_env(std::env::vars());
+        for o in &self.overrides {
+            let (k, v) = o.split_once('=').with_context(|| {
+                format!("--set {o:?} is not KEY=VALUE: write it like --set session.fsync=always")
+            })?;
+            config.set(k.trim(), v.trim());
+        }
+        Ok(Ctx { workspace, config })
+    }
+}
+
+impl Ctx {
+    /// Fails with a hint when the workspace was never initialised.
+    pub fn require_initialised(&self) -> Result<()> {
+        if !self.workspace.root().exists() {
+            anyhow::bail!(
+                "workspace {} does not exist: run `mnemo init --workspace {}` first",
+                self.workspace.root().display(),
+                self.workspace.root().display()
+            );
+        }
+        Ok(())
+    }
+}

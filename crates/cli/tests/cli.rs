@@ -1,0 +1,208 @@
+//! The foundation commands through the real binary.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+fn mnemo(ws: &Path, args: &[&str], stdin: Option<&str>) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_mnemo"));
+    c.arg("--workspace")
+        .arg(ws)
+        .args(args)
+        .env_remove("MNEMO_WORKSPACE");
+    c.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    let mut pipe = child.stdin.take().unwrap();
+    if let Some(s) = stdin {
+        pipe.write_all(s.as_bytes()).unwrap();
+    }
+    drop(pipe);
+    child.wait_with_output().unwrap()
+}
+
+fn ok(o: &Output) -> String {
+    assert!(
+        o.status.success(),
+        "stdout: {}\nstderr: {}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+
+#[test]
+fn init_append_show_list_memory_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    let out = ok(&mnemo(&ws, &["init"], None));
+    assert!(out.contains("initialised"));
+    for p in ["MEMORY.md", "memory", "sessions", "mnemo.toml", ".mnemo"] {
+        assert!(ws.join(p).exists(), "{p} missing");
+    }
+    assert!(ok(&mnemo(&ws, &["init"], None)).contains("nothing changed"));
+
+    ok(&mnemo(
+        &ws,
+        &[
+            "session",
+            "append",
+            "cli:direct",
+            "--role",
+            "user",
+            "--content",
+            "I like green tea",
+        ],
+        None,
+    ));
+    let lines = "{\"role\":\"assistant\",\"content\":\"Noted.\"}\n\n{\"role\":\"user\",\"content\":\"你好\"}\n";
+    ok(&mnemo(
+        &ws,
+        &["session", "append", "cli:direct"],
+        Some(lines),
+    ));
+    let json = ok(&mnemo(
+        &ws,
+        &["session", "show", "cli:direct", "--json"],
+        None,
+    ));
+    let msgs: Vec<serde_json::Value> = json
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(msgs.len(), 3);
+    assert_eq!(msgs[2]["content"], "你好");
+    assert!(msgs.iter().all(|m| m["timestamp"].is_string()));
+    let text = ok(&mnemo(&ws, &["session", "show", "cli:direct"], None));
+    assert!(text.contains("user: I like green tea"));
+    let list = ok(&mnemo(&ws, &["session", "list", "--json"], None));
+    let info: serde_json::Value = serde_json::from_str(list.lines().next().unwrap()).unwrap();
+    assert_eq!(
+        (info["key"].as_str(), info["messages"].as_u64()),
+        (Some("cli:direct"), Some(3))
+    );
+
+    ok(&mnemo(
+        &ws,
+        &[
+            "memory",
+            "add",
+            "--type",
+            "user",
+            "--name",
+            "Tea",
+            "--description",
+            "likes green tea",
+        ],
+        Some("Likes green tea, no sugar.\n"),
+    ));
+    ok(&mnemo(&ws, &["log", "deploy moved to Thursday"], None));
+    let block = ok(&mnemo(&ws, &["memory", "show"], None));
+    assert!(
+        block.contains("- [Tea](memory/tea.md): likes green tea"),
+        "{block}"
+    );
+    assert!(block.contains("deploy moved to Thursday"), "{block}");
+    assert!(ok(&mnemo(&ws, &["memory", "list"], None)).contains("memory/tea.md"));
+    ok(&mnemo(&ws, &["memory", "forget", "Tea"], None));
+    assert!(!ok(&mnemo(&ws, &["memory", "show"], None)).contains("memory/tea.md"));
+}
+
+#[test]
+fn bad_input_gets_clear_errors_and_loses_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path();
+    ok(&mnemo(ws, &["init"], None));
+    // A malformed line stops with its number; the lines before it are kept.
+    let input = "{\"role\":\"user\",\"content\":\"one\"}\nnot json\n{\"role\":\"user\",\"content\":\"three\"}\n";
+    let o = mnemo(ws, &["session", "append", "k"], Some(input));
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("stdin line 2") && err.contains("1 message(s) before it were written"),
+        "{err}"
+    );
+    let shown = ok(&mnemo(ws, &["session", "show", "k", "--json"], None));
+    assert_eq!(shown.lines().count(), 1);
+
+    // An unknown role and an unknown memory type are usage errors.
+    assert_eq!(
+        mnemo(
+            ws,
+            &[
+                "session",
+                "append",
+                "k",
+                "--role",
+                "wizard",
+                "--content",
+                "x"
+            ],
+            None
+        )
+        .status
+        .code(),
+        Some(2)
+    );
+    let o = mnemo(
+        ws,
+        &[
+            "memory",
+            "add",
+            "--type",
+            "secret",
+            "--name",
+            "x",
+            "--description",
+            "y",
+        ],
+        Some("b"),
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("user, feedback, project or reference"));
+
+    // An unknown session is "not found", with a hint.
+    let o = mnemo(ws, &["session", "show", "nope"], None);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("mnemo session list"));
+
+    // A traversal key is mapped inside sessions/.
+    ok(&mnemo(
+        ws,
+        &[
+            "session",
+            "append",
+            "../../evil",
+            "--role",
+            "user",
+            "--content",
+            "x",
+        ],
+        None,
+    ));
+    assert!(!dir.path().parent().unwrap().join("evil.jsonl").exists());
+    assert!(std::fs::read_dir(ws.join("sessions")).unwrap().count() >= 2);
+
+    // A broken mnemo.toml names the file and what to do.
+    std::fs::write(ws.join("mnemo.toml"), "[session\nfsync=").unwrap();
+    let o = mnemo(ws, &["session", "list"], None);
+    assert_eq!(o.status.code(), Some(7));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("mnemo.toml is not valid TOML"));
+
+    // Commands on a workspace that does not exist say to run init.
+    let o = mnemo(&ws.join("missing"), &["memory", "show"], None);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("mnemo init"));
+}
+
+#[test]
+fn help_explains_commands() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = ok(&mnemo(dir.path(), &["--help"], None));
+    for cmd in ["init", "session", "memory", "log"] {
+        assert!(out.contains(cmd), "{out}");
+    }
+    let out = ok(&mnemo(dir.path(), &["session", "append", "--help"], None));
+    assert!(out.contains("JSON lines on stdin"), "{out}");
+}

@@ -31,6 +31,12 @@ const POINTER: &str = "index.current";
 /// Lock file held during a sync.
 const LOCK: &str = "sync.lock";
 
+/// A changed file, chunked and waiting for its vectors.
+struct Prepared {
+    record: FileRecord,
+    chunks: Vec<NewChunk>,
+}
+
 fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
@@ -389,6 +395,14 @@ impl MemoryIndex {
         report.files_scanned = total;
         progress(SyncProgress::Started { total, full });
         let want_vectors = self.inner.embedder.is_some();
+        let batch = self
+            .inner
+            .embedder
+            .as_ref()
+            .map(|e| e.max_batch().max(1))
+            .unwrap_or(256);
+        let mut pending: Vec<Prepared> = Vec::new();
+        let mut pending_chunks = 0usize;
         let mut embedded_so_far = 0usize;
         for (i, f) in found.iter().enumerate() {
             let prev = known.get(&f.rel);
@@ -403,15 +417,21 @@ impl MemoryIndex {
                             backend.touch_file(&p.path, f.mtime_ms, f.size)?;
                             report.touched += 1;
                         } else {
-                            self.index_file(
-                                backend,
-                                f,
-                                &bytes,
-                                hash,
-                                report,
-                                &mut embedded_so_far,
-                                progress,
-                            )?;
+                            let prepared = self.prepare_file(f, &bytes, hash, report);
+                            pending_chunks += prepared.chunks.len();
+                            pending.push(prepared);
+                            // Small files are embedded together so the model
+                            // sees full batches.
+                            if pending_chunks >= batch {
+                                self.flush(
+                                    backend,
+                                    &mut pending,
+                                    report,
+                                    &mut embedded_so_far,
+                                    progress,
+                                )?;
+                                pending_chunks = 0;
+                            }
                         }
                     }
                     Err(e) => report.issues.push(FileIssue {
@@ -426,6 +446,13 @@ impl MemoryIndex {
                 path: f.rel.clone(),
             });
         }
+        self.flush(
+            backend,
+            &mut pending,
+            report,
+            &mut embedded_so_far,
+            progress,
+        )?;
         let present: HashSet<&str> = found.iter().map(|f| f.rel.as_str()).collect();
         let mut gone: Vec<&String> = known
             .keys()
@@ -447,17 +474,14 @@ impl MemoryIndex {
         Ok(())
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn index_file(
+    /// Reads and chunks a changed file (no embedding yet).
+    fn prepare_file(
         &self,
-        backend: &SqliteBackend,
         f: &Found,
         bytes: &[u8],
         hash: String,
         report: &mut SyncReport,
-        embedded_so_far: &mut usize,
-        progress: &dyn Fn(SyncProgress),
-    ) -> Result<()> {
+    ) -> Prepared {
         let text = String::from_utf8_lossy(bytes);
         if matches!(text, std::borrow::Cow::Owned(_)) {
             report.issues.push(FileIssue {
@@ -501,7 +525,7 @@ impl MemoryIndex {
                 (chunk::chunk_markdown(&text, &limits), None)
             }
         };
-        let new_chunks: Vec<NewChunk> = chunks
+        let chunks = chunks
             .into_iter()
             .map(|c| NewChunk {
                 start_line: c.start_line,
@@ -512,96 +536,103 @@ impl MemoryIndex {
                 messages: c.messages,
             })
             .collect();
-        let mut embedded = true;
-        let vectors = match &self.inner.embedder {
-            None => None,
-            Some(emb) => match self.embed_chunks(
-                backend,
-                emb.as_ref(),
-                &new_chunks,
-                report,
-                embedded_so_far,
-                progress,
-            ) {
-                Ok(v) => Some(v),
-                Err(e) => {
-                    embedded = false;
-                    report.issues.push(FileIssue {
-                        path: f.rel.clone(),
-                        message: format!(
-                            "{e}; indexed for keyword search, vectors retried on the next sync"
-                        ),
-                    });
-                    None
-                }
-            },
-        };
         let record = FileRecord {
             path: f.rel.clone(),
             source: f.source,
             hash,
             mtime_ms: f.mtime_ms,
             size: f.size,
-            embedded,
+            embedded: true,
             session_key,
         };
-        backend.upsert_file(&record, &new_chunks, vectors.as_deref())?;
-        report.chunks_written += new_chunks.len();
-        report.indexed.push(f.rel.clone());
-        Ok(())
+        Prepared { record, chunks }
     }
 
-    fn embed_chunks(
+    /// Embeds the pending files' cache misses in batches of
+    /// `Embedder::max_batch()`, then writes each file in its own short
+    /// transaction. When the embedder fails, the files are still written for
+    /// keyword search and marked so the next sync retries their vectors.
+    fn flush(
         &self,
         backend: &SqliteBackend,
-        emb: &dyn Embedder,
-        chunks: &[NewChunk],
+        pending: &mut Vec<Prepared>,
         report: &mut SyncReport,
         embedded_so_far: &mut usize,
         progress: &dyn Fn(SyncProgress),
-    ) -> Result<Vec<Vec<f32>>> {
-        let hashes: Vec<&str> = chunks.iter().map(|c| c.hash.as_str()).collect();
-        let mut have = backend.cached_embeddings(&hashes)?;
-        report.cache_hits += chunks.iter().filter(|c| have.contains_key(&c.hash)).count();
-        let mut todo: Vec<&NewChunk> = Vec::new();
-        let mut queued = HashSet::new();
-        for c in chunks {
-            if !have.contains_key(&c.hash) && queued.insert(c.hash.as_str()) {
-                todo.push(c);
+    ) -> Result<()> {
+        let mut have: HashMap<String, Vec<f32>> = HashMap::new();
+        let mut failure: Option<IndexError> = None;
+        if let Some(emb) = &self.inner.embedder {
+            let hashes: Vec<&str> = pending
+                .iter()
+                .flat_map(|p| p.chunks.iter().map(|c| c.hash.as_str()))
+                .collect();
+            have = backend.cached_embeddings(&hashes)?;
+            report.cache_hits += hashes.iter().filter(|h| have.contains_key(**h)).count();
+            let mut todo: Vec<&NewChunk> = Vec::new();
+            let mut queued = HashSet::new();
+            for c in pending.iter().flat_map(|p| p.chunks.iter()) {
+                if !have.contains_key(&c.hash) && queued.insert(c.hash.as_str()) {
+                    todo.push(c);
+                }
             }
-        }
-        let dims = emb.dims();
-        for batch in todo.chunks(emb.max_batch().max(1)) {
-            let texts: Vec<&str> = batch.iter().map(|c| c.text.as_str()).collect();
-            let vs = emb.embed(&texts, EmbedKind::Document)?;
-            if vs.len() != texts.len() || vs.iter().any(|v| v.len() != dims) {
-                return Err(IndexError::EmbedShape {
-                    got: vs.len(),
-                    dims: vs.first().map(Vec::len).unwrap_or(0),
-                    expected: texts.len(),
-                    want: dims,
+            let dims = emb.dims();
+            for batch in todo.chunks(emb.max_batch().max(1)) {
+                let texts: Vec<&str> = batch.iter().map(|c| c.text.as_str()).collect();
+                let vs = match emb.embed(&texts, EmbedKind::Document) {
+                    Ok(vs) => vs,
+                    Err(e) => {
+                        failure = Some(e.into());
+                        break;
+                    }
+                };
+                if vs.len() != texts.len() || vs.iter().any(|v| v.len() != dims) {
+                    failure = Some(IndexError::EmbedShape {
+                        got: vs.len(),
+                        dims: vs.first().map(Vec::len).unwrap_or(0),
+                        expected: texts.len(),
+                        want: dims,
+                    });
+                    break;
+                }
+                for (c, v) in batch.iter().zip(vs) {
+                    have.insert(c.hash.clone(), v);
+                }
+                report.chunks_embedded += batch.len();
+                *embedded_so_far += batch.len();
+                progress(SyncProgress::Embedded {
+                    chunks: *embedded_so_far,
                 });
             }
-            for (c, v) in batch.iter().zip(vs) {
-                have.insert(c.hash.clone(), v);
-            }
-            report.chunks_embedded += batch.len();
-            *embedded_so_far += batch.len();
-            progress(SyncProgress::Embedded {
-                chunks: *embedded_so_far,
-            });
         }
-        chunks
-            .iter()
-            .map(|c| {
-                have.get(&c.hash).cloned().ok_or_else(|| {
-                    IndexError::Corrupt(format!("missing vector for chunk {}", c.hash))
-                })
-            })
-            .collect()
+        for mut p in pending.drain(..) {
+            let vectors: Option<Vec<Vec<f32>>> = if self.inner.embedder.is_some() {
+                p.chunks
+                    .iter()
+                    .map(|c| have.get(&c.hash).cloned())
+                    .collect()
+            } else {
+                None
+            };
+            if self.inner.embedder.is_some() && vectors.is_none() {
+                p.record.embedded = false;
+                let why = failure
+                    .as_ref()
+                    .map(|e| e.to_string())
+                    .unwrap_or_else(|| "embedding failed".into());
+                report.issues.push(FileIssue {
+                    path: p.record.path.clone(),
+                    message: format!(
+                        "{why}; indexed for keyword search, vectors retried on the next sync"
+                    ),
+                });
+            }
+            backend.upsert_file(&p.record, &p.chunks, vectors.as_deref())?;
+            report.chunks_written += p.chunks.len();
+            report.indexed.push(p.record.path);
+        }
+        Ok(())
     }
-
-    /// True when a file was added, changed or deleted since the last sync
     /// (a directory walk comparing mtime and size; nothing is read).
     pub fn is_dirty(&self) -> Result<bool> {
         let backend = self.backend()?;

@@ -2,21 +2,30 @@
 //! as spoken by OpenAI, Ollama, vLLM, DeepSeek, DashScope, OpenRouter and
 //! LM Studio.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use mnemo_core::{Content, FunctionCall, Message, Role, ToolCall};
 use serde_json::{json, Map, Value};
 
 use crate::chat::{BoxFuture, ChatModel, ChatRequest, ChatResponse, ModelInfo, ToolChoice, Usage};
-use crate::error::{LlmError, Result};
+use crate::error::{ErrorKind, LlmError, Result};
 use crate::provider::{process_env, ProviderConfig};
 use crate::retry::RetryPolicy;
 use crate::transport::{header_map, Transport};
 
 /// A chat model behind an OpenAI-compatible endpoint.
-#[derive(Debug, Clone)]
+///
+/// Newer OpenAI reasoning models refuse `max_tokens` (they want
+/// `max_completion_tokens`) and any non-default `temperature`; when the
+/// provider says so, the client resends the request adapted once and keeps
+/// the adaptation for later requests.
+#[derive(Debug)]
 pub struct OpenAiChat {
     info: ModelInfo,
     transport: Transport,
     label: String,
+    use_max_completion_tokens: AtomicBool,
+    drop_temperature: AtomicBool,
 }
 
 impl OpenAiChat {
@@ -50,24 +59,73 @@ impl OpenAiChat {
             info,
             transport,
             label,
+            use_max_completion_tokens: AtomicBool::new(false),
+            drop_temperature: AtomicBool::new(false),
         })
     }
 
-    /// The JSON body sent for `req`.
+    /// The JSON body sent for `req` (with the adaptations learnt so far).
     pub fn request_body(&self, req: &ChatRequest) -> Value {
-        request_body(&self.info.model, req)
+        let mut body = request_body(&self.info.model, req);
+        if let Value::Object(o) = &mut body {
+            if self.use_max_completion_tokens.load(Ordering::Relaxed) {
+                if let Some(n) = o.shift_remove("max_tokens") {
+                    o.insert("max_completion_tokens".into(), n);
+                }
+            }
+            if self.drop_temperature.load(Ordering::Relaxed) {
+                o.shift_remove("temperature");
+            }
+        }
+        body
+    }
+
+    /// Learns from a rejection that names a parameter this client can
+    /// adapt; true when the request is worth resending.
+    fn adapt_to(&self, err: &LlmError, req: &ChatRequest) -> bool {
+        if !matches!(
+            err.kind(),
+            ErrorKind::BadRequest | ErrorKind::ToolChoiceUnsupported
+        ) {
+            return false;
+        }
+        let text = err.to_string().to_lowercase();
+        if req.max_tokens.is_some()
+            && text.contains("max_completion_tokens")
+            && !self.use_max_completion_tokens.swap(true, Ordering::Relaxed)
+        {
+            tracing::info!(provider = %self.label, "provider wants max_completion_tokens; resending");
+            return true;
+        }
+        if req.temperature.is_some()
+            && text.contains("temperature")
+            && !self.drop_temperature.swap(true, Ordering::Relaxed)
+        {
+            tracing::info!(provider = %self.label, "provider refuses temperature; resending without it");
+            return true;
+        }
+        false
     }
 
     async fn complete_inner(&self, req: ChatRequest) -> Result<ChatResponse> {
-        let body = self.request_body(&req);
-        let value = self
-            .transport
-            .post_json(&body, req.forces_tool(), in_band_error)
-            .await?;
-        parse_response(&value).map_err(|message| LlmError::Decode {
-            provider: self.label.clone(),
-            message,
-        })
+        loop {
+            let body = self.request_body(&req);
+            match self
+                .transport
+                .post_json(&body, req.forces_tool(), in_band_error)
+                .await
+            {
+                Ok(value) => {
+                    return parse_response(&value).map_err(|message| LlmError::Decode {
+                        provider: self.label.clone(),
+                        message,
+                    });
+                }
+                // Each adaptation is made at most once, so this ends.
+                Err(e) if self.adapt_to(&e, &req) => continue,
+                Err(e) => return Err(e),
+            }
+        }
     }
 }
 

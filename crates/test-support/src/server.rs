@@ -470,8 +470,8 @@ fn pick_reply(
             None => return (inner.default.clone(), dims),
         }
     };
-    // The responder runs outside the lock so that it may call back into the
-    // server (for instance to read `requests()`).
+    // The responder runs outside the lock: a slow responder must not hold
+    // up recording of concurrent requests.
     let (f, dims) = responder;
     (Some(f(req)), dims)
 }

@@ -392,3 +392,39 @@ async fn usage_is_read() {
         }
     );
 }
+
+#[tokio::test]
+async fn adapts_to_reasoning_models_parameters() {
+    let server = ScriptedServer::start().await;
+    server.push(Reply::error(
+        400,
+        json!({"error": {
+            "message": "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.",
+            "type": "invalid_request_error", "param": "max_tokens", "code": "unsupported_parameter"
+        }}),
+    ));
+    server.push(Reply::error(
+        400,
+        json!({"error": {
+            "message": "Unsupported value: 'temperature' does not support 0.2 with this model. Only the default (1) value is supported.",
+            "type": "invalid_request_error", "param": "temperature", "code": "unsupported_value"
+        }}),
+    ));
+    server.set_default(Reply::text("ok"));
+    let model = OpenAiChat::new(&openai_config(server.openai_base())).unwrap();
+    let req = hello().with_max_tokens(64).with_temperature(0.2);
+    assert_eq!(model.complete(req.clone()).await.unwrap().text(), "ok");
+    assert_eq!(model.complete(req).await.unwrap().text(), "ok");
+    let bodies: Vec<_> = server.requests().into_iter().map(|r| r.body).collect();
+    let msgs = json!([{"role": "user", "content": "hello"}]);
+    assert_eq!(
+        bodies,
+        vec![
+            json!({"model": "test-model", "messages": msgs, "max_tokens": 64, "temperature": 0.2f32}),
+            json!({"model": "test-model", "messages": msgs, "max_completion_tokens": 64, "temperature": 0.2f32}),
+            json!({"model": "test-model", "messages": msgs, "max_completion_tokens": 64}),
+            // Later requests are sent adapted straight away.
+            json!({"model": "test-model", "messages": msgs, "max_completion_tokens": 64}),
+        ]
+    );
+}

@@ -87,7 +87,9 @@ pub struct SaveMemory {
 /// error.
 pub fn parse_save_memory(args: &Value) -> Result<SaveMemory> {
     let mut v = args.clone();
-    if let Value::String(s) = &v {
+    // Some providers encode the arguments twice: unwrap strings a few times.
+    for _ in 0..3 {
+        let Value::String(s) = &v else { break };
         v = serde_json::from_str(s)
             .map_err(|e| Error::BadAnswer(format!("save_memory arguments are not JSON: {e}")))?;
     }

@@ -328,3 +328,7 @@ pub fn entries_tokens(entries: &[Entry], counter: &dyn TokenCounter) -> usize {
 pub fn messages_of(entries: &[Entry]) -> Vec<Message> {
     entries.iter().map(|e| e.message.clone()).collect()
 }
+
+#[cfg(test)]
+#[path = "pipeline_tests.rs"]
+mod tests;

@@ -1,0 +1,192 @@
+//! Consolidation against the loopback model server: rounds cut at user
+//! turns, the forced-to-auto fallback, and the raw archive.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use common::*;
+use mnemo_core::Role;
+use mnemo_engine::EngineEvent;
+use mnemo_test_support::Reply;
+use serde_json::json;
+
+#[tokio::test]
+async fn five_rounds_cut_before_user_turns() {
+    let env = env().await;
+    let msgs = chat_turns(60, 200);
+    write_session(&env.ws, &msgs);
+    // Each answer grows MEMORY.md, so the prompt stays over the target and
+    // the next round cuts again.
+    let n = Arc::new(AtomicUsize::new(0));
+    let n2 = n.clone();
+    env.server.respond_with(move |_| {
+        let k = n2.fetch_add(1, Ordering::SeqCst) + 1;
+        let memory: String = (0..k * 12).map(|i| format!("- durable fact number {i} about the user's projects\n")).collect();
+        Reply::tool_call(
+            "save_memory",
+            json!({"history_entry": format!("[2026-03-01 10:00] round {k}"), "memory_update": memory}),
+        )
+    });
+    let engine = engine(
+        &env,
+        8_000,
+        1_000,
+        "exact_tokens = false\nflush_reserve_floor = 0\nflush_soft_threshold = 0\nautocompact_buffer = 0",
+        t0(),
+    );
+    let t = engine.thresholds();
+    assert_eq!(t.budget, 8_000 - 1_000 - 1_024);
+    assert_eq!(t.consolidation_target, t.budget / 2);
+
+    let report = engine.prepare_turn(KEY, "next question").await.unwrap();
+    let rounds: Vec<_> = report
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            EngineEvent::Consolidated(r) => Some(r.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(rounds.len(), 5, "{:#?}", report.events);
+    let mut cursor = 0;
+    for r in &rounds {
+        assert_eq!(r.from, cursor);
+        assert!(r.to > r.from);
+        assert_eq!(
+            msgs[r.to].role,
+            Role::User,
+            "chunk {}..{} must end before a user turn",
+            r.from,
+            r.to
+        );
+        assert!(!r.raw && r.memory_changed);
+        cursor = r.to;
+    }
+    let positions: Vec<usize> = rounds.iter().map(|r| r.to).collect();
+    insta::assert_snapshot!(format!("{positions:?}"), @"[80, 82, 86, 88, 90]");
+    assert_eq!(load(&env.ws).meta.last_consolidated, cursor);
+    let history = engine.memory().read_history().unwrap();
+    for k in 1..=5 {
+        assert!(history.contains(&format!("round {k}")), "{history}");
+    }
+    let reqs = env.server.requests();
+    assert_eq!(reqs.len(), 5);
+    for r in &reqs {
+        assert_eq!(
+            r.body["tool_choice"],
+            json!({"type": "function", "function": {"name": "save_memory"}})
+        );
+    }
+    insta::assert_snapshot!("consolidation_request", shape(&reqs[0].body));
+    // The memory the model returned is on disk, within its cap.
+    let memory = engine.memory().read_memory_md().unwrap();
+    assert!(memory.contains("durable fact number 59"));
+    assert!(report.tokens_after < report.tokens_before);
+}
+
+#[tokio::test]
+async fn forced_choice_falls_back_to_auto_on_dashscope_error() {
+    let env = env().await;
+    write_session(&env.ws, &chat_turns(3, 20));
+    env.server.push(Reply::error(
+        400,
+        json!({"error": {"message": "<400> InternalError.Algo.InvalidParameter: The tool_choice parameter should be [\"none\", \"auto\"]", "type": "invalid_request_error", "code": "invalid_parameter_error"}}),
+    ));
+    env.server.push(Reply::tool_call(
+        "save_memory",
+        json!(json!({"history_entry": "[2026-03-01 10:00] talked", "memory_update": "- likes tea\n- likes tea\n"}).to_string()),
+    ));
+    let engine = engine(&env, 8_000, 1_000, "", t0());
+    let events = engine.consolidate_now(KEY).await.unwrap();
+    let reqs = env.server.requests();
+    assert_eq!(reqs.len(), 2);
+    assert_eq!(
+        reqs[0].body["tool_choice"]["function"]["name"],
+        "save_memory"
+    );
+    assert_eq!(reqs[1].body["tool_choice"], json!("auto"));
+    match &events[..] {
+        [EngineEvent::Consolidated(r)] => {
+            assert!(r.fell_back_to_auto);
+            assert_eq!((r.from, r.to, r.duplicates_dropped), (0, 4, 1));
+        }
+        other => panic!("{other:#?}"),
+    }
+    assert_eq!(engine.memory().read_memory_md().unwrap(), "- likes tea\n");
+    assert_eq!(load(&env.ws).meta.last_consolidated, 4);
+}
+
+#[tokio::test]
+async fn finish_reason_error_also_falls_back() {
+    let env = env().await;
+    write_session(&env.ws, &chat_turns(2, 20));
+    env.server.push(Reply::raw(
+        200,
+        json!({"id": "x", "object": "chat.completion", "model": "qwen", "choices": [{"index": 0, "finish_reason": "error", "message": {"role": "assistant", "content": "tool_choice required is not supported: should be [\"none\", \"auto\"]"}}]}),
+    ));
+    env.server.push(Reply::tool_call(
+        "save_memory",
+        json!([{"history_entry": "[2026-03-01 10:00] hello", "memory_update": "- a"}]),
+    ));
+    let engine = engine(&env, 8_000, 1_000, "", t0());
+    engine.consolidate_now(KEY).await.unwrap();
+    let reqs = env.server.requests();
+    assert_eq!(reqs.len(), 2);
+    assert_eq!(reqs[1].body["tool_choice"], json!("auto"));
+    assert_eq!(load(&env.ws).meta.last_consolidated, 2);
+}
+
+#[tokio::test]
+async fn three_failures_archive_raw_and_lose_nothing() {
+    let env = env().await;
+    let msgs = chat_turns(4, 30);
+    write_session(&env.ws, &msgs);
+    for _ in 0..3 {
+        env.server.push(Reply::text("I would rather chat."));
+    }
+    let engine = engine(&env, 8_000, 1_000, "", t0());
+    let events = engine.consolidate_now(KEY).await.unwrap();
+    let failures = events
+        .iter()
+        .filter(|e| matches!(e, EngineEvent::ConsolidationFailed { .. }))
+        .count();
+    assert_eq!(failures, 3, "{events:#?}");
+    match events.last() {
+        Some(EngineEvent::Consolidated(r)) => assert!(r.raw && r.from == 0 && r.to == 6),
+        other => panic!("{other:?}"),
+    }
+    let history = engine.memory().read_history().unwrap();
+    assert!(
+        history.starts_with("[2026-03-01 10:00] [RAW] 6 messages\n"),
+        "{history}"
+    );
+    for m in &msgs[..6] {
+        assert!(history.contains(&m.text()), "missing {:?}", m.text());
+    }
+    let loaded = load(&env.ws);
+    assert_eq!(loaded.messages.len(), msgs.len());
+    assert_eq!(loaded.meta.last_consolidated, 6);
+    assert_eq!(engine.memory().read_memory_md().unwrap(), "");
+}
+
+#[tokio::test]
+async fn one_consolidation_per_session_at_a_time() {
+    let env = env().await;
+    write_session(&env.ws, &chat_turns(3, 20));
+    let engine = engine(&env, 8_000, 1_000, "lock_wait_secs = 0", t0());
+    let held = mnemo_engine::lock::SessionLock::acquire(&env.ws, KEY, std::time::Duration::ZERO)
+        .await
+        .unwrap();
+    let err = engine.consolidate_now(KEY).await.unwrap_err();
+    assert_eq!(err.code(), mnemo_core::ErrorCode::Busy, "{err}");
+    drop(held);
+    env.server.push(Reply::tool_call(
+        "save_memory",
+        json!({"history_entry": "[2026-03-01 10:00] x", "memory_update": ""}),
+    ));
+    engine.consolidate_now(KEY).await.unwrap();
+    assert_eq!(env.server.request_count(), 1);
+}

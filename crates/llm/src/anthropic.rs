@@ -32,7 +32,9 @@ impl AnthropicChat {
             fixed.push(("x-api-key", key.trim().to_string()));
         }
         let headers = header_map(&fixed, &config.headers)?;
-        let url = format!("{}/v1/messages", config.base_url.trim_end_matches('/'));
+        // A pasted `https://api.anthropic.com/v1` would otherwise give /v1/v1.
+        let base = config.base_url.trim_end_matches('/');
+        let url = format!("{}/v1/messages", base.strip_suffix("/v1").unwrap_or(base));
         let label = config.label();
         let transport = Transport::new(
             url,
@@ -128,11 +130,13 @@ pub(crate) fn request_body(info: &ModelInfo, req: &ChatRequest) -> Value {
 /// blocks, tool results become `tool_result` blocks of a user message, and
 /// consecutive messages of one role are merged (so consecutive tool results
 /// form one user message, as the API requires). Empty texts are dropped
-/// because the API rejects empty text blocks.
+/// because the API rejects empty text blocks; a tool result whose call is
+/// not in the conversation becomes a text block.
 pub(crate) fn convert_messages(
     system: Option<&str>,
     messages: &[Message],
 ) -> (Option<String>, Vec<Value>) {
+    let mut declared: std::collections::HashSet<&str> = std::collections::HashSet::new();
     let mut systems: Vec<String> = system
         .filter(|s| !s.trim().is_empty())
         .map(str::to_string)
@@ -160,6 +164,7 @@ pub(crate) fn convert_messages(
             Role::Assistant => {
                 let mut blocks = content_blocks(m.content.as_ref());
                 for c in m.tool_calls.iter().flatten() {
+                    declared.insert(c.id.as_str());
                     let input = match c.function.arguments_value() {
                         Value::Object(o) => Value::Object(o),
                         Value::Null => json!({}),
@@ -171,7 +176,7 @@ pub(crate) fn convert_messages(
                 push("assistant", blocks);
             }
             Role::Tool => {
-                let block = match &m.tool_call_id {
+                let block = match m.tool_call_id.as_deref().filter(|id| declared.contains(id)) {
                     Some(id) => {
                         let mut b = Map::new();
                         b.insert("type".into(), json!("tool_result"));
@@ -190,8 +195,9 @@ pub(crate) fn convert_messages(
                         }
                         Value::Object(b)
                     }
-                    // A result without a call id cannot be a tool_result
-                    // block; it is kept as text rather than lost.
+                    // A result without a declared call (its call was trimmed
+                    // away) would be refused as a tool_result block; it is
+                    // kept as text rather than lost.
                     None => json!({
                         "type": "text",
                         "text": format!("[{} result] {}", m.name.as_deref().unwrap_or("tool"), m.text()),
@@ -401,6 +407,24 @@ mod tests {
                 input_tokens: 5,
                 output_tokens: 2
             }
+        );
+    }
+
+    #[test]
+    fn result_of_an_unknown_call_is_kept_as_text() {
+        let (_, msgs) = convert_messages(
+            None,
+            &[
+                Message::tool_result("gone", "exec", "out"),
+                Message::user("next"),
+            ],
+        );
+        assert_eq!(
+            msgs,
+            vec![json!({"role": "user", "content": [
+                {"type": "text", "text": "[exec result] out"},
+                {"type": "text", "text": "next"}
+            ]})]
         );
     }
 

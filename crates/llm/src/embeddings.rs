@@ -299,6 +299,7 @@ impl OpenAiEmbedder {
                         Ok(text) => {
                             let cx = FailureContext {
                                 provider: &self.label,
+                                url: &self.url,
                                 key_env: &self.config.api_key_env,
                                 attempts,
                                 retry_after,

@@ -220,6 +220,8 @@ pub fn is_tool_choice_unsupported_text(text: &str) -> bool {
 /// Context for classifying one failed exchange.
 pub(crate) struct FailureContext<'a> {
     pub provider: &'a str,
+    /// The URL that was called, for hints.
+    pub url: &'a str,
     pub key_env: &'a str,
     pub attempts: u32,
     pub retry_after: Option<Duration>,
@@ -323,6 +325,14 @@ pub(crate) fn classify(status: Option<u16>, body: &str, cx: &FailureContext<'_>)
             attempts: cx.attempts,
             message,
         },
+        Some(404) => LlmError::BadRequest {
+            provider,
+            status: 404,
+            message: format!(
+                "{message} (POST {} found nothing: check base_url, which for OpenAI-compatible servers usually ends in /v1, and the model name)",
+                cx.url
+            ),
+        },
         Some(s) => LlmError::BadRequest {
             provider,
             status: s,
@@ -338,6 +348,7 @@ mod tests {
     fn cx() -> FailureContext<'static> {
         FailureContext {
             provider: "p",
+            url: "http://h/v1/x",
             key_env: "K",
             attempts: 1,
             retry_after: None,

@@ -145,7 +145,23 @@ pub(crate) fn request_body(model: &str, req: &ChatRequest) -> Value {
     if let Some(system) = req.system.as_deref().filter(|s| !s.is_empty()) {
         messages.push(json!({"role": "system", "content": system}));
     }
-    messages.extend(req.messages.iter().map(wire_message));
+    // A tool result whose call is not in the conversation (trimmed away)
+    // is refused by the API; it is sent as user text rather than lost.
+    let mut declared = std::collections::HashSet::new();
+    for m in &req.messages {
+        declared.extend(m.tool_call_ids());
+        match (&m.role, m.tool_call_id.as_deref()) {
+            (Role::Tool, id) if id.is_none_or(|id| !declared.contains(id)) => {
+                let text = format!(
+                    "[{} result] {}",
+                    m.name.as_deref().unwrap_or("tool"),
+                    m.text()
+                );
+                messages.push(json!({"role": "user", "content": text}));
+            }
+            _ => messages.push(wire_message(m)),
+        }
+    }
     let mut body = Map::new();
     body.insert("model".into(), json!(model));
     body.insert("messages".into(), Value::Array(messages));
@@ -427,6 +443,18 @@ mod tests {
         assert_eq!(
             in_band_error(&json!({"choices": [{"finish_reason": "stop"}]})),
             None
+        );
+    }
+
+    #[test]
+    fn result_of_an_unknown_call_becomes_user_text() {
+        let req = ChatRequest::new(vec![
+            Message::tool_result("gone", "exec", "out"),
+            Message::user("next"),
+        ]);
+        assert_eq!(
+            request_body("m", &req)["messages"],
+            json!([{"role": "user", "content": "[exec result] out"}, {"role": "user", "content": "next"}])
         );
     }
 

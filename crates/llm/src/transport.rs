@@ -157,6 +157,7 @@ impl Transport {
                         Ok(text) => {
                             let cx = FailureContext {
                                 provider: &self.label,
+                                url: &self.url,
                                 key_env: &self.key_env,
                                 attempts,
                                 retry_after,

@@ -181,3 +181,19 @@ async fn overloaded_is_retried_and_auth_is_not() {
     assert!(err.to_string().contains("$ANTHROPIC_API_KEY"), "{err}");
     assert_eq!(server.request_count(), 3);
 }
+
+#[tokio::test]
+async fn base_url_with_v1_is_accepted() {
+    let server = ScriptedServer::start().await;
+    server.push(Reply::text("ok"));
+    let model = AnthropicChat::new(&anthropic_config(format!("{}/v1/", server.url()))).unwrap();
+    assert_eq!(
+        model
+            .complete(ChatRequest::new(vec![Message::user("hi")]))
+            .await
+            .unwrap()
+            .text(),
+        "ok"
+    );
+    assert_eq!(server.requests()[0].path, "/v1/messages");
+}

@@ -428,3 +428,17 @@ async fn adapts_to_reasoning_models_parameters() {
         ]
     );
 }
+
+#[tokio::test]
+async fn not_found_hints_at_base_url() {
+    let server = ScriptedServer::start().await;
+    // The /v1 is missing: the server has no /chat/completions route.
+    let err = OpenAiChat::new(&openai_config(server.url()))
+        .unwrap()
+        .complete(hello())
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::BadRequest);
+    assert!(err.to_string().contains("usually ends in /v1"), "{err}");
+    assert_eq!(server.request_count(), 1);
+}

@@ -239,6 +239,11 @@ impl Engine {
                 let mut probe = loaded.clone();
                 probe.compactions.push((loaded.messages.len(), rec.clone()));
                 let after = self.measure(&probe, message)?;
+                if after >= before {
+                    // Nothing to gain (the history already fits in the
+                    // tail): writing the record would only grow the prompt.
+                    return Ok(false);
+                }
                 rec.tokens_after = after;
                 self.record(log, rec)?;
                 events.push(EngineEvent::Compacted(CompactionReport {

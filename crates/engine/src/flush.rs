@@ -35,7 +35,12 @@ pub fn flushed_this_cycle(loaded: &LoadedSession) -> bool {
 pub fn bound_lines(text: &str, max_chars: usize) -> (String, usize) {
     let mut out = String::new();
     let mut dropped = 0;
-    for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
+    // Headings are not memories (OpenClaw's validation): skip them.
+    for line in text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+    {
         if out.chars().count() + line.chars().count() + 1 > max_chars {
             dropped += 1;
             continue;

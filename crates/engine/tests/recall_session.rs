@@ -1,0 +1,242 @@
+//! The recall side query (selection, surfaced files, the timeout path),
+//! `/new` with its session note, and the context builder's accounting.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use mnemo_core::Message;
+use mnemo_engine::rebuild_history;
+use mnemo_store::{FrontMatter, MemoryType};
+use mnemo_test_support::Reply;
+use serde_json::json;
+
+fn typed(env: &Env, name: &str, description: &str, kind: MemoryType, body: &str) {
+    let engine_store = mnemo_store::MemoryStore::new(&env.ws, Default::default());
+    engine_store
+        .save_typed(
+            FrontMatter {
+                name: name.into(),
+                description: description.into(),
+                kind,
+            },
+            body,
+        )
+        .unwrap();
+}
+
+#[tokio::test]
+async fn side_query_selects_files_once_per_session() {
+    let env = env().await;
+    typed(
+        &env,
+        "Coffee",
+        "how the user takes coffee",
+        MemoryType::User,
+        "Black, no sugar.",
+    );
+    typed(
+        &env,
+        "Deploy",
+        "production deploy procedure",
+        MemoryType::Project,
+        "Run make deploy.",
+    );
+    typed(
+        &env,
+        "Cats",
+        "names of the user's cats",
+        MemoryType::User,
+        "Tom and Mia.",
+    );
+    env.server.push(Reply::text(
+        "Sure: {\"selected_memories\": [\"memory/coffee.md\", \"deploy.md\", \"memory/nope.md\"]}",
+    ));
+    let engine = engine(&env, 100_000, 1_000, "", t0());
+    let out = engine
+        .select_memories(KEY, "make me a coffee then deploy")
+        .await;
+    assert_eq!(out.selected, ["memory/coffee.md", "memory/deploy.md"]);
+    assert!(!out.timed_out && out.error.is_none());
+    let req = &env.server.requests()[0];
+    insta::assert_snapshot!("recall_request", shape(&req.body));
+    assert_eq!(req.body["max_tokens"], json!(256));
+    let manifest = req.body["messages"][1]["content"].as_str().unwrap();
+    assert!(
+        manifest.contains("- [user] memory/coffee.md ("),
+        "{manifest}"
+    );
+    assert!(manifest.contains("): how the user takes coffee"));
+
+    // Files surfaced once are not offered again.
+    env.server.push(Reply::text("{\"selected_memories\": []}"));
+    engine.select_memories(KEY, "and the cats?").await;
+    let manifest = env.server.requests()[1].body["messages"][1]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        !manifest.contains("coffee.md") && manifest.contains("cats.md"),
+        "{manifest}"
+    );
+
+    // The selected files join the context.
+    let report = engine.build_context_with(KEY, "hi", &out.selected).unwrap();
+    assert!(
+        report.system.contains("Black, no sugar.") && report.system.contains("Run make deploy.")
+    );
+    let part = report
+        .parts
+        .iter()
+        .find(|p| p.name == "selected_memories")
+        .unwrap();
+    assert!(part.tokens > 0);
+}
+
+#[tokio::test]
+async fn slow_side_query_times_out_and_the_turn_goes_on() {
+    let env = env().await;
+    typed(
+        &env,
+        "Coffee",
+        "how the user takes coffee",
+        MemoryType::User,
+        "Black.",
+    );
+    write_session(&env.ws, &chat_turns(2, 10));
+    env.server.push(Reply::delay(
+        Duration::from_secs(5),
+        Reply::text("{\"selected_memories\": [\"memory/coffee.md\"]}"),
+    ));
+    let engine = engine(&env, 100_000, 1_000, "recall_timeout_ms = 200", t0());
+    let report = engine.build_context(KEY, "coffee?").await.unwrap();
+    assert!(report.recall_timed_out);
+    assert!(report.selected_memories.is_empty());
+    assert_eq!(report.messages.last().unwrap().text(), "coffee?");
+    assert_eq!(report.messages.len(), 5);
+}
+
+#[tokio::test]
+async fn concurrent_side_query_and_turn_preparation() {
+    let env = env().await;
+    typed(
+        &env,
+        "Coffee",
+        "how the user takes coffee",
+        MemoryType::User,
+        "Black.",
+    );
+    write_session(&env.ws, &chat_turns(2, 10));
+    env.server.push(Reply::text(
+        "{\"selected_memories\": [\"memory/coffee.md\"]}",
+    ));
+    let engine = engine(&env, 100_000, 1_000, "", t0());
+    let (recall, prepared) = tokio::join!(
+        engine.select_memories(KEY, "coffee?"),
+        engine.prepare_turn(KEY, "coffee?")
+    );
+    assert!(prepared.unwrap().events.is_empty());
+    let report = engine
+        .build_context_with(KEY, "coffee?", &recall.selected)
+        .unwrap();
+    assert_eq!(report.selected_memories, ["memory/coffee.md"]);
+    let json = serde_json::to_value(&report).unwrap();
+    assert_eq!(json["exact"], json!(true));
+    let names: Vec<&str> = json["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "identity",
+            "memory_md",
+            "daily_logs",
+            "selected_memories",
+            "tools",
+            "history",
+            "user_message"
+        ]
+    );
+    let sum: u64 = json["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["tokens"].as_u64().unwrap())
+        .sum();
+    assert_eq!(json["total_tokens"].as_u64().unwrap(), sum);
+}
+
+#[tokio::test]
+async fn new_session_consolidates_and_writes_a_note() {
+    let env = env().await;
+    let mut msgs = chat_turns(10, 20);
+    msgs.push(Message::user("/help").with_timestamp(ts(30)));
+    msgs.push(Message::user("plan the trip to Kyoto").with_timestamp(ts(31)));
+    write_session(&env.ws, &msgs);
+    env.server.push(Reply::tool_call(
+        "save_memory",
+        json!({"history_entry": "[2026-03-01 10:00] trip planning", "memory_update": "- going to Kyoto\n"}),
+    ));
+    env.server.push(Reply::text("Trip Planning!\n"));
+    let engine = engine(&env, 100_000, 1_000, "", t0());
+    let report = engine.new_session(KEY).await.unwrap();
+    assert_eq!(report.slug.as_deref(), Some("trip-planning"));
+    assert!(!report.slug_fallback);
+    assert_eq!(
+        report.note.as_deref(),
+        Some("memory/2026-03-01-trip-planning.md")
+    );
+    assert_eq!(report.cursor, msgs.len());
+    let note =
+        std::fs::read_to_string(env.ws.root().join("memory/2026-03-01-trip-planning.md")).unwrap();
+    assert!(
+        note.starts_with("# Session: 2026-03-01 10:00:00 UTC\n"),
+        "{note}"
+    );
+    assert!(note.contains("- **Session Key**: cli:test"));
+    assert!(note.contains("## Conversation Summary"));
+    assert!(note.contains("user: plan the trip to Kyoto"));
+    assert!(!note.contains("/help"));
+    // The last 15 user and assistant messages only.
+    assert!(
+        !note.contains("question 2:") && note.contains("question 3:"),
+        "{note}"
+    );
+    let reqs = env.server.requests();
+    assert_eq!(
+        reqs[0].body["tool_choice"]["function"]["name"],
+        "save_memory"
+    );
+    insta::assert_snapshot!("slug_request", shape(&reqs[1].body));
+    assert_eq!(
+        engine.memory().read_memory_md().unwrap(),
+        "- going to Kyoto\n"
+    );
+    let loaded = load(&env.ws);
+    assert_eq!(loaded.meta.last_consolidated, msgs.len());
+    assert_eq!(loaded.messages.len(), msgs.len(), "nothing deleted");
+    assert!(rebuild_history(&loaded).is_empty());
+}
+
+#[tokio::test]
+async fn slug_falls_back_to_hhmm_on_timeout() {
+    let env = env().await;
+    write_session(&env.ws, &chat_turns(1, 10));
+    env.server.push(Reply::tool_call(
+        "save_memory",
+        json!({"history_entry": "[2026-03-01 10:00] hi", "memory_update": ""}),
+    ));
+    env.server.push(Reply::delay(
+        Duration::from_secs(5),
+        Reply::text("late-slug"),
+    ));
+    let engine = engine(&env, 100_000, 1_000, "slug_timeout_ms = 200", t0());
+    let report = engine.new_session(KEY).await.unwrap();
+    assert!(report.slug_fallback);
+    assert_eq!(report.note.as_deref(), Some("memory/2026-03-01-1000.md"));
+}

@@ -6,7 +6,7 @@ use serde_json::{json, Map, Value};
 
 use crate::chat::{BoxFuture, ChatModel, ChatRequest, ChatResponse, ModelInfo, ToolChoice, Usage};
 use crate::error::{LlmError, Result};
-use crate::openai::{object_schema, short, token_field};
+use crate::openai::{f32_for_wire, object_schema, short, token_field};
 use crate::provider::{process_env, ProviderConfig};
 use crate::retry::RetryPolicy;
 use crate::transport::{header_map, Transport};
@@ -120,7 +120,7 @@ pub(crate) fn request_body(info: &ModelInfo, req: &ChatRequest) -> Value {
         }
     }
     if let Some(t) = req.temperature {
-        body.insert("temperature".into(), json!(t));
+        body.insert("temperature".into(), json!(f32_for_wire(t)));
     }
     Value::Object(body)
 }

@@ -193,7 +193,7 @@ pub(crate) fn request_body(model: &str, req: &ChatRequest) -> Value {
         body.insert("max_tokens".into(), json!(n));
     }
     if let Some(t) = req.temperature {
-        body.insert("temperature".into(), json!(t));
+        body.insert("temperature".into(), json!(f32_for_wire(t)));
     }
     Value::Object(body)
 }
@@ -375,6 +375,12 @@ pub(crate) fn parse_response(v: &Value) -> std::result::Result<ChatResponse, Str
         finish_reason,
         usage,
     })
+}
+
+/// An f32 as the f64 with the same short decimal form, so 0.2 goes on the
+/// wire as `0.2` and not `0.20000000298023224`.
+pub(crate) fn f32_for_wire(x: f32) -> f64 {
+    x.to_string().parse().unwrap_or(f64::from(x))
 }
 
 pub(crate) fn token_field(v: &Value, pointer: &str) -> u32 {

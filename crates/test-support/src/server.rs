@@ -124,7 +124,10 @@ fn app(shared: Arc<Shared>) -> Router {
 }
 
 impl ScriptedServer {
-    /// Starts the server on the current tokio runtime.
+    /// Starts the server on the current tokio runtime. On a current-thread
+    /// runtime (the `#[tokio::test]` default) the server only runs while the
+    /// test awaits: use [`start_blocking`](Self::start_blocking) with
+    /// blocking clients.
     ///
     /// # Panics
     /// When no loopback port can be bound: a test cannot go on without its

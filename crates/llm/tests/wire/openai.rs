@@ -420,8 +420,8 @@ async fn adapts_to_reasoning_models_parameters() {
     assert_eq!(
         bodies,
         vec![
-            json!({"model": "test-model", "messages": msgs, "max_tokens": 64, "temperature": 0.2f32}),
-            json!({"model": "test-model", "messages": msgs, "max_completion_tokens": 64, "temperature": 0.2f32}),
+            json!({"model": "test-model", "messages": msgs, "max_tokens": 64, "temperature": 0.2}),
+            json!({"model": "test-model", "messages": msgs, "max_completion_tokens": 64, "temperature": 0.2}),
             json!({"model": "test-model", "messages": msgs, "max_completion_tokens": 64}),
             // Later requests are sent adapted straight away.
             json!({"model": "test-model", "messages": msgs, "max_completion_tokens": 64}),

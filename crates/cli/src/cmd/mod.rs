@@ -2,9 +2,13 @@
 //! `run` function; nothing here does work of its own.
 
 mod bench;
+mod eval;
 mod init;
 mod log;
+mod mcp;
 mod memory;
+mod recall;
+mod serve;
 mod session;
 
 use anyhow::Result;
@@ -27,9 +31,24 @@ pub enum Command {
     Memory(memory::MemoryCommand),
     /// Append a line to today's daily log, memory/YYYY-MM-DD.md
     Log(log::LogArgs),
+    /// Index memory and session files for search (incremental; --watch keeps it current)
+    Index(recall::IndexArgs),
+    /// Search memory and past sessions (hybrid BM25 + vectors; keyword-only without a model)
+    Search(recall::SearchArgs),
+    /// Print lines of a memory file (MEMORY.md or memory/…md); paths cannot leave the workspace
+    Get(recall::GetArgs),
+    /// Show the index: files, chunks, model, dimensions and search mode
+    Status(recall::StatusArgs),
+    /// Measure retrieval quality on conversation benchmarks
+    #[command(subcommand)]
+    Eval(eval::EvalCommand),
     /// Measure mnemo's speed on this machine
     #[command(subcommand)]
     Bench(bench::BenchCommand),
+    /// Serve the memory tools over MCP (stdio, or streamable HTTP with --http ADDR)
+    Mcp(mcp::McpArgs),
+    /// Serve the HTTP API
+    Serve(serve::ServeArgs),
 }
 
 /// Runs one command.
@@ -40,5 +59,12 @@ pub fn run(command: Command, global: &GlobalArgs) -> Result<()> {
         Command::Memory(c) => memory::run(c, global),
         Command::Log(args) => log::run(args, global),
         Command::Bench(c) => bench::run(c, global),
+        Command::Mcp(args) => mcp::run(args, global),
+        Command::Serve(args) => serve::run(args, global),
+        Command::Eval(c) => eval::run(c, global),
+        Command::Index(a) => recall::index(a, global),
+        Command::Search(a) => recall::search(a, global),
+        Command::Get(a) => recall::get(a, global),
+        Command::Status(a) => recall::status(a, global),
     }
 }

@@ -1,0 +1,147 @@
+//! `mnemo eval retrieval`: the retrieval benchmark on any file in the
+//! benchmark schema.
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Result};
+use clap::{Args, Subcommand, ValueEnum};
+use indicatif::{ProgressBar, ProgressStyle};
+use mnemo_eval::{EvalOptions, EvalReport, EvalStage, EvalUnit, RetrievalMode};
+
+use crate::ctx::GlobalArgs;
+
+/// Evaluations.
+#[derive(Debug, Subcommand)]
+pub enum EvalCommand {
+    /// Score memory_search on a conversation benchmark (LoCoMo, MemoryBank,
+    /// or any file in the same JSON schema)
+    ///
+    /// Each conversation is written into a fresh workspace (one session log
+    /// per session, one message per turn), indexed with the normal indexer,
+    /// and every question runs through memory_search. Prints any@k, all@k,
+    /// recall@k (k = 1, 3, 5, 10, 25, 50), MRR, NDCG@10 per category, and
+    /// evidence recall within 1,000 / 2,000 / 4,000 retrieved tokens. The
+    /// embedder and index settings come from the workspace configuration.
+    Retrieval(RetrievalArgs),
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum UnitArg {
+    Session,
+    Turn,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ModeArg {
+    Hybrid,
+    Keyword,
+    Vector,
+    /// Keyword, vector and hybrid side by side
+    All,
+}
+
+/// Arguments of `mnemo eval retrieval`.
+#[derive(Debug, Args)]
+pub struct RetrievalArgs {
+    /// The benchmark file (JSON, see the README's data schema)
+    pub file: PathBuf,
+    /// Rank sessions or single turns
+    #[arg(long, value_enum, default_value = "session")]
+    pub unit: UnitArg,
+    /// Retrieval mode
+    #[arg(long, value_enum, default_value = "hybrid")]
+    pub mode: ModeArg,
+    /// Only the first N conversations (for quick runs)
+    #[arg(long, value_name = "N")]
+    pub limit_conversations: Option<usize>,
+    /// Print one JSON object (with an `overall` object: any@5, all@10, recall@10, mrr, …)
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(command: EvalCommand, global: &GlobalArgs) -> Result<()> {
+    match command {
+        EvalCommand::Retrieval(args) => retrieval(args, global),
+    }
+}
+
+fn retrieval(args: RetrievalArgs, global: &GlobalArgs) -> Result<()> {
+    let ctx = global.ctx()?;
+    let mut base = EvalOptions::new(&args.file);
+    base.unit = match args.unit {
+        UnitArg::Session => EvalUnit::Session,
+        UnitArg::Turn => EvalUnit::Turn,
+    };
+    base.limit_conversations = args.limit_conversations;
+    base.index_settings = mnemo_index::IndexSettings::from_config(&ctx.config)?;
+    let modes: Vec<RetrievalMode> = match args.mode {
+        ModeArg::Keyword => vec![RetrievalMode::Keyword],
+        ModeArg::Vector => vec![RetrievalMode::Vector],
+        ModeArg::Hybrid => vec![RetrievalMode::Hybrid],
+        ModeArg::All => vec![
+            RetrievalMode::Keyword,
+            RetrievalMode::Vector,
+            RetrievalMode::Hybrid,
+        ],
+    };
+    let needs_model = modes.iter().any(|m| *m != RetrievalMode::Keyword);
+    if needs_model {
+        let choice = mnemo::build_embedder(&ctx.config)?;
+        match choice.embedder {
+            Some(e) => base.embedder = Some(e),
+            None => bail!(
+                "{} — vector and hybrid modes need an embedding model (or use --mode keyword)",
+                choice.warning.unwrap_or_else(|| "no embedder".into())
+            ),
+        }
+    }
+    let mut reports: Vec<EvalReport> = Vec::new();
+    for mode in modes {
+        let mut opts = base.clone();
+        opts.mode = mode;
+        if mode == RetrievalMode::Keyword {
+            opts.embedder = None;
+        }
+        let bar = ProgressBar::hidden();
+        if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+            bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+        }
+        bar.set_style(
+            ProgressStyle::with_template(
+                "{msg:>28} [{bar:30}] {pos}/{len} conversations {elapsed}",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+        );
+        let progress = |p: &mnemo_eval::EvalProgress| {
+            bar.set_length(p.conversations_total as u64);
+            bar.set_position(p.conversations_done as u64);
+            let stage = match p.stage {
+                EvalStage::Writing => "writing",
+                EvalStage::Indexing => "indexing",
+                EvalStage::Searching => "searching",
+                EvalStage::Finished => "done",
+            };
+            bar.set_message(format!("{} {stage} {}", mode.as_str(), p.conv_id));
+        };
+        let report = mnemo_eval::run_retrieval_eval(&opts, &progress)?;
+        bar.finish_and_clear();
+        reports.push(report);
+    }
+    if args.json {
+        if let [one] = reports.as_slice() {
+            println!("{}", mnemo_eval::render_json(one));
+        } else {
+            let all: Vec<serde_json::Value> = reports
+                .iter()
+                .filter_map(|r| serde_json::from_str(&mnemo_eval::render_json(r)).ok())
+                .collect();
+            println!("{}", serde_json::Value::Array(all));
+        }
+    } else if reports.len() > 1 {
+        print!("{}", mnemo_eval::render_comparison(&reports));
+    } else if let Some(r) = reports.first() {
+        print!("{}", mnemo_eval::render_text(r));
+    }
+    Ok(())
+}

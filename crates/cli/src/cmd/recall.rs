@@ -1,0 +1,237 @@
+//! `mnemo index | search | get | status`: the recall side.
+
+use std::io::Write;
+use std::sync::Arc;
+
+use anyhow::Result;
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use mnemo::Mnemo;
+use mnemo_index::{MemoryIndex, SearchRequest, SyncProgress, SyncReport};
+
+use crate::ctx::GlobalArgs;
+
+/// Arguments of `mnemo index`.
+#[derive(Debug, Args)]
+pub struct IndexArgs {
+    /// Keep running and re-index whenever memory or session files change
+    #[arg(long)]
+    pub watch: bool,
+    /// Rebuild the whole index (into a new database, swapped in when done;
+    /// searches keep working meanwhile)
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// Arguments of `mnemo search`.
+#[derive(Debug, Args)]
+pub struct SearchArgs {
+    /// What to look for: words, a phrase, an identifier
+    pub query: String,
+    /// Print one JSON object: {"mode", "results": [{"path", "start_line", "end_line", "score", "snippet", "source", …}]}
+    #[arg(long)]
+    pub json: bool,
+    /// Results at most
+    #[arg(long, short = 'n', default_value_t = 6)]
+    pub limit: usize,
+    /// Drop results scoring below this (0 to 1)
+    #[arg(long)]
+    pub min_score: Option<f32>,
+}
+
+/// Arguments of `mnemo get`.
+#[derive(Debug, Args)]
+pub struct GetArgs {
+    /// A memory path relative to the workspace: MEMORY.md or memory/…md
+    pub path: String,
+    /// First line to print (1-based)
+    #[arg(long)]
+    pub from: Option<usize>,
+    /// Number of lines to print
+    #[arg(long)]
+    pub lines: Option<usize>,
+}
+
+/// Arguments of `mnemo status`.
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// Print one JSON object
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn open(global: &GlobalArgs) -> Result<(Mnemo, Arc<MemoryIndex>, Option<String>)> {
+    let ctx = global.ctx()?;
+    ctx.require_initialised()?;
+    let m = Mnemo::open(ctx.workspace, ctx.config)?;
+    let warning = m.embedder()?.warning;
+    let index = m.index()?;
+    Ok((m, index, warning))
+}
+
+fn sync_with_bar(index: &MemoryIndex, force: bool) -> Result<SyncReport> {
+    let bar = ProgressBar::hidden();
+    if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+    }
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} indexing [{bar:30}] {pos}/{len} files {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
+    let progress = |p: SyncProgress| match p {
+        SyncProgress::Started { total, .. } => bar.set_length(total as u64),
+        SyncProgress::File { done, .. } => bar.set_position(done as u64),
+        SyncProgress::Embedded { chunks } => bar.set_message(format!("({chunks} chunks embedded)")),
+        SyncProgress::Finished => {}
+    };
+    let report = index.reindex(force, &progress)?;
+    bar.finish_and_clear();
+    Ok(report)
+}
+
+fn print_report(report: &SyncReport) {
+    eprintln!(
+        "{}indexed {} file(s), removed {}, {} chunk(s) written, {} embedded, {} from cache",
+        if report.full_rebuild {
+            "full rebuild: "
+        } else {
+            ""
+        },
+        report.indexed.len(),
+        report.removed.len(),
+        report.chunks_written,
+        report.chunks_embedded,
+        report.cache_hits
+    );
+    for issue in &report.issues {
+        eprintln!("warning: {}: {}", issue.path, issue.message);
+    }
+}
+
+pub fn index(args: IndexArgs, global: &GlobalArgs) -> Result<()> {
+    let (_m, index, warning) = open(global)?;
+    if let Some(w) = &warning {
+        eprintln!("warning: {w}");
+    }
+    let report = sync_with_bar(&index, args.force)?;
+    print_report(&report);
+    let status = index.status()?;
+    if status.chunks == 0 {
+        eprintln!("warning: 0 chunks indexed: the workspace has no memory or session text yet");
+    }
+    if args.watch {
+        eprintln!("watching for changes (Ctrl-C to stop) ...");
+        let _handle = index.watch(|r| match r {
+            Ok(report) if !report.indexed.is_empty() || !report.removed.is_empty() => {
+                print_report(&report)
+            }
+            Ok(_) => {}
+            Err(e) => eprintln!("error: re-index failed: {e}"),
+        })?;
+        loop {
+            std::thread::park();
+        }
+    }
+    Ok(())
+}
+
+pub fn search(args: SearchArgs, global: &GlobalArgs) -> Result<()> {
+    let (_m, index, warning) = open(global)?;
+    let mut req = SearchRequest::new(args.query).max_results(args.limit);
+    if let Some(s) = args.min_score {
+        req = req.min_score(s);
+    }
+    let found = index.search(&req)?;
+    if args.json {
+        println!("{}", serde_json::to_string(&found)?);
+        return Ok(());
+    }
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    if let Some(w) = warning {
+        writeln!(out, "({w})")?;
+    }
+    for w in &found.warnings {
+        writeln!(out, "({w})")?;
+    }
+    if found.results.is_empty() {
+        writeln!(out, "no results ({} search)", mode_name(&found.mode))?;
+    }
+    for hit in &found.results {
+        writeln!(
+            out,
+            "{}  score {:.3}  [{}]",
+            hit.citation,
+            hit.score,
+            hit.source.as_str()
+        )?;
+        for line in hit.snippet.lines().take(8) {
+            writeln!(out, "    {line}")?;
+        }
+        writeln!(out)?;
+    }
+    Ok(())
+}
+
+fn mode_name(mode: &mnemo_index::SearchMode) -> String {
+    serde_json::to_value(mode)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+pub fn get(args: GetArgs, global: &GlobalArgs) -> Result<()> {
+    let ctx = global.ctx()?;
+    ctx.require_initialised()?;
+    // Reading needs no embedder: keep `get` fast and offline.
+    let mut config = ctx.config;
+    config.set("embedder.kind", "none");
+    let m = Mnemo::open(ctx.workspace, config)?;
+    let got = m.index()?.get(&args.path, args.from, args.lines)?;
+    print!("{}", got.text);
+    if !got.text.is_empty() && !got.text.ends_with('\n') {
+        println!();
+    }
+    Ok(())
+}
+
+pub fn status(args: StatusArgs, global: &GlobalArgs) -> Result<()> {
+    let (_m, index, warning) = open(global)?;
+    let st = index.status()?;
+    if args.json {
+        let mut v = serde_json::to_value(&st)?;
+        if let (Some(obj), Some(w)) = (v.as_object_mut(), &warning) {
+            obj.insert("warning".into(), serde_json::Value::String(w.clone()));
+        }
+        println!("{v}");
+        return Ok(());
+    }
+    println!("mode:    {}", mode_name(&st.mode));
+    println!(
+        "model:   {}",
+        st.model.as_deref().unwrap_or("(none: keyword-only)")
+    );
+    println!(
+        "dims:    {}",
+        st.dims.map(|d| d.to_string()).unwrap_or_else(|| "-".into())
+    );
+    println!("files:   {}", st.files);
+    println!("chunks:  {} ({} with vectors)", st.chunks, st.vectors);
+    println!(
+        "index:   {}{}",
+        st.db_path,
+        if st.dirty {
+            " (files changed since the last sync)"
+        } else {
+            ""
+        }
+    );
+    if st.needs_full_reindex {
+        println!("note:    the model or chunking changed: `mnemo index --force` rebuilds");
+    }
+    if let Some(w) = warning {
+        println!("warning: {w}");
+    }
+    Ok(())
+}

@@ -1,0 +1,146 @@
+//! `mnemo index | search | get | status` through the real binary, with the
+//! real local model.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn model_dir() -> PathBuf {
+    let dir = std::env::var_os("MNEMO_TEST_MODEL_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.mnemo-models/all-MiniLM-L6-v2")
+        });
+    assert!(
+        dir.join("model.safetensors").exists(),
+        "no model at {}: run scripts/fetch-models.sh",
+        dir.display()
+    );
+    dir
+}
+
+fn mnemo(ws: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_mnemo"))
+        .arg("--workspace")
+        .arg(ws)
+        .args(args)
+        .env_remove("MNEMO_WORKSPACE")
+        .output()
+        .unwrap()
+}
+
+fn ok(o: Output) -> String {
+    assert!(
+        o.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout).unwrap()
+}
+
+#[test]
+fn index_search_get_status_with_the_local_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path();
+    ok(mnemo(ws, &["init"]));
+    let model = format!("embedder.path={}", model_dir().display());
+    std::fs::write(ws.join("memory/2026-11-01.md"), "# 2026-11-01\n\n- The staging database password rotates every Friday.\n- Build failed with ERR-4711 in the linker step.\n").unwrap();
+    std::fs::write(
+        ws.join("memory/2026-11-02.md"),
+        "# 2026-11-02\n\n- Alice prefers green tea and hates meetings before ten.\n",
+    )
+    .unwrap();
+    ok(mnemo(
+        ws,
+        &[
+            "session",
+            "append",
+            "cli:direct",
+            "--role",
+            "user",
+            "--content",
+            "我很喜欢弹钢琴和画画",
+        ],
+    ));
+
+    let out = mnemo(ws, &["--set", &model, "index"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("indexed"));
+
+    let json = ok(mnemo(
+        ws,
+        &[
+            "--set",
+            &model,
+            "search",
+            "what does Alice like to drink?",
+            "--json",
+        ],
+    ));
+    let v: serde_json::Value = serde_json::from_str(json.trim()).unwrap();
+    assert_eq!(v["mode"], "hybrid");
+    let first = &v["results"][0];
+    assert_eq!(first["path"], "memory/2026-11-02.md", "{v:#}");
+    for key in ["start_line", "end_line", "score", "snippet", "source"] {
+        assert!(!first[key].is_null(), "{key} missing: {first}");
+    }
+
+    let json = ok(mnemo(
+        ws,
+        &[
+            "--set", &model, "search", "ERR-4711", "--json", "--limit", "3",
+        ],
+    ));
+    let v: serde_json::Value = serde_json::from_str(json.trim()).unwrap();
+    assert_eq!(v["results"][0]["path"], "memory/2026-11-01.md");
+
+    let json = ok(mnemo(ws, &["--set", &model, "search", "钢琴", "--json"]));
+    let v: serde_json::Value = serde_json::from_str(json.trim()).unwrap();
+    assert_eq!(v["results"][0]["source"], "sessions", "{v:#}");
+
+    let text = ok(mnemo(
+        ws,
+        &["get", "memory/2026-11-01.md", "--from", "3", "--lines", "1"],
+    ));
+    assert_eq!(
+        text,
+        "- The staging database password rotates every Friday.\n"
+    );
+    assert_eq!(ok(mnemo(ws, &["get", "memory/missing.md"])), "");
+    for bad in ["../outside.md", "/etc/passwd", "memory/../../x.md"] {
+        let o = mnemo(ws, &["get", bad]);
+        assert!(!o.status.success(), "{bad} was not refused");
+        assert!(!String::from_utf8_lossy(&o.stderr).trim().is_empty());
+    }
+
+    let st: serde_json::Value =
+        serde_json::from_str(ok(mnemo(ws, &["--set", &model, "status", "--json"])).trim()).unwrap();
+    assert_eq!(st["mode"], "hybrid");
+    assert_eq!(st["dims"], 384);
+    assert!(st["chunks"].as_u64().unwrap() >= 3);
+}
+
+#[test]
+fn keyword_only_mode_is_stated() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path();
+    ok(mnemo(ws, &["init"]));
+    std::fs::write(
+        ws.join("memory/notes.md"),
+        "# Notes\n\nThe deploy key is DK-2231.\n",
+    )
+    .unwrap();
+    let json = ok(mnemo(
+        ws,
+        &["--set", "embedder.kind=none", "search", "DK-2231", "--json"],
+    ));
+    let v: serde_json::Value = serde_json::from_str(json.trim()).unwrap();
+    assert_eq!(v["mode"], "keyword");
+    assert_eq!(v["results"][0]["path"], "memory/notes.md");
+    let st = ok(mnemo(ws, &["--set", "embedder.kind=none", "status"]));
+    assert!(st.contains("keyword"), "{st}");
+}

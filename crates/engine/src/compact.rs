@@ -389,8 +389,12 @@ impl Engine {
         self.level_microcompact(&mut log, user_message, false, &mut events)
             .await?;
         let tokens = self.measure(&log.load()?, user_message)?;
+        let log_bytes = std::fs::metadata(log.path()).map(|m| m.len()).unwrap_or(0);
         if tokens >= t.flush {
             self.flush_if_needed(&mut log, "threshold", tokens, &mut events)
+                .await?;
+        } else if log_bytes >= self.settings.flush_transcript_bytes {
+            self.flush_if_needed(&mut log, "transcript_size", tokens, &mut events)
                 .await?;
         }
         if tokens >= t.autocompact {

@@ -39,7 +39,7 @@ fn save_memory_payload_shapes() {
     let obj = json!({"history_entry": "[2026-01-01 10:00] e", "memory_update": "m"});
     assert_eq!(parse_save_memory(&obj).unwrap(), ok);
     assert_eq!(parse_save_memory(&json!(obj.to_string())).unwrap(), ok);
-    assert_eq!(parse_save_memory(&json!([1, obj.clone()])).unwrap(), ok);
+    assert_eq!(parse_save_memory(&json!([1, obj])).unwrap(), ok);
     let nonstr =
         parse_save_memory(&json!({"history_entry": "e", "memory_update": {"a": 1}})).unwrap();
     assert_eq!(nonstr.memory_update, "{\"a\":1}");

@@ -32,15 +32,6 @@ pub enum Error {
     /// call, missing fields). Counted as a consolidation failure.
     #[error("the model's answer was unusable: {0}")]
     BadAnswer(String),
-    /// The compaction circuit breaker is open after repeated failures;
-    /// `compact` with an explicit level, or a new session, resets it.
-    #[error("autocompact is disabled for session {key:?} after {failures} consecutive failures: run `mnemo compact {key}` to retry, or `mnemo new {key}`")]
-    BreakerOpen {
-        /// Session key.
-        key: String,
-        /// Consecutive failures.
-        failures: u32,
-    },
     /// The prompt still overflows the context window after every recovery.
     #[error("the prompt of session {key:?} still does not fit the context window after {attempts} compactions: {message}")]
     StillOverflowing {
@@ -75,7 +66,6 @@ impl Error {
             Error::Config(_) => ErrorCode::Config,
             Error::Busy { .. } => ErrorCode::Busy,
             Error::BadAnswer(_) | Error::StillOverflowing { .. } => ErrorCode::Provider,
-            Error::BreakerOpen { .. } => ErrorCode::Busy,
             Error::Invalid(_) => ErrorCode::InvalidInput,
             Error::Io { .. } => ErrorCode::Io,
         }

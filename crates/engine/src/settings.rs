@@ -36,6 +36,9 @@ pub struct EngineSettings {
     pub flush_soft_threshold: usize,
     /// The flush turn runs at all.
     pub flush_enabled: bool,
+    /// A session log this large forces the flush whatever the tokens
+    /// (OpenClaw: 2 MB).
+    pub flush_transcript_bytes: u64,
 
     /// Cap on the output reserve of the effective window (20,000).
     pub autocompact_output_cap: usize,
@@ -113,6 +116,7 @@ impl Default for EngineSettings {
             flush_reserve_floor: 20_000,
             flush_soft_threshold: 4_000,
             flush_enabled: true,
+            flush_transcript_bytes: 2 * 1024 * 1024,
             autocompact_output_cap: 20_000,
             autocompact_buffer: 13_000,
             tail_tokens: 20_000,

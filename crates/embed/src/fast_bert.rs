@@ -19,6 +19,35 @@ use gemm::Parallelism;
 use crate::error::{Error, Result};
 use crate::model_files::Pooling;
 
+/// The vector extensions the element-wise loops are compiled for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Isa {
+    Base,
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    Avx2,
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    Avx512,
+}
+
+impl Isa {
+    fn detect() -> Self {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::env::var_os("MNEMO_EMBED_NO_AVX512").is_none()
+                && is_x86_feature_detected!("avx512f")
+                && is_x86_feature_detected!("avx512vl")
+                && is_x86_feature_detected!("fma")
+            {
+                return Isa::Avx512;
+            }
+            if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
+                return Isa::Avx2;
+            }
+        }
+        Isa::Base
+    }
+}
+
 struct Layer {
     /// Q, K and V projections side by side, `[hidden, 3 * hidden]` row-major.
     qkv_w: Vec<f32>,
@@ -40,6 +69,7 @@ struct Layer {
 
 /// BERT encoder weights laid out for [`FastBert::forward`].
 pub(crate) struct FastBert {
+    isa: Isa,
     hidden: usize,
     heads: usize,
     inter: usize,
@@ -143,6 +173,7 @@ impl FastBert {
             &[c.type_vocab_size, h],
         )?;
         Ok(FastBert {
+            isa: Isa::detect(),
             hidden: h,
             heads: c.num_attention_heads,
             inter: i,
@@ -237,9 +268,51 @@ impl FastBert {
         Ok(out)
     }
 
-    /// Runs the encoder over `seqs` packed end to end. Token ids and lengths
-    /// were checked by the caller.
+    /// Runs the encoder over `seqs` packed end to end, with the element-wise
+    /// loops compiled for the widest vector unit the CPU has (`gemm` picks
+    /// its own kernel at run time). Token ids and lengths were checked by
+    /// the caller.
     fn forward_group(&self, seqs: &[&[u32]], pooling: Pooling, par: Parallelism) -> Vec<Vec<f32>> {
+        #[cfg(target_arch = "x86_64")]
+        match self.isa {
+            // SAFETY: `isa` was set from run-time CPU feature detection.
+            Isa::Avx512 => return unsafe { self.forward_group_avx512(seqs, pooling, par) },
+            // SAFETY: as above.
+            Isa::Avx2 => return unsafe { self.forward_group_avx2(seqs, pooling, par) },
+            Isa::Base => {}
+        }
+        self.forward_group_body(seqs, pooling, par)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
+    unsafe fn forward_group_avx512(
+        &self,
+        seqs: &[&[u32]],
+        pooling: Pooling,
+        par: Parallelism,
+    ) -> Vec<Vec<f32>> {
+        self.forward_group_body(seqs, pooling, par)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn forward_group_avx2(
+        &self,
+        seqs: &[&[u32]],
+        pooling: Pooling,
+        par: Parallelism,
+    ) -> Vec<Vec<f32>> {
+        self.forward_group_body(seqs, pooling, par)
+    }
+
+    #[inline(always)]
+    fn forward_group_body(
+        &self,
+        seqs: &[&[u32]],
+        pooling: Pooling,
+        par: Parallelism,
+    ) -> Vec<Vec<f32>> {
         let h = self.hidden;
         let t: usize = seqs.iter().map(|s| s.len()).sum();
         if t == 0 {
@@ -265,11 +338,13 @@ impl FastBert {
         let mut ctx = vec![0f32; t * h];
         let mut tmp = vec![0f32; t * h];
         let mut mid = vec![0f32; t * self.inter];
-        let mut scores = vec![0f32; max_len];
+        let padded = max_len.div_ceil(JB) * JB;
+        let mut scores = vec![0f32; padded];
+        let mut kt = vec![0f32; padded * (h / self.heads)];
         let lens: Vec<usize> = seqs.iter().map(|s| s.len()).collect();
         for l in &self.layers {
             linear(&x, &l.qkv_w, &l.qkv_b, &mut qkv, t, h, 3 * h, par);
-            self.attention(&qkv, &mut ctx, &lens, &mut scores);
+            self.attention(&qkv, &mut ctx, &lens, &mut scores, &mut kt);
             linear(&ctx, &l.ao_w, &l.ao_b, &mut tmp, t, h, h, par);
             add_layer_norm(&mut x, &tmp, h, &l.ln1_w, &l.ln1_b, self.eps);
             linear(&x, &l.up_w, &l.up_b, &mut mid, t, h, self.inter, par);
@@ -302,46 +377,166 @@ impl FastBert {
 
     /// Scaled dot-product attention of each sequence with itself, head by
     /// head; `qkv` rows hold Q, K and V side by side.
-    fn attention(&self, qkv: &[f32], ctx: &mut [f32], lens: &[usize], scores: &mut [f32]) {
+    #[inline(always)]
+    fn attention(
+        &self,
+        qkv: &[f32],
+        ctx: &mut [f32],
+        lens: &[usize],
+        scores: &mut [f32],
+        kt: &mut [f32],
+    ) {
         let h = self.hidden;
-        let hd = h / self.heads;
-        let scale = 1.0 / (hd as f32).sqrt();
-        let stride = 3 * h;
-        let mut start = 0;
-        for &len in lens {
-            for head in 0..self.heads {
-                let off = head * hd;
-                for i in 0..len {
-                    let qi = (start + i) * stride + off;
-                    let q = &qkv[qi..qi + hd];
-                    let mut max = f32::NEG_INFINITY;
-                    for (j, slot) in scores[..len].iter_mut().enumerate() {
-                        let kj = (start + j) * stride + h + off;
-                        let s = dot(q, &qkv[kj..kj + hd]) * scale;
-                        *slot = s;
-                        max = max.max(s);
-                    }
-                    let mut sum = 0.0;
-                    for s in &mut scores[..len] {
-                        *s = fast_exp(*s - max);
-                        sum += *s;
-                    }
-                    let inv = 1.0 / sum;
-                    let ci = (start + i) * h + off;
-                    let c = &mut ctx[ci..ci + hd];
-                    c.fill(0.0);
-                    for (j, &score) in scores[..len].iter().enumerate() {
-                        let p = score * inv;
-                        let vj = (start + j) * stride + 2 * h + off;
-                        for (a, b) in c.iter_mut().zip(&qkv[vj..vj + hd]) {
-                            *a += p * b;
+        match h / self.heads {
+            32 => attention_heads::<32>(qkv, ctx, lens, scores, kt, h, self.heads),
+            64 => attention_heads::<64>(qkv, ctx, lens, scores, kt, h, self.heads),
+            hd => attention_heads_dyn(qkv, ctx, lens, scores, kt, h, self.heads, hd),
+        }
+    }
+}
+
+/// Score columns computed together: one 512-bit register of partial sums.
+const JB: usize = 16;
+
+/// Attention for head size `HD`. One head's K is stored transposed in `kt`
+/// (`HD` rows of the sequence length rounded up to [`JB`], zero-padded), so a
+/// block of [`JB`] scores accumulates in registers over `d`; the context row
+/// (`HD` values) likewise accumulates in registers over the keys.
+#[inline(always)]
+fn attention_heads<const HD: usize>(
+    qkv: &[f32],
+    ctx: &mut [f32],
+    lens: &[usize],
+    scores: &mut [f32],
+    kt: &mut [f32],
+    h: usize,
+    heads: usize,
+) {
+    let scale = 1.0 / (HD as f32).sqrt();
+    let stride = 3 * h;
+    let mut start = 0;
+    for &len in lens {
+        let lp = len.div_ceil(JB) * JB;
+        let rows = &qkv[start * stride..(start + len) * stride];
+        let kt = &mut kt[..HD * lp];
+        kt.fill(0.0);
+        for head in 0..heads {
+            let off = head * HD;
+            for (j, row) in rows.chunks_exact(stride).enumerate() {
+                for (d, &k) in row[h + off..h + off + HD].iter().enumerate() {
+                    kt[d * lp + j] = k;
+                }
+            }
+            for (i, row) in rows.chunks_exact(stride).enumerate() {
+                let mut q = [0f32; HD];
+                for (a, &b) in q.iter_mut().zip(&row[off..off + HD]) {
+                    *a = b * scale;
+                }
+                let sc = &mut scores[..lp];
+                for (jb, out) in sc.chunks_exact_mut(JB).enumerate() {
+                    let mut acc = [0f32; JB];
+                    for (d, &qd) in q.iter().enumerate() {
+                        let k: &[f32; JB] =
+                            match kt[d * lp + jb * JB..d * lp + jb * JB + JB].try_into() {
+                                Ok(k) => k,
+                                Err(_) => continue,
+                            };
+                        for l in 0..JB {
+                            acc[l] += qd * k[l];
                         }
+                    }
+                    out.copy_from_slice(&acc);
+                }
+                let sc = &mut scores[..len];
+                let max = max_of(sc);
+                for s in sc.iter_mut() {
+                    *s = fast_exp(*s - max);
+                }
+                let inv = 1.0 / sum8(sc);
+                let mut acc = [0f32; HD];
+                for (&p, vrow) in sc.iter().zip(rows.chunks_exact(stride)) {
+                    let v: &[f32; HD] = match vrow[2 * h + off..2 * h + off + HD].try_into() {
+                        Ok(v) => v,
+                        Err(_) => continue,
+                    };
+                    for l in 0..HD {
+                        acc[l] += p * v[l];
+                    }
+                }
+                let ci = (start + i) * h + off;
+                for (c, a) in ctx[ci..ci + HD].iter_mut().zip(&acc) {
+                    *c = a * inv;
+                }
+            }
+        }
+        start += len;
+    }
+}
+
+/// Attention for any head size (models whose heads are not 32 or 64 wide).
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn attention_heads_dyn(
+    qkv: &[f32],
+    ctx: &mut [f32],
+    lens: &[usize],
+    scores: &mut [f32],
+    _kt: &mut [f32],
+    h: usize,
+    heads: usize,
+    hd: usize,
+) {
+    let scale = 1.0 / (hd as f32).sqrt();
+    let stride = 3 * h;
+    let mut start = 0;
+    for &len in lens {
+        let rows = &qkv[start * stride..(start + len) * stride];
+        for head in 0..heads {
+            let off = head * hd;
+            for (i, row) in rows.chunks_exact(stride).enumerate() {
+                let q = &row[off..off + hd];
+                let sc = &mut scores[..len];
+                for (s, krow) in sc.iter_mut().zip(rows.chunks_exact(stride)) {
+                    let k = &krow[h + off..h + off + hd];
+                    *s = q.iter().zip(k).map(|(a, b)| a * b).sum::<f32>() * scale;
+                }
+                let max = max_of(sc);
+                for s in sc.iter_mut() {
+                    *s = fast_exp(*s - max);
+                }
+                let inv = 1.0 / sum8(sc);
+                let ci = (start + i) * h + off;
+                let c = &mut ctx[ci..ci + hd];
+                c.fill(0.0);
+                for (&p, vrow) in sc.iter().zip(rows.chunks_exact(stride)) {
+                    for (a, &v) in c.iter_mut().zip(&vrow[2 * h + off..2 * h + off + hd]) {
+                        *a += p * inv * v;
                     }
                 }
             }
-            start += len;
+        }
+        start += len;
+    }
+}
+
+/// Largest value, in lanes so the loop vectorises.
+#[inline(always)]
+fn max_of(v: &[f32]) -> f32 {
+    let mut m = [f32::NEG_INFINITY; 8];
+    let chunks = v.chunks_exact(8);
+    let mut best = chunks
+        .remainder()
+        .iter()
+        .fold(f32::NEG_INFINITY, |a, &b| if b > a { b } else { a });
+    for c in chunks {
+        for (a, &x) in m.iter_mut().zip(c) {
+            *a = if x > *a { x } else { *a };
         }
     }
+    for x in m {
+        best = if x > best { x } else { best };
+    }
+    best
 }
 
 /// `out[t, n] = x[t, k] · w[k, n] + b[n]`, all row-major.
@@ -392,28 +587,38 @@ fn linear(
     }
 }
 
-#[inline]
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    // Eight accumulators so the loop vectorises without reassociation flags.
+/// Sum with eight partial sums, so the loop vectorises without
+/// reassociation flags.
+#[inline(always)]
+fn sum8(v: &[f32]) -> f32 {
     let mut acc = [0f32; 8];
-    let n = a.len().min(b.len());
-    let chunks = n / 8;
-    for c in 0..chunks {
-        for l in 0..8 {
-            acc[l] += a[c * 8 + l] * b[c * 8 + l];
+    let chunks = v.chunks_exact(8);
+    let rest: f32 = chunks.remainder().iter().sum();
+    for c in chunks {
+        for (a, x) in acc.iter_mut().zip(c) {
+            *a += x;
         }
     }
-    let mut s: f32 = acc.iter().sum();
-    for i in chunks * 8..n {
-        s += a[i] * b[i];
-    }
-    s
+    acc.iter().sum::<f32>() + rest
 }
 
+#[inline(always)]
 fn layer_norm(v: &mut [f32], w: &[f32], b: &[f32], eps: f32) {
     let n = v.len() as f32;
-    let mean = v.iter().sum::<f32>() / n;
-    let var = v.iter().map(|x| (x - mean) * (x - mean)).sum::<f32>() / n;
+    let mean = sum8(v) / n;
+    let mut sq = [0f32; 8];
+    let chunks = v.chunks_exact(8);
+    let rest: f32 = chunks
+        .remainder()
+        .iter()
+        .map(|x| (x - mean) * (x - mean))
+        .sum();
+    for c in chunks {
+        for (a, x) in sq.iter_mut().zip(c) {
+            *a += (x - mean) * (x - mean);
+        }
+    }
+    let var = (sq.iter().sum::<f32>() + rest) / n;
     let r = 1.0 / (var + eps).sqrt();
     for ((x, w), b) in v.iter_mut().zip(w).zip(b) {
         *x = (*x - mean) * r * w + b;
@@ -421,6 +626,7 @@ fn layer_norm(v: &mut [f32], w: &[f32], b: &[f32], eps: f32) {
 }
 
 /// `x = layer_norm(x + delta)` row by row.
+#[inline(always)]
 fn add_layer_norm(x: &mut [f32], delta: &[f32], h: usize, w: &[f32], b: &[f32], eps: f32) {
     for (row, d) in x.chunks_exact_mut(h).zip(delta.chunks_exact(h)) {
         for (a, b) in row.iter_mut().zip(d) {
@@ -430,11 +636,24 @@ fn add_layer_norm(x: &mut [f32], delta: &[f32], h: usize, w: &[f32], b: &[f32], 
     }
 }
 
+#[inline(always)]
 fn activate(v: &mut [f32], act: HiddenAct) {
     match act {
-        HiddenAct::Gelu => v.iter_mut().for_each(|x| *x = gelu_erf(*x)),
-        HiddenAct::GeluApproximate => v.iter_mut().for_each(|x| *x = gelu_tanh(*x)),
-        HiddenAct::Relu => v.iter_mut().for_each(|x| *x = x.max(0.0)),
+        HiddenAct::Gelu => {
+            for x in v.iter_mut() {
+                *x = gelu_erf(*x);
+            }
+        }
+        HiddenAct::GeluApproximate => {
+            for x in v.iter_mut() {
+                *x = gelu_tanh(*x);
+            }
+        }
+        HiddenAct::Relu => {
+            for x in v.iter_mut() {
+                *x = x.max(0.0);
+            }
+        }
     }
 }
 
@@ -443,7 +662,13 @@ fn activate(v: &mut [f32], act: HiddenAct) {
 #[inline(always)]
 pub(crate) fn fast_exp(x: f32) -> f32 {
     let x = x.clamp(-87.0, 88.0);
-    let n = (x * std::f32::consts::LOG2_E).round();
+    // Round to nearest through the float adder: no call, vectorises on SSE2.
+    const MAGIC: f32 = 12_582_912.0; // 1.5 * 2^23
+    let t = x * std::f32::consts::LOG2_E + MAGIC;
+    let n = t - MAGIC;
+    // The integer n sits in t's low mantissa bits: no float-to-int
+    // conversion, whose saturating semantics would block vectorisation.
+    let ni = t.to_bits().wrapping_sub(MAGIC.to_bits()) as i32;
     let r = x - n * 0.693_359_4 + n * 2.121_944_4e-4;
     let p = 1.987_569_1e-4;
     let p = p * r + 1.398_199_9e-3;
@@ -452,7 +677,7 @@ pub(crate) fn fast_exp(x: f32) -> f32 {
     let p = p * r + 1.666_666_5e-1;
     let p = p * r + 5e-1;
     let y = p * r * r + r + 1.0;
-    y * f32::from_bits(((n as i32 + 127) as u32) << 23)
+    y * f32::from_bits((ni.wrapping_add(127) as u32) << 23)
 }
 
 /// `0.5 x (1 + erf(x / √2))`, with erf from Abramowitz & Stegun 7.1.26

@@ -1,0 +1,78 @@
+//! One-shot throughput of the local model: sentences per second for each
+//! forward-pass implementation on the first N LoCoMo turn texts (the same
+//! sentences as `benches/embed.rs` and `benches/st_baseline.py`).
+//!
+//! `cargo run --release -p mnemo-embed --example throughput -- [N] [REPEAT] [ENGINE...]`
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use mnemo_core::{EmbedKind, Embedder};
+use mnemo_embed::{Engine, LocalEmbedder, LocalModelSpec};
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let n: usize = args.first().and_then(|a| a.parse().ok()).unwrap_or(512);
+    let repeat: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(3);
+    let engines: Vec<Engine> = if args.len() > 2 {
+        args[2..]
+            .iter()
+            .map(|a| match a.as_str() {
+                "candle" => Engine::Candle,
+                _ => Engine::Fast,
+            })
+            .collect()
+    } else {
+        vec![Engine::Fast, Engine::Candle]
+    };
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let dir = std::env::var_os("MNEMO_TEST_MODEL_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join(".mnemo-models/all-MiniLM-L6-v2"));
+    let data = std::env::var_os("MNEMO_DATA_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("../shared/data"));
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(data.join("locomo_en.json")).unwrap())
+            .unwrap();
+    let mut texts = Vec::new();
+    'outer: for conv in json["conversations"].as_array().unwrap() {
+        for session in conv["sessions"].as_array().unwrap() {
+            for turn in session["turns"].as_array().unwrap() {
+                texts.push(turn["text"].as_str().unwrap_or_default().to_string());
+                if texts.len() == n {
+                    break 'outer;
+                }
+            }
+        }
+    }
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    for engine in engines {
+        let spec = LocalModelSpec {
+            engine,
+            ..LocalModelSpec::from_path(&dir)
+        };
+        let m = LocalEmbedder::load_with(&dir, &spec).unwrap();
+        m.embed(&refs[..refs.len().min(32)], EmbedKind::Document)
+            .unwrap();
+        let mut rates = Vec::new();
+        for _ in 0..repeat {
+            let t0 = Instant::now();
+            m.embed(&refs, EmbedKind::Document).unwrap();
+            rates.push(refs.len() as f64 / t0.elapsed().as_secs_f64());
+        }
+        rates.sort_by(|a, b| a.total_cmp(b));
+        println!(
+            "{engine:?}: n={} threads={} median {:.1} sentences/s, best {:.1}, all {:?}",
+            refs.len(),
+            spec.effective_threads(),
+            rates[rates.len() / 2],
+            rates[rates.len() - 1],
+            rates
+                .iter()
+                .map(|r| (r * 10.0).round() / 10.0)
+                .collect::<Vec<_>>()
+        );
+    }
+}

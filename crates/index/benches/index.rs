@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use criterion::Criterion;
 use mnemo_core::{Embedder, Workspace};
 use mnemo_embed::{HashEmbedder, LocalEmbedder};
-use mnemo_index::vectors::{bandwidth_baseline, VectorSet};
+use mnemo_index::vectors::{bandwidth_baseline, Int8Set, VectorSet};
 use mnemo_index::{IndexSettings, MemoryIndex, SearchRequest};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
@@ -102,9 +102,19 @@ fn random_vectors(rng: &mut StdRng, n: usize) -> Vec<f32> {
     data
 }
 
+/// Words drawn from a skewed vocabulary: 30 % from a small set of frequent
+/// words (present in most chunks, like stop words), the rest from 5,000 rarer
+/// terms with a long tail, so posting lists look like real text.
 fn sentence(rng: &mut StdRng, words: usize) -> String {
     (0..words)
-        .map(|_| WORDS[rng.random_range(0..WORDS.len())])
+        .map(|_| {
+            if rng.random::<f32>() < 0.3 {
+                WORDS[rng.random_range(0..WORDS.len())].to_string()
+            } else {
+                let u: f64 = rng.random();
+                format!("term{}", (u * u * u * 5000.0) as usize)
+            }
+        })
         .collect::<Vec<_>>()
         .join(" ")
 }
@@ -199,6 +209,24 @@ fn vector_scan(c: &mut Criterion) {
         "vector: top-10 overlap mnemo scan vs vec0 = {agree}/{}",
         queries.len() * 10
     );
+    let q8 = Int8Set::from_set(&set);
+    let recall_queries: Vec<Vec<f32>> = (0..100).map(|_| random_vectors(&mut rng, 1)).collect();
+    for rerank in [40, 100] {
+        let mut hit = 0;
+        for q in &recall_queries {
+            let a: Vec<i64> = set.top_k(q, 10, None).into_iter().map(|x| x.0).collect();
+            let b: Vec<i64> = q8
+                .top_k(&set, q, 10, rerank)
+                .into_iter()
+                .map(|x| x.0)
+                .collect();
+            hit += a.iter().filter(|x| b.contains(x)).count();
+        }
+        println!(
+            "vector: int8 + exact re-rank of {rerank}: recall@10 vs exact = {:.4}",
+            hit as f64 / 1000.0
+        );
+    }
 
     let mut g = c.benchmark_group("vector_top10_100k_x_384");
     g.sample_size(30).measurement_time(Duration::from_secs(6));
@@ -210,6 +238,12 @@ fn vector_scan(c: &mut Criterion) {
         b.iter(|| {
             qi = (qi + 1) % queries.len();
             black_box(set.top_k(&queries[qi], 10, None))
+        })
+    });
+    g.bench_function("mnemo_int8_rerank100", |b| {
+        b.iter(|| {
+            qi = (qi + 1) % queries.len();
+            black_box(q8.top_k(&set, &queries[qi], 10, 100))
         })
     });
     g.bench_function("sqlite_vec_vec0", |b| {

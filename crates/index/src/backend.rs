@@ -98,11 +98,11 @@ pub trait IndexBackend: Send + Sync {
     fn touch_file(&self, path: &str, mtime_ms: i64, size: u64) -> Result<()>;
     /// Removes a file and its chunks.
     fn delete_file(&self, path: &str) -> Result<()>;
-    /// Keyword candidates for an FTS5 MATCH expression: `(chunk id, -bm25)`,
-    /// best first (higher is better).
+    /// Keyword candidates for query tokens (OR-ed, ranked by BM25):
+    /// `(chunk id, -bm25)`, best first (higher is better).
     fn keyword_search(
         &self,
-        fts_query: &str,
+        tokens: &[String],
         limit: usize,
         sources: &[Source],
     ) -> Result<Vec<(i64, f64)>>;

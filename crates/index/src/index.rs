@@ -728,11 +728,10 @@ impl MemoryIndex {
             }
         }
         let tokens = text::query_tokens(query);
-        let keyword = match text::fts_query(&tokens) {
-            Some(q) if opts.text_weight > 0.0 || !hybrid => {
-                backend.keyword_search(&q, n_cand, &sources)?
-            }
-            _ => Vec::new(),
+        let keyword = if !tokens.is_empty() && (opts.text_weight > 0.0 || !hybrid) {
+            backend.keyword_search(&tokens, n_cand, &sources)?
+        } else {
+            Vec::new()
         };
         let mut vector = Vec::new();
         if hybrid {
@@ -832,8 +831,29 @@ impl MemoryIndex {
     ) -> Result<GetResponse> {
         let rel = path.replace('\\', "/");
         let abs = mnemo_core::resolve_in_workspace(self.inner.ws.root(), &rel)?;
-        let clean = rel.trim_start_matches("./").to_string();
-        if !scan::is_memory_path(&clean, &self.inner.settings.index) {
+        let clean: String = rel
+            .split('/')
+            .filter(|c| !c.is_empty() && *c != ".")
+            .collect::<Vec<_>>()
+            .join("/");
+        // A link inside memory/ may point at another workspace file (say
+        // mnemo.toml): the target must be a memory path too.
+        let target_ok = match abs.canonicalize() {
+            Ok(real) => {
+                let root = self
+                    .inner
+                    .ws
+                    .root()
+                    .canonicalize()
+                    .unwrap_or_else(|_| self.inner.ws.root().to_path_buf());
+                real.strip_prefix(&root).ok().is_some_and(|r| {
+                    let r = r.to_string_lossy().replace('\\', "/");
+                    scan::is_memory_path(&r, &self.inner.settings.index)
+                })
+            }
+            Err(_) => true, // missing: answered with empty text below
+        };
+        if !scan::is_memory_path(&clean, &self.inner.settings.index) || !target_ok {
             return Err(IndexError::Forbidden {
                 path: path.to_string(),
                 reason: "memory_get reads Markdown memory files only: MEMORY.md, memory/**/*.md or a configured \

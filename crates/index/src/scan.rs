@@ -117,9 +117,13 @@ pub(crate) fn walk(root: &Path, opts: &IndexOptions, issues: &mut Vec<FileIssue>
         out: Vec::new(),
         issues,
     };
-    let memory_md = root.join("MEMORY.md");
-    if memory_md.exists() {
-        w.file(&memory_md, "MEMORY.md".into(), Source::Memory);
+    for name in ["MEMORY.md", "memory.md"] {
+        // On a case-insensitive file system both names are one file: the
+        // walker de-duplicates by real path.
+        let p = root.join(name);
+        if p.exists() {
+            w.file(&p, name.into(), Source::Memory);
+        }
     }
     let memory = root.join("memory");
     if memory.is_dir() {

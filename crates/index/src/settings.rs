@@ -103,8 +103,11 @@ pub struct IndexOptions {
 impl Default for IndexOptions {
     fn default() -> Self {
         IndexOptions {
-            chunk_tokens: 200,
-            chunk_overlap: 32,
+            // Measured on LoCoMo (2 conversations, hybrid): 128/16 beat
+            // 64/8, 200/32 and 256/32 on session any@5/all@10 and turn MRR
+            // (crates/index/BENCH_NOTES.md).
+            chunk_tokens: 128,
+            chunk_overlap: 16,
             sessions: true,
             session_tool_results: false,
             extra_paths: Vec::new(),

@@ -32,6 +32,7 @@ CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path);
 CREATE INDEX IF NOT EXISTS chunks_hash ON chunks(hash);
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
     tokens, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 2');
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_vocab USING fts5vocab(chunks_fts, row);
 CREATE TABLE IF NOT EXISTS embedding_cache (
     provider TEXT NOT NULL, model TEXT NOT NULL, provider_key TEXT NOT NULL,
     hash TEXT NOT NULL, dims INTEGER NOT NULL, embedding BLOB NOT NULL,
@@ -60,6 +61,38 @@ pub(crate) fn from_blob(b: &[u8]) -> Option<Vec<f32>> {
             .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
             .collect(),
     )
+}
+
+/// Drops query tokens found in more than half of the chunks: FTS5's BM25
+/// gives them an IDF of ~0, so they change no ranking, but scoring their huge
+/// posting lists dominates query time. The rarest token is always kept.
+fn prune_common(c: &Connection, tokens: &[String]) -> rusqlite::Result<Vec<String>> {
+    if tokens.len() <= 1 {
+        return Ok(tokens.to_vec());
+    }
+    let n: i64 = c.query_row("SELECT count(*) FROM chunks", [], |r| r.get(0))?;
+    let mut stmt = c.prepare_cached("SELECT doc FROM chunks_vocab WHERE term = ?1")?;
+    let mut with_df = Vec::with_capacity(tokens.len());
+    for t in tokens {
+        let df: i64 = stmt
+            .query_row(params![t], |r| r.get(0))
+            .optional()?
+            .unwrap_or(0);
+        with_df.push((t, df));
+    }
+    let kept: Vec<String> = with_df
+        .iter()
+        .filter(|(_, df)| df * 2 <= n)
+        .map(|(t, _)| (*t).clone())
+        .collect();
+    if !kept.is_empty() {
+        return Ok(kept);
+    }
+    Ok(with_df
+        .iter()
+        .min_by_key(|(_, df)| *df)
+        .map(|(t, _)| vec![(*t).clone()])
+        .unwrap_or_default())
 }
 
 fn configure(conn: &Connection) -> Result<()> {
@@ -411,29 +444,34 @@ impl IndexBackend for SqliteBackend {
 
     fn keyword_search(
         &self,
-        fts_query: &str,
+        tokens: &[String],
         limit: usize,
         sources: &[Source],
     ) -> Result<Vec<(i64, f64)>> {
         let filter = match sources {
-            [] => String::new(),
-            s => format!(
-                " AND c.source IN ({})",
+            [] => None,
+            s => Some(
                 s.iter()
                     .map(|x| format!("'{}'", x.as_str()))
                     .collect::<Vec<_>>()
-                    .join(",")
+                    .join(","),
             ),
         };
-        let sql = format!(
-            "SELECT c.id, bm25(chunks_fts) AS r FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid
-             WHERE chunks_fts MATCH ?1{filter} ORDER BY r LIMIT ?2"
-        );
         self.with_reader(|c| {
+            let tokens = prune_common(c, tokens)?;
+            let Some(q) = crate::text::fts_query(&tokens) else { return Ok(Vec::new()) };
+            let sql = match &filter {
+                // FTS5 sorts by rank with a LIMIT itself, without the join.
+                None => "SELECT rowid, bm25(chunks_fts) AS r FROM chunks_fts WHERE chunks_fts MATCH ?1
+                         ORDER BY r LIMIT ?2"
+                    .to_string(),
+                Some(f) => format!(
+                    "SELECT c.id, bm25(chunks_fts) AS r FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid
+                     WHERE chunks_fts MATCH ?1 AND c.source IN ({f}) ORDER BY r LIMIT ?2"
+                ),
+            };
             let mut stmt = c.prepare_cached(&sql)?;
-            let rows = stmt.query_map(params![fts_query, limit as i64], |r| {
-                Ok((r.get(0)?, -r.get::<_, f64>(1)?))
-            })?;
+            let rows = stmt.query_map(params![q, limit as i64], |r| Ok((r.get(0)?, -r.get::<_, f64>(1)?)))?;
             rows.collect()
         })
     }

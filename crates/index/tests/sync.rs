@@ -235,12 +235,21 @@ fn memory_get_reads_memory_only_and_refuses_escapes() {
 
     let outside = tempfile::tempdir().unwrap();
     std::fs::write(outside.path().join("secret.md"), "secret").unwrap();
+    f.write("mnemo.toml", "[provider]\napi_key = \"secret\"\n");
     #[cfg(unix)]
-    std::os::unix::fs::symlink(
-        outside.path().join("secret.md"),
-        f.root().join("memory/link.md"),
-    )
-    .unwrap();
+    {
+        std::os::unix::fs::symlink(
+            outside.path().join("secret.md"),
+            f.root().join("memory/link.md"),
+        )
+        .unwrap();
+        // A link to a workspace file that is not memory.
+        std::os::unix::fs::symlink(
+            f.root().join("mnemo.toml"),
+            f.root().join("memory/config.md"),
+        )
+        .unwrap();
+    }
     let mut refused = vec![
         "../x.md",
         "/etc/passwd",
@@ -251,6 +260,7 @@ fn memory_get_reads_memory_only_and_refuses_escapes() {
     ];
     if cfg!(unix) {
         refused.push("memory/link.md");
+        refused.push("memory/config.md");
     }
     for p in refused {
         let e = index.get(p, None, None).unwrap_err();

@@ -1,0 +1,43 @@
+//! `mnemo serve`: the HTTP API.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use anyhow::{Context as _, Result};
+use clap::Args;
+
+use crate::ctx::GlobalArgs;
+
+/// Arguments of `mnemo serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on; port 0 picks a free one
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8767")]
+    pub http: SocketAddr,
+    /// Bearer token every request must carry (required off loopback)
+    #[arg(
+        long,
+        env = "MNEMO_TOKEN",
+        hide_env_values = true,
+        value_name = "TOKEN"
+    )]
+    pub token: Option<String>,
+}
+
+pub fn run(args: ServeArgs, global: &GlobalArgs) -> Result<()> {
+    let ctx = global.ctx()?;
+    let mnemo = Arc::new(mnemo::Mnemo::open(ctx.workspace, ctx.config)?);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    rt.block_on(async move {
+        let listener = mnemo_mcp::auth::bind(args.http, args.token.as_deref()).await?;
+        let local = listener
+            .local_addr()
+            .context("cannot read the listening address")?;
+        eprintln!("mnemo serve: listening on http://{local} (OpenAPI at /openapi.json)");
+        mnemo_http::serve_on(listener, mnemo, args.token).await?;
+        anyhow::Ok(())
+    })
+}

@@ -1,0 +1,428 @@
+//! End-to-end tests of `mnemo serve`: the real binary on 127.0.0.1, spoken
+//! to over raw HTTP/1.1. Every refused request is checked to have written
+//! nothing.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use serde_json::{json, Value};
+
+const BIN: &str = env!("CARGO_BIN_EXE_mnemo");
+const TOKEN: &str = "t0ken-for-tests";
+
+const SCRUBBED: &[&str] = &[
+    "MNEMO_WORKSPACE",
+    "MNEMO_TOKEN",
+    "MNEMO_PROVIDER",
+    "MNEMO_BASE_URL",
+    "MNEMO_MODEL",
+    "MNEMO_API_KEY",
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+];
+
+fn command(ws: &Path, extra: &[&str]) -> Command {
+    let mut c = Command::new(BIN);
+    c.arg("--workspace").arg(ws);
+    c.args(extra);
+    for v in SCRUBBED {
+        c.env_remove(v);
+    }
+    c
+}
+
+struct Server {
+    child: Child,
+    port: u16,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start(ws: &Path) -> Server {
+    let out = command(ws, &["init"]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let mut child = command(
+        ws,
+        &[
+            "--set",
+            "embedder.kind=none",
+            "serve",
+            "--http",
+            &addr,
+            "--token",
+            TOKEN,
+        ],
+    )
+    .stdin(Stdio::null())
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    loop {
+        let mut line = String::new();
+        if err.read_line(&mut line).unwrap() == 0 {
+            let _ = child.wait();
+            panic!("the server exited before listening: {seen}");
+        }
+        seen.push_str(&line);
+        if line.contains("listening on") {
+            break;
+        }
+    }
+    std::thread::spawn(move || {
+        let mut sink = String::new();
+        let _ = err.read_to_string(&mut sink);
+    });
+    Server { child, port }
+}
+
+/// One request; returns (status, body). The body is written from another
+/// thread so a server that answers early (413) is still heard.
+fn request(
+    port: u16,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    body: Option<Vec<u8>>,
+) -> (u16, String) {
+    let body = body.unwrap_or_default();
+    let mut head =
+        format!("{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n");
+    if !body.is_empty() || method == "POST" {
+        head.push_str(&format!(
+            "Content-Type: application/json\r\nContent-Length: {}\r\n",
+            body.len()
+        ));
+    }
+    if let Some(t) = token {
+        head.push_str(&format!("Authorization: Bearer {t}\r\n"));
+    }
+    head.push_str("\r\n");
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream.write_all(head.as_bytes()).unwrap();
+    let mut writer = stream.try_clone().unwrap();
+    let w = std::thread::spawn(move || {
+        let _ = writer.write_all(&body);
+    });
+    let mut raw = Vec::new();
+    let _ = stream.read_to_end(&mut raw);
+    let _ = w.join();
+    let raw = String::from_utf8_lossy(&raw).into_owned();
+    let (head, rest) = raw
+        .split_once("\r\n\r\n")
+        .unwrap_or_else(|| panic!("no HTTP answer: {raw:?}"));
+    let status: u16 = head.split(' ').nth(1).unwrap().parse().unwrap();
+    let body = if head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        dechunk(rest)
+    } else {
+        rest.to_string()
+    };
+    (status, body)
+}
+
+fn dechunk(mut s: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, rest)) = s.split_once("\r\n") {
+        let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+        if n == 0 {
+            break;
+        }
+        out.push_str(&rest[..n]);
+        s = &rest[n + 2..];
+    }
+    out
+}
+
+fn call(port: u16, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+    let (status, text) = request(
+        port,
+        method,
+        path,
+        Some(TOKEN),
+        body.map(|b| b.to_string().into_bytes()),
+    );
+    let v = serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON ({status}): {text}"));
+    (status, v)
+}
+
+/// Every file under the workspace except derived state, with its content.
+fn snapshot(ws: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    fn walk(dir: &Path, root: &Path, out: &mut Vec<(PathBuf, Vec<u8>)>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.file_name().is_some_and(|n| n == ".mnemo") {
+                continue;
+            }
+            if p.is_dir() {
+                walk(&p, root, out);
+            } else {
+                out.push((
+                    p.strip_prefix(root).unwrap().to_path_buf(),
+                    std::fs::read(&p).unwrap(),
+                ));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(ws, ws, &mut out);
+    out.sort();
+    out
+}
+
+fn assert_error(status: u16, body: &Value, want_status: u16, want_code: &str) {
+    assert_eq!(status, want_status, "{body}");
+    assert_eq!(body["error"]["code"], want_code, "{body}");
+    assert!(
+        !body["error"]["message"].as_str().unwrap().is_empty(),
+        "{body}"
+    );
+}
+
+#[test]
+fn sessions_memory_and_context_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path();
+    let srv = start(ws);
+    let p = srv.port;
+
+    let (status, v) = call(
+        p,
+        "POST",
+        "/v1/sessions/chat:7/messages",
+        Some(json!({"messages": [
+            {"role": "user", "content": "remind me about the albatross invoice"},
+            {"role": "assistant", "content": "noted: albatross invoice due on the 3rd"}]})),
+    );
+    assert_eq!(status, 201, "{v}");
+    assert_eq!(v["appended"], 2);
+    let (status, v) = call(p, "GET", "/v1/sessions/chat:7/messages", None);
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["total"], 2);
+    assert_eq!(
+        v["messages"][1]["content"],
+        "noted: albatross invoice due on the 3rd"
+    );
+    let (status, v) = call(
+        p,
+        "GET",
+        "/v1/sessions/chat:7/messages?since_cursor=true",
+        None,
+    );
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["messages"].as_array().unwrap().len(), 2);
+    let (status, v) = call(p, "GET", "/v1/sessions", None);
+    assert_eq!(status, 200);
+    assert_eq!(v["sessions"][0]["key"], "chat:7", "{v}");
+
+    let (status, v) = call(
+        p,
+        "POST",
+        "/v1/memory/write",
+        Some(json!({"mode": "daily", "text": "The osprey migration report is due Monday"})),
+    );
+    assert_eq!(status, 200, "{v}");
+    let daily = v["path"].as_str().unwrap().to_string();
+    let (status, v) = call(
+        p,
+        "POST",
+        "/v1/memory/search",
+        Some(json!({"query": "osprey report"})),
+    );
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["mode"], "keyword");
+    assert_eq!(v["results"][0]["path"], daily.as_str(), "{v}");
+    let (status, v) = call(
+        p,
+        "POST",
+        "/v1/memory/search",
+        Some(json!({"query": "albatross invoice"})),
+    );
+    assert_eq!(status, 200);
+    assert!(
+        v["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|h| h["source"] == "sessions"),
+        "{v}"
+    );
+    let (status, v) = call(
+        p,
+        "GET",
+        &format!("/v1/memory/get?path={daily}&from=1&lines=50"),
+        None,
+    );
+    assert_eq!(status, 200, "{v}");
+    assert!(v["text"].as_str().unwrap().contains("osprey"), "{v}");
+
+    let (status, v) = call(
+        p,
+        "POST",
+        "/v1/sessions/chat:7/context",
+        Some(json!({"message": "anything else?"})),
+    );
+    assert_eq!(status, 200, "{v}");
+    assert!(v["system"].as_str().unwrap().contains("osprey"), "{v}");
+    assert_eq!(v["messages"].as_array().unwrap().len(), 3);
+
+    // Consolidation needs a chat model; none is configured here.
+    let (status, v) = call(p, "POST", "/v1/sessions/chat:7/consolidate", None);
+    assert_error(status, &v, 501, "config");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("[provider]"),
+        "{v}"
+    );
+
+    let (status, text) = request(p, "GET", "/openapi.json", Some(TOKEN), None);
+    assert_eq!(status, 200);
+    let doc: Value = serde_json::from_str(&text).unwrap();
+    assert!(doc["paths"]["/v1/memory/search"]["post"].is_object());
+}
+
+#[test]
+fn bad_requests_are_refused_and_write_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path();
+    let srv = start(ws);
+    let p = srv.port;
+    let (status, _) = call(
+        p,
+        "POST",
+        "/v1/sessions/s1/messages",
+        Some(json!({"messages": [{"role": "user", "content": "first"}]})),
+    );
+    assert_eq!(status, 201);
+    let before = snapshot(ws);
+
+    // Malformed JSON.
+    let (status, text) = request(
+        p,
+        "POST",
+        "/v1/sessions/s1/messages",
+        Some(TOKEN),
+        Some(b"{\"messages\": [".to_vec()),
+    );
+    assert_error(
+        status,
+        &serde_json::from_str(&text).unwrap(),
+        400,
+        "invalid_input",
+    );
+    // Well-formed JSON of the wrong shape.
+    let (status, v) = call(
+        p,
+        "POST",
+        "/v1/sessions/s1/messages",
+        Some(json!({"messages": [{"role": "wizard"}]})),
+    );
+    assert_error(status, &v, 400, "invalid_input");
+    let (status, v) = call(
+        p,
+        "POST",
+        "/v1/memory/write",
+        Some(json!({"mode": "daily"})),
+    );
+    assert_error(status, &v, 400, "invalid_input");
+    // Oversized body.
+    let mut big = br#"{"messages": [{"role": "user", "content": ""#.to_vec();
+    big.extend(std::iter::repeat_n(b'a', 9 * 1024 * 1024));
+    big.extend_from_slice(br#""}]}"#);
+    let (status, text) = request(
+        p,
+        "POST",
+        "/v1/sessions/s1/messages",
+        Some(TOKEN),
+        Some(big),
+    );
+    assert_error(
+        status,
+        &serde_json::from_str(&text).unwrap(),
+        413,
+        "too_large",
+    );
+    // Unknown session.
+    let (status, v) = call(p, "GET", "/v1/sessions/nobody/messages", None);
+    assert_error(status, &v, 404, "not_found");
+    let (status, v) = call(p, "POST", "/v1/sessions/nobody/context", None);
+    assert_error(status, &v, 404, "not_found");
+    // Paths out of the workspace or outside memory.
+    for bad in [
+        "../../etc/passwd",
+        "/etc/passwd",
+        "sessions/s1.jsonl",
+        "mnemo.toml",
+    ] {
+        let (status, v) = call(p, "GET", &format!("/v1/memory/get?path={bad}"), None);
+        assert_error(status, &v, 403, "forbidden");
+    }
+    // Missing and wrong tokens.
+    let body = br#"{"messages": [{"role": "user", "content": "sneaky"}]}"#.to_vec();
+    for token in [None, Some("nope")] {
+        let (status, text) = request(
+            p,
+            "POST",
+            "/v1/sessions/s1/messages",
+            token,
+            Some(body.clone()),
+        );
+        assert_error(
+            status,
+            &serde_json::from_str(&text).unwrap(),
+            401,
+            "unauthorized",
+        );
+        let (status, _) = request(p, "GET", "/v1/sessions", token, None);
+        assert_eq!(status, 401);
+    }
+    let (status, text) = request(
+        p,
+        "POST",
+        "/v1/memory/write",
+        None,
+        Some(br#"{"mode":"daily","text":"sneaky"}"#.to_vec()),
+    );
+    assert_eq!(status, 401, "{text}");
+
+    assert_eq!(
+        snapshot(ws),
+        before,
+        "a refused request changed the workspace"
+    );
+}
+
+#[test]
+fn a_public_address_needs_a_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = command(dir.path(), &["serve", "--http", "0.0.0.0:0"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--token"), "{err}");
+}

@@ -1,0 +1,599 @@
+//! End-to-end tests of `mnemo mcp`: the real binary, spoken to in JSON-RPC
+//! over stdio and over streamable HTTP on 127.0.0.1.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+
+use serde_json::{json, Value};
+
+const BIN: &str = env!("CARGO_BIN_EXE_mnemo");
+
+/// Variables that could point the child at a real provider or another workspace.
+const SCRUBBED: &[&str] = &[
+    "MNEMO_WORKSPACE",
+    "MNEMO_TOKEN",
+    "MNEMO_PROVIDER",
+    "MNEMO_BASE_URL",
+    "MNEMO_MODEL",
+    "MNEMO_API_KEY",
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+];
+
+fn model_dir() -> PathBuf {
+    let dir = std::env::var("MNEMO_TEST_MODEL_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.mnemo-models/all-MiniLM-L6-v2")
+        });
+    assert!(
+        dir.join("model.safetensors").exists(),
+        "the local embedding model is missing at {}: run scripts/fetch-models.sh",
+        dir.display()
+    );
+    dir
+}
+
+fn command(ws: &Path, extra: &[&str]) -> Command {
+    let mut c = Command::new(BIN);
+    c.arg("--workspace").arg(ws);
+    for e in extra {
+        c.arg(e);
+    }
+    for v in SCRUBBED {
+        c.env_remove(v);
+    }
+    c
+}
+
+fn init(ws: &Path) {
+    let out = command(ws, &["init"]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "init failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A `mnemo mcp` child on stdio.
+struct Stdio_ {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    next_id: u64,
+}
+
+impl Stdio_ {
+    fn start(ws: &Path, set: &[&str]) -> Self {
+        let mut args: Vec<&str> = Vec::new();
+        for s in set {
+            args.push("--set");
+            args.push(s);
+        }
+        args.push("mcp");
+        let mut child = command(ws, &args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut s = Stdio_ {
+            child,
+            stdin,
+            stdout,
+            next_id: 1,
+        };
+        let init = s.request(
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "0"}}),
+        );
+        assert_eq!(init["result"]["serverInfo"]["name"], "mnemo", "{init}");
+        assert!(
+            init["result"]["capabilities"]["tools"].is_object(),
+            "{init}"
+        );
+        assert!(
+            init["result"]["capabilities"]["resources"].is_object(),
+            "{init}"
+        );
+        assert!(init["result"]["instructions"]
+            .as_str()
+            .unwrap()
+            .contains("memory_search"));
+        s.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        s
+    }
+
+    fn send(&mut self, v: &Value) {
+        writeln!(self.stdin, "{v}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        loop {
+            let mut line = String::new();
+            let n = self.stdout.read_line(&mut line).unwrap();
+            assert!(
+                n > 0,
+                "the server closed stdout while we waited for {method}"
+            );
+            let v: Value = serde_json::from_str(&line).unwrap();
+            if v["id"] == json!(id) {
+                return v;
+            }
+        }
+    }
+
+    /// tools/call; returns (is_error, structured content).
+    fn call(&mut self, tool: &str, args: Value) -> (bool, Value) {
+        let r = self.request("tools/call", json!({"name": tool, "arguments": args}));
+        let result = &r["result"];
+        assert!(
+            result.is_object(),
+            "tools/call {tool} failed at the protocol level: {r}"
+        );
+        let text = result["content"][0]["text"].as_str().unwrap();
+        let parsed: Value = serde_json::from_str(text).unwrap();
+        assert_eq!(parsed, result["structuredContent"]);
+        (result["isError"] == json!(true), parsed)
+    }
+}
+
+impl Drop for Stdio_ {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn stdio_tools_resources_and_refusals() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path();
+    init(ws);
+    let mut s = Stdio_::start(ws, &["embedder.kind=none"]);
+
+    let tools = s.request("tools/list", json!({}));
+    let names: Vec<&str> = tools["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "memory_search",
+            "memory_get",
+            "memory_write",
+            "memory_forget",
+            "session_append",
+            "session_context"
+        ]
+    );
+
+    // Write: a typed memory, a daily note and a MEMORY.md section.
+    let (err, typed) = s.call(
+        "memory_write",
+        json!({"mode": "typed", "name": "deploy freeze", "description": "when deploys are frozen",
+               "type": "project", "body": "Deploys are frozen from 2026-12-01 because of ticket QX-4711."}),
+    );
+    assert!(!err, "{typed}");
+    assert_eq!(typed["path"], "memory/deploy-freeze.md");
+    let (err, daily) = s.call(
+        "memory_write",
+        json!({"mode": "daily", "text": "Met Ana about the zebrafish rollout"}),
+    );
+    assert!(!err, "{daily}");
+    assert_eq!(daily["written"], 1);
+    let daily_path = daily["path"].as_str().unwrap().to_string();
+    let (err, sec) = s.call(
+        "memory_write",
+        json!({"mode": "memory_section", "heading": "Preferences", "body": "- prefers green tea"}),
+    );
+    assert!(!err, "{sec}");
+    assert_eq!(sec["action"], "added");
+    let memory_md = std::fs::read_to_string(ws.join("MEMORY.md")).unwrap();
+    assert!(
+        memory_md.contains("## Preferences\n\n- prefers green tea"),
+        "{memory_md}"
+    );
+    assert!(memory_md.contains("memory/deploy-freeze.md"), "{memory_md}");
+    let (err, _) = s.call(
+        "memory_write",
+        json!({"mode": "memory_section", "heading": "Preferences", "body": "- prefers black coffee"}),
+    );
+    assert!(!err);
+    let memory_md = std::fs::read_to_string(ws.join("MEMORY.md")).unwrap();
+    assert!(
+        memory_md.contains("black coffee") && !memory_md.contains("green tea"),
+        "{memory_md}"
+    );
+
+    // Search, keyword-only, finds the daily note with a citation.
+    let (err, found) = s.call(
+        "memory_search",
+        json!({"query": "zebrafish rollout", "max_results": 3}),
+    );
+    assert!(!err, "{found}");
+    assert_eq!(found["mode"], "keyword");
+    let hit = &found["results"][0];
+    assert_eq!(hit["path"], daily_path.as_str(), "{found}");
+    assert_eq!(hit["source"], "memory");
+    let (start, end) = (
+        hit["start_line"].as_u64().unwrap(),
+        hit["end_line"].as_u64().unwrap(),
+    );
+    assert_eq!(
+        hit["citation"],
+        format!("Source: {daily_path}#L{start}-L{end}")
+    );
+    assert!(hit["snippet"].as_str().unwrap().contains("zebrafish"));
+
+    // Get the cited lines.
+    let (err, got) = s.call(
+        "memory_get",
+        json!({"path": daily_path, "from": start, "lines": end - start + 1}),
+    );
+    assert!(!err, "{got}");
+    assert!(got["text"].as_str().unwrap().contains("zebrafish"), "{got}");
+    let (err, missing) = s.call("memory_get", json!({"path": "memory/not-yet.md"}));
+    assert!(!err, "{missing}");
+    assert_eq!(missing["text"], "");
+
+    // Refusals are tool errors with a message, and read nothing.
+    for bad in [
+        "../outside.md",
+        "/etc/passwd",
+        "sessions/x.jsonl",
+        "mnemo.toml",
+    ] {
+        let (err, v) = s.call("memory_get", json!({"path": bad}));
+        assert!(err, "{bad} was not refused: {v}");
+        assert_eq!(v["error"]["code"], "forbidden", "{bad}: {v}");
+        assert!(!v["error"]["message"].as_str().unwrap().is_empty());
+    }
+    let (err, v) = s.call("memory_search", json!({"query": "  "}));
+    assert!(err);
+    assert_eq!(v["error"]["code"], "invalid_input");
+    let (err, v) = s.call("memory_write", json!({"mode": "weekly", "text": "x"}));
+    assert!(err, "{v}");
+    let unknown = s.request("tools/call", json!({"name": "nope", "arguments": {}}));
+    assert!(
+        unknown["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("memory_search"),
+        "{unknown}"
+    );
+
+    // Resources.
+    let listed = s.request("resources/list", json!({}));
+    let uris: Vec<&str> = listed["result"]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["uri"].as_str().unwrap())
+        .collect();
+    assert!(uris.contains(&"mnemo://workspace/MEMORY.md"), "{uris:?}");
+    assert!(
+        uris.contains(&"mnemo://workspace/memory/deploy-freeze.md"),
+        "{uris:?}"
+    );
+    let read = s.request(
+        "resources/read",
+        json!({"uri": "mnemo://workspace/MEMORY.md"}),
+    );
+    assert!(
+        read["result"]["contents"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("black coffee"),
+        "{read}"
+    );
+    let bad = s.request(
+        "resources/read",
+        json!({"uri": "mnemo://workspace/../etc/passwd"}),
+    );
+    assert!(bad["error"].is_object(), "{bad}");
+
+    // Forget removes the file and its index line.
+    let (err, gone) = s.call("memory_forget", json!({"name": "deploy freeze"}));
+    assert!(!err, "{gone}");
+    assert!(!ws.join("memory/deploy-freeze.md").exists());
+    assert!(!std::fs::read_to_string(ws.join("MEMORY.md"))
+        .unwrap()
+        .contains("deploy-freeze"));
+    let (_, found) = s.call("memory_search", json!({"query": "QX-4711"}));
+    assert!(
+        found["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|h| h["path"] != "memory/deploy-freeze.md"),
+        "{found}"
+    );
+    let (err, v) = s.call("memory_forget", json!({"name": "deploy freeze"}));
+    assert!(err);
+    assert_eq!(v["error"]["code"], "not_found");
+
+    // Sessions: append, then build the context.
+    let (err, app) = s.call(
+        "session_append",
+        json!({"key": "chat:1", "messages": [
+            {"role": "user", "content": "what is the plan for the pelican launch?"},
+            {"role": "assistant", "content": "launch on Friday"}]}),
+    );
+    assert!(!err, "{app}");
+    assert_eq!(app["appended"], 2);
+    let (err, ctx) = s.call(
+        "session_context",
+        json!({"key": "chat:1", "message": "and after that?"}),
+    );
+    assert!(!err, "{ctx}");
+    assert!(
+        ctx["system"].as_str().unwrap().contains("black coffee"),
+        "{ctx}"
+    );
+    let texts: Vec<&str> = ctx["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["content"].as_str())
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            "what is the plan for the pelican launch?",
+            "launch on Friday",
+            "and after that?"
+        ]
+    );
+    let (err, v) = s.call("session_context", json!({"key": "nobody"}));
+    assert!(err);
+    assert_eq!(v["error"]["code"], "not_found");
+    let before = session_bytes(ws);
+    let (err, _) = s.call(
+        "session_append",
+        json!({"key": "chat:1", "messages": [{"role": "wizard", "content": "x"}]}),
+    );
+    assert!(err);
+    assert_eq!(
+        session_bytes(ws),
+        before,
+        "a refused append changed the session log"
+    );
+}
+
+/// Every session log's content, concatenated in name order.
+fn session_bytes(ws: &Path) -> Vec<u8> {
+    let mut names: Vec<PathBuf> = std::fs::read_dir(ws.join("sessions"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    names.sort();
+    names
+        .iter()
+        .filter(|p| p.is_file())
+        .flat_map(|p| std::fs::read(p).unwrap())
+        .collect()
+}
+
+#[test]
+fn stdio_search_with_the_local_model_is_hybrid() {
+    let model = model_dir();
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path();
+    init(ws);
+    let set = format!("embedder.path={}", model.display());
+    let mut s = Stdio_::start(ws, &["embedder.kind=local", &set]);
+    for text in [
+        "The user adopted a small grey kitten named Miso last week",
+        "Quarterly budget review moved to Thursday afternoon",
+        "Car needs new winter tyres before December",
+    ] {
+        let (err, v) = s.call("memory_write", json!({"mode": "daily", "text": text}));
+        assert!(!err, "{v}");
+    }
+    let (err, found) = s.call(
+        "memory_search",
+        json!({"query": "pet cat", "max_results": 3, "min_score": 0.0}),
+    );
+    assert!(!err, "{found}");
+    assert_eq!(found["mode"], "hybrid", "{found}");
+    assert!(
+        found["results"][0]["snippet"]
+            .as_str()
+            .unwrap()
+            .contains("kitten"),
+        "{found}"
+    );
+}
+
+/// A raw HTTP/1.1 POST; returns (status, body).
+fn post(port: u16, path: &str, token: Option<&str>, body: &Value) -> (u16, String) {
+    let body = body.to_string();
+    let mut req = format!(
+        "POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2025-06-18\r\n\
+         Content-Length: {}\r\nConnection: close\r\n",
+        body.len()
+    );
+    if let Some(t) = token {
+        req.push_str(&format!("Authorization: Bearer {t}\r\n"));
+    }
+    req.push_str("\r\n");
+    req.push_str(&body);
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream.write_all(req.as_bytes()).unwrap();
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).unwrap();
+    let raw = String::from_utf8_lossy(&raw).into_owned();
+    let (head, rest) = raw.split_once("\r\n\r\n").unwrap();
+    let status: u16 = head.split(' ').nth(1).unwrap().parse().unwrap();
+    let chunked = head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked");
+    (
+        status,
+        if chunked {
+            dechunk(rest)
+        } else {
+            rest.to_string()
+        },
+    )
+}
+
+fn dechunk(mut s: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, rest)) = s.split_once("\r\n") {
+        let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+        if n == 0 {
+            break;
+        }
+        out.push_str(&rest[..n]);
+        s = &rest[n + 2..];
+    }
+    out
+}
+
+/// The JSON-RPC message in a JSON or SSE body.
+fn rpc(body: &str) -> Value {
+    if let Ok(v) = serde_json::from_str(body) {
+        return v;
+    }
+    let data: Vec<&str> = body
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .map(str::trim)
+        .collect();
+    data.iter()
+        .filter_map(|d| serde_json::from_str::<Value>(d).ok())
+        .find(|v| v.get("id").is_some())
+        .unwrap()
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Starts a server command and waits for its "listening on" line.
+fn start_listening(mut cmd: Command) -> Child {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    loop {
+        let mut line = String::new();
+        if err.read_line(&mut line).unwrap() == 0 {
+            let _ = child.wait();
+            panic!("the server exited before listening: {seen}");
+        }
+        seen.push_str(&line);
+        if line.contains("listening on") {
+            break;
+        }
+    }
+    // Keep draining stderr so the child never blocks on a full pipe.
+    std::thread::spawn(move || {
+        let mut sink = String::new();
+        let _ = err.read_to_string(&mut sink);
+    });
+    child
+}
+
+#[test]
+fn http_requires_the_bearer_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path();
+    init(ws);
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let mut child = start_listening(command(
+        ws,
+        &[
+            "--set",
+            "embedder.kind=none",
+            "mcp",
+            "--http",
+            &addr,
+            "--token",
+            "s3cret-token",
+        ],
+    ));
+    let init_req = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}});
+    let write_req = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "memory_write", "arguments": {"mode": "daily", "text": "the heron project starts in May"}}});
+
+    let (status, body) = post(port, "/mcp", None, &init_req);
+    assert_eq!(status, 401, "{body}");
+    assert!(body.contains("Bearer"), "{body}");
+    let (status, _) = post(port, "/mcp", Some("wrong"), &write_req);
+    assert_eq!(status, 401);
+    assert!(
+        !e_is_daily(&ws.join("memory")),
+        "a refused request wrote a daily log"
+    );
+
+    let (status, body) = post(port, "/mcp", Some("s3cret-token"), &init_req);
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        rpc(&body)["result"]["serverInfo"]["name"],
+        "mnemo",
+        "{body}"
+    );
+    let (status, body) = post(port, "/mcp", Some("s3cret-token"), &write_req);
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(rpc(&body)["result"]["isError"], false, "{body}");
+    let search = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+        "name": "memory_search", "arguments": {"query": "heron project"}}});
+    let (status, body) = post(port, "/mcp", Some("s3cret-token"), &search);
+    assert_eq!(status, 200, "{body}");
+    let found = &rpc(&body)["result"]["structuredContent"];
+    assert!(
+        found["results"][0]["snippet"]
+            .as_str()
+            .unwrap()
+            .contains("heron"),
+        "{body}"
+    );
+
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// True when a daily log exists in `dir`.
+fn e_is_daily(dir: &Path) -> bool {
+    dir.read_dir().unwrap().any(|e| {
+        let n = e.unwrap().file_name().to_string_lossy().into_owned();
+        n.len() == 13 && n.ends_with(".md") && n.starts_with("20")
+    })
+}
+
+#[test]
+fn http_refuses_a_public_address_without_a_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = command(dir.path(), &["mcp", "--http", "0.0.0.0:0"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--token"), "{err}");
+}

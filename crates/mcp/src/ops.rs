@@ -1,0 +1,530 @@
+//! The operations behind every tool and endpoint (search, get, write, forget,
+//! session append/history/context, consolidation, compaction), shared by the
+//! MCP server and the HTTP API so both surfaces behave the same. The
+//! workspace parts are synchronous (SQLite, local model, files): every
+//! operation runs on tokio's blocking pool.
+
+use std::sync::{Arc, Mutex, OnceLock};
+
+use chrono::Utc;
+use mnemo::Mnemo;
+use mnemo_core::Message;
+use mnemo_engine::Engine;
+use mnemo_index::{GetResponse, SearchRequest, SearchResponse};
+use mnemo_llm::{BoxFuture, ChatModel, ChatRequest, ChatResponse, LlmError, ModelInfo};
+use mnemo_store::{FrontMatter, MemoryType};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use crate::error::{Error, Result};
+
+/// Arguments of `memory_search`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SearchArgs {
+    /// What to look for.
+    pub query: String,
+    /// Maximum hits (default `[search] max_results`).
+    #[serde(default, alias = "maxResults")]
+    pub max_results: Option<usize>,
+    /// Minimum score (default `[search] min_score`).
+    #[serde(default, alias = "minScore")]
+    pub min_score: Option<f32>,
+}
+
+/// Arguments of `memory_get`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct GetArgs {
+    /// Workspace-relative path.
+    pub path: String,
+    /// First line, 1-based.
+    #[serde(default)]
+    pub from: Option<usize>,
+    /// Number of lines.
+    #[serde(default)]
+    pub lines: Option<usize>,
+}
+
+/// Arguments of `memory_write`, by mode.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(tag = "mode", rename_all = "snake_case", deny_unknown_fields)]
+pub enum WriteArgs {
+    /// Append lines to today's daily log.
+    Daily {
+        /// The fact(s), one per line.
+        text: String,
+    },
+    /// Save a typed memory file and its MEMORY.md index line.
+    Typed {
+        /// Short name (also the file name).
+        name: String,
+        /// One specific line saying what it holds.
+        description: String,
+        /// user, feedback, project or reference.
+        #[serde(rename = "type")]
+        kind: String,
+        /// The memory's body.
+        body: String,
+    },
+    /// Replace (or add) one `## heading` section of MEMORY.md.
+    MemorySection {
+        /// The section's heading, without `## `.
+        heading: String,
+        /// The section's new body.
+        body: String,
+    },
+}
+
+/// Arguments of `memory_forget`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ForgetArgs {
+    /// Name (or `memory/…md` path) of the typed memory.
+    pub name: String,
+}
+
+/// Arguments of `session_append`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct AppendArgs {
+    /// Session key.
+    pub key: String,
+    /// Messages in the OpenAI shape (`role`, `content`, …).
+    pub messages: Vec<Message>,
+}
+
+/// Arguments of `session_context`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ContextArgs {
+    /// Session key.
+    pub key: String,
+    /// The user's next message, if any.
+    #[serde(default)]
+    pub message: Option<String>,
+}
+
+/// The engine, or why there is none.
+enum EngineSlot {
+    /// With a configured chat model: everything works.
+    Ready(Arc<Engine>),
+    /// Without a model: the context builder works (no recall side query),
+    /// consolidation and compaction are refused with this reason.
+    Offline(Arc<Engine>, String),
+}
+
+/// One opened workspace plus what the servers add on top: the engine and a
+/// lock that serialises read-modify-write edits of MEMORY.md.
+pub struct Backend {
+    mnemo: Arc<Mnemo>,
+    engine: OnceLock<std::result::Result<EngineSlot, String>>,
+    memory_md_lock: Mutex<()>,
+}
+
+impl Backend {
+    /// Wraps an opened workspace.
+    pub fn new(mnemo: Arc<Mnemo>) -> Arc<Self> {
+        Arc::new(Backend {
+            mnemo,
+            engine: OnceLock::new(),
+            memory_md_lock: Mutex::new(()),
+        })
+    }
+
+    /// The workspace handle.
+    pub fn mnemo(&self) -> &Arc<Mnemo> {
+        &self.mnemo
+    }
+
+    /// `memory_search`.
+    pub async fn search(self: &Arc<Self>, args: SearchArgs) -> Result<Value> {
+        if args.query.trim().is_empty() {
+            return Err(Error::Invalid(
+                "`query` is empty: give a few words to search for".into(),
+            ));
+        }
+        if let Some(s) = args.min_score {
+            if !(0.0..=1.0).contains(&s) {
+                return Err(Error::Invalid(format!(
+                    "`min_score` is {s}: give a number between 0 and 1"
+                )));
+            }
+        }
+        if args.max_results == Some(0) {
+            return Err(Error::Invalid(
+                "`max_results` is 0: ask for at least 1 result".into(),
+            ));
+        }
+        let me = self.clone();
+        let resp: SearchResponse = blocking(move || {
+            let mut req = SearchRequest::new(args.query);
+            req.max_results = args.max_results.map(|n| n.min(100));
+            req.min_score = args.min_score;
+            Ok(me.mnemo.index()?.search(&req)?)
+        })
+        .await?;
+        Ok(search_json(&resp))
+    }
+
+    /// `memory_get`.
+    pub async fn get(self: &Arc<Self>, args: GetArgs) -> Result<GetResponse> {
+        if args.from == Some(0) || args.lines == Some(0) {
+            return Err(Error::Invalid("`from` and `lines` start at 1".into()));
+        }
+        let me = self.clone();
+        blocking(move || Ok(me.mnemo.index()?.get(&args.path, args.from, args.lines)?)).await
+    }
+
+    /// `memory_write`.
+    pub async fn write(self: &Arc<Self>, args: WriteArgs) -> Result<Value> {
+        let me = self.clone();
+        blocking(move || me.write_sync(args)).await
+    }
+
+    fn write_sync(&self, args: WriteArgs) -> Result<Value> {
+        let memory = self.mnemo.memory();
+        match args {
+            WriteArgs::Daily { text } => {
+                let out = memory.append_daily(&text, Utc::now(), true)?;
+                Ok(
+                    json!({"mode": "daily", "path": out.path, "written": out.written, "duplicates": out.duplicates}),
+                )
+            }
+            WriteArgs::Typed {
+                name,
+                description,
+                kind,
+                body,
+            } => {
+                let kind: MemoryType = kind.parse().map_err(Error::Invalid)?;
+                if body.trim().is_empty() {
+                    return Err(Error::Invalid(
+                        "`body` is empty: say what to remember".into(),
+                    ));
+                }
+                let _guard = self.lock_memory_md();
+                let front = FrontMatter {
+                    name,
+                    description,
+                    kind,
+                };
+                let saved = memory.save_typed(front, &body)?;
+                Ok(
+                    json!({"mode": "typed", "path": saved.path, "name": saved.front.name, "type": saved.front.kind.as_str()}),
+                )
+            }
+            WriteArgs::MemorySection { heading, body } => {
+                let heading = heading.trim().trim_start_matches('#').trim().to_string();
+                if heading.is_empty() || heading.contains('\n') {
+                    return Err(Error::Invalid(
+                        "`heading` must be one non-empty line, e.g. \"Preferences\" for the `## Preferences` section"
+                            .into(),
+                    ));
+                }
+                let _guard = self.lock_memory_md();
+                let current = memory.read_memory_md()?;
+                let (updated, replaced) = replace_section(&current, &heading, &body);
+                let changed = memory.write_memory_md(&updated)?;
+                Ok(
+                    json!({"mode": "memory_section", "path": "MEMORY.md", "heading": heading,
+                          "action": if replaced { "replaced" } else { "added" }, "changed": changed}),
+                )
+            }
+        }
+    }
+
+    fn lock_memory_md(&self) -> std::sync::MutexGuard<'_, ()> {
+        // A poisoned lock only means another edit panicked; the file itself
+        // is replaced atomically, so going on is safe.
+        self.memory_md_lock
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// `memory_forget`.
+    pub async fn forget(self: &Arc<Self>, args: ForgetArgs) -> Result<Value> {
+        if args.name.trim().is_empty() {
+            return Err(Error::Invalid(
+                "`name` is empty: give the typed memory's name".into(),
+            ));
+        }
+        let me = self.clone();
+        blocking(move || {
+            let _guard = me.lock_memory_md();
+            let path = me.mnemo.memory().forget_typed(&args.name)?;
+            Ok(json!({"removed": path}))
+        })
+        .await
+    }
+
+    /// `session_append`: returns the number of messages stored and the total.
+    pub async fn append(self: &Arc<Self>, args: AppendArgs) -> Result<Value> {
+        if args.messages.is_empty() {
+            return Err(Error::Invalid(
+                "`messages` is empty: send at least one message".into(),
+            ));
+        }
+        let me = self.clone();
+        blocking(move || {
+            let mut log = me.mnemo.sessions().open(&args.key)?;
+            let stored = log.append(&args.messages)?;
+            let total = log.load()?.messages.len();
+            Ok(json!({"key": args.key, "appended": stored.len(), "messages": total}))
+        })
+        .await
+    }
+
+    /// A session's messages: all of them, or those since the consolidation
+    /// cursor replayed for a model. A missing session is not found.
+    pub async fn history(self: &Arc<Self>, key: String, since_cursor: bool) -> Result<Value> {
+        let me = self.clone();
+        blocking(move || {
+            let loaded = me.mnemo.sessions().load(&key)?;
+            let messages = if since_cursor { loaded.replay() } else { loaded.messages.clone() };
+            Ok(json!({
+                "key": key,
+                "last_consolidated": loaded.meta.last_consolidated,
+                "total": loaded.messages.len(),
+                "messages": messages,
+                "warnings": loaded.warnings.iter().map(|w| format!("line {}: {}", w.line, w.message)).collect::<Vec<_>>(),
+            }))
+        })
+        .await
+    }
+
+    /// Every session, newest first.
+    pub async fn sessions(self: &Arc<Self>) -> Result<Value> {
+        let me = self.clone();
+        blocking(move || Ok(json!({"sessions": me.mnemo.sessions().list()?}))).await
+    }
+
+    /// `session_context`: the request the engine would send for the next
+    /// turn (system prompt with memory, replayed history, the message).
+    pub async fn context(self: &Arc<Self>, args: ContextArgs) -> Result<Value> {
+        let me = self.clone();
+        let key = args.key.clone();
+        let exists = blocking(move || Ok(me.mnemo.sessions().exists(&key)?)).await?;
+        if !exists {
+            return Err(Error::NotFound(format!(
+                "no session {:?}: append messages to it first (session_append)",
+                args.key
+            )));
+        }
+        let message = args.message.unwrap_or_default();
+        let (engine, offline) = match self.engine()? {
+            EngineSlot::Ready(e) => (e.clone(), None),
+            EngineSlot::Offline(e, why) => (e.clone(), Some(why.clone())),
+        };
+        let report = if offline.is_none() {
+            engine.build_context(&args.key, &message).await?
+        } else {
+            let key = args.key.clone();
+            tokio::task::spawn_blocking(move || engine.build_context_with(&key, &message, &[]))
+                .await
+                .map_err(|e| Error::Internal(e.to_string()))??
+        };
+        let mut v = serde_json::to_value(&report).map_err(|e| Error::Internal(e.to_string()))?;
+        if let (Some(why), Some(obj)) = (offline, v.as_object_mut()) {
+            obj.insert(
+                "notes".into(),
+                json!([format!("no recall side query: {why}")]),
+            );
+        }
+        Ok(v)
+    }
+
+    /// Consolidates a session now (needs a chat model).
+    pub async fn consolidate(self: &Arc<Self>, key: String) -> Result<Value> {
+        let engine = self.ready_engine(&key).await?;
+        let events = engine.consolidate_now(&key).await?;
+        Ok(json!({"key": key, "events": events}))
+    }
+
+    /// Runs the compaction pipeline on a session (needs a chat model).
+    pub async fn compact(self: &Arc<Self>, key: String, level: Option<u8>) -> Result<Value> {
+        if let Some(l) = level {
+            if !(1..=6).contains(&l) {
+                return Err(Error::Invalid(format!(
+                    "`level` is {l}: give 1 to 6, or omit it to run the whole pipeline"
+                )));
+            }
+        }
+        let engine = self.ready_engine(&key).await?;
+        let events = engine.compact(&key, level).await?;
+        Ok(json!({"key": key, "events": events}))
+    }
+
+    async fn ready_engine(self: &Arc<Self>, key: &str) -> Result<Arc<Engine>> {
+        let engine = match self.engine()? {
+            EngineSlot::Ready(e) => e.clone(),
+            EngineSlot::Offline(_, why) => return Err(Error::NotConfigured(why.clone())),
+        };
+        let me = self.clone();
+        let k = key.to_string();
+        if !blocking(move || Ok(me.mnemo.sessions().exists(&k)?)).await? {
+            return Err(Error::NotFound(format!(
+                "no session {key:?}: append messages to it first"
+            )));
+        }
+        Ok(engine)
+    }
+
+    fn engine(&self) -> Result<&EngineSlot> {
+        let slot = self.engine.get_or_init(|| {
+            let ws = self.mnemo.workspace();
+            let config = self.mnemo.config();
+            let env = |k: &str| std::env::var(k).ok();
+            match mnemo_llm::ProviderConfig::resolve(config, None, &Default::default(), &env)
+                .and_then(|p| mnemo_llm::build_chat_model(&p))
+            {
+                Ok(model) => Engine::new(ws, config, model).map(|e| EngineSlot::Ready(Arc::new(e))),
+                Err(e) => {
+                    let why = format!(
+                        "no chat model is configured ({e}); set the [provider] section of mnemo.toml \
+                         (kind, base_url, model, api_key_env) to enable consolidation, compaction and recall"
+                    );
+                    let model: Arc<dyn ChatModel> = Arc::new(NoModel::new(why.clone()));
+                    Engine::new(ws, config, model).map(|e| EngineSlot::Offline(Arc::new(e), why))
+                }
+            }
+            .map_err(|e| e.to_string())
+        });
+        slot.as_ref()
+            .map_err(|e| Error::Invalid(format!("bad [engine] configuration: {e}")))
+    }
+}
+
+/// Stands in for a chat model when none is configured: the context builder
+/// only reads its name, and any call fails with the reason.
+struct NoModel {
+    info: ModelInfo,
+    why: String,
+}
+
+impl NoModel {
+    fn new(why: String) -> Self {
+        NoModel {
+            info: ModelInfo {
+                provider: "none".into(),
+                model: "none".into(),
+                context_window: 128_000,
+                max_output: 8_192,
+            },
+            why,
+        }
+    }
+}
+
+impl ChatModel for NoModel {
+    fn complete(
+        &self,
+        _req: ChatRequest,
+    ) -> BoxFuture<'_, std::result::Result<ChatResponse, LlmError>> {
+        let why = self.why.clone();
+        Box::pin(async move { Err(LlmError::Config(why)) })
+    }
+
+    fn info(&self) -> &ModelInfo {
+        &self.info
+    }
+}
+
+/// The `memory_search` result: OpenClaw's shape in snake_case, with the
+/// mode stated and a `Source: path#Lx-Ly` citation per hit.
+pub fn search_json(resp: &SearchResponse) -> Value {
+    let mode = match resp.mode {
+        mnemo_index::SearchMode::Hybrid => "hybrid",
+        mnemo_index::SearchMode::Keyword => "keyword",
+    };
+    let results: Vec<Value> = resp
+        .results
+        .iter()
+        .map(|h| {
+            let mut v = json!({
+                "path": h.path,
+                "start_line": h.start_line,
+                "end_line": h.end_line,
+                "score": (h.score * 10_000.0).round() / 10_000.0,
+                "snippet": h.snippet,
+                "source": h.source.as_str(),
+                "citation": format!("Source: {}", h.citation),
+            });
+            if let (Some(k), Some(obj)) = (&h.session_key, v.as_object_mut()) {
+                obj.insert("session_key".into(), json!(k));
+            }
+            v
+        })
+        .collect();
+    json!({"mode": mode, "results": results, "warnings": resp.warnings})
+}
+
+/// Replaces the body of the `## heading` section of `text` (up to the next
+/// heading of level 1 or 2), or appends the section when there is none.
+/// Returns the new text and whether a section was replaced.
+pub fn replace_section(text: &str, heading: &str, body: &str) -> (String, bool) {
+    let lines: Vec<&str> = text.lines().collect();
+    let wanted = heading.trim();
+    let start = lines.iter().position(|l| {
+        l.strip_prefix("## ")
+            .map(|h| h.trim().eq_ignore_ascii_case(wanted))
+            .unwrap_or(false)
+    });
+    let body = body.trim_end();
+    // An existing heading keeps its spelling; only the body changes.
+    let heading_line = start
+        .map(|s| lines[s].trim_end().to_string())
+        .unwrap_or_else(|| format!("## {wanted}"));
+    let mut section = format!("{heading_line}\n");
+    if !body.is_empty() {
+        section.push('\n');
+        section.push_str(body);
+        section.push('\n');
+    }
+    match start {
+        Some(s) => {
+            let end = lines[s + 1..]
+                .iter()
+                .position(|l| l.starts_with("## ") || l.starts_with("# "))
+                .map(|i| s + 1 + i)
+                .unwrap_or(lines.len());
+            let mut out = String::new();
+            for l in &lines[..s] {
+                out.push_str(l);
+                out.push('\n');
+            }
+            out.push_str(&section);
+            if end < lines.len() {
+                out.push('\n');
+                for l in &lines[end..] {
+                    out.push_str(l);
+                    out.push('\n');
+                }
+            }
+            (out, true)
+        }
+        None => {
+            let mut out = text.trim_end().to_string();
+            if !out.is_empty() {
+                out.push_str("\n\n");
+            }
+            out.push_str(&section);
+            (out, false)
+        }
+    }
+}
+
+/// Runs `f` on the blocking pool.
+pub async fn blocking<T, F>(f: F) -> Result<T>
+where
+    T: Send + 'static,
+    F: FnOnce() -> Result<T> + Send + 'static,
+{
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| Error::Internal(format!("blocking task failed: {e}")))?
+}
+
+#[cfg(test)]
+#[path = "ops_tests.rs"]
+mod tests;

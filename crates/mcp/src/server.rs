@@ -1,0 +1,221 @@
+//! The MCP handler: tools/list, tools/call, resources/list and
+//! resources/read over one workspace. Transport-agnostic; see
+//! [`crate::serve_stdio`] and [`crate::serve_http`].
+
+use std::sync::Arc;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ErrorData, Implementation,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
+    ReadResourceResponse, ReadResourceResult, Resource, ResourceContents, ServerCapabilities,
+    ServerConfig,
+};
+use rmcp::service::RequestContext;
+use rmcp::{RoleServer, ServerHandler};
+use serde::de::DeserializeOwned;
+use serde_json::{json, Value};
+
+use crate::error::Error;
+use crate::ops::{self, Backend};
+use crate::tools;
+
+/// URI prefix of workspace files served as resources.
+pub const RESOURCE_PREFIX: &str = "mnemo://workspace/";
+
+/// Most memory files listed as resources.
+const MAX_RESOURCES: usize = 2_000;
+
+/// The MCP server of one workspace.
+#[derive(Clone)]
+pub struct MnemoServer {
+    backend: Arc<Backend>,
+}
+
+impl MnemoServer {
+    /// A server over `backend`.
+    pub fn new(backend: Arc<Backend>) -> Self {
+        MnemoServer { backend }
+    }
+
+    /// Runs one tool call; errors become tool results with `isError: true`
+    /// so the model sees the message and can correct itself.
+    pub async fn call(&self, name: &str, args: Value) -> Result<CallToolResult, ErrorData> {
+        let b = &self.backend;
+        let out = match name {
+            "memory_search" => match parse::<ops::SearchArgs>(name, args) {
+                Ok(a) => b.search(a).await,
+                Err(e) => Err(e),
+            },
+            "memory_get" => match parse::<ops::GetArgs>(name, args) {
+                Ok(a) => b.get(a).await.and_then(|r| {
+                    serde_json::to_value(r).map_err(|e| Error::Internal(e.to_string()))
+                }),
+                Err(e) => Err(e),
+            },
+            "memory_write" => match parse::<ops::WriteArgs>(name, args) {
+                Ok(a) => b.write(a).await,
+                Err(e) => Err(e),
+            },
+            "memory_forget" => match parse::<ops::ForgetArgs>(name, args) {
+                Ok(a) => b.forget(a).await,
+                Err(e) => Err(e),
+            },
+            "session_append" => match parse::<ops::AppendArgs>(name, args) {
+                Ok(a) => b.append(a).await,
+                Err(e) => Err(e),
+            },
+            "session_context" => match parse::<ops::ContextArgs>(name, args) {
+                Ok(a) => b.context(a).await,
+                Err(e) => Err(e),
+            },
+            other => {
+                return Err(ErrorData::invalid_params(
+                    format!(
+                        "unknown tool `{other}`: the tools are {}",
+                        tools::tool_list()
+                            .iter()
+                            .map(|t| t.name.to_string())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                    None,
+                ))
+            }
+        };
+        Ok(match out {
+            Ok(v) => CallToolResult::structured(v),
+            Err(e) => CallToolResult::structured_error(e.to_json()),
+        })
+    }
+
+    async fn resources(&self) -> Result<Vec<Resource>, Error> {
+        let b = self.backend.clone();
+        ops::blocking(move || {
+            let mnemo = b.mnemo();
+            let mut out = Vec::new();
+            let md = mnemo.workspace().memory_md();
+            if md.exists() {
+                let size = std::fs::metadata(&md).map(|m| m.len()).unwrap_or(0);
+                out.push(
+                    Resource::new(format!("{RESOURCE_PREFIX}MEMORY.md"), "MEMORY.md")
+                        .with_description("Core long-term memory, injected into every prompt")
+                        .with_mime_type("text/markdown")
+                        .with_size(size),
+                );
+            }
+            let mut files = mnemo.memory().scan_memory_files(MAX_RESOURCES, 0)?;
+            files.sort_by(|a, b| a.path.cmp(&b.path));
+            for f in files {
+                let mut r = Resource::new(format!("{RESOURCE_PREFIX}{}", f.path), f.path.clone())
+                    .with_mime_type("text/markdown");
+                if let Some(front) = &f.front {
+                    r = r.with_description(format!(
+                        "[{}] {}",
+                        front.kind.as_str(),
+                        front.description
+                    ));
+                }
+                out.push(r);
+            }
+            Ok(out)
+        })
+        .await
+    }
+}
+
+fn parse<T: DeserializeOwned>(tool: &str, args: Value) -> Result<T, Error> {
+    serde_json::from_value(args).map_err(|e| {
+        Error::Invalid(format!(
+            "bad arguments for {tool}: {e}; see the tool's input schema in tools/list"
+        ))
+    })
+}
+
+impl ServerHandler for MnemoServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_resources()
+                .build(),
+        )
+        .with_server_info(Implementation::new("mnemo", env!("CARGO_PKG_VERSION")))
+        .with_instructions(tools::INSTRUCTIONS)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(tools::tool_list()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let args = request
+            .arguments
+            .map(Value::Object)
+            .unwrap_or_else(|| json!({}));
+        Ok(self.call(&request.name, args).await?.into())
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let resources = self
+            .resources()
+            .await
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        Ok(ListResourcesResult::with_all_items(resources))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let uri = request.uri;
+        let Some(rel) = uri.strip_prefix(RESOURCE_PREFIX) else {
+            return Err(ErrorData::invalid_params(
+                format!("unknown resource `{uri}`: mnemo's resources start with {RESOURCE_PREFIX} (see resources/list)"),
+                None,
+            ));
+        };
+        let got = self
+            .backend
+            .get(ops::GetArgs {
+                path: rel.to_string(),
+                from: None,
+                lines: None,
+            })
+            .await
+            .map_err(|e| match e.code() {
+                mnemo_core::ErrorCode::InvalidInput | mnemo_core::ErrorCode::Forbidden => {
+                    ErrorData::invalid_params(e.to_string(), None)
+                }
+                _ => ErrorData::internal_error(e.to_string(), None),
+            })?;
+        if got.total_lines == 0
+            && !self
+                .backend
+                .mnemo()
+                .workspace()
+                .root()
+                .join(&got.path)
+                .exists()
+        {
+            return Err(ErrorData::resource_not_found(
+                format!("no file {rel} in the workspace"),
+                None,
+            ));
+        }
+        let contents = ResourceContents::text(got.text, uri).with_mime_type("text/markdown");
+        Ok(ReadResourceResult::new(vec![contents]).into())
+    }
+}

@@ -2,6 +2,7 @@
 //! `run` function; nothing here does work of its own.
 
 mod bench;
+mod engine;
 mod eval;
 mod init;
 mod log;
@@ -39,6 +40,14 @@ pub enum Command {
     Get(recall::GetArgs),
     /// Show the index: files, chunks, model, dimensions and search mode
     Status(recall::StatusArgs),
+    /// Distil everything past the cursor into long-term memory now (as /new does)
+    Consolidate(engine::ConsolidateArgs),
+    /// Run the compaction pipeline (or one level of it) on a session
+    Compact(engine::CompactArgs),
+    /// Show the request that would be sent for a message, with the tokens of each part
+    Context(engine::ContextArgs),
+    /// Close a session: consolidate its tail and write a session note memory/DATE-slug.md
+    New(engine::NewArgs),
     /// Measure retrieval quality on conversation benchmarks
     #[command(subcommand)]
     Eval(eval::EvalCommand),
@@ -62,6 +71,10 @@ pub fn run(command: Command, global: &GlobalArgs) -> Result<()> {
         Command::Mcp(args) => mcp::run(args, global),
         Command::Serve(args) => serve::run(args, global),
         Command::Eval(c) => eval::run(c, global),
+        Command::Consolidate(a) => engine::consolidate(a, global),
+        Command::Compact(a) => engine::compact(a, global),
+        Command::Context(a) => engine::context(a, global),
+        Command::New(a) => engine::new_session(a, global),
         Command::Index(a) => recall::index(a, global),
         Command::Search(a) => recall::search(a, global),
         Command::Get(a) => recall::get(a, global),

@@ -1,0 +1,206 @@
+//! `mnemo consolidate | compact | context | new`: the memory engine, which
+//! calls a chat model.
+
+use std::sync::Arc;
+
+use anyhow::{Context as _, Result};
+use clap::Args;
+use mnemo_engine::{Engine, EngineEvent};
+use mnemo_llm::{build_chat_model, ProviderConfig, ProviderOverrides};
+
+use crate::ctx::GlobalArgs;
+
+/// Which chat model to use (else `[provider]` in mnemo.toml, then
+/// MNEMO_PROVIDER / MNEMO_BASE_URL / MNEMO_MODEL / MNEMO_API_KEY).
+#[derive(Debug, Args)]
+pub struct ModelArgs {
+    /// openai (any OpenAI-compatible API: OpenAI, Ollama, vLLM, DeepSeek, …),
+    /// anthropic, or the name of a [providers.NAME] section
+    #[arg(long, global = true)]
+    pub provider: Option<String>,
+    /// The API's base URL, e.g. http://127.0.0.1:11434/v1 for Ollama
+    #[arg(long, global = true, value_name = "URL")]
+    pub base_url: Option<String>,
+    /// The model name
+    #[arg(long, global = true)]
+    pub model: Option<String>,
+}
+
+/// Arguments of `mnemo consolidate`.
+#[derive(Debug, Args)]
+pub struct ConsolidateArgs {
+    /// Session key
+    pub key: String,
+    #[command(flatten)]
+    pub model: ModelArgs,
+}
+
+/// Arguments of `mnemo compact`.
+#[derive(Debug, Args)]
+pub struct CompactArgs {
+    /// Session key
+    pub key: String,
+    /// Run only this level: 1 tool-result budget, 2 snip, 3 microcompact,
+    /// 4 collapse, 5 autocompact (summary), 6 reactive; default: the whole
+    /// pipeline, cheapest first, as far as needed
+    #[arg(long, value_parser = clap::value_parser!(u8).range(1..=6))]
+    pub level: Option<u8>,
+    #[command(flatten)]
+    pub model: ModelArgs,
+}
+
+/// Arguments of `mnemo context`.
+#[derive(Debug, Args)]
+pub struct ContextArgs {
+    /// Session key
+    pub key: String,
+    /// The user's next message
+    #[arg(long, short = 'm')]
+    pub message: String,
+    /// Print the request and the token count of each part as JSON
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub model: ModelArgs,
+}
+
+/// Arguments of `mnemo new`.
+#[derive(Debug, Args)]
+pub struct NewArgs {
+    /// Session key
+    pub key: String,
+    #[command(flatten)]
+    pub model: ModelArgs,
+}
+
+fn engine(global: &GlobalArgs, model: &ModelArgs) -> Result<Engine> {
+    let ctx = global.ctx()?;
+    ctx.require_initialised()?;
+    let overrides = ProviderOverrides {
+        provider: model.provider.clone(),
+        base_url: model.base_url.clone(),
+        model: model.model.clone(),
+    };
+    let env = |k: &str| std::env::var(k).ok();
+    let provider = ProviderConfig::resolve(&ctx.config, None, &overrides, &env).context(
+        "no chat model configured: pass --provider openai|anthropic --model NAME (and --base-url for a local \
+         server), set MNEMO_PROVIDER / MNEMO_MODEL / MNEMO_API_KEY, or add a [provider] section to mnemo.toml",
+    )?;
+    let chat = build_chat_model(&provider)?;
+    Ok(Engine::new(&ctx.workspace, &ctx.config, Arc::clone(&chat))?)
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?)
+}
+
+/// One line per event, saying what ran and what it freed.
+pub fn describe(event: &EngineEvent) -> String {
+    match event {
+        EngineEvent::Consolidated(r) => format!(
+            "consolidated messages {}..{} into long-term memory{}{}",
+            r.from,
+            r.to,
+            if r.raw {
+                " (raw archive after repeated failures)"
+            } else {
+                ""
+            },
+            if r.memory_changed {
+                "; MEMORY.md updated"
+            } else {
+                ""
+            }
+        ),
+        EngineEvent::ConsolidationFailed {
+            from,
+            to,
+            failures,
+            error,
+        } => {
+            format!("consolidation of messages {from}..{to} failed ({failures} in a row): {error}")
+        }
+        EngineEvent::Flushed(f) => match (&f.path, f.no_reply) {
+            (_, true) | (None, _) => "memory flush: nothing new to save".to_string(),
+            (Some(p), false) => format!("memory flush: {} line(s) saved to {p}", f.written),
+        },
+        EngineEvent::FlushFailed { error } => format!("memory flush failed: {error}"),
+        EngineEvent::Compacted(c) => format!(
+            "{}: {} -> {} tokens (freed {})",
+            c.kind,
+            c.tokens_before,
+            c.tokens_after,
+            c.tokens_before.saturating_sub(c.tokens_after)
+        ),
+        EngineEvent::CompactionFailed {
+            kind,
+            failures,
+            error,
+        } => {
+            format!("{kind} failed ({failures} in a row): {error}")
+        }
+        EngineEvent::BreakerOpen { failures } => {
+            format!("autocompact paused after {failures} consecutive failures (circuit breaker)")
+        }
+    }
+}
+
+fn print_events(events: &[EngineEvent]) {
+    if events.is_empty() {
+        println!("nothing to do");
+    }
+    for e in events {
+        println!("{}", describe(e));
+    }
+}
+
+pub fn consolidate(args: ConsolidateArgs, global: &GlobalArgs) -> Result<()> {
+    let engine = engine(global, &args.model)?;
+    let events = runtime()?.block_on(engine.consolidate_now(&args.key))?;
+    print_events(&events);
+    Ok(())
+}
+
+pub fn compact(args: CompactArgs, global: &GlobalArgs) -> Result<()> {
+    let engine = engine(global, &args.model)?;
+    let events = runtime()?.block_on(engine.compact(&args.key, args.level))?;
+    print_events(&events);
+    Ok(())
+}
+
+pub fn context(args: ContextArgs, global: &GlobalArgs) -> Result<()> {
+    let engine = engine(global, &args.model)?;
+    let report = runtime()?.block_on(engine.build_context(&args.key, &args.message))?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+        return Ok(());
+    }
+    println!("# context for {} ({})", report.key, report.model);
+    for p in &report.parts {
+        println!("{:>20}  {:>8} tokens", p.name, p.tokens);
+    }
+    println!(
+        "{:>20}  {:>8} tokens{}",
+        "total",
+        report.total_tokens,
+        if report.exact { "" } else { " (estimated)" }
+    );
+    if !report.selected_memories.is_empty() {
+        println!("selected memories: {}", report.selected_memories.join(", "));
+    }
+    if report.recall_timed_out {
+        println!("(the memory side query timed out; the turn goes on without it)");
+    }
+    println!("\n{}", report.system);
+    Ok(())
+}
+
+pub fn new_session(args: NewArgs, global: &GlobalArgs) -> Result<()> {
+    let engine = engine(global, &args.model)?;
+    let report = runtime()?.block_on(engine.new_session(&args.key))?;
+    println!("{}", serde_json::to_string_pretty(&report)?);
+    Ok(())
+}

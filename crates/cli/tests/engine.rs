@@ -1,0 +1,159 @@
+//! The engine commands through the real binary, against the scripted
+//! loopback model server.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use mnemo_test_support::{Reply, ScriptedServer};
+use serde_json::json;
+
+fn mnemo(ws: &Path, server: &ScriptedServer, args: &[&str]) -> Output {
+    let base = server.openai_base();
+    let model_flags: &[&str] = if ["consolidate", "compact", "context", "new"].contains(&args[0]) {
+        &[
+            "--provider",
+            "openai",
+            "--base-url",
+            &base,
+            "--model",
+            "test-model",
+        ]
+    } else {
+        &[]
+    };
+    Command::new(env!("CARGO_BIN_EXE_mnemo"))
+        .arg("--workspace")
+        .arg(ws)
+        .args(args)
+        .args(model_flags)
+        .args(["--set", "embedder.kind=none"])
+        .env_remove("MNEMO_WORKSPACE")
+        .env_remove("MNEMO_PROVIDER")
+        .env_remove("MNEMO_BASE_URL")
+        .env_remove("MNEMO_MODEL")
+        .env_remove("MNEMO_API_KEY")
+        .output()
+        .unwrap()
+}
+
+fn ok(o: Output) -> String {
+    assert!(
+        o.status.success(),
+        "stdout: {}\nstderr: {}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout).unwrap()
+}
+
+#[test]
+fn consolidate_and_context_through_the_binary() {
+    let server = ScriptedServer::start_blocking();
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path();
+    ok(mnemo(ws, &server, &["init"]));
+    for (role, text) in [
+        ("user", "My name is Ada and I deploy on Fridays."),
+        ("assistant", "Noted, Ada."),
+        ("user", "Thanks!"),
+    ] {
+        ok(mnemo(
+            ws,
+            &server,
+            &[
+                "session",
+                "append",
+                "cli:direct",
+                "--role",
+                role,
+                "--content",
+                text,
+            ],
+        ));
+    }
+    server.push(Reply::tool_call(
+        "save_memory",
+        json!({"history_entry": "[2026-11-29 10:00] Ada said she deploys on Fridays.", "memory_update": "# Memory\n\n- User is Ada; deploys on Fridays.\n"}),
+    ));
+    let out = ok(mnemo(ws, &server, &["consolidate", "cli:direct"]));
+    assert!(out.contains("consolidated messages 0..2"), "{out}");
+    let memory = std::fs::read_to_string(ws.join("MEMORY.md")).unwrap();
+    assert!(memory.contains("deploys on Fridays"), "{memory}");
+    let history = std::fs::read_to_string(ws.join("memory/HISTORY.md")).unwrap();
+    assert!(history.contains("Ada said she deploys on Fridays."));
+    // The request forced the save_memory tool and carried the conversation.
+    let reqs = server.requests();
+    let body = &reqs.last().unwrap().body;
+    assert_eq!(body["model"], "test-model");
+    assert_eq!(body["tool_choice"]["function"]["name"], "save_memory");
+    assert!(body.to_string().contains("I deploy on Fridays"));
+    // The cursor moved: only the last user turn is replayed.
+    let since = ok(mnemo(
+        ws,
+        &server,
+        &["session", "show", "cli:direct", "--since-cursor", "--json"],
+    ));
+    assert_eq!(since.lines().count(), 1, "{since}");
+
+    server.set_default(Reply::text("{\"selected_memories\": []}"));
+    let json_out = ok(mnemo(
+        ws,
+        &server,
+        &[
+            "context",
+            "cli:direct",
+            "--message",
+            "when do I deploy?",
+            "--json",
+        ],
+    ));
+    let report: serde_json::Value = serde_json::from_str(&json_out).unwrap();
+    assert!(report["system"]
+        .as_str()
+        .unwrap()
+        .contains("deploys on Fridays"));
+    let parts: Vec<&str> = report["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        parts.contains(&"memory_md")
+            && parts.contains(&"history")
+            && parts.contains(&"user_message"),
+        "{parts:?}"
+    );
+    assert!(report["total_tokens"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn a_missing_provider_says_how_to_configure_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path();
+    let o = Command::new(env!("CARGO_BIN_EXE_mnemo"))
+        .arg("--workspace")
+        .arg(ws)
+        .arg("init")
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let o = Command::new(env!("CARGO_BIN_EXE_mnemo"))
+        .arg("--workspace")
+        .arg(ws)
+        .args(["consolidate", "cli:direct"])
+        .env_remove("MNEMO_PROVIDER")
+        .env_remove("MNEMO_MODEL")
+        .env_remove("MNEMO_BASE_URL")
+        .env_remove("MNEMO_API_KEY")
+        .env_remove("OPENAI_API_KEY")
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("--provider") || err.contains("[provider]"),
+        "{err}"
+    );
+}

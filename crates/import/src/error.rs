@@ -1,0 +1,47 @@
+//! Errors that stop an import before it starts. Problems with single source
+//! files never stop it: they become `error` lines of the [`crate::Report`].
+
+use std::path::PathBuf;
+
+use mnemo_core::ErrorCode;
+
+/// Result alias for this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Why an import could not run at all. Nothing has been written when one of
+/// these is returned before the first action, and the source is never
+/// modified.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The source folder does not exist or is not a folder.
+    #[error("{path}: {message}")]
+    Source {
+        /// The path as given.
+        path: PathBuf,
+        /// What is wrong and what to do.
+        message: String,
+    },
+    /// The import manifest `.mnemo/imports.json` cannot be read; it is left
+    /// as it is.
+    #[error("{path}: {message}")]
+    Manifest {
+        /// The manifest file.
+        path: PathBuf,
+        /// What is wrong and what to do.
+        message: String,
+    },
+    /// Reading or writing the workspace failed.
+    #[error(transparent)]
+    Store(#[from] mnemo_store::Error),
+}
+
+impl Error {
+    /// The wire-level code for this error.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            Error::Source { .. } => ErrorCode::InvalidInput,
+            Error::Manifest { .. } => ErrorCode::Corrupt,
+            Error::Store(e) => e.code(),
+        }
+    }
+}

@@ -1,0 +1,830 @@
+//! The writing half of an import: sessions, MEMORY.md sections, history
+//! entries and files, each decided against what the workspace already holds
+//! (so that a second run changes nothing) and written only outside a dry run.
+
+use std::collections::HashSet;
+use std::fs;
+
+use mnemo_core::{resolve_in_workspace, Workspace};
+use mnemo_store::{fsutil, MemorySettings, MemoryStore, Record, SessionMetadata, SessionStore};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::manifest::{Manifest, Written};
+use crate::report::{Kind, Report, Verb};
+use crate::Tool;
+
+/// Decides and performs the writes of one import run.
+pub(crate) struct Importer<'a> {
+    ws: &'a Workspace,
+    sessions: SessionStore,
+    memory: MemoryStore,
+    tool: Tool,
+    /// The source folder as shown in MEMORY.md headings and the manifest.
+    source_display: String,
+    dry_run: bool,
+    manifest: Manifest,
+    manifest_dirty: bool,
+    pub(crate) report: Report,
+}
+
+/// A line to merge into MEMORY.md, with the text that shows it is already
+/// there when that is not the line itself (an index line is present when
+/// its link target is).
+pub(crate) struct MergeLine {
+    pub text: String,
+    pub needle: Option<String>,
+}
+
+/// One history entry.
+pub(crate) struct HistoryEntry {
+    pub text: String,
+}
+
+pub(crate) fn sha256(data: &[u8]) -> String {
+    hex::encode(Sha256::digest(data))
+}
+
+impl<'a> Importer<'a> {
+    pub(crate) fn new(
+        ws: &'a Workspace,
+        sessions: SessionStore,
+        tool: Tool,
+        source_display: String,
+        dry_run: bool,
+        manifest: Manifest,
+    ) -> Self {
+        Importer {
+            ws,
+            sessions,
+            memory: MemoryStore::new(ws, MemorySettings::default()),
+            tool,
+            source_display,
+            dry_run,
+            manifest,
+            manifest_dirty: false,
+            report: Report {
+                dry_run,
+                ..Report::default()
+            },
+        }
+    }
+
+    pub(crate) fn source_display(&self) -> &str {
+        &self.source_display
+    }
+
+    fn abs_source(&self, rel: &str) -> String {
+        format!("{}/{rel}", self.source_display.trim_end_matches('/'))
+    }
+
+    /// Writes the manifest when this run changed something.
+    pub(crate) fn finish(mut self) -> crate::Result<Report> {
+        if self.manifest_dirty && !self.dry_run {
+            self.manifest.save(self.ws)?;
+        }
+        self.report.dry_run = self.dry_run;
+        Ok(self.report)
+    }
+
+    // ----- sessions -----
+
+    /// Imports one session: `records` are its lines after the metadata.
+    pub(crate) fn session(
+        &mut self,
+        key: &str,
+        meta: SessionMetadata,
+        records: Vec<Record>,
+        source_rel: &str,
+    ) {
+        let mut lines = Vec::with_capacity(records.len());
+        for r in &records {
+            match r.to_line() {
+                Ok(l) => lines.push(normalise(&l).unwrap_or(l)),
+                Err(e) => {
+                    self.report.push(
+                        Verb::Error,
+                        Kind::Session,
+                        "",
+                        source_rel,
+                        format!("cannot encode a line ({e}); the session was skipped"),
+                    );
+                    return;
+                }
+            }
+        }
+        let messages = records
+            .iter()
+            .filter(|r| matches!(r, Record::Message(_)))
+            .count();
+        let alt = format!(
+            "{key}#{}-{}",
+            self.tool.as_str(),
+            &sha256(source_rel.as_bytes())[..8]
+        );
+        let mut conflicts = Vec::new();
+        for candidate in [key, alt.as_str()] {
+            let path = match self.sessions.path_for(candidate) {
+                Ok(p) => p,
+                Err(e) => {
+                    self.report.push(
+                        Verb::Error,
+                        Kind::Session,
+                        "",
+                        source_rel,
+                        format!("{e}; the session was skipped"),
+                    );
+                    return;
+                }
+            };
+            let target = rel_to(self.ws, &path);
+            if !path.exists() {
+                let mut meta = meta.clone();
+                meta.key = candidate.to_string();
+                self.create_session(
+                    &path, &target, meta, &lines, messages, source_rel, &conflicts,
+                );
+                return;
+            }
+            let (existing, cursor) = match read_log_lines(&path) {
+                Ok(x) => x,
+                Err(e) => {
+                    self.report.push(
+                        Verb::Error,
+                        Kind::Session,
+                        target,
+                        source_rel,
+                        format!("cannot read the existing log ({e}); the session was skipped"),
+                    );
+                    return;
+                }
+            };
+            if existing.len() <= lines.len() && existing[..] == lines[..existing.len()] {
+                let new = &lines[existing.len()..];
+                let new_messages = records[existing.len()..]
+                    .iter()
+                    .filter(|r| matches!(r, Record::Message(_)))
+                    .count();
+                let move_cursor = meta.last_consolidated > cursor;
+                if new.is_empty() && !move_cursor {
+                    self.report.push(
+                        Verb::Skip,
+                        Kind::Session,
+                        target,
+                        source_rel,
+                        format!("already imported ({messages} messages)"),
+                    );
+                    return;
+                }
+                self.append_session(
+                    candidate,
+                    &target,
+                    &records[existing.len()..],
+                    new_messages,
+                    move_cursor.then_some(meta.last_consolidated),
+                    source_rel,
+                    &lines,
+                );
+                return;
+            }
+            if lines.len() < existing.len() && existing[..lines.len()] == lines[..] {
+                self.report.push(
+                    Verb::Skip,
+                    Kind::Session,
+                    target,
+                    source_rel,
+                    format!(
+                        "already imported ({messages} messages); the workspace log has {} more line(s) since",
+                        existing.len() - lines.len()
+                    ),
+                );
+                return;
+            }
+            conflicts.push(target);
+        }
+        self.report.push(
+            Verb::Error,
+            Kind::Session,
+            conflicts.join(", "),
+            source_rel,
+            format!(
+                "the workspace already holds a different conversation under key {key:?} (and {alt:?}); nothing was written: move those logs out of sessions/ and run the import again"
+            ),
+        );
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn create_session(
+        &mut self,
+        path: &std::path::Path,
+        target: &str,
+        meta: SessionMetadata,
+        lines: &[String],
+        messages: usize,
+        source_rel: &str,
+        conflicts: &[String],
+    ) {
+        let records = lines.len() - messages;
+        let mut detail = format!(
+            "{messages} message(s), {records} other record(s), cursor {}",
+            meta.last_consolidated
+        );
+        if !conflicts.is_empty() {
+            detail.push_str(&format!(
+                "; key {:?} because {} holds a different conversation",
+                meta.key,
+                conflicts.join(", ")
+            ));
+        }
+        let key = meta.key.clone();
+        let mut text = match Record::Metadata(meta).to_line() {
+            Ok(l) => l,
+            Err(e) => {
+                self.report.push(
+                    Verb::Error,
+                    Kind::Session,
+                    target,
+                    source_rel,
+                    format!("cannot encode the metadata ({e}); the session was skipped"),
+                );
+                return;
+            }
+        };
+        text.push('\n');
+        for l in lines {
+            text.push_str(l);
+            text.push('\n');
+        }
+        if !self.dry_run {
+            // One atomic write: a crash leaves no half-imported session, and
+            // the original metadata (created_at, cursor, …) is kept as is.
+            if let Err(e) = fsutil::atomic_write(path, text.as_bytes()) {
+                self.report.push(
+                    Verb::Error,
+                    Kind::Session,
+                    target,
+                    source_rel,
+                    format!("{e}; the session was not imported"),
+                );
+                return;
+            }
+        }
+        self.note_session(&key, source_rel, lines);
+        self.report.messages += messages;
+        self.report.records += records;
+        self.report
+            .push(Verb::Create, Kind::Session, target, source_rel, detail);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn append_session(
+        &mut self,
+        key: &str,
+        target: &str,
+        new: &[Record],
+        new_messages: usize,
+        cursor: Option<usize>,
+        source_rel: &str,
+        all_lines: &[String],
+    ) {
+        if !self.dry_run {
+            let result = (|| -> mnemo_store::Result<()> {
+                let mut log = self.sessions.open(key)?;
+                for r in new {
+                    log.append_record(r)?;
+                }
+                if let Some(c) = cursor {
+                    log.set_cursor(c)?;
+                }
+                log.sync()
+            })();
+            if let Err(e) = result {
+                self.report.push(
+                    Verb::Error,
+                    Kind::Session,
+                    target,
+                    source_rel,
+                    format!("{e}; lines before the failure were appended, run the import again to finish"),
+                );
+                return;
+            }
+        }
+        self.note_session(key, source_rel, all_lines);
+        self.report.messages += new_messages;
+        self.report.records += new.len() - new_messages;
+        let mut detail = format!(
+            "{new_messages} new message(s), {} other record(s)",
+            new.len() - new_messages
+        );
+        if let Some(c) = cursor {
+            detail.push_str(&format!(", cursor moved to {c}"));
+        }
+        self.report
+            .push(Verb::Append, Kind::Session, target, source_rel, detail);
+    }
+
+    fn note_session(&mut self, key: &str, source_rel: &str, lines: &[String]) {
+        let joined = lines.join("\n");
+        self.manifest.sessions.insert(
+            key.to_string(),
+            Written {
+                tool: self.tool.as_str().into(),
+                source: self.abs_source(source_rel),
+                sha256: sha256(joined.as_bytes()),
+            },
+        );
+        self.manifest_dirty = true;
+    }
+
+    // ----- MEMORY.md -----
+
+    /// Appends the lines MEMORY.md does not hold yet under
+    /// `## Imported from <tool> (<source>)`.
+    pub(crate) fn merge_memory_md(&mut self, source_rel: &str, lines: Vec<MergeLine>) {
+        let existing = match self.memory.read_memory_md() {
+            Ok(t) => t,
+            Err(e) => {
+                self.report.push(
+                    Verb::Error,
+                    Kind::MemoryMd,
+                    "MEMORY.md",
+                    source_rel,
+                    format!("{e}; nothing was merged"),
+                );
+                return;
+            }
+        };
+        let known: HashSet<&str> = existing.lines().map(str::trim).collect();
+        let total = lines.iter().filter(|l| !l.text.trim().is_empty()).count();
+        let mut kept: Vec<String> = Vec::new();
+        for l in lines {
+            let t = l.text.trim();
+            if t.is_empty() {
+                if kept.last().is_some_and(|p| !p.trim().is_empty()) {
+                    kept.push(String::new());
+                }
+                continue;
+            }
+            let present = match &l.needle {
+                Some(n) => existing.contains(n.as_str()),
+                None => known.contains(t),
+            };
+            if !present {
+                kept.push(l.text.trim_end().to_string());
+            }
+        }
+        while kept.last().is_some_and(|l| l.is_empty()) {
+            kept.pop();
+        }
+        let new = kept.iter().filter(|l| !l.is_empty()).count();
+        if new == 0 {
+            self.report.push(
+                Verb::Skip,
+                Kind::MemoryMd,
+                "MEMORY.md",
+                source_rel,
+                format!("all {total} line(s) already there"),
+            );
+            return;
+        }
+        let mut text = existing.trim_end().to_string();
+        if !text.is_empty() {
+            text.push_str("\n\n");
+        }
+        text.push_str(&format!(
+            "## Imported from {} ({})\n\n",
+            self.tool.as_str(),
+            self.source_display
+        ));
+        text.push_str(&kept.join("\n"));
+        text.push('\n');
+        if !self.dry_run {
+            if let Err(e) = self.memory.write_memory_md(&text) {
+                self.report.push(
+                    Verb::Error,
+                    Kind::MemoryMd,
+                    "MEMORY.md",
+                    source_rel,
+                    format!("{e}; nothing was merged"),
+                );
+                return;
+            }
+        }
+        self.report.memory_lines += new;
+        let verb = if existing.is_empty() {
+            Verb::Create
+        } else {
+            Verb::Append
+        };
+        self.report.push(
+            verb,
+            Kind::MemoryMd,
+            "MEMORY.md",
+            source_rel,
+            format!(
+                "{new} line(s) under \"## Imported from {}\" ({} already there)",
+                self.tool.as_str(),
+                total - new
+            ),
+        );
+    }
+
+    // ----- history -----
+
+    /// Appends the entries `memory/HISTORY.md` does not hold yet, in order,
+    /// in one write.
+    pub(crate) fn history(&mut self, source_rel: &str, entries: Vec<HistoryEntry>) {
+        if entries.is_empty() {
+            return;
+        }
+        let target = "memory/HISTORY.md";
+        let existing = match self.memory.read_history() {
+            Ok(t) => t,
+            Err(e) => {
+                self.report.push(
+                    Verb::Error,
+                    Kind::History,
+                    target,
+                    source_rel,
+                    format!("{e}; no entries were appended"),
+                );
+                return;
+            }
+        };
+        let mut known: HashSet<String> =
+            split_history(&existing).iter().map(|e| squash(e)).collect();
+        let total = entries.len();
+        let mut text = String::new();
+        let mut new = 0;
+        for e in &entries {
+            let entry = e.text.trim();
+            if entry.is_empty() || !known.insert(squash(entry)) {
+                continue;
+            }
+            text.push_str(entry);
+            text.push_str("\n\n");
+            new += 1;
+        }
+        if new == 0 {
+            self.report.push(
+                Verb::Skip,
+                Kind::History,
+                target,
+                source_rel,
+                format!("all {total} entr(ies) already there"),
+            );
+            return;
+        }
+        if !existing.is_empty() && !existing.ends_with("\n\n") {
+            text.insert_str(
+                0,
+                if existing.ends_with('\n') {
+                    "\n"
+                } else {
+                    "\n\n"
+                },
+            );
+        }
+        if !self.dry_run {
+            if let Err(e) = fsutil::append(&self.ws.history_md(), text.as_bytes(), true) {
+                self.report.push(
+                    Verb::Error,
+                    Kind::History,
+                    target,
+                    source_rel,
+                    format!("{e}; no entries were appended"),
+                );
+                return;
+            }
+        }
+        self.report.history_entries += new;
+        let verb = if existing.is_empty() {
+            Verb::Create
+        } else {
+            Verb::Append
+        };
+        self.report.push(
+            verb,
+            Kind::History,
+            target,
+            source_rel,
+            format!("{new} entr(ies) ({} already there)", total - new),
+        );
+    }
+
+    // ----- files -----
+
+    /// Puts a source file at `target_rel`. Returns where it ended up (or
+    /// already was), or `None` when it could not be placed.
+    ///
+    /// - missing: created;
+    /// - same bytes: skipped;
+    /// - `merge_lines` (daily logs, which are append-only): the lines the
+    ///   target lacks are appended;
+    /// - written by an earlier import and untouched since: updated;
+    /// - otherwise the user's file is kept and the import goes beside it,
+    ///   as `<name>.from-<tool>.md`.
+    pub(crate) fn file(
+        &mut self,
+        target_rel: &str,
+        bytes: &[u8],
+        kind: Kind,
+        source_rel: &str,
+        merge_lines: bool,
+    ) -> Option<String> {
+        let first = self.place(target_rel, bytes, kind, source_rel, merge_lines, None)?;
+        match first {
+            Placed::Done => Some(target_rel.to_string()),
+            Placed::Conflict => {
+                let alt = alt_name(target_rel, self.tool);
+                match self.place(&alt, bytes, kind, source_rel, false, Some(target_rel))? {
+                    Placed::Done => Some(alt),
+                    Placed::Conflict => {
+                        self.report.push(
+                            Verb::Error,
+                            kind,
+                            format!("{target_rel}, {alt}"),
+                            source_rel,
+                            "both already exist with other content; nothing was written: move one of them away and run the import again",
+                        );
+                        None
+                    }
+                }
+            }
+        }
+    }
+
+    fn place(
+        &mut self,
+        target_rel: &str,
+        bytes: &[u8],
+        kind: Kind,
+        source_rel: &str,
+        merge_lines: bool,
+        conflict_with: Option<&str>,
+    ) -> Option<Placed> {
+        let path = match resolve_target(self.ws.root(), target_rel) {
+            Ok(p) => p,
+            Err(e) => {
+                self.report
+                    .push(Verb::Refuse, kind, target_rel, source_rel, e.to_string());
+                return None;
+            }
+        };
+        let beside = conflict_with
+            .map(|c| format!(" (beside {c}, which holds other content)"))
+            .unwrap_or_default();
+        let current = match fs::symlink_metadata(&path) {
+            Err(_) => None,
+            Ok(m) if m.file_type().is_file() => match fs::read(&path) {
+                Ok(b) => Some(b),
+                Err(e) => {
+                    self.report.push(
+                        Verb::Error,
+                        kind,
+                        target_rel,
+                        source_rel,
+                        format!("cannot read the existing file ({e}); nothing was written"),
+                    );
+                    return None;
+                }
+            },
+            Ok(_) => return Some(Placed::Conflict),
+        };
+        let Some(current) = current else {
+            if !self.write_file(&path, target_rel, bytes, kind, source_rel) {
+                return None;
+            }
+            self.report.push(
+                Verb::Create,
+                kind,
+                target_rel,
+                source_rel,
+                format!("{} bytes{beside}", bytes.len()),
+            );
+            return Some(Placed::Done);
+        };
+        if current == bytes {
+            self.report
+                .push(Verb::Skip, kind, target_rel, source_rel, "already there");
+            return Some(Placed::Done);
+        }
+        if merge_lines {
+            if let (Ok(cur), Ok(src)) = (std::str::from_utf8(&current), std::str::from_utf8(bytes))
+            {
+                let have: HashSet<&str> = cur.lines().map(str::trim).collect();
+                let missing: Vec<&str> = src
+                    .lines()
+                    .filter(|l| !l.trim().is_empty() && !have.contains(l.trim()))
+                    .collect();
+                if missing.is_empty() {
+                    self.report.push(
+                        Verb::Skip,
+                        kind,
+                        target_rel,
+                        source_rel,
+                        "every line already there",
+                    );
+                    return Some(Placed::Done);
+                }
+                let mut add = String::new();
+                if !cur.is_empty() && !cur.ends_with('\n') {
+                    add.push('\n');
+                }
+                for l in &missing {
+                    add.push_str(l);
+                    add.push('\n');
+                }
+                if !self.dry_run {
+                    if let Err(e) = fsutil::append(&path, add.as_bytes(), true) {
+                        self.report.push(
+                            Verb::Error,
+                            kind,
+                            target_rel,
+                            source_rel,
+                            format!("{e}; nothing was appended"),
+                        );
+                        return None;
+                    }
+                }
+                self.report.push(
+                    Verb::Append,
+                    kind,
+                    target_rel,
+                    source_rel,
+                    format!("{} line(s) the workspace file lacked", missing.len()),
+                );
+                return Some(Placed::Done);
+            }
+        }
+        let ours = self
+            .manifest
+            .files
+            .get(target_rel)
+            .is_some_and(|w| w.tool == self.tool.as_str() && w.sha256 == sha256(&current));
+        if ours {
+            if !self.write_file(&path, target_rel, bytes, kind, source_rel) {
+                return None;
+            }
+            self.report.push(
+                Verb::Update,
+                kind,
+                target_rel,
+                source_rel,
+                "imported earlier and unchanged since; replaced by the newer source",
+            );
+            return Some(Placed::Done);
+        }
+        Some(Placed::Conflict)
+    }
+
+    fn write_file(
+        &mut self,
+        path: &std::path::Path,
+        target_rel: &str,
+        bytes: &[u8],
+        kind: Kind,
+        source_rel: &str,
+    ) -> bool {
+        if !self.dry_run {
+            if let Err(e) = fsutil::atomic_write(path, bytes) {
+                self.report.push(
+                    Verb::Error,
+                    kind,
+                    target_rel,
+                    source_rel,
+                    format!("{e}; nothing was written"),
+                );
+                return false;
+            }
+        }
+        self.manifest.files.insert(
+            target_rel.to_string(),
+            Written {
+                tool: self.tool.as_str().into(),
+                source: self.abs_source(source_rel),
+                sha256: sha256(bytes),
+            },
+        );
+        self.manifest_dirty = true;
+        true
+    }
+}
+
+/// [`resolve_in_workspace`], also for a workspace that does not exist yet
+/// (a dry run into a new folder): with no root there are no links to
+/// follow, so the lexical checks are enough.
+fn resolve_target(
+    root: &std::path::Path,
+    rel: &str,
+) -> Result<std::path::PathBuf, mnemo_core::PathError> {
+    if root.exists() {
+        return resolve_in_workspace(root, rel);
+    }
+    let p = std::path::Path::new(rel);
+    if rel.is_empty() || rel.contains('\0') || p.is_absolute() {
+        return Err(mnemo_core::PathError::Absolute(rel.replace('\0', "\\0")));
+    }
+    if !p.components().all(|c| {
+        matches!(
+            c,
+            std::path::Component::Normal(_) | std::path::Component::CurDir
+        )
+    }) {
+        return Err(mnemo_core::PathError::ParentDir(rel.to_string()));
+    }
+    Ok(root.join(p))
+}
+
+enum Placed {
+    Done,
+    Conflict,
+}
+
+fn alt_name(rel: &str, tool: Tool) -> String {
+    match rel.rsplit_once('.') {
+        Some((stem, ext)) if !stem.is_empty() && !ext.contains('/') => {
+            format!("{stem}.from-{}.{ext}", tool.as_str())
+        }
+        _ => format!("{rel}.from-{}", tool.as_str()),
+    }
+}
+
+fn rel_to(ws: &Workspace, path: &std::path::Path) -> String {
+    path.strip_prefix(ws.root())
+        .unwrap_or(path)
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// Re-encodes a line through [`Record`] so that lines written by this crate
+/// and lines read back compare equal.
+fn normalise(line: &str) -> Option<String> {
+    Record::parse(line).ok()?.to_line().ok()
+}
+
+/// The non-metadata lines of a log (normalised) and its cursor. Lines that
+/// do not parse are compared as they are.
+fn read_log_lines(path: &std::path::Path) -> mnemo_store::Result<(Vec<String>, usize)> {
+    let text = fsutil::read_text(path)?;
+    let mut out = Vec::new();
+    let mut cursor = 0;
+    // A partial last line (a write in progress) is not part of the log yet.
+    let complete = match text.rfind('\n') {
+        Some(i) => &text[..=i],
+        None => "",
+    };
+    for line in complete.lines().filter(|l| !l.trim().is_empty()) {
+        match Record::parse(line) {
+            Ok(Record::Metadata(m)) => cursor = m.last_consolidated,
+            Ok(r) => out.push(r.to_line().unwrap_or_else(|_| line.to_string())),
+            Err(_) => out.push(line.to_string()),
+        }
+    }
+    Ok((out, cursor))
+}
+
+/// True when a line starts with a `[YYYY-MM-DD HH:MM]` stamp.
+pub(crate) fn has_stamp(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() >= 18
+        && b[0] == b'['
+        && b[5] == b'-'
+        && b[8] == b'-'
+        && b[11] == b' '
+        && b[14] == b':'
+        && b[17] == b']'
+        && [1, 2, 3, 4, 6, 7, 9, 10, 12, 13, 15, 16]
+            .iter()
+            .all(|&i| b[i].is_ascii_digit())
+}
+
+/// Splits a history log into entries: each starts at a stamped line; text
+/// before the first stamp is an entry of its own.
+pub(crate) fn split_history(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut cur = String::new();
+    for line in text.lines() {
+        if has_stamp(line) && !cur.trim().is_empty() {
+            out.push(cur.trim().to_string());
+            cur.clear();
+        }
+        cur.push_str(line);
+        cur.push('\n');
+    }
+    if !cur.trim().is_empty() {
+        out.push(cur.trim().to_string());
+    }
+    out
+}
+
+fn squash(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// A JSON value's string field.
+pub(crate) fn str_field<'v>(v: &'v Value, key: &str) -> Option<&'v str> {
+    v.get(key).and_then(Value::as_str)
+}

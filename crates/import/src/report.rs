@@ -1,0 +1,210 @@
+//! What an import did (or, with `--dry-run`, would do): one action per line
+//! and a summary with counts per kind.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::Serialize;
+
+/// What happened to one target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verb {
+    /// A new file or session log.
+    Create,
+    /// Lines added to an existing file or log.
+    Append,
+    /// A file this tool imported earlier, untouched since, replaced by the
+    /// source's newer version.
+    Update,
+    /// Already there: nothing to do.
+    Skip,
+    /// Refused because it would leave the workspace or follow a link out of
+    /// the source; nothing was written for it.
+    Refuse,
+    /// A problem with one source file or line; the rest of the import went on.
+    Error,
+}
+
+impl Verb {
+    /// Lower-case name as printed.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verb::Create => "create",
+            Verb::Append => "append",
+            Verb::Update => "update",
+            Verb::Skip => "skip",
+            Verb::Refuse => "refuse",
+            Verb::Error => "error",
+        }
+    }
+
+    /// True for the verbs that write to the workspace.
+    pub fn writes(self) -> bool {
+        matches!(self, Verb::Create | Verb::Append | Verb::Update)
+    }
+}
+
+/// What kind of thing an action is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Kind {
+    /// A session log under `sessions/`.
+    Session,
+    /// A section merged into `MEMORY.md`.
+    MemoryMd,
+    /// Entries of `memory/HISTORY.md`.
+    History,
+    /// A Markdown file under `memory/` (daily log, note, topic file).
+    File,
+    /// A typed memory file with front matter.
+    TypedMemory,
+    /// Something in the source that is not imported.
+    Other,
+}
+
+impl Kind {
+    /// Name as printed.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Session => "session",
+            Kind::MemoryMd => "memory-md",
+            Kind::History => "history",
+            Kind::File => "file",
+            Kind::TypedMemory => "typed-memory",
+            Kind::Other => "other",
+        }
+    }
+}
+
+/// One line of the report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Action {
+    /// What happened.
+    pub verb: Verb,
+    /// What it happened to.
+    pub kind: Kind,
+    /// The workspace-relative target (empty when there is none).
+    pub target: String,
+    /// The source file, relative to the source folder, with a line number
+    /// when the action is about one line.
+    pub source: String,
+    /// Counts, reasons and what to do next.
+    pub detail: String,
+}
+
+impl fmt::Display for Action {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:<7} {:<12}", self.verb.as_str(), self.kind.as_str())?;
+        if !self.target.is_empty() {
+            write!(f, " {}", self.target)?;
+        }
+        if !self.source.is_empty() {
+            write!(f, " <- {}", self.source)?;
+        }
+        if !self.detail.is_empty() {
+            write!(f, ": {}", self.detail)?;
+        }
+        Ok(())
+    }
+}
+
+/// Everything one import did, in order.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Report {
+    /// True when nothing was written.
+    pub dry_run: bool,
+    /// One entry per target or problem, in the order they were handled.
+    pub actions: Vec<Action>,
+    /// Messages written into session logs (or that would be).
+    pub messages: usize,
+    /// Non-message records written into session logs.
+    pub records: usize,
+    /// Lines merged into MEMORY.md.
+    pub memory_lines: usize,
+    /// History entries appended.
+    pub history_entries: usize,
+}
+
+impl Report {
+    pub(crate) fn push(
+        &mut self,
+        verb: Verb,
+        kind: Kind,
+        target: impl Into<String>,
+        source: impl Into<String>,
+        detail: impl Into<String>,
+    ) {
+        self.actions.push(Action {
+            verb,
+            kind,
+            target: target.into(),
+            source: source.into(),
+            detail: detail.into(),
+        });
+    }
+
+    /// Number of actions with this verb.
+    pub fn count(&self, verb: Verb) -> usize {
+        self.actions.iter().filter(|a| a.verb == verb).count()
+    }
+
+    /// Number of actions with this verb and kind.
+    pub fn count_kind(&self, verb: Verb, kind: Kind) -> usize {
+        self.actions
+            .iter()
+            .filter(|a| a.verb == verb && a.kind == kind)
+            .count()
+    }
+
+    /// True when some source file or line could not be imported (errors and
+    /// refusals).
+    pub fn has_problems(&self) -> bool {
+        self.actions
+            .iter()
+            .any(|a| matches!(a.verb, Verb::Error | Verb::Refuse))
+    }
+
+    /// True when the import wrote (or would write) something.
+    pub fn changed(&self) -> bool {
+        self.actions.iter().any(|a| a.verb.writes())
+    }
+
+    /// The closing summary: counts per kind and verb, then totals.
+    pub fn summary(&self) -> String {
+        let mut per: BTreeMap<Kind, BTreeMap<Verb, usize>> = BTreeMap::new();
+        for a in &self.actions {
+            *per.entry(a.kind).or_default().entry(a.verb).or_default() += 1;
+        }
+        let mut out = String::from(if self.dry_run {
+            "summary (dry run, nothing written):"
+        } else {
+            "summary:"
+        });
+        if per.is_empty() {
+            out.push_str(" nothing found to import");
+        }
+        for (kind, verbs) in &per {
+            let parts: Vec<String> = verbs
+                .iter()
+                .map(|(v, n)| format!("{n} {}", v.as_str()))
+                .collect();
+            out.push_str(&format!("\n  {:<12} {}", kind.as_str(), parts.join(", ")));
+        }
+        out.push_str(&format!(
+            "\n  {} message(s) and {} other record(s) into session logs, {} line(s) into MEMORY.md, {} history entr{}",
+            self.messages,
+            self.records,
+            self.memory_lines,
+            self.history_entries,
+            if self.history_entries == 1 { "y" } else { "ies" }
+        ));
+        let problems = self.count(Verb::Error) + self.count(Verb::Refuse);
+        if problems > 0 {
+            out.push_str(&format!(
+                "\n  {problems} problem(s): see the `error` and `refuse` lines above; fix those files and run the import again (what was imported stays)"
+            ));
+        }
+        out
+    }
+}

@@ -48,6 +48,10 @@ pub struct Thresholds {
     pub effective_window: usize,
     /// Autocompact fires at effective window − 13,000.
     pub autocompact: usize,
+    /// Claude Code warns the user 20,000 tokens before autocompact.
+    pub warning: usize,
+    /// Past effective window − 3,000 a request would be refused.
+    pub blocking: usize,
 }
 
 /// The memory engine of one workspace.
@@ -167,6 +171,10 @@ impl Engine {
                 .saturating_sub(self.settings.flush_soft_threshold),
             effective_window: effective,
             autocompact: effective.saturating_sub(self.settings.autocompact_buffer),
+            warning: effective
+                .saturating_sub(self.settings.autocompact_buffer)
+                .saturating_sub(20_000),
+            blocking: effective.saturating_sub(3_000),
         }
     }
 

@@ -332,3 +332,29 @@ async fn breaker_opens_after_three_failures() {
         "failures write nothing"
     );
 }
+
+#[tokio::test]
+async fn large_transcript_forces_the_flush_once_per_cycle() {
+    let env = env().await;
+    write_session(&env.ws, &chat_turns(3, 20));
+    env.server.push(Reply::text("NO_REPLY"));
+    let engine = engine(&env, 200_000, 8_192, "flush_transcript_bytes = 100", t0());
+    let r = engine.prepare_turn(KEY, "x").await.unwrap();
+    match &r.events[..] {
+        [EngineEvent::Flushed(f)] => assert!(f.reason == "transcript_size" && f.no_reply),
+        other => panic!("{other:#?}"),
+    }
+    // Recorded in the log: a restart (a new engine) does not flush again.
+    let engine = engine_again(&env);
+    assert!(engine
+        .prepare_turn(KEY, "x")
+        .await
+        .unwrap()
+        .events
+        .is_empty());
+    assert_eq!(env.server.request_count(), 1);
+}
+
+fn engine_again(env: &Env) -> mnemo_engine::Engine {
+    engine(env, 200_000, 8_192, "flush_transcript_bytes = 100", t0())
+}

@@ -6,19 +6,100 @@
 //! cargo run --release -p mnemo-eval --example retrieval -- FILE.json \
 //!     [--units session,turn] [--modes keyword,vector,hybrid] [--limit-conversations N] \
 //!     [--max-results N] [--chunk-tokens N] [--chunk-overlap N] [--fusion weighted|rrf] \
-//!     [--vector-weight W] [--model DIR] [--json-dir DIR]
+//!     [--vector-weight W] [--model DIR] [--json-dir DIR] [--sweep SPEC;SPEC...]
 //! ```
+//!
+//! `--sweep` runs several configurations in one process, each SPEC a comma
+//! list of `chunk=N`, `overlap=N`, `fusion=weighted|rrf`, `vw=W` applied on top
+//! of the other flags. Vectors are memoised by text across configurations and
+//! conversations, so a sweep over fusion settings embeds each chunk once.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use mnemo_core::{EmbedError, EmbedKind, Embedder, EmbedderId};
 use mnemo_eval::{
     render_comparison, render_json, render_text, run_on_dataset, Dataset, EvalOptions, EvalStage,
     EvalUnit, RetrievalMode,
 };
 use mnemo_index::Fusion;
+
+/// Memoises vectors by (kind, text) so repeated configurations do not
+/// re-embed identical chunks.
+struct Memo {
+    inner: Arc<dyn Embedder>,
+    cache: Mutex<HashMap<(bool, String), Vec<f32>>>,
+}
+
+impl Embedder for Memo {
+    fn id(&self) -> EmbedderId {
+        self.inner.id()
+    }
+    fn dims(&self) -> usize {
+        self.inner.dims()
+    }
+    fn max_batch(&self) -> usize {
+        self.inner.max_batch()
+    }
+    fn max_input_tokens(&self) -> Option<usize> {
+        self.inner.max_input_tokens()
+    }
+    fn count_tokens(&self, text: &str) -> Option<usize> {
+        self.inner.count_tokens(text)
+    }
+    fn embed(&self, texts: &[&str], kind: EmbedKind) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let q = kind == EmbedKind::Query;
+        let missing: Vec<&str> = {
+            let c = self.cache.lock().unwrap();
+            texts
+                .iter()
+                .copied()
+                .filter(|t| !c.contains_key(&(q, t.to_string())))
+                .collect()
+        };
+        if !missing.is_empty() {
+            let vs = self.inner.embed(&missing, kind)?;
+            let mut c = self.cache.lock().unwrap();
+            for (t, v) in missing.into_iter().zip(vs) {
+                c.insert((q, t.to_string()), v);
+            }
+        }
+        let c = self.cache.lock().unwrap();
+        Ok(texts
+            .iter()
+            .map(|t| c.get(&(q, t.to_string())).cloned().unwrap_or_default())
+            .collect())
+    }
+}
+
+fn apply_spec(opts: &mut EvalOptions, spec: &str) -> anyhow::Result<()> {
+    for kv in spec.split(',').filter(|s| !s.is_empty()) {
+        let (k, v) = kv
+            .split_once('=')
+            .ok_or_else(|| anyhow::anyhow!("bad sweep item {kv}"))?;
+        match k {
+            "chunk" => opts.index_settings.index.chunk_tokens = v.parse()?,
+            "overlap" => opts.index_settings.index.chunk_overlap = v.parse()?,
+            "fusion" => {
+                opts.index_settings.search.fusion = if v == "rrf" {
+                    Fusion::Rrf
+                } else {
+                    Fusion::Weighted
+                }
+            }
+            "vw" => {
+                let w: f32 = v.parse()?;
+                opts.index_settings.search.vector_weight = w;
+                opts.index_settings.search.text_weight = 1.0 - w;
+            }
+            other => anyhow::bail!("unknown sweep key {other}"),
+        }
+    }
+    Ok(())
+}
 
 fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
@@ -33,6 +114,7 @@ fn main() -> anyhow::Result<()> {
     let mut model: Option<PathBuf> = None;
     let mut json_dir: Option<PathBuf> = None;
     let mut verbose = false;
+    let mut sweep: Vec<String> = vec![String::new()];
     while let Some(a) = args.next() {
         let mut val = || {
             args.next()
@@ -71,6 +153,7 @@ fn main() -> anyhow::Result<()> {
             "--model" => model = Some(PathBuf::from(val()?)),
             "--json-dir" => json_dir = Some(PathBuf::from(val()?)),
             "--verbose" => verbose = true,
+            "--sweep" => sweep = val()?.split(';').map(str::to_string).collect(),
             other if file.is_none() && !other.starts_with("--") => {
                 file = Some(PathBuf::from(other))
             }
@@ -91,18 +174,53 @@ fn main() -> anyhow::Result<()> {
         let e = mnemo_embed::LocalEmbedder::load(&dir).map_err(|e| {
             anyhow::anyhow!("{e} (run scripts/fetch-models.sh or pass --model DIR)")
         })?;
-        opts = opts.with_embedder(Arc::new(e));
+        let memo = Memo {
+            inner: Arc::new(e),
+            cache: Mutex::new(HashMap::new()),
+        };
+        opts = opts.with_embedder(Arc::new(memo));
     }
+    let base = opts;
+    for spec in &sweep {
+        let mut opts = base.clone();
+        apply_spec(&mut opts, spec)?;
+        if !spec.is_empty() {
+            println!("\n### {spec}");
+        }
+        run_one(
+            &ds,
+            &file,
+            &opts,
+            &modes,
+            &units,
+            verbose,
+            json_dir.as_ref(),
+        )?;
+    }
+    Ok(())
+}
+
+fn run_one(
+    ds: &Dataset,
+    file: &std::path::Path,
+    opts: &EvalOptions,
+    modes: &[RetrievalMode],
+    units: &[EvalUnit],
+    verbose: bool,
+    json_dir: Option<&PathBuf>,
+) -> anyhow::Result<()> {
     let t = Instant::now();
-    let reports = run_on_dataset(&ds, &opts, &modes, &units, &|p| {
-        if p.stage == EvalStage::Searching || p.stage == EvalStage::Finished {
-            eprint!(
-                "\r{}/{} conversations, {}/{} questions   ",
+    let reports = run_on_dataset(ds, opts, modes, units, &|p| {
+        if p.stage == EvalStage::Finished
+            || (p.stage == EvalStage::Searching && p.questions_done % 256 == 0)
+        {
+            eprintln!(
+                "{}/{} conversations, {}/{} questions",
                 p.conversations_done, p.conversations_total, p.questions_done, p.questions_total
             );
         }
     })?;
-    eprintln!("\ndone in {:.1}s", t.elapsed().as_secs_f64());
+    eprintln!("done in {:.1}s", t.elapsed().as_secs_f64());
     println!("{}", render_comparison(&reports));
     for r in &reports {
         println!(
@@ -120,7 +238,7 @@ fn main() -> anyhow::Result<()> {
         }
     }
     if let Some(dir) = json_dir {
-        std::fs::create_dir_all(&dir)?;
+        std::fs::create_dir_all(dir)?;
         for r in &reports {
             let stem = file
                 .file_stem()

@@ -45,7 +45,7 @@ pub fn unit_ranking(hits: &[RankedHit]) -> Vec<String> {
     out
 }
 
-fn dedup<'a>(items: &'a [String]) -> Vec<&'a str> {
+fn dedup(items: &[String]) -> Vec<&str> {
     let mut seen = HashSet::new();
     items
         .iter()

@@ -328,7 +328,7 @@ pub fn run_on_dataset(
                 let hits = resp.results.iter().map(|h| to_units(&map, h)).collect();
                 run.questions.push((qi, hits));
                 state.questions_done += 1;
-                if state.questions_done % 16 == 0 {
+                if state.questions_done.is_multiple_of(16) {
                     progress(&state);
                 }
             }

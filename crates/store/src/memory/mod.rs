@@ -273,7 +273,7 @@ impl MemoryStore {
             out.push('\n');
         }
         let (mut written, mut duplicates) = (0, 0);
-        let mut seen = known.clone();
+        let mut seen = known;
         for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
             let line = line.trim_start_matches('#').trim();
             let item = line.strip_prefix("- ").unwrap_or(line);

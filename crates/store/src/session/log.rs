@@ -419,7 +419,7 @@ impl SessionLog {
             let loaded = parse_bytes(&self.path, complete);
             let mut out = Vec::with_capacity(complete.len());
             out.extend_from_slice(
-                Record::Metadata(loaded.meta.clone())
+                Record::Metadata(loaded.meta)
                     .to_line()
                     .map_err(|e| Error::Invalid(e.to_string()))?
                     .as_bytes(),

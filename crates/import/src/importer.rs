@@ -139,7 +139,7 @@ impl<'a> Importer<'a> {
             };
             let target = rel_to(self.ws, &path);
             if !path.exists() {
-                let mut meta = meta.clone();
+                let mut meta = meta;
                 meta.key = candidate.to_string();
                 self.create_session(
                     &path, &target, meta, &lines, messages, source_rel, &conflicts,

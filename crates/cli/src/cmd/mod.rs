@@ -4,6 +4,7 @@
 mod bench;
 mod engine;
 mod eval;
+mod import;
 mod init;
 mod log;
 mod mcp;
@@ -32,6 +33,8 @@ pub enum Command {
     Memory(memory::MemoryCommand),
     /// Append a line to today's daily log, memory/YYYY-MM-DD.md
     Log(log::LogArgs),
+    /// Bring existing nanobot, OpenClaw or Claude Code memory into this workspace
+    Import(import::ImportArgs),
     /// Index memory and session files for search (incremental; --watch keeps it current)
     Index(recall::IndexArgs),
     /// Search memory and past sessions (hybrid BM25 + vectors; keyword-only without a model)
@@ -67,6 +70,7 @@ pub fn run(command: Command, global: &GlobalArgs) -> Result<()> {
         Command::Session(c) => session::run(c, global),
         Command::Memory(c) => memory::run(c, global),
         Command::Log(args) => log::run(args, global),
+        Command::Import(args) => import::run(args, global),
         Command::Bench(c) => bench::run(c, global),
         Command::Mcp(args) => mcp::run(args, global),
         Command::Serve(args) => serve::run(args, global),

@@ -1,0 +1,104 @@
+//! `mnemo import` through the real binary: a nanobot workspace is listed by
+//! a dry run (nothing written), imported, and a second run skips everything.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::fs;
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn mnemo(ws: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_mnemo"))
+        .arg("--workspace")
+        .arg(ws)
+        .args(args)
+        .env_remove("MNEMO_WORKSPACE")
+        .output()
+        .unwrap()
+}
+
+fn ok(o: &Output) -> String {
+    assert!(
+        o.status.success(),
+        "stdout: {}\nstderr: {}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+
+fn write(root: &Path, rel: &str, text: &str) {
+    let p = root.join(rel);
+    fs::create_dir_all(p.parent().unwrap()).unwrap();
+    fs::write(p, text).unwrap();
+}
+
+fn snapshot(root: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for e in fs::read_dir(&dir).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push((p.display().to_string(), fs::read(&p).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn import_nanobot_dry_run_then_real_then_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("nanobot");
+    let ws = dir.path().join("ws");
+    write(
+        &src,
+        "sessions/cli_direct.jsonl",
+        "{\"_type\":\"metadata\",\"key\":\"cli:direct\",\"created_at\":\"2026-03-03T12:00:00\",\"updated_at\":\"2026-03-03T12:00:00\",\"metadata\":{},\"last_consolidated\":1}\n{\"role\":\"user\",\"content\":\"my cat is Mochi\",\"timestamp\":\"2026-03-03T12:00:00\"}\n{\"role\":\"assistant\",\"content\":\"Noted.\",\"timestamp\":\"2026-03-03T12:00:01\"}\n",
+    );
+    write(&src, "memory/MEMORY.md", "- The user's cat is Mochi\n");
+    write(
+        &src,
+        "memory/HISTORY.md",
+        "[2026-03-03 12:00] Talked about Mochi.\n\n",
+    );
+    ok(&mnemo(&ws, &["init"]));
+
+    let before = snapshot(&ws);
+    let dry = ok(&mnemo(
+        &ws,
+        &["import", "nanobot", src.to_str().unwrap(), "--dry-run"],
+    ));
+    assert!(
+        dry.contains("create  session      sessions/cli_direct.jsonl"),
+        "{dry}"
+    );
+    assert!(dry.contains("dry run"), "{dry}");
+    assert_eq!(snapshot(&ws), before, "the dry run wrote");
+
+    let out = ok(&mnemo(&ws, &["import", "nanobot", src.to_str().unwrap()]));
+    assert!(out.contains("2 message(s)"), "{out}");
+    let log = fs::read_to_string(ws.join("sessions/cli_direct.jsonl")).unwrap();
+    assert!(log.contains("my cat is Mochi") && log.contains("\"last_consolidated\":1"));
+    assert!(fs::read_to_string(ws.join("MEMORY.md"))
+        .unwrap()
+        .contains("- The user's cat is Mochi"));
+    assert!(fs::read_to_string(ws.join("memory/HISTORY.md"))
+        .unwrap()
+        .contains("Talked about Mochi."));
+
+    let after = snapshot(&ws);
+    let again = ok(&mnemo(&ws, &["import", "nanobot", src.to_str().unwrap()]));
+    assert!(
+        !again.contains("create") && again.contains("skip"),
+        "{again}"
+    );
+    assert_eq!(snapshot(&ws), after, "the second run changed the workspace");
+
+    let bad = mnemo(&ws, &["import", "hermes", src.to_str().unwrap()]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("use nanobot, openclaw or claude-code"));
+}

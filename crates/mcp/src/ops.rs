@@ -120,15 +120,22 @@ pub struct Backend {
     mnemo: Arc<Mnemo>,
     engine: OnceLock<std::result::Result<EngineSlot, String>>,
     memory_md_lock: Mutex<()>,
+    search_permits: tokio::sync::Semaphore,
 }
 
 impl Backend {
     /// Wraps an opened workspace.
     pub fn new(mnemo: Arc<Mnemo>) -> Arc<Self> {
+        // Searches are CPU-bound (scoring, vector scan): running more at once
+        // than there are cores only makes every one of them slower.
+        let cores = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(2);
         Arc::new(Backend {
             mnemo,
             engine: OnceLock::new(),
             memory_md_lock: Mutex::new(()),
+            search_permits: tokio::sync::Semaphore::new(cores),
         })
     }
 
@@ -156,6 +163,11 @@ impl Backend {
                 "`max_results` is 0: ask for at least 1 result".into(),
             ));
         }
+        let _permit = self
+            .search_permits
+            .acquire()
+            .await
+            .map_err(|e| Error::Internal(format!("search queue closed: {e}")))?;
         let me = self.clone();
         let resp: SearchResponse = blocking(move || {
             let mut req = SearchRequest::new(args.query);

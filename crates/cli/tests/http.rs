@@ -47,6 +47,10 @@ impl Drop for Server {
 }
 
 fn start(ws: &Path) -> Server {
+    start_with(ws, &[])
+}
+
+fn start_with(ws: &Path, sets: &[String]) -> Server {
     let out = command(ws, &["init"]).output().unwrap();
     assert!(
         out.status.success(),
@@ -59,23 +63,18 @@ fn start(ws: &Path) -> Server {
         .unwrap()
         .port();
     let addr = format!("127.0.0.1:{port}");
-    let mut child = command(
-        ws,
-        &[
-            "--set",
-            "embedder.kind=none",
-            "serve",
-            "--http",
-            &addr,
-            "--token",
-            TOKEN,
-        ],
-    )
-    .stdin(Stdio::null())
-    .stdout(Stdio::null())
-    .stderr(Stdio::piped())
-    .spawn()
-    .unwrap();
+    let mut args: Vec<&str> = vec!["--set", "embedder.kind=none"];
+    for s in sets {
+        args.push("--set");
+        args.push(s);
+    }
+    args.extend(["serve", "--http", &addr, "--token", TOKEN]);
+    let mut child = command(ws, &args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
     let mut err = BufReader::new(child.stderr.take().unwrap());
     let mut seen = String::new();
     loop {
@@ -425,4 +424,52 @@ fn a_public_address_needs_a_token() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--token"), "{err}");
+}
+
+#[test]
+fn consolidate_calls_the_configured_model() {
+    use mnemo_test_support::{Reply, ScriptedServer};
+    let model = ScriptedServer::start_blocking();
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path();
+    let srv = start_with(
+        ws,
+        &[
+            "provider.kind=openai".into(),
+            format!("provider.base_url={}", model.openai_base()),
+            "provider.model=test-model".into(),
+        ],
+    );
+    let p = srv.port;
+    let (status, v) = call(
+        p,
+        "POST",
+        "/v1/sessions/c1/messages",
+        Some(json!({"messages": [
+            {"role": "user", "content": "My name is Ada and I deploy on Fridays."},
+            {"role": "assistant", "content": "Noted, Ada."},
+            {"role": "user", "content": "Thanks!"}]})),
+    );
+    assert_eq!(status, 201, "{v}");
+    model.push(Reply::tool_call(
+        "save_memory",
+        json!({"history_entry": "[2026-11-29 10:00] Ada said she deploys on Fridays.",
+               "memory_update": "# Memory\n\n- User is Ada; deploys on Fridays.\n"}),
+    ));
+    let (status, v) = call(p, "POST", "/v1/sessions/c1/consolidate", None);
+    assert_eq!(status, 200, "{v}");
+    assert!(!v["events"].as_array().unwrap().is_empty(), "{v}");
+    let memory = std::fs::read_to_string(ws.join("MEMORY.md")).unwrap();
+    assert!(memory.contains("deploys on Fridays"), "{memory}");
+    assert_eq!(model.requests().last().unwrap().body["model"], "test-model");
+    let (status, v) = call(p, "GET", "/v1/sessions/c1/messages?since_cursor=true", None);
+    assert_eq!(status, 200);
+    assert_eq!(v["messages"].as_array().unwrap().len(), 1, "{v}");
+    let (status, v) = call(
+        p,
+        "POST",
+        "/v1/sessions/c1/compact",
+        Some(json!({"level": 9})),
+    );
+    assert_eq!(status, 400, "{v}");
 }

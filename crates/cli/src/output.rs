@@ -17,6 +17,15 @@ fn classify(err: &anyhow::Error) -> Option<ErrorCode> {
         if let Some(e) = cause.downcast_ref::<mnemo::Error>() {
             return Some(e.code());
         }
+        if let Some(e) = cause.downcast_ref::<mnemo_import::Error>() {
+            return Some(e.code());
+        }
+        if let Some(e) = cause.downcast_ref::<mnemo_engine::Error>() {
+            return Some(e.code());
+        }
+        if let Some(e) = cause.downcast_ref::<mnemo_llm::LlmError>() {
+            return Some(e.code());
+        }
         if let Some(e) = cause.downcast_ref::<mnemo_index::IndexError>() {
             return Some(e.code());
         }

@@ -63,6 +63,11 @@ pub fn resolve_in_workspace(root: &Path, rel: &str) -> Result<PathBuf, PathError
     let real_root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
     let mut probe = Some(joined.as_path());
     while let Some(cur) = probe {
+        // Ancestors above the root are the caller's business, not ours (the
+        // root itself may not exist yet).
+        if !cur.starts_with(root) || cur == root {
+            break;
+        }
         if cur.symlink_metadata().is_ok() {
             let real = cur
                 .canonicalize()
@@ -107,6 +112,16 @@ mod tests {
         ));
         assert_eq!(
             resolve_in_workspace(root, "./memory/a.md").unwrap(),
+            root.join("memory/a.md")
+        );
+    }
+
+    #[test]
+    fn a_missing_root_is_not_an_escape() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("not-yet");
+        assert_eq!(
+            resolve_in_workspace(&root, "memory/a.md").unwrap(),
             root.join("memory/a.md")
         );
     }

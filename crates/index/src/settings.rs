@@ -105,7 +105,7 @@ impl Default for IndexOptions {
         IndexOptions {
             // Measured on LoCoMo (2 conversations, hybrid): 128/16 beat
             // 64/8, 200/32 and 256/32 on session any@5/all@10 and turn MRR
-            // (crates/index/BENCH_NOTES.md).
+            // (docs/BENCHMARKS.md).
             chunk_tokens: 128,
             chunk_overlap: 16,
             sessions: true,

@@ -1,6 +1,6 @@
 //! Runs the retrieval benchmark in several modes and units at once and prints
 //! the comparison table (and optionally every report as JSON). Used to fill
-//! BENCH_NOTES.md; the `mnemo eval retrieval` command is the user-facing way.
+//! docs/BENCHMARKS.md; the `mnemo eval retrieval` command is the user-facing way.
 //!
 //! ```text
 //! cargo run --release -p mnemo-eval --example retrieval -- FILE.json \

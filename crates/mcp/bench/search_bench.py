@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Server benchmarks for mnemo-mcp / mnemo-http (see ../BENCH_NOTES.md).
+"""Server benchmarks for mnemo-mcp / mnemo-http (see docs/BENCHMARKS.md).
 
 1. Generates a seeded workspace of ~10k chunks (daily-log style notes with
    planted identifiers), indexes it with `mnemo index`.

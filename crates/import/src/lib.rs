@@ -13,7 +13,7 @@
 //! use mnemo_core::Workspace;
 //! use mnemo_import::{import, ImportOptions, Tool};
 //!
-//! let ws = Workspace::new("/tmp/ws");
+//! let ws = Workspace::new("my-workspace");
 //! let report = import(&ws, Tool::Nanobot, "/home/me/.nanobot/workspace".as_ref(), &ImportOptions::default())?;
 //! for action in &report.actions {
 //!     println!("{action}");

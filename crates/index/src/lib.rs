@@ -11,7 +11,7 @@
 //! use mnemo_core::Workspace;
 //! use mnemo_index::{IndexSettings, MemoryIndex, SearchRequest};
 //!
-//! let ws = Workspace::new("/tmp/ws");
+//! let ws = Workspace::new("my-workspace");
 //! let index = MemoryIndex::open(&ws, IndexSettings::default(), None)?;
 //! index.sync(&|_| {})?;
 //! let found = index.search(&SearchRequest::new("ERR-4711"))?;

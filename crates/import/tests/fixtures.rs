@@ -48,7 +48,7 @@ pub const NANOBOT_TELEGRAM: &[&str] = &[
     r#"{"role":"user","content":"list my files","timestamp":"2026-03-02T08:59:00"}"#,
     r#"{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"exec","arguments":"{\"cmd\":\"ls\"}"}}],"timestamp":"2026-03-02T08:59:01","tools_used":["exec"],"reasoning_content":"run ls"}"#,
     r#"{"role":"tool","tool_call_id":"c1","name":"exec","content":"a.txt b.txt","timestamp":"2026-03-02T08:59:02"}"#,
-    r#"{"role":"user","content":[{"type":"text","text":"看这个"},{"type":"image_url","image_url":{"url":"[image: /tmp/x.png]"}}],"timestamp":"2026-03-02T09:00:00"}"#,
+    r#"{"role":"user","content":[{"type":"text","text":"看这个"},{"type":"image_url","image_url":{"url":"[image: media/x.png]"}}],"timestamp":"2026-03-02T09:00:00"}"#,
 ];
 
 /// A classic nanobot workspace: two sessions, MEMORY.md and HISTORY.md.

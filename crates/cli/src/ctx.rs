@@ -58,3 +58,11 @@ impl Ctx {
         Ok(())
     }
 }
+
+/// The async runtime for commands that serve or call models.
+pub fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
+}

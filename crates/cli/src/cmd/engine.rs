@@ -90,13 +90,6 @@ fn engine(global: &GlobalArgs, model: &ModelArgs) -> Result<Engine> {
     Ok(Engine::new(&ctx.workspace, &ctx.config, Arc::clone(&chat))?)
 }
 
-fn runtime() -> Result<tokio::runtime::Runtime> {
-    Ok(tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()?)
-}
-
 /// One line per event, saying what ran and what it freed.
 pub fn describe(event: &EngineEvent) -> String {
     match event {
@@ -159,21 +152,21 @@ fn print_events(events: &[EngineEvent]) {
 
 pub fn consolidate(args: ConsolidateArgs, global: &GlobalArgs) -> Result<()> {
     let engine = engine(global, &args.model)?;
-    let events = runtime()?.block_on(engine.consolidate_now(&args.key))?;
+    let events = crate::ctx::runtime()?.block_on(engine.consolidate_now(&args.key))?;
     print_events(&events);
     Ok(())
 }
 
 pub fn compact(args: CompactArgs, global: &GlobalArgs) -> Result<()> {
     let engine = engine(global, &args.model)?;
-    let events = runtime()?.block_on(engine.compact(&args.key, args.level))?;
+    let events = crate::ctx::runtime()?.block_on(engine.compact(&args.key, args.level))?;
     print_events(&events);
     Ok(())
 }
 
 pub fn context(args: ContextArgs, global: &GlobalArgs) -> Result<()> {
     let engine = engine(global, &args.model)?;
-    let report = runtime()?.block_on(engine.build_context(&args.key, &args.message))?;
+    let report = crate::ctx::runtime()?.block_on(engine.build_context(&args.key, &args.message))?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(());
@@ -200,7 +193,7 @@ pub fn context(args: ContextArgs, global: &GlobalArgs) -> Result<()> {
 
 pub fn new_session(args: NewArgs, global: &GlobalArgs) -> Result<()> {
     let engine = engine(global, &args.model)?;
-    let report = runtime()?.block_on(engine.new_session(&args.key))?;
+    let report = crate::ctx::runtime()?.block_on(engine.new_session(&args.key))?;
     println!("{}", serde_json::to_string_pretty(&report)?);
     Ok(())
 }

@@ -28,10 +28,7 @@ pub struct McpArgs {
 pub fn run(args: McpArgs, global: &GlobalArgs) -> Result<()> {
     let ctx = global.ctx()?;
     let mnemo = Arc::new(mnemo::Mnemo::open(ctx.workspace, ctx.config)?);
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let rt = crate::ctx::runtime()?;
     rt.block_on(async move {
         match args.http {
             None => {

@@ -27,10 +27,7 @@ pub struct ServeArgs {
 pub fn run(args: ServeArgs, global: &GlobalArgs) -> Result<()> {
     let ctx = global.ctx()?;
     let mnemo = Arc::new(mnemo::Mnemo::open(ctx.workspace, ctx.config)?);
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let rt = crate::ctx::runtime()?;
     rt.block_on(async move {
         let listener = mnemo_mcp::auth::bind(args.http, args.token.as_deref()).await?;
         let local = listener

@@ -23,19 +23,7 @@ const SCRUBBED: &[&str] = &[
     "ANTHROPIC_API_KEY",
 ];
 
-fn model_dir() -> PathBuf {
-    let dir = std::env::var("MNEMO_TEST_MODEL_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| {
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.mnemo-models/all-MiniLM-L6-v2")
-        });
-    assert!(
-        dir.join("model.safetensors").exists(),
-        "the local embedding model is missing at {}: run scripts/fetch-models.sh",
-        dir.display()
-    );
-    dir
-}
+use mnemo_test_support::model_dir;
 
 fn command(ws: &Path, extra: &[&str]) -> Command {
     let mut c = Command::new(BIN);

@@ -2,22 +2,10 @@
 //! real local model.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
-fn model_dir() -> PathBuf {
-    let dir = std::env::var_os("MNEMO_TEST_MODEL_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.mnemo-models/all-MiniLM-L6-v2")
-        });
-    assert!(
-        dir.join("model.safetensors").exists(),
-        "no model at {}: run scripts/fetch-models.sh",
-        dir.display()
-    );
-    dir
-}
+use mnemo_test_support::model_dir;
 
 fn mnemo(ws: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_mnemo"))

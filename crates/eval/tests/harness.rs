@@ -57,19 +57,7 @@ fn small_dataset() -> (tempfile::TempDir, PathBuf) {
     (dir, path)
 }
 
-fn model_dir() -> PathBuf {
-    let dir = std::env::var_os("MNEMO_TEST_MODEL_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../.mnemo-models/all-MiniLM-L6-v2")
-        });
-    assert!(
-        dir.join("model.safetensors").exists(),
-        "the local embedding model is missing at {}: run scripts/fetch-models.sh",
-        dir.display()
-    );
-    dir
-}
+use mnemo_test_support::model_dir;
 
 fn data_dir() -> PathBuf {
     let dir = std::env::var_os("MNEMO_DATA_DIR")

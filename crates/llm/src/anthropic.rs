@@ -8,8 +8,7 @@ use crate::chat::{BoxFuture, ChatModel, ChatRequest, ChatResponse, ModelInfo, To
 use crate::error::{LlmError, Result};
 use crate::openai::{f32_for_wire, object_schema, short, token_field};
 use crate::provider::{process_env, ProviderConfig};
-use crate::retry::RetryPolicy;
-use crate::transport::{header_map, Transport};
+use crate::transport::Transport;
 
 /// The protocol version sent in `anthropic-version`.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
@@ -31,29 +30,13 @@ impl AnthropicChat {
         if let Some(key) = config.api_key(&process_env) {
             fixed.push(("x-api-key", key.trim().to_string()));
         }
-        let headers = header_map(&fixed, &config.headers)?;
         // A pasted `https://api.anthropic.com/v1` would otherwise give /v1/v1.
         let base = config.base_url.trim_end_matches('/');
         let url = format!("{}/v1/messages", base.strip_suffix("/v1").unwrap_or(base));
-        let label = config.label();
-        let transport = Transport::new(
-            url,
-            headers,
-            config.timeout(),
-            RetryPolicy::new(config.max_retries, config.retry_backoff_ms),
-            label.clone(),
-            config.api_key_env.clone(),
-        )?;
-        let info = ModelInfo {
-            provider: "anthropic".into(),
-            model: config.model.clone(),
-            context_window: config.context_window,
-            max_output: config.max_output,
-        };
         Ok(AnthropicChat {
-            info,
-            transport,
-            label,
+            info: config.model_info("anthropic"),
+            transport: config.transport(url, &fixed)?,
+            label: config.label(),
         })
     }
 

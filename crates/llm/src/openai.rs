@@ -10,8 +10,7 @@ use serde_json::{json, Map, Value};
 use crate::chat::{BoxFuture, ChatModel, ChatRequest, ChatResponse, ModelInfo, ToolChoice, Usage};
 use crate::error::{ErrorKind, LlmError, Result};
 use crate::provider::{process_env, ProviderConfig};
-use crate::retry::RetryPolicy;
-use crate::transport::{header_map, Transport};
+use crate::transport::Transport;
 
 /// A chat model behind an OpenAI-compatible endpoint.
 ///
@@ -38,27 +37,11 @@ impl OpenAiChat {
         if let Some(key) = config.api_key(&process_env) {
             fixed.push(("authorization", format!("Bearer {}", key.trim())));
         }
-        let headers = header_map(&fixed, &config.headers)?;
         let url = format!("{}/chat/completions", config.base_url.trim_end_matches('/'));
-        let label = config.label();
-        let transport = Transport::new(
-            url,
-            headers,
-            config.timeout(),
-            RetryPolicy::new(config.max_retries, config.retry_backoff_ms),
-            label.clone(),
-            config.api_key_env.clone(),
-        )?;
-        let info = ModelInfo {
-            provider: "openai".into(),
-            model: config.model.clone(),
-            context_window: config.context_window,
-            max_output: config.max_output,
-        };
         Ok(OpenAiChat {
-            info,
-            transport,
-            label,
+            info: config.model_info("openai"),
+            transport: config.transport(url, &fixed)?,
+            label: config.label(),
             use_max_completion_tokens: AtomicBool::new(false),
             drop_temperature: AtomicBool::new(false),
         })

@@ -9,9 +9,11 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::anthropic::AnthropicChat;
-use crate::chat::ChatModel;
+use crate::chat::{ChatModel, ModelInfo};
 use crate::error::{LlmError, Result};
 use crate::openai::OpenAiChat;
+use crate::retry::RetryPolicy;
+use crate::transport::{header_map, Transport};
 
 /// The wire protocol of a provider.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -262,6 +264,30 @@ impl ProviderConfig {
             Duration::from_secs_f64(self.timeout_secs)
         } else {
             Duration::from_secs_f64(DEFAULT_TIMEOUT_SECS)
+        }
+    }
+
+    /// The HTTP transport for `url` with this provider's headers, timeout,
+    /// retries and key variable, plus the protocol's own `fixed` headers.
+    pub(crate) fn transport(&self, url: String, fixed: &[(&str, String)]) -> Result<Transport> {
+        let headers = header_map(fixed, &self.headers)?;
+        Transport::new(
+            url,
+            headers,
+            self.timeout(),
+            RetryPolicy::new(self.max_retries, self.retry_backoff_ms),
+            self.label(),
+            self.api_key_env.clone(),
+        )
+    }
+
+    /// What a client built from this config reports about its model.
+    pub(crate) fn model_info(&self, provider: &str) -> ModelInfo {
+        ModelInfo {
+            provider: provider.into(),
+            model: self.model.clone(),
+            context_window: self.context_window,
+            max_output: self.max_output,
         }
     }
 

@@ -15,10 +15,12 @@
 #![warn(missing_docs)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
+mod model;
 mod render;
 mod reply;
 mod server;
 
+pub use model::model_dir;
 pub use render::{estimate_tokens, hashed_embedding};
 pub use reply::Reply;
 pub use server::{RecordedRequest, ScriptedServer, DEFAULT_EMBEDDING_DIMS};

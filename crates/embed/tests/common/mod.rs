@@ -1,25 +1,7 @@
 //! Helpers shared by the integration tests: the model folder and cosine.
 #![allow(dead_code)]
 
-use std::path::PathBuf;
-
-/// The all-MiniLM-L6-v2 folder: `MNEMO_TEST_MODEL_DIR`, else
-/// `<workspace>/.mnemo-models/all-MiniLM-L6-v2`. Panics (fails the test) with
-/// instructions when it is missing: these tests never skip silently.
-pub fn model_dir() -> PathBuf {
-    let dir = match std::env::var_os("MNEMO_TEST_MODEL_DIR").filter(|v| !v.is_empty()) {
-        Some(d) => PathBuf::from(d),
-        None => {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../.mnemo-models/all-MiniLM-L6-v2")
-        }
-    };
-    assert!(
-        dir.join("model.safetensors").is_file() && dir.join("tokenizer.json").is_file(),
-        "the test model is missing from {}: run scripts/fetch-models.sh (or set MNEMO_TEST_MODEL_DIR)",
-        dir.display()
-    );
-    dir
-}
+pub use mnemo_test_support::model_dir;
 
 pub fn cos(a: &[f32], b: &[f32]) -> f32 {
     let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();

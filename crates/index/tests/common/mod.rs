@@ -2,22 +2,13 @@
 //! workspaces written into temporary folders.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
 use mnemo_core::{Embedder, Workspace};
 use mnemo_embed::LocalEmbedder;
 
-/// The all-MiniLM-L6-v2 folder: `MNEMO_TEST_MODEL_DIR`, else the workspace's
-/// `.mnemo-models/`.
-pub fn model_dir() -> PathBuf {
-    if let Ok(d) = std::env::var("MNEMO_TEST_MODEL_DIR") {
-        if !d.is_empty() {
-            return PathBuf::from(d);
-        }
-    }
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.mnemo-models/all-MiniLM-L6-v2")
-}
+pub use mnemo_test_support::model_dir;
 
 /// The real local embedding model, loaded once per test binary.
 pub fn model() -> Arc<dyn Embedder> {

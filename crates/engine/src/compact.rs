@@ -522,10 +522,32 @@ impl Engine {
         user_message: &str,
         selected: &[String],
     ) -> Result<TurnOutcome> {
+        self.send_with(key, Some(user_message), selected).await
+    }
+
+    /// Like [`send`](Self::send) for a turn already in the log: the request
+    /// is the log alone (see [`Engine::build_context_from_log`]), so the
+    /// model can be called again after tool results without a new user
+    /// message. The caller appends the answer to the log.
+    pub async fn send_from_log(&self, key: &str, selected: &[String]) -> Result<TurnOutcome> {
+        self.send_with(key, None, selected).await
+    }
+
+    async fn send_with(
+        &self,
+        key: &str,
+        pending: Option<&str>,
+        selected: &[String],
+    ) -> Result<TurnOutcome> {
+        // Measured with the pending message when it is not in the log yet.
+        let user_message = pending.unwrap_or("");
         let mut events = Vec::new();
         let mut attempt = 0u32;
         loop {
-            let context = self.build_context_with(key, user_message, selected)?;
+            let context = match pending {
+                Some(m) => self.build_context_with(key, m, selected)?,
+                None => self.build_context_from_log(key, selected)?,
+            };
             match self.model.complete(context.request()).await {
                 Ok(response) => {
                     return Ok(TurnOutcome {

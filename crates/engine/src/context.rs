@@ -234,6 +234,23 @@ impl Engine {
         message: &str,
         selected: &[String],
     ) -> Result<ContextReport> {
+        self.assemble(key, Some(message), selected)
+    }
+
+    /// Builds the request from the session log alone, with these memory
+    /// files selected: for a turn whose user message (and any tool calls
+    /// and results since) is already in the log, e.g. to call the model
+    /// again after tool results. There is no `user_message` part.
+    pub fn build_context_from_log(&self, key: &str, selected: &[String]) -> Result<ContextReport> {
+        self.assemble(key, None, selected)
+    }
+
+    fn assemble(
+        &self,
+        key: &str,
+        message: Option<&str>,
+        selected: &[String],
+    ) -> Result<ContextReport> {
         let (_, loaded) = self.open(key)?;
         let parts = self.system_parts(selected)?;
         let c = &*self.counter;
@@ -242,7 +259,7 @@ impl Engine {
             .iter()
             .map(|e| strip(&e.message))
             .collect();
-        let user = Message::user(message);
+        let user = message.map(Message::user);
         let mut report_parts = Vec::new();
         let mut push = |name: &str, tokens: usize| {
             report_parts.push(ContextPart {
@@ -256,10 +273,12 @@ impl Engine {
         push("selected_memories", c.count_text(&parts.selected));
         push("tools", self.tools_tokens());
         push("history", c.count_messages(&history));
-        push("user_message", c.count_message(&user));
+        if let Some(user) = &user {
+            push("user_message", c.count_message(user));
+        }
         let total = report_parts.iter().map(|p| p.tokens).sum();
         let mut messages = history;
-        messages.push(user);
+        messages.extend(user);
         Ok(ContextReport {
             key: key.to_string(),
             model: self.model.info().model.clone(),

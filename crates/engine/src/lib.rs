@@ -2,7 +2,8 @@
 //! and the history log ([`consolidate`]), the pre-compaction memory flush
 //! ([`flush`]), the compaction pipeline, cheapest level first
 //! ([`pipeline`], [`compact`]), session notes ([`session`]), recall
-//! selection ([`recall`]) and the context builder ([`context`]).
+//! selection ([`recall`]), the context builder ([`context`]) and the agent
+//! loop that runs a turn with the memory tools ([`agent`]).
 //!
 //! Everything that changes the prompt is written to the session log as a
 //! compaction record, so [`rebuild_history`] gives the same prompt from the
@@ -11,6 +12,7 @@
 #![warn(missing_docs)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
+pub mod agent;
 pub mod compact;
 pub mod compactor;
 pub mod consolidate;
@@ -27,6 +29,10 @@ pub mod session;
 pub mod settings;
 pub mod templates;
 
+pub use agent::{
+    iteration_limit_notice, AgentStep, AgentTurn, ToolCallRecord, ToolExecutor, TurnOptions,
+    DEFAULT_MAX_ITERATIONS,
+};
 pub use compact::{TurnOutcome, TurnReport};
 pub use compactor::{Compactor, ModelCompactor, TemplateCompactor};
 pub use consolidate::{pick_boundary, save_memory_tool};

@@ -1,0 +1,253 @@
+//! The agent loop: one user turn run to its final answer.
+//! [`Engine::run_turn`] prepares the session ([`Engine::prepare_turn`]:
+//! consolidation, flush, compaction), picks memory files
+//! ([`Engine::select_memories`]), appends the user message to the log, then
+//! calls the model ([`Engine::send_from_log`], with its reactive
+//! compaction). When the model asks for tools, the assistant's call and the
+//! results (from a [`ToolExecutor`]) are appended to the log and the model
+//! is called again from the log, without a new user message, until it
+//! answers without tools or the iteration bound is hit.
+//!
+//! The loop owns no tools itself: the memory tools it declares
+//! ([`crate::memory_tools`]) are executed by the caller's [`ToolExecutor`]
+//! (the CLI runs them on the same backend as the MCP server and the HTTP
+//! API), so every surface can reuse the loop.
+
+use mnemo_core::{Message, Role};
+use mnemo_llm::BoxFuture;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::compact::TurnReport;
+use crate::engine::Engine;
+use crate::error::{Error, Result};
+use crate::events::EngineEvent;
+use crate::recall::RecallOutcome;
+
+/// Model calls a turn may make by default before it is stopped.
+pub const DEFAULT_MAX_ITERATIONS: usize = 8;
+
+/// Runs the tools the model calls.
+pub trait ToolExecutor: Send + Sync {
+    /// Runs tool `name` with `arguments` (always a JSON object). `Ok` is the
+    /// result text for the model; `Err` is a message saying what went wrong
+    /// and how to call the tool instead, sent to the model as an error
+    /// result (the turn goes on).
+    fn execute<'a>(
+        &'a self,
+        name: &'a str,
+        arguments: &'a Value,
+    ) -> BoxFuture<'a, std::result::Result<String, String>>;
+}
+
+/// How a turn runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TurnOptions {
+    /// Model calls at most (the first answer included); at the bound the
+    /// turn ends with a notice instead of an answer.
+    pub max_iterations: usize,
+    /// Run the recall side query before the turn.
+    pub recall: bool,
+}
+
+impl Default for TurnOptions {
+    fn default() -> Self {
+        TurnOptions {
+            max_iterations: DEFAULT_MAX_ITERATIONS,
+            recall: true,
+        }
+    }
+}
+
+/// One tool call made during a turn and its result.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolCallRecord {
+    /// The call id (the model's, or `call_<iteration>_<n>` when it gave none).
+    pub id: String,
+    /// Tool name.
+    pub name: String,
+    /// Arguments as the model sent them (parsed when they were JSON text).
+    pub arguments: Value,
+    /// The result sent back to the model (errors start with `Error:`).
+    pub result: String,
+    /// True when the tool failed or could not be called.
+    pub is_error: bool,
+}
+
+/// What a turn did and its answer.
+#[derive(Debug, Clone, Serialize)]
+pub struct AgentTurn {
+    /// Session key.
+    pub key: String,
+    /// The final answer (the bound notice when the bound was hit).
+    pub answer: String,
+    /// Tool calls, in order.
+    pub tool_calls: Vec<ToolCallRecord>,
+    /// Everything the engine did: `prepare_turn`'s events, then reactive
+    /// compactions during the model calls.
+    pub events: Vec<EngineEvent>,
+    /// Prompt tokens before and after `prepare_turn`.
+    pub prepare: TurnReport,
+    /// The recall side query's selection.
+    pub recall: RecallOutcome,
+    /// Model calls made.
+    pub iterations: usize,
+    /// The turn was stopped at `max_iterations` without a final answer.
+    pub hit_iteration_limit: bool,
+}
+
+/// Progress of a turn as it happens (for live output; the same facts are
+/// in the [`AgentTurn`] at the end).
+#[derive(Debug)]
+pub enum AgentStep<'a> {
+    /// `prepare_turn` ran (its events, tokens before and after).
+    Prepared(&'a TurnReport),
+    /// The recall side query answered.
+    Recalled(&'a RecallOutcome),
+    /// The engine did something during a model call (reactive compaction).
+    Engine(&'a EngineEvent),
+    /// A tool is about to run.
+    ToolStarted {
+        /// Tool name.
+        name: &'a str,
+        /// Its arguments.
+        arguments: &'a Value,
+    },
+    /// A tool ran.
+    ToolFinished(&'a ToolCallRecord),
+}
+
+/// The text the turn ends with when the bound is hit.
+pub fn iteration_limit_notice(max_iterations: usize) -> String {
+    format!(
+        "I stopped after {max_iterations} model calls without reaching a final answer (the tool-call \
+         limit of one turn). Ask me to continue, or split the task into smaller steps."
+    )
+}
+
+impl Engine {
+    fn append_to_log(&self, key: &str, messages: &[Message]) -> Result<()> {
+        self.sessions.open(key)?.append(messages)?;
+        Ok(())
+    }
+
+    /// Runs one user turn to its final answer (see the module docs). Every
+    /// message is appended to the session log as it happens: the user
+    /// message, each assistant message (with its tool calls), the tool
+    /// results, the final answer. When the model fails, the error is
+    /// returned and the log keeps what was appended so far; the steps
+    /// already reported through `observe` (compactions among them) stand.
+    pub async fn run_turn(
+        &self,
+        key: &str,
+        user_message: &str,
+        tools: &dyn ToolExecutor,
+        options: &TurnOptions,
+        observe: &(dyn Fn(AgentStep<'_>) + Send + Sync),
+    ) -> Result<AgentTurn> {
+        if user_message.trim().is_empty() {
+            return Err(Error::Invalid(
+                "the message is empty: say something for the model to answer".into(),
+            ));
+        }
+        if options.max_iterations == 0 {
+            return Err(Error::Invalid(
+                "max_iterations is 0: allow at least 1 model call per turn".into(),
+            ));
+        }
+        let prepare = self.prepare_turn(key, user_message).await?;
+        observe(AgentStep::Prepared(&prepare));
+        let recall = if options.recall {
+            self.select_memories(key, user_message).await
+        } else {
+            RecallOutcome::default()
+        };
+        observe(AgentStep::Recalled(&recall));
+        self.append_to_log(key, &[Message::user(user_message)])?;
+
+        let mut events = prepare.events.clone();
+        let mut records: Vec<ToolCallRecord> = Vec::new();
+        for iteration in 1..=options.max_iterations {
+            let outcome = self.send_from_log(key, &recall.selected).await?;
+            for e in &outcome.events {
+                observe(AgentStep::Engine(e));
+            }
+            events.extend(outcome.events);
+            let mut message = outcome.response.message;
+            message.role = Role::Assistant;
+            message.timestamp = None;
+            let mut calls = message.tool_calls.take().unwrap_or_default();
+            if calls.is_empty() {
+                let answer = message.text();
+                self.append_to_log(key, &[message])?;
+                return Ok(AgentTurn {
+                    key: key.to_string(),
+                    answer,
+                    tool_calls: records,
+                    events,
+                    prepare,
+                    recall,
+                    iterations: iteration,
+                    hit_iteration_limit: false,
+                });
+            }
+            for (n, c) in calls.iter_mut().enumerate() {
+                if c.id.trim().is_empty() {
+                    c.id = format!("call_{iteration}_{n}");
+                }
+            }
+            message.tool_calls = Some(calls.clone());
+            self.append_to_log(key, &[message])?;
+            let mut results = Vec::with_capacity(calls.len());
+            for call in &calls {
+                let name = call.function.name.as_str();
+                let arguments = call.function.arguments_value();
+                observe(AgentStep::ToolStarted {
+                    name,
+                    arguments: &arguments,
+                });
+                let outcome = if arguments.is_object() {
+                    tools.execute(name, &arguments).await
+                } else {
+                    Err(format!(
+                        "the arguments of {name} are not a JSON object ({}): send an object such as {{\"query\": \"…\"}}",
+                        crate::pipeline::clip(&call.function.arguments_string(), 200)
+                    ))
+                };
+                let (result, is_error) = match outcome {
+                    Ok(text) => (text, false),
+                    Err(e) => (format!("Error: {e}"), true),
+                };
+                let record = ToolCallRecord {
+                    id: call.id.clone(),
+                    name: name.to_string(),
+                    arguments,
+                    result,
+                    is_error,
+                };
+                observe(AgentStep::ToolFinished(&record));
+                results.push(Message::tool_result(
+                    record.id.clone(),
+                    record.name.clone(),
+                    record.result.clone(),
+                ));
+                records.push(record);
+            }
+            // One append for the results of one assistant message, so the
+            // log's per-turn tool-result budget sees them together.
+            self.append_to_log(key, &results)?;
+        }
+        let answer = iteration_limit_notice(options.max_iterations);
+        self.append_to_log(key, &[Message::assistant(answer.clone())])?;
+        Ok(AgentTurn {
+            key: key.to_string(),
+            answer,
+            tool_calls: records,
+            events,
+            prepare,
+            recall,
+            iterations: options.max_iterations,
+            hit_iteration_limit: true,
+        })
+    }
+}

@@ -2,6 +2,7 @@
 //! `run` function; nothing here does work of its own.
 
 mod bench;
+mod chat;
 mod engine;
 mod eval;
 mod import;
@@ -51,6 +52,21 @@ pub enum Command {
     Context(engine::ContextArgs),
     /// Close a session: consolidate its tail and write a session note memory/DATE-slug.md
     New(engine::NewArgs),
+    /// Talk to an agent that uses this memory (interactive; /help lists the commands)
+    ///
+    /// Each turn runs the whole engine: consolidation, flush and compaction before
+    /// the turn (reported with the tokens they freed), the recall side query, then
+    /// the model with the memory tools (memory_search, memory_get, memory_write),
+    /// called again after each tool result up to --max-iterations times. Every
+    /// message, tool call and tool result goes to the session log. Reads plain lines
+    /// from stdin, so it also works piped or under tmux.
+    Chat(chat::ChatArgs),
+    /// Run one agent turn non-interactively: the answer on stdout, notices on stderr
+    ///
+    /// The same turn as in `mnemo chat` (engine, recall, memory tools, session log).
+    /// Example: mnemo run --session cli:direct "what did we decide about deploys?"
+    /// With --json, one object with the answer, the tool calls and the engine events.
+    Run(chat::RunArgs),
     /// Measure retrieval quality on conversation benchmarks
     #[command(subcommand)]
     Eval(eval::EvalCommand),
@@ -79,6 +95,8 @@ pub fn run(command: Command, global: &GlobalArgs) -> Result<()> {
         Command::Compact(a) => engine::compact(a, global),
         Command::Context(a) => engine::context(a, global),
         Command::New(a) => engine::new_session(a, global),
+        Command::Chat(a) => chat::chat(a, global),
+        Command::Run(a) => chat::run(a, global),
         Command::Index(a) => recall::index(a, global),
         Command::Search(a) => recall::search(a, global),
         Command::Get(a) => recall::get(a, global),

@@ -1,0 +1,588 @@
+//! `mnemo chat` (the interactive agent) and `mnemo run` (one turn, for
+//! scripts): a thin terminal layer over [`Engine::run_turn`]. This module
+//! owns the memory tools' executor on top of the MCP server's
+//! [`Backend`], the slash commands and how turns and engine events are
+//! printed.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::sync::Arc;
+
+use anyhow::{Context as _, Result};
+use clap::Args;
+use mnemo_engine::{
+    AgentStep, AgentTurn, Engine, EngineEvent, ToolExecutor, TurnOptions, DEFAULT_MAX_ITERATIONS,
+};
+use mnemo_llm::{build_chat_model, BoxFuture, ProviderConfig, ProviderOverrides};
+use mnemo_mcp::ops::{ForgetArgs, GetArgs, SearchArgs, WriteArgs};
+use mnemo_mcp::Backend;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::engine::{describe, ModelArgs};
+use crate::ctx::GlobalArgs;
+use crate::output::UsageError;
+
+/// The session key when none is given (the key nanobot's CLI uses).
+pub const DEFAULT_SESSION: &str = "cli:direct";
+
+/// Arguments of `mnemo chat`.
+#[derive(Debug, Args)]
+pub struct ChatArgs {
+    /// Session key: the conversation to continue (its log is sessions/<key>.jsonl)
+    #[arg(long, short = 's', default_value = DEFAULT_SESSION, value_name = "KEY")]
+    pub session: String,
+    /// Model calls per turn at most; at the bound the turn stops with a notice
+    #[arg(long, default_value_t = DEFAULT_MAX_ITERATIONS as u16, value_name = "N",
+          value_parser = clap::value_parser!(u16).range(1..))]
+    pub max_iterations: u16,
+    /// Skip the recall side query (the model picking memory files for each turn)
+    #[arg(long)]
+    pub no_recall: bool,
+    #[command(flatten)]
+    pub model: ModelArgs,
+}
+
+/// Arguments of `mnemo run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The user's message; `-` reads it from stdin
+    pub message: String,
+    /// Session key: the conversation to continue (its log is sessions/<key>.jsonl)
+    #[arg(long, short = 's', default_value = DEFAULT_SESSION, value_name = "KEY")]
+    pub session: String,
+    /// Print one JSON object: {"session", "answer", "tool_calls": [{"id", "name",
+    /// "arguments", "result", "is_error"}], "events": [...], "iterations",
+    /// "hit_iteration_limit", "selected_memories", "prompt_tokens": {"before", "after"}}
+    #[arg(long)]
+    pub json: bool,
+    /// Model calls per turn at most; at the bound the turn stops with a notice
+    #[arg(long, default_value_t = DEFAULT_MAX_ITERATIONS as u16, value_name = "N",
+          value_parser = clap::value_parser!(u16).range(1..))]
+    pub max_iterations: u16,
+    /// Skip the recall side query (the model picking memory files for the turn)
+    #[arg(long)]
+    pub no_recall: bool,
+    #[command(flatten)]
+    pub model: ModelArgs,
+}
+
+/// The engine, the tools and the runtime a turn needs.
+struct Agent {
+    engine: Engine,
+    backend: Arc<Backend>,
+    tools: BackendTools,
+    options: TurnOptions,
+    rt: tokio::runtime::Runtime,
+}
+
+fn agent(global: &GlobalArgs, model: &ModelArgs, max_iterations: u16, no_recall: bool) -> Result<Agent> {
+    let ctx = global.ctx()?;
+    ctx.require_initialised()?;
+    let overrides = ProviderOverrides {
+        provider: model.provider.clone(),
+        base_url: model.base_url.clone(),
+        model: model.model.clone(),
+    };
+    let env = |k: &str| std::env::var(k).ok();
+    let provider = ProviderConfig::resolve(&ctx.config, None, &overrides, &env).context(
+        "no chat model configured for the agent: pass --provider openai|anthropic --model NAME (and --base-url \
+         for a local server, e.g. --base-url http://127.0.0.1:11434/v1 for Ollama), set MNEMO_PROVIDER / \
+         MNEMO_MODEL / MNEMO_BASE_URL / MNEMO_API_KEY, or add a [provider] section (kind, base_url, model, \
+         api_key_env) to mnemo.toml",
+    )?;
+    let chat = build_chat_model(&provider)?;
+    let engine = Engine::new(&ctx.workspace, &ctx.config, chat)?;
+    let mnemo = Arc::new(mnemo::Mnemo::open(ctx.workspace, ctx.config)?);
+    let backend = Backend::new(mnemo);
+    Ok(Agent {
+        engine,
+        tools: BackendTools(backend.clone()),
+        backend,
+        options: TurnOptions {
+            max_iterations: usize::from(max_iterations),
+            recall: !no_recall,
+        },
+        rt: crate::ctx::runtime()?,
+    })
+}
+
+/// The memory tools declared by [`mnemo_engine::memory_tools`], run on the
+/// backend the MCP server and the HTTP API share.
+struct BackendTools(Arc<Backend>);
+
+/// `memory_write` as the model calls it: a typed memory when `name` is
+/// given, else lines for today's daily log.
+#[derive(Debug, Deserialize)]
+struct ModelWrite {
+    text: String,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    description: Option<String>,
+    #[serde(default, rename = "type")]
+    kind: Option<String>,
+}
+
+/// Maps the model's `memory_write` arguments onto the backend's modes.
+fn write_args(w: ModelWrite) -> std::result::Result<WriteArgs, String> {
+    let name = w.name.filter(|n| !n.trim().is_empty());
+    let Some(name) = name else {
+        return Ok(WriteArgs::Daily { text: w.text });
+    };
+    let Some(kind) = w.kind.filter(|k| !k.trim().is_empty()) else {
+        return Err(format!(
+            "a typed memory (`name` {name:?}) needs `type`: user, feedback, project or reference; \
+             omit `name` to append the text to today's daily log instead"
+        ));
+    };
+    let description = w
+        .description
+        .filter(|d| !d.trim().is_empty())
+        .unwrap_or_else(|| {
+            w.text
+                .lines()
+                .map(str::trim)
+                .find(|l| !l.is_empty())
+                .unwrap_or("")
+                .chars()
+                .take(120)
+                .collect()
+        });
+    Ok(WriteArgs::Typed {
+        name,
+        description,
+        kind,
+        body: w.text,
+    })
+}
+
+fn parse<T: serde::de::DeserializeOwned>(
+    tool: &str,
+    args: &Value,
+    expected: &str,
+) -> std::result::Result<T, String> {
+    serde_json::from_value(args.clone())
+        .map_err(|e| format!("bad arguments for {tool}: {e}; expected {expected}"))
+}
+
+impl ToolExecutor for BackendTools {
+    fn execute<'a>(
+        &'a self,
+        name: &'a str,
+        arguments: &'a Value,
+    ) -> BoxFuture<'a, std::result::Result<String, String>> {
+        Box::pin(async move {
+            let b = &self.0;
+            let value = match name {
+                "memory_search" => {
+                    let a: SearchArgs = parse(
+                        name,
+                        arguments,
+                        r#"{"query": string, "maxResults"?: integer, "minScore"?: number}"#,
+                    )?;
+                    b.search(a).await.map_err(|e| e.to_string())?
+                }
+                "memory_get" => {
+                    let a: GetArgs = parse(
+                        name,
+                        arguments,
+                        r#"{"path": string, "from"?: integer, "lines"?: integer}"#,
+                    )?;
+                    let got = b.get(a).await.map_err(|e| e.to_string())?;
+                    serde_json::to_value(got).map_err(|e| e.to_string())?
+                }
+                "memory_write" => {
+                    let w: ModelWrite = parse(
+                        name,
+                        arguments,
+                        r#"{"text": string, "name"?: string, "description"?: string, "type"?: "user"|"feedback"|"project"|"reference"}"#,
+                    )?;
+                    b.write(write_args(w)?).await.map_err(|e| e.to_string())?
+                }
+                other => {
+                    return Err(format!(
+                        "unknown tool {other:?}: the tools are memory_search, memory_get and memory_write"
+                    ))
+                }
+            };
+            Ok(value.to_string())
+        })
+    }
+}
+
+/// The lines saying what the engine did during a turn: one per event, then
+/// the prompt size `prepare_turn` left when it changed anything.
+fn turn_notices(turn: &AgentTurn) -> Vec<String> {
+    let mut out: Vec<String> = turn.events.iter().map(describe).collect();
+    let p = &turn.prepare;
+    if !p.events.is_empty() && p.tokens_before != p.tokens_after {
+        out.push(format!(
+            "prompt before this turn: {} -> {} tokens (freed {})",
+            p.tokens_before,
+            p.tokens_after,
+            p.tokens_before.saturating_sub(p.tokens_after)
+        ));
+    }
+    if turn.hit_iteration_limit {
+        out.push(format!(
+            "the turn stopped at the bound of {} model calls without a final answer (raise it with --max-iterations)",
+            turn.iterations
+        ));
+    }
+    out
+}
+
+/// Lines for the events of a command (`/compact`, `/new`), with the tokens
+/// the compactions freed in total.
+fn command_notices(events: &[EngineEvent]) -> Vec<String> {
+    let mut out: Vec<String> = events.iter().map(describe).collect();
+    let freed: usize = events
+        .iter()
+        .filter_map(|e| match e {
+            EngineEvent::Compacted(c) => Some(c.tokens_before.saturating_sub(c.tokens_after)),
+            _ => None,
+        })
+        .sum();
+    if events
+        .iter()
+        .any(|e| matches!(e, EngineEvent::Compacted(_)))
+    {
+        out.push(format!("freed {freed} tokens in total"));
+    }
+    out
+}
+
+/// One line for a tool call as it starts.
+fn tool_line(name: &str, arguments: &Value) -> String {
+    format!("  · {name} {}", clip(&arguments.to_string(), 160))
+}
+
+/// One line for a tool's result.
+fn result_line(r: &mnemo_engine::ToolCallRecord) -> String {
+    if r.is_error {
+        return format!("    ✗ {}", clip(&r.result, 200));
+    }
+    let v: Value = serde_json::from_str(&r.result).unwrap_or(Value::Null);
+    let summary = if let Some(results) = v.get("results").and_then(Value::as_array) {
+        format!("{} result(s)", results.len())
+    } else if let Some(path) = v.get("path").and_then(Value::as_str) {
+        match v.get("written").and_then(Value::as_u64) {
+            Some(n) => format!("{n} line(s) written to {path}"),
+            None if r.name == "memory_write" => format!("saved {path}"),
+            None => format!(
+                "{path}: {} line(s)",
+                v.get("lines").and_then(Value::as_u64).unwrap_or(0)
+            ),
+        }
+    } else {
+        clip(&r.result, 120)
+    };
+    format!("    → {summary}")
+}
+
+fn clip(s: &str, max: usize) -> String {
+    let one_line = s.replace('\n', " ");
+    if one_line.chars().count() <= max {
+        return one_line;
+    }
+    let mut out: String = one_line.chars().take(max).collect();
+    out.push('…');
+    out
+}
+
+/// The REPL's help text.
+pub fn help_text() -> String {
+    "\
+Type a message and press Enter; the agent answers, calling memory_search,
+memory_get and memory_write as it needs. Commands:
+  /new             close this conversation: consolidate it into long-term memory,
+                   write a session note, and start afresh (the log keeps every message)
+  /compact [focus] run the compaction pipeline now and say how many tokens it freed
+                   (a focus is accepted but ignored: the compactor takes no focus)
+  /memory          print MEMORY.md
+  /search QUERY    search memory and past sessions (citations path#Lx-Ly)
+  /forget NAME     remove a typed memory file and its index line in MEMORY.md
+  /help            show this help
+  /exit            leave (also /quit or Ctrl-D)
+"
+    .to_string()
+}
+
+/// `mnemo run`: one turn; the answer on stdout, everything else on stderr.
+pub fn run(args: RunArgs, global: &GlobalArgs) -> Result<()> {
+    let message = if args.message == "-" {
+        let mut s = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut s)
+            .context("cannot read the message from stdin")?;
+        s
+    } else {
+        args.message.clone()
+    };
+    if message.trim().is_empty() {
+        return Err(UsageError("the message is empty: give the text to send, or - to read it from stdin".into()).into());
+    }
+    let a = agent(global, &args.model, args.max_iterations, args.no_recall)?;
+    let json_mode = args.json;
+    let observe = move |step: AgentStep<'_>| {
+        if json_mode {
+            return;
+        }
+        match step {
+            AgentStep::ToolStarted { name, arguments } => eprintln!("{}", tool_line(name, arguments)),
+            AgentStep::ToolFinished(r) => eprintln!("{}", result_line(r)),
+            _ => {}
+        }
+    };
+    let turn = a
+        .rt
+        .block_on(a.engine.run_turn(&args.session, &message, &a.tools, &a.options, &observe))
+        .with_context(|| turn_failed(&args.session))?;
+    for line in turn_notices(&turn) {
+        eprintln!("[mnemo] {line}");
+    }
+    if args.json {
+        let out = json!({
+            "session": turn.key,
+            "answer": turn.answer,
+            "tool_calls": turn.tool_calls,
+            "events": turn.events,
+            "iterations": turn.iterations,
+            "hit_iteration_limit": turn.hit_iteration_limit,
+            "selected_memories": turn.recall.selected,
+            "prompt_tokens": {"before": turn.prepare.tokens_before, "after": turn.prepare.tokens_after},
+        });
+        println!("{out}");
+    } else {
+        println!("{}", turn.answer);
+    }
+    Ok(())
+}
+
+fn turn_failed(key: &str) -> String {
+    format!(
+        "the turn in session {key:?} failed; its log keeps the user message and any tool calls made so far \
+         (`mnemo session show {key}`)"
+    )
+}
+
+/// What a REPL line asks for.
+#[derive(Debug, PartialEq, Eq)]
+enum Line<'a> {
+    Empty,
+    Message(&'a str),
+    New,
+    Compact(Option<&'a str>),
+    Memory,
+    Search(&'a str),
+    Forget(&'a str),
+    Help,
+    Exit,
+    Unknown(&'a str),
+}
+
+fn parse_line(line: &str) -> Line<'_> {
+    let line = line.trim();
+    if line.is_empty() {
+        return Line::Empty;
+    }
+    let Some(cmd) = line.strip_prefix('/') else {
+        return Line::Message(line);
+    };
+    let (name, rest) = match cmd.split_once(char::is_whitespace) {
+        Some((n, r)) => (n, r.trim()),
+        None => (cmd, ""),
+    };
+    match name {
+        "new" => Line::New,
+        "compact" => Line::Compact(Some(rest).filter(|r| !r.is_empty())),
+        "memory" => Line::Memory,
+        "search" => Line::Search(rest),
+        "forget" => Line::Forget(rest),
+        "help" | "?" => Line::Help,
+        "exit" | "quit" => Line::Exit,
+        other => Line::Unknown(other),
+    }
+}
+
+/// `mnemo chat`: the REPL.
+pub fn chat(args: ChatArgs, global: &GlobalArgs) -> Result<()> {
+    let a = agent(global, &args.model, args.max_iterations, args.no_recall)?;
+    let key = args.session.clone();
+    let tty = std::io::stdin().is_terminal();
+    let out = std::io::stdout();
+    if tty {
+        println!(
+            "mnemo chat: session {key}, workspace {} (/help for commands, /exit or Ctrl-D to leave)",
+            a.engine.workspace().root().display()
+        );
+    }
+    let stdin = std::io::stdin();
+    let mut lines = stdin.lock().lines();
+    loop {
+        if tty {
+            print!("you> ");
+            let _ = out.lock().flush();
+        }
+        let Some(line) = lines.next() else {
+            if tty {
+                println!();
+            }
+            break;
+        };
+        let line = line.context("cannot read from stdin")?;
+        match parse_line(&line) {
+            Line::Empty => {}
+            Line::Exit => break,
+            Line::Help => print!("{}", help_text()),
+            Line::Message(text) => turn(&a, &key, text),
+            Line::New => match a.rt.block_on(a.engine.new_session(&key)) {
+                Ok(report) => {
+                    for l in command_notices(&report.events) {
+                        println!("[mnemo] {l}");
+                    }
+                    if let Some(note) = &report.note {
+                        println!("[mnemo] session note written to {note}");
+                    }
+                    println!(
+                        "[mnemo] new conversation in session {key}: {} earlier message(s) are in long-term memory and stay in the log",
+                        report.cursor
+                    );
+                }
+                Err(e) => println!("error: /new failed: {e}"),
+            },
+            Line::Compact(focus) => {
+                if let Some(f) = focus {
+                    println!("[mnemo] focus {f:?} ignored: the compactor takes no focus instructions");
+                }
+                match a.rt.block_on(a.engine.compact(&key, None)) {
+                    Ok(events) if events.is_empty() => println!("[mnemo] compaction: nothing to do"),
+                    Ok(events) => {
+                        for l in command_notices(&events) {
+                            println!("[mnemo] {l}");
+                        }
+                    }
+                    Err(e) => println!("error: /compact failed: {e}"),
+                }
+            }
+            Line::Memory => match a.engine.memory().read_memory_md() {
+                Ok(text) if text.trim().is_empty() => println!("(MEMORY.md is empty)"),
+                Ok(text) => println!("{}", text.trim_end()),
+                Err(e) => println!("error: cannot read MEMORY.md: {e}"),
+            },
+            Line::Search("") => println!("usage: /search QUERY"),
+            Line::Search(q) => search(&a, q),
+            Line::Forget("") => println!("usage: /forget NAME (a typed memory's name or memory/<name>.md)"),
+            Line::Forget(name) => match a.rt.block_on(a.backend.forget(ForgetArgs { name: name.to_string() })) {
+                Ok(v) => println!(
+                    "[mnemo] removed {} and its index line in MEMORY.md",
+                    v.get("removed").and_then(Value::as_str).unwrap_or(name)
+                ),
+                Err(e) => println!("error: /forget: {e}"),
+            },
+            Line::Unknown(c) => println!("unknown command /{c}: /help lists the commands"),
+        }
+        let _ = out.lock().flush();
+    }
+    Ok(())
+}
+
+fn turn(a: &Agent, key: &str, text: &str) {
+    let observe = |step: AgentStep<'_>| match step {
+        AgentStep::ToolStarted { name, arguments } => println!("{}", tool_line(name, arguments)),
+        AgentStep::ToolFinished(r) => println!("{}", result_line(r)),
+        _ => {}
+    };
+    match a.rt.block_on(a.engine.run_turn(key, text, &a.tools, &a.options, &observe)) {
+        Ok(turn) => {
+            println!("mnemo> {}", turn.answer.trim_end());
+            for l in turn_notices(&turn) {
+                println!("[mnemo] {l}");
+            }
+        }
+        Err(e) => println!("error: {e}\n  ({})", turn_failed(key)),
+    }
+}
+
+fn search(a: &Agent, query: &str) {
+    let args = SearchArgs {
+        query: query.to_string(),
+        max_results: None,
+        min_score: None,
+    };
+    match a.rt.block_on(a.backend.search(args)) {
+        Ok(v) => {
+            let results = v.get("results").and_then(Value::as_array).cloned().unwrap_or_default();
+            if results.is_empty() {
+                println!("no results for {query:?}");
+            }
+            for r in &results {
+                let citation = r
+                    .get("citation")
+                    .and_then(Value::as_str)
+                    .map(|c| c.trim_start_matches("Source: ").to_string())
+                    .unwrap_or_default();
+                let score = r.get("score").and_then(Value::as_f64).unwrap_or(0.0);
+                let snippet = r.get("snippet").and_then(Value::as_str).unwrap_or("");
+                println!("{citation}  (score {score:.2})");
+                println!("    {}", clip(snippet.trim(), 200));
+            }
+            for w in v.get("warnings").and_then(Value::as_array).into_iter().flatten() {
+                if let Some(w) = w.as_str() {
+                    println!("warning: {w}");
+                }
+            }
+        }
+        Err(e) => println!("error: /search: {e}"),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_parse_into_commands() {
+        assert_eq!(parse_line("  hello "), Line::Message("hello"));
+        assert_eq!(parse_line("/compact keep the API"), Line::Compact(Some("keep the API")));
+        assert_eq!(parse_line("/compact"), Line::Compact(None));
+        assert_eq!(parse_line("/search deploy key"), Line::Search("deploy key"));
+        assert_eq!(parse_line("/quit"), Line::Exit);
+        assert_eq!(parse_line("/nope x"), Line::Unknown("nope"));
+        assert_eq!(parse_line(""), Line::Empty);
+    }
+
+    #[test]
+    fn memory_write_arguments_map_onto_the_backend() {
+        let daily = write_args(ModelWrite {
+            text: "cat is Miso".into(),
+            name: None,
+            description: None,
+            kind: None,
+        })
+        .unwrap();
+        assert!(matches!(daily, WriteArgs::Daily { .. }));
+        let typed = write_args(ModelWrite {
+            text: "Prefers tea.\nNo sugar.".into(),
+            name: Some("Tea".into()),
+            description: None,
+            kind: Some("user".into()),
+        })
+        .unwrap();
+        match typed {
+            WriteArgs::Typed { description, kind, .. } => {
+                assert_eq!(description, "Prefers tea.");
+                assert_eq!(kind, "user");
+            }
+            other => panic!("{other:?}"),
+        }
+        let err = write_args(ModelWrite {
+            text: "x".into(),
+            name: Some("X".into()),
+            description: None,
+            kind: None,
+        })
+        .unwrap_err();
+        assert!(err.contains("needs `type`"), "{err}");
+    }
+}

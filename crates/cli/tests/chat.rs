@@ -1,0 +1,470 @@
+//! `mnemo run` and `mnemo chat` through the real binary against the
+//! scripted loopback model server: the tool loop end to end, what the
+//! session log records, memory_write into the daily log, a missing
+//! provider, a failing model, the iteration bound, and the interactive
+//! REPL driven in tmux.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use mnemo_core::{Message, Workspace};
+use mnemo_store::{SessionOptions, SessionStore};
+use mnemo_test_support::{Reply, ScriptedServer};
+use serde_json::{json, Value};
+
+const UNSET: &[&str] = &[
+    "MNEMO_WORKSPACE",
+    "MNEMO_PROVIDER",
+    "MNEMO_BASE_URL",
+    "MNEMO_MODEL",
+    "MNEMO_API_KEY",
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+];
+
+/// `mnemo --workspace WS ARGS… --set …` with no provider from the environment.
+fn bare(ws: &Path, args: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_mnemo"));
+    c.arg("--workspace").arg(ws).args(args).args([
+        "--set",
+        "embedder.kind=none",
+        "--set",
+        "memory.timezone=UTC",
+    ]);
+    for v in UNSET {
+        c.env_remove(v);
+    }
+    c
+}
+
+/// The same with the scripted server as the provider (no retries).
+fn with_model(ws: &Path, server: &ScriptedServer, args: &[&str]) -> Command {
+    let mut c = bare(ws, args);
+    c.args([
+        "--provider",
+        "openai",
+        "--base-url",
+        &server.openai_base(),
+        "--model",
+        "test-model",
+        "--set",
+        "provider.max_retries=0",
+    ]);
+    c
+}
+
+fn ok(o: &Output) -> String {
+    assert!(
+        o.status.success(),
+        "stdout: {}\nstderr: {}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+
+fn init(ws: &Path) {
+    ok(&bare(ws, &["init"]).output().unwrap());
+}
+
+fn today() -> String {
+    chrono::Utc::now().format("%Y-%m-%d").to_string()
+}
+
+fn session(ws: &Path, key: &str) -> Vec<Message> {
+    SessionStore::new(&Workspace::new(ws), SessionOptions::default())
+        .load(key)
+        .unwrap()
+        .messages
+}
+
+fn write_session(ws: &Path, key: &str, messages: &[Message]) {
+    SessionStore::new(&Workspace::new(ws), SessionOptions::default())
+        .open(key)
+        .unwrap()
+        .append(messages)
+        .unwrap();
+}
+
+fn shape(messages: &[Message]) -> Vec<String> {
+    messages
+        .iter()
+        .map(|m| match &m.tool_calls {
+            Some(c) => format!("assistant calls {}", c[0].function.name),
+            None => format!("{}: {}", m.role.as_str(), m.text()),
+        })
+        .collect()
+}
+
+#[test]
+fn run_answers_after_a_memory_search_and_logs_every_step() {
+    let server = ScriptedServer::start_blocking();
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path();
+    init(ws);
+    ok(&bare(ws, &["log", "The deploy key lives in vault/ops."])
+        .output()
+        .unwrap());
+    server.push(Reply::tool_call(
+        "memory_search",
+        json!({"query": "deploy key"}),
+    ));
+    server.push(Reply::text("The deploy key lives in vault/ops."));
+    let o = with_model(
+        ws,
+        &server,
+        &["run", "--session", "cli:run", "where is the deploy key?"],
+    )
+    .output()
+    .unwrap();
+    let out = ok(&o);
+    assert_eq!(out, "The deploy key lives in vault/ops.\n");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("memory_search"), "{err}");
+
+    // The log: user, the call, its result, the answer, in that order.
+    let log = session(ws, "cli:run");
+    let s = shape(&log);
+    assert_eq!(s.len(), 4, "{s:#?}");
+    assert_eq!(s[0], "user: where is the deploy key?");
+    assert_eq!(s[1], "assistant calls memory_search");
+    assert!(
+        s[2].starts_with("tool: ") && s[2].contains("vault/ops"),
+        "{s:#?}"
+    );
+    assert_eq!(s[3], "assistant: The deploy key lives in vault/ops.");
+    let call_id = &log[1].tool_calls.as_ref().unwrap()[0].id;
+    assert_eq!(log[2].tool_call_id.as_ref(), Some(call_id));
+    let result: Value = serde_json::from_str(&log[2].text()).unwrap();
+    let daily = format!("Source: memory/{}.md#L", today());
+    assert!(
+        result["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["citation"].as_str().unwrap().starts_with(&daily)),
+        "{result}"
+    );
+
+    // The second request carried the tool result, after the call.
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 2);
+    let msgs = reqs[1].body["messages"].as_array().unwrap();
+    let last = msgs.last().unwrap();
+    assert_eq!(last["role"], "tool");
+    assert_eq!(last["tool_call_id"], json!(call_id));
+    assert!(last["content"].as_str().unwrap().contains("vault/ops"));
+    assert_eq!(msgs[msgs.len() - 2]["tool_calls"][0]["function"]["name"], "memory_search");
+    // The memory tools were offered.
+    let tools: Vec<&str> = reqs[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(tools, ["memory_search", "memory_get", "memory_write"]);
+}
+
+#[test]
+fn run_json_reports_a_memory_write_that_lands_in_todays_log() {
+    let server = ScriptedServer::start_blocking();
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path();
+    init(ws);
+    server.push(Reply::tool_call(
+        "memory_write",
+        json!({"text": "The user's cat is named Miso."}),
+    ));
+    server.push(Reply::text("Noted: Miso."));
+    let o = with_model(
+        ws,
+        &server,
+        &["run", "--json", "-s", "cli:json", "my cat is called Miso"],
+    )
+    .output()
+    .unwrap();
+    let out: Value = serde_json::from_str(ok(&o).trim()).unwrap();
+    assert_eq!(out["answer"], "Noted: Miso.");
+    assert_eq!(out["session"], "cli:json");
+    assert_eq!(out["iterations"], 2);
+    assert_eq!(out["hit_iteration_limit"], false);
+    assert!(out["events"].is_array());
+    let call = &out["tool_calls"][0];
+    assert_eq!(call["name"], "memory_write");
+    assert_eq!(call["is_error"], false);
+    let daily_rel = format!("memory/{}.md", today());
+    let result: Value = serde_json::from_str(call["result"].as_str().unwrap()).unwrap();
+    assert_eq!(result["path"], json!(daily_rel));
+    let daily = std::fs::read_to_string(ws.join(&daily_rel)).unwrap();
+    assert!(daily.contains("The user's cat is named Miso."), "{daily}");
+}
+
+#[test]
+fn run_without_a_provider_says_how_to_configure_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path();
+    init(ws);
+    let o = bare(ws, &["run", "hello"]).output().unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    for hint in ["--provider", "MNEMO_PROVIDER", "[provider]", "mnemo.toml"] {
+        assert!(err.contains(hint), "missing {hint:?} in: {err}");
+    }
+    let o = bare(ws, &["chat"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--provider"));
+}
+
+#[test]
+fn a_failing_model_gives_a_clear_error_and_keeps_the_log() {
+    let server = ScriptedServer::start_blocking();
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path();
+    init(ws);
+    write_session(
+        ws,
+        "cli:fail",
+        &[Message::user("hello"), Message::assistant("Hi!")],
+    );
+    let before = std::fs::read_to_string(ws.join("sessions/cli_fail.jsonl")).unwrap();
+    // Nothing scripted: every request gets a 500; one retry after the first.
+    let o = with_model(ws, &server, &["run", "-s", "cli:fail", "are you there?"])
+        .args([
+            "--set",
+            "provider.max_retries=1",
+            "--set",
+            "provider.retry_backoff_ms=1",
+        ])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(o.stdout.is_empty());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("500"), "{err}");
+    assert!(err.contains("cli:fail") && err.contains("log keeps"), "{err}");
+    assert_eq!(server.requests().len(), 2, "the first attempt and one retry");
+    // The log is intact: what was there, plus the user's message.
+    let after = std::fs::read_to_string(ws.join("sessions/cli_fail.jsonl")).unwrap();
+    assert!(after.starts_with(&before));
+    assert_eq!(
+        shape(&session(ws, "cli:fail")),
+        ["user: hello", "assistant: Hi!", "user: are you there?"]
+    );
+}
+
+#[test]
+fn the_iteration_bound_is_reported() {
+    let server = ScriptedServer::start_blocking();
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path();
+    init(ws);
+    server.set_default(Reply::tool_call("memory_search", json!({"query": "x"})));
+    let o = with_model(
+        ws,
+        &server,
+        &["run", "-s", "cli:loop", "--max-iterations", "2", "search forever"],
+    )
+    .output()
+    .unwrap();
+    let out = ok(&o);
+    assert_eq!(out.trim(), mnemo_engine::iteration_limit_notice(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("bound of 2 model calls"), "{err}");
+    assert_eq!(server.requests().len(), 2);
+    let log = shape(&session(ws, "cli:loop"));
+    assert_eq!(log.len(), 6, "{log:#?}");
+    assert_eq!(log[5], format!("assistant: {}", mnemo_engine::iteration_limit_notice(2)));
+}
+
+#[test]
+fn piped_chat_prints_help_and_leaves_on_exit() {
+    let server = ScriptedServer::start_blocking();
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path();
+    init(ws);
+    let mut child = with_model(ws, &server, &["chat"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(b"/help\n/exit\nnever read\n").unwrap();
+    }
+    let o = child.wait_with_output().unwrap();
+    let out = ok(&o);
+    insta::assert_snapshot!("chat_help", out);
+    assert!(server.requests().is_empty());
+}
+
+/// A tmux server of its own (its own socket), killed on drop.
+struct Tmux {
+    socket: String,
+    session: String,
+}
+
+impl Tmux {
+    fn cmd(&self) -> Command {
+        let mut c = Command::new("tmux");
+        c.args(["-L", &self.socket]);
+        c
+    }
+
+    fn start(command: &str) -> Tmux {
+        let t = Tmux {
+            socket: format!("mnemo-chat-test-{}", std::process::id()),
+            session: "chat".into(),
+        };
+        let st = t
+            .cmd()
+            .args(["new-session", "-d", "-s", &t.session, "-x", "200", "-y", "50", command])
+            .status()
+            .unwrap();
+        assert!(st.success(), "tmux new-session failed");
+        t
+    }
+
+    fn send(&self, line: &str) {
+        let st = self
+            .cmd()
+            .args(["send-keys", "-t", &self.session, "-l", line])
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let st = self
+            .cmd()
+            .args(["send-keys", "-t", &self.session, "Enter"])
+            .status()
+            .unwrap();
+        assert!(st.success());
+    }
+
+    fn screen(&self) -> String {
+        let o = self
+            .cmd()
+            .args(["capture-pane", "-p", "-J", "-S", "-1000", "-t", &self.session])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    }
+
+    /// Polls the pane until `needle` appears `times` times (60 s at most).
+    fn wait_for(&self, needle: &str, times: usize) -> String {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let screen = self.screen();
+            if screen.matches(needle).count() >= times {
+                return screen;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for {needle:?} ×{times}; the pane shows:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.cmd().arg("kill-server").status();
+    }
+}
+
+fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+#[test]
+fn interactive_chat_in_tmux() {
+    if Command::new("tmux").arg("-V").output().is_err() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "tmux is missing in CI: .ci/run installs it"
+        );
+        eprintln!("notice: tmux is not installed; skipping the interactive chat test");
+        return;
+    }
+    let server = ScriptedServer::start_blocking();
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path();
+    init(ws);
+    ok(&bare(ws, &["log", "The deploy key lives in vault/ops."])
+        .output()
+        .unwrap());
+    std::fs::write(ws.join("MEMORY.md"), "# Memory\n\n- Prefers green tea, no sugar.\n").unwrap();
+    // An earlier exchange with a failed tool call that snip can drop.
+    let mut call = Message::assistant("");
+    call.content = None;
+    call.tool_calls = Some(vec![serde_json::from_value(json!({
+        "id": "e1", "type": "function",
+        "function": {"name": "exec", "arguments": "{\"cmd\":\"make\"}"}
+    }))
+    .unwrap()]);
+    write_session(
+        ws,
+        "cli:tmux",
+        &[
+            Message::user("run make please"),
+            call,
+            Message::tool_result("e1", "exec", format!("Error: make failed {}", "x".repeat(2_000))),
+            Message::assistant("make failed."),
+        ],
+    );
+    server.push(Reply::text("Hi from the scripted model."));
+    server.push(Reply::text("## Summary\nThe user ran make; it failed."));
+
+    let mut command = String::from("env");
+    for v in UNSET {
+        command.push_str(&format!(" -u {v}"));
+    }
+    let bin = env!("CARGO_BIN_EXE_mnemo");
+    command.push_str(&format!(
+        " {} --workspace {} chat --session cli:tmux --provider openai --base-url {} --model test-model \
+         --set embedder.kind=none --set memory.timezone=UTC --set provider.max_retries=0; \
+         echo CHAT-EXITED-$?; sleep 120",
+        shell_quote(bin),
+        shell_quote(&ws.display().to_string()),
+        server.openai_base(),
+    ));
+    let tmux = Tmux::start(&command);
+    tmux.wait_for("you> ", 1);
+
+    tmux.send("hello there");
+    tmux.wait_for("mnemo> Hi from the scripted model.", 1);
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 1);
+    assert!(reqs[0].body.to_string().contains("hello there"));
+
+    tmux.send("/search deploy key");
+    let screen = tmux.wait_for(&format!("memory/{}.md#L", today()), 1);
+    assert!(screen.contains("vault/ops"), "{screen}");
+
+    tmux.send("/memory");
+    tmux.wait_for("Prefers green tea, no sugar.", 1);
+
+    tmux.send("/compact keep the deploy facts");
+    let screen = tmux.wait_for("tokens in total", 1);
+    assert!(screen.contains("ignored"), "{screen}");
+    assert!(screen.contains("snip:"), "{screen}");
+    let freed: usize = screen
+        .lines()
+        .find_map(|l| l.split("[mnemo] freed ").nth(1))
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no freed count in:\n{screen}"));
+    assert!(freed > 0, "{screen}");
+
+    tmux.send("/exit");
+    tmux.wait_for("CHAT-EXITED-0", 1);
+    let log = shape(&session(ws, "cli:tmux"));
+    assert_eq!(log[4], "user: hello there");
+    assert_eq!(log[5], "assistant: Hi from the scripted model.");
+}

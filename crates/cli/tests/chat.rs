@@ -156,7 +156,10 @@ fn run_answers_after_a_memory_search_and_logs_every_step() {
     assert_eq!(last["role"], "tool");
     assert_eq!(last["tool_call_id"], json!(call_id));
     assert!(last["content"].as_str().unwrap().contains("vault/ops"));
-    assert_eq!(msgs[msgs.len() - 2]["tool_calls"][0]["function"]["name"], "memory_search");
+    assert_eq!(
+        msgs[msgs.len() - 2]["tool_calls"][0]["function"]["name"],
+        "memory_search"
+    );
     // The memory tools were offered.
     let tools: Vec<&str> = reqs[0].body["tools"]
         .as_array()
@@ -212,10 +215,7 @@ fn run_without_a_provider_says_how_to_configure_one() {
     for hint in ["--provider", "MNEMO_PROVIDER", "[provider]", "mnemo.toml"] {
         assert!(err.contains(hint), "missing {hint:?} in: {err}");
     }
-    let o = bare(ws, &["chat"])
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let o = bare(ws, &["chat"]).stdin(Stdio::null()).output().unwrap();
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("--provider"));
 }
@@ -246,8 +246,15 @@ fn a_failing_model_gives_a_clear_error_and_keeps_the_log() {
     assert!(o.stdout.is_empty());
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("500"), "{err}");
-    assert!(err.contains("cli:fail") && err.contains("log keeps"), "{err}");
-    assert_eq!(server.requests().len(), 2, "the first attempt and one retry");
+    assert!(
+        err.contains("cli:fail") && err.contains("log keeps"),
+        "{err}"
+    );
+    assert_eq!(
+        server.requests().len(),
+        2,
+        "the first attempt and one retry"
+    );
     // The log is intact: what was there, plus the user's message.
     let after = std::fs::read_to_string(ws.join("sessions/cli_fail.jsonl")).unwrap();
     assert!(after.starts_with(&before));
@@ -267,7 +274,14 @@ fn the_iteration_bound_is_reported() {
     let o = with_model(
         ws,
         &server,
-        &["run", "-s", "cli:loop", "--max-iterations", "2", "search forever"],
+        &[
+            "run",
+            "-s",
+            "cli:loop",
+            "--max-iterations",
+            "2",
+            "search forever",
+        ],
     )
     .output()
     .unwrap();
@@ -278,7 +292,10 @@ fn the_iteration_bound_is_reported() {
     assert_eq!(server.requests().len(), 2);
     let log = shape(&session(ws, "cli:loop"));
     assert_eq!(log.len(), 6, "{log:#?}");
-    assert_eq!(log[5], format!("assistant: {}", mnemo_engine::iteration_limit_notice(2)));
+    assert_eq!(
+        log[5],
+        format!("assistant: {}", mnemo_engine::iteration_limit_notice(2))
+    );
 }
 
 #[test]
@@ -304,6 +321,96 @@ fn piped_chat_prints_help_and_leaves_on_exit() {
     assert!(server.requests().is_empty());
 }
 
+#[test]
+fn piped_chat_forgets_a_memory_and_starts_a_new_conversation() {
+    let server = ScriptedServer::start_blocking();
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path();
+    init(ws);
+    let mut add = bare(
+        ws,
+        &[
+            "memory",
+            "add",
+            "--type",
+            "user",
+            "--name",
+            "Tea",
+            "--description",
+            "prefers green tea",
+        ],
+    )
+    .stdin(Stdio::piped())
+    .stdout(Stdio::piped())
+    .spawn()
+    .unwrap();
+    {
+        use std::io::Write;
+        add.stdin
+            .take()
+            .unwrap()
+            .write_all(b"Prefers green tea.\n")
+            .unwrap();
+    }
+    ok(&add.wait_with_output().unwrap());
+    assert!(ws.join("memory/tea.md").exists());
+    write_session(
+        ws,
+        "cli:direct",
+        &[
+            Message::user("I deploy on Fridays."),
+            Message::assistant("Noted."),
+        ],
+    );
+    // /new: consolidation, then the note's slug.
+    server.push(Reply::tool_call(
+        "save_memory",
+        json!({"history_entry": "[2026-11-30 10:00] The user deploys on Fridays.",
+               "memory_update": "# Memory\n\n- Deploys on Fridays.\n"}),
+    ));
+    server.push(Reply::text("friday-deploys"));
+    let mut child = with_model(ws, &server, &["chat"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin
+            .write_all(b"/forget Tea\n/nope\n/search\n/new\n")
+            .unwrap();
+        // End of input (Ctrl-D) leaves the chat.
+    }
+    let out = ok(&child.wait_with_output().unwrap());
+    assert!(
+        out.contains("removed memory/tea.md and its index line"),
+        "{out}"
+    );
+    assert!(!ws.join("memory/tea.md").exists());
+    assert!(!std::fs::read_to_string(ws.join("MEMORY.md"))
+        .unwrap()
+        .contains("tea.md"));
+    assert!(out.contains("unknown command /nope"), "{out}");
+    assert!(out.contains("usage: /search QUERY"), "{out}");
+    assert!(out.contains("consolidated messages 0..2"), "{out}");
+    assert!(
+        out.contains(&format!(
+            "session note written to memory/{}-friday-deploys.md",
+            today()
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains("new conversation in session cli:direct"),
+        "{out}"
+    );
+    assert!(std::fs::read_to_string(ws.join("MEMORY.md"))
+        .unwrap()
+        .contains("Deploys on Fridays."));
+}
+
 /// A tmux server of its own (its own socket), killed on drop.
 struct Tmux {
     socket: String,
@@ -324,7 +431,17 @@ impl Tmux {
         };
         let st = t
             .cmd()
-            .args(["new-session", "-d", "-s", &t.session, "-x", "200", "-y", "50", command])
+            .args([
+                "new-session",
+                "-d",
+                "-s",
+                &t.session,
+                "-x",
+                "200",
+                "-y",
+                "50",
+                command,
+            ])
             .status()
             .unwrap();
         assert!(st.success(), "tmux new-session failed");
@@ -349,7 +466,15 @@ impl Tmux {
     fn screen(&self) -> String {
         let o = self
             .cmd()
-            .args(["capture-pane", "-p", "-J", "-S", "-1000", "-t", &self.session])
+            .args([
+                "capture-pane",
+                "-p",
+                "-J",
+                "-S",
+                "-1000",
+                "-t",
+                &self.session,
+            ])
             .output()
             .unwrap();
         String::from_utf8_lossy(&o.stdout).into_owned()
@@ -399,7 +524,11 @@ fn interactive_chat_in_tmux() {
     ok(&bare(ws, &["log", "The deploy key lives in vault/ops."])
         .output()
         .unwrap());
-    std::fs::write(ws.join("MEMORY.md"), "# Memory\n\n- Prefers green tea, no sugar.\n").unwrap();
+    std::fs::write(
+        ws.join("MEMORY.md"),
+        "# Memory\n\n- Prefers green tea, no sugar.\n",
+    )
+    .unwrap();
     // An earlier exchange with a failed tool call that snip can drop.
     let mut call = Message::assistant("");
     call.content = None;
@@ -414,11 +543,17 @@ fn interactive_chat_in_tmux() {
         &[
             Message::user("run make please"),
             call,
-            Message::tool_result("e1", "exec", format!("Error: make failed {}", "x".repeat(2_000))),
+            Message::tool_result(
+                "e1",
+                "exec",
+                format!("Error: make failed {}", "x".repeat(2_000)),
+            ),
             Message::assistant("make failed."),
         ],
     );
     server.push(Reply::text("Hi from the scripted model."));
+    // /compact: autocompact flushes memory first (nothing new), then summarises.
+    server.push(Reply::text("NO_REPLY"));
     server.push(Reply::text("## Summary\nThe user ran make; it failed."));
 
     let mut command = String::from("env");
@@ -454,6 +589,7 @@ fn interactive_chat_in_tmux() {
     let screen = tmux.wait_for("tokens in total", 1);
     assert!(screen.contains("ignored"), "{screen}");
     assert!(screen.contains("snip:"), "{screen}");
+    assert!(!screen.contains("failed ("), "{screen}");
     let freed: usize = screen
         .lines()
         .find_map(|l| l.split("[mnemo] freed ").nth(1))

@@ -46,7 +46,8 @@ impl ToolExecutor for StoreTools {
                 }
                 "memory_get" => {
                     let path = arguments["path"].as_str().ok_or("`path` is missing")?;
-                    std::fs::read_to_string(self.root.join(path)).map_err(|e| format!("{path}: {e}"))
+                    std::fs::read_to_string(self.root.join(path))
+                        .map_err(|e| format!("{path}: {e}"))
                 }
                 other => Err(format!("unknown tool {other:?}")),
             }
@@ -220,10 +221,8 @@ async fn tool_errors_go_back_to_the_model_and_the_turn_goes_on() {
 #[tokio::test]
 async fn the_iteration_bound_stops_a_turn_that_never_answers() {
     let env = env().await;
-    env.server.set_default(Reply::tool_call(
-        "memory_get",
-        json!({"path": "MEMORY.md"}),
-    ));
+    env.server
+        .set_default(Reply::tool_call("memory_get", json!({"path": "MEMORY.md"})));
     std::fs::write(env.dir.path().join("MEMORY.md"), "- likes tea\n").unwrap();
     let engine = agent_engine(&env);
     let opts = TurnOptions {
@@ -261,8 +260,10 @@ async fn a_failing_model_keeps_the_log_and_reports_the_error() {
             Message::assistant("Hi!").with_timestamp(ts(1)),
         ],
     );
-    env.server
-        .push(Reply::error(500, json!({"error": {"message": "upstream exploded"}})));
+    env.server.push(Reply::error(
+        500,
+        json!({"error": {"message": "upstream exploded"}}),
+    ));
     let engine = agent_engine(&env);
     let err = engine
         .run_turn(

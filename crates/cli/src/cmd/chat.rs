@@ -75,7 +75,12 @@ struct Agent {
     rt: tokio::runtime::Runtime,
 }
 
-fn agent(global: &GlobalArgs, model: &ModelArgs, max_iterations: u16, no_recall: bool) -> Result<Agent> {
+fn agent(
+    global: &GlobalArgs,
+    model: &ModelArgs,
+    max_iterations: u16,
+    no_recall: bool,
+) -> Result<Agent> {
     let ctx = global.ctx()?;
     ctx.require_initialised()?;
     let overrides = ProviderOverrides {
@@ -319,7 +324,10 @@ pub fn run(args: RunArgs, global: &GlobalArgs) -> Result<()> {
         args.message.clone()
     };
     if message.trim().is_empty() {
-        return Err(UsageError("the message is empty: give the text to send, or - to read it from stdin".into()).into());
+        return Err(UsageError(
+            "the message is empty: give the text to send, or - to read it from stdin".into(),
+        )
+        .into());
     }
     let a = agent(global, &args.model, args.max_iterations, args.no_recall)?;
     let json_mode = args.json;
@@ -328,14 +336,18 @@ pub fn run(args: RunArgs, global: &GlobalArgs) -> Result<()> {
             return;
         }
         match step {
-            AgentStep::ToolStarted { name, arguments } => eprintln!("{}", tool_line(name, arguments)),
+            AgentStep::ToolStarted { name, arguments } => {
+                eprintln!("{}", tool_line(name, arguments))
+            }
             AgentStep::ToolFinished(r) => eprintln!("{}", result_line(r)),
             _ => {}
         }
     };
-    let turn = a
-        .rt
-        .block_on(a.engine.run_turn(&args.session, &message, &a.tools, &a.options, &observe))
+    let turn =
+        a.rt.block_on(
+            a.engine
+                .run_turn(&args.session, &message, &a.tools, &a.options, &observe),
+        )
         .with_context(|| turn_failed(&args.session))?;
     for line in turn_notices(&turn) {
         eprintln!("[mnemo] {line}");
@@ -407,7 +419,7 @@ fn parse_line(line: &str) -> Line<'_> {
 /// `mnemo chat`: the REPL.
 pub fn chat(args: ChatArgs, global: &GlobalArgs) -> Result<()> {
     let a = agent(global, &args.model, args.max_iterations, args.no_recall)?;
-    let key = args.session.clone();
+    let key = args.session;
     let tty = std::io::stdin().is_terminal();
     let out = std::io::stdout();
     if tty {
@@ -452,10 +464,14 @@ pub fn chat(args: ChatArgs, global: &GlobalArgs) -> Result<()> {
             },
             Line::Compact(focus) => {
                 if let Some(f) = focus {
-                    println!("[mnemo] focus {f:?} ignored: the compactor takes no focus instructions");
+                    println!(
+                        "[mnemo] focus {f:?} ignored: the compactor takes no focus instructions"
+                    );
                 }
                 match a.rt.block_on(a.engine.compact(&key, None)) {
-                    Ok(events) if events.is_empty() => println!("[mnemo] compaction: nothing to do"),
+                    Ok(events) if events.is_empty() => {
+                        println!("[mnemo] compaction: nothing to do")
+                    }
                     Ok(events) => {
                         for l in command_notices(&events) {
                             println!("[mnemo] {l}");
@@ -471,8 +487,12 @@ pub fn chat(args: ChatArgs, global: &GlobalArgs) -> Result<()> {
             },
             Line::Search("") => println!("usage: /search QUERY"),
             Line::Search(q) => search(&a, q),
-            Line::Forget("") => println!("usage: /forget NAME (a typed memory's name or memory/<name>.md)"),
-            Line::Forget(name) => match a.rt.block_on(a.backend.forget(ForgetArgs { name: name.to_string() })) {
+            Line::Forget("") => {
+                println!("usage: /forget NAME (a typed memory's name or memory/<name>.md)")
+            }
+            Line::Forget(name) => match a.rt.block_on(a.backend.forget(ForgetArgs {
+                name: name.to_string(),
+            })) {
                 Ok(v) => println!(
                     "[mnemo] removed {} and its index line in MEMORY.md",
                     v.get("removed").and_then(Value::as_str).unwrap_or(name)
@@ -492,7 +512,10 @@ fn turn(a: &Agent, key: &str, text: &str) {
         AgentStep::ToolFinished(r) => println!("{}", result_line(r)),
         _ => {}
     };
-    match a.rt.block_on(a.engine.run_turn(key, text, &a.tools, &a.options, &observe)) {
+    match a
+        .rt
+        .block_on(a.engine.run_turn(key, text, &a.tools, &a.options, &observe))
+    {
         Ok(turn) => {
             println!("mnemo> {}", turn.answer.trim_end());
             for l in turn_notices(&turn) {
@@ -511,7 +534,11 @@ fn search(a: &Agent, query: &str) {
     };
     match a.rt.block_on(a.backend.search(args)) {
         Ok(v) => {
-            let results = v.get("results").and_then(Value::as_array).cloned().unwrap_or_default();
+            let results = v
+                .get("results")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
             if results.is_empty() {
                 println!("no results for {query:?}");
             }
@@ -526,7 +553,12 @@ fn search(a: &Agent, query: &str) {
                 println!("{citation}  (score {score:.2})");
                 println!("    {}", clip(snippet.trim(), 200));
             }
-            for w in v.get("warnings").and_then(Value::as_array).into_iter().flatten() {
+            for w in v
+                .get("warnings")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
                 if let Some(w) = w.as_str() {
                     println!("warning: {w}");
                 }
@@ -544,7 +576,10 @@ mod tests {
     #[test]
     fn lines_parse_into_commands() {
         assert_eq!(parse_line("  hello "), Line::Message("hello"));
-        assert_eq!(parse_line("/compact keep the API"), Line::Compact(Some("keep the API")));
+        assert_eq!(
+            parse_line("/compact keep the API"),
+            Line::Compact(Some("keep the API"))
+        );
         assert_eq!(parse_line("/compact"), Line::Compact(None));
         assert_eq!(parse_line("/search deploy key"), Line::Search("deploy key"));
         assert_eq!(parse_line("/quit"), Line::Exit);
@@ -570,7 +605,9 @@ mod tests {
         })
         .unwrap();
         match typed {
-            WriteArgs::Typed { description, kind, .. } => {
+            WriteArgs::Typed {
+                description, kind, ..
+            } => {
                 assert_eq!(description, "Prefers tea.");
                 assert_eq!(kind, "user");
             }

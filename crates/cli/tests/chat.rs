@@ -265,6 +265,56 @@ fn a_failing_model_gives_a_clear_error_and_keeps_the_log() {
 }
 
 #[test]
+fn a_turn_says_when_the_engine_consolidated_and_what_it_freed() {
+    let server = ScriptedServer::start_blocking();
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path();
+    init(ws);
+    let mut old = Vec::new();
+    for i in 0..4 {
+        old.push(Message::user(format!(
+            "fact {i}: {}",
+            "alpha beta gamma delta ".repeat(1_000)
+        )));
+        old.push(Message::assistant(format!("noted {i}")));
+    }
+    write_session(ws, "cli:big", &old);
+    // Consolidation forces save_memory; the turn itself gets a plain answer.
+    server.respond_with(|req| {
+        if req.body["tool_choice"]["function"]["name"] == "save_memory" {
+            Reply::tool_call(
+                "save_memory",
+                json!({"history_entry": "[2026-11-30 10:00] Four facts about greek letters.",
+                       "memory_update": "# Memory\n\n- Four facts were given.\n"}),
+            )
+        } else {
+            Reply::text("All set.")
+        }
+    });
+    let o = with_model(ws, &server, &["run", "-s", "cli:big", "anything new?"])
+        .args([
+            "--set",
+            "engine.context_window=100000",
+            "--set",
+            "engine.max_output=4000",
+            "--set",
+            "engine.consolidation_ratio=0.1",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(ok(&o), "All set.\n");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("[mnemo] consolidated messages 0.."), "{err}");
+    let freed: usize = err
+        .lines()
+        .find_map(|l| l.strip_prefix("[mnemo] prompt before this turn: "))
+        .and_then(|l| l.split("(freed ").nth(1))
+        .and_then(|r| r.trim_end_matches(')').parse().ok())
+        .unwrap_or_else(|| panic!("no tokens-freed line in: {err}"));
+    assert!(freed > 1_000, "{err}");
+}
+
+#[test]
 fn the_iteration_bound_is_reported() {
     let server = ScriptedServer::start_blocking();
     let dir = tempfile::tempdir().unwrap();

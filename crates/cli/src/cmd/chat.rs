@@ -215,26 +215,55 @@ impl ToolExecutor for BackendTools {
     }
 }
 
-/// The lines saying what the engine did during a turn: one per event, then
-/// the prompt size `prepare_turn` left when it changed anything.
-fn turn_notices(turn: &AgentTurn) -> Vec<String> {
-    let mut out: Vec<String> = turn.events.iter().map(describe).collect();
-    let p = &turn.prepare;
-    if !p.events.is_empty() && p.tokens_before != p.tokens_after {
-        out.push(format!(
-            "prompt before this turn: {} -> {} tokens (freed {})",
-            p.tokens_before,
-            p.tokens_after,
-            p.tokens_before.saturating_sub(p.tokens_after)
-        ));
+/// The lines for one step of a turn, printed as it happens: what the
+/// engine did before the turn (each event, then the prompt size it left and
+/// the tokens freed), the memory files recalled, reactive compactions, and
+/// each tool call with its result.
+fn step_lines(step: &AgentStep<'_>) -> Vec<String> {
+    match step {
+        AgentStep::Prepared(p) => {
+            let mut out: Vec<String> = p
+                .events
+                .iter()
+                .map(|e| format!("[mnemo] {}", describe(e)))
+                .collect();
+            if !p.events.is_empty() && p.tokens_before != p.tokens_after {
+                out.push(format!(
+                    "[mnemo] prompt before this turn: {} -> {} tokens (freed {})",
+                    p.tokens_before,
+                    p.tokens_after,
+                    p.tokens_before.saturating_sub(p.tokens_after)
+                ));
+            }
+            out
+        }
+        AgentStep::Recalled(r) => {
+            let mut out = Vec::new();
+            if !r.selected.is_empty() {
+                out.push(format!("[mnemo] recalled {}", r.selected.join(", ")));
+            }
+            if r.timed_out {
+                out.push(
+                    "[mnemo] the memory side query timed out; the turn goes on without it".into(),
+                );
+            }
+            out
+        }
+        AgentStep::Engine(e) => vec![format!("[mnemo] {}", describe(e))],
+        AgentStep::ToolStarted { name, arguments } => vec![tool_line(name, arguments)],
+        AgentStep::ToolFinished(r) => vec![result_line(r)],
     }
-    if turn.hit_iteration_limit {
-        out.push(format!(
-            "the turn stopped at the bound of {} model calls without a final answer (raise it with --max-iterations)",
+}
+
+/// The notice after a turn stopped at the iteration bound.
+fn bound_notice(turn: &AgentTurn) -> Option<String> {
+    turn.hit_iteration_limit.then(|| {
+        format!(
+            "[mnemo] the turn stopped at the bound of {} model calls without a final answer \
+             (raise it with --max-iterations)",
             turn.iterations
-        ));
-    }
-    out
+        )
+    })
 }
 
 /// Lines for the events of a command (`/compact`, `/new`), with the tokens
@@ -330,17 +359,9 @@ pub fn run(args: RunArgs, global: &GlobalArgs) -> Result<()> {
         .into());
     }
     let a = agent(global, &args.model, args.max_iterations, args.no_recall)?;
-    let json_mode = args.json;
-    let observe = move |step: AgentStep<'_>| {
-        if json_mode {
-            return;
-        }
-        match step {
-            AgentStep::ToolStarted { name, arguments } => {
-                eprintln!("{}", tool_line(name, arguments))
-            }
-            AgentStep::ToolFinished(r) => eprintln!("{}", result_line(r)),
-            _ => {}
+    let observe = |step: AgentStep<'_>| {
+        for line in step_lines(&step) {
+            eprintln!("{line}");
         }
     };
     let turn =
@@ -349,8 +370,8 @@ pub fn run(args: RunArgs, global: &GlobalArgs) -> Result<()> {
                 .run_turn(&args.session, &message, &a.tools, &a.options, &observe),
         )
         .with_context(|| turn_failed(&args.session))?;
-    for line in turn_notices(&turn) {
-        eprintln!("[mnemo] {line}");
+    if let Some(line) = bound_notice(&turn) {
+        eprintln!("{line}");
     }
     if args.json {
         let out = json!({
@@ -507,10 +528,10 @@ pub fn chat(args: ChatArgs, global: &GlobalArgs) -> Result<()> {
 }
 
 fn turn(a: &Agent, key: &str, text: &str) {
-    let observe = |step: AgentStep<'_>| match step {
-        AgentStep::ToolStarted { name, arguments } => println!("{}", tool_line(name, arguments)),
-        AgentStep::ToolFinished(r) => println!("{}", result_line(r)),
-        _ => {}
+    let observe = |step: AgentStep<'_>| {
+        for line in step_lines(&step) {
+            println!("{line}");
+        }
     };
     match a
         .rt
@@ -518,8 +539,8 @@ fn turn(a: &Agent, key: &str, text: &str) {
     {
         Ok(turn) => {
             println!("mnemo> {}", turn.answer.trim_end());
-            for l in turn_notices(&turn) {
-                println!("[mnemo] {l}");
+            if let Some(line) = bound_notice(&turn) {
+                println!("{line}");
             }
         }
         Err(e) => println!("error: {e}\n  ({})", turn_failed(key)),

@@ -63,9 +63,10 @@ pub enum Command {
     Chat(chat::ChatArgs),
     /// Run one agent turn non-interactively: the answer on stdout, notices on stderr
     ///
-    /// The same turn as in `mnemo chat` (engine, recall, memory tools, session log).
-    /// Example: mnemo run --session cli:direct "what did we decide about deploys?"
+    /// The same turn as in `mnemo chat`: engine, recall, memory tools, session log.
     /// With --json, one object with the answer, the tool calls and the engine events.
+    ///
+    /// Example: mnemo run --session cli:direct "what did we decide about deploys?"
     Run(chat::RunArgs),
     /// Measure retrieval quality on conversation benchmarks
     #[command(subcommand)]

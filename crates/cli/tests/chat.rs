@@ -205,6 +205,40 @@ fn run_json_reports_a_memory_write_that_lands_in_todays_log() {
 }
 
 #[test]
+fn run_with_an_anthropic_provider_sends_tool_results_back() {
+    let server = ScriptedServer::start_blocking();
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path();
+    init(ws);
+    std::fs::write(ws.join("MEMORY.md"), "# Memory\n\n- Prefers green tea.\n").unwrap();
+    server.push(Reply::tool_call("memory_get", json!({"path": "MEMORY.md"})));
+    server.push(Reply::text("You prefer green tea."));
+    let o = bare(ws, &["run", "-s", "cli:claude", "what do I drink?"])
+        .args([
+            "--provider",
+            "anthropic",
+            "--base-url",
+            &server.url(),
+            "--model",
+            "claude-test",
+            "--set",
+            "provider.max_retries=0",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(ok(&o), "You prefer green tea.\n");
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 2);
+    assert_eq!(reqs[1].path, "/v1/messages");
+    let body = reqs[1].body.to_string();
+    assert!(body.contains("tool_result"), "{body}");
+    assert!(body.contains("Prefers green tea."), "{body}");
+    let log = shape(&session(ws, "cli:claude"));
+    assert_eq!(log[1], "assistant calls memory_get");
+    assert!(log[2].starts_with("tool: ") && log[2].contains("green tea"));
+}
+
+#[test]
 fn run_without_a_provider_says_how_to_configure_one() {
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path();

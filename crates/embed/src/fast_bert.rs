@@ -9,6 +9,11 @@
 //! threads by token count, each thread running single-threaded `gemm` (the
 //! kernel candle itself uses), so threads never wait on each other inside a
 //! layer.
+//!
+//! The weights come either from a safetensors BERT ([`FastBert::new`]) or,
+//! already laid out, from another file format ([`FastBert::from_parts`]:
+//! the 4-bit multilingual-e5 file of [`crate::e5q4`], whose word table stays
+//! 4-bit and is expanded one looked-up row at a time).
 
 use std::collections::HashMap;
 
@@ -48,23 +53,69 @@ impl Isa {
     }
 }
 
-struct Layer {
+/// One encoder layer, every matrix `[in, out]` row-major.
+pub(crate) struct Layer {
     /// Q, K and V projections side by side, `[hidden, 3 * hidden]` row-major.
-    qkv_w: Vec<f32>,
-    qkv_b: Vec<f32>,
+    pub qkv_w: Vec<f32>,
+    pub qkv_b: Vec<f32>,
     /// Attention output projection, `[hidden, hidden]`.
-    ao_w: Vec<f32>,
-    ao_b: Vec<f32>,
-    ln1_w: Vec<f32>,
-    ln1_b: Vec<f32>,
+    pub ao_w: Vec<f32>,
+    pub ao_b: Vec<f32>,
+    pub ln1_w: Vec<f32>,
+    pub ln1_b: Vec<f32>,
     /// Feed-forward up projection, `[hidden, intermediate]`.
-    up_w: Vec<f32>,
-    up_b: Vec<f32>,
+    pub up_w: Vec<f32>,
+    pub up_b: Vec<f32>,
     /// Feed-forward down projection, `[intermediate, hidden]`.
-    down_w: Vec<f32>,
-    down_b: Vec<f32>,
-    ln2_w: Vec<f32>,
-    ln2_b: Vec<f32>,
+    pub down_w: Vec<f32>,
+    pub down_b: Vec<f32>,
+    pub ln2_w: Vec<f32>,
+    pub ln2_b: Vec<f32>,
+}
+
+/// The word-embedding table.
+pub(crate) enum WordTable {
+    /// `[vocab, hidden]` row-major.
+    F32(Vec<f32>),
+    /// 4-bit blocks, one row per token, expanded when looked up: a
+    /// 250k-token table is 54 MB this way and 384 MB as `f32`.
+    Q4(crate::e5q4::Q4Rows),
+}
+
+impl WordTable {
+    fn rows(&self, hidden: usize) -> usize {
+        match self {
+            WordTable::F32(w) => w.len() / hidden.max(1),
+            WordTable::Q4(q) => q.rows(),
+        }
+    }
+
+    #[inline(always)]
+    fn row_into(&self, id: usize, dst: &mut [f32]) {
+        match self {
+            WordTable::F32(w) => dst.copy_from_slice(&w[id * dst.len()..(id + 1) * dst.len()]),
+            WordTable::Q4(q) => q.row_into(id, dst),
+        }
+    }
+}
+
+/// Everything [`FastBert::from_parts`] needs, already in its layout.
+pub(crate) struct BertParts {
+    pub hidden: usize,
+    pub heads: usize,
+    pub inter: usize,
+    pub eps: f32,
+    pub act: HiddenAct,
+    pub word: WordTable,
+    /// `[positions, hidden]`; row `p` is the embedding of the `p`-th token
+    /// of a sequence (a format with a position offset stores the table
+    /// from that offset on).
+    pub pos: Vec<f32>,
+    /// The token-type embedding every token gets (type 0), `[hidden]`.
+    pub type0: Vec<f32>,
+    pub emb_ln_w: Vec<f32>,
+    pub emb_ln_b: Vec<f32>,
+    pub layers: Vec<Layer>,
 }
 
 /// BERT encoder weights laid out for [`FastBert::forward`].
@@ -77,7 +128,7 @@ pub(crate) struct FastBert {
     max_pos: usize,
     eps: f32,
     act: HiddenAct,
-    word: Vec<f32>,
+    word: WordTable,
     pos: Vec<f32>,
     /// Token-type 0 embedding: every input is a single segment.
     type0: Vec<f32>,
@@ -172,16 +223,18 @@ impl FastBert {
             "embeddings.token_type_embeddings.weight",
             &[c.type_vocab_size, h],
         )?;
-        Ok(FastBert {
-            isa: Isa::detect(),
+        if types.len() < h {
+            return Err(Error::Unsupported(
+                "the model has no token-type embedding (type_vocab_size = 0)".into(),
+            ));
+        }
+        Self::from_parts(BertParts {
             hidden: h,
             heads: c.num_attention_heads,
             inter: i,
-            vocab: c.vocab_size,
-            max_pos: c.max_position_embeddings,
             eps: c.layer_norm_eps as f32,
             act: c.hidden_act,
-            word: w.get("embeddings.word_embeddings.weight", &[c.vocab_size, h])?,
+            word: WordTable::F32(w.get("embeddings.word_embeddings.weight", &[c.vocab_size, h])?),
             pos: w.get(
                 "embeddings.position_embeddings.weight",
                 &[c.max_position_embeddings, h],
@@ -191,6 +244,84 @@ impl FastBert {
             emb_ln_b: w.get("embeddings.LayerNorm.bias", &[h])?,
             layers,
         })
+    }
+
+    /// Builds the encoder from weights already in its layout, checking every
+    /// length so that `forward` cannot index out of bounds.
+    pub(crate) fn from_parts(p: BertParts) -> Result<Self> {
+        let (h, i) = (p.hidden, p.inter);
+        if h == 0 || i == 0 || p.heads == 0 || !h.is_multiple_of(p.heads) {
+            return Err(Error::Unsupported(format!(
+                "hidden size {h} with {} heads and intermediate size {i}",
+                p.heads
+            )));
+        }
+        let bad = |what: &str, got: usize, want: usize| {
+            Error::Unsupported(format!("{what} holds {got} values, the model needs {want}"))
+        };
+        for (what, v, want) in [
+            ("the token-type embedding", &p.type0, h),
+            ("the embedding layer norm weight", &p.emb_ln_w, h),
+            ("the embedding layer norm bias", &p.emb_ln_b, h),
+        ] {
+            if v.len() != want {
+                return Err(bad(what, v.len(), want));
+            }
+        }
+        if p.pos.is_empty() || !p.pos.len().is_multiple_of(h) {
+            return Err(bad("the position table", p.pos.len(), h));
+        }
+        if let WordTable::F32(w) = &p.word {
+            if w.is_empty() || !w.len().is_multiple_of(h) {
+                return Err(bad("the word table", w.len(), h));
+            }
+        }
+        if let WordTable::Q4(q) = &p.word {
+            if q.row_len() != h {
+                return Err(bad("a word table row", q.row_len(), h));
+            }
+        }
+        for (n, l) in p.layers.iter().enumerate() {
+            for (what, v, want) in [
+                ("qkv weight", &l.qkv_w, h * 3 * h),
+                ("qkv bias", &l.qkv_b, 3 * h),
+                ("attention output weight", &l.ao_w, h * h),
+                ("attention output bias", &l.ao_b, h),
+                ("attention layer norm weight", &l.ln1_w, h),
+                ("attention layer norm bias", &l.ln1_b, h),
+                ("feed-forward up weight", &l.up_w, h * i),
+                ("feed-forward up bias", &l.up_b, i),
+                ("feed-forward down weight", &l.down_w, i * h),
+                ("feed-forward down bias", &l.down_b, h),
+                ("output layer norm weight", &l.ln2_w, h),
+                ("output layer norm bias", &l.ln2_b, h),
+            ] {
+                if v.len() != want {
+                    return Err(bad(&format!("layer {n}'s {what}"), v.len(), want));
+                }
+            }
+        }
+        Ok(FastBert {
+            isa: Isa::detect(),
+            hidden: h,
+            heads: p.heads,
+            inter: i,
+            vocab: p.word.rows(h),
+            max_pos: p.pos.len() / h,
+            eps: p.eps,
+            act: p.act,
+            word: p.word,
+            pos: p.pos,
+            type0: p.type0,
+            emb_ln_w: p.emb_ln_w,
+            emb_ln_b: p.emb_ln_b,
+            layers: p.layers,
+        })
+    }
+
+    /// Width of the vectors.
+    pub fn hidden(&self) -> usize {
+        self.hidden
     }
 
     /// Pooled, not yet normalised, vectors of `seqs`, in order, using up to
@@ -324,10 +455,11 @@ impl FastBert {
             for (p, &id) in s.iter().enumerate() {
                 let id = id as usize;
                 let dst = &mut x[row * h..(row + 1) * h];
-                let we = &self.word[id * h..(id + 1) * h];
+                self.word.row_into(id, dst);
                 let pe = &self.pos[p * h..(p + 1) * h];
                 for j in 0..h {
-                    dst[j] = we[j] + pe[j] + self.type0[j];
+                    // Same order of additions as word + pos + type.
+                    dst[j] = dst[j] + pe[j] + self.type0[j];
                 }
                 layer_norm(dst, &self.emb_ln_w, &self.emb_ln_b, self.eps);
                 row += 1;

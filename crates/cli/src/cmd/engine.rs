@@ -6,7 +6,7 @@ use std::sync::Arc;
 use anyhow::{Context as _, Result};
 use clap::Args;
 use mnemo_engine::{Engine, EngineEvent};
-use mnemo_llm::{build_chat_model, ProviderConfig, ProviderOverrides};
+use mnemo_llm::{build_chat_model, ChatModel, ProviderConfig, ProviderOverrides};
 
 use crate::ctx::GlobalArgs;
 
@@ -73,21 +73,29 @@ pub struct NewArgs {
     pub model: ModelArgs,
 }
 
-fn engine(global: &GlobalArgs, model: &ModelArgs) -> Result<Engine> {
-    let ctx = global.ctx()?;
-    ctx.require_initialised()?;
+/// The chat model the flags, the environment and mnemo.toml name, or an
+/// error that says how to configure one.
+pub(crate) fn chat_model(config: &mnemo_core::Config, model: &ModelArgs) -> Result<Arc<dyn ChatModel>> {
     let overrides = ProviderOverrides {
         provider: model.provider.clone(),
         base_url: model.base_url.clone(),
         model: model.model.clone(),
     };
     let env = |k: &str| std::env::var(k).ok();
-    let provider = ProviderConfig::resolve(&ctx.config, None, &overrides, &env).context(
-        "no chat model configured: pass --provider openai|anthropic --model NAME (and --base-url for a local \
-         server), set MNEMO_PROVIDER / MNEMO_MODEL / MNEMO_API_KEY, or add a [provider] section to mnemo.toml",
+    let provider = ProviderConfig::resolve(config, None, &overrides, &env).context(
+        "no chat model configured: pass --provider openai|anthropic --model NAME (and --base-url \
+         for a local server, e.g. --base-url http://127.0.0.1:11434/v1 for Ollama), set MNEMO_PROVIDER / \
+         MNEMO_MODEL / MNEMO_BASE_URL / MNEMO_API_KEY, or add a [provider] section (kind, base_url, model, \
+         api_key_env) to mnemo.toml",
     )?;
-    let chat = build_chat_model(&provider)?;
-    Ok(Engine::new(&ctx.workspace, &ctx.config, Arc::clone(&chat))?)
+    Ok(build_chat_model(&provider)?)
+}
+
+fn engine(global: &GlobalArgs, model: &ModelArgs) -> Result<Engine> {
+    let ctx = global.ctx()?;
+    ctx.require_initialised()?;
+    let chat = chat_model(&ctx.config, model)?;
+    Ok(Engine::new(&ctx.workspace, &ctx.config, chat)?)
 }
 
 /// One line per event, saying what ran and what it freed.

@@ -413,7 +413,7 @@ impl MemoryStore {
                     .map(|t| (t, p))
             })
             .collect();
-        stamped.sort_by(|a, b| b.0.cmp(&a.0));
+        stamped.sort_by_key(|s| std::cmp::Reverse(s.0));
         let mut out = Vec::new();
         for (mtime, path) in stamped.into_iter().take(max) {
             let bytes = fs::read(&path).map_err(Error::io("read", &path))?;

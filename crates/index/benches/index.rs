@@ -1,17 +1,21 @@
 //! Benchmarks of mnemo-index, on generated data (seeded RNG):
 //!
-//! - `vector_top10_100k_x_384`: the in-memory exact scan against a plain
-//!   memory-bandwidth pass over the same buffer and sqlite-vec's `vec0`, in
-//!   one run; plus the recall of the int8-free scan itself is exact by
-//!   construction.
+//! - `vector_top10_100k_x_384`: the in-memory exact f32 scan and the int8
+//!   scan with exact re-rank (what search uses by default) against a plain
+//!   memory-bandwidth pass over the same f32 buffer (same kernels family and
+//!   thread count as the scans) and sqlite-vec's `vec0`, in one run; recall@10
+//!   of the int8 scan against the exact one is printed first.
 //! - `search`: end-to-end `MemoryIndex::search` latency (p50/p95 printed) at
 //!   1k, 10k and 100k chunks, with the hashing embedder so the model's cost
 //!   does not hide the engine's.
 //! - `indexing`: sync throughput with the hashing embedder, and with the real
 //!   local model on a smaller set.
+//! - after each search size, the cold start: a fresh `MemoryIndex` and its
+//!   first search (which loads the vectors), printed.
 //!
 //! `MNEMO_BENCH_SIZES=1000,10000` limits the search sizes; `MNEMO_BENCH_MODEL=0`
-//! skips the real-model indexing run.
+//! skips the real-model indexing run; `MNEMO_BENCH_SCAN=exact` makes search
+//! use the exact f32 scan instead of the default int8 one.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::hint::black_box;
@@ -22,7 +26,9 @@ use std::time::{Duration, Instant};
 use criterion::Criterion;
 use mnemo_core::{Embedder, Workspace};
 use mnemo_embed::{HashEmbedder, LocalEmbedder};
-use mnemo_index::vectors::{bandwidth_baseline, Int8Set, VectorSet};
+use mnemo_index::vectors::{
+    bandwidth_baseline, kernel_name, rerank_pool, scan_threads, VectorScan, VectorSet,
+};
 use mnemo_index::{IndexSettings, MemoryIndex, SearchRequest};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
@@ -145,6 +151,9 @@ fn bench_settings() -> IndexSettings {
     s.index.chunk_tokens = 80;
     s.index.chunk_overlap = 0;
     s.search.sync_on_search = false;
+    if std::env::var("MNEMO_BENCH_SCAN").as_deref() == Ok("exact") {
+        s.index.vector_scan = VectorScan::Exact;
+    }
     s
 }
 
@@ -209,14 +218,19 @@ fn vector_scan(c: &mut Criterion) {
         "vector: top-10 overlap mnemo scan vs vec0 = {agree}/{}",
         queries.len() * 10
     );
-    let q8 = Int8Set::from_set(&set);
+    println!(
+        "vector: kernels {}, {} thread(s) for the f32 scan and the baseline, {} for the int8 scan",
+        kernel_name(),
+        scan_threads(set.data().len() * 4),
+        scan_threads(set.data().len())
+    );
     let recall_queries: Vec<Vec<f32>> = (0..100).map(|_| random_vectors(&mut rng, 1)).collect();
-    for rerank in [40, 100] {
+    for rerank in [40, rerank_pool(10)] {
         let mut hit = 0;
         for q in &recall_queries {
             let a: Vec<i64> = set.top_k(q, 10, None).into_iter().map(|x| x.0).collect();
-            let b: Vec<i64> = q8
-                .top_k(&set, q, 10, rerank)
+            let b: Vec<i64> = set
+                .top_k_int8(q, 10, rerank, None)
                 .into_iter()
                 .map(|x| x.0)
                 .collect();
@@ -237,13 +251,13 @@ fn vector_scan(c: &mut Criterion) {
     g.bench_function("mnemo_scan", |b| {
         b.iter(|| {
             qi = (qi + 1) % queries.len();
-            black_box(set.top_k(&queries[qi], 10, None))
+            black_box(set.search(VectorScan::Exact, &queries[qi], 10, None))
         })
     });
     g.bench_function("mnemo_int8_rerank100", |b| {
         b.iter(|| {
             qi = (qi + 1) % queries.len();
-            black_box(q8.top_k(&set, &queries[qi], 10, 100))
+            black_box(set.search(VectorScan::Int8, &queries[qi], 10, None))
         })
     });
     g.bench_function("sqlite_vec_vec0", |b| {
@@ -307,6 +321,7 @@ fn search_latency(c: &mut Criterion) {
             percentile(&lat, 0.5),
             percentile(&lat, 0.95)
         );
+        cold_open(dir.path(), &emb, &queries, report.chunks_written);
         let mut qi = 0;
         g.bench_function(format!("hybrid_{n}_chunks"), |b| {
             b.iter(|| {
@@ -320,6 +335,36 @@ fn search_latency(c: &mut Criterion) {
         });
     }
     g.finish();
+}
+
+/// Cold start: a fresh `MemoryIndex` (as in a new `mnemo search` process,
+/// minus process start-up) opened on the index built above, then its first
+/// search, which loads the vectors, then a second (warm) search. The first
+/// search minus the warm one is the load cost. Median of 7 rounds.
+fn cold_open(root: &Path, emb: &Arc<dyn Embedder>, queries: &[String], chunks: usize) {
+    let mut open = Vec::new();
+    let mut first = Vec::new();
+    let mut warm = Vec::new();
+    for query in queries.iter().take(7) {
+        let t = Instant::now();
+        let index =
+            MemoryIndex::open(&Workspace::new(root), bench_settings(), Some(emb.clone())).unwrap();
+        open.push(t.elapsed());
+        let q = SearchRequest::new(query.as_str());
+        let t = Instant::now();
+        black_box(index.search(&q).unwrap());
+        first.push(t.elapsed());
+        let t = Instant::now();
+        black_box(index.search(&q).unwrap());
+        warm.push(t.elapsed());
+    }
+    for v in [&mut open, &mut first, &mut warm] {
+        v.sort();
+    }
+    println!(
+        "cold start at {chunks} chunks (median of 7): open {:.2?}, first search {:.2?}, same search warm {:.2?}",
+        open[3], first[3], warm[3]
+    );
 }
 
 fn indexing_real_model() {

@@ -110,7 +110,8 @@ impl MemoryIndex {
         std::fs::create_dir_all(&state_dir).map_err(|e| IndexError::io(&state_dir, e))?;
         let emb_id = embedder.as_ref().map(|e| (e.id(), e.dims()));
         let db = state_dir.join(read_pointer(&state_dir).unwrap_or_else(|| FIRST_DB.to_string()));
-        let backend = SqliteBackend::open(&db, emb_id)?;
+        let backend =
+            SqliteBackend::open(&db, emb_id)?.with_vector_scan(settings.index.vector_scan);
         let token_base = embedder
             .as_ref()
             .and_then(|e| e.count_tokens(""))
@@ -156,7 +157,10 @@ impl MemoryIndex {
         if !path.exists() {
             return Ok(cur);
         }
-        let fresh = Arc::new(SqliteBackend::open(&path, self.emb_id())?);
+        let fresh = Arc::new(
+            SqliteBackend::open(&path, self.emb_id())?
+                .with_vector_scan(self.inner.settings.index.vector_scan),
+        );
         *self
             .inner
             .current
@@ -347,7 +351,10 @@ impl MemoryIndex {
         let name = format!("index-{}.sqlite", chrono::Utc::now().timestamp_millis());
         let path = self.inner.state_dir.join(&name);
         remove_db_files(&path);
-        let fresh = Arc::new(SqliteBackend::open(&path, self.emb_id())?);
+        let fresh = Arc::new(
+            SqliteBackend::open(&path, self.emb_id())?
+                .with_vector_scan(self.inner.settings.index.vector_scan),
+        );
         fresh.import_cache_from(old.path())?;
         let mut report = SyncReport {
             full_rebuild: true,

@@ -9,6 +9,9 @@ use std::sync::Arc;
 use mnemo_core::{Message, TokenCounter};
 use tiktoken_rs::CoreBPE;
 
+mod memo;
+pub use memo::MemoCounter;
+
 /// Tokens added per message for role and framing (OpenAI's chat format).
 pub const MESSAGE_OVERHEAD: usize = 4;
 
@@ -116,10 +119,11 @@ pub fn estimate(text: &str) -> usize {
     text.chars().count().div_ceil(4)
 }
 
-/// The counter for a model: exact tiktoken unless `exact` is false.
+/// The counter for a model: exact tiktoken (memoised per message) unless
+/// `exact` is false.
 pub fn counter_for(model: &str, exact: bool) -> Arc<dyn TokenCounter> {
     if exact {
-        Arc::new(TiktokenCounter::for_model(model))
+        Arc::new(MemoCounter::new(Arc::new(TiktokenCounter::for_model(model))))
     } else {
         Arc::new(EstimateCounter)
     }

@@ -781,6 +781,11 @@ impl MemoryIndex {
             .map(|r| (r.id, r))
             .collect();
         cands.retain(|c| records.contains_key(&c.id));
+        if opts.file_context > 0.0 {
+            let file_of: HashMap<i64, &str> =
+                records.iter().map(|(id, r)| (*id, r.path.as_str())).collect();
+            search::file_context(&mut cands, &file_of, opts.file_context);
+        }
 
         let (_, tw) = search::weights(opts, hybrid);
         let idents = text::identifiers(query);

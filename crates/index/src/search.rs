@@ -1,6 +1,7 @@
 //! Ranking: BM25 normalisation, fusion with vector similarity (weighted sum
-//! or reciprocal rank fusion), exact-identifier protection, temporal decay,
-//! MMR and the minimum-score cut. Pure functions over candidates.
+//! or reciprocal rank fusion), document context, exact-identifier
+//! protection, temporal decay, MMR and the minimum-score cut. Pure functions
+//! over candidates.
 
 use std::collections::HashMap;
 
@@ -91,6 +92,36 @@ pub(crate) fn fuse(cands: &mut [Candidate], opts: &SearchOptions, hybrid: bool) 
                 (v + t) * (k + 1.0)
             }
         };
+    }
+}
+
+/// Document context: a chunk whose file holds other matching chunks is
+/// more likely to be about the query than a lone hit with the same score.
+/// Each score becomes `(score + weight * best_other) / (1 + weight)`, where
+/// `best_other` is the best score among the other candidates of its file.
+pub(crate) fn file_context(cands: &mut [Candidate], file_of: &HashMap<i64, &str>, weight: f32) {
+    if weight <= 0.0 {
+        return;
+    }
+    // The two best scores per file: a chunk that is its file's best takes
+    // the second best as its context.
+    let mut best: HashMap<&str, (f32, f32)> = HashMap::new();
+    for c in cands.iter() {
+        if let Some(f) = file_of.get(&c.id) {
+            let e = best.entry(f).or_insert((0.0, 0.0));
+            if c.score > e.0 {
+                *e = (c.score, e.0);
+            } else if c.score > e.1 {
+                e.1 = c.score;
+            }
+        }
+    }
+    for c in cands.iter_mut() {
+        let Some((b1, b2)) = file_of.get(&c.id).and_then(|f| best.get(f)) else {
+            continue;
+        };
+        let other = if c.score >= *b1 { *b2 } else { *b1 };
+        c.score = (c.score + weight * other) / (1.0 + weight);
     }
 }
 
@@ -276,6 +307,24 @@ mod tests {
             decay_factor(&mk("memory/people/bob.md", Source::Memory), today, 30.0),
             1.0
         );
+    }
+
+    #[test]
+    fn file_context_lifts_chunks_with_matching_siblings() {
+        // 1 and 2 share a file; 3 is alone with a slightly better score.
+        let mut c = merge(&[(1, 7.0), (2, 6.0), (3, 8.0)], &[]);
+        fuse(&mut c, &SearchOptions::default(), false);
+        let file_of: HashMap<i64, &str> = [(1, "a"), (2, "a"), (3, "b")].into();
+        file_context(&mut c, &file_of, 0.25);
+        sort(&mut c);
+        assert_eq!(c.iter().map(|c| c.id).collect::<Vec<_>>(), vec![1, 3, 2]);
+        assert!(c.iter().all(|c| (0.0..=1.0).contains(&c.score)));
+        // Off: the order is the plain BM25 order.
+        let mut c = merge(&[(1, 7.0), (2, 6.0), (3, 8.0)], &[]);
+        fuse(&mut c, &SearchOptions::default(), false);
+        file_context(&mut c, &file_of, 0.0);
+        sort(&mut c);
+        assert_eq!(c[0].id, 3);
     }
 
     #[test]

@@ -66,6 +66,11 @@ impl IndexSettings {
                 "[search] mmr_lambda must be within 0..=1".into(),
             ));
         }
+        if !(0.0..=4.0).contains(&s.file_context) {
+            return Err(IndexError::Config(
+                "[search] file_context must be within 0..=4 (0 turns it off)".into(),
+            ));
+        }
         if s.half_life_days <= 0.0 {
             return Err(IndexError::Config(
                 "[search] half_life_days must be > 0".into(),
@@ -167,6 +172,9 @@ pub struct SearchOptions {
     pub half_life_days: f32,
     /// Sync before a search when files changed (cheap mtime/size walk).
     pub sync_on_search: bool,
+    /// Document context: how much the best other hit of the same file (a
+    /// session, a daily log) lifts a chunk, 0 = off. Scores stay in 0..=1.
+    pub file_context: f32,
 }
 
 impl Default for SearchOptions {
@@ -185,6 +193,7 @@ impl Default for SearchOptions {
             temporal_decay: false,
             half_life_days: 30.0,
             sync_on_search: true,
+            file_context: 0.25,
         }
     }
 }

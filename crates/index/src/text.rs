@@ -8,9 +8,24 @@
 //! and FTS5 only splits on the spaces we put in.
 
 use std::collections::HashSet;
+use std::sync::OnceLock;
+
+use rust_stemmers::{Algorithm, Stemmer};
 
 /// Version tag stored in the index meta; bump when tokens change.
-pub(crate) const TOKENIZER_VERSION: &str = "mnemo-bigram-v1";
+pub(crate) const TOKENIZER_VERSION: &str = "mnemo-bigram-stem-v2";
+
+/// English Snowball stemmer, applied to purely alphabetic ASCII words so
+/// that "painted", "painting" and "paints" meet; identifiers, numbers and
+/// other scripts are left as written.
+fn stem(word: String) -> String {
+    static STEMMER: OnceLock<Stemmer> = OnceLock::new();
+    if word.len() < 4 || !word.bytes().all(|b| b.is_ascii_lowercase()) {
+        return word;
+    }
+    let stemmer = STEMMER.get_or_init(|| Stemmer::create(Algorithm::English));
+    stemmer.stem(&word).into_owned()
+}
 
 /// True for characters written without spaces between words.
 pub(crate) fn is_cjk(c: char) -> bool {
@@ -64,7 +79,6 @@ fn tokens(text: &str, mode: Mode, out: &mut Vec<String>) {
             // A compound such as ERR-4711 or a1b2.c3: its words, plus the
             // joined form when it holds a digit, so the exact identifier
             // scores above documents that merely share one part.
-            let start = i;
             let mut parts: Vec<String> = Vec::new();
             let mut word = String::new();
             let mut has_digit = false;
@@ -88,11 +102,10 @@ fn tokens(text: &str, mode: Mode, out: &mut Vec<String>) {
             if !word.is_empty() {
                 parts.push(word);
             }
-            let _ = start;
             if parts.len() > 1 && has_digit {
                 out.push(parts.concat());
             }
-            out.extend(parts);
+            out.extend(parts.into_iter().map(stem));
         } else {
             i += 1;
         }

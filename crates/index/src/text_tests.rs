@@ -46,3 +46,15 @@ fn snippet_centres_on_best_line() {
     assert!(s.contains("needle"), "{s}");
     assert!(s.chars().count() <= 120);
 }
+
+#[test]
+fn english_words_are_stemmed_identifiers_are_not() {
+    // Inflections meet on one stem, in documents and queries alike.
+    assert_eq!(query_tokens("painted"), query_tokens("painting"));
+    assert_eq!(query_tokens("Paints"), vec!["paint"]);
+    assert_eq!(index_text("adoption agencies"), "adopt agenc");
+    // Identifiers, numbers and non-ASCII words are kept as written.
+    assert_eq!(query_tokens("v2.3.1-rc"), vec!["v231rc", "v2", "3", "1", "rc"]);
+    assert_eq!(query_tokens("running2"), vec!["running2"]);
+    assert_eq!(index_text("Straßen"), "straßen");
+}

@@ -65,6 +65,19 @@ fn ok(o: &Output) -> String {
     String::from_utf8(o.stdout.clone()).unwrap()
 }
 
+/// Runs `c` with `input` on its stdin (closed after it: end of input).
+fn piped(mut c: Command, input: &[u8]) -> Output {
+    use std::io::Write;
+    let mut child = c
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    child.wait_with_output().unwrap()
+}
+
 fn init(ws: &Path) {
     ok(&bare(ws, &["init"]).output().unwrap());
 }
@@ -388,18 +401,7 @@ fn piped_chat_prints_help_and_leaves_on_exit() {
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path();
     init(ws);
-    let mut child = with_model(ws, &server, &["chat"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    {
-        use std::io::Write;
-        let mut stdin = child.stdin.take().unwrap();
-        stdin.write_all(b"/help\n/exit\nnever read\n").unwrap();
-    }
-    let o = child.wait_with_output().unwrap();
+    let o = piped(with_model(ws, &server, &["chat"]), b"/help\n/exit\nnever read\n");
     let out = ok(&o);
     insta::assert_snapshot!("chat_help", out);
     assert!(server.requests().is_empty());
@@ -411,7 +413,7 @@ fn piped_chat_forgets_a_memory_and_starts_a_new_conversation() {
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path();
     init(ws);
-    let mut add = bare(
+    let add = bare(
         ws,
         &[
             "memory",
@@ -423,20 +425,8 @@ fn piped_chat_forgets_a_memory_and_starts_a_new_conversation() {
             "--description",
             "prefers green tea",
         ],
-    )
-    .stdin(Stdio::piped())
-    .stdout(Stdio::piped())
-    .spawn()
-    .unwrap();
-    {
-        use std::io::Write;
-        add.stdin
-            .take()
-            .unwrap()
-            .write_all(b"Prefers green tea.\n")
-            .unwrap();
-    }
-    ok(&add.wait_with_output().unwrap());
+    );
+    ok(&piped(add, b"Prefers green tea.\n"));
     assert!(ws.join("memory/tea.md").exists());
     write_session(
         ws,
@@ -453,21 +443,11 @@ fn piped_chat_forgets_a_memory_and_starts_a_new_conversation() {
                "memory_update": "# Memory\n\n- Deploys on Fridays.\n"}),
     ));
     server.push(Reply::text("friday-deploys"));
-    let mut child = with_model(ws, &server, &["chat"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    {
-        use std::io::Write;
-        let mut stdin = child.stdin.take().unwrap();
-        stdin
-            .write_all(b"/forget Tea\n/nope\n/search\n/new\n")
-            .unwrap();
-        // End of input (Ctrl-D) leaves the chat.
-    }
-    let out = ok(&child.wait_with_output().unwrap());
+    // End of input (Ctrl-D) leaves the chat.
+    let out = ok(&piped(
+        with_model(ws, &server, &["chat"]),
+        b"/forget Tea\n/nope\n/search\n/new\n",
+    ));
     assert!(
         out.contains("removed memory/tea.md and its index line"),
         "{out}"

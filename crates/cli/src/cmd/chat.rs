@@ -25,9 +25,10 @@ use crate::output::UsageError;
 /// The session key when none is given (the key nanobot's CLI uses).
 pub const DEFAULT_SESSION: &str = "cli:direct";
 
-/// Arguments of `mnemo chat`.
+/// What `mnemo chat` and `mnemo run` share: the session, the turn's bounds
+/// and the model.
 #[derive(Debug, Args)]
-pub struct ChatArgs {
+pub struct TurnArgs {
     /// Session key: the conversation to continue (its log is sessions/<key>.jsonl)
     #[arg(long, short = 's', default_value = DEFAULT_SESSION, value_name = "KEY")]
     pub session: String,
@@ -42,28 +43,25 @@ pub struct ChatArgs {
     pub model: ModelArgs,
 }
 
+/// Arguments of `mnemo chat`.
+#[derive(Debug, Args)]
+pub struct ChatArgs {
+    #[command(flatten)]
+    pub turn: TurnArgs,
+}
+
 /// Arguments of `mnemo run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// The user's message; `-` reads it from stdin
     pub message: String,
-    /// Session key: the conversation to continue (its log is sessions/<key>.jsonl)
-    #[arg(long, short = 's', default_value = DEFAULT_SESSION, value_name = "KEY")]
-    pub session: String,
     /// Print one JSON object: {"session", "answer", "tool_calls": [{"id", "name",
     /// "arguments", "result", "is_error"}], "events": [...], "iterations",
     /// "hit_iteration_limit", "selected_memories", "prompt_tokens": {"before", "after"}}
     #[arg(long)]
     pub json: bool,
-    /// Model calls per turn at most; at the bound the turn stops with a notice
-    #[arg(long, default_value_t = DEFAULT_MAX_ITERATIONS as u16, value_name = "N",
-          value_parser = clap::value_parser!(u16).range(1..))]
-    pub max_iterations: u16,
-    /// Skip the recall side query (the model picking memory files for the turn)
-    #[arg(long)]
-    pub no_recall: bool,
     #[command(flatten)]
-    pub model: ModelArgs,
+    pub turn: TurnArgs,
 }
 
 /// The engine, the tools and the runtime a turn needs.
@@ -75,15 +73,10 @@ struct Agent {
     rt: tokio::runtime::Runtime,
 }
 
-fn agent(
-    global: &GlobalArgs,
-    model: &ModelArgs,
-    max_iterations: u16,
-    no_recall: bool,
-) -> Result<Agent> {
+fn agent(global: &GlobalArgs, args: &TurnArgs) -> Result<Agent> {
     let ctx = global.ctx()?;
     ctx.require_initialised()?;
-    let chat = chat_model(&ctx.config, model)?;
+    let chat = chat_model(&ctx.config, &args.model)?;
     let engine = Engine::new(&ctx.workspace, &ctx.config, chat)?;
     let mnemo = Arc::new(mnemo::Mnemo::open(ctx.workspace, ctx.config)?);
     let backend = Backend::new(mnemo);
@@ -92,8 +85,8 @@ fn agent(
         tools: BackendTools(backend.clone()),
         backend,
         options: TurnOptions {
-            max_iterations: usize::from(max_iterations),
-            recall: !no_recall,
+            max_iterations: usize::from(args.max_iterations),
+            recall: !args.no_recall,
         },
         rt: crate::ctx::runtime()?,
     })
@@ -346,7 +339,7 @@ pub fn run(args: RunArgs, global: &GlobalArgs) -> Result<()> {
         )
         .into());
     }
-    let a = agent(global, &args.model, args.max_iterations, args.no_recall)?;
+    let a = agent(global, &args.turn)?;
     let observe = |step: AgentStep<'_>| {
         for line in step_lines(&step) {
             eprintln!("{line}");
@@ -355,9 +348,9 @@ pub fn run(args: RunArgs, global: &GlobalArgs) -> Result<()> {
     let turn =
         a.rt.block_on(
             a.engine
-                .run_turn(&args.session, &message, &a.tools, &a.options, &observe),
+                .run_turn(&args.turn.session, &message, &a.tools, &a.options, &observe),
         )
-        .with_context(|| turn_failed(&args.session))?;
+        .with_context(|| turn_failed(&args.turn.session))?;
     if let Some(line) = bound_notice(&turn) {
         eprintln!("{line}");
     }
@@ -427,8 +420,8 @@ fn parse_line(line: &str) -> Line<'_> {
 
 /// `mnemo chat`: the REPL.
 pub fn chat(args: ChatArgs, global: &GlobalArgs) -> Result<()> {
-    let a = agent(global, &args.model, args.max_iterations, args.no_recall)?;
-    let key = args.session;
+    let a = agent(global, &args.turn)?;
+    let key = args.turn.session;
     let tty = std::io::stdin().is_terminal();
     let out = std::io::stdout();
     if tty {

@@ -473,3 +473,57 @@ fn consolidate_calls_the_configured_model() {
     );
     assert_eq!(status, 400, "{v}");
 }
+
+#[test]
+fn compact_clears_old_tool_results_and_reports_tokens_freed() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path();
+    // Compaction levels 1-4 need no model call, but the engine needs a
+    // provider configured; nothing listens on it.
+    let srv = start_with(
+        ws,
+        &[
+            "provider.kind=openai".into(),
+            "provider.base_url=http://127.0.0.1:9/v1".into(),
+            "provider.model=test-model".into(),
+            "engine.microcompact_keep=1".into(),
+        ],
+    );
+    let p = srv.port;
+    let mut messages = vec![json!({"role": "user", "content": "Read the three files."})];
+    for i in 0..3 {
+        let id = format!("call_{i}");
+        messages.push(json!({"role": "assistant", "content": null, "tool_calls": [
+            {"id": id, "type": "function", "function": {"name": "read", "arguments": "{}"}}]}));
+        messages.push(json!({"role": "tool", "tool_call_id": id, "name": "read",
+            "content": format!("file {i}: {}", "lorem ipsum dolor sit amet ".repeat(200))}));
+    }
+    messages.push(json!({"role": "assistant", "content": "Done."}));
+    let (status, v) = call(
+        p,
+        "POST",
+        "/v1/sessions/c2/messages",
+        Some(json!({ "messages": messages })),
+    );
+    assert_eq!(status, 201, "{v}");
+    let (status, v) = call(
+        p,
+        "POST",
+        "/v1/sessions/c2/compact",
+        Some(json!({"level": 3})),
+    );
+    assert_eq!(status, 200, "{v}");
+    let events = v["events"].as_array().unwrap();
+    assert_eq!(events.len(), 1, "{v}");
+    let e = &events[0];
+    assert_eq!(e["kind"], "microcompact", "{v}");
+    assert_eq!(e["changed"], 2, "{v}");
+    assert!(
+        e["tokens_after"].as_u64().unwrap() + 500 < e["tokens_before"].as_u64().unwrap(),
+        "{v}"
+    );
+    // Nothing is lost: the log still holds every message verbatim.
+    let (status, v) = call(p, "GET", "/v1/sessions/c2/messages", None);
+    assert_eq!(status, 200);
+    assert_eq!(v["messages"].as_array().unwrap().len(), 8, "{v}");
+}

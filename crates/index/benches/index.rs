@@ -340,31 +340,43 @@ fn search_latency(c: &mut Criterion) {
 /// Cold start: a fresh `MemoryIndex` (as in a new `mnemo search` process,
 /// minus process start-up) opened on the index built above, then its first
 /// search, which loads the vectors, then a second (warm) search. The first
-/// search minus the warm one is the load cost. Median of 7 rounds.
+/// search minus the warm one is the load cost. Measured without the vector
+/// cache file (deleted before each round: SQLite load + cache write) and with
+/// it. Median of 7 rounds each.
 fn cold_open(root: &Path, emb: &Arc<dyn Embedder>, queries: &[String], chunks: usize) {
-    let mut open = Vec::new();
-    let mut first = Vec::new();
-    let mut warm = Vec::new();
-    for query in queries.iter().take(7) {
-        let t = Instant::now();
-        let index =
-            MemoryIndex::open(&Workspace::new(root), bench_settings(), Some(emb.clone())).unwrap();
-        open.push(t.elapsed());
-        let q = SearchRequest::new(query.as_str());
-        let t = Instant::now();
-        black_box(index.search(&q).unwrap());
-        first.push(t.elapsed());
-        let t = Instant::now();
-        black_box(index.search(&q).unwrap());
-        warm.push(t.elapsed());
+    let cache = root.join(".mnemo/vectors.cache");
+    for with_cache in [false, true] {
+        let mut open = Vec::new();
+        let mut first = Vec::new();
+        let mut warm = Vec::new();
+        for query in queries.iter().take(7) {
+            if !with_cache {
+                let _ = std::fs::remove_file(&cache);
+            }
+            let t = Instant::now();
+            let index =
+                MemoryIndex::open(&Workspace::new(root), bench_settings(), Some(emb.clone()))
+                    .unwrap();
+            open.push(t.elapsed());
+            let q = SearchRequest::new(query.as_str());
+            let t = Instant::now();
+            black_box(index.search(&q).unwrap());
+            first.push(t.elapsed());
+            let t = Instant::now();
+            black_box(index.search(&q).unwrap());
+            warm.push(t.elapsed());
+        }
+        for v in [&mut open, &mut first, &mut warm] {
+            v.sort();
+        }
+        println!(
+            "cold start at {chunks} chunks, {} (median of 7): open {:.2?}, first search {:.2?}, same search warm {:.2?}",
+            if with_cache { "vector cache present" } else { "no vector cache" },
+            open[3],
+            first[3],
+            warm[3]
+        );
     }
-    for v in [&mut open, &mut first, &mut warm] {
-        v.sort();
-    }
-    println!(
-        "cold start at {chunks} chunks (median of 7): open {:.2?}, first search {:.2?}, same search warm {:.2?}",
-        open[3], first[3], warm[3]
-    );
 }
 
 fn indexing_real_model() {

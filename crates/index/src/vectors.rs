@@ -520,6 +520,103 @@ impl VectorSet {
         true
     }
 
+    /// Bytes of [`VectorSet::write_to`]'s output for `rows` rows.
+    pub fn encoded_len(dims: usize, rows: usize) -> usize {
+        rows * (8 + 1 + 4 + dims + 4 * dims)
+    }
+
+    /// Writes the set in the layout [`VectorSet::from_bytes`] reads: ids
+    /// (i64 LE), source tags, scales (f32 LE), int8 codes, f32 rows (LE),
+    /// each as one run. Used for the on-disk vector cache.
+    pub fn write_to(&self, w: &mut impl std::io::Write) -> std::io::Result<()> {
+        let mut buf: Vec<u8> = Vec::with_capacity(1 << 16);
+        let flush = |buf: &mut Vec<u8>, w: &mut dyn std::io::Write| {
+            let r = w.write_all(buf);
+            buf.clear();
+            r
+        };
+        for id in &self.ids {
+            buf.extend_from_slice(&id.to_le_bytes());
+            if buf.len() >= 1 << 16 {
+                flush(&mut buf, w)?;
+            }
+        }
+        flush(&mut buf, w)?;
+        w.write_all(&self.sources)?;
+        for x in &self.scales {
+            buf.extend_from_slice(&x.to_le_bytes());
+        }
+        flush(&mut buf, w)?;
+        buf.extend(self.codes.iter().map(|c| *c as u8));
+        flush(&mut buf, w)?;
+        for x in &self.data {
+            buf.extend_from_slice(&x.to_le_bytes());
+            if buf.len() >= 1 << 16 {
+                flush(&mut buf, w)?;
+            }
+        }
+        flush(&mut buf, w)
+    }
+
+    /// A checksum of every id, tag, scale, code and float (four independent
+    /// multiply-xor lanes, so it runs near memory speed). The vector cache
+    /// stores it to catch a torn or damaged file whose length is right.
+    pub fn checksum(&self) -> u64 {
+        const K: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut h = [
+            self.dims as u64,
+            self.ids.len() as u64,
+            K,
+            K.rotate_left(17),
+        ];
+        let mut mix = |lane: usize, v: u64| h[lane] = (h[lane] ^ v).wrapping_mul(K).rotate_left(23);
+        for (i, id) in self.ids.iter().enumerate() {
+            mix(i & 3, *id as u64 ^ ((self.sources[i] as u64) << 56));
+            mix((i + 1) & 3, self.scales[i].to_bits() as u64);
+        }
+        for (i, c) in self.codes.chunks(8).enumerate() {
+            let w = c
+                .iter()
+                .enumerate()
+                .fold(0u64, |w, (j, x)| w | ((*x as u8 as u64) << (8 * j)));
+            mix(i & 3, w);
+        }
+        for (i, c) in self.data.chunks(2).enumerate() {
+            let hi = c.get(1).map(|x| x.to_bits()).unwrap_or(0) as u64;
+            mix(i & 3, (c[0].to_bits() as u64) | (hi << 32));
+        }
+        h.iter().fold(0u64, |a, x| (a ^ x).wrapping_mul(K))
+    }
+
+    /// Reads what [`VectorSet::write_to`] wrote for `rows` rows of `dims`
+    /// dimensions; `None` unless `bytes` has exactly that length.
+    pub fn from_bytes(dims: usize, rows: usize, bytes: &[u8]) -> Option<VectorSet> {
+        if dims == 0 || bytes.len() != Self::encoded_len(dims, rows) {
+            return None;
+        }
+        let (ids, rest) = bytes.split_at(rows * 8);
+        let (sources, rest) = rest.split_at(rows);
+        let (scales, rest) = rest.split_at(rows * 4);
+        let (codes, data) = rest.split_at(rows * dims);
+        Some(VectorSet {
+            dims,
+            ids: ids
+                .chunks_exact(8)
+                .map(|c| i64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
+                .collect(),
+            sources: sources.to_vec(),
+            scales: scales
+                .chunks_exact(4)
+                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect(),
+            codes: codes.iter().map(|c| *c as i8).collect(),
+            data: data
+                .chunks_exact(4)
+                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect(),
+        })
+    }
+
     /// Removes the vectors of these chunk ids, compacting in place.
     pub fn remove(&mut self, ids: &HashSet<i64>) {
         if ids.is_empty() {
@@ -795,6 +892,28 @@ mod tests {
             (b.data(), &b.codes, &b.scales)
         );
         assert!(!b.push_le_bytes(2, 0, &blob[..60]));
+        let mut bytes = Vec::new();
+        a.write_to(&mut bytes).unwrap();
+        assert_eq!(bytes.len(), VectorSet::encoded_len(16, 1));
+        let c = VectorSet::from_bytes(16, 1, &bytes).unwrap();
+        assert_eq!(
+            (
+                c.ids.as_slice(),
+                c.sources.as_slice(),
+                c.data(),
+                &c.codes,
+                &c.scales
+            ),
+            (
+                a.ids.as_slice(),
+                a.sources.as_slice(),
+                a.data(),
+                &a.codes,
+                &a.scales
+            )
+        );
+        assert!(VectorSet::from_bytes(16, 2, &bytes).is_none());
+        assert!(VectorSet::from_bytes(16, 1, &bytes[1..]).is_none());
         assert_eq!(b.len(), 1);
         assert!(a.memory_bytes() > 16 * 5);
     }

@@ -187,15 +187,30 @@ struct CacheHeader {
 /// The set stored in `path` if its header matches `key` and its checksum its
 /// content; `None` otherwise (missing, stale or damaged: reload).
 fn read_cache(path: &Path, key: &CacheKey) -> Option<VectorSet> {
-    let bytes = std::fs::read(path).ok()?;
-    let rest = bytes.strip_prefix(CACHE_MAGIC)?;
-    let (len, rest) = rest.split_first_chunk::<4>()?;
-    let (head, body) = rest.split_at_checked(u32::from_le_bytes(*len) as usize)?;
-    let header: CacheHeader = serde_json::from_slice(head).ok()?;
-    if &header.key != key {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path).ok()?;
+    let total = file.metadata().ok()?.len();
+    let mut head = [0u8; 12];
+    file.read_exact(&mut head).ok()?;
+    let (magic, len) = head.split_at(8);
+    if magic != CACHE_MAGIC {
         return None;
     }
-    let set = VectorSet::from_bytes(key.dims, header.rows, body)?;
+    let len = u32::from_le_bytes([len[0], len[1], len[2], len[3]]) as u64;
+    if len > 64 * 1024 || 12 + len > total {
+        return None;
+    }
+    let mut json = vec![0u8; len as usize];
+    file.read_exact(&mut json).ok()?;
+    let header: CacheHeader = serde_json::from_slice(&json).ok()?;
+    // The length is checked before anything is allocated for the rows.
+    if &header.key != key
+        || header.rows as u64 > total
+        || total != 12 + len + VectorSet::encoded_len(key.dims, header.rows) as u64
+    {
+        return None;
+    }
+    let set = VectorSet::read_from(&mut file, key.dims, header.rows).ok()?;
     (set.checksum() == header.checksum).then_some(set)
 }
 

@@ -563,29 +563,108 @@ impl VectorSet {
     /// stores it to catch a torn or damaged file whose length is right.
     pub fn checksum(&self) -> u64 {
         const K: u64 = 0x9E37_79B9_7F4A_7C15;
+        #[inline(always)]
+        fn step(h: u64, v: u64) -> u64 {
+            (h ^ v).wrapping_mul(K).rotate_left(23)
+        }
+        fn words(b: &[u8]) -> u64 {
+            b.iter()
+                .enumerate()
+                .fold(0u64, |w, (j, x)| w | ((*x as u64) << (8 * j)))
+        }
         let mut h = [
             self.dims as u64,
             self.ids.len() as u64,
             K,
             K.rotate_left(17),
         ];
-        let mut mix = |lane: usize, v: u64| h[lane] = (h[lane] ^ v).wrapping_mul(K).rotate_left(23);
-        for (i, id) in self.ids.iter().enumerate() {
-            mix(i & 3, *id as u64 ^ ((self.sources[i] as u64) << 56));
-            mix((i + 1) & 3, self.scales[i].to_bits() as u64);
+        for ((id, src), scale) in self.ids.iter().zip(&self.sources).zip(&self.scales) {
+            h[0] = step(h[0], *id as u64);
+            h[1] = step(h[1], *src as u64 | ((scale.to_bits() as u64) << 8));
         }
-        for (i, c) in self.codes.chunks(8).enumerate() {
-            let w = c
-                .iter()
-                .enumerate()
-                .fold(0u64, |w, (j, x)| w | ((*x as u8 as u64) << (8 * j)));
-            mix(i & 3, w);
+        let codes = self.codes.chunks_exact(32);
+        let rest = codes.remainder();
+        for c in codes {
+            for (j, lane) in h.iter_mut().enumerate() {
+                let w = c[8 * j..8 * j + 8]
+                    .iter()
+                    .enumerate()
+                    .fold(0u64, |w, (i, x)| w | ((*x as u8 as u64) << (8 * i)));
+                *lane = step(*lane, w);
+            }
         }
-        for (i, c) in self.data.chunks(2).enumerate() {
-            let hi = c.get(1).map(|x| x.to_bits()).unwrap_or(0) as u64;
-            mix(i & 3, (c[0].to_bits() as u64) | (hi << 32));
+        let rest: Vec<u8> = rest.iter().map(|x| *x as u8).collect();
+        h[2] = step(h[2], words(&rest));
+        let data = self.data.chunks_exact(8);
+        let rest = data.remainder();
+        for c in data {
+            for (j, lane) in h.iter_mut().enumerate() {
+                let w = c[2 * j].to_bits() as u64 | ((c[2 * j + 1].to_bits() as u64) << 32);
+                *lane = step(*lane, w);
+            }
         }
-        h.iter().fold(0u64, |a, x| (a ^ x).wrapping_mul(K))
+        for x in rest {
+            h[3] = step(h[3], x.to_bits() as u64);
+        }
+        h.iter().fold(0u64, |a, x| step(a, *x))
+    }
+
+    /// Reads what [`VectorSet::write_to`] wrote for `rows` rows of `dims`
+    /// dimensions, decoding 64 KiB at a time straight into the set (no copy
+    /// of the whole file in memory). Fails unless the reader holds exactly
+    /// that many bytes.
+    pub fn read_from(
+        r: &mut impl std::io::Read,
+        dims: usize,
+        rows: usize,
+    ) -> std::io::Result<Self> {
+        fn section(
+            r: &mut impl std::io::Read,
+            buf: &mut [u8],
+            len: usize,
+            mut f: impl FnMut(&[u8]),
+        ) -> std::io::Result<()> {
+            let mut left = len;
+            while left > 0 {
+                // `buf.len()` is a multiple of 8: chunks never split a value.
+                let m = left.min(buf.len());
+                r.read_exact(&mut buf[..m])?;
+                f(&buf[..m]);
+                left -= m;
+            }
+            Ok(())
+        }
+        let mut set = VectorSet::with_capacity(dims, rows);
+        let mut buf = vec![0u8; 1 << 16];
+        section(r, &mut buf, rows * 8, |b| {
+            set.ids.extend(
+                b.chunks_exact(8)
+                    .map(|c| i64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]])),
+            )
+        })?;
+        section(r, &mut buf, rows, |b| set.sources.extend_from_slice(b))?;
+        section(r, &mut buf, rows * 4, |b| {
+            set.scales.extend(
+                b.chunks_exact(4)
+                    .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])),
+            )
+        })?;
+        section(r, &mut buf, rows * dims, |b| {
+            set.codes.extend(b.iter().map(|x| *x as i8))
+        })?;
+        section(r, &mut buf, rows * dims * 4, |b| {
+            set.data.extend(
+                b.chunks_exact(4)
+                    .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])),
+            )
+        })?;
+        if r.read(&mut buf[..1])? != 0 {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "trailing bytes after the vectors",
+            ));
+        }
+        Ok(set)
     }
 
     /// Reads what [`VectorSet::write_to`] wrote for `rows` rows of `dims`
@@ -594,27 +673,7 @@ impl VectorSet {
         if dims == 0 || bytes.len() != Self::encoded_len(dims, rows) {
             return None;
         }
-        let (ids, rest) = bytes.split_at(rows * 8);
-        let (sources, rest) = rest.split_at(rows);
-        let (scales, rest) = rest.split_at(rows * 4);
-        let (codes, data) = rest.split_at(rows * dims);
-        Some(VectorSet {
-            dims,
-            ids: ids
-                .chunks_exact(8)
-                .map(|c| i64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
-                .collect(),
-            sources: sources.to_vec(),
-            scales: scales
-                .chunks_exact(4)
-                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-                .collect(),
-            codes: codes.iter().map(|c| *c as i8).collect(),
-            data: data
-                .chunks_exact(4)
-                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-                .collect(),
-        })
+        Self::read_from(&mut &bytes[..], dims, rows).ok()
     }
 
     /// Removes the vectors of these chunk ids, compacting in place.

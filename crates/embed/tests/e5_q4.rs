@@ -11,6 +11,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
+
 use mnemo_core::{EmbedError, EmbedKind, Embedder};
 use mnemo_embed::{E5Q4Embedder, LocalEmbedder, LocalModelSpec, E5_Q4_FILE, E5_Q4_MODEL};
 
@@ -242,7 +243,7 @@ fn garbage_and_truncated_files_give_clear_errors() {
         assert!(e.contains("truncated"), "cut at {cut}: {e}");
     }
     // A flipped byte in the header's head count.
-    let mut bad = full.clone();
+    let mut bad = full;
     bad[16..20].copy_from_slice(&7i32.to_le_bytes());
     let e = load_err(&bad);
     assert!(e.contains("head"), "{e}");

@@ -52,3 +52,18 @@ pub fn run(_args: InitArgs, global: &GlobalArgs) -> Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    /// The commented file `init` writes states the defaults, not other values.
+    #[test]
+    fn template_states_the_defaults() {
+        let config = mnemo_core::Config::parse(MNEMO_TOML).unwrap();
+        let index = mnemo_index::IndexSettings::from_config(&config).unwrap();
+        assert_eq!(index.index, mnemo_index::IndexOptions::default());
+        assert_eq!(index.search, mnemo_index::SearchOptions::default());
+    }
+}

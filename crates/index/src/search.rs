@@ -1,5 +1,5 @@
-//! Ranking: BM25 normalisation, fusion with vector similarity (weighted sum
-//! or reciprocal rank fusion), document context, exact-identifier
+//! Ranking: BM25 normalisation, vector similarity above the query's floor,
+//! fusion (weighted sum or reciprocal rank fusion), document context, exact-identifier
 //! protection, temporal decay, MMR and the minimum-score cut. Pure functions
 //! over candidates.
 
@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use chrono::NaiveDate;
 
 use crate::backend::ChunkRecord;
-use crate::settings::{Fusion, SearchOptions};
+use crate::settings::{Fusion, SearchOptions, VectorScale};
 use crate::text;
 
 /// One candidate chunk with its raw signals.
@@ -17,6 +17,9 @@ pub(crate) struct Candidate {
     pub id: i64,
     /// Cosine similarity.
     pub vector: Option<f32>,
+    /// Cosine above the query's floor (the lowest cosine among the vector
+    /// candidates), scaled to 0..=1.
+    pub vector_rel: Option<f32>,
     /// 1-based rank on the vector side.
     pub vector_rank: Option<usize>,
     /// BM25 normalised to [0, 1] by the best hit of the query.
@@ -47,9 +50,20 @@ pub(crate) fn merge(keyword: &[(i64, f64)], vector: &[(i64, f32)]) -> Vec<Candid
         c.text = Some(norm);
         c.text_rank = Some(rank + 1);
     }
+    // With fewer than two candidates there is no background to measure.
+    let floor = if vector.len() >= 2 {
+        vector.iter().map(|v| v.1).fold(1.0f32, f32::min).max(0.0)
+    } else {
+        0.0
+    };
     for (rank, (id, cos)) in vector.iter().enumerate() {
         let c = by_id.entry(*id).or_insert_with(|| blank(*id));
         c.vector = Some(*cos);
+        c.vector_rel = Some(if floor < 1.0 {
+            ((cos - floor) / (1.0 - floor)).clamp(0.0, 1.0)
+        } else {
+            0.0
+        });
         c.vector_rank = Some(rank + 1);
     }
     let mut out: Vec<Candidate> = by_id.into_values().collect();
@@ -61,6 +75,7 @@ fn blank(id: i64) -> Candidate {
     Candidate {
         id,
         vector: None,
+        vector_rel: None,
         vector_rank: None,
         text: None,
         text_rank: None,
@@ -83,7 +98,13 @@ pub(crate) fn fuse(cands: &mut [Candidate], opts: &SearchOptions, hybrid: bool) 
     let (vw, tw) = weights(opts, hybrid);
     for c in cands.iter_mut() {
         c.score = match opts.fusion {
-            Fusion::Weighted => vw * c.vector.unwrap_or(0.0).max(0.0) + tw * c.text.unwrap_or(0.0),
+            Fusion::Weighted => {
+                let v = match opts.vector_scale {
+                    VectorScale::Floor => c.vector_rel,
+                    VectorScale::Raw => c.vector,
+                };
+                vw * v.unwrap_or(0.0).max(0.0) + tw * c.text.unwrap_or(0.0)
+            }
             Fusion::Rrf => {
                 let k = opts.rrf_k.max(0.0);
                 let v = c.vector_rank.map(|r| vw / (k + r as f32)).unwrap_or(0.0);
@@ -255,6 +276,12 @@ mod tests {
     fn weighted_and_rrf_fusion() {
         let mut c = merge(&[(1, 4.0)], &[(1, 0.5), (2, 0.8)]);
         let mut o = SearchOptions::default();
+        // Default scale: cosines above the floor (0.5), so 0 and 0.6.
+        fuse(&mut c, &o, true);
+        assert!((c[0].score - 0.3).abs() < 1e-6);
+        assert!((c[1].score - 0.7 * 0.6).abs() < 1e-6);
+        assert_eq!(c[1].vector, Some(0.8), "the raw cosine is kept");
+        o.vector_scale = VectorScale::Raw;
         fuse(&mut c, &o, true);
         assert!((c[0].score - (0.7 * 0.5 + 0.3)).abs() < 1e-6);
         assert!((c[1].score - 0.56).abs() < 1e-6);

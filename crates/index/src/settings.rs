@@ -140,6 +140,19 @@ pub enum Fusion {
     Rrf,
 }
 
+/// How cosine similarity enters the weighted sum.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VectorScale {
+    /// Similarity above the query's background: `(cos - floor) / (1 - floor)`,
+    /// where `floor` is the lowest cosine among the vector candidates. Models
+    /// whose cosines crowd into a narrow band (e5: unrelated texts at 0.8)
+    /// then weigh as much as models that spread them (MiniLM).
+    Floor,
+    /// The raw cosine.
+    Raw,
+}
+
 /// `[search]`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -155,6 +168,8 @@ pub struct SearchOptions {
     pub text_weight: f32,
     /// Weighted sum or reciprocal rank fusion.
     pub fusion: Fusion,
+    /// How cosine similarity enters the weighted sum.
+    pub vector_scale: VectorScale,
     /// The `k` of reciprocal rank fusion.
     pub rrf_k: f32,
     /// Candidates taken from each side: `max_results * candidate_multiplier`
@@ -185,6 +200,7 @@ impl Default for SearchOptions {
             vector_weight: 0.7,
             text_weight: 0.3,
             fusion: Fusion::Weighted,
+            vector_scale: VectorScale::Floor,
             rrf_k: 60.0,
             candidate_multiplier: 4,
             snippet_chars: 700,

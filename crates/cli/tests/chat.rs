@@ -401,7 +401,10 @@ fn piped_chat_prints_help_and_leaves_on_exit() {
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path();
     init(ws);
-    let o = piped(with_model(ws, &server, &["chat"]), b"/help\n/exit\nnever read\n");
+    let o = piped(
+        with_model(ws, &server, &["chat"]),
+        b"/help\n/exit\nnever read\n",
+    );
     let out = ok(&o);
     insta::assert_snapshot!("chat_help", out);
     assert!(server.requests().is_empty());

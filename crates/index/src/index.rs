@@ -782,8 +782,10 @@ impl MemoryIndex {
             .collect();
         cands.retain(|c| records.contains_key(&c.id));
         if opts.file_context > 0.0 {
-            let file_of: HashMap<i64, &str> =
-                records.iter().map(|(id, r)| (*id, r.path.as_str())).collect();
+            let file_of: HashMap<i64, &str> = records
+                .iter()
+                .map(|(id, r)| (*id, r.path.as_str()))
+                .collect();
             search::file_context(&mut cands, &file_of, opts.file_context);
         }
 

@@ -54,7 +54,10 @@ fn english_words_are_stemmed_identifiers_are_not() {
     assert_eq!(query_tokens("Paints"), vec!["paint"]);
     assert_eq!(index_text("adoption agencies"), "adopt agenc");
     // Identifiers, numbers and non-ASCII words are kept as written.
-    assert_eq!(query_tokens("v2.3.1-rc"), vec!["v231rc", "v2", "3", "1", "rc"]);
+    assert_eq!(
+        query_tokens("v2.3.1-rc"),
+        vec!["v231rc", "v2", "3", "1", "rc"]
+    );
     assert_eq!(query_tokens("running2"), vec!["running2"]);
     assert_eq!(index_text("Straßen"), "straßen");
 }

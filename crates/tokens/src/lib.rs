@@ -123,7 +123,9 @@ pub fn estimate(text: &str) -> usize {
 /// `exact` is false.
 pub fn counter_for(model: &str, exact: bool) -> Arc<dyn TokenCounter> {
     if exact {
-        Arc::new(MemoCounter::new(Arc::new(TiktokenCounter::for_model(model))))
+        Arc::new(MemoCounter::new(Arc::new(TiktokenCounter::for_model(
+            model,
+        ))))
     } else {
         Arc::new(EstimateCounter)
     }

@@ -345,8 +345,9 @@ pub fn run(args: RunArgs, global: &GlobalArgs) -> Result<()> {
             eprintln!("{line}");
         }
     };
-    let turn =
-        a.rt.block_on(
+    let turn = a
+        .rt
+        .block_on(
             a.engine
                 .run_turn(&args.turn.session, &message, &a.tools, &a.options, &observe),
         )

@@ -75,7 +75,10 @@ pub struct NewArgs {
 
 /// The chat model the flags, the environment and mnemo.toml name, or an
 /// error that says how to configure one.
-pub(crate) fn chat_model(config: &mnemo_core::Config, model: &ModelArgs) -> Result<Arc<dyn ChatModel>> {
+pub(crate) fn chat_model(
+    config: &mnemo_core::Config,
+    model: &ModelArgs,
+) -> Result<Arc<dyn ChatModel>> {
     let overrides = ProviderOverrides {
         provider: model.provider.clone(),
         base_url: model.base_url.clone(),

@@ -74,6 +74,14 @@ pub trait Embedder: Send + Sync {
         None
     }
 
+    /// Whether the model was trained on many languages (`Some(true)`), on
+    /// English only (`Some(false)`), or is not known (`None`). Search keeps
+    /// an English-only model away from queries written in CJK scripts,
+    /// where its vectors are noise.
+    fn multilingual(&self) -> Option<bool> {
+        None
+    }
+
     /// Embeds `texts`, returning one L2-normalised vector per text, in order.
     fn embed(&self, texts: &[&str], kind: EmbedKind) -> Result<Vec<Vec<f32>>, EmbedError>;
 }

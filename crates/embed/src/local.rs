@@ -57,6 +57,7 @@ struct BertModel {
     batch_size: usize,
     threads: usize,
     id: EmbedderId,
+    multilingual: Option<bool>,
 }
 
 impl std::fmt::Debug for LocalEmbedder {
@@ -297,6 +298,7 @@ impl LocalEmbedder {
                 batch_size: spec.batch_size.max(1),
                 threads: spec.effective_threads(),
                 id,
+                multilingual: spec.multilingual(),
             })),
         })
     }
@@ -417,6 +419,13 @@ impl Embedder for LocalEmbedder {
         match &self.backend {
             Backend::Bert(b) => b.batch_size,
             Backend::E5Q4(e) => e.max_batch(),
+        }
+    }
+
+    fn multilingual(&self) -> Option<bool> {
+        match &self.backend {
+            Backend::Bert(b) => b.multilingual,
+            Backend::E5Q4(_) => Some(true),
         }
     }
 

@@ -66,6 +66,9 @@ pub struct LocalModelSpec {
     pub download: bool,
     /// Forward-pass implementation.
     pub engine: Engine,
+    /// Whether the model knows many languages; unset, it is inferred from
+    /// the model's name (see [`LocalModelSpec::multilingual`]).
+    pub multilingual: Option<bool>,
 }
 
 /// The model used when nothing is configured.
@@ -86,6 +89,7 @@ impl Default for LocalModelSpec {
             endpoint: None,
             download: true,
             engine: Engine::Auto,
+            multilingual: None,
         }
     }
 }
@@ -124,6 +128,37 @@ impl LocalModelSpec {
         )
     }
 
+    /// Whether the model is multilingual: the configured answer, else what
+    /// its name says (the model id, or the folder's name when a folder is
+    /// loaded under the default id). Unknown names give `None`.
+    pub fn multilingual(&self) -> Option<bool> {
+        if self.multilingual.is_some() {
+            return self.multilingual;
+        }
+        let name = match &self.path {
+            Some(p) if self.model == DEFAULT_MODEL => p
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            _ => self.model.clone(),
+        }
+        .to_ascii_lowercase();
+        let has = |s: &str| name.contains(s);
+        if has("multilingual") || has("-m3") || has("labse") || has("xlm") {
+            Some(true)
+        } else if has("all-minilm")
+            || has("all-mpnet")
+            || has("msmarco")
+            || name.ends_with("-en")
+            || has("-en-")
+            || has("_en")
+        {
+            Some(false)
+        } else {
+            None
+        }
+    }
+
     /// Threads to use: the configured number, or every core.
     pub fn effective_threads(&self) -> usize {
         if self.threads > 0 {
@@ -139,6 +174,29 @@ impl LocalModelSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn multilingual_is_configured_or_read_from_the_name() {
+        let named = |m: &str| LocalModelSpec {
+            model: m.into(),
+            ..LocalModelSpec::default()
+        };
+        assert_eq!(LocalModelSpec::default().multilingual(), Some(false));
+        assert_eq!(named("BAAI/bge-small-en-v1.5").multilingual(), Some(false));
+        assert_eq!(
+            named("intfloat/multilingual-e5-small").multilingual(),
+            Some(true)
+        );
+        assert_eq!(named("BAAI/bge-m3").multilingual(), Some(true));
+        assert_eq!(named("BAAI/bge-small-zh-v1.5").multilingual(), None);
+        let folder = LocalModelSpec::from_path("models/paraphrase-multilingual-MiniLM-L12-v2");
+        assert_eq!(folder.multilingual(), Some(true));
+        let set = LocalModelSpec {
+            multilingual: Some(true),
+            ..LocalModelSpec::default()
+        };
+        assert_eq!(set.multilingual(), Some(true));
+    }
 
     #[test]
     fn defaults_and_toml() {

@@ -734,6 +734,22 @@ impl MemoryIndex {
                 hybrid = false;
             }
         }
+        if hybrid && text::mostly_cjk(query) {
+            if let Some(emb) = self
+                .inner
+                .embedder
+                .as_ref()
+                .filter(|e| e.multilingual() == Some(false))
+            {
+                hybrid = false;
+                warnings.push(format!(
+                    "the embedding model {} knows English only, so this query in Chinese, Japanese or Korean was \
+                     searched by keywords; for vector search in those languages set [embedder] model = \
+                     \"multilingual-e5-small-q4\" (README: Configuration)",
+                    emb.id().model
+                ));
+            }
+        }
         let tokens = text::query_tokens(query);
         let keyword = if !tokens.is_empty() && (opts.text_weight > 0.0 || !hybrid) {
             backend.keyword_search(&tokens, n_cand, &sources)?

@@ -39,6 +39,20 @@ pub(crate) fn is_cjk(c: char) -> bool {
         | 0x20000..=0x2FA1F)
 }
 
+/// True when at least half of the query's letters are CJK.
+pub(crate) fn mostly_cjk(text: &str) -> bool {
+    let (mut cjk, mut other) = (0usize, 0usize);
+    for c in text.chars() {
+        if is_cjk(c) {
+            cjk += 1;
+        } else if c.is_alphanumeric() {
+            other += 1;
+        }
+    }
+    // A CJK character carries about a word; Latin words take several letters.
+    cjk > 0 && cjk * 4 >= other
+}
+
 fn is_word_char(c: char) -> bool {
     c.is_alphanumeric() && !is_cjk(c)
 }

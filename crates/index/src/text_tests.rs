@@ -61,3 +61,14 @@ fn english_words_are_stemmed_identifiers_are_not() {
     assert_eq!(query_tokens("running2"), vec!["running2"]);
     assert_eq!(index_text("Straßen"), "straßen");
 }
+
+#[test]
+fn cjk_share_of_a_query() {
+    assert!(mostly_cjk("我喜欢什么运动？"));
+    assert!(mostly_cjk("上次说的 deploy 计划"));
+    assert!(!mostly_cjk(
+        "what did we decide about 部署 and the rollout plan"
+    ));
+    assert!(!mostly_cjk("deploy key"));
+    assert!(!mostly_cjk("ERR-4711"));
+}

@@ -289,3 +289,52 @@ fn damaged_files_are_indexed_or_reported_without_aborting() {
         .unwrap();
     assert_eq!(r.results[0].path, "memory/front.md");
 }
+
+#[test]
+fn cjk_queries_skip_the_vectors_of_an_english_only_model_and_say_so() {
+    use mnemo_embed::{LocalEmbedder, LocalModelSpec};
+    let f = Fixture::new();
+    f.write(
+        "memory/zh/lessons.md",
+        "# 日程\n\n我女儿每个星期二下午去上钢琴课，老师很严格。\n",
+    );
+    f.write(
+        "memory/en/garden.md",
+        "# Garden\n\nPlanted tomatoes and basil on the balcony.\n",
+    );
+    let spec = LocalModelSpec {
+        multilingual: Some(false),
+        ..LocalModelSpec::from_path(common::model_dir())
+    };
+    let english_only =
+        std::sync::Arc::new(LocalEmbedder::load_with(&common::model_dir(), &spec).unwrap());
+    let index = MemoryIndex::open(&f.ws, IndexSettings::default(), Some(english_only)).unwrap();
+    index.reindex(true, &|_| {}).unwrap();
+    let r = index
+        .search(&SearchRequest::new("女儿的钢琴课").min_score(0.0))
+        .unwrap();
+    assert_eq!(r.mode, SearchMode::Keyword, "{r:#?}");
+    assert!(
+        r.warnings.iter().any(|w| w.contains("knows English only")),
+        "{:?}",
+        r.warnings
+    );
+    assert_eq!(r.results[0].path, "memory/zh/lessons.md");
+    assert!(r.results[0].vector_score.is_none());
+    // English queries keep both sides.
+    let r = index
+        .search(&SearchRequest::new("herbs growing on the balcony").min_score(0.0))
+        .unwrap();
+    assert_eq!(r.mode, SearchMode::Hybrid, "{r:#?}");
+    assert!(r.warnings.is_empty(), "{:?}", r.warnings);
+    // A multilingual (or unknown) model keeps vectors for CJK queries.
+    let index = open(&f, true);
+    let r = index
+        .search(&SearchRequest::new("女儿的钢琴课").min_score(0.0))
+        .unwrap();
+    let expected = match common::model().multilingual() {
+        Some(false) => SearchMode::Keyword,
+        _ => SearchMode::Hybrid,
+    };
+    assert_eq!(r.mode, expected);
+}

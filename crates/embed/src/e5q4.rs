@@ -716,6 +716,10 @@ impl Embedder for E5Q4Embedder {
         self.batch_size
     }
 
+    fn multilingual(&self) -> Option<bool> {
+        Some(true)
+    }
+
     /// Tokens per input, `<s>`, `</s>` and the prefix included.
     fn max_input_tokens(&self) -> Option<usize> {
         Some(self.max_seq_len)

@@ -50,6 +50,9 @@ impl Embedder for Memo {
     fn count_tokens(&self, text: &str) -> Option<usize> {
         self.inner.count_tokens(text)
     }
+    fn multilingual(&self) -> Option<bool> {
+        self.inner.multilingual()
+    }
     fn embed(&self, texts: &[&str], kind: EmbedKind) -> Result<Vec<Vec<f32>>, EmbedError> {
         let q = kind == EmbedKind::Query;
         let missing: Vec<&str> = {

@@ -120,10 +120,10 @@ fn run_answers_after_a_memory_search_and_logs_every_step() {
     ok(&bare(ws, &["log", "The deploy key lives in vault/ops."])
         .output()
         .unwrap());
-    server.push(Reply::tool_call(
-        "memory_search",
-        json!({"query": "deploy key"}),
-    ));
+    server.push(
+        Reply::tool_call("memory_search", json!({"query": "deploy key"}))
+            .with_text("Let me check my notes."),
+    );
     server.push(Reply::text("The deploy key lives in vault/ops."));
     let o = with_model(
         ws,
@@ -136,6 +136,8 @@ fn run_answers_after_a_memory_search_and_logs_every_step() {
     assert_eq!(out, "The deploy key lives in vault/ops.\n");
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("memory_search"), "{err}");
+    // What the model said beside its call is shown, not taken for the answer.
+    assert!(err.contains("mnemo> Let me check my notes."), "{err}");
 
     // The log: user, the call, its result, the answer, in that order.
     let log = session(ws, "cli:run");
@@ -143,6 +145,7 @@ fn run_answers_after_a_memory_search_and_logs_every_step() {
     assert_eq!(s.len(), 4, "{s:#?}");
     assert_eq!(s[0], "user: where is the deploy key?");
     assert_eq!(s[1], "assistant calls memory_search");
+    assert_eq!(log[1].text(), "Let me check my notes.");
     assert!(
         s[2].starts_with("tool: ") && s[2].contains("vault/ops"),
         "{s:#?}"

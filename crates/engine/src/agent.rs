@@ -106,6 +106,9 @@ pub enum AgentStep<'a> {
     Recalled(&'a RecallOutcome),
     /// The engine did something during a model call (reactive compaction).
     Engine(&'a EngineEvent),
+    /// Text the model wrote beside its tool calls (logged with them; not
+    /// the final answer).
+    Said(&'a str),
     /// A tool is about to run.
     ToolStarted {
         /// Tool name.
@@ -197,6 +200,10 @@ impl Engine {
                 }
             }
             message.tool_calls = Some(calls.clone());
+            let said = message.text();
+            if !said.trim().is_empty() {
+                observe(AgentStep::Said(said.trim()));
+            }
             self.append_to_log(key, &[message])?;
             let mut results = Vec::with_capacity(calls.len());
             for call in &calls {

@@ -102,6 +102,7 @@ async fn a_tool_call_runs_and_the_model_continues_from_the_log() {
             AgentStep::Prepared(_) => "prepared".to_string(),
             AgentStep::Recalled(_) => "recalled".to_string(),
             AgentStep::Engine(_) => "engine".to_string(),
+            AgentStep::Said(text) => format!("said {text}"),
             AgentStep::ToolStarted { name, .. } => format!("start {name}"),
             AgentStep::ToolFinished(r) => format!("done {} error={}", r.name, r.is_error),
         };

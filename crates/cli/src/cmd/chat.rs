@@ -231,6 +231,7 @@ fn step_lines(step: &AgentStep<'_>) -> Vec<String> {
             out
         }
         AgentStep::Engine(e) => vec![format!("[mnemo] {}", describe(e))],
+        AgentStep::Said(text) => vec![format!("mnemo> {text}")],
         AgentStep::ToolStarted { name, arguments } => vec![tool_line(name, arguments)],
         AgentStep::ToolFinished(r) => vec![result_line(r)],
     }

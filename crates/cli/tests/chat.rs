@@ -6,36 +6,26 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use mnemo_core::{Message, Workspace};
 use mnemo_store::{SessionOptions, SessionStore};
+use mnemo_test_support::cli::{
+    mnemo_command, run_with_stdin as piped, stdout_of_success as ok, SCRUBBED_ENV,
+};
 use mnemo_test_support::{Reply, ScriptedServer};
 use serde_json::{json, Value};
 
-const UNSET: &[&str] = &[
-    "MNEMO_WORKSPACE",
-    "MNEMO_PROVIDER",
-    "MNEMO_BASE_URL",
-    "MNEMO_MODEL",
-    "MNEMO_API_KEY",
-    "OPENAI_API_KEY",
-    "ANTHROPIC_API_KEY",
-];
-
 /// `mnemo --workspace WS ARGS… --set …` with no provider from the environment.
 fn bare(ws: &Path, args: &[&str]) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_mnemo"));
-    c.arg("--workspace").arg(ws).args(args).args([
+    let mut c = mnemo_command(env!("CARGO_BIN_EXE_mnemo"), ws, args);
+    c.args([
         "--set",
         "embedder.kind=none",
         "--set",
         "memory.timezone=UTC",
     ]);
-    for v in UNSET {
-        c.env_remove(v);
-    }
     c
 }
 
@@ -53,29 +43,6 @@ fn with_model(ws: &Path, server: &ScriptedServer, args: &[&str]) -> Command {
         "provider.max_retries=0",
     ]);
     c
-}
-
-fn ok(o: &Output) -> String {
-    assert!(
-        o.status.success(),
-        "stdout: {}\nstderr: {}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8(o.stdout.clone()).unwrap()
-}
-
-/// Runs `c` with `input` on its stdin (closed after it: end of input).
-fn piped(mut c: Command, input: &[u8]) -> Output {
-    use std::io::Write;
-    let mut child = c
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(input).unwrap();
-    child.wait_with_output().unwrap()
 }
 
 fn init(ws: &Path) {
@@ -627,7 +594,7 @@ fn interactive_chat_in_tmux() {
     server.push(Reply::text("## Summary\nThe user ran make; it failed."));
 
     let mut command = String::from("env");
-    for v in UNSET {
+    for v in SCRUBBED_ENV {
         command.push_str(&format!(" -u {v}"));
     }
     let bin = env!("CARGO_BIN_EXE_mnemo");

@@ -1,36 +1,14 @@
 //! The foundation commands through the real binary.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
+
+use mnemo_test_support::cli::{mnemo_command, run_with_stdin, stdout_of_success as ok};
 
 fn mnemo(ws: &Path, args: &[&str], stdin: Option<&str>) -> Output {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_mnemo"));
-    c.arg("--workspace")
-        .arg(ws)
-        .args(args)
-        .env_remove("MNEMO_WORKSPACE");
-    c.stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = c.spawn().unwrap();
-    let mut pipe = child.stdin.take().unwrap();
-    if let Some(s) = stdin {
-        pipe.write_all(s.as_bytes()).unwrap();
-    }
-    drop(pipe);
-    child.wait_with_output().unwrap()
-}
-
-fn ok(o: &Output) -> String {
-    assert!(
-        o.status.success(),
-        "stdout: {}\nstderr: {}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8(o.stdout.clone()).unwrap()
+    let c = mnemo_command(env!("CARGO_BIN_EXE_mnemo"), ws, args);
+    run_with_stdin(c, stdin.unwrap_or("").as_bytes())
 }
 
 #[test]

@@ -11,12 +11,11 @@ use std::time::Duration;
 use mnemo_core::Workspace;
 use mnemo_store::session::{read_session_file, WarningKind};
 use mnemo_store::{SessionOptions, SessionStore};
+use mnemo_test_support::cli::mnemo_command;
 use rand::{RngExt, SeedableRng};
 
 fn mnemo(ws: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_mnemo"));
-    c.arg("--workspace").arg(ws);
-    c
+    mnemo_command(env!("CARGO_BIN_EXE_mnemo"), ws, &[])
 }
 
 fn message_line(writer: usize, i: usize) -> String {

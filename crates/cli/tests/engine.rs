@@ -3,8 +3,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
+use mnemo_test_support::cli::{mnemo_command, stdout_of_success};
 use mnemo_test_support::{Reply, ScriptedServer};
 use serde_json::json;
 
@@ -22,29 +23,15 @@ fn mnemo(ws: &Path, server: &ScriptedServer, args: &[&str]) -> Output {
     } else {
         &[]
     };
-    Command::new(env!("CARGO_BIN_EXE_mnemo"))
-        .arg("--workspace")
-        .arg(ws)
-        .args(args)
+    mnemo_command(env!("CARGO_BIN_EXE_mnemo"), ws, args)
         .args(model_flags)
         .args(["--set", "embedder.kind=none"])
-        .env_remove("MNEMO_WORKSPACE")
-        .env_remove("MNEMO_PROVIDER")
-        .env_remove("MNEMO_BASE_URL")
-        .env_remove("MNEMO_MODEL")
-        .env_remove("MNEMO_API_KEY")
         .output()
         .unwrap()
 }
 
 fn ok(o: Output) -> String {
-    assert!(
-        o.status.success(),
-        "stdout: {}\nstderr: {}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8(o.stdout).unwrap()
+    stdout_of_success(&o)
 }
 
 #[test]
@@ -132,22 +119,9 @@ fn consolidate_and_context_through_the_binary() {
 fn a_missing_provider_says_how_to_configure_one() {
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path();
-    let o = Command::new(env!("CARGO_BIN_EXE_mnemo"))
-        .arg("--workspace")
-        .arg(ws)
-        .arg("init")
-        .output()
-        .unwrap();
-    assert!(o.status.success());
-    let o = Command::new(env!("CARGO_BIN_EXE_mnemo"))
-        .arg("--workspace")
-        .arg(ws)
-        .args(["consolidate", "cli:direct"])
-        .env_remove("MNEMO_PROVIDER")
-        .env_remove("MNEMO_MODEL")
-        .env_remove("MNEMO_BASE_URL")
-        .env_remove("MNEMO_API_KEY")
-        .env_remove("OPENAI_API_KEY")
+    let bin = env!("CARGO_BIN_EXE_mnemo");
+    ok(mnemo_command(bin, ws, &["init"]).output().unwrap());
+    let o = mnemo_command(bin, ws, &["consolidate", "cli:direct"])
         .output()
         .unwrap();
     assert!(!o.status.success());

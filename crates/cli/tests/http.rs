@@ -8,30 +8,14 @@ use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
+use mnemo_test_support::cli::mnemo_command;
 use serde_json::{json, Value};
 
 const BIN: &str = env!("CARGO_BIN_EXE_mnemo");
 const TOKEN: &str = "t0ken-for-tests";
 
-const SCRUBBED: &[&str] = &[
-    "MNEMO_WORKSPACE",
-    "MNEMO_TOKEN",
-    "MNEMO_PROVIDER",
-    "MNEMO_BASE_URL",
-    "MNEMO_MODEL",
-    "MNEMO_API_KEY",
-    "OPENAI_API_KEY",
-    "ANTHROPIC_API_KEY",
-];
-
 fn command(ws: &Path, extra: &[&str]) -> Command {
-    let mut c = Command::new(BIN);
-    c.arg("--workspace").arg(ws);
-    c.args(extra);
-    for v in SCRUBBED {
-        c.env_remove(v);
-    }
-    c
+    mnemo_command(BIN, ws, extra)
 }
 
 struct Server {

@@ -4,26 +4,14 @@
 
 use std::fs;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
+
+use mnemo_test_support::cli::{mnemo_command, stdout_of_success as ok};
 
 fn mnemo(ws: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_mnemo"))
-        .arg("--workspace")
-        .arg(ws)
-        .args(args)
-        .env_remove("MNEMO_WORKSPACE")
+    mnemo_command(env!("CARGO_BIN_EXE_mnemo"), ws, args)
         .output()
         .unwrap()
-}
-
-fn ok(o: &Output) -> String {
-    assert!(
-        o.status.success(),
-        "stdout: {}\nstderr: {}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8(o.stdout.clone()).unwrap()
 }
 
 fn write(root: &Path, rel: &str, text: &str) {

@@ -7,34 +7,15 @@ use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
+use mnemo_test_support::cli::mnemo_command;
 use serde_json::{json, Value};
 
 const BIN: &str = env!("CARGO_BIN_EXE_mnemo");
 
-/// Variables that could point the child at a real provider or another workspace.
-const SCRUBBED: &[&str] = &[
-    "MNEMO_WORKSPACE",
-    "MNEMO_TOKEN",
-    "MNEMO_PROVIDER",
-    "MNEMO_BASE_URL",
-    "MNEMO_MODEL",
-    "MNEMO_API_KEY",
-    "OPENAI_API_KEY",
-    "ANTHROPIC_API_KEY",
-];
-
 use mnemo_test_support::model_dir;
 
 fn command(ws: &Path, extra: &[&str]) -> Command {
-    let mut c = Command::new(BIN);
-    c.arg("--workspace").arg(ws);
-    for e in extra {
-        c.arg(e);
-    }
-    for v in SCRUBBED {
-        c.env_remove(v);
-    }
-    c
+    mnemo_command(BIN, ws, extra)
 }
 
 fn init(ws: &Path) {

@@ -15,6 +15,7 @@
 #![warn(missing_docs)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
+pub mod cli;
 mod model;
 mod render;
 mod reply;

@@ -1,0 +1,68 @@
+//! Running the `mnemo` binary from integration tests: a command for one
+//! workspace with the environment scrubbed (nothing may point the child at
+//! a real provider, another workspace or a token), stdin piping, and the
+//! success check that prints both streams when it fails.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+/// Variables that could point a child `mnemo` at a real provider, another
+/// workspace or a server token.
+pub const SCRUBBED_ENV: &[&str] = &[
+    "MNEMO_WORKSPACE",
+    "MNEMO_TOKEN",
+    "MNEMO_PROVIDER",
+    "MNEMO_BASE_URL",
+    "MNEMO_MODEL",
+    "MNEMO_API_KEY",
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+];
+
+/// `bin --workspace ws args…` with [`SCRUBBED_ENV`] removed. Pass the
+/// binary as the test crate sees it: `env!("CARGO_BIN_EXE_mnemo")`.
+pub fn mnemo_command(bin: &str, ws: &Path, args: &[&str]) -> Command {
+    let mut c = Command::new(bin);
+    c.arg("--workspace").arg(ws).args(args);
+    for v in SCRUBBED_ENV {
+        c.env_remove(v);
+    }
+    c
+}
+
+/// Runs `cmd` with `input` on its stdin, closed afterwards (end of input).
+///
+/// # Panics
+/// When the process cannot be started or waited for.
+#[allow(clippy::expect_used)]
+pub fn run_with_stdin(mut cmd: Command, input: &[u8]) -> Output {
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start mnemo");
+    if let Some(mut stdin) = child.stdin.take() {
+        // A child that exits before reading everything closes the pipe;
+        // its output says why.
+        let _ = stdin.write_all(input);
+    }
+    child.wait_with_output().expect("wait for mnemo")
+}
+
+/// The stdout of a successful run.
+///
+/// # Panics
+/// When the run failed (both streams are shown) or stdout is not UTF-8.
+#[allow(clippy::expect_used)]
+pub fn stdout_of_success(o: &Output) -> String {
+    assert!(
+        o.status.success(),
+        "mnemo failed ({})\nstdout: {}\nstderr: {}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout.clone()).expect("stdout is UTF-8")
+}

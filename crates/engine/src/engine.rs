@@ -1,6 +1,9 @@
 //! The [`Engine`]: one workspace, one model, and the per-session state
 //! (failure counters, the compaction breaker, files already surfaced) that
 //! consolidation, flush, compaction, recall and the context builder share.
+//! The state is kept in `.mnemo/engine/<session>.json` as well, so that a
+//! process per turn (`mnemo run`, scripts) counts failures across turns
+//! like a long-running agent does.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -10,7 +13,7 @@ use chrono::{DateTime, Utc};
 use mnemo_core::{Config, TokenCounter, Workspace};
 use mnemo_llm::ChatModel;
 use mnemo_store::{LoadedSession, MemoryStore, SessionLog, SessionStore};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::compactor::{Compactor, ModelCompactor};
 use crate::error::{Error, Result};
@@ -20,8 +23,9 @@ use crate::settings::EngineSettings;
 /// A clock, so tests can move time (microcompact's gap, dates of logs).
 pub type Clock = Arc<dyn Fn() -> DateTime<Utc> + Send + Sync>;
 
-/// In-process state of one session.
-#[derive(Debug, Default, Clone)]
+/// State of one session that outlives a turn.
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub(crate) struct SessionState {
     /// Consecutive consolidation failures of the current chunk.
     pub consolidation_failures: u32,
@@ -186,9 +190,61 @@ impl Engine {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Runs `f` on the state of `key` (read from its file on first use) and
+    /// writes the file when `f` changed it. The state only steers retries
+    /// and the breaker, so a file that cannot be read or written costs a
+    /// warning, never the turn.
     pub(crate) fn with_state<T>(&self, key: &str, f: impl FnOnce(&mut SessionState) -> T) -> T {
         let mut map = self.state();
-        f(map.entry(key.to_string()).or_default())
+        let state = map
+            .entry(key.to_string())
+            .or_insert_with(|| self.load_state(key));
+        let before = state.clone();
+        let out = f(state);
+        if *state != before {
+            self.save_state(key, state);
+        }
+        out
+    }
+
+    fn state_path(&self, key: &str) -> Option<std::path::PathBuf> {
+        let stem = mnemo_store::session::file_stem(key).ok()?;
+        Some(
+            self.workspace
+                .state_dir()
+                .join("engine")
+                .join(format!("{stem}.json")),
+        )
+    }
+
+    fn load_state(&self, key: &str) -> SessionState {
+        let Some(path) = self.state_path(key) else {
+            return SessionState::default();
+        };
+        match std::fs::read(&path) {
+            Ok(bytes) => serde_json::from_slice(&bytes).unwrap_or_else(|e| {
+                tracing::warn!(
+                    "{}: unreadable engine state ({e}); starting afresh",
+                    path.display()
+                );
+                SessionState::default()
+            }),
+            Err(_) => SessionState::default(),
+        }
+    }
+
+    fn save_state(&self, key: &str, state: &SessionState) {
+        let Some(path) = self.state_path(key) else {
+            return;
+        };
+        let written = serde_json::to_vec_pretty(state)
+            .map_err(|e| e.to_string())
+            .and_then(|bytes| {
+                mnemo_store::fsutil::atomic_write(&path, &bytes).map_err(|e| e.to_string())
+            });
+        if let Err(e) = written {
+            tracing::warn!("{}: could not save engine state: {e}", path.display());
+        }
     }
 
     pub(crate) async fn lock(&self, key: &str) -> Result<SessionLock> {

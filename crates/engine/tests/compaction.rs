@@ -292,20 +292,18 @@ async fn breaker_opens_after_three_failures() {
         400,
         json!({"error": {"message": "summariser broken"}}),
     ));
-    let engine = engine(
-        &env,
-        12_000,
-        1_000,
-        &format!("{PROACTIVE}\nflush_enabled = false"),
-        t0(),
-    );
+    let settings = format!("{PROACTIVE}\nflush_enabled = false");
+    // A new engine per turn, as with one `mnemo run` process per turn: the
+    // failure count lives in the workspace, not in the process.
+    let fresh = || engine(&env, 12_000, 1_000, &settings, t0());
     for i in 1..=3u32 {
-        let r = engine.prepare_turn(KEY, "x").await.unwrap();
+        let r = fresh().prepare_turn(KEY, "x").await.unwrap();
         match &r.events[..] {
             [EngineEvent::CompactionFailed { failures, .. }] => assert_eq!(*failures, i),
             other => panic!("{other:#?}"),
         }
     }
+    let engine = fresh();
     let r = engine.prepare_turn(KEY, "x").await.unwrap();
     assert!(
         matches!(&r.events[..], [EngineEvent::BreakerOpen { failures: 3 }]),

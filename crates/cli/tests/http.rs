@@ -34,6 +34,19 @@ fn start(ws: &Path) -> Server {
     start_with(ws, &[])
 }
 
+/// A server whose chat model is the scripted one (no retries).
+fn start_with_model(ws: &Path, model: &mnemo_test_support::ScriptedServer) -> Server {
+    start_with(
+        ws,
+        &[
+            "provider.kind=openai".into(),
+            format!("provider.base_url={}", model.openai_base()),
+            "provider.model=test-model".into(),
+            "provider.max_retries=0".into(),
+        ],
+    )
+}
+
 fn start_with(ws: &Path, sets: &[String]) -> Server {
     let out = command(ws, &["init"]).output().unwrap();
     assert!(
@@ -416,14 +429,7 @@ fn consolidate_calls_the_configured_model() {
     let model = ScriptedServer::start_blocking();
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path();
-    let srv = start_with(
-        ws,
-        &[
-            "provider.kind=openai".into(),
-            format!("provider.base_url={}", model.openai_base()),
-            "provider.model=test-model".into(),
-        ],
-    );
+    let srv = start_with_model(ws, &model);
     let p = srv.port;
     let (status, v) = call(
         p,
@@ -510,4 +516,51 @@ fn compact_clears_old_tool_results_and_reports_tokens_freed() {
     let (status, v) = call(p, "GET", "/v1/sessions/c2/messages", None);
     assert_eq!(status, 200);
     assert_eq!(v["messages"].as_array().unwrap().len(), 8, "{v}");
+}
+
+#[test]
+fn a_turn_runs_the_agent_with_the_memory_tools() {
+    use mnemo_test_support::{Reply, ScriptedServer};
+    let model = ScriptedServer::start_blocking();
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path();
+    let srv = start_with_model(ws, &model);
+    let p = srv.port;
+    model.push(Reply::tool_call(
+        "memory_write",
+        json!({"text": "The user's cat is named Miso."}),
+    ));
+    model.push(Reply::text("Noted: your cat is Miso."));
+    let (status, v) = call(
+        p,
+        "POST",
+        "/v1/sessions/web%3A7/turn",
+        Some(json!({"message": "my cat is called Miso", "recall": false})),
+    );
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["answer"], "Noted: your cat is Miso.", "{v}");
+    assert_eq!(v["tool_calls"][0]["name"], "memory_write", "{v}");
+    assert_eq!(v["tool_calls"][0]["is_error"], false, "{v}");
+    assert_eq!(v["iterations"], 2);
+    // The write landed in today's daily log, and the log holds the turn.
+    let today = chrono::Local::now().format("%Y-%m-%d").to_string();
+    let utc = chrono::Utc::now().format("%Y-%m-%d").to_string();
+    let daily = [today, utc]
+        .iter()
+        .filter_map(|d| std::fs::read_to_string(ws.join(format!("memory/{d}.md"))).ok())
+        .collect::<String>();
+    assert!(daily.contains("Miso"), "{daily}");
+    let (status, v) = call(p, "GET", "/v1/sessions/web%3A7/messages", None);
+    assert_eq!(status, 200);
+    assert_eq!(v["messages"].as_array().unwrap().len(), 4, "{v}");
+    // Bad input: an empty message is refused and writes nothing.
+    let (status, v) = call(
+        p,
+        "POST",
+        "/v1/sessions/web%3A8/turn",
+        Some(json!({"message": "  "})),
+    );
+    assert_eq!(status, 400, "{v}");
+    let (_, v) = call(p, "GET", "/v1/sessions", None);
+    assert!(!v.to_string().contains("web:8"), "{v}");
 }

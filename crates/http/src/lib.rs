@@ -1,6 +1,6 @@
 //! mnemo's JSON HTTP API over one workspace: sessions (append, history,
-//! list, context, consolidate, compact) and memory (search, get, write),
-//! described by the OpenAPI 3 document served at `/openapi.json`. Loopback
+//! list, context, consolidate, compact, an agent turn) and memory (search,
+//! get, write), described by the OpenAPI 3 document served at `/openapi.json`. Loopback
 //! by default; a bearer token is required on any other address. Errors are
 //! `{"error": {"code", "message"}}` with the status of
 //! [`mnemo_core::ErrorCode::http_status`]. The operations are

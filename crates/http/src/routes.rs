@@ -31,6 +31,7 @@ pub fn router(backend: Arc<Backend>, token: Option<String>) -> Router {
         .route("/v1/sessions/{key}/context", post(context))
         .route("/v1/sessions/{key}/consolidate", post(consolidate))
         .route("/v1/sessions/{key}/compact", post(compact))
+        .route("/v1/sessions/{key}/turn", post(turn))
         .route("/v1/memory/search", post(search))
         .route("/v1/memory/get", get(memory_get))
         .route("/v1/memory/write", post(write))
@@ -254,6 +255,14 @@ async fn compact(
     Ok(axum::Json(b.compact(key, level).await?))
 }
 
+async fn turn(
+    State(b): State<AppState>,
+    Path(key): Path<String>,
+    Body(args): Body<ops::TurnArgs>,
+) -> ApiResult {
+    Ok(axum::Json(b.turn(key, args).await?))
+}
+
 async fn search(State(b): State<AppState>, Body(args): Body<ops::SearchArgs>) -> ApiResult {
     Ok(axum::Json(b.search(args).await?))
 }
@@ -300,6 +309,7 @@ mod tests {
             "POST /v1/sessions/{key}/context",
             "POST /v1/sessions/{key}/consolidate",
             "POST /v1/sessions/{key}/compact",
+            "POST /v1/sessions/{key}/turn",
             "POST /v1/memory/search",
             "GET /v1/memory/get",
             "POST /v1/memory/write",

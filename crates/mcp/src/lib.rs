@@ -7,6 +7,7 @@
 #![warn(missing_docs)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
+pub mod agent_tools;
 pub mod auth;
 pub mod error;
 pub mod ops;
@@ -22,6 +23,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use rmcp::ServiceExt;
 use tokio_util::sync::CancellationToken;
 
+pub use agent_tools::BackendTools;
 pub use error::{Error, Result};
 pub use ops::Backend;
 pub use server::MnemoServer;

@@ -76,6 +76,20 @@ pub enum WriteArgs {
     },
 }
 
+/// Arguments of an agent turn.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TurnArgs {
+    /// The user's message.
+    pub message: String,
+    /// Model calls at most (default 8, at most 32).
+    #[serde(default)]
+    pub max_iterations: Option<usize>,
+    /// Run the recall side query first (default true).
+    #[serde(default)]
+    pub recall: Option<bool>,
+}
+
 /// Arguments of `memory_forget`.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -365,6 +379,34 @@ impl Backend {
         let engine = self.ready_engine(&key).await?;
         let events = engine.compact(&key, level).await?;
         Ok(json!({"key": key, "events": events}))
+    }
+
+    /// One agent turn: `message` from the user, answered by the chat model
+    /// with the memory tools run on this backend (as `mnemo run` does). A
+    /// new session key starts a conversation.
+    pub async fn turn(self: &Arc<Self>, key: String, args: TurnArgs) -> Result<Value> {
+        if args.message.trim().is_empty() {
+            return Err(Error::Invalid(
+                "`message` is empty: give the user's message".into(),
+            ));
+        }
+        let engine = match self.engine()? {
+            EngineSlot::Ready(e) => e.clone(),
+            EngineSlot::Offline(_, why) => return Err(Error::NotConfigured(why.clone())),
+        };
+        let defaults = mnemo_engine::TurnOptions::default();
+        let options = mnemo_engine::TurnOptions {
+            max_iterations: args
+                .max_iterations
+                .unwrap_or(defaults.max_iterations)
+                .clamp(1, 32),
+            recall: args.recall.unwrap_or(defaults.recall),
+        };
+        let tools = crate::BackendTools(self.clone());
+        let turn = engine
+            .run_turn(&key, &args.message, &tools, &options, &|_| {})
+            .await?;
+        serde_json::to_value(turn).map_err(|e| Error::Internal(e.to_string()))
     }
 
     async fn ready_engine(self: &Arc<Self>, key: &str) -> Result<Arc<Engine>> {

@@ -3,12 +3,12 @@
 //! nothing.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 
-use mnemo_test_support::cli::mnemo_command;
+use mnemo_test_support::cli::{free_port, mnemo_command, start_listening};
 use serde_json::{json, Value};
 
 const BIN: &str = env!("CARGO_BIN_EXE_mnemo");
@@ -54,11 +54,7 @@ fn start_with(ws: &Path, sets: &[String]) -> Server {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = free_port();
     let addr = format!("127.0.0.1:{port}");
     let mut args: Vec<&str> = vec!["--set", "embedder.kind=none"];
     for s in sets {
@@ -66,29 +62,7 @@ fn start_with(ws: &Path, sets: &[String]) -> Server {
         args.push(s);
     }
     args.extend(["serve", "--http", &addr, "--token", TOKEN]);
-    let mut child = command(ws, &args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut err = BufReader::new(child.stderr.take().unwrap());
-    let mut seen = String::new();
-    loop {
-        let mut line = String::new();
-        if err.read_line(&mut line).unwrap() == 0 {
-            let _ = child.wait();
-            panic!("the server exited before listening: {seen}");
-        }
-        seen.push_str(&line);
-        if line.contains("listening on") {
-            break;
-        }
-    }
-    std::thread::spawn(move || {
-        let mut sink = String::new();
-        let _ = err.read_to_string(&mut sink);
-    });
+    let child = start_listening(command(ws, &args));
     Server { child, port }
 }
 

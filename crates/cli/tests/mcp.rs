@@ -7,7 +7,7 @@ use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
-use mnemo_test_support::cli::mnemo_command;
+use mnemo_test_support::cli::{free_port, mnemo_command, start_listening};
 use serde_json::{json, Value};
 
 const BIN: &str = env!("CARGO_BIN_EXE_mnemo");
@@ -448,43 +448,6 @@ fn rpc(body: &str) -> Value {
         .filter_map(|d| serde_json::from_str::<Value>(d).ok())
         .find(|v| v.get("id").is_some())
         .unwrap()
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// Starts a server command and waits for its "listening on" line.
-fn start_listening(mut cmd: Command) -> Child {
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut err = BufReader::new(child.stderr.take().unwrap());
-    let mut seen = String::new();
-    loop {
-        let mut line = String::new();
-        if err.read_line(&mut line).unwrap() == 0 {
-            let _ = child.wait();
-            panic!("the server exited before listening: {seen}");
-        }
-        seen.push_str(&line);
-        if line.contains("listening on") {
-            break;
-        }
-    }
-    // Keep draining stderr so the child never blocks on a full pipe.
-    std::thread::spawn(move || {
-        let mut sink = String::new();
-        let _ = err.read_to_string(&mut sink);
-    });
-    child
 }
 
 #[test]

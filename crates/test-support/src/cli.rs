@@ -66,3 +66,50 @@ pub fn stdout_of_success(o: &Output) -> String {
     );
     String::from_utf8(o.stdout.clone()).expect("stdout is UTF-8")
 }
+
+/// A port on 127.0.0.1 that was free a moment ago, for a server to bind.
+///
+/// # Panics
+/// When no port can be bound.
+#[allow(clippy::expect_used)]
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("bind a loopback port")
+        .port()
+}
+
+/// Starts a server command (`mnemo serve`, `mnemo mcp --http`) and returns
+/// once it has printed its "listening on" line; stderr keeps being drained
+/// so the child never blocks on a full pipe.
+///
+/// # Panics
+/// When the server cannot start or exits before listening.
+#[allow(clippy::expect_used, clippy::panic)]
+pub fn start_listening(mut cmd: Command) -> std::process::Child {
+    use std::io::{BufRead, BufReader, Read};
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the server");
+    let mut err = BufReader::new(child.stderr.take().expect("piped stderr"));
+    let mut seen = String::new();
+    loop {
+        let mut line = String::new();
+        if err.read_line(&mut line).unwrap_or(0) == 0 {
+            let _ = child.wait();
+            panic!("the server exited before listening: {seen}");
+        }
+        seen.push_str(&line);
+        if line.contains("listening on") {
+            break;
+        }
+    }
+    std::thread::spawn(move || {
+        let mut sink = String::new();
+        let _ = err.read_to_string(&mut sink);
+    });
+    child
+}

@@ -37,17 +37,9 @@ pub async fn serve_on(
     mnemo: Arc<Mnemo>,
     token: Option<String>,
 ) -> Result<()> {
-    let local = listener.local_addr().map_err(|source| Error::Io {
-        op: "cannot read the listening address".into(),
-        source,
-    })?;
-    mnemo_mcp::auth::check_bind(&local, token.as_deref())?;
-    let app = router(mnemo_mcp::Backend::new(mnemo), token);
-    axum::serve(listener, app)
-        .with_graceful_shutdown(mnemo_mcp::shutdown_signal())
-        .await
-        .map_err(|source| Error::Io {
-            op: format!("serving {local}"),
-            source,
-        })
+    let t = token.clone();
+    mnemo_mcp::serve_router(listener, token.as_deref(), move |_| {
+        router(mnemo_mcp::Backend::new(mnemo), t)
+    })
+    .await
 }

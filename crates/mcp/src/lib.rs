@@ -56,13 +56,27 @@ pub async fn serve_http_on(
     mnemo: Arc<Mnemo>,
     token: Option<String>,
 ) -> Result<()> {
+    let t = token.clone();
+    serve_router(listener, token.as_deref(), move |local| {
+        router(Backend::new(mnemo), local, t, CancellationToken::new())
+    })
+    .await
+}
+
+/// Serves the router `build` makes for the listener's address until Ctrl-C
+/// or SIGTERM, after checking that a non-loopback address has a token.
+/// Shared by the MCP server and the HTTP API.
+pub async fn serve_router(
+    listener: tokio::net::TcpListener,
+    token: Option<&str>,
+    build: impl FnOnce(SocketAddr) -> axum::Router,
+) -> Result<()> {
     let local = listener.local_addr().map_err(|source| Error::Io {
         op: "cannot read the listening address".into(),
         source,
     })?;
-    auth::check_bind(&local, token.as_deref())?;
-    let router = router(Backend::new(mnemo), local, token, CancellationToken::new());
-    axum::serve(listener, router)
+    auth::check_bind(&local, token)?;
+    axum::serve(listener, build(local))
         .with_graceful_shutdown(shutdown_signal())
         .await
         .map_err(|source| Error::Io {

@@ -255,19 +255,17 @@ impl<'a> Importer<'a> {
             text.push_str(l);
             text.push('\n');
         }
-        if !self.dry_run {
-            // One atomic write: a crash leaves no half-imported session, and
-            // the original metadata (created_at, cursor, …) is kept as is.
-            if let Err(e) = fsutil::atomic_write(path, text.as_bytes()) {
-                self.report.push(
-                    Verb::Error,
-                    Kind::Session,
-                    target,
-                    source_rel,
-                    format!("{e}; the session was not imported"),
-                );
-                return;
-            }
+        // One atomic write: a crash leaves no half-imported session, and
+        // the original metadata (created_at, cursor, …) is kept as is.
+        if !self.report.write(
+            self.dry_run,
+            Kind::Session,
+            target,
+            source_rel,
+            "the session was not imported",
+            || fsutil::atomic_write(path, text.as_bytes()),
+        ) {
+            return;
         }
         self.note_session(&key, source_rel, lines);
         self.report.messages += messages;
@@ -287,9 +285,15 @@ impl<'a> Importer<'a> {
         source_rel: &str,
         all_lines: &[String],
     ) {
-        if !self.dry_run {
-            let result = (|| -> mnemo_store::Result<()> {
-                let mut log = self.sessions.open(key)?;
+        let sessions = &self.sessions;
+        if !self.report.write(
+            self.dry_run,
+            Kind::Session,
+            target,
+            source_rel,
+            "lines before the failure were appended, run the import again to finish",
+            || -> mnemo_store::Result<()> {
+                let mut log = sessions.open(key)?;
                 for r in new {
                     log.append_record(r)?;
                 }
@@ -297,17 +301,9 @@ impl<'a> Importer<'a> {
                     log.set_cursor(c)?;
                 }
                 log.sync()
-            })();
-            if let Err(e) = result {
-                self.report.push(
-                    Verb::Error,
-                    Kind::Session,
-                    target,
-                    source_rel,
-                    format!("{e}; lines before the failure were appended, run the import again to finish"),
-                );
-                return;
-            }
+            },
+        ) {
+            return;
         }
         self.note_session(key, source_rel, all_lines);
         self.report.messages += new_messages;
@@ -398,17 +394,16 @@ impl<'a> Importer<'a> {
         ));
         text.push_str(&kept.join("\n"));
         text.push('\n');
-        if !self.dry_run {
-            if let Err(e) = self.memory.write_memory_md(&text) {
-                self.report.push(
-                    Verb::Error,
-                    Kind::MemoryMd,
-                    "MEMORY.md",
-                    source_rel,
-                    format!("{e}; nothing was merged"),
-                );
-                return;
-            }
+        let memory = &self.memory;
+        if !self.report.write(
+            self.dry_run,
+            Kind::MemoryMd,
+            "MEMORY.md",
+            source_rel,
+            "nothing was merged",
+            || memory.write_memory_md(&text).map(drop),
+        ) {
+            return;
         }
         self.report.memory_lines += new;
         let verb = if existing.is_empty() {
@@ -485,17 +480,16 @@ impl<'a> Importer<'a> {
                 },
             );
         }
-        if !self.dry_run {
-            if let Err(e) = fsutil::append(&self.ws.history_md(), text.as_bytes(), true) {
-                self.report.push(
-                    Verb::Error,
-                    Kind::History,
-                    target,
-                    source_rel,
-                    format!("{e}; no entries were appended"),
-                );
-                return;
-            }
+        let history = self.ws.history_md();
+        if !self.report.write(
+            self.dry_run,
+            Kind::History,
+            target,
+            source_rel,
+            "no entries were appended",
+            || fsutil::append(&history, text.as_bytes(), true),
+        ) {
+            return;
         }
         self.report.history_entries += new;
         let verb = if existing.is_empty() {
@@ -635,17 +629,15 @@ impl<'a> Importer<'a> {
                     add.push_str(l);
                     add.push('\n');
                 }
-                if !self.dry_run {
-                    if let Err(e) = fsutil::append(&path, add.as_bytes(), true) {
-                        self.report.push(
-                            Verb::Error,
-                            kind,
-                            target_rel,
-                            source_rel,
-                            format!("{e}; nothing was appended"),
-                        );
-                        return None;
-                    }
+                if !self.report.write(
+                    self.dry_run,
+                    kind,
+                    target_rel,
+                    source_rel,
+                    "nothing was appended",
+                    || fsutil::append(&path, add.as_bytes(), true),
+                ) {
+                    return None;
                 }
                 self.report.push(
                     Verb::Append,
@@ -686,17 +678,15 @@ impl<'a> Importer<'a> {
         kind: Kind,
         source_rel: &str,
     ) -> bool {
-        if !self.dry_run {
-            if let Err(e) = fsutil::atomic_write(path, bytes) {
-                self.report.push(
-                    Verb::Error,
-                    kind,
-                    target_rel,
-                    source_rel,
-                    format!("{e}; nothing was written"),
-                );
-                return false;
-            }
+        if !self.report.write(
+            self.dry_run,
+            kind,
+            target_rel,
+            source_rel,
+            "nothing was written",
+            || fsutil::atomic_write(path, bytes),
+        ) {
+            return false;
         }
         self.manifest.files.insert(
             target_rel.to_string(),

@@ -127,6 +127,30 @@ pub struct Report {
 }
 
 impl Report {
+    /// Runs `write` unless this is a dry run. When it fails, records an
+    /// error saying what the failure left `undone` and returns false, so
+    /// the caller stops before counting the write as done.
+    pub(crate) fn write<E: std::fmt::Display>(
+        &mut self,
+        dry_run: bool,
+        kind: Kind,
+        target: &str,
+        source: &str,
+        undone: &str,
+        write: impl FnOnce() -> Result<(), E>,
+    ) -> bool {
+        if dry_run {
+            return true;
+        }
+        match write() {
+            Ok(()) => true,
+            Err(e) => {
+                self.push(Verb::Error, kind, target, source, format!("{e}; {undone}"));
+                false
+            }
+        }
+    }
+
     pub(crate) fn push(
         &mut self,
         verb: Verb,

@@ -319,6 +319,31 @@ impl<'a> Importer<'a> {
             .push(Verb::Append, Kind::Session, target, source_rel, detail);
     }
 
+    /// A source line that could not be read, kept verbatim as an
+    /// `import_unparsed` record (the import loses nothing) and reported
+    /// with where to look.
+    pub(crate) fn unparsed_line(
+        &mut self,
+        rel: &str,
+        index: usize,
+        line: &str,
+        why: impl std::fmt::Display,
+    ) -> Record {
+        self.report.push(
+            Verb::Error,
+            Kind::Session,
+            "",
+            format!("{rel}:{}", index + 1),
+            format!("{why}; the line is kept verbatim as an `import_unparsed` record"),
+        );
+        Record::Other(serde_json::json!({
+            "_type": "import_unparsed",
+            "source": rel,
+            "line": index + 1,
+            "text": line,
+        }))
+    }
+
     fn note_session(&mut self, key: &str, source_rel: &str, lines: &[String]) {
         let joined = lines.join("\n");
         self.manifest.sessions.insert(

@@ -89,23 +89,7 @@ fn session(imp: &mut Importer<'_>, src: &Source, rel: &str) {
         match Record::parse(line) {
             Ok(Record::Metadata(m)) => meta = Some(m),
             Ok(r) => records.push(r),
-            Err(e) => {
-                // Kept verbatim as a record: the import loses nothing, and
-                // the report says where to look.
-                records.push(Record::Other(json!({
-                    "_type": "import_unparsed",
-                    "source": rel,
-                    "line": i + 1,
-                    "text": line,
-                })));
-                imp.report.push(
-                    Verb::Error,
-                    Kind::Session,
-                    "",
-                    format!("{rel}:{}", i + 1),
-                    format!("{e}; the line is kept verbatim as an `import_unparsed` record"),
-                );
-            }
+            Err(e) => records.push(imp.unparsed_line(rel, i, line, e)),
         }
     }
     let stem = rel

@@ -186,22 +186,8 @@ pub(crate) fn convert(
                     Err(e) => e.to_string(),
                     Ok(_) => "not a JSON object".into(),
                 };
-                unparsed.push((
-                    i,
-                    Record::Other(json!({
-                        "_type": "import_unparsed",
-                        "source": rel,
-                        "line": i + 1,
-                        "text": line,
-                    })),
-                ));
-                imp.report.push(
-                    Verb::Error,
-                    Kind::Session,
-                    "",
-                    format!("{rel}:{}", i + 1),
-                    format!("{why}; the line is kept verbatim as an `import_unparsed` record"),
-                );
+                let record = imp.unparsed_line(rel, i, line, why);
+                unparsed.push((i, record));
             }
         }
     }

@@ -45,6 +45,13 @@ fn with_model(ws: &Path, server: &ScriptedServer, args: &[&str]) -> Command {
     c
 }
 
+/// A scripted model server and an initialised workspace.
+fn setup() -> (ScriptedServer, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    init(dir.path());
+    (ScriptedServer::start_blocking(), dir)
+}
+
 fn init(ws: &Path) {
     ok(&bare(ws, &["init"]).output().unwrap());
 }
@@ -80,10 +87,8 @@ fn shape(messages: &[Message]) -> Vec<String> {
 
 #[test]
 fn run_answers_after_a_memory_search_and_logs_every_step() {
-    let server = ScriptedServer::start_blocking();
-    let dir = tempfile::tempdir().unwrap();
+    let (server, dir) = setup();
     let ws = dir.path();
-    init(ws);
     ok(&bare(ws, &["log", "The deploy key lives in vault/ops."])
         .output()
         .unwrap());
@@ -155,10 +160,8 @@ fn run_answers_after_a_memory_search_and_logs_every_step() {
 
 #[test]
 fn run_json_reports_a_memory_write_that_lands_in_todays_log() {
-    let server = ScriptedServer::start_blocking();
-    let dir = tempfile::tempdir().unwrap();
+    let (server, dir) = setup();
     let ws = dir.path();
-    init(ws);
     server.push(Reply::tool_call(
         "memory_write",
         json!({"text": "The user's cat is named Miso."}),
@@ -189,10 +192,8 @@ fn run_json_reports_a_memory_write_that_lands_in_todays_log() {
 
 #[test]
 fn run_with_an_anthropic_provider_sends_tool_results_back() {
-    let server = ScriptedServer::start_blocking();
-    let dir = tempfile::tempdir().unwrap();
+    let (server, dir) = setup();
     let ws = dir.path();
-    init(ws);
     std::fs::write(ws.join("MEMORY.md"), "# Memory\n\n- Prefers green tea.\n").unwrap();
     server.push(Reply::tool_call("memory_get", json!({"path": "MEMORY.md"})));
     server.push(Reply::text("You prefer green tea."));
@@ -239,10 +240,8 @@ fn run_without_a_provider_says_how_to_configure_one() {
 
 #[test]
 fn a_failing_model_gives_a_clear_error_and_keeps_the_log() {
-    let server = ScriptedServer::start_blocking();
-    let dir = tempfile::tempdir().unwrap();
+    let (server, dir) = setup();
     let ws = dir.path();
-    init(ws);
     write_session(
         ws,
         "cli:fail",
@@ -283,10 +282,8 @@ fn a_failing_model_gives_a_clear_error_and_keeps_the_log() {
 
 #[test]
 fn a_turn_says_when_the_engine_consolidated_and_what_it_freed() {
-    let server = ScriptedServer::start_blocking();
-    let dir = tempfile::tempdir().unwrap();
+    let (server, dir) = setup();
     let ws = dir.path();
-    init(ws);
     let mut old = Vec::new();
     for i in 0..4 {
         old.push(Message::user(format!(
@@ -333,10 +330,8 @@ fn a_turn_says_when_the_engine_consolidated_and_what_it_freed() {
 
 #[test]
 fn the_iteration_bound_is_reported() {
-    let server = ScriptedServer::start_blocking();
-    let dir = tempfile::tempdir().unwrap();
+    let (server, dir) = setup();
     let ws = dir.path();
-    init(ws);
     server.set_default(Reply::tool_call("memory_search", json!({"query": "x"})));
     let o = with_model(
         ws,
@@ -367,10 +362,8 @@ fn the_iteration_bound_is_reported() {
 
 #[test]
 fn piped_chat_prints_help_and_leaves_on_exit() {
-    let server = ScriptedServer::start_blocking();
-    let dir = tempfile::tempdir().unwrap();
+    let (server, dir) = setup();
     let ws = dir.path();
-    init(ws);
     let o = piped(
         with_model(ws, &server, &["chat"]),
         b"/help\n/exit\nnever read\n",
@@ -382,10 +375,8 @@ fn piped_chat_prints_help_and_leaves_on_exit() {
 
 #[test]
 fn piped_chat_forgets_a_memory_and_starts_a_new_conversation() {
-    let server = ScriptedServer::start_blocking();
-    let dir = tempfile::tempdir().unwrap();
+    let (server, dir) = setup();
     let ws = dir.path();
-    init(ws);
     let add = bare(
         ws,
         &[
@@ -554,10 +545,8 @@ fn interactive_chat_in_tmux() {
         eprintln!("notice: tmux is not installed; skipping the interactive chat test");
         return;
     }
-    let server = ScriptedServer::start_blocking();
-    let dir = tempfile::tempdir().unwrap();
+    let (server, dir) = setup();
     let ws = dir.path();
-    init(ws);
     ok(&bare(ws, &["log", "The deploy key lives in vault/ops."])
         .output()
         .unwrap());

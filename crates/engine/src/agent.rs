@@ -170,6 +170,8 @@ impl Engine {
 
         let mut events = prepare.events.clone();
         let mut records: Vec<ToolCallRecord> = Vec::new();
+        // (answer, model calls made); `None` at the bound.
+        let mut finished: Option<(String, usize)> = None;
         for iteration in 1..=options.max_iterations {
             let outcome = self.send_from_log(key, &recall.selected).await?;
             for e in &outcome.events {
@@ -183,16 +185,8 @@ impl Engine {
             if calls.is_empty() {
                 let answer = message.text();
                 self.append_to_log(key, &[message])?;
-                return Ok(AgentTurn {
-                    key: key.to_string(),
-                    answer,
-                    tool_calls: records,
-                    events,
-                    prepare,
-                    recall,
-                    iterations: iteration,
-                    hit_iteration_limit: false,
-                });
+                finished = Some((answer, iteration));
+                break;
             }
             for (n, c) in calls.iter_mut().enumerate() {
                 if c.id.trim().is_empty() {
@@ -244,8 +238,15 @@ impl Engine {
             // log's per-turn tool-result budget sees them together.
             self.append_to_log(key, &results)?;
         }
-        let answer = iteration_limit_notice(options.max_iterations);
-        self.append_to_log(key, &[Message::assistant(answer.clone())])?;
+        let hit_iteration_limit = finished.is_none();
+        let (answer, iterations) = match finished {
+            Some(done) => done,
+            None => {
+                let notice = iteration_limit_notice(options.max_iterations);
+                self.append_to_log(key, &[Message::assistant(notice.clone())])?;
+                (notice, options.max_iterations)
+            }
+        };
         Ok(AgentTurn {
             key: key.to_string(),
             answer,
@@ -253,8 +254,8 @@ impl Engine {
             events,
             prepare,
             recall,
-            iterations: options.max_iterations,
-            hit_iteration_limit: true,
+            iterations,
+            hit_iteration_limit,
         })
     }
 }

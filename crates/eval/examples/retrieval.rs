@@ -10,7 +10,8 @@
 //! ```
 //!
 //! `--sweep` runs several configurations in one process, each SPEC a comma
-//! list of `chunk=N`, `overlap=N`, `fusion=weighted|rrf`, `vw=W` applied on top
+//! list of `chunk=N`, `overlap=N`, `fusion=weighted|rrf`, `vw=W`, `date=B` (date_boost),
+//! `context=C` (file_context) applied on top
 //! of the other flags. Vectors are memoised by text across configurations and
 //! conversations, so a sweep over fusion settings embeds each chunk once.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -98,6 +99,8 @@ fn apply_spec(opts: &mut EvalOptions, spec: &str) -> anyhow::Result<()> {
                 opts.index_settings.search.vector_weight = w;
                 opts.index_settings.search.text_weight = 1.0 - w;
             }
+            "date" => opts.index_settings.search.date_boost = v.parse()?,
+            "context" => opts.index_settings.search.file_context = v.parse()?,
             other => anyhow::bail!("unknown sweep key {other}"),
         }
     }

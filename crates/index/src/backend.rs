@@ -3,6 +3,8 @@
 
 use std::collections::HashMap;
 
+use chrono::NaiveDate;
+
 use crate::error::Result;
 use crate::types::Source;
 
@@ -41,6 +43,9 @@ pub struct NewChunk {
     pub tokens: String,
     /// Message ordinals for transcripts.
     pub messages: Option<(usize, usize)>,
+    /// First and last day the chunk speaks from: its messages' timestamps,
+    /// or the date in a daily log's file name.
+    pub days: Option<(NaiveDate, NaiveDate)>,
 }
 
 /// A stored chunk, as search reads it back.
@@ -64,6 +69,8 @@ pub struct ChunkRecord {
     pub session_key: Option<String>,
     /// The file's modification time (ms), for temporal decay.
     pub mtime_ms: i64,
+    /// First and last day the chunk speaks from (see [`NewChunk::days`]).
+    pub days: Option<(NaiveDate, NaiveDate)>,
 }
 
 /// Counts for status.

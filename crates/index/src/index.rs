@@ -23,6 +23,7 @@ use crate::sqlite::{SqliteBackend, SCHEMA_VERSION};
 use crate::text;
 use crate::transcript;
 use crate::types::*;
+use crate::when;
 
 /// Name of the first database file; later generations are `index-<ms>.sqlite`.
 const FIRST_DB: &str = "index.sqlite";
@@ -506,7 +507,9 @@ impl MemoryIndex {
             overlap_tokens: overlap,
             count: &count,
         };
-        let (chunks, session_key): (Vec<Chunk>, Option<String>) = match f.source {
+        // Each chunk with the days it speaks from.
+        type Days = Option<(chrono::NaiveDate, chrono::NaiveDate)>;
+        let (chunks, session_key): (Vec<(Chunk, Days)>, Option<String>) = match f.source {
             Source::Sessions => {
                 let t = transcript::parse(&text, self.inner.settings.index.session_tool_results);
                 if t.skipped_lines > 0 {
@@ -520,7 +523,14 @@ impl MemoryIndex {
                         .file_stem()
                         .map(|s| s.to_string_lossy().into_owned())
                 });
-                (chunk::chunk_transcript(&t.messages, &limits), key)
+                let chunks = chunk::chunk_transcript(&t.messages, &limits)
+                    .into_iter()
+                    .map(|c| {
+                        let days = c.messages.and_then(|(a, b)| t.days_between(a, b));
+                        (c, days)
+                    })
+                    .collect();
+                (chunks, key)
             }
             Source::Memory => {
                 if let Some(msg) = front_matter_problem(&text) {
@@ -529,12 +539,18 @@ impl MemoryIndex {
                         message: msg,
                     });
                 }
-                (chunk::chunk_markdown(&text, &limits), None)
+                let days = search::date_in_path(&f.rel).map(|d| (d, d));
+                let chunks = chunk::chunk_markdown(&text, &limits)
+                    .into_iter()
+                    .map(|c| (c, days))
+                    .collect();
+                (chunks, None)
             }
         };
         let chunks = chunks
             .into_iter()
-            .map(|c| NewChunk {
+            .map(|(c, days)| NewChunk {
+                days,
                 start_line: c.start_line,
                 end_line: c.end_line,
                 hash: sha256_hex(c.text.as_bytes()),
@@ -815,8 +831,14 @@ impl MemoryIndex {
                 }
             }
         }
+        let today = chrono::Local::now().date_naive();
+        if opts.date_boost > 0.0 {
+            let periods = when::periods(query, today);
+            if !periods.is_empty() {
+                search::date_boost(&mut cands, &records, &periods, opts.date_boost);
+            }
+        }
         if opts.temporal_decay {
-            let today = chrono::Utc::now().date_naive();
             for c in cands.iter_mut().filter(|c| !c.exact) {
                 if let Some(r) = records.get(&c.id) {
                     c.score *= search::decay_factor(r, today, opts.half_life_days);

@@ -35,6 +35,7 @@ mod text;
 mod transcript;
 mod types;
 pub mod vectors;
+mod when;
 
 pub use backend::IndexBackend;
 pub use error::{IndexError, Result};

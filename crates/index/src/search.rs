@@ -10,6 +10,7 @@ use chrono::NaiveDate;
 use crate::backend::ChunkRecord;
 use crate::settings::{Fusion, SearchOptions, VectorScale};
 use crate::text;
+use crate::when;
 
 /// One candidate chunk with its raw signals.
 #[derive(Debug, Clone)]
@@ -143,6 +144,29 @@ pub(crate) fn file_context(cands: &mut [Candidate], file_of: &HashMap<i64, &str>
         };
         let other = if c.score >= *b1 { *b2 } else { *b1 };
         c.score = (c.score + weight * other) / (1.0 + weight);
+    }
+}
+
+/// Lifts chunks from the periods the query names: each score is multiplied
+/// by `1 + weight * affinity` (see [`when::affinity`]). When that takes the
+/// best score above 1, all scores are divided by it, so scores stay in
+/// 0..=1 and their order is the boosted one.
+pub(crate) fn date_boost(
+    cands: &mut [Candidate],
+    records: &HashMap<i64, ChunkRecord>,
+    periods: &[when::Period],
+    weight: f32,
+) {
+    for c in cands.iter_mut() {
+        if let Some((first, last)) = records.get(&c.id).and_then(|r| r.days) {
+            c.score *= 1.0 + weight * when::affinity(periods, first, last);
+        }
+    }
+    let top = cands.iter().map(|c| c.score).fold(0.0f32, f32::max);
+    if top > 1.0 {
+        for c in cands.iter_mut() {
+            c.score /= top;
+        }
     }
 }
 
@@ -323,6 +347,7 @@ mod tests {
             messages: None,
             session_key: None,
             mtime_ms: 0,
+            days: None,
         };
         let f = decay_factor(&mk("memory/2026-01-31.md", Source::Memory), today, 30.0);
         assert!((f - 0.5).abs() < 0.01, "{f}");

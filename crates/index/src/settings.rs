@@ -71,6 +71,11 @@ impl IndexSettings {
                 "[search] file_context must be within 0..=4 (0 turns it off)".into(),
             ));
         }
+        if !(0.0..=4.0).contains(&s.date_boost) {
+            return Err(IndexError::Config(
+                "[search] date_boost must be within 0..=4 (0 turns it off)".into(),
+            ));
+        }
         if s.half_life_days <= 0.0 {
             return Err(IndexError::Config(
                 "[search] half_life_days must be > 0".into(),
@@ -190,6 +195,11 @@ pub struct SearchOptions {
     /// Document context: how much the best other hit of the same file (a
     /// session, a daily log) lifts a chunk, 0 = off. Scores stay in 0..=1.
     pub file_context: f32,
+    /// Dates in the query ("on 3 June", "in May 2023", "2026-01-31",
+    /// "5月2日", "yesterday"): a chunk from that time (its messages'
+    /// timestamps, a daily log's file name) has its score multiplied by up
+    /// to `1 + date_boost`, less the further it lies outside, 0 = off.
+    pub date_boost: f32,
 }
 
 impl Default for SearchOptions {
@@ -210,6 +220,7 @@ impl Default for SearchOptions {
             half_life_days: 30.0,
             sync_on_search: true,
             file_context: 0.25,
+            date_boost: 1.0,
         }
     }
 }

@@ -38,7 +38,7 @@ use crate::types::Source;
 use crate::vectors::{VectorScan, VectorSet};
 
 /// Version of the tables below; a change forces a full rebuild.
-pub(crate) const SCHEMA_VERSION: &str = "1";
+pub(crate) const SCHEMA_VERSION: &str = "2";
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -49,7 +49,7 @@ CREATE TABLE IF NOT EXISTS files (
 CREATE TABLE IF NOT EXISTS chunks (
     id INTEGER PRIMARY KEY, path TEXT NOT NULL, source TEXT NOT NULL,
     start_line INTEGER NOT NULL, end_line INTEGER NOT NULL, hash TEXT NOT NULL,
-    text TEXT NOT NULL, msg_start INTEGER, msg_end INTEGER);
+    text TEXT NOT NULL, msg_start INTEGER, msg_end INTEGER, day_first TEXT, day_last TEXT);
 CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path);
 CREATE INDEX IF NOT EXISTS chunks_hash ON chunks(hash);
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
@@ -61,6 +61,30 @@ CREATE TABLE IF NOT EXISTS embedding_cache (
     updated_at INTEGER NOT NULL,
     PRIMARY KEY (provider, model, provider_key, hash));
 ";
+
+/// Columns added after schema 1. An older database gets them (empty) so
+/// searches keep working until the rebuild its schema version asks for.
+fn add_missing_columns(conn: &Connection) -> Result<()> {
+    let mut stmt = conn.prepare("SELECT name FROM pragma_table_info('chunks')")?;
+    let have: Vec<String> = stmt
+        .query_map([], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    for col in ["day_first", "day_last"] {
+        if !have.iter().any(|h| h == col) {
+            match conn.execute_batch(&format!("ALTER TABLE chunks ADD COLUMN {col} TEXT")) {
+                // Another process opening the same old database got there first.
+                Err(e) if e.to_string().contains("duplicate column") => {}
+                r => r?,
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A stored `YYYY-MM-DD` day.
+fn day(s: Option<String>) -> Option<chrono::NaiveDate> {
+    s.and_then(|s| s.parse().ok())
+}
 
 fn source_tag(s: Source) -> u8 {
     match s {
@@ -292,6 +316,7 @@ impl SqliteBackend {
         let conn = Connection::open(path)?;
         configure(&conn)?;
         conn.execute_batch(SCHEMA)?;
+        add_missing_columns(&conn)?;
         // A random id of this database, so a vector cache written for an
         // earlier database of the same name (deleted and rebuilt) never
         // matches. Checked first: the insert takes the write lock.
@@ -562,8 +587,9 @@ impl IndexBackend for SqliteBackend {
         let mut new_rows: Vec<(i64, Vec<f32>)> = Vec::new();
         {
             let mut ins = tx.prepare(
-                "INSERT INTO chunks(path, source, start_line, end_line, hash, text, msg_start, msg_end)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                "INSERT INTO chunks(path, source, start_line, end_line, hash, text, msg_start, msg_end,
+                                    day_first, day_last)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
             )?;
             let mut fts = tx.prepare("INSERT INTO chunks_fts(rowid, tokens) VALUES (?1, ?2)")?;
             let mut cache = tx.prepare(
@@ -580,6 +606,8 @@ impl IndexBackend for SqliteBackend {
                     c.text,
                     c.messages.map(|m| m.0 as i64),
                     c.messages.map(|m| m.1 as i64),
+                    c.days.map(|d| d.0.to_string()),
+                    c.days.map(|d| d.1.to_string()),
                 ])?;
                 let id = tx.last_insert_rowid();
                 fts.execute(params![id, c.tokens])?;
@@ -701,7 +729,7 @@ impl IndexBackend for SqliteBackend {
         for batch in ids.chunks(500) {
             let sql = format!(
                 "SELECT c.id, c.path, c.source, c.start_line, c.end_line, c.text, c.msg_start, c.msg_end,
-                        f.session_key, f.mtime
+                        f.session_key, f.mtime, c.day_first, c.day_last
                  FROM chunks c LEFT JOIN files f ON f.path = c.path WHERE c.id IN ({})",
                 vec!["?"; batch.len()].join(",")
             );
@@ -720,6 +748,7 @@ impl IndexBackend for SqliteBackend {
                         messages: ms.zip(me).map(|(a, b)| (a as usize, b as usize)),
                         session_key: r.get(8)?,
                         mtime_ms: r.get::<_, Option<i64>>(9)?.unwrap_or(0),
+                        days: day(r.get(10)?).zip(day(r.get(11)?)),
                     })
                 })?;
                 rows.collect::<rusqlite::Result<Vec<_>>>()
@@ -775,5 +804,36 @@ impl IndexBackend for SqliteBackend {
             chunks,
             vectors,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_schema_1_database_gets_the_day_columns_and_keeps_its_rows() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("index.sqlite");
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(
+                "CREATE TABLE chunks (
+                    id INTEGER PRIMARY KEY, path TEXT NOT NULL, source TEXT NOT NULL,
+                    start_line INTEGER NOT NULL, end_line INTEGER NOT NULL, hash TEXT NOT NULL,
+                    text TEXT NOT NULL, msg_start INTEGER, msg_end INTEGER);
+                 INSERT INTO chunks(path, source, start_line, end_line, hash, text)
+                    VALUES ('MEMORY.md', 'memory', 1, 2, 'h', 'old text');",
+            )
+            .unwrap();
+        }
+        let backend = SqliteBackend::open(&path, None).unwrap();
+        let rows = backend.chunks(&[1]).unwrap();
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].text, "old text");
+        assert_eq!(rows[0].days, None);
+        // A second open finds the columns in place.
+        drop(backend);
+        SqliteBackend::open(&path, None).unwrap();
     }
 }

@@ -65,7 +65,142 @@ fn is_joiner(c: char) -> bool {
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Mode {
     Document,
-    Query,
+    /// A query; `true` leaves out English function words.
+    Query(bool),
+}
+
+/// English function words: in a question ("what did she say about the
+/// trip?") they match nearly every chunk, and in a small workspace they
+/// are not yet common enough for their IDF to fall to nothing.
+const STOPWORDS: &[&str] = &[
+    "a",
+    "about",
+    "above",
+    "after",
+    "again",
+    "against",
+    "all",
+    "am",
+    "an",
+    "and",
+    "any",
+    "are",
+    "as",
+    "at",
+    "be",
+    "because",
+    "been",
+    "before",
+    "being",
+    "below",
+    "between",
+    "both",
+    "but",
+    "by",
+    "can",
+    "could",
+    "did",
+    "do",
+    "does",
+    "doing",
+    "down",
+    "during",
+    "each",
+    "few",
+    "for",
+    "from",
+    "further",
+    "had",
+    "has",
+    "have",
+    "having",
+    "he",
+    "her",
+    "here",
+    "hers",
+    "herself",
+    "him",
+    "himself",
+    "his",
+    "how",
+    "i",
+    "if",
+    "in",
+    "into",
+    "is",
+    "it",
+    "its",
+    "itself",
+    "me",
+    "more",
+    "most",
+    "my",
+    "myself",
+    "no",
+    "nor",
+    "not",
+    "of",
+    "off",
+    "on",
+    "once",
+    "only",
+    "or",
+    "other",
+    "our",
+    "ours",
+    "ourselves",
+    "out",
+    "over",
+    "own",
+    "same",
+    "she",
+    "should",
+    "so",
+    "some",
+    "such",
+    "than",
+    "that",
+    "the",
+    "their",
+    "theirs",
+    "them",
+    "themselves",
+    "then",
+    "there",
+    "these",
+    "they",
+    "this",
+    "those",
+    "through",
+    "to",
+    "too",
+    "under",
+    "until",
+    "up",
+    "very",
+    "was",
+    "we",
+    "were",
+    "what",
+    "when",
+    "where",
+    "which",
+    "while",
+    "who",
+    "whom",
+    "why",
+    "will",
+    "with",
+    "would",
+    "you",
+    "your",
+    "yours",
+    "yourself",
+    "yourselves",
+];
+
+fn is_stopword(word: &str) -> bool {
+    STOPWORDS.binary_search(&word).is_ok()
 }
 
 fn tokens(text: &str, mode: Mode, out: &mut Vec<String>) {
@@ -116,6 +251,9 @@ fn tokens(text: &str, mode: Mode, out: &mut Vec<String>) {
             if !word.is_empty() {
                 parts.push(word);
             }
+            if mode == Mode::Query(true) && parts.len() == 1 && is_stopword(&parts[0]) {
+                continue;
+            }
             if parts.len() > 1 && has_digit {
                 out.push(parts.concat());
             }
@@ -136,7 +274,11 @@ pub(crate) fn index_text(text: &str) -> String {
 /// Distinct query tokens, in order of first appearance.
 pub(crate) fn query_tokens(query: &str) -> Vec<String> {
     let mut out = Vec::new();
-    tokens(query, Mode::Query, &mut out);
+    tokens(query, Mode::Query(true), &mut out);
+    if out.is_empty() {
+        // Nothing but function words ("who are you?"): search for them.
+        tokens(query, Mode::Query(false), &mut out);
+    }
     let mut seen = HashSet::new();
     out.retain(|t| seen.insert(t.clone()));
     out.truncate(64);
@@ -184,7 +326,7 @@ pub(crate) fn identifiers(query: &str) -> Vec<String> {
 /// Word set used by MMR's Jaccard similarity.
 pub(crate) fn word_set(text: &str) -> HashSet<String> {
     let mut out = Vec::new();
-    tokens(text, Mode::Query, &mut out);
+    tokens(text, Mode::Query(true), &mut out);
     out.into_iter().collect()
 }
 

@@ -72,3 +72,19 @@ fn cjk_share_of_a_query() {
     assert!(!mostly_cjk("deploy key"));
     assert!(!mostly_cjk("ERR-4711"));
 }
+
+#[test]
+fn queries_leave_out_function_words_unless_nothing_else_is_left() {
+    assert!(
+        STOPWORDS.windows(2).all(|w| w[0] < w[1]),
+        "sorted for binary search"
+    );
+    assert_eq!(
+        query_tokens("What did she say about the trip to Lisbon?"),
+        vec!["say", "trip", "lisbon"]
+    );
+    assert_eq!(query_tokens("who are you?"), vec!["who", "are", "you"]);
+    // Parts of identifiers stay, and documents keep every word.
+    assert_eq!(query_tokens("a-1"), vec!["a1", "a", "1"]);
+    assert!(index_text("the trip").split(' ').any(|t| t == "the"));
+}

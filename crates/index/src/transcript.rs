@@ -2,6 +2,7 @@
 //! text for indexing, with each message's ordinal and JSONL line kept so a
 //! hit maps back to the messages it came from.
 
+use chrono::NaiveDate;
 use mnemo_core::{Message, Role};
 use serde_json::Value;
 
@@ -16,6 +17,26 @@ pub(crate) struct Transcript {
     pub messages: Vec<RenderedMessage>,
     /// Lines that were neither a record nor a message (torn or malformed).
     pub skipped_lines: usize,
+    /// The day of each message's timestamp, by ordinal.
+    pub days: Vec<Option<NaiveDate>>,
+}
+
+impl Transcript {
+    /// First and last day among the messages `first..=last` (ordinals).
+    pub fn days_between(&self, first: usize, last: usize) -> Option<(NaiveDate, NaiveDate)> {
+        let days = self
+            .days
+            .get(first..=last.min(self.days.len().saturating_sub(1)))?;
+        let mut it = days.iter().flatten();
+        let d0 = *it.next()?;
+        Some(it.fold((d0, d0), |(a, b), d| (a.min(*d), b.max(*d))))
+    }
+}
+
+/// The calendar day a timestamp names, in its own time zone: the day the
+/// people talking lived it. `2026-03-01T10:00:00`, RFC 3339 and bare dates.
+fn day_of(timestamp: &str) -> Option<NaiveDate> {
+    timestamp.trim().get(..10)?.parse().ok()
 }
 
 /// Parses a JSONL session log. Malformed lines are counted and skipped.
@@ -44,6 +65,7 @@ pub(crate) fn parse(text: &str, include_tools: bool) -> Transcript {
         };
         let this = ordinal;
         ordinal += 1;
+        t.days.push(msg.timestamp.as_deref().and_then(day_of));
         if let Some(text) = render(&msg, include_tools) {
             t.messages.push(RenderedMessage {
                 ordinal: this,

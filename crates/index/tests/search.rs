@@ -338,3 +338,131 @@ fn cjk_queries_skip_the_vectors_of_an_english_only_model_and_say_so() {
     };
     assert_eq!(r.mode, expected);
 }
+
+/// A session log of `(role, text)` turns, every message stamped `ts`.
+fn session_log(key: &str, ts: &str, turns: &[(&str, &str)]) -> String {
+    let mut lines =
+        vec![serde_json::json!({"_type": "metadata", "key": key, "created_at": ts}).to_string()];
+    for (role, text) in turns {
+        lines.push(serde_json::json!({"role": role, "content": text, "timestamp": ts}).to_string());
+    }
+    lines.join("\n") + "\n"
+}
+
+fn hikes_fixture() -> Fixture {
+    let f = Fixture::new();
+    // September matches the words better; only its date sets June apart.
+    f.write(
+        "sessions/cli_june.jsonl",
+        session_log(
+            "cli:june",
+            "2023-06-04T18:00:00",
+            &[
+                (
+                    "user",
+                    "Yesterday we hiked up to the lake above the village.",
+                ),
+                ("assistant", "Sounds lovely. Was the trail busy?"),
+            ],
+        ),
+    );
+    f.write(
+        "sessions/cli_september.jsonl",
+        session_log(
+            "cli:september",
+            "2023-09-20T18:00:00",
+            &[
+                (
+                    "user",
+                    "We hiked the ridge trail again; the hike took five hours.",
+                ),
+                ("assistant", "A long hike. How were your knees?"),
+            ],
+        ),
+    );
+    f.write(
+        "memory/2023-06-12.md",
+        "# 2023-06-12\n\n- Booked the dentist.\n",
+    );
+    f.write(
+        "memory/2023-09-21.md",
+        "# 2023-09-21\n\n- Hike photos sorted; the hike album is done.\n",
+    );
+    f.write(
+        "memory/2023-06-05.md",
+        "# 2023-06-05\n\n- Sorted the hike photos into an album.\n",
+    );
+    // Undated notes on other things, so hiking words stay rare enough to count.
+    for (i, topic) in common::TOPICS.iter().enumerate() {
+        f.write(
+            &format!("memory/notes/{i}.md"),
+            format!("# Note\n\n{topic}\n"),
+        );
+    }
+    f
+}
+
+#[test]
+fn dates_in_the_query_lift_what_was_said_then() {
+    let f = hikes_fixture();
+    for with_model in [false, true] {
+        let index = open(&f, with_model);
+        index.sync(&|_| {}).unwrap();
+        let first = |q: &str, source: Source| {
+            let r = index
+                .search(&SearchRequest::new(q).max_results(10).sources(&[source]))
+                .unwrap();
+            r.results.first().map(|h| h.path.clone())
+        };
+        for q in [
+            "where did we hike on 3 June 2023?",
+            "where did we hike in June?",
+            "where did we hike on 2023-06-03",
+            "我们6月3日去哪里hike了",
+        ] {
+            assert_eq!(
+                first(q, Source::Sessions).as_deref(),
+                Some("sessions/cli_june.jsonl"),
+                "{q} (model: {with_model})"
+            );
+            assert_eq!(
+                first(q, Source::Memory).as_deref(),
+                Some("memory/2023-06-05.md"),
+                "{q} (model: {with_model})"
+            );
+        }
+        // Without a date, or with the boost off, the better words win.
+        assert_eq!(
+            first("where did we hike?", Source::Sessions).as_deref(),
+            Some("sessions/cli_september.jsonl")
+        );
+    }
+    let mut settings = IndexSettings::default();
+    settings.search.date_boost = 0.0;
+    let index = MemoryIndex::open(&f.ws, settings, None).unwrap();
+    let r = index
+        .search(
+            &SearchRequest::new("where did we hike on 3 June 2023?").sources(&[Source::Sessions]),
+        )
+        .unwrap();
+    assert_eq!(r.results[0].path, "sessions/cli_september.jsonl", "{r:#?}");
+    assert!(r.results.iter().all(|h| (0.0..=1.0).contains(&h.score)));
+}
+
+#[test]
+fn a_date_never_buries_an_exact_identifier() {
+    let f = hikes_fixture();
+    f.write(
+        "memory/2023-09-22.md",
+        "# 2023-09-22\n\n- The photo upload failed with ERR-4711.\n",
+    );
+    let index = open(&f, true);
+    index.sync(&|_| {}).unwrap();
+    let r = index
+        .search(&SearchRequest::new(
+            "ERR-4711 with the hike photos on 5 June 2023",
+        ))
+        .unwrap();
+    assert_eq!(r.results[0].path, "memory/2023-09-22.md", "{r:#?}");
+    assert!(r.results.iter().all(|h| (0.0..=1.0).contains(&h.score)));
+}

@@ -1,0 +1,525 @@
+//! Dates named in a query ("on 3 June 2023", "in May", "April 27th",
+//! "2023-06-03", "5月2日", "yesterday") and how close a chunk's days are to
+//! them. People ask memory about a time as often as about a topic; the
+//! words of a date rarely occur in the text itself (a session log carries
+//! its dates as timestamps, a daily log in its file name), so keyword and
+//! vector search alone cannot use them.
+
+use chrono::{Datelike, Duration, NaiveDate};
+
+/// Days after a named period at which a chunk keeps half its date affinity:
+/// people talk about what happened days later ("last week we went …").
+const AFTER_HALF_LIFE_DAYS: f32 = 7.0;
+/// Days before it, for plans talked about ahead of time: a shorter reach.
+const BEFORE_HALF_LIFE_DAYS: f32 = 2.0;
+/// Affinities below this count as none.
+const MIN_AFFINITY: f32 = 0.05;
+
+/// A period named in a query. A missing year matches any year.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Period {
+    /// One day (`month` 1-12, `day` 1-31).
+    Day {
+        year: Option<i32>,
+        month: u32,
+        day: u32,
+    },
+    /// A whole month.
+    Month { year: Option<i32>, month: u32 },
+    /// Inclusive days, for relative phrases resolved against today.
+    Span(NaiveDate, NaiveDate),
+}
+
+impl Period {
+    /// The inclusive days of this period in `year` (for year-less periods),
+    /// `None` when the date does not exist (30 February).
+    fn days_in(&self, year: i32) -> Option<(NaiveDate, NaiveDate)> {
+        match *self {
+            Period::Day {
+                year: y,
+                month,
+                day,
+            } => {
+                let d = NaiveDate::from_ymd_opt(y.unwrap_or(year), month, day)?;
+                Some((d, d))
+            }
+            Period::Month { year: y, month } => {
+                let y = y.unwrap_or(year);
+                let first = NaiveDate::from_ymd_opt(y, month, 1)?;
+                let next = if month == 12 {
+                    NaiveDate::from_ymd_opt(y + 1, 1, 1)?
+                } else {
+                    NaiveDate::from_ymd_opt(y, month + 1, 1)?
+                };
+                Some((first, next - Duration::days(1)))
+            }
+            Period::Span(a, b) => Some((a, b)),
+        }
+    }
+
+    fn has_year(&self) -> bool {
+        match self {
+            Period::Day { year, .. } | Period::Month { year, .. } => year.is_some(),
+            Period::Span(..) => true,
+        }
+    }
+}
+
+/// How well a chunk spanning the days `first..=last` fits the periods:
+/// 1 inside one, decaying with the distance outside (faster before a period
+/// than after it), 0 when there are no periods or it is far from all.
+pub(crate) fn affinity(periods: &[Period], first: NaiveDate, last: NaiveDate) -> f32 {
+    let mut best = 0.0f32;
+    for p in periods {
+        // A year-less "in December" asked of a January chunk means the
+        // December before it.
+        let years: &[i32] = if p.has_year() {
+            &[0]
+        } else {
+            &[first.year() - 1, first.year(), last.year()]
+        };
+        for &y in years {
+            let Some((start, end)) = p.days_in(y) else {
+                continue;
+            };
+            let a = if last < start {
+                let gap = (start - last).num_days() as f32;
+                0.5f32.powf(gap / BEFORE_HALF_LIFE_DAYS)
+            } else if first > end {
+                let gap = (first - end).num_days() as f32;
+                0.5f32.powf(gap / AFTER_HALF_LIFE_DAYS)
+            } else {
+                1.0
+            };
+            best = best.max(a);
+        }
+    }
+    if best < MIN_AFFINITY {
+        0.0
+    } else {
+        best
+    }
+}
+
+/// The periods named in `query`; relative phrases are resolved against
+/// `today`. Bare years ("in 2023") are left out: they rarely tell one memory
+/// from another.
+pub(crate) fn periods(query: &str, today: NaiveDate) -> Vec<Period> {
+    let mut out = Vec::new();
+    english(query, &mut out);
+    iso(query, &mut out);
+    cjk(query, &mut out);
+    relative(query, today, &mut out);
+    out.dedup();
+    out
+}
+
+/// A word of the query: letters, or digits with an optional ordinal suffix.
+#[derive(Debug)]
+struct Word<'a> {
+    text: &'a str,
+    /// Punctuation right before it (for "June, 2023" and sentence starts).
+    after_punct: bool,
+}
+
+fn words(query: &str) -> Vec<Word<'_>> {
+    let mut out = Vec::new();
+    let mut start = None;
+    let mut punct = true;
+    for (i, ch) in query.char_indices() {
+        if ch.is_ascii_alphanumeric() {
+            if start.is_none() {
+                start = Some(i);
+            }
+        } else {
+            if let Some(s) = start.take() {
+                out.push(Word {
+                    text: &query[s..i],
+                    after_punct: punct,
+                });
+                punct = false;
+            }
+            if !ch.is_whitespace() && ch != ',' {
+                punct = true;
+            }
+        }
+    }
+    if let Some(s) = start {
+        out.push(Word {
+            text: &query[s..],
+            after_punct: punct,
+        });
+    }
+    out
+}
+
+const MONTHS: [&str; 12] = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+];
+
+/// Words that introduce a time ("in May", "since March").
+const TIME_PREPOSITIONS: &[&str] = &[
+    "in", "on", "of", "since", "during", "until", "till", "before", "after", "by", "early", "late",
+    "mid", "last", "this", "next", "from", "to", "around",
+];
+
+/// `(month, needs_context)`: capitalised full names and common
+/// abbreviations. Names that are also ordinary words or given names (May,
+/// March, August, Jan, …) count only next to a day, a year or a preposition.
+fn month_of(w: &str) -> Option<(u32, bool)> {
+    if !w.starts_with(|c: char| c.is_ascii_uppercase()) {
+        return None;
+    }
+    if let Some(i) = MONTHS.iter().position(|m| *m == w) {
+        let ambiguous = matches!(w, "May" | "March" | "August");
+        return Some((i as u32 + 1, ambiguous));
+    }
+    let abbrev = w.strip_suffix('.').unwrap_or(w);
+    let m = match abbrev {
+        "Jan" => 1,
+        "Feb" => 2,
+        "Mar" => 3,
+        "Apr" => 4,
+        "Jun" => 6,
+        "Jul" => 7,
+        "Aug" => 8,
+        "Sep" | "Sept" => 9,
+        "Oct" => 10,
+        "Nov" => 11,
+        "Dec" => 12,
+        _ => return None,
+    };
+    Some((m, true))
+}
+
+/// 1-31, with an optional ordinal suffix ("3", "3rd", "27th").
+fn day_of(w: &str) -> Option<u32> {
+    let digits = w
+        .strip_suffix("st")
+        .or_else(|| w.strip_suffix("nd"))
+        .or_else(|| w.strip_suffix("rd"))
+        .or_else(|| w.strip_suffix("th"))
+        .unwrap_or(w);
+    if digits.is_empty() || digits.len() > 2 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok().filter(|d| (1..=31).contains(d))
+}
+
+fn year_of(w: &str) -> Option<i32> {
+    if w.len() != 4 || !w.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    w.parse().ok().filter(|y| (1900..=2200).contains(y))
+}
+
+/// "June 3, 2023", "3 June 2023", "3rd of June", "June 2023", "in June".
+fn english(query: &str, out: &mut Vec<Period>) {
+    let ws = words(query);
+    let text = |i: usize| ws.get(i).map(|w| w.text);
+    for (i, w) in ws.iter().enumerate() {
+        let Some((month, needs_context)) = month_of(w.text) else {
+            continue;
+        };
+        // A day after the month ("June 3"), or before it ("3 June", "3rd of June").
+        let mut day = text(i + 1)
+            .filter(|_| !ws[i + 1].after_punct)
+            .and_then(day_of);
+        let mut next = i + 1 + usize::from(day.is_some());
+        if day.is_none() && i > 0 {
+            day = text(i - 1).and_then(day_of).or_else(|| {
+                (i > 1 && text(i - 1) == Some("of"))
+                    .then(|| text(i - 2).and_then(day_of))
+                    .flatten()
+            });
+            next = i + 1;
+        }
+        let year = text(next).and_then(year_of);
+        let prev = i.checked_sub(1).and_then(text).map(str::to_ascii_lowercase);
+        let introduced = prev
+            .as_deref()
+            .is_some_and(|p| TIME_PREPOSITIONS.contains(&p));
+        if needs_context && day.is_none() && year.is_none() && !introduced {
+            continue;
+        }
+        out.push(match day {
+            Some(day) => Period::Day { year, month, day },
+            None => Period::Month { year, month },
+        });
+    }
+}
+
+/// `2023-06-03`, `2023/06/03`, `2023-06`.
+fn iso(query: &str, out: &mut Vec<Period>) {
+    let b = query.as_bytes();
+    let mut i = 0;
+    while i + 7 <= b.len() {
+        let boundary = i == 0 || !b[i - 1].is_ascii_alphanumeric();
+        let digits = |from: usize, n: usize| -> Option<u32> {
+            let s = query.get(from..from + n)?;
+            s.bytes()
+                .all(|c| c.is_ascii_digit())
+                .then(|| s.parse().ok())
+                .flatten()
+        };
+        let sep = b[i + 4];
+        if boundary && (sep == b'-' || sep == b'/') {
+            if let (Some(y), Some(m)) = (digits(i, 4), digits(i + 5, 2)) {
+                let day = (b.get(i + 7) == Some(&sep))
+                    .then(|| digits(i + 8, 2))
+                    .flatten();
+                let end = i + if day.is_some() { 10 } else { 7 };
+                let clean_end = b.get(end).is_none_or(|c| !c.is_ascii_digit());
+                if (1..=12).contains(&m) && clean_end {
+                    let year = Some(y as i32);
+                    out.push(match day {
+                        Some(day) => Period::Day {
+                            year,
+                            month: m,
+                            day,
+                        },
+                        None => Period::Month { year, month: m },
+                    });
+                    i = end;
+                    continue;
+                }
+            }
+        }
+        i += 1;
+    }
+}
+
+/// `2023年6月3日`, `6月3日`, `6月3号`, `6月`.
+fn cjk(query: &str, out: &mut Vec<Period>) {
+    let chars: Vec<char> = query.chars().collect();
+    let number_before = |end: usize| -> (Option<u32>, usize) {
+        let mut s = end;
+        while s > 0 && chars[s - 1].is_ascii_digit() && end - s < 4 {
+            s -= 1;
+        }
+        let n: String = chars[s..end].iter().collect();
+        (n.parse().ok(), s)
+    };
+    for (i, &c) in chars.iter().enumerate() {
+        if c != '月' {
+            continue;
+        }
+        let (Some(month), start) = number_before(i) else {
+            continue;
+        };
+        if !(1..=12).contains(&month) {
+            continue;
+        }
+        let year = (start > 0 && chars[start - 1] == '年')
+            .then(|| number_before(start - 1).0)
+            .flatten()
+            .and_then(|y| i32::try_from(y).ok())
+            .filter(|y| (1900..=2200).contains(y));
+        let mut j = i + 1;
+        while j < chars.len() && chars[j].is_ascii_digit() && j - i <= 2 {
+            j += 1;
+        }
+        let day = (j > i + 1 && matches!(chars.get(j), Some('日' | '号')))
+            .then(|| chars[i + 1..j].iter().collect::<String>().parse().ok())
+            .flatten()
+            .filter(|d| (1..=31).contains(d));
+        out.push(match day {
+            Some(day) => Period::Day { year, month, day },
+            None => Period::Month { year, month },
+        });
+    }
+}
+
+/// today, yesterday, this/last week, last month; 今天, 昨天, 前天, 上周, 上个月.
+fn relative(query: &str, today: NaiveDate, out: &mut Vec<Period>) {
+    let lower = query.to_lowercase();
+    let has_word = |w: &str| {
+        lower.match_indices(w).any(|(i, _)| {
+            let before = lower[..i].chars().next_back();
+            let after = lower[i + w.len()..].chars().next();
+            !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
+        })
+    };
+    let day = |d: NaiveDate| Period::Span(d, d);
+    let week_start = today - Duration::days(i64::from(today.weekday().num_days_from_monday()));
+    if has_word("today") || lower.contains("今天") {
+        out.push(day(today));
+    }
+    if has_word("yesterday") || lower.contains("昨天") {
+        out.push(day(today - Duration::days(1)));
+    }
+    if lower.contains("前天") {
+        out.push(day(today - Duration::days(2)));
+    }
+    if has_word("this week") || lower.contains("这周") || lower.contains("本周") {
+        out.push(Period::Span(week_start, today));
+    }
+    if has_word("last week") || lower.contains("上周") || lower.contains("上个星期") {
+        out.push(Period::Span(
+            week_start - Duration::days(7),
+            week_start - Duration::days(1),
+        ));
+    }
+    if has_word("last month") || lower.contains("上个月") {
+        let (y, m) = if today.month() == 1 {
+            (today.year() - 1, 12)
+        } else {
+            (today.year(), today.month() - 1)
+        };
+        out.push(Period::Month {
+            year: Some(y),
+            month: m,
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn d(y: i32, m: u32, day: u32) -> NaiveDate {
+        NaiveDate::from_ymd_opt(y, m, day).unwrap()
+    }
+
+    fn p(q: &str) -> Vec<Period> {
+        periods(q, d(2026, 3, 11))
+    }
+
+    fn day(year: Option<i32>, month: u32, day: u32) -> Period {
+        Period::Day { year, month, day }
+    }
+
+    #[test]
+    fn english_dates() {
+        assert_eq!(
+            p("What did Gina find on 1 February, 2023?"),
+            vec![day(Some(2023), 2, 1)]
+        );
+        assert_eq!(
+            p("accepted for on May 23, 2023?"),
+            vec![day(Some(2023), 5, 23)]
+        );
+        assert_eq!(
+            p("I mentioned on May 2nd that I went"),
+            vec![day(None, 5, 2)]
+        );
+        assert_eq!(
+            p("On April 27th, how long did I run?"),
+            vec![day(None, 4, 27)]
+        );
+        assert_eq!(p("the 3rd of June"), vec![day(None, 6, 3)]);
+        assert_eq!(
+            p("camping in June?"),
+            vec![Period::Month {
+                year: None,
+                month: 6
+            }]
+        );
+        assert_eq!(
+            p("What setback in October 2023?"),
+            vec![Period::Month {
+                year: Some(2023),
+                month: 10
+            }]
+        );
+    }
+
+    #[test]
+    fn words_that_only_look_like_months() {
+        assert!(p("May I ask what we decided?").is_empty());
+        assert!(p("the march was long, an august crowd").is_empty());
+        assert!(p("Jan said hello").is_empty());
+        assert!(
+            p("How many times in 2023?").is_empty(),
+            "bare years are left out"
+        );
+        assert_eq!(p("Jan 5 2024"), vec![day(Some(2024), 1, 5)]);
+        assert_eq!(
+            p("since March"),
+            vec![Period::Month {
+                year: None,
+                month: 3
+            }]
+        );
+    }
+
+    #[test]
+    fn iso_and_cjk_dates() {
+        assert_eq!(
+            p("notes from 2026-01-31 please"),
+            vec![day(Some(2026), 1, 31)]
+        );
+        assert_eq!(
+            p("2026/02"),
+            vec![Period::Month {
+                year: Some(2026),
+                month: 2
+            }]
+        );
+        assert!(p("build 20260131 failed, code 2026-13-01").is_empty());
+        assert_eq!(p("我曾经在5月2日提到过"), vec![day(None, 5, 2)]);
+        assert_eq!(p("在4月27号这天"), vec![day(None, 4, 27)]);
+        assert_eq!(p("2023年6月3日"), vec![day(Some(2023), 6, 3)]);
+        assert_eq!(
+            p("我在12月做了什么"),
+            vec![Period::Month {
+                year: None,
+                month: 12
+            }]
+        );
+    }
+
+    #[test]
+    fn relative_dates() {
+        // 2026-03-11 is a Wednesday.
+        assert_eq!(
+            p("what did we do yesterday"),
+            vec![Period::Span(d(2026, 3, 10), d(2026, 3, 10))]
+        );
+        assert_eq!(
+            p("上周的会议"),
+            vec![Period::Span(d(2026, 3, 2), d(2026, 3, 8))]
+        );
+        assert!(p("yesterdays").is_empty());
+    }
+
+    #[test]
+    fn affinity_decays_faster_before_than_after() {
+        let june = [Period::Month {
+            year: Some(2023),
+            month: 6,
+        }];
+        assert_eq!(affinity(&june, d(2023, 6, 27), d(2023, 6, 27)), 1.0);
+        let after = affinity(&june, d(2023, 7, 7), d(2023, 7, 7));
+        assert!((after - 0.5).abs() < 1e-3, "{after}");
+        let before = affinity(&june, d(2023, 5, 30), d(2023, 5, 30));
+        assert!((before - 0.5).abs() < 1e-3, "{before}");
+        assert_eq!(affinity(&june, d(2023, 9, 1), d(2023, 9, 1)), 0.0);
+        assert_eq!(affinity(&[], d(2023, 6, 1), d(2023, 6, 1)), 0.0);
+        // A chunk spanning the period counts as inside it.
+        assert_eq!(affinity(&june, d(2023, 5, 1), d(2023, 8, 1)), 1.0);
+    }
+
+    #[test]
+    fn year_less_periods_match_the_nearest_year() {
+        let dec = [Period::Month {
+            year: None,
+            month: 12,
+        }];
+        assert!(affinity(&dec, d(2024, 1, 3), d(2024, 1, 3)) > 0.5);
+        assert_eq!(affinity(&dec, d(2021, 12, 24), d(2021, 12, 24)), 1.0);
+        let feb30 = [day(None, 2, 30)];
+        assert_eq!(affinity(&feb30, d(2024, 2, 29), d(2024, 2, 29)), 0.0);
+    }
+}

@@ -116,6 +116,17 @@ pub trait IndexBackend: Send + Sync {
     /// Vector candidates: `(chunk id, cosine)`, best first.
     fn vector_search(&self, query: &[f32], k: usize, sources: &[Source])
         -> Result<Vec<(i64, f32)>>;
+    /// Up to `limit` chunks that speak from a day within `first..=last`
+    /// (see [`NewChunk::days`]), earliest first.
+    fn chunks_in_days(
+        &self,
+        first: NaiveDate,
+        last: NaiveDate,
+        limit: usize,
+        sources: &[Source],
+    ) -> Result<Vec<i64>>;
+    /// The earliest and latest day any chunk speaks from.
+    fn day_range(&self) -> Result<Option<(NaiveDate, NaiveDate)>>;
     /// Chunks by id (any order).
     fn chunks(&self, ids: &[i64]) -> Result<Vec<ChunkRecord>>;
     /// Cached vectors of the backend's model for these chunk hashes.

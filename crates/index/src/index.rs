@@ -804,7 +804,27 @@ impl MemoryIndex {
             warnings.push("no embedding model configured: keyword-only search".into());
         }
 
+        let today = chrono::Local::now().date_naive();
+        let periods = if opts.date_boost > 0.0 {
+            when::periods(query, today)
+        } else {
+            Vec::new()
+        };
         let mut cands = search::merge(&keyword, &vector);
+        if !periods.is_empty() {
+            // What was said then is a candidate even when no word or vector
+            // matched ("what did we talk about on 3 June?").
+            if let Some(range) = backend.day_range()? {
+                let mut known: HashSet<i64> = cands.iter().map(|c| c.id).collect();
+                for (first, last) in when::windows(&periods, range) {
+                    for id in backend.chunks_in_days(first, last, n_cand, &sources)? {
+                        if known.insert(id) {
+                            cands.push(search::blank(id));
+                        }
+                    }
+                }
+            }
+        }
         search::fuse(&mut cands, opts, hybrid);
         let ids: Vec<i64> = cands.iter().map(|c| c.id).collect();
         let records: HashMap<i64, ChunkRecord> = backend
@@ -831,12 +851,8 @@ impl MemoryIndex {
                 }
             }
         }
-        let today = chrono::Local::now().date_naive();
-        if opts.date_boost > 0.0 {
-            let periods = when::periods(query, today);
-            if !periods.is_empty() {
-                search::date_boost(&mut cands, &records, &periods, opts.date_boost);
-            }
+        if !periods.is_empty() {
+            search::date_boost(&mut cands, &records, &periods, opts.date_boost);
         }
         if opts.temporal_decay {
             for c in cands.iter_mut().filter(|c| !c.exact) {

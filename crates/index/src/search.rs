@@ -72,7 +72,8 @@ pub(crate) fn merge(keyword: &[(i64, f64)], vector: &[(i64, f32)]) -> Vec<Candid
     out
 }
 
-fn blank(id: i64) -> Candidate {
+/// A candidate with no signal yet.
+pub(crate) fn blank(id: i64) -> Candidate {
     Candidate {
         id,
         vector: None,
@@ -147,10 +148,16 @@ pub(crate) fn file_context(cands: &mut [Candidate], file_of: &HashMap<i64, &str>
     }
 }
 
-/// Lifts chunks from the periods the query names: each score is multiplied
-/// by `1 + weight * affinity` (see [`when::affinity`]). When that takes the
-/// best score above 1, all scores are divided by it, so scores stay in
-/// 0..=1 and their order is the boosted one.
+/// Score of a chunk from a named period that matched nothing else, before
+/// the boost: enough to list what was said then, too little to pass a
+/// chunk that matches the query's words or meaning well.
+const DATE_ONLY_SCORE: f32 = 0.25;
+
+/// Lifts chunks from the periods the query names: a chunk with affinity
+/// `a` (see [`when::affinity`]) scores `(score + DATE_ONLY_SCORE * a) *
+/// (1 + weight * a)`. When that takes the best score above 1, all scores
+/// are divided by it, so scores stay in 0..=1 and their order is the
+/// boosted one.
 pub(crate) fn date_boost(
     cands: &mut [Candidate],
     records: &HashMap<i64, ChunkRecord>,
@@ -159,7 +166,10 @@ pub(crate) fn date_boost(
 ) {
     for c in cands.iter_mut() {
         if let Some((first, last)) = records.get(&c.id).and_then(|r| r.days) {
-            c.score *= 1.0 + weight * when::affinity(periods, first, last);
+            let a = when::affinity(periods, first, last);
+            if a > 0.0 {
+                c.score = (c.score + DATE_ONLY_SCORE * a) * (1.0 + weight * a);
+            }
         }
     }
     let top = cands.iter().map(|c| c.score).fold(0.0f32, f32::max);

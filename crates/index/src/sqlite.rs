@@ -29,6 +29,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, RwLock};
 use std::time::Duration;
 
+use chrono::NaiveDate;
+
 use mnemo_core::EmbedderId;
 use rusqlite::{params, params_from_iter, Connection, OpenFlags, OptionalExtension};
 
@@ -52,6 +54,7 @@ CREATE TABLE IF NOT EXISTS chunks (
     text TEXT NOT NULL, msg_start INTEGER, msg_end INTEGER, day_first TEXT, day_last TEXT);
 CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path);
 CREATE INDEX IF NOT EXISTS chunks_hash ON chunks(hash);
+CREATE INDEX IF NOT EXISTS chunks_days ON chunks(day_first);
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
     tokens, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 2');
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_vocab USING fts5vocab(chunks_fts, row);
@@ -64,11 +67,15 @@ CREATE TABLE IF NOT EXISTS embedding_cache (
 
 /// Columns added after schema 1. An older database gets them (empty) so
 /// searches keep working until the rebuild its schema version asks for.
+/// Runs before `SCHEMA`, whose indexes name them.
 fn add_missing_columns(conn: &Connection) -> Result<()> {
     let mut stmt = conn.prepare("SELECT name FROM pragma_table_info('chunks')")?;
     let have: Vec<String> = stmt
         .query_map([], |r| r.get(0))?
         .collect::<rusqlite::Result<_>>()?;
+    if have.is_empty() {
+        return Ok(()); // a new database: SCHEMA creates the table whole
+    }
     for col in ["day_first", "day_last"] {
         if !have.iter().any(|h| h == col) {
             match conn.execute_batch(&format!("ALTER TABLE chunks ADD COLUMN {col} TEXT")) {
@@ -81,8 +88,21 @@ fn add_missing_columns(conn: &Connection) -> Result<()> {
     Ok(())
 }
 
+/// The SQL list of `sources` for an `IN (...)` filter; `None` for all.
+fn source_filter(sources: &[Source]) -> Option<String> {
+    match sources {
+        [] => None,
+        s => Some(
+            s.iter()
+                .map(|x| format!("'{}'", x.as_str()))
+                .collect::<Vec<_>>()
+                .join(","),
+        ),
+    }
+}
+
 /// A stored `YYYY-MM-DD` day.
-fn day(s: Option<String>) -> Option<chrono::NaiveDate> {
+fn day(s: Option<String>) -> Option<NaiveDate> {
     s.and_then(|s| s.parse().ok())
 }
 
@@ -315,8 +335,8 @@ impl SqliteBackend {
         }
         let conn = Connection::open(path)?;
         configure(&conn)?;
-        conn.execute_batch(SCHEMA)?;
         add_missing_columns(&conn)?;
+        conn.execute_batch(SCHEMA)?;
         // A random id of this database, so a vector cache written for an
         // earlier database of the same name (deleted and rebuilt) never
         // matches. Checked first: the insert takes the write lock.
@@ -675,15 +695,7 @@ impl IndexBackend for SqliteBackend {
         limit: usize,
         sources: &[Source],
     ) -> Result<Vec<(i64, f64)>> {
-        let filter = match sources {
-            [] => None,
-            s => Some(
-                s.iter()
-                    .map(|x| format!("'{}'", x.as_str()))
-                    .collect::<Vec<_>>()
-                    .join(","),
-            ),
-        };
+        let filter = source_filter(sources);
         self.with_reader(|c| {
             let tokens = prune_common(c, tokens)?;
             let Some(q) = crate::text::fts_query(&tokens) else { return Ok(Vec::new()) };
@@ -719,6 +731,41 @@ impl IndexBackend for SqliteBackend {
             Some(&allow)
         };
         Ok(m.set.search(self.scan, query, k, filter))
+    }
+
+    fn chunks_in_days(
+        &self,
+        first: NaiveDate,
+        last: NaiveDate,
+        limit: usize,
+        sources: &[Source],
+    ) -> Result<Vec<i64>> {
+        let filter = source_filter(sources);
+        let sql = format!(
+            "SELECT id FROM chunks WHERE day_first <= ?2 AND day_last >= ?1 {}
+             ORDER BY day_first LIMIT ?3",
+            filter
+                .map(|f| format!("AND source IN ({f})"))
+                .unwrap_or_default()
+        );
+        self.with_reader(|c| {
+            let mut stmt = c.prepare_cached(&sql)?;
+            let rows = stmt.query_map(
+                params![first.to_string(), last.to_string(), limit as i64],
+                |r| r.get(0),
+            )?;
+            rows.collect()
+        })
+    }
+
+    fn day_range(&self) -> Result<Option<(NaiveDate, NaiveDate)>> {
+        self.with_reader(|c| {
+            c.query_row(
+                "SELECT min(day_first), max(day_last) FROM chunks",
+                [],
+                |r| Ok(day(r.get(0)?).zip(day(r.get(1)?))),
+            )
+        })
     }
 
     fn chunks(&self, ids: &[i64]) -> Result<Vec<ChunkRecord>> {

@@ -101,6 +101,38 @@ pub(crate) fn affinity(periods: &[Period], first: NaiveDate, last: NaiveDate) ->
     }
 }
 
+/// The days, in the index's `range`, where a chunk's affinity to one of
+/// the periods reaches a quarter: where chunks that match nothing else are
+/// worth adding to the candidates.
+pub(crate) fn windows(
+    periods: &[Period],
+    range: (NaiveDate, NaiveDate),
+) -> Vec<(NaiveDate, NaiveDate)> {
+    let before = Duration::days((2.0 * BEFORE_HALF_LIFE_DAYS) as i64);
+    let after = Duration::days((2.0 * AFTER_HALF_LIFE_DAYS) as i64);
+    let mut out = Vec::new();
+    for p in periods {
+        let years: Vec<i32> = if p.has_year() {
+            vec![0]
+        } else {
+            // Capped: a century of daily logs is more than any workspace.
+            (range.0.year() - 1..=range.1.year())
+                .rev()
+                .take(100)
+                .collect()
+        };
+        for y in years {
+            if let Some((start, end)) = p.days_in(y) {
+                let (a, b) = (start - before, end + after);
+                if a <= range.1 && b >= range.0 {
+                    out.push((a, b));
+                }
+            }
+        }
+    }
+    out
+}
+
 /// The periods named in `query`; relative phrases are resolved against
 /// `today`. Bare years ("in 2023") are left out: they rarely tell one memory
 /// from another.
@@ -509,6 +541,20 @@ mod tests {
         assert_eq!(affinity(&[], d(2023, 6, 1), d(2023, 6, 1)), 0.0);
         // A chunk spanning the period counts as inside it.
         assert_eq!(affinity(&june, d(2023, 5, 1), d(2023, 8, 1)), 1.0);
+    }
+
+    #[test]
+    fn windows_cover_each_year_of_the_index_for_year_less_periods() {
+        let range = (d(2022, 3, 1), d(2023, 7, 1));
+        let w = windows(&[day(None, 6, 3)], range);
+        assert_eq!(
+            w,
+            vec![
+                (d(2023, 5, 30), d(2023, 6, 17)),
+                (d(2022, 5, 30), d(2022, 6, 17))
+            ]
+        );
+        assert!(windows(&[day(Some(2019), 6, 3)], range).is_empty());
     }
 
     #[test]

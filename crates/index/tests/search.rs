@@ -431,6 +431,17 @@ fn dates_in_the_query_lift_what_was_said_then() {
                 "{q} (model: {with_model})"
             );
         }
+        // A date alone finds what was said then.
+        for q in [
+            "what did we talk about on 4 June 2023?",
+            "what happened in June?",
+        ] {
+            assert_eq!(
+                first(q, Source::Sessions).as_deref(),
+                Some("sessions/cli_june.jsonl"),
+                "{q} (model: {with_model})"
+            );
+        }
         // Without a date, or with the boost off, the better words win.
         assert_eq!(
             first("where did we hike?", Source::Sessions).as_deref(),

@@ -28,6 +28,42 @@ use mnemo_eval::{
 };
 use mnemo_index::Fusion;
 
+/// Two models side by side: unit vectors concatenated and scaled by
+/// 1/sqrt(2), so a cosine is the mean of the two models' cosines.
+struct Pair(Arc<dyn Embedder>, Arc<dyn Embedder>);
+
+impl Embedder for Pair {
+    fn id(&self) -> EmbedderId {
+        let (a, b) = (self.0.id(), self.1.id());
+        EmbedderId {
+            provider: "pair".into(),
+            model: format!("{}+{}", a.model, b.model),
+            provider_key: String::new(),
+        }
+    }
+    fn dims(&self) -> usize {
+        self.0.dims() + self.1.dims()
+    }
+    fn max_batch(&self) -> usize {
+        self.0.max_batch().min(self.1.max_batch())
+    }
+    fn max_input_tokens(&self) -> Option<usize> {
+        self.0.max_input_tokens()
+    }
+    fn count_tokens(&self, text: &str) -> Option<usize> {
+        self.0.count_tokens(text)
+    }
+    fn embed(&self, texts: &[&str], kind: EmbedKind) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let a = self.0.embed(texts, kind)?;
+        let b = self.1.embed(texts, kind)?;
+        let s = std::f32::consts::FRAC_1_SQRT_2;
+        Ok(a.into_iter()
+            .zip(b)
+            .map(|(a, b)| a.iter().chain(b.iter()).map(|x| x * s).collect())
+            .collect())
+    }
+}
+
 /// Memoises vectors by (kind, text) so repeated configurations do not
 /// re-embed identical chunks.
 struct Memo {
@@ -177,11 +213,20 @@ fn main() -> anyhow::Result<()> {
                         .join("../../.mnemo-models/all-MiniLM-L6-v2")
                 })
         });
-        let e = mnemo_embed::LocalEmbedder::load(&dir).map_err(|e| {
-            anyhow::anyhow!("{e} (run scripts/fetch-models.sh or pass --model DIR)")
-        })?;
+        let load = |dir: &std::path::Path| -> anyhow::Result<Arc<dyn Embedder>> {
+            Ok(Arc::new(mnemo_embed::LocalEmbedder::load(dir).map_err(
+                |e| anyhow::anyhow!("{e} (run scripts/fetch-models.sh or pass --model DIR)"),
+            )?))
+        };
+        let s = dir.to_string_lossy().into_owned();
+        let e = match s.split_once('+') {
+            Some((a, b)) => {
+                Arc::new(Pair(load(a.as_ref())?, load(b.as_ref())?)) as Arc<dyn Embedder>
+            }
+            None => load(&dir)?,
+        };
         let memo = Memo {
-            inner: Arc::new(e),
+            inner: e,
             cache: Mutex::new(HashMap::new()),
         };
         opts = opts.with_embedder(Arc::new(memo));

@@ -6,8 +6,11 @@
 //! cargo run --release -p mnemo-eval --example retrieval -- FILE.json \
 //!     [--units session,turn] [--modes keyword,vector,hybrid] [--limit-conversations N] \
 //!     [--max-results N] [--chunk-tokens N] [--chunk-overlap N] [--fusion weighted|rrf] \
-//!     [--vector-weight W] [--model DIR] [--json-dir DIR] [--sweep SPEC;SPEC...]
+//!     [--vector-weight W] [--model DIR[+DIR]] [--json-dir DIR] [--sweep SPEC;SPEC...]
 //! ```
+//!
+//! `--model A+B` pairs two local models (cosine = the mean of theirs), to
+//! measure whether an ensemble beats either model alone.
 //!
 //! `--sweep` runs several configurations in one process, each SPEC a comma
 //! list of `chunk=N`, `overlap=N`, `fusion=weighted|rrf`, `vw=W`, `date=B` (date_boost),

@@ -199,6 +199,15 @@ const STOPWORDS: &[&str] = &[
     "yourselves",
 ];
 
+/// Chinese function characters: pronouns, particles, auxiliaries. A
+/// two-character piece made of two of them ("我们", "什么", "曾经") says
+/// nothing about the topic of a question.
+const CJK_FUNCTION: &str = "的了我你他她它们是在和与吗呢吧啊么什这那个一也就都而过曾经会把被给对从到为以于之其或但还又很哪谁怎样";
+
+fn is_cjk_function(c: char) -> bool {
+    CJK_FUNCTION.contains(c)
+}
+
 fn is_stopword(word: &str) -> bool {
     STOPWORDS.binary_search(&word).is_ok()
 }
@@ -223,7 +232,12 @@ fn tokens(text: &str, mode: Mode, out: &mut Vec<String>) {
                 // more characters use only the pieces below.
                 out.extend(run.iter().map(|c| c.to_string()));
             }
-            out.extend(run.windows(2).map(|w| w.iter().collect::<String>()));
+            let skip_function = mode == Mode::Query(true);
+            out.extend(
+                run.windows(2)
+                    .filter(|w| !(skip_function && is_cjk_function(w[0]) && is_cjk_function(w[1])))
+                    .map(|w| w.iter().collect::<String>()),
+            );
         } else if is_word_char(c) {
             // A compound such as ERR-4711 or a1b2.c3: its words, plus the
             // joined form when it holds a digit, so the exact identifier

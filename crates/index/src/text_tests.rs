@@ -88,3 +88,16 @@ fn queries_leave_out_function_words_unless_nothing_else_is_left() {
     assert_eq!(query_tokens("a-1"), vec!["a1", "a", "1"]);
     assert!(index_text("the trip").split(' ').any(|t| t == "the"));
 }
+
+#[test]
+fn chinese_queries_leave_out_pieces_of_two_function_characters() {
+    let t = query_tokens("我曾经和你说过什么钢琴课");
+    assert!(t.contains(&"钢琴".to_string()), "{t:?}");
+    for gone in ["我曾", "曾经", "经和", "和你", "什么"] {
+        assert!(!t.contains(&gone.to_string()), "{gone} in {t:?}");
+    }
+    // Nothing else left: the pieces are searched after all.
+    assert_eq!(query_tokens("我们"), vec!["我们"]);
+    // Stored text keeps every piece.
+    assert!(index_text("我们").split(' ').any(|t| t == "我们"));
+}

@@ -321,6 +321,37 @@ fn search_latency(c: &mut Criterion) {
             percentile(&lat, 0.5),
             percentile(&lat, 0.95)
         );
+        // The same queries naming a day of the corpus: the date boost and the
+        // period's chunks joining the candidates, against the plain search.
+        let days = n.div_ceil(100) as i64;
+        let dated: Vec<String> = queries
+            .iter()
+            .enumerate()
+            .map(|(i, q)| {
+                let d = chrono::NaiveDate::from_ymd_opt(2020, 1, 1).unwrap()
+                    + chrono::Duration::days(i as i64 % days);
+                format!("{q} on {}", d.format("%-d %B %Y"))
+            })
+            .collect();
+        let mut lat_dated: Vec<Duration> = dated
+            .iter()
+            .map(|q| {
+                let t = Instant::now();
+                black_box(
+                    index
+                        .search(&SearchRequest::new(q.as_str()).min_score(0.0))
+                        .unwrap(),
+                );
+                t.elapsed()
+            })
+            .collect();
+        lat_dated.sort();
+        println!(
+            "search latency with a date in the query: p50 {:.2?} p95 {:.2?} ({:.2}x the p50 without)",
+            percentile(&lat_dated, 0.5),
+            percentile(&lat_dated, 0.95),
+            percentile(&lat_dated, 0.5).as_secs_f64() / percentile(&lat, 0.5).as_secs_f64()
+        );
         cold_open(dir.path(), &emb, &queries, report.chunks_written);
         let mut qi = 0;
         g.bench_function(format!("hybrid_{n}_chunks"), |b| {

@@ -117,7 +117,8 @@ pub trait IndexBackend: Send + Sync {
     fn vector_search(&self, query: &[f32], k: usize, sources: &[Source])
         -> Result<Vec<(i64, f32)>>;
     /// Up to `limit` chunks that speak from a day within `first..=last`
-    /// (see [`NewChunk::days`]), earliest first.
+    /// (see [`NewChunk::days`]), earliest first. A backend may leave out
+    /// chunks whose days begin more than a month before `first`.
     fn chunks_in_days(
         &self,
         first: NaiveDate,

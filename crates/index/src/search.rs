@@ -18,8 +18,8 @@ pub(crate) struct Candidate {
     pub id: i64,
     /// Cosine similarity.
     pub vector: Option<f32>,
-    /// Cosine above the query's floor (the lowest cosine among the vector
-    /// candidates), scaled to 0..=1.
+    /// Cosine above the query's floor (the cosine of its 50th best vector
+    /// candidate, or its last), scaled to 0..=1.
     pub vector_rel: Option<f32>,
     /// 1-based rank on the vector side.
     pub vector_rank: Option<usize>,
@@ -32,6 +32,10 @@ pub(crate) struct Candidate {
     /// Contains one of the query's identifiers verbatim.
     pub exact: bool,
 }
+
+/// Rank of the vector candidate whose cosine is the query's background
+/// (`vector_scale = "floor"`): the fewest candidates any search takes.
+const FLOOR_RANK: usize = 50;
 
 /// Merges keyword hits `(id, -bm25)` and vector hits `(id, cosine)`.
 ///
@@ -51,9 +55,11 @@ pub(crate) fn merge(keyword: &[(i64, f64)], vector: &[(i64, f32)]) -> Vec<Candid
         c.text = Some(norm);
         c.text_rank = Some(rank + 1);
     }
-    // With fewer than two candidates there is no background to measure.
+    // The background: the cosine at a fixed rank (or the last one), so a
+    // query's scores do not depend on how many results were asked for. With
+    // fewer than two candidates there is no background to measure.
     let floor = if vector.len() >= 2 {
-        vector.iter().map(|v| v.1).fold(1.0f32, f32::min).max(0.0)
+        vector[FLOOR_RANK.min(vector.len()) - 1].1.max(0.0)
     } else {
         0.0
     };
@@ -307,8 +313,27 @@ mod tests {
     }
 
     #[test]
+    fn the_floor_is_the_50th_cosine_whatever_the_candidate_count() {
+        let hits: Vec<(i64, f32)> = (0..200).map(|i| (i, 0.9 - i as f32 * 0.001)).collect();
+        let rel = |n: usize| {
+            let c = merge(&[], &hits[..n]);
+            c.iter().find(|x| x.id == 0).unwrap().vector_rel.unwrap()
+        };
+        assert_eq!(rel(50), rel(200));
+        assert!(
+            (rel(200) - 0.049 / (1.0 - 0.851)).abs() < 1e-4,
+            "{}",
+            rel(200)
+        );
+        assert!(
+            rel(20) < rel(50),
+            "fewer candidates: the last one is the floor"
+        );
+    }
+
+    #[test]
     fn weighted_and_rrf_fusion() {
-        let mut c = merge(&[(1, 4.0)], &[(1, 0.5), (2, 0.8)]);
+        let mut c = merge(&[(1, 4.0)], &[(2, 0.8), (1, 0.5)]);
         let mut o = SearchOptions::default();
         // Default scale: cosines above the floor (0.5), so 0 and 0.6.
         fuse(&mut c, &o, true);

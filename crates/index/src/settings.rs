@@ -150,7 +150,7 @@ pub enum Fusion {
 #[serde(rename_all = "snake_case")]
 pub enum VectorScale {
     /// Similarity above the query's background: `(cos - floor) / (1 - floor)`,
-    /// where `floor` is the lowest cosine among the vector candidates. Models
+    /// where `floor` is the cosine of the query's 50th best chunk. Models
     /// whose cosines crowd into a narrow band (e5: unrelated texts at 0.8)
     /// then weigh as much as models that spread them (MiniLM).
     Floor,

@@ -766,7 +766,14 @@ impl MemoryIndex {
                 ));
             }
         }
-        let tokens = text::query_tokens(query);
+        let today = chrono::Local::now().date_naive();
+        let (periods, keyword_query) = if opts.date_boost > 0.0 {
+            let d = when::dates(query, today);
+            (d.periods, d.rest)
+        } else {
+            (Vec::new(), query.to_string())
+        };
+        let tokens = text::query_tokens(&keyword_query);
         let keyword = if !tokens.is_empty() && (opts.text_weight > 0.0 || !hybrid) {
             backend.keyword_search(&tokens, n_cand, &sources)?
         } else {
@@ -804,12 +811,6 @@ impl MemoryIndex {
             warnings.push("no embedding model configured: keyword-only search".into());
         }
 
-        let today = chrono::Local::now().date_naive();
-        let periods = if opts.date_boost > 0.0 {
-            when::periods(query, today)
-        } else {
-            Vec::new()
-        };
         let mut cands = search::merge(&keyword, &vector);
         if !periods.is_empty() {
             // What was said then is a candidate even when no word or vector

@@ -5,6 +5,8 @@
 //! its dates as timestamps, a daily log in its file name), so keyword and
 //! vector search alone cannot use them.
 
+use std::ops::Range;
+
 use chrono::{Datelike, Duration, NaiveDate};
 
 /// Days after a named period at which a chunk keeps half its date affinity:
@@ -133,23 +135,50 @@ pub(crate) fn windows(
     out
 }
 
+/// The periods named in a query, and the query without the dates it
+/// wrote out: "3 June 2023" is matched through timestamps, and its words
+/// would otherwise match any "3" or "June" in the text.
+#[derive(Debug, Default, PartialEq)]
+pub(crate) struct Dates {
+    pub periods: Vec<Period>,
+    /// The query with written-out dates replaced by spaces (relative
+    /// phrases such as "yesterday" stay).
+    pub rest: String,
+}
+
 /// The periods named in `query`; relative phrases are resolved against
 /// `today`. Bare years ("in 2023") are left out: they rarely tell one memory
 /// from another.
-pub(crate) fn periods(query: &str, today: NaiveDate) -> Vec<Period> {
-    let mut out = Vec::new();
-    english(query, &mut out);
-    iso(query, &mut out);
-    cjk(query, &mut out);
-    relative(query, today, &mut out);
-    out.dedup();
-    out
+pub(crate) fn dates(query: &str, today: NaiveDate) -> Dates {
+    let mut found: Vec<(Period, Range<usize>)> = Vec::new();
+    english(query, &mut found);
+    iso(query, &mut found);
+    cjk(query, &mut found);
+    let mut rest = String::with_capacity(query.len());
+    for (i, ch) in query.char_indices() {
+        rest.push(if found.iter().any(|(_, r)| r.contains(&i)) {
+            ' '
+        } else {
+            ch
+        });
+    }
+    let mut periods: Vec<Period> = found.into_iter().map(|(p, _)| p).collect();
+    relative(query, today, &mut periods);
+    periods.dedup();
+    Dates { periods, rest }
+}
+
+#[cfg(test)]
+fn periods(query: &str, today: NaiveDate) -> Vec<Period> {
+    dates(query, today).periods
 }
 
 /// A word of the query: letters, or digits with an optional ordinal suffix.
 #[derive(Debug)]
 struct Word<'a> {
     text: &'a str,
+    /// Byte offset in the query.
+    start: usize,
     /// Punctuation right before it (for "June, 2023" and sentence starts).
     after_punct: bool,
 }
@@ -167,6 +196,7 @@ fn words(query: &str) -> Vec<Word<'_>> {
             if let Some(s) = start.take() {
                 out.push(Word {
                     text: &query[s..i],
+                    start: s,
                     after_punct: punct,
                 });
                 punct = false;
@@ -179,6 +209,7 @@ fn words(query: &str) -> Vec<Word<'_>> {
     if let Some(s) = start {
         out.push(Word {
             text: &query[s..],
+            start: s,
             after_punct: punct,
         });
     }
@@ -257,7 +288,7 @@ fn year_of(w: &str) -> Option<i32> {
 }
 
 /// "June 3, 2023", "3 June 2023", "3rd of June", "June 2023", "in June".
-fn english(query: &str, out: &mut Vec<Period>) {
+fn english(query: &str, out: &mut Vec<(Period, Range<usize>)>) {
     let ws = words(query);
     let text = |i: usize| ws.get(i).map(|w| w.text);
     for (i, w) in ws.iter().enumerate() {
@@ -269,15 +300,19 @@ fn english(query: &str, out: &mut Vec<Period>) {
             .filter(|_| !ws[i + 1].after_punct)
             .and_then(day_of);
         let mut next = i + 1 + usize::from(day.is_some());
+        let mut first = i;
         if day.is_none() && i > 0 {
-            day = text(i - 1).and_then(day_of).or_else(|| {
-                (i > 1 && text(i - 1) == Some("of"))
-                    .then(|| text(i - 2).and_then(day_of))
-                    .flatten()
-            });
+            if let Some(d) = text(i - 1).and_then(day_of) {
+                day = Some(d);
+                first = i - 1;
+            } else if i > 1 && text(i - 1) == Some("of") {
+                day = text(i - 2).and_then(day_of);
+                first = if day.is_some() { i - 2 } else { i };
+            }
             next = i + 1;
         }
         let year = text(next).and_then(year_of);
+        let last = if year.is_some() { next } else { next - 1 };
         let prev = i.checked_sub(1).and_then(text).map(str::to_ascii_lowercase);
         let introduced = prev
             .as_deref()
@@ -285,15 +320,19 @@ fn english(query: &str, out: &mut Vec<Period>) {
         if needs_context && day.is_none() && year.is_none() && !introduced {
             continue;
         }
-        out.push(match day {
-            Some(day) => Period::Day { year, month, day },
-            None => Period::Month { year, month },
-        });
+        let span = ws[first].start..ws[last].start + ws[last].text.len();
+        out.push((
+            match day {
+                Some(day) => Period::Day { year, month, day },
+                None => Period::Month { year, month },
+            },
+            span,
+        ));
     }
 }
 
 /// `2023-06-03`, `2023/06/03`, `2023-06`.
-fn iso(query: &str, out: &mut Vec<Period>) {
+fn iso(query: &str, out: &mut Vec<(Period, Range<usize>)>) {
     let b = query.as_bytes();
     let mut i = 0;
     while i + 7 <= b.len() {
@@ -315,14 +354,15 @@ fn iso(query: &str, out: &mut Vec<Period>) {
                 let clean_end = b.get(end).is_none_or(|c| !c.is_ascii_digit());
                 if (1..=12).contains(&m) && clean_end {
                     let year = Some(y as i32);
-                    out.push(match day {
+                    let p = match day {
                         Some(day) => Period::Day {
                             year,
                             month: m,
                             day,
                         },
                         None => Period::Month { year, month: m },
-                    });
+                    };
+                    out.push((p, i..end));
                     i = end;
                     continue;
                 }
@@ -333,8 +373,14 @@ fn iso(query: &str, out: &mut Vec<Period>) {
 }
 
 /// `2023年6月3日`, `6月3日`, `6月3号`, `6月`.
-fn cjk(query: &str, out: &mut Vec<Period>) {
+fn cjk(query: &str, out: &mut Vec<(Period, Range<usize>)>) {
     let chars: Vec<char> = query.chars().collect();
+    // Byte offset of each char, and of the end.
+    let offsets: Vec<usize> = query
+        .char_indices()
+        .map(|(b, _)| b)
+        .chain(std::iter::once(query.len()))
+        .collect();
     let number_before = |end: usize| -> (Option<u32>, usize) {
         let mut s = end;
         while s > 0 && chars[s - 1].is_ascii_digit() && end - s < 4 {
@@ -353,11 +399,16 @@ fn cjk(query: &str, out: &mut Vec<Period>) {
         if !(1..=12).contains(&month) {
             continue;
         }
-        let year = (start > 0 && chars[start - 1] == '年')
-            .then(|| number_before(start - 1).0)
-            .flatten()
-            .and_then(|y| i32::try_from(y).ok())
-            .filter(|y| (1900..=2200).contains(y));
+        let (year, first) = match (start > 0 && chars[start - 1] == '年')
+            .then(|| number_before(start - 1))
+        {
+            Some((Some(y), s)) => match i32::try_from(y).ok().filter(|y| (1900..=2200).contains(y))
+            {
+                Some(y) => (Some(y), s),
+                None => (None, start),
+            },
+            _ => (None, start),
+        };
         let mut j = i + 1;
         while j < chars.len() && chars[j].is_ascii_digit() && j - i <= 2 {
             j += 1;
@@ -366,10 +417,12 @@ fn cjk(query: &str, out: &mut Vec<Period>) {
             .then(|| chars[i + 1..j].iter().collect::<String>().parse().ok())
             .flatten()
             .filter(|d| (1..=31).contains(d));
-        out.push(match day {
+        let end = if day.is_some() { j + 1 } else { i + 1 };
+        let p = match day {
             Some(day) => Period::Day { year, month, day },
             None => Period::Month { year, month },
-        });
+        };
+        out.push((p, offsets[first]..offsets[end]));
     }
 }
 
@@ -510,6 +563,27 @@ mod tests {
                 month: 12
             }]
         );
+    }
+
+    #[test]
+    fn written_out_dates_leave_the_rest_of_the_query() {
+        let rest = |q: &str| {
+            dates(q, d(2026, 3, 11))
+                .rest
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        assert_eq!(
+            rest("What did Gina find on 1 February, 2023?"),
+            "What did Gina find on ?"
+        );
+        assert_eq!(rest("the 3rd of June trip"), "the trip");
+        assert_eq!(rest("hike in June 2023 with Ana"), "hike in with Ana");
+        assert_eq!(rest("notes from 2026-01-31 please"), "notes from please");
+        assert_eq!(rest("我曾经在2023年5月2日提到过"), "我曾经在 提到过");
+        assert_eq!(rest("what happened yesterday"), "what happened yesterday");
+        assert_eq!(rest("May I ask"), "May I ask");
     }
 
     #[test]

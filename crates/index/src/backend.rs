@@ -126,7 +126,7 @@ pub trait IndexBackend: Send + Sync {
         limit: usize,
         sources: &[Source],
     ) -> Result<Vec<i64>>;
-    /// The earliest and latest day any chunk speaks from.
+    /// The earliest and latest day chunks begin to speak from.
     fn day_range(&self) -> Result<Option<(NaiveDate, NaiveDate)>>;
     /// Chunks by id (any order).
     fn chunks(&self, ids: &[i64]) -> Result<Vec<ChunkRecord>>;

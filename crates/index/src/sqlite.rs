@@ -54,7 +54,7 @@ CREATE TABLE IF NOT EXISTS chunks (
     text TEXT NOT NULL, msg_start INTEGER, msg_end INTEGER, day_first TEXT, day_last TEXT);
 CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path);
 CREATE INDEX IF NOT EXISTS chunks_hash ON chunks(hash);
-CREATE INDEX IF NOT EXISTS chunks_days ON chunks(day_first);
+CREATE INDEX IF NOT EXISTS chunks_days ON chunks(day_first, day_last);
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
     tokens, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 2');
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_vocab USING fts5vocab(chunks_fts, row);
@@ -765,7 +765,9 @@ impl IndexBackend for SqliteBackend {
     fn day_range(&self) -> Result<Option<(NaiveDate, NaiveDate)>> {
         self.with_reader(|c| {
             c.query_row(
-                "SELECT min(day_first), max(day_last) FROM chunks",
+                // Both ends from the `chunks_days` index: max(day_last) would
+                // scan the table. The latest chunk starts its last day there.
+                "SELECT min(day_first), max(day_first) FROM chunks",
                 [],
                 |r| Ok(day(r.get(0)?).zip(day(r.get(1)?))),
             )

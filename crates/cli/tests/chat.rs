@@ -613,8 +613,13 @@ fn interactive_chat_in_tmux() {
 
     tmux.send("/compact keep the deploy facts");
     let screen = tmux.wait_for("tokens in total", 1);
-    assert!(screen.contains("ignored"), "{screen}");
     assert!(screen.contains("snip:"), "{screen}");
+    let summary_req = server.requests().last().unwrap().body.to_string();
+    assert!(
+        summary_req.contains("You are summarising")
+            && summary_req.contains("<focus>\\nkeep the deploy facts\\n</focus>"),
+        "{summary_req}"
+    );
     assert!(!screen.contains("failed ("), "{screen}");
     let freed: usize = screen
         .lines()

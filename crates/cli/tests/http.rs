@@ -474,7 +474,8 @@ fn compact_clears_old_tool_results_and_reports_tokens_freed() {
         p,
         "POST",
         "/v1/sessions/c2/compact",
-        Some(json!({"level": 3})),
+        // A focus is accepted at every level; only the summary levels use it.
+        Some(json!({"level": 3, "focus": "the file names"})),
     );
     assert_eq!(status, 200, "{v}");
     let events = v["events"].as_array().unwrap();

@@ -129,7 +129,7 @@ fn bench(c: &mut Criterion) {
     });
     let head = pipeline::messages_of(&entries[..9_900]);
     g.bench_function("template_summary", |b| {
-        b.iter(|| black_box(TemplateCompactor::summary(&head).len()))
+        b.iter(|| black_box(TemplateCompactor::summary(&head, None).len()))
     });
 
     // The whole pipeline through the engine: load, each level, records

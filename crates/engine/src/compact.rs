@@ -210,6 +210,7 @@ impl Engine {
         message: &str,
         record_kind: &str,
         tail_tokens: usize,
+        focus: Option<&str>,
         events: &mut Vec<EngineEvent>,
     ) -> Result<bool> {
         let loaded = log.load()?;
@@ -222,7 +223,7 @@ impl Engine {
             return Ok(false);
         };
         let head = pipeline::messages_of(&entries[..split]);
-        match self.compactor.summarize(&head).await {
+        match self.compactor.summarize(&head, focus).await {
             Ok(summary) => {
                 self.with_state(key, |s| s.compact_failures = 0);
                 let first_kept = entries[split].ordinal;
@@ -412,6 +413,7 @@ impl Engine {
                         user_message,
                         kind::AUTOCOMPACT,
                         self.settings.tail_tokens,
+                        None,
                         &mut events,
                     )
                     .await?;
@@ -432,6 +434,17 @@ impl Engine {
     /// pipeline in order, whatever the thresholds. An explicit run resets
     /// the breaker.
     pub async fn compact(&self, key: &str, level: Option<u8>) -> Result<Vec<EngineEvent>> {
+        self.compact_with_focus(key, level, None).await
+    }
+
+    /// [`Engine::compact`] with a focus for the summary levels (5 and 6):
+    /// what the user wants kept above all ("the API decisions").
+    pub async fn compact_with_focus(
+        &self,
+        key: &str,
+        level: Option<u8>,
+        focus: Option<&str>,
+    ) -> Result<Vec<EngineEvent>> {
         let _lock = self.lock(key).await?;
         let (mut log, loaded) = self.open(key)?;
         self.with_state(key, |s| s.compact_failures = 0);
@@ -487,6 +500,7 @@ impl Engine {
                         "",
                         kind::AUTOCOMPACT,
                         self.settings.tail_tokens,
+                        focus,
                         &mut events,
                     )
                     .await?;
@@ -499,6 +513,7 @@ impl Engine {
                             "",
                             kind::REACTIVE,
                             self.settings.tail_tokens / 2,
+                            focus,
                             &mut events,
                         )
                         .await?
@@ -575,6 +590,7 @@ impl Engine {
                             user_message,
                             kind::REACTIVE,
                             tail,
+                            None,
                             &mut events,
                         )
                         .await?;

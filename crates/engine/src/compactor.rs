@@ -17,7 +17,13 @@ use crate::templates;
 /// Writes the summary that replaces the head of a history.
 pub trait Compactor: Send + Sync {
     /// Summarises `messages` (which may start with an earlier summary).
-    fn summarize<'a>(&'a self, messages: &'a [Message]) -> BoxFuture<'a, Result<String>>;
+    /// `focus` is what the user asked the summary to keep above all
+    /// (`/compact keep the API decisions`), if anything.
+    fn summarize<'a>(
+        &'a self,
+        messages: &'a [Message],
+        focus: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<String>>;
 
     /// A short name for reports (`template`, `model`).
     fn name(&self) -> &'static str;
@@ -32,8 +38,8 @@ pub trait Compactor: Send + Sync {
 pub struct TemplateCompactor;
 
 impl TemplateCompactor {
-    /// The summary text.
-    pub fn summary(messages: &[Message]) -> String {
+    /// The summary text; a focus is stated under the goal.
+    pub fn summary(messages: &[Message], focus: Option<&str>) -> String {
         let users: Vec<String> = messages
             .iter()
             .filter(|m| m.role == Role::User)
@@ -46,6 +52,11 @@ impl TemplateCompactor {
             .find(|t| !t.starts_with("[Conversation summary"))
             .map(|t| clip(t, 500))
             .unwrap_or_else(|| "(no user request)".into());
+        let focus = focus
+            .map(str::trim)
+            .filter(|f| !f.is_empty())
+            .map(|f| format!("\nCompaction focus: {}", clip(f, 500)))
+            .unwrap_or_default();
         let mut tools: Vec<String> = Vec::new();
         for m in messages {
             for c in m.tool_calls.iter().flatten() {
@@ -94,14 +105,18 @@ impl TemplateCompactor {
             .collect::<Vec<_>>()
             .join("\n");
         format!(
-            "## Goal\n{goal}\n\n## Constraints & Preferences\n(see the user messages below)\n\n## Progress\n### Done\n{done}\n### In Progress\n- last answer: {last_answer}\n### Blocked\n- (unknown)\n\n## Key Decisions\n(see the user messages and the last answer)\n\n## Next Steps\n- continue with: {goal}\n\n## Critical Context\n{ids}\n\n## User Messages\n{user_list}\n"
+            "## Goal\n{goal}{focus}\n\n## Constraints & Preferences\n(see the user messages below)\n\n## Progress\n### Done\n{done}\n### In Progress\n- last answer: {last_answer}\n### Blocked\n- (unknown)\n\n## Key Decisions\n(see the user messages and the last answer)\n\n## Next Steps\n- continue with: {goal}\n\n## Critical Context\n{ids}\n\n## User Messages\n{user_list}\n"
         )
     }
 }
 
 impl Compactor for TemplateCompactor {
-    fn summarize<'a>(&'a self, messages: &'a [Message]) -> BoxFuture<'a, Result<String>> {
-        Box::pin(async move { Ok(Self::summary(messages)) })
+    fn summarize<'a>(
+        &'a self,
+        messages: &'a [Message],
+        focus: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<String>> {
+        Box::pin(async move { Ok(Self::summary(messages, focus)) })
     }
 
     fn name(&self) -> &'static str {
@@ -164,7 +179,12 @@ impl ModelCompactor {
         }
     }
 
-    async fn run(&self, messages: &[Message]) -> Result<String> {
+    async fn run(&self, messages: &[Message], focus: Option<&str>) -> Result<String> {
+        let focus = focus
+            .map(str::trim)
+            .filter(|f| !f.is_empty())
+            .map(|f| format!("\nThe user asked this summary to focus on the following; give it the most room and keep its details verbatim, in every section that it concerns:\n\n<focus>\n{}\n</focus>\n", clip(f, 2_000)))
+            .unwrap_or_default();
         let info = self.model.info();
         let window = info.context_window as usize;
         let prompt_tokens = self.counter.count_text(templates::SUMMARY_PROMPT) + 2_000;
@@ -179,7 +199,10 @@ impl ModelCompactor {
                 .as_deref()
                 .map(|p| format!("\nA summary of the conversation before this part follows; merge it into your summary (keep its user messages):\n\n<previous-summary>\n{p}\n</previous-summary>\n"))
                 .unwrap_or_default();
-            let system = templates::render(templates::SUMMARY_PROMPT, &[("previous", &prev)]);
+            let system = templates::render(
+                templates::SUMMARY_PROMPT,
+                &[("previous", &prev), ("focus", &focus)],
+            );
             let req = ChatRequest::new(vec![Message::user(format!(
                 "<transcript>\n{chunk}</transcript>"
             ))])
@@ -200,8 +223,12 @@ impl ModelCompactor {
 }
 
 impl Compactor for ModelCompactor {
-    fn summarize<'a>(&'a self, messages: &'a [Message]) -> BoxFuture<'a, Result<String>> {
-        Box::pin(self.run(messages))
+    fn summarize<'a>(
+        &'a self,
+        messages: &'a [Message],
+        focus: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<String>> {
+        Box::pin(self.run(messages, focus))
     }
 
     fn name(&self) -> &'static str {

@@ -356,3 +356,44 @@ async fn large_transcript_forces_the_flush_once_per_cycle() {
 fn engine_again(env: &Env) -> mnemo_engine::Engine {
     engine(env, 200_000, 8_192, "flush_transcript_bytes = 100", t0())
 }
+
+#[tokio::test]
+async fn a_focus_reaches_the_summariser_and_the_template_summary() {
+    let env = env().await;
+    write_session(&env.ws, &chat_turns(36, 400));
+    env.server.push(Reply::text(
+        "<summary>\n## Goal\nship v2 with the deploy keys\n</summary>",
+    ));
+    let settings = format!("{PROACTIVE}\nflush_enabled = false");
+    let engine = engine(&env, 12_000, 1_000, &settings, t0());
+    let events = engine
+        .compact_with_focus(KEY, Some(5), Some("the deploy keys"))
+        .await
+        .unwrap();
+    assert_eq!(compactions(&events)[0].kind, "autocompact");
+    let reqs = env.server.requests();
+    assert_eq!(reqs.len(), 1);
+    let system = system_text(&reqs[0].body);
+    assert!(system.starts_with("You are summarising"), "{system}");
+    assert!(
+        system.contains("<focus>\nthe deploy keys\n</focus>"),
+        "{system}"
+    );
+    let history = rebuild_history(&load(&env.ws));
+    assert!(history[0].text().contains("ship v2 with the deploy keys"));
+
+    // No focus: the prompt has no focus part.
+    let env = common::env().await;
+    write_session(&env.ws, &chat_turns(36, 400));
+    env.server
+        .push(Reply::text("<summary>\n## Goal\nship v2\n</summary>"));
+    let engine = common::engine(&env, 12_000, 1_000, &settings, t0());
+    engine.compact(KEY, Some(5)).await.unwrap();
+    assert!(!system_text(&env.server.requests()[0].body).contains("<focus>"));
+
+    let summary = TemplateCompactor::summary(&[Message::user("ship v2")], Some("the deploy keys"));
+    assert!(
+        summary.contains("## Goal\nship v2\nCompaction focus: the deploy keys"),
+        "{summary}"
+    );
+}

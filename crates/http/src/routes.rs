@@ -244,6 +244,8 @@ async fn consolidate(State(b): State<AppState>, Path(key): Path<String>) -> ApiR
 struct CompactBody {
     #[serde(default)]
     level: Option<u8>,
+    #[serde(default)]
+    focus: Option<String>,
 }
 
 async fn compact(
@@ -251,8 +253,8 @@ async fn compact(
     Path(key): Path<String>,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult {
-    let level = optional_body::<CompactBody>(body)?.level;
-    Ok(axum::Json(b.compact(key, level).await?))
+    let body = optional_body::<CompactBody>(body)?;
+    Ok(axum::Json(b.compact(key, body.level, body.focus).await?))
 }
 
 async fn turn(

@@ -367,8 +367,14 @@ impl Backend {
         Ok(json!({"key": key, "events": events}))
     }
 
-    /// Runs the compaction pipeline on a session (needs a chat model).
-    pub async fn compact(self: &Arc<Self>, key: String, level: Option<u8>) -> Result<Value> {
+    /// Runs the compaction pipeline on a session (needs a chat model);
+    /// `focus` is what its summary should keep above all.
+    pub async fn compact(
+        self: &Arc<Self>,
+        key: String,
+        level: Option<u8>,
+        focus: Option<String>,
+    ) -> Result<Value> {
         if let Some(l) = level {
             if !(1..=6).contains(&l) {
                 return Err(Error::Invalid(format!(
@@ -377,7 +383,9 @@ impl Backend {
             }
         }
         let engine = self.ready_engine(&key).await?;
-        let events = engine.compact(&key, level).await?;
+        let events = engine
+            .compact_with_focus(&key, level, focus.as_deref())
+            .await?;
         Ok(json!({"key": key, "events": events}))
     }
 

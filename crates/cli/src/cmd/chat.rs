@@ -207,8 +207,8 @@ Type a message and press Enter; the agent answers, calling memory_search,
 memory_get and memory_write as it needs. Commands:
   /new             close this conversation: consolidate it into long-term memory,
                    write a session note, and start afresh (the log keeps every message)
-  /compact [focus] run the compaction pipeline now and say how many tokens it freed
-                   (a focus is accepted but ignored: the compactor takes no focus)
+  /compact [focus] run the compaction pipeline now and say how many tokens it freed;
+                   the summary keeps what the focus names above all
   /memory          print MEMORY.md
   /search QUERY    search memory and past sessions (citations path#Lx-Ly)
   /forget NAME     remove a typed memory file and its index line in MEMORY.md
@@ -361,12 +361,10 @@ pub fn chat(args: ChatArgs, global: &GlobalArgs) -> Result<()> {
                 Err(e) => println!("error: /new failed: {e}"),
             },
             Line::Compact(focus) => {
-                if let Some(f) = focus {
-                    println!(
-                        "[mnemo] focus {f:?} ignored: the compactor takes no focus instructions"
-                    );
-                }
-                match a.rt.block_on(a.engine.compact(&key, None)) {
+                match a
+                    .rt
+                    .block_on(a.engine.compact_with_focus(&key, None, focus.as_deref()))
+                {
                     Ok(events) if events.is_empty() => {
                         println!("[mnemo] compaction: nothing to do")
                     }

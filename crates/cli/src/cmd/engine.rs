@@ -45,6 +45,10 @@ pub struct CompactArgs {
     /// pipeline, cheapest first, as far as needed
     #[arg(long, value_parser = clap::value_parser!(u8).range(1..=6))]
     pub level: Option<u8>,
+    /// What the summary should keep above all, e.g. "the API decisions"
+    /// (levels 5 and 6; the others keep the messages as they are)
+    #[arg(long)]
+    pub focus: Option<String>,
     #[command(flatten)]
     pub model: ModelArgs,
 }
@@ -170,7 +174,11 @@ pub fn consolidate(args: ConsolidateArgs, global: &GlobalArgs) -> Result<()> {
 
 pub fn compact(args: CompactArgs, global: &GlobalArgs) -> Result<()> {
     let engine = engine(global, &args.model)?;
-    let events = crate::ctx::runtime()?.block_on(engine.compact(&args.key, args.level))?;
+    let events = crate::ctx::runtime()?.block_on(engine.compact_with_focus(
+        &args.key,
+        args.level,
+        args.focus.as_deref(),
+    ))?;
     print_events(&events);
     Ok(())
 }

@@ -40,6 +40,16 @@ pub struct TurnOutcome {
     pub events: Vec<EngineEvent>,
 }
 
+/// What a summary level writes: its record kind (autocompact or
+/// reactive), the tokens of recent history kept verbatim, and the user's
+/// focus, if any.
+#[derive(Clone, Copy)]
+struct Summarise<'a> {
+    kind: &'a str,
+    tail_tokens: usize,
+    focus: Option<&'a str>,
+}
+
 impl Engine {
     fn record(&self, log: &mut SessionLog, rec: CompactionRecord) -> Result<()> {
         log.append_record(&Record::Compaction(rec))?;
@@ -208,11 +218,14 @@ impl Engine {
         key: &str,
         log: &mut SessionLog,
         message: &str,
-        record_kind: &str,
-        tail_tokens: usize,
-        focus: Option<&str>,
+        how: Summarise<'_>,
         events: &mut Vec<EngineEvent>,
     ) -> Result<bool> {
+        let Summarise {
+            kind: record_kind,
+            tail_tokens,
+            focus,
+        } = how;
         let loaded = log.load()?;
         let before = self.measure(&loaded, message)?;
         self.flush_if_needed(log, record_kind, before, events)
@@ -411,9 +424,11 @@ impl Engine {
                         key,
                         &mut log,
                         user_message,
-                        kind::AUTOCOMPACT,
-                        self.settings.tail_tokens,
-                        None,
+                        Summarise {
+                            kind: kind::AUTOCOMPACT,
+                            tail_tokens: self.settings.tail_tokens,
+                            focus: None,
+                        },
                         &mut events,
                     )
                     .await?;
@@ -498,9 +513,11 @@ impl Engine {
                         key,
                         &mut log,
                         "",
-                        kind::AUTOCOMPACT,
-                        self.settings.tail_tokens,
-                        focus,
+                        Summarise {
+                            kind: kind::AUTOCOMPACT,
+                            tail_tokens: self.settings.tail_tokens,
+                            focus,
+                        },
                         &mut events,
                     )
                     .await?;
@@ -511,9 +528,11 @@ impl Engine {
                             key,
                             &mut log,
                             "",
-                            kind::REACTIVE,
-                            self.settings.tail_tokens / 2,
-                            focus,
+                            Summarise {
+                                kind: kind::REACTIVE,
+                                tail_tokens: self.settings.tail_tokens / 2,
+                                focus,
+                            },
                             &mut events,
                         )
                         .await?
@@ -588,9 +607,11 @@ impl Engine {
                             key,
                             &mut log,
                             user_message,
-                            kind::REACTIVE,
-                            tail,
-                            None,
+                            Summarise {
+                                kind: kind::REACTIVE,
+                                tail_tokens: tail,
+                                focus: None,
+                            },
                             &mut events,
                         )
                         .await?;

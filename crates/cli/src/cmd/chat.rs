@@ -363,7 +363,7 @@ pub fn chat(args: ChatArgs, global: &GlobalArgs) -> Result<()> {
             Line::Compact(focus) => {
                 match a
                     .rt
-                    .block_on(a.engine.compact_with_focus(&key, None, focus.as_deref()))
+                    .block_on(a.engine.compact_with_focus(&key, None, focus))
                 {
                     Ok(events) if events.is_empty() => {
                         println!("[mnemo] compaction: nothing to do")

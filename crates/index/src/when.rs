@@ -587,6 +587,38 @@ mod tests {
     }
 
     #[test]
+    fn odd_input_never_panics() {
+        let range = (d(2020, 1, 1), d(2026, 12, 31));
+        for q in [
+            "",
+            "2023-",
+            "2023-06-",
+            "月",
+            "12月",
+            "年5月",
+            "99999年1月",
+            "May",
+            "June 31, 2023",
+            "30 February 2023",
+            "ß2023-06-0ü",
+            "🙂 on 3 June 🙂",
+            "of June",
+            "3rd of",
+            "2023/13/40",
+            "１２月３日",
+            "Sept. 9",
+            "last",
+            "ИЮНЬ June",
+        ] {
+            let found = dates(q, d(2026, 3, 11));
+            assert_eq!(found.rest.chars().count(), q.chars().count(), "{q}");
+            let _ = windows(&found.periods, range);
+            let _ = affinity(&found.periods, d(2023, 6, 3), d(2023, 6, 3));
+        }
+        assert_eq!(windows(&[day(None, 2, 30)], range), vec![]);
+    }
+
+    #[test]
     fn relative_dates() {
         // 2026-03-11 is a Wednesday.
         assert_eq!(

@@ -273,6 +273,24 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
 }
 
+/// The time of one search per query, sorted.
+fn latencies(index: &MemoryIndex, queries: &[String]) -> Vec<Duration> {
+    let mut lat: Vec<Duration> = queries
+        .iter()
+        .map(|q| {
+            let t = Instant::now();
+            black_box(
+                index
+                    .search(&SearchRequest::new(q.as_str()).min_score(0.0))
+                    .unwrap(),
+            );
+            t.elapsed()
+        })
+        .collect();
+    lat.sort();
+    lat
+}
+
 fn search_latency(c: &mut Criterion) {
     let sizes: Vec<usize> = std::env::var("MNEMO_BENCH_SIZES")
         .ok()
@@ -302,19 +320,7 @@ fn search_latency(c: &mut Criterion) {
         );
         let mut rng = StdRng::seed_from_u64(3);
         let queries: Vec<String> = (0..200).map(|_| sentence(&mut rng, 5)).collect();
-        let mut lat: Vec<Duration> = queries
-            .iter()
-            .map(|q| {
-                let t = Instant::now();
-                black_box(
-                    index
-                        .search(&SearchRequest::new(q.as_str()).min_score(0.0))
-                        .unwrap(),
-                );
-                t.elapsed()
-            })
-            .collect();
-        lat.sort();
+        let lat = latencies(&index, &queries);
         println!(
             "search latency at {} chunks (hybrid, hash embedder, 200 queries): p50 {:.2?} p95 {:.2?}",
             report.chunks_written,
@@ -333,19 +339,7 @@ fn search_latency(c: &mut Criterion) {
                 format!("{q} on {}", d.format("%-d %B %Y"))
             })
             .collect();
-        let mut lat_dated: Vec<Duration> = dated
-            .iter()
-            .map(|q| {
-                let t = Instant::now();
-                black_box(
-                    index
-                        .search(&SearchRequest::new(q.as_str()).min_score(0.0))
-                        .unwrap(),
-                );
-                t.elapsed()
-            })
-            .collect();
-        lat_dated.sort();
+        let lat_dated = latencies(&index, &dated);
         println!(
             "search latency with a date in the query: p50 {:.2?} p95 {:.2?} ({:.2}x the p50 without)",
             percentile(&lat_dated, 0.5),

@@ -207,10 +207,16 @@ pub(crate) fn date_in_path(path: &str) -> Option<NaiveDate> {
     })
 }
 
-/// Decay factor of a chunk: `exp(-ln2 / half_life * age_days)`. Evergreen
-/// files (MEMORY.md, undated files under memory/ and extra paths) get 1.
+/// Decay factor of a chunk: `exp(-ln2 / half_life * age_days)`, the age
+/// counted from the last day it speaks from (its messages, a daily log's
+/// name). Evergreen files (MEMORY.md, undated files under memory/ and extra
+/// paths) get 1.
 pub(crate) fn decay_factor(chunk: &ChunkRecord, today: NaiveDate, half_life_days: f32) -> f32 {
-    let date = match date_in_path(&chunk.path) {
+    let date = match chunk
+        .days
+        .map(|d| d.1)
+        .or_else(|| date_in_path(&chunk.path))
+    {
         Some(d) => d,
         None if chunk.source == crate::types::Source::Memory => return 1.0,
         None => match chrono::DateTime::from_timestamp_millis(chunk.mtime_ms) {
@@ -394,6 +400,14 @@ mod tests {
             decay_factor(&mk("memory/people/bob.md", Source::Memory), today, 30.0),
             1.0
         );
+        // A transcript chunk ages from its last message, not the file's mtime.
+        let mut chunk = mk("sessions/a.jsonl", Source::Sessions);
+        chunk.days = Some((
+            NaiveDate::from_ymd_opt(2026, 1, 1).unwrap(),
+            NaiveDate::from_ymd_opt(2026, 1, 31).unwrap(),
+        ));
+        let f = decay_factor(&chunk, today, 30.0);
+        assert!((f - 0.5).abs() < 0.01, "{f}");
     }
 
     #[test]

@@ -372,7 +372,8 @@ fn iso(query: &str, out: &mut Vec<(Period, Range<usize>)>) {
     }
 }
 
-/// `2023年6月3日`, `6月3日`, `6月3号`, `6月`.
+/// `2023年6月3日`, `6月3日`, `6月3号`, `6月`, in digits (ASCII or full
+/// width) or Chinese numerals (`五月三日`, `二〇二三年十二月`).
 fn cjk(query: &str, out: &mut Vec<(Period, Range<usize>)>) {
     let chars: Vec<char> = query.chars().collect();
     // Byte offset of each char, and of the end.
@@ -381,13 +382,13 @@ fn cjk(query: &str, out: &mut Vec<(Period, Range<usize>)>) {
         .map(|(b, _)| b)
         .chain(std::iter::once(query.len()))
         .collect();
+    // The number written right before `end`, and where it starts.
     let number_before = |end: usize| -> (Option<u32>, usize) {
         let mut s = end;
-        while s > 0 && chars[s - 1].is_ascii_digit() && end - s < 4 {
+        while s > 0 && is_number_char(chars[s - 1]) && end - s < 4 {
             s -= 1;
         }
-        let n: String = chars[s..end].iter().collect();
-        (n.parse().ok(), s)
+        (cjk_number(&chars[s..end]), s)
     };
     for (i, &c) in chars.iter().enumerate() {
         if c != '月' {
@@ -410,11 +411,11 @@ fn cjk(query: &str, out: &mut Vec<(Period, Range<usize>)>) {
             _ => (None, start),
         };
         let mut j = i + 1;
-        while j < chars.len() && chars[j].is_ascii_digit() && j - i <= 2 {
+        while j < chars.len() && is_number_char(chars[j]) && j - i <= 3 {
             j += 1;
         }
         let day = (j > i + 1 && matches!(chars.get(j), Some('日' | '号')))
-            .then(|| chars[i + 1..j].iter().collect::<String>().parse().ok())
+            .then(|| cjk_number(&chars[i + 1..j]))
             .flatten()
             .filter(|d| (1..=31).contains(d));
         let end = if day.is_some() { j + 1 } else { i + 1 };
@@ -423,6 +424,51 @@ fn cjk(query: &str, out: &mut Vec<(Period, Range<usize>)>) {
             None => Period::Month { year, month },
         };
         out.push((p, offsets[first]..offsets[end]));
+    }
+}
+
+/// A digit 0-9 written in ASCII, full width or as a Chinese numeral.
+fn digit_value(c: char) -> Option<u32> {
+    match c {
+        '0'..='9' => c.to_digit(10),
+        '０'..='９' => Some(c as u32 - '０' as u32),
+        '〇' | '零' => Some(0),
+        '一' => Some(1),
+        '二' | '两' => Some(2),
+        '三' => Some(3),
+        '四' => Some(4),
+        '五' => Some(5),
+        '六' => Some(6),
+        '七' => Some(7),
+        '八' => Some(8),
+        '九' => Some(9),
+        _ => None,
+    }
+}
+
+fn is_number_char(c: char) -> bool {
+    c == '十' || digit_value(c).is_some()
+}
+
+/// A number in digits ("12", "２０２３", "二〇二三") or in Chinese numerals
+/// up to 99 ("十", "十二", "二十", "三十一").
+fn cjk_number(s: &[char]) -> Option<u32> {
+    if s.is_empty() {
+        return None;
+    }
+    match s.iter().position(|c| *c == '十') {
+        None => s
+            .iter()
+            .try_fold(0u32, |n, c| Some(n * 10 + digit_value(*c)?)),
+        Some(p) => {
+            let (before, after) = (&s[..p], &s[p + 1..]);
+            if before.len() > 1 || after.len() > 1 {
+                return None;
+            }
+            let tens = before.first().map_or(Some(1), |c| digit_value(*c))?;
+            let ones = after.first().map_or(Some(0), |c| digit_value(*c))?;
+            Some(tens * 10 + ones)
+        }
     }
 }
 
@@ -556,6 +602,13 @@ mod tests {
         assert_eq!(p("我曾经在5月2日提到过"), vec![day(None, 5, 2)]);
         assert_eq!(p("在4月27号这天"), vec![day(None, 4, 27)]);
         assert_eq!(p("2023年6月3日"), vec![day(Some(2023), 6, 3)]);
+        assert_eq!(p("五月三日那天我们聊了什么"), vec![day(None, 5, 3)]);
+        assert_eq!(p("二〇二三年十二月三十一日"), vec![day(Some(2023), 12, 31)]);
+        assert_eq!(p("１２月３日"), vec![day(None, 12, 3)]);
+        assert!(p("这个月和两个月以前").is_empty());
+        assert_eq!(cjk_number(&['二', '十', '三']), Some(23));
+        assert_eq!(cjk_number(&['十']), Some(10));
+        assert_eq!(cjk_number(&['十', '十']), None);
         assert_eq!(
             p("我在12月做了什么"),
             vec![Period::Month {

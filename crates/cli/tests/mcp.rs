@@ -206,6 +206,23 @@ fn stdio_tools_resources_and_refusals() {
         format!("Source: {daily_path}#L{start}-L{end}")
     );
     assert!(hit["snippet"].as_str().unwrap().contains("zebrafish"));
+    assert!(found.get("dates").is_none(), "{found}");
+
+    // A date alone finds that day's log, and the answer says how it was read.
+    let day = daily_path
+        .trim_start_matches("memory/")
+        .trim_end_matches(".md");
+    let (err, on_day) = s.call(
+        "memory_search",
+        json!({"query": format!("what happened on {day}?")}),
+    );
+    assert!(!err, "{on_day}");
+    assert_eq!(on_day["dates"], json!([day]), "{on_day}");
+    assert_eq!(
+        on_day["results"][0]["path"],
+        daily_path.as_str(),
+        "{on_day}"
+    );
 
     // Get the cited lines.
     let (err, got) = s.call(

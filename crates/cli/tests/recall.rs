@@ -124,3 +124,55 @@ fn keyword_only_mode_is_stated() {
     let st = ok(mnemo(ws, &["--set", "embedder.kind=none", "status"]));
     assert!(st.contains("keyword"), "{st}");
 }
+
+#[test]
+fn search_says_which_dates_it_understood() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path();
+    ok(mnemo(ws, &["init"]));
+    std::fs::write(
+        ws.join("memory/2026-11-01.md"),
+        "# 2026-11-01\n\n- Moved the staging database to the new host.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        ws.join("memory/2026-11-20.md"),
+        "# 2026-11-20\n\n- Alice prefers green tea.\n",
+    )
+    .unwrap();
+    let keyword = ["--set", "embedder.kind=none"];
+    let text = ok(mnemo(
+        ws,
+        &[
+            &keyword[..],
+            &["search", "what happened on 1 November 2026?"],
+        ]
+        .concat(),
+    ));
+    assert!(text.contains("(dates understood: 2026-11-01;"), "{text}");
+    assert!(
+        text.find("memory/2026-11-01.md").unwrap()
+            < text.find("memory/2026-11-20.md").unwrap_or(usize::MAX),
+        "{text}"
+    );
+    let json = ok(mnemo(
+        ws,
+        &[
+            &keyword[..],
+            &["search", "--json", "what happened in November?"],
+        ]
+        .concat(),
+    ));
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(
+        v["dates"],
+        serde_json::json!(["November of any year"]),
+        "{v}"
+    );
+    let json = ok(mnemo(
+        ws,
+        &[&keyword[..], &["search", "--json", "staging host"]].concat(),
+    ));
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert!(v.get("dates").is_none(), "{v}");
+}

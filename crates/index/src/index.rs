@@ -886,6 +886,7 @@ impl MemoryIndex {
             mode,
             results,
             warnings: std::mem::take(warnings),
+            dates: periods.iter().map(when::Period::describe).collect(),
         })
     }
 

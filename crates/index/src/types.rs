@@ -123,6 +123,10 @@ pub struct SearchResponse {
     pub results: Vec<SearchHit>,
     /// Anything the caller should know (stale index, embedder failure, …).
     pub warnings: Vec<String>,
+    /// The periods the query named, as understood ("2023-06-03", "June of
+    /// any year"); chunks from then were lifted. Absent when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dates: Vec<String>,
 }
 
 /// A `memory_get` result.

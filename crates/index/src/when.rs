@@ -59,6 +59,33 @@ impl Period {
         }
     }
 
+    /// How the period was understood, for the search response:
+    /// `2023-06-03`, `2023-06`, `06-03 of any year`, `June of any year`,
+    /// `2026-03-02 to 2026-03-08`.
+    pub fn describe(&self) -> String {
+        match *self {
+            Period::Day {
+                year: Some(y),
+                month,
+                day,
+            } => format!("{y:04}-{month:02}-{day:02}"),
+            Period::Day {
+                year: None,
+                month,
+                day,
+            } => format!("{day} {} of any year", MONTHS[month as usize - 1]),
+            Period::Month {
+                year: Some(y),
+                month,
+            } => format!("{y:04}-{month:02}"),
+            Period::Month { year: None, month } => {
+                format!("{} of any year", MONTHS[month as usize - 1])
+            }
+            Period::Span(a, b) if a == b => a.to_string(),
+            Period::Span(a, b) => format!("{a} to {b}"),
+        }
+    }
+
     fn has_year(&self) -> bool {
         match self {
             Period::Day { year, .. } | Period::Month { year, .. } => year.is_some(),
@@ -669,6 +696,36 @@ mod tests {
             let _ = affinity(&found.periods, d(2023, 6, 3), d(2023, 6, 3));
         }
         assert_eq!(windows(&[day(None, 2, 30)], range), vec![]);
+    }
+
+    #[test]
+    fn periods_describe_themselves() {
+        let all: Vec<String> = [
+            day(Some(2023), 6, 3),
+            day(None, 6, 3),
+            Period::Month {
+                year: Some(2023),
+                month: 6,
+            },
+            Period::Month {
+                year: None,
+                month: 12,
+            },
+            Period::Span(d(2026, 3, 2), d(2026, 3, 8)),
+        ]
+        .iter()
+        .map(Period::describe)
+        .collect();
+        assert_eq!(
+            all,
+            [
+                "2023-06-03",
+                "3 June of any year",
+                "2023-06",
+                "December of any year",
+                "2026-03-02 to 2026-03-08"
+            ]
+        );
     }
 
     #[test]

@@ -414,6 +414,14 @@ fn dates_in_the_query_lift_what_was_said_then() {
                 .unwrap();
             r.results.first().map(|h| h.path.clone())
         };
+        let r = index
+            .search(&SearchRequest::new("where did we hike on 3 June 2023?"))
+            .unwrap();
+        assert_eq!(r.dates, ["2023-06-03"]);
+        let r = index
+            .search(&SearchRequest::new("where did we hike?"))
+            .unwrap();
+        assert!(r.dates.is_empty());
         for q in [
             "where did we hike on 3 June 2023?",
             "where did we hike in June?",

@@ -518,7 +518,11 @@ pub fn search_json(resp: &SearchResponse) -> Value {
             v
         })
         .collect();
-    json!({"mode": mode, "results": results, "warnings": resp.warnings})
+    let mut out = json!({"mode": mode, "results": results, "warnings": resp.warnings});
+    if !resp.dates.is_empty() {
+        out["dates"] = json!(resp.dates);
+    }
+    out
 }
 
 /// Replaces the body of the `## heading` section of `text` (up to the next

@@ -19,8 +19,10 @@ pub const MEMORY_SEARCH: &str = "Mandatory recall step: search long-term memory 
 memory/*.md and past session transcripts) before answering about prior work, decisions, dates, \
 people, preferences or todos. Returns the best snippets with path, start_line, end_line, score, \
 source and a `Source: path#Lx-Ly` citation to quote, and says whether the search was hybrid \
-(keywords + meaning) or keyword-only. If nothing relevant comes back, say you checked and found \
-nothing rather than guessing. Follow up with memory_get to read more lines.";
+(keywords + meaning) or keyword-only. Dates in the query (\"on 3 June\", \"in May 2023\", \
+\"yesterday\") find what was said or noted then, and `dates` says how they were read. If nothing \
+relevant comes back, say you checked and found nothing rather than guessing. Follow up with \
+memory_get to read more lines.";
 
 /// `memory_get`.
 pub const MEMORY_GET: &str = "Read lines of a memory file after memory_search pointed at it \

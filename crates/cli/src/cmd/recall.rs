@@ -155,6 +155,13 @@ pub fn search(args: SearchArgs, global: &GlobalArgs) -> Result<()> {
     for w in &found.warnings {
         writeln!(out, "({w})")?;
     }
+    if !found.dates.is_empty() {
+        writeln!(
+            out,
+            "(dates understood: {}; what was said then ranks higher)",
+            found.dates.join(", ")
+        )?;
+    }
     if found.results.is_empty() {
         writeln!(out, "no results ({} search)", mode_name(&found.mode))?;
     }

@@ -60,9 +60,9 @@ impl Period {
     }
 
     /// How the period was understood, for the search response:
-    /// `2023-06-03`, `2023-06`, `06-03 of any year`, `June of any year`,
+    /// `2023-06-03`, `2023-06`, `3 June of any year`, `June of any year`,
     /// `2026-03-02 to 2026-03-08`.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match *self {
             Period::Day {
                 year: Some(y),

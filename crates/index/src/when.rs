@@ -499,7 +499,20 @@ fn cjk_number(s: &[char]) -> Option<u32> {
     }
 }
 
-/// today, yesterday, this/last week, last month; 今天, 昨天, 前天, 上周, 上个月.
+const WEEKDAYS: [&str; 7] = [
+    "monday",
+    "tuesday",
+    "wednesday",
+    "thursday",
+    "friday",
+    "saturday",
+    "sunday",
+];
+
+/// today, yesterday, this/last week, last month, weekday names ("on
+/// Monday": the latest Monday up to today; "last Monday": before today);
+/// 今天, 昨天, 前天, 上周, 上个月, 周一/星期一 (the latest up to today),
+/// 上周一 (last week's).
 fn relative(query: &str, today: NaiveDate, out: &mut Vec<Period>) {
     let lower = query.to_lowercase();
     let has_word = |w: &str| {
@@ -528,6 +541,51 @@ fn relative(query: &str, today: NaiveDate, out: &mut Vec<Period>) {
             week_start - Duration::days(7),
             week_start - Duration::days(1),
         ));
+    }
+    let days_back = |weekday: usize| {
+        i64::from((today.weekday().num_days_from_monday() + 7 - weekday as u32) % 7)
+    };
+    for (wd, name) in WEEKDAYS.iter().enumerate() {
+        if has_word(&format!("last {name}")) {
+            let back = match days_back(wd) {
+                0 => 7,
+                n => n,
+            };
+            out.push(day(today - Duration::days(back)));
+        } else if has_word(name) {
+            out.push(day(today - Duration::days(days_back(wd))));
+        }
+    }
+    let chars: Vec<char> = query.chars().collect();
+    for (i, c) in chars.iter().enumerate() {
+        let wd = match c {
+            '一' => 0,
+            '二' => 1,
+            '三' => 2,
+            '四' => 3,
+            '五' => 4,
+            '六' => 5,
+            '日' | '天' => 6,
+            _ => continue,
+        };
+        // "一周一次" (once a week), "每周一" (every Monday): not a day.
+        let counted =
+            i >= 2 && (is_number_char(chars[i - 2]) || matches!(chars[i - 2], '几' | '每'));
+        let prefix_len = if i >= 1 && chars[i - 1] == '周' && !counted {
+            1
+        } else if i >= 2 && matches!((chars[i - 2], chars[i - 1]), ('星', '期') | ('礼', '拜'))
+        {
+            2
+        } else {
+            continue;
+        };
+        let last_week = i > prefix_len && chars[i - prefix_len - 1] == '上';
+        let d = if last_week {
+            week_start - Duration::days(7) + Duration::days(wd as i64)
+        } else {
+            today - Duration::days(days_back(wd))
+        };
+        out.push(day(d));
     }
     if has_word("last month") || lower.contains("上个月") {
         let (y, m) = if today.month() == 1 {
@@ -726,6 +784,24 @@ mod tests {
                 "2026-03-02 to 2026-03-08"
             ]
         );
+    }
+
+    #[test]
+    fn weekdays() {
+        // 2026-03-11 is a Wednesday.
+        let one = |q: &str| match p(q).as_slice() {
+            [Period::Span(a, b)] if a == b => *a,
+            other => panic!("{q}: {other:?}"),
+        };
+        assert_eq!(one("what did we do on Monday?"), d(2026, 3, 9));
+        assert_eq!(one("notes from wednesday"), d(2026, 3, 11));
+        assert_eq!(one("since last Wednesday"), d(2026, 3, 4));
+        assert_eq!(one("on Friday"), d(2026, 3, 6));
+        assert_eq!(one("周一的会议"), d(2026, 3, 9));
+        assert_eq!(one("星期天"), d(2026, 3, 8));
+        assert!(p("上周一").contains(&Period::Span(d(2026, 3, 2), d(2026, 3, 2))));
+        assert!(p("一周一次").is_empty());
+        assert!(p("每周一开会").is_empty());
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! turn), `compact` (one level or all) and `send` (reactive compaction on
 //! a context-overflow error).
 
-use mnemo_core::{resolve_in_workspace, Message};
+use mnemo_core::{resolve_in_workspace, Message, Role};
 use mnemo_llm::{ChatResponse, ErrorKind};
 use mnemo_store::{CompactionRecord, LoadedSession, Record, SessionLog};
 use serde::Serialize;
@@ -38,6 +38,21 @@ pub struct TurnOutcome {
     pub context: ContextReport,
     /// Compactions made to get there.
     pub events: Vec<EngineEvent>,
+}
+
+/// The text of the latest user message when a split at `split` folds it
+/// into the summary, that is when no user message stays in the tail.
+fn folded_request(entries: &[Entry], split: usize) -> Option<String> {
+    let is_request = |e: &&Entry| e.ordinal.is_some() && e.message.role == Role::User;
+    if entries.get(split..)?.iter().any(|e| is_request(&e)) {
+        return None;
+    }
+    entries[..split]
+        .iter()
+        .rev()
+        .find(is_request)
+        .map(|e| e.message.text())
+        .filter(|t| !t.trim().is_empty())
 }
 
 /// What a summary level writes: its record kind (autocompact or
@@ -243,7 +258,16 @@ impl Engine {
                 let mut extra = Map::new();
                 extra.insert("messages_folded".into(), json!(head.len()));
                 extra.insert("compactor".into(), json!(self.compactor.name()));
-                let restored = self.restoration(&entries);
+                let mut restored = self.restoration(&entries);
+                if let Some(request) = folded_request(&entries, split) {
+                    // Mid-turn (a reactive compaction while tools run), the
+                    // user's request can fall into the head: the model must
+                    // still read it as it was written, not only as summarised.
+                    restored.push_str(&format!(
+                        "## The user's current request (folded into the summary)\n\n{}\n\n",
+                        self.clip_tokens(request.trim(), 2_000).trim_end()
+                    ));
+                }
                 if !restored.is_empty() {
                     extra.insert("restored".into(), json!(restored));
                 }

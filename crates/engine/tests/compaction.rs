@@ -397,3 +397,47 @@ async fn a_focus_reaches_the_summariser_and_the_template_summary() {
         "{summary}"
     );
 }
+
+#[tokio::test]
+async fn a_request_folded_mid_turn_is_restored_verbatim() {
+    let env = env().await;
+    let mut messages = chat_turns(10, 400);
+    messages.push(Message::user(
+        "Refactor the billing module; keep the public API unchanged.",
+    ));
+    // The turn's tool work, larger than the reactive tail: the request
+    // itself falls into the head.
+    for i in 0..6 {
+        messages.push(call(&format!("r{i}"), "read", r#"{"path":"billing.rs"}"#));
+        messages.push(Message::tool_result(
+            format!("r{i}"),
+            "read",
+            format!("part {i} {}", "x".repeat(3_000)),
+        ));
+    }
+    write_session(&env.ws, &messages);
+    let settings = format!("{PROACTIVE}\nflush_enabled = false");
+    let engine =
+        engine(&env, 200_000, 8_192, &settings, t0()).with_compactor(Arc::new(TemplateCompactor));
+    let events = engine.compact(KEY, Some(6)).await.unwrap();
+    assert_eq!(compactions(&events)[0].kind, "reactive", "{events:#?}");
+    let history = rebuild_history(&load(&env.ws));
+    let restored = history
+        .iter()
+        .find(|m| m.text().contains("The user's current request"))
+        .unwrap_or_else(|| panic!("{history:#?}"));
+    assert!(restored
+        .text()
+        .contains("Refactor the billing module; keep the public API unchanged."));
+
+    // A request still in the tail is not repeated.
+    let env = common::env().await;
+    write_session(&env.ws, &chat_turns(30, 400));
+    let engine = common::engine(&env, 200_000, 8_192, &settings, t0())
+        .with_compactor(Arc::new(TemplateCompactor));
+    engine.compact(KEY, Some(6)).await.unwrap();
+    let history = rebuild_history(&load(&env.ws));
+    assert!(!history
+        .iter()
+        .any(|m| m.text().contains("The user's current request")));
+}

@@ -491,6 +491,16 @@ impl Tmux {
         assert!(st.success());
     }
 
+    /// Sends a key such as `C-c`.
+    fn key(&self, key: &str) {
+        let st = self
+            .cmd()
+            .args(["send-keys", "-t", &self.session, key])
+            .status()
+            .unwrap();
+        assert!(st.success());
+    }
+
     fn screen(&self) -> String {
         let o = self
             .cmd()
@@ -629,9 +639,34 @@ fn interactive_chat_in_tmux() {
         .unwrap_or_else(|| panic!("no freed count in:\n{screen}"));
     assert!(freed > 0, "{screen}");
 
-    tmux.send("/exit");
-    tmux.wait_for("CHAT-EXITED-0", 1);
+    // Ctrl-C during a turn cancels it; the chat goes on.
+    server.push(Reply::delay(
+        Duration::from_secs(30),
+        Reply::text("too late"),
+    ));
+    let before = server.request_count();
+    tmux.send("a slow question");
+    // Cancel once the model has the request, so the turn is really waiting.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while server.request_count() == before && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    tmux.key("C-c");
+    tmux.wait_for("turn cancelled (Ctrl-C)", 1);
+    server.push(Reply::text("Back again."));
+    tmux.send("are you there?");
+    tmux.wait_for("mnemo> Back again.", 1);
+
+    // At the prompt, Ctrl-C leaves as a terminal program does.
+    tmux.key("C-c");
+    tmux.wait_for("CHAT-EXITED-130", 1);
     let log = shape(&session(ws, "cli:tmux"));
     assert_eq!(log[4], "user: hello there");
+    assert!(log.iter().any(|l| l == "user: a slow question"), "{log:#?}");
+    assert!(!log.iter().any(|l| l.contains("too late")), "{log:#?}");
+    assert_eq!(
+        log.last().map(String::as_str),
+        Some("assistant: Back again.")
+    );
     assert_eq!(log[5], "assistant: Hi from the scripted model.");
 }

@@ -5,6 +5,7 @@
 //! printed.
 
 use std::io::{BufRead, IsTerminal, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use anyhow::{Context as _, Result};
@@ -15,6 +16,7 @@ use mnemo_engine::{
 use mnemo_mcp::ops::{ForgetArgs, SearchArgs};
 use mnemo_mcp::{Backend, BackendTools};
 use serde_json::{json, Value};
+use tokio::sync::Notify;
 
 use super::engine::{chat_model, describe, ModelArgs};
 use crate::ctx::GlobalArgs;
@@ -69,6 +71,40 @@ struct Agent {
     tools: BackendTools,
     options: TurnOptions,
     rt: tokio::runtime::Runtime,
+    /// Ctrl-C during a turn cancels it (interactive chat only).
+    interrupt: Option<Interrupt>,
+}
+
+/// Ctrl-C in the interactive chat: during a turn it cancels the turn; at
+/// the prompt it leaves, as it did before a turn ever ran.
+#[derive(Clone)]
+struct Interrupt {
+    in_turn: Arc<AtomicBool>,
+    cancel: Arc<Notify>,
+}
+
+impl Interrupt {
+    /// Installs the Ctrl-C listener on `rt`.
+    fn install(rt: &tokio::runtime::Runtime) -> Self {
+        let it = Interrupt {
+            in_turn: Arc::new(AtomicBool::new(false)),
+            cancel: Arc::new(Notify::new()),
+        };
+        let listener = it.clone();
+        rt.spawn(async move {
+            while tokio::signal::ctrl_c().await.is_ok() {
+                if listener.in_turn.load(Ordering::SeqCst) {
+                    // Only a turn waiting now is woken: no permit is left over
+                    // to cancel the next turn.
+                    listener.cancel.notify_waiters();
+                } else {
+                    println!();
+                    std::process::exit(130);
+                }
+            }
+        });
+        it
+    }
 }
 
 fn agent(global: &GlobalArgs, args: &TurnArgs) -> Result<Agent> {
@@ -87,6 +123,7 @@ fn agent(global: &GlobalArgs, args: &TurnArgs) -> Result<Agent> {
             recall: !args.no_recall,
         },
         rt: crate::ctx::runtime()?,
+        interrupt: None,
     })
 }
 
@@ -214,6 +251,7 @@ memory_get and memory_write as it needs. Commands:
   /forget NAME     remove a typed memory file and its index line in MEMORY.md
   /help            show this help
   /exit            leave (also /quit or Ctrl-D)
+Ctrl-C cancels a turn in progress; at the prompt it leaves.
 "
     .to_string()
 }
@@ -316,13 +354,16 @@ fn parse_line(line: &str) -> Line<'_> {
 
 /// `mnemo chat`: the REPL.
 pub fn chat(args: ChatArgs, global: &GlobalArgs) -> Result<()> {
-    let a = agent(global, &args.turn)?;
+    let mut a = agent(global, &args.turn)?;
     let key = args.turn.session;
     let tty = std::io::stdin().is_terminal();
+    if tty {
+        a.interrupt = Some(Interrupt::install(&a.rt));
+    }
     let out = std::io::stdout();
     if tty {
         println!(
-            "mnemo chat: session {key}, workspace {} (/help for commands, /exit or Ctrl-D to leave)",
+            "mnemo chat: session {key}, workspace {} (/help for commands, Ctrl-C cancels a turn, /exit or Ctrl-D to leave)",
             a.engine.workspace().root().display()
         );
     }
@@ -408,10 +449,28 @@ fn turn(a: &Agent, key: &str, text: &str) {
             println!("{line}");
         }
     };
-    match a
-        .rt
-        .block_on(a.engine.run_turn(key, text, &a.tools, &a.options, &observe))
-    {
+    let run = a.engine.run_turn(key, text, &a.tools, &a.options, &observe);
+    let outcome = match &a.interrupt {
+        Some(it) => {
+            it.in_turn.store(true, Ordering::SeqCst);
+            let r = a.rt.block_on(async {
+                tokio::select! {
+                    r = run => Some(r),
+                    () = it.cancel.notified() => None,
+                }
+            });
+            it.in_turn.store(false, Ordering::SeqCst);
+            r
+        }
+        None => Some(a.rt.block_on(run)),
+    };
+    let Some(outcome) = outcome else {
+        println!(
+            "[mnemo] turn cancelled (Ctrl-C); what was logged before it stays in the session, and a tool call left without a result is dropped from the next request"
+        );
+        return;
+    };
+    match outcome {
         Ok(turn) => {
             println!("mnemo> {}", turn.answer.trim_end());
             if let Some(line) = bound_notice(&turn) {

@@ -587,6 +587,38 @@ fn relative(query: &str, today: NaiveDate, out: &mut Vec<Period>) {
         };
         out.push(day(d));
     }
+    // "3 days ago", "2 weeks ago"; "a few days ago" as the week before yesterday.
+    let words: Vec<&str> = lower
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    for w in words.windows(3).filter(|w| w[2] == "ago") {
+        let n: Option<i64> = match w[0] {
+            "a" | "one" => Some(1),
+            "two" => Some(2),
+            "three" => Some(3),
+            "few" | "several" | "couple" => None,
+            other => other.parse().ok().filter(|n| (1..=366).contains(n)),
+        };
+        let unit = match w[1].trim_end_matches('s') {
+            "day" => 1,
+            "week" => 7,
+            _ => continue,
+        };
+        match n {
+            Some(n) => out.push(day(today - Duration::days(n * unit))),
+            None => out.push(Period::Span(
+                today - Duration::days(7 * unit),
+                today - Duration::days(2 * unit),
+            )),
+        }
+    }
+    if lower.contains("几天前") || lower.contains("前几天") {
+        out.push(Period::Span(
+            today - Duration::days(7),
+            today - Duration::days(2),
+        ));
+    }
     if has_word("last month") || lower.contains("上个月") {
         let (y, m) = if today.month() == 1 {
             (today.year() - 1, 12)
@@ -802,6 +834,29 @@ mod tests {
         assert!(p("上周一").contains(&Period::Span(d(2026, 3, 2), d(2026, 3, 2))));
         assert!(p("一周一次").is_empty());
         assert!(p("每周一开会").is_empty());
+    }
+
+    #[test]
+    fn days_ago() {
+        // 2026-03-11 is a Wednesday.
+        assert_eq!(
+            p("3 days ago"),
+            vec![Period::Span(d(2026, 3, 8), d(2026, 3, 8))]
+        );
+        assert_eq!(
+            p("two weeks ago"),
+            vec![Period::Span(d(2026, 2, 25), d(2026, 2, 25))]
+        );
+        assert_eq!(
+            p("A few days ago, I mentioned Green Wheat Park"),
+            vec![Period::Span(d(2026, 3, 4), d(2026, 3, 9))]
+        );
+        assert_eq!(
+            p("前几天我说过"),
+            vec![Period::Span(d(2026, 3, 4), d(2026, 3, 9))]
+        );
+        assert!(p("ages ago").is_empty());
+        assert!(p("3 years ago").is_empty());
     }
 
     #[test]

@@ -149,12 +149,7 @@ pub fn download(
         .unwrap_or_else(default_endpoint);
     let endpoint = endpoint.trim_end_matches('/');
     let repo = repo_dir(&cache_dir, model_id)?;
-    let client = reqwest::blocking::Client::builder()
-        .connect_timeout(Duration::from_secs(20))
-        .timeout(None::<Duration>)
-        .user_agent(concat!("mnemo/", env!("CARGO_PKG_VERSION")))
-        .build()
-        .map_err(|e| Error::Download(format!("cannot start an HTTP client: {e}")))?;
+    let client = http_client()?;
 
     let files: Vec<(&str, bool)> = REQUIRED_FILES
         .iter()
@@ -225,6 +220,17 @@ pub fn download(
     Ok(snap)
 }
 
+/// The client of every model download: a connect timeout, no overall
+/// timeout (model files are large).
+pub(crate) fn http_client() -> Result<reqwest::blocking::Client> {
+    reqwest::blocking::Client::builder()
+        .connect_timeout(Duration::from_secs(20))
+        .timeout(None::<Duration>)
+        .user_agent(concat!("mnemo/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(|e| Error::Download(format!("cannot start an HTTP client: {e}")))
+}
+
 fn expected_sha256(resp: &reqwest::blocking::Response) -> Option<String> {
     for name in ["x-linked-etag", "etag"] {
         if let Some(v) = resp.headers().get(name).and_then(|v| v.to_str().ok()) {
@@ -240,7 +246,9 @@ fn expected_sha256(resp: &reqwest::blocking::Response) -> Option<String> {
     None
 }
 
-fn fetch_to(
+/// Streams `resp` into `dest` through a temporary file beside it, checking
+/// the length and any sha256 the server states, reporting progress.
+pub(crate) fn fetch_to(
     mut resp: reqwest::blocking::Response,
     url: &str,
     dest: &Path,

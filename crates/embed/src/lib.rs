@@ -31,6 +31,7 @@ mod hash;
 mod hub;
 mod local;
 mod model_files;
+pub mod pypi;
 mod spec;
 mod unigram;
 

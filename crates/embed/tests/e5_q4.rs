@@ -9,35 +9,18 @@
 //! and pass.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
+use common::cos;
+
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use mnemo_core::{EmbedError, EmbedKind, Embedder};
 use mnemo_embed::{E5Q4Embedder, LocalEmbedder, LocalModelSpec, E5_Q4_FILE, E5_Q4_MODEL};
 
-fn cos(a: &[f32], b: &[f32]) -> f32 {
-    let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
-    let na: f32 = a.iter().map(|x| x * x).sum::<f32>().sqrt();
-    let nb: f32 = b.iter().map(|x| x * x).sum::<f32>().sqrt();
-    dot / (na * nb)
-}
-
 fn model_path() -> Option<PathBuf> {
-    let p = match std::env::var_os("MNEMO_TEST_E5_MODEL").filter(|v| !v.is_empty()) {
-        Some(p) => PathBuf::from(p),
-        None => Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../.mnemo-models/multilingual-e5-small-q4"),
-    };
-    let file = if p.is_dir() { p.join(E5_Q4_FILE) } else { p };
-    if file.is_file() {
-        Some(file)
-    } else {
-        eprintln!(
-            "skipped: {} is missing (run scripts/fetch-models.sh or set MNEMO_TEST_E5_MODEL)",
-            file.display()
-        );
-        None
-    }
+    common::e5_model_file()
 }
 
 fn model() -> Option<&'static E5Q4Embedder> {

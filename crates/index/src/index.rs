@@ -539,7 +539,7 @@ impl MemoryIndex {
                         message: msg,
                     });
                 }
-                let days = search::date_in_path(&f.rel).map(|d| (d, d));
+                let days = when::date_in_path(&f.rel).map(|d| (d, d));
                 let chunks = chunk::chunk_markdown(&text, &limits)
                     .into_iter()
                     .map(|c| (c, days))

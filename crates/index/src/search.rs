@@ -186,27 +186,6 @@ pub(crate) fn date_boost(
     }
 }
 
-/// A `YYYY-MM-DD` in the file name of `path`.
-pub(crate) fn date_in_path(path: &str) -> Option<NaiveDate> {
-    let name = path.rsplit('/').next().unwrap_or(path);
-    let b = name.as_bytes();
-    (0..b.len().saturating_sub(9)).find_map(|i| {
-        let s = name.get(i..i + 10)?;
-        let ok = s.bytes().enumerate().all(|(j, c)| {
-            if j == 4 || j == 7 {
-                c == b'-'
-            } else {
-                c.is_ascii_digit()
-            }
-        });
-        if ok {
-            NaiveDate::parse_from_str(s, "%Y-%m-%d").ok()
-        } else {
-            None
-        }
-    })
-}
-
 /// Decay factor of a chunk: `exp(-ln2 / half_life * age_days)`, the age
 /// counted from the last day it speaks from (its messages, a daily log's
 /// name). Evergreen files (MEMORY.md, undated files under memory/ and extra
@@ -215,7 +194,7 @@ pub(crate) fn decay_factor(chunk: &ChunkRecord, today: NaiveDate, half_life_days
     let date = match chunk
         .days
         .map(|d| d.1)
-        .or_else(|| date_in_path(&chunk.path))
+        .or_else(|| when::date_in_path(&chunk.path))
     {
         Some(d) => d,
         None if chunk.source == crate::types::Source::Memory => return 1.0,
@@ -373,10 +352,10 @@ mod tests {
     #[test]
     fn dates_and_decay() {
         assert_eq!(
-            date_in_path("memory/2026-01-31-trip.md"),
+            when::date_in_path("memory/2026-01-31-trip.md"),
             NaiveDate::from_ymd_opt(2026, 1, 31)
         );
-        assert_eq!(date_in_path("memory/2026-1-31.md"), None);
+        assert_eq!(when::date_in_path("memory/2026-1-31.md"), None);
         let today = NaiveDate::from_ymd_opt(2026, 3, 2).unwrap();
         let mk = |path: &str, source| ChunkRecord {
             id: 1,

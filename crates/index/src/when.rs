@@ -1,6 +1,6 @@
-//! Dates named in a query ("on 3 June 2023", "in May", "April 27th",
-//! "2023-06-03", "5月2日", "yesterday") and how close a chunk's days are to
-//! them. People ask memory about a time as often as about a topic; the
+//! Dates: those named in a query ("on 3 June 2023", "in May", "April 27th",
+//! "2023-06-03", "5月2日", "yesterday"), the one in a daily log's file name,
+//! and how close a chunk's days are to the query's. People ask memory about a time as often as about a topic; the
 //! words of a date rarely occur in the text itself (a session log carries
 //! its dates as timestamps, a daily log in its file name), so keyword and
 //! vector search alone cannot use them.
@@ -128,6 +128,27 @@ pub(crate) fn affinity(periods: &[Period], first: NaiveDate, last: NaiveDate) ->
     } else {
         best
     }
+}
+
+/// A `YYYY-MM-DD` in the file name of `path`.
+pub(crate) fn date_in_path(path: &str) -> Option<NaiveDate> {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let b = name.as_bytes();
+    (0..b.len().saturating_sub(9)).find_map(|i| {
+        let s = name.get(i..i + 10)?;
+        let ok = s.bytes().enumerate().all(|(j, c)| {
+            if j == 4 || j == 7 {
+                c == b'-'
+            } else {
+                c.is_ascii_digit()
+            }
+        });
+        if ok {
+            NaiveDate::parse_from_str(s, "%Y-%m-%d").ok()
+        } else {
+            None
+        }
+    })
 }
 
 /// The days, in the index's `range`, where a chunk's affinity to one of

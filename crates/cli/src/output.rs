@@ -1,6 +1,43 @@
-//! Error reporting and exit codes at the binary's edge.
+//! Error reporting, exit codes and progress bars at the binary's edge.
 
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use mnemo::DownloadProgress;
 use mnemo_core::ErrorCode;
+
+/// A bar drawn on stderr when stderr is a terminal and hidden otherwise, so
+/// that logs, pipes and tests get only the result lines.
+pub fn stderr_bar(template: &str) -> ProgressBar {
+    let bar = ProgressBar::hidden();
+    if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        bar.set_draw_target(ProgressDrawTarget::stderr());
+    }
+    bar.set_style(
+        ProgressStyle::with_template(template)
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
+    bar
+}
+
+/// Shows a model download (the first run's ~90 MB) on `bar`, file by file.
+pub fn show_download(bar: &ProgressBar) -> impl FnMut(&DownloadProgress) + '_ {
+    move |p: &DownloadProgress| {
+        bar.set_length(p.total.unwrap_or(0));
+        bar.set_position(p.bytes);
+        bar.set_message(format!(
+            "downloading the embedding model: {} ({}/{})",
+            p.file,
+            p.file_index + 1,
+            p.file_count
+        ));
+        if p.done && p.file_index + 1 == p.file_count {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+/// The template for [`show_download`]'s bar.
+pub const DOWNLOAD_BAR: &str = "{msg} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec}";
 
 /// Prints `err` with its causes and returns the exit code for it.
 pub fn report_error(err: &anyhow::Error) -> i32 {

@@ -47,7 +47,7 @@ use crate::error::{Error, Result};
 use crate::fast_bert::{BertParts, FastBert, Layer, WordTable};
 use crate::local::embed_sorted;
 use crate::model_files::Pooling;
-use crate::spec::{Engine, LocalModelSpec, DEFAULT_MODEL};
+use crate::spec::{Engine, LocalModelSpec};
 use crate::unigram::{with_specials, Unigram, UnigramParts};
 
 /// The model name to put in `[embedder] model` for this file.
@@ -621,12 +621,12 @@ impl E5Q4Embedder {
             key.update(part.as_bytes());
             key.update([0u8]);
         }
-        // The default model name belongs to MiniLM: when only `path` was
-        // set, name this model rather than mislabel its vectors.
-        let model = if spec.model == DEFAULT_MODEL {
-            E5_Q4_MODEL.to_string()
-        } else {
+        // Whatever folder name or model id brought us here, the vectors are
+        // this model's: name it so, and the index keys its cache by it.
+        let model = if is_e5_q4_name(&spec.model) {
             spec.model.clone()
+        } else {
+            E5_Q4_MODEL.to_string()
         };
         Ok(E5Q4Embedder {
             file,

@@ -305,16 +305,7 @@ pub(crate) fn fetch_to(
         .map_err(|e| Error::io(format!("cannot create {}", parent.display()), e))?;
     let total = resp.content_length();
     let want_sha = expected_sha256(&resp);
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".download-")
-        .suffix(".part")
-        .tempfile_in(parent)
-        .map_err(|e| {
-            Error::io(
-                format!("cannot create a temporary file in {}", parent.display()),
-                e,
-            )
-        })?;
+    let mut tmp = cache_temp_file(parent, ".download-")?;
     let tmp_path = tmp.path().to_path_buf();
     let mut out = HashingWriter::new(tmp.as_file_mut());
     let mut buf = vec![0u8; 256 * 1024];
@@ -369,16 +360,27 @@ pub(crate) fn fetch_to(
     Ok(got)
 }
 
+/// A temporary file in the cache folder `dir`, renamed into place once
+/// complete. Readable by everyone like the rest of a model cache (tempfile's
+/// own default is owner-only), so one cache can serve several users.
+pub(crate) fn cache_temp_file(dir: &Path, prefix: &str) -> Result<tempfile::NamedTempFile> {
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(prefix).suffix(".part");
+    #[cfg(unix)]
+    builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644));
+    builder.tempfile_in(dir).map_err(|e| {
+        Error::io(
+            format!("cannot create a temporary file in {}", dir.display()),
+            e,
+        )
+    })
+}
+
 fn write_atomic(path: &Path, data: &[u8]) -> Result<()> {
     let parent = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(parent)
         .map_err(|e| Error::io(format!("cannot create {}", parent.display()), e))?;
-    let mut tmp = tempfile::NamedTempFile::new_in(parent).map_err(|e| {
-        Error::io(
-            format!("cannot create a temporary file in {}", parent.display()),
-            e,
-        )
-    })?;
+    let mut tmp = cache_temp_file(parent, ".write-")?;
     tmp.write_all(data)
         .map_err(|e| Error::io(format!("cannot write {}", path.display()), e))?;
     tmp.persist(path)

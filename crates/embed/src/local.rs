@@ -128,11 +128,16 @@ impl LocalEmbedder {
     }
 
     /// A sentence-transformers folder, or the e5 4-bit file (or its folder).
+    /// What the path holds decides; the model name only when it holds
+    /// neither (so the error speaks of the model that was asked for).
     fn load_path(path: &Path, spec: &LocalModelSpec) -> Result<Self> {
-        if e5q4::is_e5_q4_name(&spec.model) || e5q4::find_model_file(path).is_some() {
+        let bert_folder = path.join("config.json").is_file();
+        if e5q4::find_model_file(path).is_some()
+            || (!bert_folder && e5q4::is_e5_q4_name(&spec.model))
+        {
             return Ok(Self::e5(E5Q4Embedder::load_spec(path, spec)?));
         }
-        Self::load_dir(path, spec)
+        Self::load_dir(path, &spec.named_by_folder(path))
     }
 
     /// Loads `model_id` at `revision` from a Hugging Face hub cache

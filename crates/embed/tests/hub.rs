@@ -14,7 +14,7 @@ use common::{cos, model_dir, REF_A, REF_B, REF_COS};
 use mnemo_core::{EmbedKind, Embedder};
 use mnemo_embed::{download, DownloadProgress, LocalEmbedder, LocalModelSpec};
 
-const MODEL_ID: &str = "sentence-transformers/all-MiniLM-L6-v2";
+const MODEL_ID: &str = mnemo_embed::MINILM_MODEL;
 const FILES: [&str; 5] = [
     "config.json",
     "tokenizer.json",
@@ -60,6 +60,7 @@ fn loads_from_a_hugging_face_cache_layout() {
     LocalEmbedder::from_hf_cache(MODEL_ID, commit, Some(cache.path())).unwrap();
     // resolve() finds it without downloading.
     let spec = LocalModelSpec {
+        model: MODEL_ID.into(),
         cache_dir: Some(cache.path().to_path_buf()),
         download: false,
         ..Default::default()
@@ -206,6 +207,7 @@ fn resolve_downloads_when_the_cache_lacks_the_model() {
     let hub = start_hub(model_dir(), "feedface", None);
     let cache = tempfile::tempdir().unwrap();
     let spec = LocalModelSpec {
+        model: MODEL_ID.into(),
         cache_dir: Some(cache.path().to_path_buf()),
         endpoint: Some(hub.url),
         ..Default::default()
@@ -239,6 +241,7 @@ fn a_failed_download_says_what_to_do_and_leaves_no_partial_files() {
     assert!(!snap.join("model.safetensors").exists());
 
     let spec = LocalModelSpec {
+        model: MODEL_ID.into(),
         cache_dir: Some(cache.path().to_path_buf()),
         endpoint: Some(hub.url),
         ..Default::default()
@@ -254,6 +257,7 @@ fn a_failed_download_says_what_to_do_and_leaves_no_partial_files() {
 fn no_network_no_cache_gives_a_clear_error() {
     let cache = tempfile::tempdir().unwrap();
     let spec = LocalModelSpec {
+        model: MODEL_ID.into(),
         cache_dir: Some(cache.path().to_path_buf()),
         download: false,
         ..Default::default()
@@ -276,6 +280,13 @@ fn missing_folder_and_corrupt_files_give_clear_errors() {
         msg.contains("nope") && msg.contains("fetch-models.sh"),
         "{msg}"
     );
+    // A sentence-transformers folder under the default model name loads as
+    // what it is, named after its folder.
+    let by_path = LocalEmbedder::resolve(&LocalModelSpec::from_path(model_dir())).unwrap();
+    assert_eq!(by_path.id().model, "all-MiniLM-L6-v2");
+    assert_eq!(by_path.multilingual(), Some(false));
+    check_reference(&by_path);
+
     let spec = LocalModelSpec::from_path(&missing);
     let msg = LocalEmbedder::resolve(&spec).unwrap_err().to_string();
     assert!(

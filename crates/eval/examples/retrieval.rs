@@ -9,6 +9,9 @@
 //!     [--vector-weight W] [--model DIR[+DIR]] [--json-dir DIR] [--sweep SPEC;SPEC...]
 //! ```
 //!
+//! `--model` defaults to the default model's copy in
+//! `.mnemo-models/multilingual-e5-small-q4` (scripts/fetch-models.sh).
+//!
 //! `--model A+B` pairs two local models (cosine = the mean of theirs), to
 //! measure whether an ensemble beats either model alone.
 //!
@@ -208,13 +211,10 @@ fn main() -> anyhow::Result<()> {
     let file = file.ok_or_else(|| anyhow::anyhow!("give the benchmark file"))?;
     let ds = Dataset::load(&file)?;
     if modes.iter().any(|m| m.needs_embedder()) {
+        // The default model, as scripts/fetch-models.sh stores it.
         let dir = model.unwrap_or_else(|| {
-            std::env::var_os("MNEMO_TEST_MODEL_DIR")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| {
-                    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-                        .join("../../.mnemo-models/all-MiniLM-L6-v2")
-                })
+            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("../../.mnemo-models/multilingual-e5-small-q4")
         });
         let load = |dir: &std::path::Path| -> anyhow::Result<Arc<dyn Embedder>> {
             Ok(Arc::new(mnemo_embed::LocalEmbedder::load(dir).map_err(

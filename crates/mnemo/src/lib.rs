@@ -11,6 +11,7 @@ use mnemo_core::{Config, Embedder, ErrorCode, Workspace};
 use serde::{Deserialize, Serialize};
 
 pub use mnemo_core as core;
+pub use mnemo_embed::DownloadProgress;
 pub use mnemo_index as index;
 pub use mnemo_store as store;
 
@@ -52,7 +53,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum EmbedderKind {
-    /// The local model (all-MiniLM-L6-v2 unless configured otherwise).
+    /// The local model (multilingual-e5-small, 4-bit, unless configured otherwise).
     #[default]
     Local,
     /// An OpenAI-compatible `/v1/embeddings` endpoint.
@@ -129,10 +130,19 @@ impl Mnemo {
     /// a warning that says how to fix it; a misconfigured remote embedder is
     /// an error.
     pub fn embedder(&self) -> Result<EmbedderChoice> {
+        self.embedder_with_progress(&mut |_| {})
+    }
+
+    /// [`Mnemo::embedder`], reporting the model's download when the first
+    /// call has to fetch it.
+    pub fn embedder_with_progress(
+        &self,
+        progress: &mut dyn FnMut(&DownloadProgress),
+    ) -> Result<EmbedderChoice> {
         if let Some(c) = self.embedder.get() {
             return Ok(c.clone());
         }
-        let choice = build_embedder(&self.config)?;
+        let choice = build_embedder_with_progress(&self.config, progress)?;
         Ok(self.embedder.get_or_init(|| choice).clone())
     }
 
@@ -154,6 +164,14 @@ impl Mnemo {
 
 /// Builds the embedder `config` asks for.
 pub fn build_embedder(config: &Config) -> Result<EmbedderChoice> {
+    build_embedder_with_progress(config, &mut |_| {})
+}
+
+/// [`build_embedder`], reporting a local model's download.
+pub fn build_embedder_with_progress(
+    config: &Config,
+    progress: &mut dyn FnMut(&DownloadProgress),
+) -> Result<EmbedderChoice> {
     let kind: KindOnly = config.section("embedder")?;
     match kind.kind {
         EmbedderKind::None => Ok(EmbedderChoice {
@@ -179,7 +197,7 @@ pub fn build_embedder(config: &Config) -> Result<EmbedderChoice> {
         }
         EmbedderKind::Local => {
             let spec: mnemo_embed::LocalModelSpec = config.section("embedder")?;
-            match mnemo_embed::LocalEmbedder::resolve(&spec) {
+            match mnemo_embed::LocalEmbedder::resolve_with_progress(&spec, progress) {
                 Ok(e) => Ok(EmbedderChoice { embedder: Some(Arc::new(e)), warning: None }),
                 Err(e) => Ok(EmbedderChoice {
                     embedder: None,

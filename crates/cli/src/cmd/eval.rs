@@ -5,10 +5,10 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Result};
 use clap::{Args, Subcommand, ValueEnum};
-use indicatif::{ProgressBar, ProgressStyle};
 use mnemo_eval::{EvalOptions, EvalReport, EvalStage, EvalUnit, RetrievalMode};
 
 use crate::ctx::GlobalArgs;
+use crate::output::{show_download, stderr_bar, DOWNLOAD_BAR};
 
 /// Evaluations.
 #[derive(Debug, Subcommand)]
@@ -86,7 +86,9 @@ fn retrieval(args: RetrievalArgs, global: &GlobalArgs) -> Result<()> {
     };
     let needs_model = modes.iter().any(|m| *m != RetrievalMode::Keyword);
     if needs_model {
-        let choice = mnemo::build_embedder(&ctx.config)?;
+        let bar = stderr_bar(DOWNLOAD_BAR);
+        let choice = mnemo::build_embedder_with_progress(&ctx.config, &mut show_download(&bar))?;
+        bar.finish_and_clear();
         match choice.embedder {
             Some(e) => base.embedder = Some(e),
             None => bail!(
@@ -102,17 +104,7 @@ fn retrieval(args: RetrievalArgs, global: &GlobalArgs) -> Result<()> {
         if mode == RetrievalMode::Keyword {
             opts.embedder = None;
         }
-        let bar = ProgressBar::hidden();
-        if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
-            bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
-        }
-        bar.set_style(
-            ProgressStyle::with_template(
-                "{msg:>28} [{bar:30}] {pos}/{len} conversations {elapsed}",
-            )
-            .unwrap_or_else(|_| ProgressStyle::default_bar())
-            .progress_chars("=> "),
-        );
+        let bar = stderr_bar("{msg:>28} [{bar:30}] {pos}/{len} conversations {elapsed}");
         let progress = |p: &mnemo_eval::EvalProgress| {
             bar.set_length(p.conversations_total as u64);
             bar.set_position(p.conversations_done as u64);

@@ -5,11 +5,11 @@ use std::sync::Arc;
 
 use anyhow::Result;
 use clap::Args;
-use indicatif::{ProgressBar, ProgressStyle};
 use mnemo::Mnemo;
 use mnemo_index::{MemoryIndex, SearchRequest, SyncProgress, SyncReport};
 
 use crate::ctx::GlobalArgs;
+use crate::output::{show_download, stderr_bar, DOWNLOAD_BAR};
 
 /// Arguments of `mnemo index`.
 #[derive(Debug, Args)]
@@ -64,21 +64,15 @@ fn open(global: &GlobalArgs) -> Result<(Mnemo, Arc<MemoryIndex>, Option<String>)
     let ctx = global.ctx()?;
     ctx.require_initialised()?;
     let m = Mnemo::open(ctx.workspace, ctx.config)?;
-    let warning = m.embedder()?.warning;
+    let bar = stderr_bar(DOWNLOAD_BAR);
+    let warning = m.embedder_with_progress(&mut show_download(&bar))?.warning;
+    bar.finish_and_clear();
     let index = m.index()?;
     Ok((m, index, warning))
 }
 
 fn sync_with_bar(index: &MemoryIndex, force: bool) -> Result<SyncReport> {
-    let bar = ProgressBar::hidden();
-    if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
-        bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
-    }
-    bar.set_style(
-        ProgressStyle::with_template("{spinner} indexing [{bar:30}] {pos}/{len} files {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar())
-            .progress_chars("=> "),
-    );
+    let bar = stderr_bar("{spinner} indexing [{bar:30}] {pos}/{len} files {msg}");
     let progress = |p: SyncProgress| match p {
         SyncProgress::Started { total, .. } => bar.set_length(total as u64),
         SyncProgress::File { done, .. } => bar.set_position(done as u64),

@@ -20,16 +20,34 @@ pub fn stderr_bar(template: &str) -> ProgressBar {
 }
 
 /// Shows a model download (the first run's ~90 MB) on `bar`, file by file.
+/// Without a terminal, one line per file says why the first run is slow.
 pub fn show_download(bar: &ProgressBar) -> impl FnMut(&DownloadProgress) + '_ {
+    let mut announced = None;
     move |p: &DownloadProgress| {
+        // A wheel's full name (platform tags and all) would wrap the line.
+        let name = match p.file.strip_suffix(".whl") {
+            Some(w) => w.splitn(3, '-').take(2).collect::<Vec<_>>().join("-"),
+            None => p.file.clone(),
+        };
+        let msg = if p.file_count > 1 {
+            format!("downloading {name} ({}/{})", p.file_index + 1, p.file_count)
+        } else {
+            format!("downloading {name}")
+        };
+        if bar.is_hidden() {
+            if announced != Some(p.file_index) {
+                announced = Some(p.file_index);
+                let size = p
+                    .total
+                    .map(|t| format!(" ({:.1} MB)", t as f64 / 1e6))
+                    .unwrap_or_default();
+                eprintln!("mnemo: {msg}{size} for the embedding model (once; it is cached)");
+            }
+            return;
+        }
         bar.set_length(p.total.unwrap_or(0));
         bar.set_position(p.bytes);
-        bar.set_message(format!(
-            "downloading the embedding model: {} ({}/{})",
-            p.file,
-            p.file_index + 1,
-            p.file_count
-        ));
+        bar.set_message(msg);
         if p.done && p.file_index + 1 == p.file_count {
             bar.finish_and_clear();
         }
@@ -37,7 +55,7 @@ pub fn show_download(bar: &ProgressBar) -> impl FnMut(&DownloadProgress) + '_ {
 }
 
 /// The template for [`show_download`]'s bar.
-pub const DOWNLOAD_BAR: &str = "{msg} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec}";
+pub const DOWNLOAD_BAR: &str = "{msg} [{bar:25}] {bytes}/{total_bytes} {bytes_per_sec}";
 
 /// Prints `err` with its causes and returns the exit code for it.
 pub fn report_error(err: &anyhow::Error) -> i32 {

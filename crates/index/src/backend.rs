@@ -128,6 +128,10 @@ pub trait IndexBackend: Send + Sync {
     ) -> Result<Vec<i64>>;
     /// The earliest and latest day chunks begin to speak from.
     fn day_range(&self) -> Result<Option<(NaiveDate, NaiveDate)>>;
+    /// Deletes embedding-cache rows that no chunk uses, least recently
+    /// written first, until at most `keep` rows remain (rows in use always
+    /// stay). Returns how many were deleted.
+    fn prune_embedding_cache(&self, keep: usize) -> Result<usize>;
     /// Chunks by id (any order).
     fn chunks(&self, ids: &[i64]) -> Result<Vec<ChunkRecord>>;
     /// Cached vectors of the backend's model for these chunk hashes.

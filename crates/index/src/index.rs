@@ -479,6 +479,10 @@ impl MemoryIndex {
             report.removed.push(path.clone());
         }
         report.indexed.sort();
+        if report.chunks_written > 0 || !report.removed.is_empty() {
+            report.cache_pruned =
+                backend.prune_embedding_cache(self.inner.settings.index.embedding_cache_max)?;
+        }
         Ok(())
     }
 

@@ -114,6 +114,11 @@ pub struct IndexOptions {
     /// top-10 as `"exact"` in the tests and benchmarks at about a third of
     /// the time) or `"exact"` (f32 dot product with every vector).
     pub vector_scan: VectorScan,
+    /// Most rows the embedding cache keeps. Vectors that no chunk uses any
+    /// more (an edited paragraph, a transcript's old tail, another model's)
+    /// are deleted after a sync beyond this many, oldest first; vectors in
+    /// use always stay. About 1.6 KB per 384-dimension row.
+    pub embedding_cache_max: usize,
 }
 
 impl Default for IndexOptions {
@@ -129,6 +134,9 @@ impl Default for IndexOptions {
             extra_paths: Vec::new(),
             watch_debounce_ms: 1500,
             vector_scan: VectorScan::Int8,
+            // OpenClaw's cap: room for edits and reverts without growing
+            // forever (about 80 MB of 384-d rows at the cap).
+            embedding_cache_max: 50_000,
         }
     }
 }

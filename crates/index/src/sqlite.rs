@@ -689,6 +689,25 @@ impl IndexBackend for SqliteBackend {
         Ok(())
     }
 
+    fn prune_embedding_cache(&self, keep: usize) -> Result<usize> {
+        let mut conn = lock(&self.writer);
+        let rows: i64 = conn.query_row("SELECT count(*) FROM embedding_cache", [], |r| r.get(0))?;
+        let excess = rows.saturating_sub(i64::try_from(keep).unwrap_or(i64::MAX));
+        if excess <= 0 {
+            return Ok(0);
+        }
+        let tx = conn.transaction()?;
+        let deleted = tx.execute(
+            "DELETE FROM embedding_cache WHERE rowid IN (
+                 SELECT e.rowid FROM embedding_cache e
+                 WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.hash = e.hash)
+                 ORDER BY e.updated_at LIMIT ?1)",
+            params![excess],
+        )?;
+        tx.commit()?;
+        Ok(deleted)
+    }
+
     fn keyword_search(
         &self,
         tokens: &[String],

@@ -225,6 +225,9 @@ pub struct SyncReport {
     pub chunks_embedded: usize,
     /// Chunks whose vector came from the embedding cache.
     pub cache_hits: usize,
+    /// Unused vectors deleted from the embedding cache to keep it within
+    /// `[index] embedding_cache_max`.
+    pub cache_pruned: usize,
     /// Files with problems (lossy UTF-8, unreadable, embedder failure). The
     /// sync went on with the other files.
     pub issues: Vec<FileIssue>,

@@ -298,3 +298,61 @@ fn watch_reindexes_after_a_change() {
         .unwrap();
     assert_eq!(r.results[0].path, "memory/watched.md");
 }
+
+/// Every edit leaves the old version's vectors in the embedding cache; past
+/// `embedding_cache_max` the unused ones go, oldest first, and the vectors
+/// in use stay whatever the cap.
+#[test]
+fn the_embedding_cache_stays_within_its_cap() {
+    let f = Fixture::new();
+    f.write("MEMORY.md", "# Core\n- Dana lives in Porto.\n");
+    let mut settings = IndexSettings::default();
+    settings.index.embedding_cache_max = 3;
+    let index = MemoryIndex::open(&f.ws, settings, Some(model())).unwrap();
+    let rows = |index: &MemoryIndex| -> (i64, i64) {
+        let db = rusqlite::Connection::open(index.status().unwrap().db_path).unwrap();
+        let total = db
+            .query_row("SELECT count(*) FROM embedding_cache", [], |r| r.get(0))
+            .unwrap();
+        let unused = db
+            .query_row(
+                "SELECT count(*) FROM embedding_cache e
+                 WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.hash = e.hash)",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        (total, unused)
+    };
+    let mut pruned = 0;
+    for day in 1..=8 {
+        f.write(
+            "memory/notes.md",
+            format!("# Notes\n\nVersion {day}: the release train leaves on day {day}.\n"),
+        );
+        pruned += index.sync(&|_| {}).unwrap().cache_pruned;
+        let (total, unused) = rows(&index);
+        assert!(total <= 3, "version {day}: {total} rows");
+        assert!(unused <= 1, "version {day}: {unused} unused rows");
+    }
+    assert!(pruned >= 5, "{pruned}");
+    let st = index.status().unwrap();
+    assert_eq!(st.vectors, st.chunks, "every chunk keeps its vector");
+    let hits = index
+        .search(&SearchRequest::new("when does the release train leave"))
+        .unwrap();
+    assert_eq!(hits.mode, SearchMode::Hybrid);
+    assert!(hits.results[0].snippet.contains("Version 8"), "{hits:?}");
+
+    // A cap below what is in use deletes nothing that is in use.
+    let mut settings = IndexSettings::default();
+    settings.index.embedding_cache_max = 0;
+    let strict = MemoryIndex::open(&f.ws, settings, Some(model())).unwrap();
+    f.write("MEMORY.md", "# Core\n- Dana lives in Lisbon now.\n");
+    strict.sync(&|_| {}).unwrap();
+    let (total, unused) = rows(&strict);
+    assert_eq!(unused, 0);
+    let st = strict.status().unwrap();
+    assert_eq!(total as usize, st.chunks);
+    assert_eq!(st.vectors, st.chunks);
+}

@@ -86,7 +86,7 @@ fn sync_with_bar(index: &MemoryIndex, force: bool) -> Result<SyncReport> {
 
 fn print_report(report: &SyncReport) {
     eprintln!(
-        "{}indexed {} file(s), removed {}, {} chunk(s) written, {} embedded, {} from cache",
+        "{}indexed {} file(s), removed {}, {} chunk(s) written, {} embedded, {} from cache{}",
         if report.full_rebuild {
             "full rebuild: "
         } else {
@@ -96,7 +96,12 @@ fn print_report(report: &SyncReport) {
         report.removed.len(),
         report.chunks_written,
         report.chunks_embedded,
-        report.cache_hits
+        report.cache_hits,
+        if report.cache_pruned > 0 {
+            format!(", {} unused cached vector(s) dropped", report.cache_pruned)
+        } else {
+            String::new()
+        }
     );
     for issue in &report.issues {
         eprintln!("warning: {}: {}", issue.path, issue.message);

@@ -16,6 +16,7 @@ use sha2::{Digest, Sha256};
 use crate::backend::{ChunkRecord, FileRecord, IndexBackend, NewChunk};
 use crate::chunk::{self, Chunk, ChunkLimits};
 use crate::error::{IndexError, Result};
+use crate::redact;
 use crate::scan::{self, Found};
 use crate::search::{self, Candidate};
 use crate::settings::IndexSettings;
@@ -246,6 +247,14 @@ impl MemoryIndex {
             (
                 "session_tool_results",
                 self.inner.settings.index.session_tool_results.to_string(),
+            ),
+            (
+                "transcript_redaction",
+                if self.inner.settings.index.redact_transcripts {
+                    format!("v{}", redact::RULES_VERSION)
+                } else {
+                    "off".to_string()
+                },
             ),
         ]
     }
@@ -515,7 +524,9 @@ impl MemoryIndex {
         type Days = Option<(chrono::NaiveDate, chrono::NaiveDate)>;
         let (chunks, session_key): (Vec<(Chunk, Days)>, Option<String>) = match f.source {
             Source::Sessions => {
-                let t = transcript::parse(&text, self.inner.settings.index.session_tool_results);
+                let opts = &self.inner.settings.index;
+                let t =
+                    transcript::parse(&text, opts.session_tool_results, opts.redact_transcripts);
                 if t.skipped_lines > 0 {
                     report.issues.push(FileIssue {
                         path: f.rel.clone(),

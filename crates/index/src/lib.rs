@@ -27,6 +27,7 @@ pub mod backend;
 pub mod chunk;
 mod error;
 mod index;
+mod redact;
 mod scan;
 mod search;
 mod settings;

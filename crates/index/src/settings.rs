@@ -103,6 +103,10 @@ pub struct IndexOptions {
     pub sessions: bool,
     /// Include tool results in transcripts (they are long and noisy).
     pub session_tool_results: bool,
+    /// Replace secrets (API keys, tokens, private keys, passwords in URLs
+    /// and assignments) in the index's copy of session transcripts; the
+    /// session logs keep every word.
+    pub redact_transcripts: bool,
     /// More Markdown files or folders to index, relative to the workspace
     /// and inside it (absolute paths and `..` are refused: link the folder
     /// into the workspace instead). They are also readable by `memory_get`.
@@ -131,6 +135,7 @@ impl Default for IndexOptions {
             chunk_overlap: 16,
             sessions: true,
             session_tool_results: false,
+            redact_transcripts: true,
             extra_paths: Vec::new(),
             watch_debounce_ms: 1500,
             vector_scan: VectorScan::Int8,

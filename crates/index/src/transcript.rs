@@ -2,6 +2,8 @@
 //! text for indexing, with each message's ordinal and JSONL line kept so a
 //! hit maps back to the messages it came from.
 
+use std::borrow::Cow;
+
 use chrono::NaiveDate;
 use mnemo_core::{Message, Role};
 use serde_json::Value;
@@ -40,7 +42,9 @@ fn day_of(timestamp: &str) -> Option<NaiveDate> {
 }
 
 /// Parses a JSONL session log. Malformed lines are counted and skipped.
-pub(crate) fn parse(text: &str, include_tools: bool) -> Transcript {
+/// With `redact`, secrets in the rendered text are replaced (see
+/// [`crate::redact`]).
+pub(crate) fn parse(text: &str, include_tools: bool, redact: bool) -> Transcript {
     let mut t = Transcript::default();
     let mut ordinal = 0usize;
     for (i, line) in text.lines().enumerate() {
@@ -66,7 +70,12 @@ pub(crate) fn parse(text: &str, include_tools: bool) -> Transcript {
         let this = ordinal;
         ordinal += 1;
         t.days.push(msg.timestamp.as_deref().and_then(day_of));
-        if let Some(text) = render(&msg, include_tools) {
+        if let Some(mut text) = render(&msg, include_tools) {
+            if redact {
+                if let Cow::Owned(clean) = crate::redact::redact(&text) {
+                    text = clean;
+                }
+            }
             t.messages.push(RenderedMessage {
                 ordinal: this,
                 line: i + 1,
@@ -160,7 +169,7 @@ mod tests {
             r#"{"role":"user","content":"hi","name":"Bob"}"#,
         ]
         .join("\n");
-        let t = parse(&log, false);
+        let t = parse(&log, false, true);
         assert_eq!(t.key.as_deref(), Some("cli:abc"));
         assert_eq!(t.skipped_lines, 1);
         let got: Vec<(usize, usize, &str)> = t
@@ -176,7 +185,7 @@ mod tests {
                 (5, 9, "Bob: hi")
             ]
         );
-        let with_tools = parse(&log, true);
+        let with_tools = parse(&log, true, true);
         assert!(with_tools
             .messages
             .iter()

@@ -485,3 +485,59 @@ fn a_date_never_buries_an_exact_identifier() {
     assert_eq!(r.results[0].path, "memory/2023-09-22.md", "{r:#?}");
     assert!(r.results.iter().all(|h| (0.0..=1.0).contains(&h.score)));
 }
+
+/// Secrets said in a session reach neither the keyword index nor the
+/// snippets; the session log itself keeps them, and turning redaction off
+/// (a full rebuild) indexes them as written.
+#[test]
+fn secrets_in_transcripts_are_redacted_in_the_index_only() {
+    let f = Fixture::new();
+    let key = "sk-proj-Zq8vN3kT5rX1wY7uB2mC4dE6fG9hJ0aL";
+    let log = session_log(
+        "cli:ops",
+        "2026-05-04T09:00:00",
+        &[
+            (
+                "user",
+                &format!("Here is the billing API key for the invoice job: {key}"),
+            ),
+            (
+                "assistant",
+                "Noted. The invoice job reads it from postgres://billing:Pa55w0rd-x@db:5432/inv as well.",
+            ),
+        ],
+    );
+    f.write("sessions/cli_ops.jsonl", &log);
+    let index = open(&f, false);
+    index.sync(&|_| {}).unwrap();
+
+    let hits = index
+        .search(&SearchRequest::new("billing invoice job"))
+        .unwrap();
+    let snippets: String = hits.results.iter().map(|r| r.snippet.as_str()).collect();
+    assert!(snippets.contains("invoice job"), "{hits:?}");
+    assert!(snippets.contains("[redacted]"), "{snippets}");
+    assert!(
+        !snippets.contains(key) && !snippets.contains("Pa55w0rd"),
+        "{snippets}"
+    );
+    let by_secret = index.search(&SearchRequest::new(key)).unwrap();
+    assert!(
+        by_secret.results.iter().all(|r| !r.snippet.contains(key)),
+        "{by_secret:?}"
+    );
+    let on_disk = std::fs::read_to_string(f.ws.root().join("sessions/cli_ops.jsonl")).unwrap();
+    assert!(on_disk.contains(key), "the log keeps every word");
+
+    let mut settings = IndexSettings::default();
+    settings.index.redact_transcripts = false;
+    let plain = MemoryIndex::open(&f.ws, settings, None).unwrap();
+    assert!(plain.sync(&|_| {}).unwrap().full_rebuild);
+    let hits = plain
+        .search(&SearchRequest::new("billing invoice job"))
+        .unwrap();
+    assert!(
+        hits.results.iter().any(|r| r.snippet.contains(key)),
+        "{hits:?}"
+    );
+}

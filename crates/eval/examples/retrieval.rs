@@ -17,7 +17,7 @@
 //!
 //! `--sweep` runs several configurations in one process, each SPEC a comma
 //! list of `chunk=N`, `overlap=N`, `fusion=weighted|rrf`, `vw=W`, `date=B` (date_boost),
-//! `context=C` (file_context) applied on top
+//! `context=C` (file_context), `redact=true|false` (redact_transcripts) applied on top
 //! of the other flags. Vectors are memoised by text across configurations and
 //! conversations, so a sweep over fusion settings embeds each chunk once.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -143,6 +143,7 @@ fn apply_spec(opts: &mut EvalOptions, spec: &str) -> anyhow::Result<()> {
             }
             "date" => opts.index_settings.search.date_boost = v.parse()?,
             "context" => opts.index_settings.search.file_context = v.parse()?,
+            "redact" => opts.index_settings.index.redact_transcripts = v.parse()?,
             other => anyhow::bail!("unknown sweep key {other}"),
         }
     }

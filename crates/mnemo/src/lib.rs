@@ -5,7 +5,7 @@
 #![warn(missing_docs)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use mnemo_core::{Config, Embedder, ErrorCode, Workspace};
 use serde::{Deserialize, Serialize};
@@ -86,6 +86,9 @@ pub struct Mnemo {
     sessions: SessionStore,
     memory: MemoryStore,
     embedder: OnceLock<EmbedderChoice>,
+    /// Held while the embedder is built, so that two first callers (a
+    /// server warming up and its first search) load or download it once.
+    embedder_build: Mutex<()>,
     index: OnceLock<Arc<MemoryIndex>>,
 }
 
@@ -101,6 +104,7 @@ impl Mnemo {
             sessions,
             memory,
             embedder: OnceLock::new(),
+            embedder_build: Mutex::new(()),
             index: OnceLock::new(),
         })
     }
@@ -139,6 +143,13 @@ impl Mnemo {
         &self,
         progress: &mut dyn FnMut(&DownloadProgress),
     ) -> Result<EmbedderChoice> {
+        if let Some(c) = self.embedder.get() {
+            return Ok(c.clone());
+        }
+        let _building = self
+            .embedder_build
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         if let Some(c) = self.embedder.get() {
             return Ok(c.clone());
         }

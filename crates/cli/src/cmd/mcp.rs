@@ -28,6 +28,7 @@ pub struct McpArgs {
 pub fn run(args: McpArgs, global: &GlobalArgs) -> Result<()> {
     let ctx = global.ctx()?;
     let mnemo = Arc::new(mnemo::Mnemo::open(ctx.workspace, ctx.config)?);
+    crate::output::warm_embedder(&mnemo);
     let rt = crate::ctx::runtime()?;
     rt.block_on(async move {
         match args.http {

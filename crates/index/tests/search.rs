@@ -443,6 +443,8 @@ fn dates_in_the_query_lift_what_was_said_then() {
         for q in [
             "what did we talk about on 4 June 2023?",
             "what happened in June?",
+            "De quoi avons-nous parlé le 4 juin 2023 ?",
+            "Worüber haben wir am 4. Juni 2023 gesprochen?",
         ] {
             assert_eq!(
                 first(q, Source::Sessions).as_deref(),

@@ -624,8 +624,16 @@ fn cjk(query: &str, out: &mut Vec<(Period, Range<usize>)>) {
         }
         (cjk_number(&chars[s..end]), s)
     };
+    // Korean writes a space between the parts: "2023년 5월 2일".
+    let year_mark = |start: usize| -> Option<usize> {
+        match start.checked_sub(1).map(|k| chars[k]) {
+            Some('年' | '년') => Some(start - 1),
+            Some(' ') if start >= 2 && chars[start - 2] == '년' => Some(start - 2),
+            _ => None,
+        }
+    };
     for (i, &c) in chars.iter().enumerate() {
-        if c != '月' {
+        if c != '月' && c != '월' {
             continue;
         }
         let (Some(month), start) = number_before(i) else {
@@ -634,9 +642,7 @@ fn cjk(query: &str, out: &mut Vec<(Period, Range<usize>)>) {
         if !(1..=12).contains(&month) {
             continue;
         }
-        let (year, first) = match (start > 0 && chars[start - 1] == '年')
-            .then(|| number_before(start - 1))
-        {
+        let (year, first) = match year_mark(start).map(number_before) {
             Some((Some(y), s)) => match i32::try_from(y).ok().filter(|y| (1900..=2200).contains(y))
             {
                 Some(y) => (Some(y), s),
@@ -644,12 +650,17 @@ fn cjk(query: &str, out: &mut Vec<(Period, Range<usize>)>) {
             },
             _ => (None, start),
         };
-        let mut j = i + 1;
-        while j < chars.len() && is_number_char(chars[j]) && j - i <= 3 {
+        let from = if c == '월' && chars.get(i + 1) == Some(&' ') {
+            i + 2
+        } else {
+            i + 1
+        };
+        let mut j = from;
+        while j < chars.len() && is_number_char(chars[j]) && j - from < 3 {
             j += 1;
         }
-        let day = (j > i + 1 && matches!(chars.get(j), Some('日' | '号')))
-            .then(|| cjk_number(&chars[i + 1..j]))
+        let day = (j > from && matches!(chars.get(j), Some('日' | '号' | '일')))
+            .then(|| cjk_number(&chars[from..j]))
             .flatten()
             .filter(|d| (1..=31).contains(d));
         let end = if day.is_some() { j + 1 } else { i + 1 };
@@ -731,19 +742,27 @@ fn relative(query: &str, today: NaiveDate, out: &mut Vec<Period>) {
     };
     let day = |d: NaiveDate| Period::Span(d, d);
     let week_start = today - Duration::days(i64::from(today.weekday().num_days_from_monday()));
-    if has_word("today") || lower.contains("今天") {
+    let any = |words: &[&str]| words.iter().any(|w| lower.contains(w));
+    // Chinese, Japanese and Korean forms beside the English words.
+    if has_word("today") || any(&["今天", "今日", "오늘"]) {
         out.push(day(today));
     }
-    if has_word("yesterday") || lower.contains("昨天") {
+    let before_yesterday = any(&["前天", "一昨日", "그저께", "그제"]);
+    if has_word("yesterday")
+        || lower.contains("昨天")
+        || lower.contains("어제")
+        || (lower.contains("昨日") && !lower.contains("一昨日"))
+    {
         out.push(day(today - Duration::days(1)));
     }
-    if lower.contains("前天") {
+    if before_yesterday {
         out.push(day(today - Duration::days(2)));
     }
-    if has_word("this week") || lower.contains("这周") || lower.contains("本周") {
+    if has_word("this week") || any(&["这周", "本周", "今週", "이번 주", "이번주"]) {
         out.push(Period::Span(week_start, today));
     }
-    if has_word("last week") || lower.contains("上周") || lower.contains("上个星期") {
+    if has_word("last week") || any(&["上周", "上个星期", "先週", "지난주", "지난 주"])
+    {
         out.push(Period::Span(
             week_start - Duration::days(7),
             week_start - Duration::days(1),
@@ -826,7 +845,7 @@ fn relative(query: &str, today: NaiveDate, out: &mut Vec<Period>) {
             today - Duration::days(2),
         ));
     }
-    if has_word("last month") || lower.contains("上个月") {
+    if has_word("last month") || any(&["上个月", "先月", "지난달", "지난 달"]) {
         let (y, m) = if today.month() == 1 {
             (today.year() - 1, 12)
         } else {
@@ -917,6 +936,36 @@ mod tests {
         assert!(p("in August").len() == 1, "read once, by the English rules");
         let d = dates("Qu'avons-nous décidé le 3 juin ?", d(2026, 3, 11));
         assert!(!d.rest.contains("juin"), "{}", d.rest);
+    }
+
+    #[test]
+    fn japanese_and_korean_dates() {
+        let month = |year, month| Period::Month { year, month };
+        assert_eq!(p("2023年5月2日に何を話した？"), vec![day(Some(2023), 5, 2)]);
+        assert_eq!(
+            p("2023년 5월 2일에 무슨 얘기를 했지?"),
+            vec![day(Some(2023), 5, 2)]
+        );
+        assert_eq!(p("5월 2일"), vec![day(None, 5, 2)]);
+        assert_eq!(p("5월에"), vec![month(None, 5)]);
+        let today = d(2026, 3, 11);
+        assert_eq!(
+            p("昨日の話"),
+            vec![Period::Span(d(2026, 3, 10), d(2026, 3, 10))]
+        );
+        assert_eq!(
+            p("一昨日の話"),
+            vec![Period::Span(d(2026, 3, 9), d(2026, 3, 9))]
+        );
+        assert_eq!(
+            p("어제 뭐 했어?"),
+            vec![Period::Span(d(2026, 3, 10), d(2026, 3, 10))]
+        );
+        assert_eq!(p("오늘"), vec![Period::Span(today, today)]);
+        assert_eq!(p("先週"), p("last week"));
+        assert_eq!(p("지난주"), p("last week"));
+        assert_eq!(p("先月"), p("last month"));
+        assert_eq!(p("지난달"), p("last month"));
     }
 
     #[test]

@@ -948,20 +948,10 @@ mod tests {
         );
         assert_eq!(p("5월 2일"), vec![day(None, 5, 2)]);
         assert_eq!(p("5월에"), vec![month(None, 5)]);
-        let today = d(2026, 3, 11);
-        assert_eq!(
-            p("昨日の話"),
-            vec![Period::Span(d(2026, 3, 10), d(2026, 3, 10))]
-        );
-        assert_eq!(
-            p("一昨日の話"),
-            vec![Period::Span(d(2026, 3, 9), d(2026, 3, 9))]
-        );
-        assert_eq!(
-            p("어제 뭐 했어?"),
-            vec![Period::Span(d(2026, 3, 10), d(2026, 3, 10))]
-        );
-        assert_eq!(p("오늘"), vec![Period::Span(today, today)]);
+        assert_eq!(p("昨日の話"), p("yesterday"));
+        assert_eq!(p("어제 뭐 했어?"), p("yesterday"));
+        assert_eq!(p("一昨日の話"), p("前天"));
+        assert_eq!(p("오늘"), p("today"));
         assert_eq!(p("先週"), p("last week"));
         assert_eq!(p("지난주"), p("last week"));
         assert_eq!(p("先月"), p("last month"));

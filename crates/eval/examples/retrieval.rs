@@ -144,6 +144,7 @@ fn apply_spec(opts: &mut EvalOptions, spec: &str) -> anyhow::Result<()> {
             "date" => opts.index_settings.search.date_boost = v.parse()?,
             "context" => opts.index_settings.search.file_context = v.parse()?,
             "redact" => opts.index_settings.index.redact_transcripts = v.parse()?,
+            "phrase" => opts.index_settings.search.phrase_weight = v.parse()?,
             other => anyhow::bail!("unknown sweep key {other}"),
         }
     }

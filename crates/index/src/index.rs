@@ -789,11 +789,18 @@ impl MemoryIndex {
             (Vec::new(), query.to_string())
         };
         let tokens = text::query_tokens(&keyword_query);
-        let keyword = if !tokens.is_empty() && (opts.text_weight > 0.0 || !hybrid) {
+        let mut keyword = if !tokens.is_empty() && (opts.text_weight > 0.0 || !hybrid) {
             backend.keyword_search(&tokens, n_cand, &sources)?
         } else {
             Vec::new()
         };
+        if opts.phrase_weight > 0.0 && !keyword.is_empty() {
+            let phrases = text::query_phrases(&keyword_query);
+            if !phrases.is_empty() {
+                let hits = backend.keyword_search(&phrases, n_cand, &sources)?;
+                search::add_phrases(&mut keyword, &hits, opts.phrase_weight);
+            }
+        }
         let mut vector = Vec::new();
         if hybrid {
             if let Some(emb) = &self.inner.embedder {

@@ -78,6 +78,18 @@ pub(crate) fn merge(keyword: &[(i64, f64)], vector: &[(i64, f32)]) -> Vec<Candid
     out
 }
 
+/// Adds `weight` times each phrase hit's BM25 to the chunk's keyword BM25
+/// (a phrase hit holds both words, so it is a keyword hit too unless the
+/// keyword list was cut short), best first again.
+pub(crate) fn add_phrases(keyword: &mut Vec<(i64, f64)>, phrases: &[(i64, f64)], weight: f32) {
+    let mut by_id: HashMap<i64, f64> = keyword.iter().copied().collect();
+    for (id, raw) in phrases {
+        *by_id.entry(*id).or_insert(0.0) += f64::from(weight) * raw.max(0.0);
+    }
+    *keyword = by_id.into_iter().collect();
+    keyword.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+}
+
 /// A candidate with no signal yet.
 pub(crate) fn blank(id: i64) -> Candidate {
     Candidate {
@@ -295,6 +307,13 @@ mod tests {
         assert_eq!(get(2).text, Some(0.25));
         assert_eq!(get(2).vector, Some(0.9));
         assert_eq!(get(3).text, None);
+    }
+
+    #[test]
+    fn phrase_hits_add_to_keyword_scores() {
+        let mut kw = vec![(1, 4.0), (2, 3.0)];
+        add_phrases(&mut kw, &[(2, 4.0), (5, 1.0)], 0.5);
+        assert_eq!(kw, vec![(2, 5.0), (1, 4.0), (5, 0.5)]);
     }
 
     #[test]

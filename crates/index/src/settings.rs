@@ -213,6 +213,10 @@ pub struct SearchOptions {
     /// timestamps, a daily log's file name) has its score multiplied by up
     /// to `1 + date_boost`, less the further it lies outside, 0 = off.
     pub date_boost: f32,
+    /// Word order: query words that stand side by side in a chunk too ("ice
+    /// cream", "support group") add this much of their phrase BM25 to the
+    /// chunk's keyword score, 0 = off.
+    pub phrase_weight: f32,
 }
 
 impl Default for SearchOptions {
@@ -234,6 +238,7 @@ impl Default for SearchOptions {
             sync_on_search: true,
             file_context: 0.25,
             date_boost: 1.0,
+            phrase_weight: 0.0,
         }
     }
 }

@@ -299,6 +299,25 @@ pub(crate) fn query_tokens(query: &str) -> Vec<String> {
     out
 }
 
+/// Adjacent pairs of the query's content words as FTS5 phrases ("ice
+/// cream", "support group"), in query order, at most 16. Tokens come from
+/// the same tokenizer as the index, so a pair matches where the two words
+/// stand side by side in a chunk.
+pub(crate) fn query_phrases(query: &str) -> Vec<String> {
+    let mut all = Vec::new();
+    tokens(query, Mode::Query(false), &mut all);
+    let mut content = Vec::new();
+    tokens(query, Mode::Query(true), &mut content);
+    let content: HashSet<&String> = content.iter().collect();
+    let mut seen = HashSet::new();
+    all.windows(2)
+        .filter(|w| w[0] != w[1] && content.contains(&w[0]) && content.contains(&w[1]))
+        .map(|w| format!("{} {}", w[0], w[1]))
+        .filter(|p| seen.insert(p.clone()))
+        .take(16)
+        .collect()
+}
+
 /// An FTS5 MATCH expression: every token quoted, OR-ed, so BM25 ranks
 /// documents by how many and how rare the words they share are (AND-joined
 /// queries miss a document that lacks one word).

@@ -101,3 +101,16 @@ fn chinese_queries_leave_out_pieces_of_two_function_characters() {
     // Stored text keeps every piece.
     assert!(index_text("我们").split(' ').any(|t| t == "我们"));
 }
+
+#[test]
+fn phrases_are_adjacent_content_words_of_the_query() {
+    // "flavour of ice" and "cream does Nate" are not side by side once the
+    // function words are out.
+    assert_eq!(
+        query_phrases("What flavour of ice cream does Nate make?"),
+        vec!["ice cream", "nate make"]
+    );
+    // Stemmed like the index; nothing for a single word.
+    assert_eq!(query_phrases("support groups"), vec!["support group"]);
+    assert!(query_phrases("lisbon").is_empty());
+}

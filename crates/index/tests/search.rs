@@ -543,3 +543,36 @@ fn secrets_in_transcripts_are_redacted_in_the_index_only() {
         "{hits:?}"
     );
 }
+
+/// With `phrase_weight`, the chunk where the query's words stand side by
+/// side ("ice cream") outranks one that has the same words apart.
+#[test]
+fn words_side_by_side_count_with_phrase_weight() {
+    let f = Fixture::new();
+    f.write(
+        "memory/apart.md",
+        "# Apart\n\nWe need ice for the cooler and cream for the coffee; more ice, more cream.\n",
+    );
+    f.write(
+        "memory/together.md",
+        "# Together\n\nNate makes coconut milk ice cream on Sundays, and his kids love it a lot.\n",
+    );
+    for (i, topic) in common::TOPICS.iter().enumerate() {
+        f.write(
+            &format!("memory/notes/{i}.md"),
+            format!("# Note\n\n{topic}\n"),
+        );
+    }
+    let first = |weight: f32| {
+        let mut settings = IndexSettings::default();
+        settings.search.phrase_weight = weight;
+        let index = MemoryIndex::open(&f.ws, settings, None).unwrap();
+        index.sync(&|_| {}).unwrap();
+        let r = index
+            .search(&SearchRequest::new("ice cream").max_results(3))
+            .unwrap();
+        r.results[0].path.clone()
+    };
+    assert_eq!(first(0.0), "memory/apart.md");
+    assert_eq!(first(1.0), "memory/together.md");
+}

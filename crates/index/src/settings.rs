@@ -238,7 +238,9 @@ impl Default for SearchOptions {
             sync_on_search: true,
             file_context: 0.25,
             date_boost: 1.0,
-            phrase_weight: 0.0,
+            // LoCoMo, e5 and MiniLM hybrid, keyword-only: small gains on
+            // every metric at 0.5, MemoryBank unchanged (docs/BENCHMARKS.md).
+            phrase_weight: 0.5,
         }
     }
 }

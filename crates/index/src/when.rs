@@ -731,27 +731,110 @@ const WEEKDAYS: [&str; 7] = [
 /// Monday": the latest Monday up to today; "last Monday": before today);
 /// 今天, 昨天, 前天, 上周, 上个月, 周一/星期一 (the latest up to today),
 /// 上周一 (last week's).
+/// True when `w` occurs in `lower` as whole words (not inside a longer word).
+fn has_words(lower: &str, w: &str) -> bool {
+    lower.match_indices(w).any(|(i, _)| {
+        let before = lower[..i].chars().next_back();
+        let after = lower[i + w.len()..].chars().next();
+        !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
+    })
+}
+
+/// Relative periods a query can name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Rel {
+    Today,
+    Yesterday,
+    BeforeYesterday,
+    LastWeek,
+    LastMonth,
+}
+
+/// The same words in French, German, Spanish, Italian and Portuguese.
+/// French "hier" is not listed: it is German for "here" (see
+/// [`latin_relative`]).
+const LATIN_RELATIVE: &[(&str, Rel)] = &[
+    ("aujourd'hui", Rel::Today),
+    ("avant-hier", Rel::BeforeYesterday),
+    ("la semaine dernière", Rel::LastWeek),
+    ("la semaine passée", Rel::LastWeek),
+    ("le mois dernier", Rel::LastMonth),
+    ("heute", Rel::Today),
+    ("gestern", Rel::Yesterday),
+    ("vorgestern", Rel::BeforeYesterday),
+    ("letzte woche", Rel::LastWeek),
+    ("letzten woche", Rel::LastWeek),
+    ("vergangene woche", Rel::LastWeek),
+    ("vergangenen woche", Rel::LastWeek),
+    ("letzten monat", Rel::LastMonth),
+    ("vergangenen monat", Rel::LastMonth),
+    ("hoy", Rel::Today),
+    ("ayer", Rel::Yesterday),
+    ("anteayer", Rel::BeforeYesterday),
+    ("la semana pasada", Rel::LastWeek),
+    ("el mes pasado", Rel::LastMonth),
+    ("oggi", Rel::Today),
+    ("ieri", Rel::Yesterday),
+    ("l'altro ieri", Rel::BeforeYesterday),
+    ("altroieri", Rel::BeforeYesterday),
+    ("la settimana scorsa", Rel::LastWeek),
+    ("il mese scorso", Rel::LastMonth),
+    ("hoje", Rel::Today),
+    ("ontem", Rel::Yesterday),
+    ("anteontem", Rel::BeforeYesterday),
+    ("semana passada", Rel::LastWeek),
+    ("mês passado", Rel::LastMonth),
+];
+
+/// Function words that tell French from German, for "hier".
+const FRENCH_WORDS: &[&str] = &[
+    "je", "j", "nous", "vous", "avons", "avez", "ai", "est", "le", "la", "les", "des", "du", "que",
+    "qu", "quoi", "on", "de", "dit", "fait",
+];
+const GERMAN_WORDS: &[&str] = &[
+    "ich", "wir", "ihr", "haben", "hat", "habe", "ist", "der", "die", "das", "und", "was", "wo",
+    "wie", "ein", "eine", "nicht",
+];
+
+/// The relative periods `lower` names in the languages of
+/// [`LATIN_RELATIVE`], and French "hier" when the query reads as French.
+fn latin_relative(lower: &str) -> Vec<Rel> {
+    let mut out: Vec<Rel> = Vec::new();
+    for (w, r) in LATIN_RELATIVE {
+        // "ieri" inside "l'altro ieri" is not yesterday.
+        if has_words(lower, w) && !(*w == "ieri" && has_words(lower, "l'altro ieri")) {
+            out.push(*r);
+        }
+    }
+    if has_words(lower, "hier") && !has_words(lower, "avant-hier") {
+        let words: Vec<&str> = lower.split(|c: char| !c.is_alphanumeric()).collect();
+        let count = |list: &[&str]| words.iter().filter(|w| list.contains(w)).count();
+        if count(FRENCH_WORDS) > count(GERMAN_WORDS) {
+            out.push(Rel::Yesterday);
+        }
+    }
+    out
+}
+
 fn relative(query: &str, today: NaiveDate, out: &mut Vec<Period>) {
-    let lower = query.to_lowercase();
-    let has_word = |w: &str| {
-        lower.match_indices(w).any(|(i, _)| {
-            let before = lower[..i].chars().next_back();
-            let after = lower[i + w.len()..].chars().next();
-            !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
-        })
-    };
+    let lower = query.to_lowercase().replace('’', "'");
+    let has_word = |w: &str| has_words(&lower, w);
+    let latin = latin_relative(&lower);
+    let named = |r: Rel| latin.contains(&r);
     let day = |d: NaiveDate| Period::Span(d, d);
     let week_start = today - Duration::days(i64::from(today.weekday().num_days_from_monday()));
     let any = |words: &[&str]| words.iter().any(|w| lower.contains(w));
     // Chinese, Japanese and Korean forms beside the English words.
-    if has_word("today") || any(&["今天", "今日", "오늘"]) {
+    if has_word("today") || any(&["今天", "今日", "오늘"]) || named(Rel::Today) {
         out.push(day(today));
     }
-    let before_yesterday = any(&["前天", "一昨日", "그저께", "그제"]);
+    let before_yesterday =
+        any(&["前天", "一昨日", "그저께", "그제"]) || named(Rel::BeforeYesterday);
     if has_word("yesterday")
         || lower.contains("昨天")
         || lower.contains("어제")
         || (lower.contains("昨日") && !lower.contains("一昨日"))
+        || named(Rel::Yesterday)
     {
         out.push(day(today - Duration::days(1)));
     }
@@ -761,7 +844,9 @@ fn relative(query: &str, today: NaiveDate, out: &mut Vec<Period>) {
     if has_word("this week") || any(&["这周", "本周", "今週", "이번 주", "이번주"]) {
         out.push(Period::Span(week_start, today));
     }
-    if has_word("last week") || any(&["上周", "上个星期", "先週", "지난주", "지난 주"])
+    if has_word("last week")
+        || any(&["上周", "上个星期", "先週", "지난주", "지난 주"])
+        || named(Rel::LastWeek)
     {
         out.push(Period::Span(
             week_start - Duration::days(7),
@@ -845,7 +930,10 @@ fn relative(query: &str, today: NaiveDate, out: &mut Vec<Period>) {
             today - Duration::days(2),
         ));
     }
-    if has_word("last month") || any(&["上个月", "先月", "지난달", "지난 달"]) {
+    if has_word("last month")
+        || any(&["上个月", "先月", "지난달", "지난 달"])
+        || named(Rel::LastMonth)
+    {
         let (y, m) = if today.month() == 1 {
             (today.year() - 1, 12)
         } else {
@@ -936,6 +1024,25 @@ mod tests {
         assert!(p("in August").len() == 1, "read once, by the English rules");
         let d = dates("Qu'avons-nous décidé le 3 juin ?", d(2026, 3, 11));
         assert!(!d.rest.contains("juin"), "{}", d.rest);
+    }
+
+    #[test]
+    fn relative_words_in_european_languages() {
+        assert_eq!(p("Qu'avons-nous décidé hier ?"), p("yesterday"));
+        assert!(
+            p("Was haben wir hier besprochen?").is_empty(),
+            "German 'here'"
+        );
+        assert_eq!(p("Was haben wir gestern besprochen?"), p("yesterday"));
+        assert_eq!(p("¿Qué dijimos ayer?"), p("yesterday"));
+        assert_eq!(p("Cosa abbiamo detto l'altro ieri?"), p("前天"));
+        assert_eq!(p("anteontem"), p("前天"));
+        assert_eq!(p("avant-hier"), p("前天"));
+        assert_eq!(p("la semaine dernière"), p("last week"));
+        assert_eq!(p("letzte Woche"), p("last week"));
+        assert_eq!(p("el mes pasado"), p("last month"));
+        assert_eq!(p("aujourd’hui"), p("today"));
+        assert!(p("Ayers Rock and the hoya plant").is_empty());
     }
 
     #[test]

@@ -816,6 +816,28 @@ fn latin_relative(lower: &str) -> Vec<Rel> {
     out
 }
 
+/// A count in "N days ago" phrases of the languages of [`LATIN_RELATIVE`]:
+/// digits, or one to three written out.
+fn latin_count(w: &str) -> Option<i64> {
+    match w {
+        "un" | "une" | "einem" | "einer" | "una" | "uno" | "um" | "uma" => Some(1),
+        "deux" | "zwei" | "dos" | "due" | "dois" | "duas" => Some(2),
+        "trois" | "drei" | "tres" | "tre" | "três" => Some(3),
+        _ => w.parse().ok().filter(|n| (1..=366).contains(n)),
+    }
+}
+
+/// Days per unit of those phrases: days or weeks.
+fn latin_unit(w: &str) -> Option<i64> {
+    match w {
+        "jour" | "jours" | "tag" | "tagen" | "día" | "días" | "dia" | "dias" | "giorno"
+        | "giorni" => Some(1),
+        "semaine" | "semaines" | "woche" | "wochen" | "semana" | "semanas" | "settimana"
+        | "settimane" => Some(7),
+        _ => None,
+    }
+}
+
 fn relative(query: &str, today: NaiveDate, out: &mut Vec<Period>) {
     let lower = query.to_lowercase().replace('’', "'");
     let has_word = |w: &str| has_words(&lower, w);
@@ -923,6 +945,23 @@ fn relative(query: &str, today: NaiveDate, out: &mut Vec<Period>) {
                 today - Duration::days(2 * unit),
             )),
         }
+    }
+    // The same in French, German, Spanish, Italian and Portuguese: "il y a
+    // 3 jours", "vor 3 Tagen", "hace 3 días", "3 giorni fa", "há 3 dias".
+    for (i, w) in words.iter().enumerate() {
+        let at = |k: usize| words.get(k).copied();
+        let (n, unit) = match *w {
+            "a" if i >= 2 && at(i - 2) == Some("il") && at(i - 1) == Some("y") => {
+                (at(i + 1), at(i + 2))
+            }
+            "vor" | "hace" | "há" => (at(i + 1), at(i + 2)),
+            "fa" if i >= 2 => (at(i - 2), at(i - 1)),
+            _ => continue,
+        };
+        let (Some(n), Some(unit)) = (n.and_then(latin_count), unit.and_then(latin_unit)) else {
+            continue;
+        };
+        out.push(day(today - Duration::days(n * unit)));
     }
     if lower.contains("几天前") || lower.contains("前几天") {
         out.push(Period::Span(
@@ -1043,6 +1082,17 @@ mod tests {
         assert_eq!(p("el mes pasado"), p("last month"));
         assert_eq!(p("aujourd’hui"), p("today"));
         assert!(p("Ayers Rock and the hoya plant").is_empty());
+        for q in [
+            "Qu'ai-je dit il y a 3 jours ?",
+            "Was habe ich vor 3 Tagen gesagt?",
+            "¿Qué dije hace 3 días?",
+            "Cosa ho detto 3 giorni fa?",
+            "O que eu disse há 3 dias?",
+        ] {
+            assert_eq!(p(q), p("3 days ago"), "{q}");
+        }
+        assert_eq!(p("vor zwei Wochen"), p("two weeks ago"));
+        assert!(p("vor dem Haus, 3 Tage").is_empty());
     }
 
     #[test]

@@ -1211,6 +1211,19 @@ mod tests {
             "Sept. 9",
             "last",
             "ИЮНЬ June",
+            "de juin",
+            "31 de febrero de",
+            "le 0er mars",
+            "im",
+            "년 5월",
+            "5월 ",
+            "월 2일",
+            "il y a",
+            "vor",
+            "fa",
+            "3 giorni fa fa",
+            "avant-hier hier",
+            "l'altro ieri",
         ] {
             let found = dates(q, d(2026, 3, 11));
             assert_eq!(found.rest.chars().count(), q.chars().count(), "{q}");
@@ -1218,6 +1231,24 @@ mod tests {
             let _ = affinity(&found.periods, d(2023, 6, 3), d(2023, 6, 3));
         }
         assert_eq!(windows(&[day(None, 2, 30)], range), vec![]);
+        // Pseudo-random mixes of the pieces the parsers look for.
+        let pieces = [
+            "3", "31", "2023", " ", "-", ".", "de", "juin", "Juni", "mars", "May", "of", "月",
+            "日", "年", "월", "일", "년", "十", "il y a", "vor", "hace", "fa", "jours", "hier",
+            "ieri", "é", "🙂", "ago", "days", "上周", "昨日",
+        ];
+        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        for _ in 0..5_000 {
+            let mut q = String::new();
+            for _ in 0..(seed % 9) {
+                seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                q.push_str(pieces[(seed >> 33) as usize % pieces.len()]);
+            }
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            let found = dates(&q, d(2026, 3, 11));
+            assert_eq!(found.rest.chars().count(), q.chars().count(), "{q}");
+            let _ = windows(&found.periods, range);
+        }
     }
 
     #[test]

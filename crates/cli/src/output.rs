@@ -19,11 +19,13 @@ pub fn stderr_bar(template: &str) -> ProgressBar {
     bar
 }
 
-/// Shows a model download (the first run's ~90 MB) on `bar`, file by file.
-/// Without a terminal, one line per file says why the first run is slow.
-pub fn show_download(bar: &ProgressBar) -> impl FnMut(&DownloadProgress) + '_ {
+/// Runs `f` with a reporter for a model download (the first run's ~90 MB):
+/// a bar on a terminal, else one stderr line per file, so a slow first run
+/// says why.
+pub fn with_download_bar<T>(f: impl FnOnce(&mut dyn FnMut(&DownloadProgress)) -> T) -> T {
+    let bar = stderr_bar("{msg} [{bar:25}] {bytes}/{total_bytes} {bytes_per_sec}");
     let mut announced = None;
-    move |p: &DownloadProgress| {
+    let out = f(&mut |p: &DownloadProgress| {
         // A wheel's full name (platform tags and all) would wrap the line.
         let name = match p.file.strip_suffix(".whl") {
             Some(w) => w.splitn(3, '-').take(2).collect::<Vec<_>>().join("-"),
@@ -48,10 +50,9 @@ pub fn show_download(bar: &ProgressBar) -> impl FnMut(&DownloadProgress) + '_ {
         bar.set_length(p.total.unwrap_or(0));
         bar.set_position(p.bytes);
         bar.set_message(msg);
-        if p.done && p.file_index + 1 == p.file_count {
-            bar.finish_and_clear();
-        }
-    }
+    });
+    bar.finish_and_clear();
+    out
 }
 
 /// Loads (on first use, downloads) the embedding model in the background, so
@@ -60,18 +61,13 @@ pub fn show_download(bar: &ProgressBar) -> impl FnMut(&DownloadProgress) + '_ {
 pub fn warm_embedder(mnemo: &std::sync::Arc<mnemo::Mnemo>) {
     let mnemo = mnemo.clone();
     std::thread::spawn(move || {
-        let bar = ProgressBar::hidden();
         // Keyword-only mode is stated in every search result; only a
         // broken configuration is worth a line here.
-        let built = mnemo.embedder_with_progress(&mut show_download(&bar));
-        if let Err(e) = built {
+        if let Err(e) = with_download_bar(|p| mnemo.embedder_with_progress(p)) {
             eprintln!("mnemo: warning: {e}");
         }
     });
 }
-
-/// The template for [`show_download`]'s bar.
-pub const DOWNLOAD_BAR: &str = "{msg} [{bar:25}] {bytes}/{total_bytes} {bytes_per_sec}";
 
 /// Prints `err` with its causes and returns the exit code for it.
 pub fn report_error(err: &anyhow::Error) -> i32 {

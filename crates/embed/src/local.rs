@@ -89,27 +89,14 @@ impl LocalEmbedder {
     /// file or a folder holding it, without `config.json`), with the e5
     /// prefixes, which that model needs.
     pub fn load(dir: &Path) -> Result<Self, EmbedError> {
-        let name = dir
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "local".into());
+        let spec = LocalModelSpec::from_path(dir);
         if e5q4::find_model_file(dir).is_some() {
-            let name = if dir.is_file() {
-                E5_Q4_MODEL.to_string()
-            } else {
-                name
-            };
-            let spec = LocalModelSpec {
-                model: name,
-                ..LocalModelSpec::from_path(dir)
-            };
             return Ok(Self::e5(E5Q4Embedder::load_spec(dir, &spec)?));
         }
         let spec = LocalModelSpec {
-            model: name,
             query_prefix: Some(String::new()),
             document_prefix: Some(String::new()),
-            ..LocalModelSpec::from_path(dir)
+            ..spec.named_by_folder(dir)
         };
         Ok(Self::load_dir(dir, &spec)?)
     }

@@ -67,8 +67,9 @@ pub(crate) fn redact(text: &str) -> Cow<'_, str> {
     let r = &*RULES;
     let mut out = Cow::Borrowed(text);
     let mut apply = |re: &Regex, with: &dyn Fn(&Captures) -> String| {
-        if re.is_match(&out) {
-            out = Cow::Owned(re.replace_all(&out, |c: &Captures| with(c)).into_owned());
+        // `replace_all` borrows when nothing matched: one scan per rule.
+        if let Cow::Owned(s) = re.replace_all(&out, |c: &Captures| with(c)) {
+            out = Cow::Owned(s);
         }
     };
     apply(&r.private_key, &|c| {

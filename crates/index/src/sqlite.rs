@@ -132,8 +132,10 @@ pub(crate) fn from_blob(b: &[u8]) -> Option<Vec<f32>> {
 /// Drops query tokens found in more than half of the chunks: FTS5's BM25
 /// gives them an IDF of ~0, so they change no ranking, but scoring their huge
 /// posting lists dominates query time. The rarest token is always kept.
+/// A list of phrases ("ice cream") is kept as it is, without lookups:
+/// phrases are not terms of the vocabulary.
 fn prune_common(c: &Connection, tokens: &[String]) -> rusqlite::Result<Vec<String>> {
-    if tokens.len() <= 1 {
+    if tokens.len() <= 1 || tokens.iter().any(|t| t.contains(' ')) {
         return Ok(tokens.to_vec());
     }
     let n: i64 = c.query_row("SELECT count(*) FROM chunks", [], |r| r.get(0))?;

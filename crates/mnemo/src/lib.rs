@@ -85,10 +85,10 @@ pub struct Mnemo {
     config: Config,
     sessions: SessionStore,
     memory: MemoryStore,
-    embedder: OnceLock<EmbedderChoice>,
-    /// Held while the embedder is built, so that two first callers (a
-    /// server warming up and its first search) load or download it once.
-    embedder_build: Mutex<()>,
+    /// Built on first use. A mutex rather than a `OnceLock`, so that two
+    /// first callers (a server warming up and its first search) load or
+    /// download the model once.
+    embedder: Mutex<Option<EmbedderChoice>>,
     index: OnceLock<Arc<MemoryIndex>>,
 }
 
@@ -103,8 +103,7 @@ impl Mnemo {
             config,
             sessions,
             memory,
-            embedder: OnceLock::new(),
-            embedder_build: Mutex::new(()),
+            embedder: Mutex::new(None),
             index: OnceLock::new(),
         })
     }
@@ -143,18 +142,12 @@ impl Mnemo {
         &self,
         progress: &mut dyn FnMut(&DownloadProgress),
     ) -> Result<EmbedderChoice> {
-        if let Some(c) = self.embedder.get() {
-            return Ok(c.clone());
-        }
-        let _building = self
-            .embedder_build
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        if let Some(c) = self.embedder.get() {
+        let mut built = self.embedder.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(c) = built.as_ref() {
             return Ok(c.clone());
         }
         let choice = build_embedder_with_progress(&self.config, progress)?;
-        Ok(self.embedder.get_or_init(|| choice).clone())
+        Ok(built.insert(choice).clone())
     }
 
     /// The search index over this workspace, opened once.

@@ -20,7 +20,7 @@ use tokio::sync::Notify;
 
 use super::engine::{chat_model, describe, ModelArgs};
 use crate::ctx::GlobalArgs;
-use crate::output::{show_download, stderr_bar, UsageError, DOWNLOAD_BAR};
+use crate::output::{with_download_bar, UsageError};
 
 /// The session key when none is given (the key nanobot's CLI uses).
 pub const DEFAULT_SESSION: &str = "cli:direct";
@@ -360,12 +360,7 @@ pub fn chat(args: ChatArgs, global: &GlobalArgs) -> Result<()> {
     if tty {
         a.interrupt = Some(Interrupt::install(&a.rt));
         // The first search would otherwise fetch a missing model in silence.
-        let bar = stderr_bar(DOWNLOAD_BAR);
-        let choice = a
-            .backend
-            .mnemo()
-            .embedder_with_progress(&mut show_download(&bar))?;
-        bar.finish_and_clear();
+        let choice = with_download_bar(|p| a.backend.mnemo().embedder_with_progress(p))?;
         if let Some(w) = choice.warning {
             eprintln!("warning: {w}");
         }

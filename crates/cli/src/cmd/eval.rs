@@ -8,7 +8,7 @@ use clap::{Args, Subcommand, ValueEnum};
 use mnemo_eval::{EvalOptions, EvalReport, EvalStage, EvalUnit, RetrievalMode};
 
 use crate::ctx::GlobalArgs;
-use crate::output::{show_download, stderr_bar, DOWNLOAD_BAR};
+use crate::output::{stderr_bar, with_download_bar};
 
 /// Evaluations.
 #[derive(Debug, Subcommand)]
@@ -86,9 +86,7 @@ fn retrieval(args: RetrievalArgs, global: &GlobalArgs) -> Result<()> {
     };
     let needs_model = modes.iter().any(|m| *m != RetrievalMode::Keyword);
     if needs_model {
-        let bar = stderr_bar(DOWNLOAD_BAR);
-        let choice = mnemo::build_embedder_with_progress(&ctx.config, &mut show_download(&bar))?;
-        bar.finish_and_clear();
+        let choice = with_download_bar(|p| mnemo::build_embedder_with_progress(&ctx.config, p))?;
         match choice.embedder {
             Some(e) => base.embedder = Some(e),
             None => bail!(

@@ -9,7 +9,7 @@ use mnemo::Mnemo;
 use mnemo_index::{MemoryIndex, SearchRequest, SyncProgress, SyncReport};
 
 use crate::ctx::GlobalArgs;
-use crate::output::{show_download, stderr_bar, DOWNLOAD_BAR};
+use crate::output::{stderr_bar, with_download_bar};
 
 /// Arguments of `mnemo index`.
 #[derive(Debug, Args)]
@@ -64,9 +64,7 @@ fn open(global: &GlobalArgs) -> Result<(Mnemo, Arc<MemoryIndex>, Option<String>)
     let ctx = global.ctx()?;
     ctx.require_initialised()?;
     let m = Mnemo::open(ctx.workspace, ctx.config)?;
-    let bar = stderr_bar(DOWNLOAD_BAR);
-    let warning = m.embedder_with_progress(&mut show_download(&bar))?.warning;
-    bar.finish_and_clear();
+    let warning = with_download_bar(|p| m.embedder_with_progress(p))?.warning;
     let index = m.index()?;
     Ok((m, index, warning))
 }

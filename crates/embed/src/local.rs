@@ -17,7 +17,7 @@ use crate::e5q4::{self, E5Q4Embedder, E5_Q4_FILE, E5_Q4_MODEL};
 use crate::error::{Error, Result};
 use crate::fast_bert::FastBert;
 use crate::hub::{self, DownloadProgress};
-use crate::model_files::{ModelFiles, Pooling};
+use crate::model_files::{Arch, ModelFiles, Pooling};
 use crate::pypi;
 use crate::spec::{Engine, LocalModelSpec};
 
@@ -266,15 +266,23 @@ impl LocalEmbedder {
             Engine::Auto => Engine::Fast,
             e => e,
         };
+        if engine == Engine::Candle && files.arch == Arch::MpNet {
+            return Err(Error::Unsupported(format!(
+                "{} is an MPNet model, which runs on the fast engine only; remove [embedder] engine = \"candle\"",
+                spec.model
+            )));
+        }
         let runner = match engine {
             Engine::Candle => Runner::Candle(
                 CandleBert::new(tensors, &files.bert)
                     .map_err(|e| Error::bad_file(&weights_path, e))?,
             ),
-            _ => Runner::Fast(FastBert::new(&tensors, &files.bert).map_err(|e| match e {
-                Error::Unsupported(m) => Error::bad_file(&weights_path, m),
-                other => other,
-            })?),
+            _ => Runner::Fast(FastBert::new(&tensors, &files.bert, files.arch).map_err(
+                |e| match e {
+                    Error::Unsupported(m) => Error::bad_file(&weights_path, m),
+                    other => other,
+                },
+            )?),
         };
         let (query_prefix, document_prefix) = spec.prefixes();
         let mut key = Sha256::new();

@@ -1,5 +1,5 @@
-//! Reading a sentence-transformers model folder: the BERT `config.json`, the
-//! pooling mode (`1_Pooling/config.json`) and the sequence limit
+//! Reading a sentence-transformers model folder: the `config.json` of a
+//! BERT or MPNet encoder, the pooling mode (`1_Pooling/config.json`) and the sequence limit
 //! (`sentence_bert_config.json`).
 
 use std::path::{Path, PathBuf};
@@ -19,6 +19,17 @@ pub enum Pooling {
     Cls,
 }
 
+/// The encoder family a folder holds. Both run on the same forward pass;
+/// MPNet adds a relative-position bias to attention, drops token types and
+/// numbers positions from the padding id on (RoBERTa style).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arch {
+    /// BERT (all-MiniLM, bge, e5).
+    Bert,
+    /// MPNet (all-mpnet-base-v2).
+    MpNet,
+}
+
 /// Files every model folder must contain.
 pub(crate) const REQUIRED_FILES: [&str; 3] = ["config.json", "tokenizer.json", "model.safetensors"];
 /// Files read when present.
@@ -28,6 +39,9 @@ pub(crate) const OPTIONAL_FILES: [&str; 2] = ["1_Pooling/config.json", "sentence
 #[derive(Debug, Clone)]
 pub(crate) struct ModelFiles {
     pub dir: PathBuf,
+    pub arch: Arch,
+    /// The encoder's sizes (for MPNet read from its own `config.json`,
+    /// which has the same keys bar `type_vocab_size`).
     pub bert: BertConfig,
     pub pooling: Pooling,
     /// Word pieces per input, special tokens included, after clamping to the
@@ -94,22 +108,42 @@ impl ModelFiles {
         let text = read_text(&config_path)?;
         let kind: ModelType =
             serde_json::from_str(&text).map_err(|e| Error::bad_file(&config_path, e))?;
-        let is_bert = kind.model_type.as_deref().is_none_or(|t| t == "bert")
-            && kind
-                .architectures
-                .as_ref()
-                .is_none_or(|a| a.iter().all(|a| a.starts_with("Bert")));
-        if !is_bert {
+        let arch_of = |t: &str| match t.to_ascii_lowercase().as_str() {
+            t if t.starts_with("bert") => Some(Arch::Bert),
+            t if t.starts_with("mpnet") => Some(Arch::MpNet),
+            _ => None,
+        };
+        // model_type and every listed architecture must name one family;
+        // a folder that names none is taken as BERT.
+        let mut named = kind
+            .model_type
+            .iter()
+            .chain(kind.architectures.iter().flatten())
+            .map(|t| arch_of(t));
+        let arch = match named.next() {
+            None => Some(Arch::Bert),
+            Some(first) => first.filter(|a| named.all(|b| b == Some(*a))),
+        };
+        let Some(arch) = arch else {
             return Err(Error::Unsupported(format!(
                 "{} describes model_type {:?} / architectures {:?}; only BERT-family models \
-                 (all-MiniLM-L6-v2, bge-small-en-v1.5, e5-small-v2, ...) are supported",
+                 (all-MiniLM-L6-v2, bge-small-en-v1.5, e5-small-v2, ...) and MPNet \
+                 (all-mpnet-base-v2) are supported",
                 config_path.display(),
                 kind.model_type,
                 kind.architectures
             )));
+        };
+        let mut value: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| Error::bad_file(&config_path, e))?;
+        if arch == Arch::MpNet {
+            if let Some(obj) = value.as_object_mut() {
+                // MPNet has no token types; the shared reader wants the key.
+                obj.entry("type_vocab_size").or_insert(serde_json::json!(1));
+            }
         }
         let bert: BertConfig =
-            serde_json::from_str(&text).map_err(|e| Error::bad_file(&config_path, e))?;
+            serde_json::from_value(value).map_err(|e| Error::bad_file(&config_path, e))?;
         if bert.hidden_size == 0
             || bert.num_attention_heads == 0
             || !bert.hidden_size.is_multiple_of(bert.num_attention_heads)
@@ -155,9 +189,10 @@ impl ModelFiles {
         } else {
             None
         };
-        let max_seq_len = configured
-            .unwrap_or(DEFAULT_MAX_SEQ)
-            .min(bert.max_position_embeddings);
+        let max_seq_len = configured.unwrap_or(DEFAULT_MAX_SEQ).min(
+            bert.max_position_embeddings
+                .saturating_sub(position_offset(arch, &bert)),
+        );
         if max_seq_len < 3 {
             return Err(Error::bad_file(
                 &st_path,
@@ -166,10 +201,20 @@ impl ModelFiles {
         }
         Ok(ModelFiles {
             dir: dir.to_path_buf(),
+            arch,
             bert,
             pooling,
             max_seq_len,
         })
+    }
+}
+
+/// Rows of the position table before the first token's: MPNet numbers
+/// positions from `pad_token_id + 1`.
+pub(crate) fn position_offset(arch: Arch, c: &BertConfig) -> usize {
+    match arch {
+        Arch::Bert => 0,
+        Arch::MpNet => c.pad_token_id + 1,
     }
 }
 

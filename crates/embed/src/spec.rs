@@ -85,6 +85,11 @@ pub const DEFAULT_MODEL: &str = crate::e5q4::E5_Q4_MODEL;
 /// all-MiniLM-L6-v2, the English-only alternative: twice as fast.
 pub const MINILM_MODEL: &str = "sentence-transformers/all-MiniLM-L6-v2";
 
+/// all-mpnet-base-v2 (MPNet, 768 dimensions), the English-only choice for
+/// the best recall: on LoCoMo it finds more of the evidence turns than the
+/// default (docs/BENCHMARKS.md) at about 2.5 times its indexing time.
+pub const MPNET_MODEL: &str = "sentence-transformers/all-mpnet-base-v2";
+
 impl Default for LocalModelSpec {
     fn default() -> Self {
         LocalModelSpec {
@@ -200,6 +205,7 @@ mod tests {
         };
         assert_eq!(LocalModelSpec::default().multilingual(), Some(true));
         assert_eq!(named(MINILM_MODEL).multilingual(), Some(false));
+        assert_eq!(named(MPNET_MODEL).multilingual(), Some(false));
         assert_eq!(named("BAAI/bge-small-en-v1.5").multilingual(), Some(false));
         assert_eq!(
             named("intfloat/multilingual-e5-small").multilingual(),

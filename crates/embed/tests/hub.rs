@@ -315,14 +315,36 @@ fn missing_folder_and_corrupt_files_give_clear_errors() {
         "{msg}"
     );
 
-    // Not a BERT model.
+    // Neither BERT nor MPNet.
     std::fs::write(
         bad.join("config.json"),
-        r#"{"model_type": "mpnet", "architectures": ["MPNetForMaskedLM"]}"#,
+        r#"{"model_type": "xlm-roberta", "architectures": ["XLMRobertaModel"]}"#,
     )
     .unwrap();
     let msg = LocalEmbedder::load(&bad).unwrap_err().to_string();
-    assert!(msg.contains("mpnet") && msg.contains("BERT"), "{msg}");
+    assert!(
+        msg.contains("xlm-roberta") && msg.contains("BERT") && msg.contains("MPNet"),
+        "{msg}"
+    );
+
+    // A config.json naming two families.
+    std::fs::write(
+        bad.join("config.json"),
+        r#"{"model_type": "bert", "architectures": ["MPNetForMaskedLM"]}"#,
+    )
+    .unwrap();
+    let msg = LocalEmbedder::load(&bad).unwrap_err().to_string();
+    assert!(msg.contains("MPNetForMaskedLM"), "{msg}");
+
+    // An MPNet config.json beside BERT weights: the missing weight is named.
+    let mut cfg: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(model_dir().join("config.json")).unwrap())
+            .unwrap();
+    cfg["model_type"] = "mpnet".into();
+    cfg["architectures"] = serde_json::json!(["MPNetForMaskedLM"]);
+    std::fs::write(bad.join("config.json"), cfg.to_string()).unwrap();
+    let msg = LocalEmbedder::load(&bad).unwrap_err().to_string();
+    assert!(msg.contains("attention.attn.q"), "{msg}");
 
     // Truncated weights.
     let trunc = tmp.path().join("trunc");

@@ -23,7 +23,7 @@ mod render;
 mod reply;
 mod server;
 
-pub use model::{e5_model_file, model_dir};
+pub use model::{e5_model_file, model_dir, mpnet_model_dir};
 pub use render::{estimate_tokens, hashed_embedding};
 pub use reply::Reply;
 pub use server::{RecordedRequest, ScriptedServer, DEFAULT_EMBEDDING_DIMS};

@@ -6,15 +6,29 @@ use std::path::{Path, PathBuf};
 /// `<repository>/.mnemo-models/all-MiniLM-L6-v2`. Panics (failing the test)
 /// with instructions when it is missing: tests that need the real model
 /// never skip silently.
-#[allow(clippy::panic)]
 pub fn model_dir() -> PathBuf {
-    let dir = match std::env::var_os("MNEMO_TEST_MODEL_DIR").filter(|v| !v.is_empty()) {
+    model_folder("MNEMO_TEST_MODEL_DIR", "all-MiniLM-L6-v2")
+}
+
+/// The all-mpnet-base-v2 folder: `MNEMO_TEST_MPNET_DIR`, else
+/// `<repository>/.mnemo-models/all-mpnet-base-v2`. Panics like [`model_dir`].
+pub fn mpnet_model_dir() -> PathBuf {
+    model_folder("MNEMO_TEST_MPNET_DIR", "all-mpnet-base-v2")
+}
+
+/// A sentence-transformers folder named by `var`, else `name` under
+/// `.mnemo-models/`.
+#[allow(clippy::panic)]
+fn model_folder(var: &str, name: &str) -> PathBuf {
+    let dir = match std::env::var_os(var).filter(|v| !v.is_empty()) {
         Some(d) => PathBuf::from(d),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.mnemo-models/all-MiniLM-L6-v2"),
+        None => Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../.mnemo-models")
+            .join(name),
     };
     if !(dir.join("model.safetensors").is_file() && dir.join("tokenizer.json").is_file()) {
         panic!(
-            "the test model is missing from {}: run scripts/fetch-models.sh (or set MNEMO_TEST_MODEL_DIR)",
+            "the test model {name} is missing from {}: run scripts/fetch-models.sh (or set {var})",
             dir.display()
         );
     }

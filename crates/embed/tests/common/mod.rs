@@ -2,7 +2,7 @@
 #![allow(dead_code)]
 
 #[allow(unused_imports)]
-pub use mnemo_test_support::{e5_model_file, model_dir};
+pub use mnemo_test_support::{e5_model_file, model_dir, mpnet_model_dir};
 
 pub fn cos(a: &[f32], b: &[f32]) -> f32 {
     let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();

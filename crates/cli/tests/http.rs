@@ -36,15 +36,17 @@ fn start(ws: &Path) -> Server {
 
 /// A server whose chat model is the scripted one (no retries).
 fn start_with_model(ws: &Path, model: &mnemo_test_support::ScriptedServer) -> Server {
-    start_with(
-        ws,
-        &[
-            "provider.kind=openai".into(),
-            format!("provider.base_url={}", model.openai_base()),
-            "provider.model=test-model".into(),
-            "provider.max_retries=0".into(),
-        ],
-    )
+    start_with(ws, &model_sets(model))
+}
+
+/// The `--set`s that make the scripted server the chat model.
+fn model_sets(model: &mnemo_test_support::ScriptedServer) -> Vec<String> {
+    vec![
+        "provider.kind=openai".into(),
+        format!("provider.base_url={}", model.openai_base()),
+        "provider.model=test-model".into(),
+        "provider.max_retries=0".into(),
+    ]
 }
 
 fn start_with(ws: &Path, sets: &[String]) -> Server {
@@ -436,6 +438,123 @@ fn consolidate_calls_the_configured_model() {
         Some(json!({"level": 9})),
     );
     assert_eq!(status, 400, "{v}");
+}
+
+/// `[engine] rerank = true`: the side model sees a wider set of hits and
+/// its order wins; a bad answer keeps the index's order with the reason, and
+/// without a model the search still answers and says why it was not
+/// re-ranked.
+#[test]
+fn search_hits_are_reranked_by_the_side_model() {
+    use mnemo_test_support::{Reply, ScriptedServer};
+    let model = ScriptedServer::start_blocking();
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path();
+    std::fs::create_dir_all(ws.join("memory")).unwrap();
+    for (name, text) in [
+        (
+            "a",
+            "Ada said the Ada meetup moved; Ada will tell Ada's team.",
+        ),
+        ("b", "Ada mentioned Ada's sister visits in May."),
+        ("c", "Ada adopted a cat called Miso."),
+        ("d", "Ada likes green tea."),
+    ] {
+        std::fs::write(
+            ws.join(format!("memory/{name}.md")),
+            format!("# {name}\n\n{text}\n"),
+        )
+        .unwrap();
+    }
+    let mut sets = model_sets(&model);
+    sets.push("engine.rerank=true".into());
+    let srv = start_with(ws, &sets);
+    let search = |max: usize| {
+        call(
+            srv.port,
+            "POST",
+            "/v1/memory/search",
+            Some(json!({"query": "Ada", "max_results": max})),
+        )
+    };
+    // The model's answer names passages by number; which file is which
+    // number is read back from the prompt it was sent.
+    model.push(Reply::text("```json\n{\"ranking\": [4, 2]}\n```"));
+    let (status, v) = search(2);
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["reranked"], json!(true), "{v}");
+    let prompt = model.requests()[0].body["messages"][1]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let label = |n: usize| {
+        let at = prompt.find(&format!("[{n}] ")).unwrap();
+        prompt[at..].lines().next().unwrap()[format!("[{n}] ").len()..].to_string()
+    };
+    assert!(prompt.contains("[4] "), "all four hits are shown: {prompt}");
+    let results = v["results"].as_array().unwrap();
+    assert_eq!(results.len(), 2, "cut back to max_results: {v}");
+    assert_eq!(
+        results[0]["citation"],
+        format!("Source: {}", label(4)),
+        "{v}"
+    );
+    assert_eq!(
+        results[1]["citation"],
+        format!("Source: {}", label(2)),
+        "{v}"
+    );
+
+    // An answer without a ranking: the index's order, and why.
+    model.push(Reply::text("I am not sure."));
+    let (_, plain) = search(4);
+    assert_eq!(plain["reranked"], json!(false), "{plain}");
+    assert!(
+        plain["warnings"].to_string().contains("re-rank failed"),
+        "{plain}"
+    );
+    let order: Vec<String> = plain["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["citation"].as_str().unwrap().to_string())
+        .collect();
+    let prompt = model.requests()[1].body["messages"][1]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let shown: Vec<String> = (1..=4)
+        .map(|n| {
+            let at = prompt.find(&format!("[{n}] ")).unwrap();
+            format!(
+                "Source: {}",
+                &prompt[at..].lines().next().unwrap()[format!("[{n}] ").len()..]
+            )
+        })
+        .collect();
+    assert_eq!(order, shown, "the index's order is kept");
+    drop(srv);
+
+    // No model configured: results, a warning, no re-rank.
+    let other = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(other.path().join("memory")).unwrap();
+    std::fs::write(other.path().join("memory/a.md"), "# a\n\nAda likes tea.\n").unwrap();
+    let srv = start_with(other.path(), &["engine.rerank=true".to_string()]);
+    let (status, v) = call(
+        srv.port,
+        "POST",
+        "/v1/memory/search",
+        Some(json!({"query": "Ada"})),
+    );
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["reranked"], json!(false));
+    assert!(
+        v["warnings"]
+            .to_string()
+            .contains("rerank is on but unused"),
+        "{v}"
+    );
+    assert_eq!(v["results"].as_array().unwrap().len(), 1);
 }
 
 #[test]

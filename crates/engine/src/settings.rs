@@ -91,6 +91,20 @@ pub struct EngineSettings {
     /// Output tokens of the side query (256).
     pub recall_max_tokens: u32,
 
+    /// Re-rank `memory_search` hits with the side model (off: it costs a
+    /// model call per search). Hits the model judges helpful come first,
+    /// in its order; the others follow in the index's order, so nothing is
+    /// lost when it errs or times out.
+    pub rerank: bool,
+    /// Hits of the index shown to the model (20).
+    pub rerank_candidates: usize,
+    /// Characters of each hit shown (800).
+    pub rerank_passage_chars: usize,
+    /// Re-rank timeout in milliseconds (10,000).
+    pub rerank_timeout_ms: u64,
+    /// Output tokens of the re-rank (200).
+    pub rerank_max_tokens: u32,
+
     /// Last user and assistant messages in a session note (15).
     pub note_messages: usize,
     /// Slug request timeout in milliseconds (15,000).
@@ -154,6 +168,11 @@ impl Default for EngineSettings {
             recall_max_selected: 5,
             recall_timeout_ms: 3_000,
             recall_max_tokens: 256,
+            rerank: false,
+            rerank_candidates: 20,
+            rerank_passage_chars: 800,
+            rerank_timeout_ms: 10_000,
+            rerank_max_tokens: 200,
             note_messages: 15,
             slug_timeout_ms: 15_000,
             lock_wait_secs: 30,

@@ -22,6 +22,10 @@ pub const SLUG_PROMPT: &str = include_str!("../templates/session/slug.md");
 pub const RECALL_PROMPT: &str = include_str!("../templates/recall/select.md");
 /// User message of the recall side query.
 pub const RECALL_USER: &str = include_str!("../templates/recall/user.md");
+/// System prompt of the search re-rank.
+pub const RERANK_PROMPT: &str = include_str!("../templates/rerank/system.md");
+/// User message of the search re-rank.
+pub const RERANK_USER: &str = include_str!("../templates/rerank/user.md");
 /// Identity part of the system prompt.
 pub const IDENTITY: &str = include_str!("../templates/context/identity.md");
 

@@ -240,3 +240,53 @@ async fn slug_falls_back_to_hhmm_on_timeout() {
     assert!(report.slug_fallback);
     assert_eq!(report.note.as_deref(), Some("memory/2026-03-01-1000.md"));
 }
+
+#[tokio::test]
+async fn rerank_asks_the_side_model_and_keeps_every_passage() {
+    use mnemo_engine::Passage;
+    let env = env().await;
+    let passages: Vec<Passage> = [
+        ("memory/2026-11-01.md#L3-L4", "- Ada likes green tea."),
+        (
+            "sessions/cli:direct.jsonl#L7-L9",
+            "Ada: my cat Miso sleeps on the radiator.",
+        ),
+        (
+            "memory/projects.md#L1-L5",
+            "# Projects\n\n- Ada leads the billing migration.",
+        ),
+    ]
+    .iter()
+    .map(|(label, text)| Passage {
+        label: label.to_string(),
+        text: text.to_string(),
+    })
+    .collect();
+    env.server.push(Reply::text("{\"ranking\": [2]}"));
+    let engine = engine(&env, 100_000, 1_000, "rerank_timeout_ms = 300", t0());
+    let out = engine.rerank("Does Ada have a pet?", &passages).await;
+    assert_eq!(out.order, [1, 0, 2], "the pick first, the rest in order");
+    assert_eq!(out.picked, 1);
+    assert!(!out.timed_out && out.error.is_none());
+    let req = &env.server.requests()[0];
+    assert_eq!(req.body["max_tokens"], json!(200));
+    let system = req.body["messages"][0]["content"].as_str().unwrap();
+    let user = req.body["messages"][1]["content"].as_str().unwrap();
+    insta::assert_snapshot!("rerank_prompt", format!("{system}\n---\n{user}"));
+
+    // A slow model and a model error keep the index's order, with the reason.
+    env.server.push(Reply::delay(
+        Duration::from_secs(5),
+        Reply::text("{\"ranking\": [3]}"),
+    ));
+    let out = engine.rerank("Does Ada have a pet?", &passages).await;
+    assert!(out.timed_out);
+    assert_eq!(out.order, [0, 1, 2]);
+    env.server.push(Reply::error(
+        500,
+        json!({"error": {"message": "overloaded"}}),
+    ));
+    let out = engine.rerank("Does Ada have a pet?", &passages).await;
+    assert_eq!(out.order, [0, 1, 2]);
+    assert!(out.error.unwrap_or_default().contains("overloaded"));
+}

@@ -22,4 +22,4 @@ pub use report::{
     render_comparison, render_json, render_text, CategoryReport, EvalCounts, EvalReport,
     EvalSettings, EvalTimings, EvalUnit, QuestionReport, RetrievalMode,
 };
-pub use run::{run_on_dataset, run_retrieval_eval, EvalOptions, EvalProgress, EvalStage};
+pub use run::{run_on_dataset, run_retrieval_eval, EvalOptions, EvalProgress, EvalStage, Rerank};

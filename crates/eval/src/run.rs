@@ -8,7 +8,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use mnemo_core::{Embedder, Workspace};
-use mnemo_index::{IndexSettings, MemoryIndex, SearchHit, SearchMode, SearchRequest, SyncProgress};
+use mnemo_index::{
+    IndexSettings, MemoryIndex, SearchHit, SearchMode, SearchRequest, SearchResponse, SyncProgress,
+};
 use mnemo_store::{FsyncPolicy, SessionOptions, SessionStore};
 
 use crate::dataset::{Conversation, Dataset, Question};
@@ -23,6 +25,11 @@ use crate::report::{
 /// How token budgets are measured; stated in every report.
 pub const TOKEN_ESTIMATE: &str =
     "estimated from the hit snippet: 4 characters per token, 1 per CJK/wide character";
+
+/// Re-orders one question's search response before it is scored (for
+/// `mnemo eval retrieval --rerank`, which asks a chat model): called with
+/// the question and the response as the index gave it.
+pub type Rerank = Arc<dyn Fn(&str, &mut SearchResponse) + Send + Sync>;
 
 /// What to evaluate and how.
 #[derive(Clone)]
@@ -47,6 +54,8 @@ pub struct EvalOptions {
     pub embedder: Option<Arc<dyn Embedder>>,
     /// Metrics computed.
     pub metrics: MetricSpec,
+    /// Applied to every response before scoring, when set.
+    pub rerank: Option<Rerank>,
 }
 
 impl std::fmt::Debug for EvalOptions {
@@ -61,6 +70,7 @@ impl std::fmt::Debug for EvalOptions {
             .field("index_settings", &self.index_settings)
             .field("embedder", &self.embedder.as_ref().map(|e| e.id()))
             .field("metrics", &self.metrics)
+            .field("rerank", &self.rerank.is_some())
             .finish()
     }
 }
@@ -79,6 +89,7 @@ impl EvalOptions {
             index_settings: IndexSettings::default(),
             embedder: None,
             metrics: MetricSpec::default(),
+            rerank: None,
         }
     }
 
@@ -316,7 +327,10 @@ pub fn run_on_dataset(
                 let req = SearchRequest::new(q.question.clone())
                     .max_results(opts.max_results)
                     .min_score(opts.min_score);
-                let resp = index.search(&req).map_err(EvalError::Index)?;
+                let mut resp = index.search(&req).map_err(EvalError::Index)?;
+                if let Some(rerank) = &opts.rerank {
+                    rerank(&q.question, &mut resp);
+                }
                 if !run.modes_seen.contains(&resp.mode) {
                     run.modes_seen.push(resp.mode);
                 }

@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 use chrono::Utc;
 use mnemo::Mnemo;
 use mnemo_core::Message;
-use mnemo_engine::Engine;
-use mnemo_index::{GetResponse, SearchRequest, SearchResponse};
+use mnemo_engine::{Engine, Passage, RerankOutcome};
+use mnemo_index::{GetResponse, SearchHit, SearchRequest, SearchResponse};
 use mnemo_llm::{BoxFuture, ChatModel, ChatRequest, ChatResponse, LlmError, ModelInfo};
 use mnemo_store::{FrontMatter, MemoryType};
 use serde::{Deserialize, Serialize};
@@ -182,15 +182,49 @@ impl Backend {
             .acquire()
             .await
             .map_err(|e| Error::Internal(format!("search queue closed: {e}")))?;
+        // `[engine] rerank`: the side model orders a wider set of hits.
+        let rerank = match self.engine() {
+            Ok(EngineSlot::Ready(e)) if e.settings().rerank => Some(Ok(e.clone())),
+            Ok(EngineSlot::Offline(e, why)) if e.settings().rerank => Some(Err(why.clone())),
+            _ => None,
+        };
         let me = self.clone();
-        let resp: SearchResponse = blocking(move || {
+        let query = args.query.clone();
+        let wider = rerank
+            .as_ref()
+            .and_then(|r| r.as_ref().ok())
+            .map(|e| e.settings().rerank_candidates);
+        let (mut resp, wanted): (SearchResponse, usize) = blocking(move || {
+            let index = me.mnemo.index()?;
+            let wanted = args
+                .max_results
+                .unwrap_or(index.settings().search.max_results)
+                .min(100);
             let mut req = SearchRequest::new(args.query);
-            req.max_results = args.max_results.map(|n| n.min(100));
+            req.max_results = Some(wider.map_or(wanted, |w| w.clamp(wanted, 100)));
             req.min_score = args.min_score;
-            Ok(me.mnemo.index()?.search(&req)?)
+            Ok((index.search(&req)?, wanted))
         })
         .await?;
-        Ok(search_json(&resp))
+        let reranked = match rerank {
+            None => None,
+            Some(Err(why)) => {
+                resp.warnings
+                    .push(format!("[engine] rerank is on but unused: {why}"));
+                Some(false)
+            }
+            Some(Ok(engine)) => {
+                let passages = rerank_passages(&resp, resp.results.len());
+                let outcome = engine.rerank(&query, &passages).await;
+                Some(apply_rerank(&mut resp, outcome))
+            }
+        };
+        resp.results.truncate(wanted);
+        let mut out = search_json(&resp);
+        if let Some(r) = reranked {
+            out["reranked"] = json!(r);
+        }
+        Ok(out)
     }
 
     /// `memory_get`.
@@ -490,6 +524,50 @@ impl ChatModel for NoModel {
     fn info(&self) -> &ModelInfo {
         &self.info
     }
+}
+
+/// The first `n` hits as the re-rank model reads them.
+pub fn rerank_passages(resp: &SearchResponse, n: usize) -> Vec<Passage> {
+    resp.results
+        .iter()
+        .take(n)
+        .map(|h| Passage {
+            label: h.citation.clone(),
+            text: h.snippet.clone(),
+        })
+        .collect()
+}
+
+/// Applies a re-rank of the first hits (see [`mnemo_engine::rerank`]):
+/// the model's order first, hits past the re-ranked ones after them. On a
+/// failure the index's order stays and the warnings say why. True when the
+/// model's order was applied.
+pub fn apply_rerank(resp: &mut SearchResponse, outcome: RerankOutcome) -> bool {
+    if outcome.timed_out {
+        resp.warnings.push(
+            "the re-rank model did not answer in time ([engine] rerank_timeout_ms); hits are in the index's order"
+                .into(),
+        );
+        return false;
+    }
+    if let Some(e) = outcome.error {
+        resp.warnings.push(format!(
+            "the re-rank failed ({e}); hits are in the index's order"
+        ));
+        return false;
+    }
+    let mut slots: Vec<Option<SearchHit>> = std::mem::take(&mut resp.results)
+        .into_iter()
+        .map(Some)
+        .collect();
+    let mut out: Vec<SearchHit> = outcome
+        .order
+        .iter()
+        .filter_map(|&i| slots.get_mut(i).and_then(Option::take))
+        .collect();
+    out.extend(slots.into_iter().flatten());
+    resp.results = out;
+    true
 }
 
 /// The `memory_search` result: OpenClaw's shape in snake_case, with the

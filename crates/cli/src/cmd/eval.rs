@@ -57,6 +57,13 @@ pub struct RetrievalArgs {
     /// Print one JSON object (with an `overall` object: any@5, all@10, recall@10, mrr, …)
     #[arg(long)]
     pub json: bool,
+    /// Re-rank each question's first hits with the chat model, as `[engine]
+    /// rerank = true` does for memory_search (one model call per question;
+    /// `[engine] rerank_candidates` hits are shown to it)
+    #[arg(long)]
+    pub rerank: bool,
+    #[command(flatten)]
+    pub model: crate::cmd::engine::ModelArgs,
 }
 
 pub fn run(command: EvalCommand, global: &GlobalArgs) -> Result<()> {
@@ -94,6 +101,9 @@ fn retrieval(args: RetrievalArgs, global: &GlobalArgs) -> Result<()> {
                 choice.warning.unwrap_or_else(|| "no embedder".into())
             ),
         }
+    }
+    if args.rerank {
+        base.rerank = Some(reranker(&ctx.config, &args.model)?);
     }
     let mut reports: Vec<EvalReport> = Vec::new();
     for mode in modes {
@@ -134,4 +144,29 @@ fn retrieval(args: RetrievalArgs, global: &GlobalArgs) -> Result<()> {
         print!("{}", mnemo_eval::render_text(r));
     }
     Ok(())
+}
+
+/// The chat model re-ranking each response with the `[engine] rerank_*`
+/// settings, on a runtime of its own (the benchmark itself is synchronous).
+fn reranker(
+    config: &mnemo_core::Config,
+    model: &crate::cmd::engine::ModelArgs,
+) -> Result<mnemo_eval::Rerank> {
+    let chat = crate::cmd::engine::chat_model(config, model)?;
+    let settings: mnemo_engine::EngineSettings = config.section("engine")?;
+    let rt = crate::ctx::runtime()?;
+    Ok(std::sync::Arc::new(
+        move |query: &str, resp: &mut mnemo_index::SearchResponse| {
+            let passages = mnemo_mcp::ops::rerank_passages(resp, settings.rerank_candidates);
+            let outcome = rt.block_on(mnemo_engine::rerank::rerank(
+                chat.as_ref(),
+                query,
+                &passages,
+                settings.rerank_passage_chars,
+                settings.rerank_max_tokens,
+                std::time::Duration::from_millis(settings.rerank_timeout_ms),
+            ));
+            mnemo_mcp::ops::apply_rerank(resp, outcome);
+        },
+    ))
 }

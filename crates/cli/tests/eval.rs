@@ -1,0 +1,110 @@
+//! `mnemo eval retrieval` through the real binary: keyword mode on a small
+//! handmade file, and `--rerank`, which asks the configured chat model (a
+//! scripted OpenAI-compatible server on loopback) to order each question's
+//! hits.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+
+use mnemo_test_support::cli::{mnemo_command, stdout_of_success};
+use mnemo_test_support::{Reply, ScriptedServer};
+use serde_json::Value;
+
+/// One conversation, six sessions, three of them about Sunday baking; the
+/// question's evidence is session s1.
+const DATA: &str = r#"{
+  "dataset": "handmade", "language": "en",
+  "conversations": [
+    {"conv_id": "a", "speakers": ["Ann", "Bob"], "sessions": [
+      {"session_id": "s1", "date_time": "2023-05-08", "turns": [
+        {"turn_id": "a1", "speaker": "Ann", "text": "I spent Sunday baking sourdough bread with my sister."}]},
+      {"session_id": "s2", "date_time": "2023-05-20", "turns": [
+        {"turn_id": "a2", "speaker": "Bob", "text": "Ann, my sister says your bread was the best she had on Sunday."}]},
+      {"session_id": "s3", "date_time": "2023-06-01", "turns": [
+        {"turn_id": "a3", "speaker": "Ann", "text": "No baking this Sunday, Bob."}]},
+      {"session_id": "s4", "date_time": "2023-06-10", "turns": [
+        {"turn_id": "a4", "speaker": "Bob", "text": "The garden fence needs a new coat of paint."}]},
+      {"session_id": "s5", "date_time": "2023-06-12", "turns": [
+        {"turn_id": "a5", "speaker": "Bob", "text": "I finished the novel about sailing to Lisbon."}]},
+      {"session_id": "s6", "date_time": "2023-06-14", "turns": [
+        {"turn_id": "a6", "speaker": "Bob", "text": "Work was busy; we shipped the billing migration."}]}]}
+  ],
+  "questions": [
+    {"qid": "q1", "conv_id": "a", "question": "What did Ann bake with her sister on Sunday?",
+     "evidence_turns": ["a1"], "evidence_sessions": ["s1"]}
+  ]
+}"#;
+
+fn eval(ws: &Path, file: &Path, extra: &[&str]) -> Value {
+    let mut args = vec![
+        "--set",
+        "embedder.kind=none",
+        "eval",
+        "retrieval",
+        file.to_str().unwrap(),
+        "--mode",
+        "keyword",
+        "--json",
+    ];
+    args.extend_from_slice(extra);
+    let out = mnemo_command(env!("CARGO_BIN_EXE_mnemo"), ws, &args)
+        .output()
+        .unwrap();
+    serde_json::from_str(stdout_of_success(&out).trim()).unwrap()
+}
+
+fn top_units(report: &Value) -> Vec<String> {
+    report["questions"][0]["top_units"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u.as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn rerank_orders_each_questions_hits_with_the_chat_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("data.json");
+    std::fs::write(&file, DATA).unwrap();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+
+    let plain = top_units(&eval(&ws, &file, &[]));
+    assert_eq!(
+        plain.len(),
+        3,
+        "the three baking sessions are hits: {plain:?}"
+    );
+
+    // The model reverses the index's order.
+    let model = ScriptedServer::start_blocking();
+    model.push(Reply::text(r#"{"ranking": [3, 2, 1]}"#));
+    let base = format!("provider.base_url={}", model.openai_base());
+    let reranked = eval(
+        &ws,
+        &file,
+        &[
+            "--set",
+            "provider.kind=openai",
+            "--set",
+            &base,
+            "--set",
+            "provider.model=test-model",
+            "--set",
+            "provider.max_retries=0",
+            "--rerank",
+        ],
+    );
+    let mut reversed = plain;
+    reversed.reverse();
+    assert_eq!(top_units(&reranked), reversed, "{reranked:#}");
+    let requests = model.requests();
+    assert_eq!(requests.len(), 1, "one model call per question");
+    let prompt = requests[0].body["messages"][1]["content"].as_str().unwrap();
+    assert!(
+        prompt.contains("What did Ann bake with her sister on Sunday?"),
+        "{prompt}"
+    );
+    assert!(prompt.contains("[3] "), "every hit is shown: {prompt}");
+}

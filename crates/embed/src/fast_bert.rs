@@ -24,6 +24,7 @@ use candle_transformers::models::bert::{Config as BertConfig, HiddenAct};
 use gemm::Parallelism;
 
 use crate::error::{Error, Result};
+use crate::int8::{has_vnni, linear_i8, QActs, QMatrix};
 use crate::model_files::{position_offset, Arch, Pooling};
 
 /// The vector extensions the element-wise loops are compiled for.
@@ -73,6 +74,17 @@ pub(crate) struct Layer {
     pub down_b: Vec<f32>,
     pub ln2_w: Vec<f32>,
     pub ln2_b: Vec<f32>,
+    /// The four matrices in int8 once [`FastBert::quantize_int8`] ran (the
+    /// `f32` copies are then dropped).
+    pub q: Option<Box<QLayer>>,
+}
+
+/// A layer's matrices in int8.
+pub(crate) struct QLayer {
+    qkv: QMatrix,
+    ao: QMatrix,
+    up: QMatrix,
+    down: QMatrix,
 }
 
 /// The word-embedding table.
@@ -187,6 +199,8 @@ pub(crate) struct FastBert {
     emb_ln_b: Vec<f32>,
     layers: Vec<Layer>,
     rel: Option<RelBias>,
+    /// The int8 kernel to use: VNNI or portable.
+    vnni: bool,
 }
 
 struct Weights<'a> {
@@ -286,6 +300,7 @@ impl FastBert {
                 down_b: w.get(&format!("{p}output.dense.bias"), &[h])?,
                 ln2_w: w.get(&format!("{p}output.LayerNorm.weight"), &[h])?,
                 ln2_b: w.get(&format!("{p}output.LayerNorm.bias"), &[h])?,
+                q: None,
             });
         }
         let (type0, rel) = match arch {
@@ -427,7 +442,49 @@ impl FastBert {
             emb_ln_b: p.emb_ln_b,
             layers: p.layers,
             rel: p.rel,
+            vnni: has_vnni(),
         })
+    }
+
+    /// Quantises every layer's matrices to int8 (per output column) and
+    /// drops their `f32` copies: the dense layers then run on int8 products
+    /// (see [`crate::int8`]).
+    pub fn quantize_int8(&mut self) {
+        let (h, i) = (self.hidden, self.inter);
+        // How large each channel of a layer norm's output gets: the
+        // normalised values rarely pass 3, so 3|gamma| + |beta| bounds them.
+        let range = |w: &[f32], b: &[f32]| -> Vec<f32> {
+            w.iter()
+                .zip(b)
+                .map(|(g, b)| 3.0 * g.abs() + b.abs())
+                .collect()
+        };
+        let mut input_range = range(&self.emb_ln_w, &self.emb_ln_b);
+        for l in &mut self.layers {
+            if l.q.is_some() {
+                continue;
+            }
+            // The f32 copies go: the int8 ones replace them.
+            let quant = |w: &mut Vec<f32>, k: usize, n: usize, act: Option<&[f32]>| {
+                let q = QMatrix::smoothed(w, k, n, act);
+                *w = Vec::new();
+                q
+            };
+            let after_attention = range(&l.ln1_w, &l.ln1_b);
+            l.q = Some(Box::new(QLayer {
+                // Inputs that come out of a layer norm are smoothed.
+                qkv: quant(&mut l.qkv_w, h, 3 * h, Some(&input_range)),
+                ao: quant(&mut l.ao_w, h, h, None),
+                up: quant(&mut l.up_w, h, i, Some(&after_attention)),
+                down: quant(&mut l.down_w, i, h, None),
+            }));
+            input_range = range(&l.ln2_w, &l.ln2_b);
+        }
+    }
+
+    /// True once [`quantize_int8`](Self::quantize_int8) ran.
+    pub fn is_int8(&self) -> bool {
+        self.layers.iter().all(|l| l.q.is_some())
     }
 
     /// Width of the vectors.
@@ -590,14 +647,28 @@ impl FastBert {
             .as_ref()
             .map(|r| r.by_distance(self.heads, max_len));
         let bias = rel.as_deref().map(|table| Bias { table, max_len });
+        let mut acts = QActs::default();
         for l in &self.layers {
-            linear(&x, &l.qkv_w, &l.qkv_b, &mut qkv, t, h, 3 * h, par);
+            let q = l.q.as_deref();
+            match q.map(|q| &q.qkv) {
+                Some(m) => linear_i8(&x, m, &l.qkv_b, &mut qkv, t, &mut acts, self.vnni),
+                None => linear(&x, &l.qkv_w, &l.qkv_b, &mut qkv, t, h, 3 * h, par),
+            }
             self.attention(&qkv, &mut ctx, &lens, &mut scores, &mut kt, bias);
-            linear(&ctx, &l.ao_w, &l.ao_b, &mut tmp, t, h, h, par);
+            match q.map(|q| &q.ao) {
+                Some(m) => linear_i8(&ctx, m, &l.ao_b, &mut tmp, t, &mut acts, self.vnni),
+                None => linear(&ctx, &l.ao_w, &l.ao_b, &mut tmp, t, h, h, par),
+            }
             add_layer_norm(&mut x, &tmp, h, &l.ln1_w, &l.ln1_b, self.eps);
-            linear(&x, &l.up_w, &l.up_b, &mut mid, t, h, self.inter, par);
+            match q.map(|q| &q.up) {
+                Some(m) => linear_i8(&x, m, &l.up_b, &mut mid, t, &mut acts, self.vnni),
+                None => linear(&x, &l.up_w, &l.up_b, &mut mid, t, h, self.inter, par),
+            }
             activate(&mut mid, self.act);
-            linear(&mid, &l.down_w, &l.down_b, &mut tmp, t, self.inter, h, par);
+            match q.map(|q| &q.down) {
+                Some(m) => linear_i8(&mid, m, &l.down_b, &mut tmp, t, &mut acts, self.vnni),
+                None => linear(&mid, &l.down_w, &l.down_b, &mut tmp, t, self.inter, h, par),
+            }
             add_layer_norm(&mut x, &tmp, h, &l.ln2_w, &l.ln2_b, self.eps);
         }
         let mut out = Vec::with_capacity(seqs.len());

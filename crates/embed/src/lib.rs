@@ -32,6 +32,7 @@ mod error;
 mod fast_bert;
 mod hash;
 mod hub;
+mod int8;
 mod local;
 mod model_files;
 pub mod pypi;

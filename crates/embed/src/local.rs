@@ -89,7 +89,16 @@ impl LocalEmbedder {
     /// file or a folder holding it, without `config.json`), with the e5
     /// prefixes, which that model needs.
     pub fn load(dir: &Path) -> Result<Self, EmbedError> {
-        let spec = LocalModelSpec::from_path(dir);
+        Self::load_on(dir, Engine::Auto)
+    }
+
+    /// As [`load`](Self::load), on the given forward pass (`Int8` for int8
+    /// products).
+    pub fn load_on(dir: &Path, engine: Engine) -> Result<Self, EmbedError> {
+        let spec = LocalModelSpec {
+            engine,
+            ..LocalModelSpec::from_path(dir)
+        };
         if e5q4::find_model_file(dir).is_some() {
             return Ok(Self::e5(E5Q4Embedder::load_spec(dir, &spec)?));
         }
@@ -277,12 +286,17 @@ impl LocalEmbedder {
                 CandleBert::new(tensors, &files.bert)
                     .map_err(|e| Error::bad_file(&weights_path, e))?,
             ),
-            _ => Runner::Fast(FastBert::new(&tensors, &files.bert, files.arch).map_err(
-                |e| match e {
-                    Error::Unsupported(m) => Error::bad_file(&weights_path, m),
-                    other => other,
-                },
-            )?),
+            _ => {
+                let mut fast =
+                    FastBert::new(&tensors, &files.bert, files.arch).map_err(|e| match e {
+                        Error::Unsupported(m) => Error::bad_file(&weights_path, m),
+                        other => other,
+                    })?;
+                if engine == Engine::Int8 {
+                    fast.quantize_int8();
+                }
+                Runner::Fast(fast)
+            }
         };
         let (query_prefix, document_prefix) = spec.prefixes();
         let mut key = Sha256::new();
@@ -298,6 +312,11 @@ impl LocalEmbedder {
         ] {
             key.update(part.as_bytes());
             key.update([0u8]);
+        }
+        if engine == Engine::Int8 {
+            // int8 products give (slightly) different vectors: a cache of
+            // their own. Other engines keep the key they always had.
+            key.update(b"int8\0");
         }
         let id = EmbedderId {
             provider: "local".into(),
@@ -334,7 +353,7 @@ impl LocalEmbedder {
     pub fn engine(&self) -> Engine {
         match &self.backend {
             Backend::Bert(b) => b.engine,
-            Backend::E5Q4(_) => Engine::Fast,
+            Backend::E5Q4(e) => e.engine(),
         }
     }
 

@@ -16,6 +16,10 @@ pub enum Engine {
     Candle,
     /// The hand-written packed BERT forward (no padding, fused loops, threads).
     Fast,
+    /// The fast forward with int8 matrix products (weights per column,
+    /// activations per row): several times faster on CPUs with AVX-512
+    /// VNNI, vectors within cosine 0.99 of `fast` (docs/BENCHMARKS.md).
+    Int8,
 }
 
 /// Where the local embedding model comes from and how it runs: the

@@ -6,7 +6,8 @@
 //! cargo run --release -p mnemo-eval --example retrieval -- FILE.json \
 //!     [--units session,turn] [--modes keyword,vector,hybrid] [--limit-conversations N] \
 //!     [--max-results N] [--chunk-tokens N] [--chunk-overlap N] [--fusion weighted|rrf] \
-//!     [--vector-weight W] [--model DIR[+DIR]] [--json-dir DIR] [--sweep SPEC;SPEC...]
+//!     [--vector-weight W] [--model DIR[+DIR]] [--engine fast|int8|candle] [--json-dir DIR]
+//!     [--sweep SPEC;SPEC...]
 //! ```
 //!
 //! `--model` defaults to the default model's copy in
@@ -165,6 +166,7 @@ fn main() -> anyhow::Result<()> {
     let mut json_dir: Option<PathBuf> = None;
     let mut verbose = false;
     let mut sweep: Vec<String> = vec![String::new()];
+    let mut engine = mnemo_embed::Engine::Auto;
     while let Some(a) = args.next() {
         let mut val = || {
             args.next()
@@ -201,6 +203,14 @@ fn main() -> anyhow::Result<()> {
                 opts.index_settings.search.text_weight = 1.0 - w;
             }
             "--model" => model = Some(PathBuf::from(val()?)),
+            "--engine" => {
+                engine = match val()?.as_str() {
+                    "int8" => mnemo_embed::Engine::Int8,
+                    "fast" => mnemo_embed::Engine::Fast,
+                    "candle" => mnemo_embed::Engine::Candle,
+                    other => anyhow::bail!("unknown engine {other}: fast, int8 or candle"),
+                }
+            }
             "--json-dir" => json_dir = Some(PathBuf::from(val()?)),
             "--verbose" => verbose = true,
             "--sweep" => sweep = val()?.split(';').map(str::to_string).collect(),
@@ -219,9 +229,11 @@ fn main() -> anyhow::Result<()> {
                 .join("../../.mnemo-models/multilingual-e5-small-q4")
         });
         let load = |dir: &std::path::Path| -> anyhow::Result<Arc<dyn Embedder>> {
-            Ok(Arc::new(mnemo_embed::LocalEmbedder::load(dir).map_err(
-                |e| anyhow::anyhow!("{e} (run scripts/fetch-models.sh or pass --model DIR)"),
-            )?))
+            Ok(Arc::new(
+                mnemo_embed::LocalEmbedder::load_on(dir, engine).map_err(|e| {
+                    anyhow::anyhow!("{e} (run scripts/fetch-models.sh or pass --model DIR)")
+                })?,
+            ))
         };
         let s = dir.to_string_lossy().into_owned();
         let e = match s.split_once('+') {

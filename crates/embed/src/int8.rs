@@ -1,0 +1,510 @@
+//! Int8 matrix products for the fast forward pass (`engine = "int8"`).
+//!
+//! Why: on the embedding models' dense layers the `f32` product is two
+//! thirds of the time, and CPUs with AVX-512 VNNI multiply-add 64 byte
+//! pairs per instruction where `f32` FMA does 16. Weights are quantised
+//! once, per output column (symmetric, 127 levels); activations per row as
+//! they come (symmetric, shifted by 128 into unsigned bytes, which is what
+//! `vpdpbusd` multiplies; the shift is taken back out with each column's
+//! sum). The integer sums are exact, so the VNNI kernel and the portable one
+//! give the same bits, and the tests can compare them directly.
+
+/// Column blocks of 16 (one 512-bit register of `i32` sums).
+const NB: usize = 16;
+
+/// A weight matrix `[k, n]` in int8, packed for the kernels:
+/// `packed[((cb * kq) + k4) * 64 + col * 4 + kk]` holds row `4 * k4 + kk`,
+/// column `16 * cb + col` (`kq = kp / 4`), zero-padded in both directions.
+pub(crate) struct QMatrix {
+    k: usize,
+    kp: usize,
+    n: usize,
+    np: usize,
+    packed: Vec<i8>,
+    /// Dequantisation scale of each column.
+    scales: Vec<f32>,
+    /// Sum of each column's int8 values (for the 128 shift of activations).
+    colsum: Vec<i32>,
+    /// Per input channel, what activations are multiplied by before they
+    /// are quantised (the weights' rows were divided by it): empty when the
+    /// matrix was quantised without smoothing.
+    smooth: Vec<f32>,
+}
+
+impl QMatrix {
+    /// Quantises `w`, `[k, n]` row-major (input by output), first moving
+    /// the spread of activations into the weights when `act_range` is given (SmoothQuant, alpha 0.5): given how large
+    /// each input channel gets (`act_range`, one value per row of `w`),
+    /// channel `i` is divided by `sqrt(act_range[i] / max|w[i, :]|)` and row
+    /// `i` of `w` multiplied by it. A few channels of a layer-normed input
+    /// are many times larger than the rest; quantised per row as they are,
+    /// they would leave the others a handful of levels.
+    pub fn smoothed(w: &[f32], k: usize, n: usize, act_range: Option<&[f32]>) -> Self {
+        let smooth: Vec<f32> = match act_range {
+            Some(a) if a.len() == k => (0..k)
+                .map(|i| {
+                    let wmax = w[i * n..(i + 1) * n]
+                        .iter()
+                        .fold(0f32, |m, v| m.max(v.abs()));
+                    if a[i] > 0.0 && wmax > 0.0 {
+                        (wmax / a[i]).sqrt()
+                    } else {
+                        1.0
+                    }
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        let scaled: Vec<f32>;
+        let w = if smooth.is_empty() {
+            w
+        } else {
+            scaled = (0..k * n).map(|x| w[x] / smooth[x / n]).collect();
+            &scaled
+        };
+        let mut m = Self::quantize(w, k, n);
+        m.smooth = smooth;
+        m
+    }
+
+    fn quantize(w: &[f32], k: usize, n: usize) -> Self {
+        let kp = k.div_ceil(4) * 4;
+        let np = n.div_ceil(NB) * NB;
+        let kq = kp / 4;
+        let mut scales = vec![0f32; n];
+        for (j, s) in scales.iter_mut().enumerate() {
+            let amax = (0..k).map(|i| w[i * n + j].abs()).fold(0f32, f32::max);
+            *s = if amax > 0.0 { amax / 127.0 } else { 1.0 };
+        }
+        let mut packed = vec![0i8; np * kp];
+        let mut colsum = vec![0i32; np];
+        for i in 0..k {
+            let (k4, kk) = (i / 4, i % 4);
+            for j in 0..n {
+                let q = (w[i * n + j] / scales[j]).round().clamp(-127.0, 127.0) as i8;
+                let (cb, col) = (j / NB, j % NB);
+                packed[(cb * kq + k4) * 64 + col * 4 + kk] = q;
+                colsum[j] += i32::from(q);
+            }
+        }
+        QMatrix {
+            k,
+            kp,
+            n,
+            np,
+            packed,
+            scales,
+            colsum,
+            smooth: Vec::new(),
+        }
+    }
+}
+
+/// Activations quantised per row: unsigned bytes (value + 128), `kp` per
+/// row, and each row's scale.
+#[derive(Default)]
+pub(crate) struct QActs {
+    data: Vec<u8>,
+    scales: Vec<f32>,
+    /// Smoothed activations, for matrices quantised with smoothing.
+    smoothed: Vec<f32>,
+}
+
+impl QActs {
+    /// Quantises `t` rows of `k` values from `x` for a product with `w`,
+    /// compiled for AVX-512 when `wide` (the caller checked the CPU).
+    fn fill(&mut self, x: &[f32], t: usize, w: &QMatrix, wide: bool) {
+        let mut smoothed = std::mem::take(&mut self.smoothed);
+        let x = if w.smooth.is_empty() {
+            x
+        } else {
+            smoothed.clear();
+            for row in x[..t * w.k].chunks_exact(w.k) {
+                smoothed.extend(row.iter().zip(&w.smooth).map(|(v, s)| v * s));
+            }
+            &smoothed
+        };
+        self.fill_plain(x, t, w, wide);
+        self.smoothed = smoothed;
+    }
+
+    fn fill_plain(&mut self, x: &[f32], t: usize, w: &QMatrix, wide: bool) {
+        #[cfg(target_arch = "x86_64")]
+        if wide {
+            // SAFETY: `wide` is only true when the CPU has AVX-512 F and BW.
+            unsafe { self.fill_avx512(x, t, w) };
+            return;
+        }
+        let _ = wide;
+        self.fill_body(x, t, w);
+    }
+
+    /// As [`fill_body`](Self::fill_body), sixteen values per instruction:
+    /// the same products, roundings and clamps, so the same bytes.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512bw")]
+    unsafe fn fill_avx512(&mut self, x: &[f32], t: usize, w: &QMatrix) {
+        use std::arch::x86_64::*;
+        let (k, kp) = (w.k, w.kp);
+        self.data.clear();
+        self.data.resize(t * kp, 128);
+        self.scales.clear();
+        for (r, row) in x[..t * k].chunks_exact(k).enumerate() {
+            let (scale, inv) = row_scale(row);
+            self.scales.push(scale);
+            let dst = &mut self.data[r * kp..r * kp + k];
+            let chunks = row.chunks_exact(16);
+            let rest = chunks.remainder();
+            // SAFETY: each load reads one 16-value chunk of `row`, each
+            // store writes 16 bytes inside `dst` at the same offset.
+            unsafe {
+                let vinv = _mm512_set1_ps(inv);
+                let (lo, hi) = (_mm512_set1_ps(-127.0), _mm512_set1_ps(127.0));
+                let shift = _mm512_set1_epi32(128);
+                for (i, c) in chunks.enumerate() {
+                    let v = _mm512_mul_ps(_mm512_loadu_ps(c.as_ptr()), vinv);
+                    let v = _mm512_roundscale_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(
+                        v,
+                    );
+                    let v = _mm512_min_ps(_mm512_max_ps(v, lo), hi);
+                    let q = _mm512_add_epi32(_mm512_cvtps_epi32(v), shift);
+                    _mm_storeu_si128(
+                        dst.as_mut_ptr().add(i * 16) as *mut __m128i,
+                        _mm512_cvtepi32_epi8(q),
+                    );
+                }
+            }
+            let done = k - rest.len();
+            for (d, v) in dst[done..].iter_mut().zip(rest) {
+                *d = quantize(*v, inv);
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn fill_body(&mut self, x: &[f32], t: usize, w: &QMatrix) {
+        let (k, kp) = (w.k, w.kp);
+        self.data.clear();
+        self.data.resize(t * kp, 128);
+        self.scales.clear();
+        for (r, row) in x[..t * k].chunks_exact(k).enumerate() {
+            let (scale, inv) = row_scale(row);
+            self.scales.push(scale);
+            for (d, v) in self.data[r * kp..r * kp + k].iter_mut().zip(row) {
+                *d = quantize(*v, inv);
+            }
+        }
+    }
+}
+
+/// A row's dequantisation scale and its inverse (0 for an all-zero row).
+#[inline(always)]
+fn row_scale(row: &[f32]) -> (f32, f32) {
+    let amax = abs_max(row);
+    if amax > 0.0 {
+        (amax / 127.0, 127.0 / amax)
+    } else {
+        (1.0, 0.0)
+    }
+}
+
+/// One activation as an unsigned byte: value * inv rounded to nearest
+/// (ties to even), clamped to ±127, shifted by 128.
+#[inline(always)]
+fn quantize(v: f32, inv: f32) -> u8 {
+    let q = round(v * inv).clamp(-127.0, 127.0);
+    (q as i32 + 128) as u8
+}
+
+/// Largest magnitude, in lanes so the loop vectorises (a NaN is skipped).
+fn abs_max(v: &[f32]) -> f32 {
+    let mut m = [0f32; 16];
+    let chunks = v.chunks_exact(16);
+    let rest = chunks.remainder();
+    for c in chunks {
+        for (a, b) in m.iter_mut().zip(c) {
+            let b = b.abs();
+            *a = if b > *a { b } else { *a };
+        }
+    }
+    let mut best = m.iter().fold(0f32, |a, &b| if b > a { b } else { a });
+    for &b in rest {
+        best = if b.abs() > best { b.abs() } else { best };
+    }
+    best
+}
+
+/// Round to nearest (ties to even) without a libm call, so the loop
+/// vectorises: adding and removing 1.5 * 2^23 drops the fraction. Exact for
+/// |x| < 2^22, far beyond the ±127 the caller clamps to.
+#[inline(always)]
+fn round(x: f32) -> f32 {
+    const MAGIC: f32 = 12_582_912.0;
+    (x + MAGIC) - MAGIC
+}
+
+/// Which kernel runs: VNNI when the CPU has it (and
+/// `MNEMO_EMBED_NO_VNNI` is unset), else the portable one.
+pub(crate) fn has_vnni() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::env::var_os("MNEMO_EMBED_NO_VNNI").is_none()
+            && is_x86_feature_detected!("avx512f")
+            && is_x86_feature_detected!("avx512bw")
+            && is_x86_feature_detected!("avx512vnni")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// `out[t, n] = x[t, k] · w + b` with int8 products. `acts` is scratch
+/// reused across calls; `vnni` picks the kernel (see [`has_vnni`]).
+pub(crate) fn linear_i8(
+    x: &[f32],
+    w: &QMatrix,
+    b: &[f32],
+    out: &mut [f32],
+    t: usize,
+    acts: &mut QActs,
+    vnni: bool,
+) {
+    if x.len() < t * w.k || out.len() < t * w.n || b.len() < w.n {
+        // Unreachable by construction; refuse rather than read out of bounds.
+        out.fill(f32::NAN);
+        return;
+    }
+    acts.fill(x, t, w, vnni);
+    #[cfg(target_arch = "x86_64")]
+    if vnni {
+        // SAFETY: `vnni` is only true when `has_vnni` found the features;
+        // the lengths were checked above and `fill` sized `acts`.
+        unsafe { vnni::product(acts, w, b, out, t) };
+        return;
+    }
+    let _ = vnni;
+    portable(acts, w, b, out, t);
+}
+
+/// The reference kernel: the same integer sums and the same dequantisation
+/// as the VNNI one, in plain loops.
+fn portable(acts: &QActs, w: &QMatrix, b: &[f32], out: &mut [f32], t: usize) {
+    let kq = w.kp / 4;
+    for r in 0..t {
+        let a = &acts.data[r * w.kp..(r + 1) * w.kp];
+        for j in 0..w.n {
+            let (cb, col) = (j / NB, j % NB);
+            let mut acc = 0i32;
+            for k4 in 0..kq {
+                let p = &w.packed[(cb * kq + k4) * 64 + col * 4..][..4];
+                for kk in 0..4 {
+                    acc += i32::from(a[k4 * 4 + kk]) * i32::from(p[kk]);
+                }
+            }
+            let v = (acc - 128 * w.colsum[j]) as f32;
+            out[r * w.n + j] = v * (acts.scales[r] * w.scales[j]) + b[j];
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod vnni {
+    use std::arch::x86_64::*;
+
+    use super::{QActs, QMatrix, NB};
+
+    /// Rows and column blocks of one register tile.
+    const R: usize = 4;
+    const C: usize = 4;
+
+    /// # Safety
+    /// The CPU has AVX-512 F, BW and VNNI; `acts` holds `t` rows for `w`,
+    /// `b` at least `w.n` values and `out` at least `t * w.n`.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+    pub(super) unsafe fn product(acts: &QActs, w: &QMatrix, b: &[f32], out: &mut [f32], t: usize) {
+        let blocks = w.np / NB;
+        let mut cb = 0;
+        while cb < blocks {
+            let c = (blocks - cb).min(C);
+            let mut r = 0;
+            while r < t {
+                let rows = (t - r).min(R);
+                // SAFETY: as the caller promised; each tile stays within rows
+                // r..r + rows <= t and column blocks cb..cb + c <= np / 16.
+                unsafe {
+                    match (rows, c) {
+                        (4, 4) => tile::<4, 4>(acts, w, b, out, r, cb),
+                        (3, 4) => tile::<3, 4>(acts, w, b, out, r, cb),
+                        (2, 4) => tile::<2, 4>(acts, w, b, out, r, cb),
+                        (1, 4) => tile::<1, 4>(acts, w, b, out, r, cb),
+                        _ => {
+                            for rr in r..r + rows {
+                                for cc in cb..cb + c {
+                                    tile::<1, 1>(acts, w, b, out, rr, cc);
+                                }
+                            }
+                        }
+                    }
+                }
+                r += rows;
+            }
+            cb += c;
+        }
+    }
+
+    /// `RR` rows from `r0` by `CC` column blocks from `cb0`: sums in
+    /// registers over all of `k`, then dequantised and stored.
+    ///
+    /// # Safety
+    /// As [`product`], with rows `r0..r0 + RR` and column blocks
+    /// `cb0..cb0 + CC` inside the matrices.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+    #[inline]
+    unsafe fn tile<const RR: usize, const CC: usize>(
+        acts: &QActs,
+        w: &QMatrix,
+        b: &[f32],
+        out: &mut [f32],
+        r0: usize,
+        cb0: usize,
+    ) {
+        let kq = w.kp / 4;
+        // SAFETY: every pointer below stays inside rows r0..r0 + RR of
+        // `acts` (kp bytes each), column blocks cb0..cb0 + CC of `packed`
+        // (kq * 64 bytes each) and the masked lanes (below `n`) of `colsum`,
+        // `scales`, `b` and `out`.
+        unsafe {
+            let mut acc = [[_mm512_setzero_si512(); CC]; RR];
+            let a0 = acts.data.as_ptr().add(r0 * w.kp);
+            let p0 = w.packed.as_ptr().add(cb0 * kq * 64);
+            for k4 in 0..kq {
+                let mut bv = [_mm512_setzero_si512(); CC];
+                for (c, v) in bv.iter_mut().enumerate() {
+                    *v = _mm512_loadu_si512(p0.add((c * kq + k4) * 64) as *const _);
+                }
+                for (rr, row) in acc.iter_mut().enumerate() {
+                    let a = (a0.add(rr * w.kp + k4 * 4) as *const i32).read_unaligned();
+                    let av = _mm512_set1_epi32(a);
+                    for (c, s) in row.iter_mut().enumerate() {
+                        *s = _mm512_dpbusd_epi32(*s, av, bv[c]);
+                    }
+                }
+            }
+            for (rr, row) in acc.iter().enumerate() {
+                let r = r0 + rr;
+                let a_scale = _mm512_set1_ps(acts.scales[r]);
+                for (c, s) in row.iter().enumerate() {
+                    let j0 = (cb0 + c) * NB;
+                    let live = w.n.saturating_sub(j0).min(NB);
+                    if live == 0 {
+                        continue;
+                    }
+                    let mask: __mmask16 = if live == NB {
+                        0xFFFF
+                    } else {
+                        (1u16 << live) - 1
+                    };
+                    let colsum = _mm512_maskz_loadu_epi32(mask, w.colsum.as_ptr().add(j0));
+                    let wsc = _mm512_maskz_loadu_ps(mask, w.scales.as_ptr().add(j0));
+                    let bias = _mm512_maskz_loadu_ps(mask, b.as_ptr().add(j0));
+                    let v = _mm512_sub_epi32(*s, _mm512_slli_epi32::<7>(colsum));
+                    let scale = _mm512_mul_ps(a_scale, wsc);
+                    let y = _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(v), scale), bias);
+                    _mm512_mask_storeu_ps(out.as_mut_ptr().add(r * w.n + j0), mask, y);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Deterministic pseudo-random values in [-1, 1).
+    fn values(n: usize, seed: u64) -> Vec<f32> {
+        let mut s = seed;
+        (0..n)
+            .map(|_| {
+                s = s
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+            })
+            .collect()
+    }
+
+    #[test]
+    fn int8_products_are_close_to_f32_and_both_kernels_agree() {
+        // Odd sizes: k not a multiple of 4, n not of 16, t not of 4.
+        for (t, k, n) in [(7, 37, 50), (4, 64, 64), (1, 384, 1152), (9, 30, 3)] {
+            let x = values(t * k, 1 + t as u64);
+            let w = values(k * n, 2 + k as u64);
+            let b = values(n, 3);
+            let q = QMatrix::smoothed(&w, k, n, None);
+            let mut acts = QActs::default();
+            let mut got = vec![0f32; t * n];
+            linear_i8(&x, &q, &b, &mut got, t, &mut acts, false);
+            for r in 0..t {
+                for j in 0..n {
+                    let exact: f32 =
+                        (0..k).map(|i| x[r * k + i] * w[i * n + j]).sum::<f32>() + b[j];
+                    // Two 127-level roundings: error well under 2% of the
+                    // largest possible magnitude of the sum.
+                    let bound = 0.02 * (k as f32).sqrt() + 1e-3;
+                    assert!(
+                        (got[r * n + j] - exact).abs() < bound,
+                        "({t},{k},{n}) row {r} col {j}: {} vs {exact}",
+                        got[r * n + j]
+                    );
+                }
+            }
+            if has_vnni() {
+                let mut fast = vec![0f32; t * n];
+                linear_i8(&x, &q, &b, &mut fast, t, &mut acts, true);
+                assert_eq!(fast, got, "({t},{k},{n}): VNNI and portable kernels differ");
+            }
+        }
+    }
+
+    #[test]
+    fn smoothing_keeps_small_channels_when_one_is_large() {
+        let (t, k, n) = (6, 64, 32);
+        let mut x = values(t * k, 7);
+        for r in 0..t {
+            x[r * k + 5] *= 60.0; // one outlier channel, as layer norms make
+        }
+        let w = values(k * n, 8);
+        let b = vec![0f32; n];
+        let mut range = vec![1f32; k];
+        range[5] = 60.0;
+        let err = |q: &QMatrix| {
+            let mut out = vec![0f32; t * n];
+            linear_i8(&x, q, &b, &mut out, t, &mut QActs::default(), has_vnni());
+            let mut worst = 0f32;
+            for r in 0..t {
+                for j in 0..n {
+                    let exact: f32 = (0..k).map(|i| x[r * k + i] * w[i * n + j]).sum();
+                    worst = worst.max((out[r * n + j] - exact).abs());
+                }
+            }
+            worst
+        };
+        let plain = err(&QMatrix::smoothed(&w, k, n, None));
+        let smooth = err(&QMatrix::smoothed(&w, k, n, Some(&range)));
+        assert!(smooth < plain * 0.6, "smoothed {smooth} vs plain {plain}");
+    }
+
+    #[test]
+    fn zero_rows_and_columns_stay_finite() {
+        let (t, k, n) = (3, 8, 16);
+        let x = vec![0f32; t * k];
+        let w = vec![0f32; k * n];
+        let b = vec![0.5f32; n];
+        let q = QMatrix::smoothed(&w, k, n, None);
+        let mut out = vec![0f32; t * n];
+        linear_i8(&x, &q, &b, &mut out, t, &mut QActs::default(), has_vnni());
+        assert!(out.iter().all(|v| *v == 0.5));
+    }
+}

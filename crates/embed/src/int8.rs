@@ -128,23 +128,9 @@ impl QActs {
         self.smoothed = smoothed;
     }
 
+    /// Quantises `t` rows, sixteen values per instruction when `wide` (the
+    /// caller checked the CPU for AVX-512).
     fn fill_plain(&mut self, x: &[f32], t: usize, w: &QMatrix, wide: bool) {
-        #[cfg(target_arch = "x86_64")]
-        if wide {
-            // SAFETY: `wide` is only true when the CPU has AVX-512 F and BW.
-            unsafe { self.fill_avx512(x, t, w) };
-            return;
-        }
-        let _ = wide;
-        self.fill_body(x, t, w);
-    }
-
-    /// As [`fill_body`](Self::fill_body), sixteen values per instruction:
-    /// the same products, roundings and clamps, so the same bytes.
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx512f,avx512bw")]
-    unsafe fn fill_avx512(&mut self, x: &[f32], t: usize, w: &QMatrix) {
-        use std::arch::x86_64::*;
         let (k, kp) = (w.k, w.kp);
         self.data.clear();
         self.data.resize(t * kp, 128);
@@ -153,47 +139,51 @@ impl QActs {
             let (scale, inv) = row_scale(row);
             self.scales.push(scale);
             let dst = &mut self.data[r * kp..r * kp + k];
-            let chunks = row.chunks_exact(16);
-            let rest = chunks.remainder();
-            // SAFETY: each load reads one 16-value chunk of `row`, each
-            // store writes 16 bytes inside `dst` at the same offset.
-            unsafe {
-                let vinv = _mm512_set1_ps(inv);
-                let (lo, hi) = (_mm512_set1_ps(-127.0), _mm512_set1_ps(127.0));
-                let shift = _mm512_set1_epi32(128);
-                for (i, c) in chunks.enumerate() {
-                    let v = _mm512_mul_ps(_mm512_loadu_ps(c.as_ptr()), vinv);
-                    let v = _mm512_roundscale_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(
-                        v,
-                    );
-                    let v = _mm512_min_ps(_mm512_max_ps(v, lo), hi);
-                    let q = _mm512_add_epi32(_mm512_cvtps_epi32(v), shift);
-                    _mm_storeu_si128(
-                        dst.as_mut_ptr().add(i * 16) as *mut __m128i,
-                        _mm512_cvtepi32_epi8(q),
-                    );
-                }
+            #[cfg(target_arch = "x86_64")]
+            if wide {
+                // SAFETY: `wide` is only true when the CPU has AVX-512 F and BW.
+                unsafe { quantize_row_avx512(row, inv, dst) };
+                continue;
             }
-            let done = k - rest.len();
-            for (d, v) in dst[done..].iter_mut().zip(rest) {
+            let _ = wide;
+            for (d, v) in dst.iter_mut().zip(row) {
                 *d = quantize(*v, inv);
             }
         }
     }
+}
 
-    #[inline(always)]
-    fn fill_body(&mut self, x: &[f32], t: usize, w: &QMatrix) {
-        let (k, kp) = (w.k, w.kp);
-        self.data.clear();
-        self.data.resize(t * kp, 128);
-        self.scales.clear();
-        for (r, row) in x[..t * k].chunks_exact(k).enumerate() {
-            let (scale, inv) = row_scale(row);
-            self.scales.push(scale);
-            for (d, v) in self.data[r * kp..r * kp + k].iter_mut().zip(row) {
-                *d = quantize(*v, inv);
-            }
+/// [`quantize`] on a row, sixteen values per instruction: the same product,
+/// rounding and clamp, so the same bytes.
+///
+/// # Safety
+/// The CPU has AVX-512 F and BW; `dst` is as long as `row`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw")]
+unsafe fn quantize_row_avx512(row: &[f32], inv: f32, dst: &mut [u8]) {
+    use std::arch::x86_64::*;
+    let chunks = row.chunks_exact(16);
+    let rest = chunks.remainder();
+    // SAFETY: each load reads one 16-value chunk of `row`, each store writes
+    // 16 bytes of `dst` at the same offset.
+    unsafe {
+        let vinv = _mm512_set1_ps(inv);
+        let (lo, hi) = (_mm512_set1_ps(-127.0), _mm512_set1_ps(127.0));
+        let shift = _mm512_set1_epi32(128);
+        for (i, c) in chunks.enumerate() {
+            let v = _mm512_mul_ps(_mm512_loadu_ps(c.as_ptr()), vinv);
+            let v = _mm512_roundscale_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(v);
+            let v = _mm512_min_ps(_mm512_max_ps(v, lo), hi);
+            let q = _mm512_add_epi32(_mm512_cvtps_epi32(v), shift);
+            _mm_storeu_si128(
+                dst.as_mut_ptr().add(i * 16) as *mut __m128i,
+                _mm512_cvtepi32_epi8(q),
+            );
         }
+    }
+    let done = row.len() - rest.len();
+    for (d, v) in dst[done..].iter_mut().zip(rest) {
+        *d = quantize(*v, inv);
     }
 }
 

@@ -610,7 +610,11 @@ impl E5Q4Embedder {
         })?;
         let bytes = read_model(&file)?;
         let mut parsed = parse(&bytes).map_err(|m| Error::bad_file(&file, m))?;
-        let int8 = spec.engine == Engine::Int8;
+        // e5's matrices were 4-bit to begin with and its reference engine
+        // runs 8-bit activations: int8 products cost it nothing measurable
+        // (docs/BENCHMARKS.md), so Auto takes them where they are fast.
+        let int8 =
+            spec.engine == Engine::Int8 || (spec.engine == Engine::Auto && crate::int8::has_vnni());
         if int8 {
             parsed.model.quantize_int8();
         }

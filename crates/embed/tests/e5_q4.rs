@@ -30,7 +30,7 @@ fn model() -> &'static E5Q4Embedder {
     M.get_or_init(|| {
         let spec = LocalModelSpec {
             engine: Engine::Fast,
-            ..LocalModelSpec::from_path(&model_path())
+            ..LocalModelSpec::from_path(model_path())
         };
         E5Q4Embedder::load_with(&model_path(), &spec).unwrap()
     })

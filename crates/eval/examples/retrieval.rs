@@ -18,7 +18,8 @@
 //!
 //! `--sweep` runs several configurations in one process, each SPEC a comma
 //! list of `chunk=N`, `overlap=N`, `fusion=weighted|rrf`, `vw=W`, `date=B` (date_boost),
-//! `context=C` (file_context), `redact=true|false` (redact_transcripts) applied on top
+//! `context=C` (file_context), `redact=true|false` (redact_transcripts), `phrase=W`
+//! (phrase_weight), `mmr=LAMBDA|off` applied on top
 //! of the other flags. Vectors are memoised by text across configurations and
 //! conversations, so a sweep over fusion settings embeds each chunk once.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -146,6 +147,13 @@ fn apply_spec(opts: &mut EvalOptions, spec: &str) -> anyhow::Result<()> {
             "context" => opts.index_settings.search.file_context = v.parse()?,
             "redact" => opts.index_settings.index.redact_transcripts = v.parse()?,
             "phrase" => opts.index_settings.search.phrase_weight = v.parse()?,
+            "mmr" => {
+                // mmr=LAMBDA turns MMR on with that trade-off; mmr=off turns it off.
+                opts.index_settings.search.mmr = v != "off";
+                if v != "off" {
+                    opts.index_settings.search.mmr_lambda = v.parse()?;
+                }
+            }
             other => anyhow::bail!("unknown sweep key {other}"),
         }
     }

@@ -740,6 +740,148 @@ fn has_words(lower: &str, w: &str) -> bool {
     })
 }
 
+/// Weekday names in French, German, Spanish, Italian, Portuguese, Japanese
+/// and Korean, Monday first. Spanish and Portuguese "domingo" is also a
+/// name, and Portuguese "segunda" … "sexta" are ordinals, so those count
+/// only in the forms [`other_weekdays`] accepts.
+const OTHER_WEEKDAYS: [&[&str]; 7] = [
+    &[
+        "lundi",
+        "montag",
+        "lunes",
+        "lunedì",
+        "lunedi",
+        "segunda-feira",
+        "月曜",
+        "월요일",
+    ],
+    &[
+        "mardi",
+        "dienstag",
+        "martes",
+        "martedì",
+        "martedi",
+        "terça-feira",
+        "terca-feira",
+        "火曜",
+        "화요일",
+    ],
+    &[
+        "mercredi",
+        "mittwoch",
+        "miércoles",
+        "miercoles",
+        "mercoledì",
+        "mercoledi",
+        "quarta-feira",
+        "水曜",
+        "수요일",
+    ],
+    &[
+        "jeudi",
+        "donnerstag",
+        "jueves",
+        "giovedì",
+        "giovedi",
+        "quinta-feira",
+        "木曜",
+        "목요일",
+    ],
+    &[
+        "vendredi",
+        "freitag",
+        "viernes",
+        "venerdì",
+        "venerdi",
+        "sexta-feira",
+        "金曜",
+        "금요일",
+    ],
+    &[
+        "samedi",
+        "samstag",
+        "sonnabend",
+        "sábado",
+        "sabado",
+        "sabato",
+        "土曜",
+        "토요일",
+    ],
+    &[
+        "dimanche",
+        "sonntag",
+        "domenica",
+        "domingo",
+        "日曜",
+        "일요일",
+    ],
+];
+
+/// Weekdays of [`OTHER_WEEKDAYS`]: alone, the latest such day up to today
+/// (as "on Monday"); with the language's "last" ("lundi dernier", "letzten
+/// Montag", "el lunes pasado", "lunedì scorso", "segunda-feira passada"),
+/// the latest before today; after "last week" ("先週の月曜日", "지난주
+/// 월요일"), that day of last week.
+fn other_weekdays(lower: &str, today: NaiveDate, week_start: NaiveDate, out: &mut Vec<Period>) {
+    let days_back =
+        |wd: usize| i64::from((today.weekday().num_days_from_monday() + 7 - wd as u32) % 7);
+    for (wd, names) in OTHER_WEEKDAYS.iter().enumerate() {
+        for name in names.iter() {
+            let cjk = name.chars().any(|c| c >= '\u{2e80}');
+            let found = if cjk {
+                lower.contains(name)
+            } else if *name == "domingo" {
+                [
+                    "el domingo",
+                    "este domingo",
+                    "o domingo",
+                    "no domingo",
+                    "neste domingo",
+                ]
+                .iter()
+                .any(|p| has_words(lower, p))
+                    || ["pasado", "passado"]
+                        .iter()
+                        .any(|l| has_words(lower, &format!("domingo {l}")))
+            } else {
+                has_words(lower, name)
+            };
+            if !found {
+                continue;
+            }
+            let last_week = cjk
+                && ["先週の", "先週", "지난주 ", "지난 주 ", "지난주"]
+                    .iter()
+                    .any(|p| lower.contains(&format!("{p}{name}")));
+            let last = !cjk
+                && ([
+                    "dernier", "pasado", "passado", "passada", "scorso", "scorsa",
+                ]
+                .iter()
+                .any(|l| has_words(lower, &format!("{name} {l}")))
+                    || ["letzten", "vergangenen"]
+                        .iter()
+                        .any(|l| has_words(lower, &format!("{l} {name}"))));
+            let d = if last_week {
+                week_start - Duration::days(7) + Duration::days(wd as i64)
+            } else if last {
+                today
+                    - Duration::days(match days_back(wd) {
+                        0 => 7,
+                        n => n,
+                    })
+            } else {
+                today - Duration::days(days_back(wd))
+            };
+            let p = Period::Span(d, d);
+            if !out.contains(&p) {
+                out.push(p);
+            }
+            break;
+        }
+    }
+}
+
 /// Relative periods a query can name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Rel {
@@ -889,6 +1031,7 @@ fn relative(query: &str, today: NaiveDate, out: &mut Vec<Period>) {
             out.push(day(today - Duration::days(days_back(wd))));
         }
     }
+    other_weekdays(&lower, today, week_start, out);
     let chars: Vec<char> = query.chars().collect();
     for (i, c) in chars.iter().enumerate() {
         let wd = match c {
@@ -1297,6 +1440,36 @@ mod tests {
         assert!(p("上周一").contains(&Period::Span(d(2026, 3, 2), d(2026, 3, 2))));
         assert!(p("一周一次").is_empty());
         assert!(p("每周一开会").is_empty());
+    }
+
+    #[test]
+    fn weekdays_in_other_languages() {
+        // 2026-03-11 is a Wednesday.
+        let one = |q: &str| match p(q).as_slice() {
+            [Period::Span(a, b)] if a == b => *a,
+            other => panic!("{q}: {other:?}"),
+        };
+        assert_eq!(one("qu'avons-nous fait lundi ?"), d(2026, 3, 9));
+        assert_eq!(one("was war am Montag?"), d(2026, 3, 9));
+        assert_eq!(one("¿qué pasó el lunes?"), d(2026, 3, 9));
+        assert_eq!(one("cosa è successo lunedì?"), d(2026, 3, 9));
+        assert_eq!(one("o que houve na segunda-feira?"), d(2026, 3, 9));
+        assert_eq!(one("mercredi dernier"), d(2026, 3, 4));
+        assert_eq!(one("am letzten Mittwoch"), d(2026, 3, 4));
+        assert_eq!(one("el miércoles pasado"), d(2026, 3, 4));
+        assert_eq!(one("mercoledì scorso"), d(2026, 3, 4));
+        assert_eq!(one("no domingo"), d(2026, 3, 8));
+        assert_eq!(one("月曜日の会議"), d(2026, 3, 9));
+        assert_eq!(one("금요일에 뭐 했어?"), d(2026, 3, 6));
+        assert!(p("先週の金曜日").contains(&Period::Span(d(2026, 3, 6), d(2026, 3, 6))));
+        assert!(p("지난주 수요일").contains(&Period::Span(d(2026, 3, 4), d(2026, 3, 4))));
+        // A name and an ordinal are not days.
+        assert!(
+            p("Plácido Domingo sang").is_empty(),
+            "{:?}",
+            p("Plácido Domingo sang")
+        );
+        assert!(p("a segunda vez").is_empty());
     }
 
     #[test]

@@ -183,10 +183,21 @@ impl Backend {
             .await
             .map_err(|e| Error::Internal(format!("search queue closed: {e}")))?;
         // `[engine] rerank`: the side model orders a wider set of hits.
-        let rerank = match self.engine() {
-            Ok(EngineSlot::Ready(e)) if e.settings().rerank => Some(Ok(e.clone())),
-            Ok(EngineSlot::Offline(e, why)) if e.settings().rerank => Some(Err(why.clone())),
-            _ => None,
+        // Read from the configuration first, so a search without it never
+        // builds the engine.
+        let wanted_rerank = self
+            .mnemo
+            .config()
+            .section::<mnemo_engine::EngineSettings>("engine")
+            .is_ok_and(|s| s.rerank);
+        let rerank = if wanted_rerank {
+            Some(match self.engine() {
+                Ok(EngineSlot::Ready(e)) => Ok(e.clone()),
+                Ok(EngineSlot::Offline(_, why)) => Err(why.clone()),
+                Err(e) => Err(e.to_string()),
+            })
+        } else {
+            None
         };
         let me = self.clone();
         let query = args.query.clone();

@@ -6,8 +6,10 @@
 //! once, per output column (symmetric, 127 levels); activations per row as
 //! they come (symmetric, shifted by 128 into unsigned bytes, which is what
 //! `vpdpbusd` multiplies; the shift is taken back out with each column's
-//! sum). The integer sums are exact, so the VNNI kernel and the portable one
-//! give the same bits, and the tests can compare them directly.
+//! sum). Inputs that come out of a layer norm are smoothed first (see
+//! [`QMatrix::smoothed`]). The integer sums are exact, so the VNNI kernel and
+//! the portable one give the same bits, and the tests can compare them
+//! directly.
 
 /// Column blocks of 16 (one 512-bit register of `i32` sums).
 const NB: usize = 16;
@@ -32,13 +34,14 @@ pub(crate) struct QMatrix {
 }
 
 impl QMatrix {
-    /// Quantises `w`, `[k, n]` row-major (input by output), first moving
-    /// the spread of activations into the weights when `act_range` is given (SmoothQuant, alpha 0.5): given how large
-    /// each input channel gets (`act_range`, one value per row of `w`),
-    /// channel `i` is divided by `sqrt(act_range[i] / max|w[i, :]|)` and row
-    /// `i` of `w` multiplied by it. A few channels of a layer-normed input
-    /// are many times larger than the rest; quantised per row as they are,
-    /// they would leave the others a handful of levels.
+    /// Quantises `w`, `[k, n]` row-major (input by output). With
+    /// `act_range` (how large each input channel gets, one value per row of
+    /// `w`) the spread of activations is first moved into the weights
+    /// (SmoothQuant, alpha 0.5): channel `i` is divided by
+    /// `sqrt(act_range[i] / max|w[i, :]|)` and row `i` of `w` multiplied by
+    /// it. A few channels of a layer-normed input are many times larger than
+    /// the rest; quantised per row as they are, they would leave the others
+    /// a handful of levels.
     pub fn smoothed(w: &[f32], k: usize, n: usize, act_range: Option<&[f32]>) -> Self {
         let smooth: Vec<f32> = match act_range {
             Some(a) if a.len() == k => (0..k)

@@ -259,26 +259,39 @@ pub(crate) fn mmr(
             )
         })
         .collect();
-    let (mut out, mut rest): (Vec<Candidate>, Vec<Candidate>) =
+    let (mut out, rest): (Vec<Candidate>, Vec<Candidate>) =
         cands.into_iter().partition(|c| c.exact);
+    let overlap = |a: i64, b: i64| match (sets.get(&a), sets.get(&b)) {
+        (Some(a), Some(b)) => text::jaccard(a, b),
+        _ => 0.0,
+    };
+    // Each remaining candidate's largest overlap with what is already
+    // chosen, updated with each new choice only: quadratic, not cubic.
+    let mut rest: Vec<(Candidate, f32)> = rest
+        .into_iter()
+        .map(|c| {
+            let sim = out
+                .iter()
+                .map(|o| overlap(c.id, o.id))
+                .fold(0.0f32, f32::max);
+            (c, sim)
+        })
+        .collect();
     while !rest.is_empty() {
         let mut best_i = 0;
         let mut best_v = f32::NEG_INFINITY;
-        for (i, c) in rest.iter().enumerate() {
-            let sim = out
-                .iter()
-                .map(|o| match (sets.get(&c.id), sets.get(&o.id)) {
-                    (Some(a), Some(b)) => text::jaccard(a, b),
-                    _ => 0.0,
-                })
-                .fold(0.0f32, f32::max);
+        for (i, (c, sim)) in rest.iter().enumerate() {
             let v = lambda * c.score - (1.0 - lambda) * sim;
             if v > best_v {
                 best_v = v;
                 best_i = i;
             }
         }
-        out.push(rest.remove(best_i));
+        let (chosen, _) = rest.remove(best_i);
+        for (c, sim) in rest.iter_mut() {
+            *sim = sim.max(overlap(c.id, chosen.id));
+        }
+        out.push(chosen);
     }
     out
 }

@@ -650,25 +650,44 @@ impl FastBert {
         let mut acts = QActs::default();
         for l in &self.layers {
             let q = l.q.as_deref();
-            match q.map(|q| &q.qkv) {
-                Some(m) => linear_i8(&x, m, &l.qkv_b, &mut qkv, t, &mut acts, self.vnni),
-                None => linear(&x, &l.qkv_w, &l.qkv_b, &mut qkv, t, h, 3 * h, par),
-            }
+            let mut dense =
+                |x: &[f32], w: &[f32], qm: Option<&QMatrix>, b: &[f32], out: &mut [f32], k, n| {
+                    match qm {
+                        Some(m) => linear_i8(x, m, b, out, t, &mut acts, self.vnni),
+                        None => linear(x, w, b, out, t, k, n, par),
+                    }
+                };
+            dense(
+                &x,
+                &l.qkv_w,
+                q.map(|q| &q.qkv),
+                &l.qkv_b,
+                &mut qkv,
+                h,
+                3 * h,
+            );
             self.attention(&qkv, &mut ctx, &lens, &mut scores, &mut kt, bias);
-            match q.map(|q| &q.ao) {
-                Some(m) => linear_i8(&ctx, m, &l.ao_b, &mut tmp, t, &mut acts, self.vnni),
-                None => linear(&ctx, &l.ao_w, &l.ao_b, &mut tmp, t, h, h, par),
-            }
+            dense(&ctx, &l.ao_w, q.map(|q| &q.ao), &l.ao_b, &mut tmp, h, h);
             add_layer_norm(&mut x, &tmp, h, &l.ln1_w, &l.ln1_b, self.eps);
-            match q.map(|q| &q.up) {
-                Some(m) => linear_i8(&x, m, &l.up_b, &mut mid, t, &mut acts, self.vnni),
-                None => linear(&x, &l.up_w, &l.up_b, &mut mid, t, h, self.inter, par),
-            }
+            dense(
+                &x,
+                &l.up_w,
+                q.map(|q| &q.up),
+                &l.up_b,
+                &mut mid,
+                h,
+                self.inter,
+            );
             activate(&mut mid, self.act);
-            match q.map(|q| &q.down) {
-                Some(m) => linear_i8(&mid, m, &l.down_b, &mut tmp, t, &mut acts, self.vnni),
-                None => linear(&mid, &l.down_w, &l.down_b, &mut tmp, t, self.inter, h, par),
-            }
+            dense(
+                &mid,
+                &l.down_w,
+                q.map(|q| &q.down),
+                &l.down_b,
+                &mut tmp,
+                self.inter,
+                h,
+            );
             add_layer_norm(&mut x, &tmp, h, &l.ln2_w, &l.ln2_b, self.eps);
         }
         let mut out = Vec::with_capacity(seqs.len());

@@ -817,14 +817,19 @@ const OTHER_WEEKDAYS: [&[&str]; 7] = [
     ],
 ];
 
+/// The latest weekday `wd` (0 = Monday) up to today, or strictly before
+/// today when `before_today` ("last Monday" said on a Monday).
+fn latest_weekday(today: NaiveDate, wd: usize, before_today: bool) -> NaiveDate {
+    let back = i64::from((today.weekday().num_days_from_monday() + 7 - wd as u32) % 7);
+    today - Duration::days(if back == 0 && before_today { 7 } else { back })
+}
+
 /// Weekdays of [`OTHER_WEEKDAYS`]: alone, the latest such day up to today
 /// (as "on Monday"); with the language's "last" ("lundi dernier", "letzten
 /// Montag", "el lunes pasado", "lunedì scorso", "segunda-feira passada"),
 /// the latest before today; after "last week" ("先週の月曜日", "지난주
 /// 월요일"), that day of last week.
 fn other_weekdays(lower: &str, today: NaiveDate, week_start: NaiveDate, out: &mut Vec<Period>) {
-    let days_back =
-        |wd: usize| i64::from((today.weekday().num_days_from_monday() + 7 - wd as u32) % 7);
     for (wd, names) in OTHER_WEEKDAYS.iter().enumerate() {
         for name in names.iter() {
             let cjk = name.chars().any(|c| c >= '\u{2e80}');
@@ -864,14 +869,8 @@ fn other_weekdays(lower: &str, today: NaiveDate, week_start: NaiveDate, out: &mu
                         .any(|l| has_words(lower, &format!("{l} {name}"))));
             let d = if last_week {
                 week_start - Duration::days(7) + Duration::days(wd as i64)
-            } else if last {
-                today
-                    - Duration::days(match days_back(wd) {
-                        0 => 7,
-                        n => n,
-                    })
             } else {
-                today - Duration::days(days_back(wd))
+                latest_weekday(today, wd, last)
             };
             let p = Period::Span(d, d);
             if !out.contains(&p) {
@@ -1017,18 +1016,11 @@ fn relative(query: &str, today: NaiveDate, out: &mut Vec<Period>) {
             week_start - Duration::days(1),
         ));
     }
-    let days_back = |weekday: usize| {
-        i64::from((today.weekday().num_days_from_monday() + 7 - weekday as u32) % 7)
-    };
     for (wd, name) in WEEKDAYS.iter().enumerate() {
         if has_word(&format!("last {name}")) {
-            let back = match days_back(wd) {
-                0 => 7,
-                n => n,
-            };
-            out.push(day(today - Duration::days(back)));
+            out.push(day(latest_weekday(today, wd, true)));
         } else if has_word(name) {
-            out.push(day(today - Duration::days(days_back(wd))));
+            out.push(day(latest_weekday(today, wd, false)));
         }
     }
     other_weekdays(&lower, today, week_start, out);
@@ -1059,7 +1051,7 @@ fn relative(query: &str, today: NaiveDate, out: &mut Vec<Period>) {
         let d = if last_week {
             week_start - Duration::days(7) + Duration::days(wd as i64)
         } else {
-            today - Duration::days(days_back(wd))
+            latest_weekday(today, wd, false)
         };
         out.push(day(d));
     }
@@ -1424,13 +1416,17 @@ mod tests {
         );
     }
 
+    /// The one day `q` names (the test's today is 2026-03-11).
+    fn one(q: &str) -> NaiveDate {
+        match p(q).as_slice() {
+            [Period::Span(a, b)] if a == b => *a,
+            other => panic!("{q}: {other:?}"),
+        }
+    }
+
     #[test]
     fn weekdays() {
         // 2026-03-11 is a Wednesday.
-        let one = |q: &str| match p(q).as_slice() {
-            [Period::Span(a, b)] if a == b => *a,
-            other => panic!("{q}: {other:?}"),
-        };
         assert_eq!(one("what did we do on Monday?"), d(2026, 3, 9));
         assert_eq!(one("notes from wednesday"), d(2026, 3, 11));
         assert_eq!(one("since last Wednesday"), d(2026, 3, 4));
@@ -1445,10 +1441,6 @@ mod tests {
     #[test]
     fn weekdays_in_other_languages() {
         // 2026-03-11 is a Wednesday.
-        let one = |q: &str| match p(q).as_slice() {
-            [Period::Span(a, b)] if a == b => *a,
-            other => panic!("{q}: {other:?}"),
-        };
         assert_eq!(one("qu'avons-nous fait lundi ?"), d(2026, 3, 9));
         assert_eq!(one("was war am Montag?"), d(2026, 3, 9));
         assert_eq!(one("¿qué pasó el lunes?"), d(2026, 3, 9));

@@ -135,6 +135,9 @@ pub struct Backend {
     engine: OnceLock<std::result::Result<EngineSlot, String>>,
     memory_md_lock: Mutex<()>,
     search_permits: tokio::sync::Semaphore,
+    /// `[engine] rerank`, read once: a search without it never builds the
+    /// engine.
+    rerank: bool,
 }
 
 impl Backend {
@@ -145,8 +148,13 @@ impl Backend {
         let cores = std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(2);
+        let rerank = mnemo
+            .config()
+            .section::<mnemo_engine::EngineSettings>("engine")
+            .is_ok_and(|s| s.rerank);
         Arc::new(Backend {
             mnemo,
+            rerank,
             engine: OnceLock::new(),
             memory_md_lock: Mutex::new(()),
             search_permits: tokio::sync::Semaphore::new(cores),
@@ -183,14 +191,7 @@ impl Backend {
             .await
             .map_err(|e| Error::Internal(format!("search queue closed: {e}")))?;
         // `[engine] rerank`: the side model orders a wider set of hits.
-        // Read from the configuration first, so a search without it never
-        // builds the engine.
-        let wanted_rerank = self
-            .mnemo
-            .config()
-            .section::<mnemo_engine::EngineSettings>("engine")
-            .is_ok_and(|s| s.rerank);
-        let rerank = if wanted_rerank {
+        let rerank = if self.rerank {
             Some(match self.engine() {
                 Ok(EngineSlot::Ready(e)) => Ok(e.clone()),
                 Ok(EngineSlot::Offline(_, why)) => Err(why.clone()),

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 
 use chrono::NaiveDate;
 
+use crate::chunk::MessagePart;
 use crate::error::Result;
 use crate::types::Source;
 
@@ -43,6 +44,8 @@ pub struct NewChunk {
     pub tokens: String,
     /// Message ordinals for transcripts.
     pub messages: Option<(usize, usize)>,
+    /// Where each message starts in `text` (transcripts; empty for Markdown).
+    pub parts: Vec<MessagePart>,
     /// First and last day the chunk speaks from: its messages' timestamps,
     /// or the date in a daily log's file name.
     pub days: Option<(NaiveDate, NaiveDate)>,
@@ -65,6 +68,9 @@ pub struct ChunkRecord {
     pub text: String,
     /// Message ordinals for transcripts.
     pub messages: Option<(usize, usize)>,
+    /// Where each message starts in `text` (transcripts; empty for Markdown
+    /// and for chunks indexed before schema 3).
+    pub parts: Vec<MessagePart>,
     /// Session key for transcripts.
     pub session_key: Option<String>,
     /// The file's modification time (ms), for temporal decay.

@@ -13,6 +13,61 @@ pub struct Chunk {
     pub text: String,
     /// Message ordinals `(first, last)` for transcript chunks.
     pub messages: Option<(usize, usize)>,
+    /// Where each message starts in `text`, for transcript chunks (empty
+    /// for Markdown): search splits a chunk into message hits with them.
+    pub parts: Vec<MessagePart>,
+}
+
+/// One message of a transcript chunk: its ordinal, its JSONL line and the
+/// byte offset where its text starts in the chunk's text. A message runs to
+/// the next part's offset (less the joining newline) or to the end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MessagePart {
+    /// 0-based ordinal among the log's messages.
+    pub ordinal: usize,
+    /// 1-based line of the message in the JSONL file.
+    pub line: usize,
+    /// Byte offset of the message's first character in the chunk text.
+    pub offset: usize,
+}
+
+impl MessagePart {
+    /// The text of part `i` of `parts` within `text`; empty when the offsets
+    /// do not fit the text (a damaged record).
+    pub fn text_of<'t>(parts: &[MessagePart], i: usize, text: &'t str) -> &'t str {
+        let Some(p) = parts.get(i) else { return "" };
+        let end = parts
+            .get(i + 1)
+            .map_or(text.len(), |n| n.offset.saturating_sub(1));
+        text.get(p.offset..end.max(p.offset)).unwrap_or("")
+    }
+
+    /// `ordinal:line:offset` entries joined by `,`, as the index stores them.
+    pub fn encode(parts: &[MessagePart]) -> String {
+        parts
+            .iter()
+            .map(|p| format!("{}:{}:{}", p.ordinal, p.line, p.offset))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// Reads [`MessagePart::encode`]'s form; anything malformed gives no
+    /// parts (the chunk is then searched whole).
+    pub fn decode(s: &str) -> Vec<MessagePart> {
+        let parsed: Option<Vec<MessagePart>> = s
+            .split(',')
+            .filter(|e| !e.is_empty())
+            .map(|e| {
+                let mut it = e.split(':').map(|n| n.parse::<usize>().ok());
+                Some(MessagePart {
+                    ordinal: it.next()??,
+                    line: it.next()??,
+                    offset: it.next()??,
+                })
+            })
+            .collect();
+        parsed.unwrap_or_default()
+    }
 }
 
 /// Chunk size limits, in the embedding model's tokens.
@@ -155,6 +210,20 @@ fn emit(pieces: &[Piece], limits: &ChunkLimits<'_>, out: &mut Vec<Chunk>) {
         (Some(a), Some(b)) => Some((*a, *b)),
         _ => None,
     };
+    let mut parts: Vec<MessagePart> = Vec::new();
+    let mut offset = 0;
+    for p in pieces {
+        if let Some(ordinal) = p.msg {
+            if parts.last().is_none_or(|l| l.ordinal != ordinal) {
+                parts.push(MessagePart {
+                    ordinal,
+                    line: p.line,
+                    offset,
+                });
+            }
+        }
+        offset += p.text.len() + 1;
+    }
     let first = pieces
         .iter()
         .position(|p| !p.text.trim().is_empty())
@@ -168,6 +237,7 @@ fn emit(pieces: &[Piece], limits: &ChunkLimits<'_>, out: &mut Vec<Chunk>) {
         end_line: pieces[last].line,
         text,
         messages,
+        parts,
     });
 }
 

@@ -135,3 +135,81 @@ fn long_message_split_by_lines_keeps_its_ordinal() {
         .iter()
         .all(|c| c.messages == Some((1, 1)) && c.start_line == 2));
 }
+
+#[test]
+fn transcript_chunks_know_where_each_message_starts() {
+    let msgs = vec![
+        RenderedMessage {
+            ordinal: 0,
+            line: 2,
+            text: "Ann: look at this\n[image: a cat]".into(),
+        },
+        RenderedMessage {
+            ordinal: 2,
+            line: 5,
+            text: "Bob: a cat".into(),
+        },
+        RenderedMessage {
+            ordinal: 3,
+            line: 6,
+            text: "Ann: mine".into(),
+        },
+    ];
+    let chunks = chunk_transcript(&msgs, &limits(100, 0, &words));
+    assert_eq!(chunks.len(), 1);
+    let c = &chunks[0];
+    assert_eq!(
+        c.parts
+            .iter()
+            .map(|p| (p.ordinal, p.line))
+            .collect::<Vec<_>>(),
+        vec![(0, 2), (2, 5), (3, 6)]
+    );
+    let texts: Vec<&str> = (0..3)
+        .map(|i| MessagePart::text_of(&c.parts, i, &c.text))
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            "Ann: look at this\n[image: a cat]",
+            "Bob: a cat",
+            "Ann: mine"
+        ]
+    );
+    assert_eq!(MessagePart::text_of(&c.parts, 3, &c.text), "");
+
+    // Stored form round-trips; damage gives no parts, never a panic.
+    assert_eq!(MessagePart::decode(&MessagePart::encode(&c.parts)), c.parts);
+    assert!(MessagePart::decode("1:2").is_empty());
+    assert!(MessagePart::decode("1:2:x,3:4:5").is_empty());
+    assert!(MessagePart::decode("").is_empty());
+    let far = [MessagePart {
+        ordinal: 0,
+        line: 1,
+        offset: 999,
+    }];
+    assert_eq!(MessagePart::text_of(&far, 0, "short"), "");
+
+    // Markdown chunks have none; a message split by lines has one per chunk.
+    assert!(chunk_markdown("# a\nb\nc", &limits(100, 0, &words))[0]
+        .parts
+        .is_empty());
+    let long = (0..40)
+        .map(|i| format!("line {i} of a long answer"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let split = chunk_transcript(
+        &[RenderedMessage {
+            ordinal: 7,
+            line: 9,
+            text: long,
+        }],
+        &limits(40, 0, &words),
+    );
+    assert!(split.len() > 1);
+    for c in &split {
+        assert_eq!(c.parts.len(), 1);
+        assert_eq!((c.parts[0].ordinal, c.parts[0].offset), (7, 0));
+        assert_eq!(MessagePart::text_of(&c.parts, 0, &c.text), c.text);
+    }
+}

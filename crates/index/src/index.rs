@@ -14,11 +14,11 @@ use mnemo_core::{EmbedKind, Embedder, Workspace};
 use sha2::{Digest, Sha256};
 
 use crate::backend::{ChunkRecord, FileRecord, IndexBackend, NewChunk};
-use crate::chunk::{self, Chunk, ChunkLimits};
+use crate::chunk::{self, Chunk, ChunkLimits, MessagePart};
 use crate::error::{IndexError, Result};
 use crate::redact;
 use crate::scan::{self, Found};
-use crate::search::{self, Candidate};
+use crate::search;
 use crate::settings::IndexSettings;
 use crate::sqlite::{SqliteBackend, SCHEMA_VERSION};
 use crate::text;
@@ -572,6 +572,7 @@ impl MemoryIndex {
                 tokens: text::index_text(&c.text),
                 text: c.text,
                 messages: c.messages,
+                parts: c.parts,
             })
             .collect();
         let record = FileRecord {
@@ -895,13 +896,32 @@ impl MemoryIndex {
                 .collect();
             cands = search::mmr(cands, &texts, opts.mmr_lambda);
         }
-        cands.truncate(max_results);
-        let results = cands
+        let ranked: Vec<search::Ranked> = if opts.message_hits {
+            search::message_hits(
+                &cands,
+                &records,
+                &tokens,
+                opts.message_focus,
+                max_results,
+                opts.mmr,
+            )
+        } else {
+            cands
+                .iter()
+                .take(max_results)
+                .map(|c| search::Ranked {
+                    cand: c,
+                    part: None,
+                    score: c.score,
+                })
+                .collect()
+        };
+        let results = ranked
             .iter()
-            .filter_map(|c| {
+            .filter_map(|x| {
                 records
-                    .get(&c.id)
-                    .map(|r| hit(c, r, &tokens, opts.snippet_chars))
+                    .get(&x.cand.id)
+                    .map(|r| hit(x, r, &tokens, opts.snippet_chars))
             })
             .collect();
         Ok(SearchResponse {
@@ -1073,19 +1093,30 @@ impl MemoryIndex {
     }
 }
 
-fn hit(c: &Candidate, r: &ChunkRecord, tokens: &[String], snippet_chars: usize) -> SearchHit {
+/// The hit for a whole chunk, or for one of its messages.
+fn hit(x: &search::Ranked, r: &ChunkRecord, tokens: &[String], snippet_chars: usize) -> SearchHit {
+    let part = x.part.and_then(|i| r.parts.get(i).map(|p| (i, p)));
+    let (start_line, end_line, body, messages) = match part {
+        Some((i, p)) => (
+            p.line,
+            p.line,
+            MessagePart::text_of(&r.parts, i, &r.text),
+            Some((p.ordinal, p.ordinal)),
+        ),
+        None => (r.start_line, r.end_line, r.text.as_str(), r.messages),
+    };
     SearchHit {
         path: r.path.clone(),
-        start_line: r.start_line,
-        end_line: r.end_line,
-        score: c.score,
-        vector_score: c.vector,
-        text_score: c.text,
-        snippet: text::snippet(&r.text, tokens, snippet_chars),
+        start_line,
+        end_line,
+        score: x.score,
+        vector_score: x.cand.vector,
+        text_score: x.cand.text,
+        snippet: text::snippet(body, tokens, snippet_chars),
         source: r.source,
-        citation: format!("{}#L{}-L{}", r.path, r.start_line, r.end_line),
+        citation: format!("{}#L{start_line}-L{end_line}", r.path),
         session_key: r.session_key.clone(),
-        message_range: r.messages,
+        message_range: messages,
     }
 }
 

@@ -1,13 +1,15 @@
 //! Ranking: BM25 normalisation, vector similarity above the query's floor,
 //! fusion (weighted sum or reciprocal rank fusion), document context, exact-identifier
-//! protection, temporal decay, MMR and the minimum-score cut. Pure functions
-//! over candidates.
+//! protection, temporal decay, MMR, the minimum-score cut and the split of
+//! transcript chunks into message hits. Pure functions over candidates.
 
-use std::collections::HashMap;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, HashSet};
 
 use chrono::NaiveDate;
 
 use crate::backend::ChunkRecord;
+use crate::chunk::MessagePart;
 use crate::settings::{Fusion, SearchOptions, VectorScale};
 use crate::text;
 use crate::when;
@@ -307,6 +309,114 @@ pub(crate) fn passes(c: &Candidate, min: f32, text_counts: bool) -> bool {
         || (text_counts && c.text.is_some_and(|t| t >= min))
 }
 
+/// One result before it becomes a hit: a whole chunk (`part: None`) or
+/// one message of a transcript chunk.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Ranked<'a> {
+    pub cand: &'a Candidate,
+    pub part: Option<usize>,
+    pub score: f32,
+}
+
+/// Fraction of `query` (distinct query tokens) found in `text`'s tokens.
+fn share(query: &[String], text: &str) -> f32 {
+    if query.is_empty() {
+        return 0.0;
+    }
+    let words = text::index_text(text);
+    let words: HashSet<&str> = words.split(' ').collect();
+    query.iter().filter(|t| words.contains(t.as_str())).count() as f32 / query.len() as f32
+}
+
+/// The best `max` results of `cands` (sorted best first, or in MMR order
+/// when `keep_order`), with every transcript chunk split into its messages.
+/// A message scores `chunk * (1 - focus + focus * share / best share of its
+/// chunk)`: the best message of each chunk keeps the chunk's score, and the
+/// others fall behind the best messages of the next chunks. A message that
+/// two overlapping chunks hold is kept once, with its higher score. Chunks
+/// without parts (Markdown, or indexed before schema 3) stay whole.
+///
+/// With `keep_order`, chunks keep their order and only the messages within
+/// each are ordered by score. Otherwise results are sorted by score, and the
+/// walk stops once `max` results score at least as much as the next chunk
+/// (no message of it or of any later chunk could score more).
+pub(crate) fn message_hits<'a>(
+    cands: &'a [Candidate],
+    records: &HashMap<i64, ChunkRecord>,
+    query: &[String],
+    focus: f32,
+    max: usize,
+    keep_order: bool,
+) -> Vec<Ranked<'a>> {
+    let mut out: Vec<Ranked<'a>> = Vec::new();
+    let mut seen: HashMap<(&str, usize), usize> = HashMap::new();
+    // The `max` best scores so far (non-negative floats order as their bits).
+    let mut best: BinaryHeap<Reverse<u32>> = BinaryHeap::new();
+    for c in cands {
+        if keep_order && out.len() >= max {
+            break;
+        }
+        if !keep_order
+            && best.len() >= max
+            && best
+                .peek()
+                .is_some_and(|r| r.0 >= c.score.max(0.0).to_bits())
+        {
+            break;
+        }
+        let Some(r) = records.get(&c.id) else {
+            continue;
+        };
+        let mut found: Vec<(Option<usize>, usize, f32)> = Vec::new();
+        if r.parts.is_empty() {
+            found.push((None, usize::MAX, c.score));
+        } else {
+            let shares: Vec<f32> = (0..r.parts.len())
+                .map(|i| share(query, MessagePart::text_of(&r.parts, i, &r.text)))
+                .collect();
+            let top = shares.iter().copied().fold(0.0f32, f32::max);
+            for (i, sh) in shares.iter().enumerate() {
+                let factor = if top > 0.0 {
+                    1.0 - focus + focus * sh / top
+                } else {
+                    1.0
+                };
+                found.push((Some(i), r.parts[i].ordinal, c.score * factor));
+            }
+            if keep_order {
+                found.sort_by(|a, b| b.2.total_cmp(&a.2));
+            }
+        }
+        for (part, ordinal, score) in found {
+            let item = Ranked {
+                cand: c,
+                part,
+                score,
+            };
+            if part.is_some() {
+                if let Some(&at) = seen.get(&(r.path.as_str(), ordinal)) {
+                    if !keep_order && out[at].score < score {
+                        out[at] = item;
+                    }
+                    continue;
+                }
+                seen.insert((r.path.as_str(), ordinal), out.len());
+            }
+            out.push(item);
+            best.push(Reverse(score.max(0.0).to_bits()));
+            if best.len() > max {
+                best.pop();
+            }
+        }
+    }
+    if !keep_order {
+        // Stable: equal scores keep chunk order, then message order.
+        out.sort_by(|a, b| b.score.total_cmp(&a.score));
+    }
+    out.truncate(max);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -397,6 +507,7 @@ mod tests {
             end_line: 1,
             text: String::new(),
             messages: None,
+            parts: Vec::new(),
             session_key: None,
             mtime_ms: 0,
             days: None,
@@ -452,5 +563,114 @@ mod tests {
         .into();
         let out = mmr(c, &texts, 0.5);
         assert_eq!(out.iter().map(|c| c.id).collect::<Vec<_>>(), vec![1, 3, 2]);
+    }
+
+    /// A transcript chunk of `(ordinal, text)` messages, joined as the
+    /// chunker joins them.
+    fn transcript(id: i64, path: &str, msgs: &[(usize, &str)]) -> ChunkRecord {
+        let mut parts = Vec::new();
+        let mut text = String::new();
+        for (ordinal, m) in msgs {
+            if !text.is_empty() {
+                text.push('\n');
+            }
+            parts.push(MessagePart {
+                ordinal: *ordinal,
+                line: ordinal + 1,
+                offset: text.len(),
+            });
+            text.push_str(m);
+        }
+        ChunkRecord {
+            id,
+            path: path.into(),
+            source: crate::types::Source::Sessions,
+            start_line: parts[0].line,
+            end_line: parts[parts.len() - 1].line,
+            text,
+            messages: Some((msgs[0].0, msgs[msgs.len() - 1].0)),
+            parts,
+            session_key: None,
+            mtime_ms: 0,
+            days: None,
+        }
+    }
+
+    #[test]
+    fn transcript_chunks_become_message_hits() {
+        let records: HashMap<i64, ChunkRecord> = [
+            transcript(
+                1,
+                "sessions/a.jsonl",
+                &[
+                    (0, "Ann: hello"),
+                    (1, "Bob: we adopted a puppy"),
+                    (2, "Ann: a puppy!"),
+                ],
+            ),
+            // Overlaps chunk 1 on message 2.
+            transcript(
+                2,
+                "sessions/a.jsonl",
+                &[(2, "Ann: a puppy!"), (3, "Bob: yes")],
+            ),
+            // No query word at all (a vector-only match).
+            transcript(
+                3,
+                "sessions/b.jsonl",
+                &[(0, "Cy: dogs are fun"), (1, "Di: sure")],
+            ),
+            ChunkRecord {
+                parts: Vec::new(),
+                messages: None,
+                source: crate::types::Source::Memory,
+                ..transcript(4, "MEMORY.md", &[(0, "Pets: a puppy named Rex")])
+            },
+        ]
+        .map(|r| (r.id, r))
+        .into();
+        let mut cands = merge(&[], &[(1, 0.9), (2, 0.8), (3, 0.7), (4, 0.6)]);
+        for (c, s) in cands.iter_mut().zip([0.9, 0.8, 0.7, 0.6]) {
+            c.score = s;
+        }
+        let query = text::query_tokens("adopted puppy");
+        let got = |out: &[Ranked]| -> Vec<(i64, Option<usize>, f32)> {
+            out.iter()
+                .map(|r| (r.cand.id, r.part, (r.score * 1000.0).round() / 1000.0))
+                .collect()
+        };
+        let out = message_hits(&cands, &records, &query, 0.5, 100, false);
+        assert_eq!(
+            got(&out),
+            vec![
+                (1, Some(1), 0.9), // both words: keeps the chunk's score
+                // "a puppy!" is in both chunks: 0.9 * 0.75 in chunk 1, where it has
+                // half the words of the best message, 0.8 in chunk 2, where it is
+                // the best. Kept once, with the higher score.
+                (2, Some(0), 0.8),
+                (3, Some(0), 0.7), // no query word: every message keeps the score
+                (3, Some(1), 0.7),
+                (4, None, 0.6), // Markdown stays whole
+                (1, Some(0), 0.45),
+                (2, Some(1), 0.4),
+            ]
+        );
+        // The walk stops once the next chunk cannot beat what is kept.
+        let top2 = message_hits(&cands, &records, &query, 0.5, 2, false);
+        assert_eq!(got(&top2), vec![(1, Some(1), 0.9), (2, Some(0), 0.8)]);
+        // Focus 0: every message scores as its chunk, in chunk order.
+        let flat = message_hits(&cands, &records, &query, 0.0, 3, false);
+        assert_eq!(
+            got(&flat),
+            vec![(1, Some(0), 0.9), (1, Some(1), 0.9), (1, Some(2), 0.9)]
+        );
+        // MMR order is kept between chunks; messages sort within each.
+        let mut reordered = cands.clone();
+        reordered.swap(0, 3);
+        let kept = message_hits(&reordered, &records, &query, 0.5, 3, true);
+        assert_eq!(
+            got(&kept),
+            vec![(4, None, 0.6), (2, Some(0), 0.8), (2, Some(1), 0.4)]
+        );
     }
 }

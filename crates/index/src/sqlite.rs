@@ -35,12 +35,13 @@ use mnemo_core::EmbedderId;
 use rusqlite::{params, params_from_iter, Connection, OpenFlags, OptionalExtension};
 
 use crate::backend::{ChunkRecord, Counts, FileRecord, IndexBackend, NewChunk};
+use crate::chunk::MessagePart;
 use crate::error::{IndexError, Result};
 use crate::types::Source;
 use crate::vectors::{VectorScan, VectorSet};
 
 /// Version of the tables below; a change forces a full rebuild.
-pub(crate) const SCHEMA_VERSION: &str = "2";
+pub(crate) const SCHEMA_VERSION: &str = "3";
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -51,7 +52,8 @@ CREATE TABLE IF NOT EXISTS files (
 CREATE TABLE IF NOT EXISTS chunks (
     id INTEGER PRIMARY KEY, path TEXT NOT NULL, source TEXT NOT NULL,
     start_line INTEGER NOT NULL, end_line INTEGER NOT NULL, hash TEXT NOT NULL,
-    text TEXT NOT NULL, msg_start INTEGER, msg_end INTEGER, day_first TEXT, day_last TEXT);
+    text TEXT NOT NULL, msg_start INTEGER, msg_end INTEGER, day_first TEXT, day_last TEXT,
+    parts TEXT);
 CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path);
 CREATE INDEX IF NOT EXISTS chunks_hash ON chunks(hash);
 CREATE INDEX IF NOT EXISTS chunks_days ON chunks(day_first, day_last);
@@ -76,7 +78,7 @@ fn add_missing_columns(conn: &Connection) -> Result<()> {
     if have.is_empty() {
         return Ok(()); // a new database: SCHEMA creates the table whole
     }
-    for col in ["day_first", "day_last"] {
+    for col in ["day_first", "day_last", "parts"] {
         if !have.iter().any(|h| h == col) {
             match conn.execute_batch(&format!("ALTER TABLE chunks ADD COLUMN {col} TEXT")) {
                 // Another process opening the same old database got there first.
@@ -610,8 +612,8 @@ impl IndexBackend for SqliteBackend {
         {
             let mut ins = tx.prepare(
                 "INSERT INTO chunks(path, source, start_line, end_line, hash, text, msg_start, msg_end,
-                                    day_first, day_last)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                                    day_first, day_last, parts)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
             )?;
             let mut fts = tx.prepare("INSERT INTO chunks_fts(rowid, tokens) VALUES (?1, ?2)")?;
             let mut cache = tx.prepare(
@@ -630,6 +632,7 @@ impl IndexBackend for SqliteBackend {
                     c.messages.map(|m| m.1 as i64),
                     c.days.map(|d| d.0.to_string()),
                     c.days.map(|d| d.1.to_string()),
+                    (!c.parts.is_empty()).then(|| MessagePart::encode(&c.parts)),
                 ])?;
                 let id = tx.last_insert_rowid();
                 fts.execute(params![id, c.tokens])?;
@@ -803,7 +806,7 @@ impl IndexBackend for SqliteBackend {
         for batch in ids.chunks(500) {
             let sql = format!(
                 "SELECT c.id, c.path, c.source, c.start_line, c.end_line, c.text, c.msg_start, c.msg_end,
-                        f.session_key, f.mtime, c.day_first, c.day_last
+                        f.session_key, f.mtime, c.day_first, c.day_last, c.parts
                  FROM chunks c LEFT JOIN files f ON f.path = c.path WHERE c.id IN ({})",
                 vec!["?"; batch.len()].join(",")
             );
@@ -823,6 +826,10 @@ impl IndexBackend for SqliteBackend {
                         session_key: r.get(8)?,
                         mtime_ms: r.get::<_, Option<i64>>(9)?.unwrap_or(0),
                         days: day(r.get(10)?).zip(day(r.get(11)?)),
+                        parts: r
+                            .get::<_, Option<String>>(12)?
+                            .map(|p| MessagePart::decode(&p))
+                            .unwrap_or_default(),
                     })
                 })?;
                 rows.collect::<rusqlite::Result<Vec<_>>>()
@@ -886,7 +893,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_schema_1_database_gets_the_day_columns_and_keeps_its_rows() {
+    fn a_schema_1_database_gets_the_new_columns_and_keeps_its_rows() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("index.sqlite");
         {
@@ -906,6 +913,7 @@ mod tests {
         assert_eq!(rows.len(), 1);
         assert_eq!(rows[0].text, "old text");
         assert_eq!(rows[0].days, None);
+        assert!(rows[0].parts.is_empty());
         // A second open finds the columns in place.
         drop(backend);
         SqliteBackend::open(&path, None).unwrap();

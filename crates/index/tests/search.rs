@@ -219,20 +219,54 @@ fn transcripts_are_indexed_with_message_ranges() {
     let r = index
         .search(&SearchRequest::new("what is the name of the puppy?").sources(&[Source::Sessions]))
         .unwrap();
+    // Hits are single messages: the one that names the puppy comes first,
+    // cited by its own JSONL line (the first message is on line 2).
     let top = &r.results[0];
     assert_eq!(top.source, Source::Sessions);
     assert_eq!(top.session_key.as_deref(), Some("telegram:42"));
+    assert_eq!(top.message_range, Some((0, 0)), "{top:#?}");
+    assert_eq!(
+        top.snippet,
+        "User: Hi! I just adopted a border collie puppy named Biscuit."
+    );
+    assert_eq!((top.start_line, top.end_line), (2, 2));
+    assert!(
+        top.citation.ends_with("telegram_42.jsonl#L2-L2"),
+        "{}",
+        top.citation
+    );
+    // Its chunk's other messages follow as hits of their own, lower.
+    let second = r
+        .results
+        .iter()
+        .find(|h| h.message_range == Some((1, 1)))
+        .expect("the reply is a hit of its own");
+    assert!(second.score < top.score);
+    assert_eq!(
+        second.snippet,
+        "Assistant: Congratulations! How old is Biscuit?"
+    );
+    // Whole chunks when message hits are off.
+    let mut whole = IndexSettings::default();
+    whole.index.chunk_tokens = 64;
+    whole.search.message_hits = false;
+    let chunks = MemoryIndex::open(&f.ws, whole, Some(model())).unwrap();
+    let r = chunks
+        .search(&SearchRequest::new("what is the name of the puppy?").sources(&[Source::Sessions]))
+        .unwrap();
+    let top = &r.results[0];
     let (a, b) = top.message_range.unwrap();
     assert_eq!(a, 0, "{top:#?}");
     assert!((1..44).contains(&b));
     assert!(
-        top.snippet.contains("User: Hi! I just adopted"),
+        top.snippet.starts_with("User: Hi! I just adopted"),
         "{}",
         top.snippet
     );
-    // Lines cite the JSONL file: the first message is on line 2.
     assert_eq!(top.start_line, 2);
-    // A later message: ordinal 41 is "Message 38" (4 messages + 38 before it).
+    assert!(top.end_line > 2);
+    // A later message: ordinal 42 is "Message 38" (4 messages + 38 before it),
+    // on line 45 (the metadata record and the torn line hold lines too).
     let r = index
         .search(
             &SearchRequest::new("Message 38")
@@ -245,8 +279,8 @@ fn transcripts_are_indexed_with_message_ranges() {
         .iter()
         .find(|h| h.snippet.contains("Message 38:"))
         .expect("message 38 found");
-    let (a, b) = hit.message_range.unwrap();
-    assert!(a <= 42 && 42 <= b, "{hit:#?}");
+    assert_eq!(hit.message_range, Some((42, 42)), "{hit:#?}");
+    assert_eq!((hit.start_line, hit.end_line), (45, 45));
     // Memory-only filter excludes the transcript.
     let r = index
         .search(

@@ -19,8 +19,8 @@
 //! `--sweep` runs several configurations in one process, each SPEC a comma
 //! list of `chunk=N`, `overlap=N`, `fusion=weighted|rrf`, `vw=W`, `date=B` (date_boost),
 //! `context=C` (file_context), `redact=true|false` (redact_transcripts), `phrase=W`
-//! (phrase_weight), `mmr=LAMBDA|off` applied on top
-//! of the other flags. Vectors are memoised by text across configurations and
+//! (phrase_weight), `mmr=LAMBDA|off`, `focus=F|off` (message_focus, or whole-chunk
+//! hits) applied on top of the other flags. Vectors are memoised by text across configurations and
 //! conversations, so a sweep over fusion settings embeds each chunk once.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -152,6 +152,14 @@ fn apply_spec(opts: &mut EvalOptions, spec: &str) -> anyhow::Result<()> {
                 opts.index_settings.search.mmr = v != "off";
                 if v != "off" {
                     opts.index_settings.search.mmr_lambda = v.parse()?;
+                }
+            }
+            "focus" => {
+                // focus=F splits transcript hits into messages with that
+                // message_focus; focus=off keeps whole chunks.
+                opts.index_settings.search.message_hits = v != "off";
+                if v != "off" {
+                    opts.index_settings.search.message_focus = v.parse()?;
                 }
             }
             other => anyhow::bail!("unknown sweep key {other}"),

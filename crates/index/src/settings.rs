@@ -267,3 +267,22 @@ impl Default for SearchOptions {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn out_of_range_settings_name_the_setting() {
+        assert!(IndexSettings::default().validate().is_ok());
+        let mut s = IndexSettings::default();
+        s.search.message_focus = 1.5;
+        let e = s.validate().unwrap_err().to_string();
+        assert!(e.contains("message_focus"), "{e}");
+        s.search.message_focus = 0.0;
+        s.search.message_hits = false;
+        assert!(s.validate().is_ok());
+        s.search.mmr_lambda = -0.1;
+        assert!(s.validate().unwrap_err().to_string().contains("mmr_lambda"));
+    }
+}

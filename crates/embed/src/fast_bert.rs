@@ -24,7 +24,7 @@ use candle_transformers::models::bert::{Config as BertConfig, HiddenAct};
 use gemm::Parallelism;
 
 use crate::error::{Error, Result};
-use crate::int8::{has_vnni, linear_i8, QActs, QMatrix};
+use crate::int8::{kernel, linear_i8, Kernel, QActs, QMatrix};
 use crate::model_files::{position_offset, Arch, Pooling};
 
 /// The vector extensions the element-wise loops are compiled for.
@@ -199,8 +199,8 @@ pub(crate) struct FastBert {
     emb_ln_b: Vec<f32>,
     layers: Vec<Layer>,
     rel: Option<RelBias>,
-    /// The int8 kernel to use: VNNI or portable.
-    vnni: bool,
+    /// The int8 kernel to use.
+    kernel: Kernel,
 }
 
 struct Weights<'a> {
@@ -442,7 +442,7 @@ impl FastBert {
             emb_ln_b: p.emb_ln_b,
             layers: p.layers,
             rel: p.rel,
-            vnni: has_vnni(),
+            kernel: kernel(),
         })
     }
 
@@ -653,7 +653,7 @@ impl FastBert {
             let mut dense =
                 |x: &[f32], w: &[f32], qm: Option<&QMatrix>, b: &[f32], out: &mut [f32], k, n| {
                     match qm {
-                        Some(m) => linear_i8(x, m, b, out, t, &mut acts, self.vnni),
+                        Some(m) => linear_i8(x, m, b, out, t, &mut acts, self.kernel),
                         None => linear(x, w, b, out, t, k, n, par),
                     }
                 };

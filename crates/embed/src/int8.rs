@@ -236,24 +236,56 @@ fn round(x: f32) -> f32 {
     (x + MAGIC) - MAGIC
 }
 
-/// Which kernel runs: VNNI when the CPU has it (and
-/// `MNEMO_EMBED_NO_VNNI` is unset), else the portable one.
-pub(crate) fn has_vnni() -> bool {
+/// The integer kernel a product runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+pub(crate) enum Kernel {
+    /// AVX-512 VNNI: 64 byte pairs per `vpdpbusd` (Intel server and
+    /// Ice/Tiger Lake client CPUs, AMD Zen 4 and later).
+    Avx512,
+    /// AVX-VNNI: the same instruction on 256-bit registers (Intel Alder
+    /// Lake and later client CPUs, which have no AVX-512).
+    Avx256,
+    /// Plain loops: the reference, and what other CPUs run.
+    Portable,
+}
+
+/// The fastest kernel this CPU runs. `MNEMO_EMBED_NO_VNNI` forces the
+/// portable one and `MNEMO_EMBED_NO_AVX512` skips the 512-bit one (to
+/// measure or test the others on a CPU that has everything).
+pub(crate) fn kernel() -> Kernel {
     #[cfg(target_arch = "x86_64")]
     {
-        std::env::var_os("MNEMO_EMBED_NO_VNNI").is_none()
+        let off = |v: &str| std::env::var_os(v).is_some();
+        if off("MNEMO_EMBED_NO_VNNI") {
+            return Kernel::Portable;
+        }
+        if !off("MNEMO_EMBED_NO_AVX512")
             && is_x86_feature_detected!("avx512f")
             && is_x86_feature_detected!("avx512bw")
             && is_x86_feature_detected!("avx512vnni")
+        {
+            return Kernel::Avx512;
+        }
+        if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("avxvnni") {
+            return Kernel::Avx256;
+        }
+        Kernel::Portable
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
-        false
+        Kernel::Portable
     }
 }
 
+/// True when int8 products are fast here (a VNNI kernel exists).
+pub(crate) fn has_vnni() -> bool {
+    kernel() != Kernel::Portable
+}
+
 /// `out[t, n] = x[t, k] · w + b` with int8 products. `acts` is scratch
-/// reused across calls; `vnni` picks the kernel (see [`has_vnni`]).
+/// reused across calls; `kernel` comes from [`kernel`] (or is
+/// [`Kernel::Portable`]).
 pub(crate) fn linear_i8(
     x: &[f32],
     w: &QMatrix,
@@ -261,22 +293,23 @@ pub(crate) fn linear_i8(
     out: &mut [f32],
     t: usize,
     acts: &mut QActs,
-    vnni: bool,
+    kernel: Kernel,
 ) {
     if x.len() < t * w.k || out.len() < t * w.n || b.len() < w.n {
         // Unreachable by construction; refuse rather than read out of bounds.
         out.fill(f32::NAN);
         return;
     }
-    acts.fill(x, t, w, vnni);
+    acts.fill(x, t, w, kernel == Kernel::Avx512);
     #[cfg(target_arch = "x86_64")]
-    if vnni {
-        // SAFETY: `vnni` is only true when `has_vnni` found the features;
-        // the lengths were checked above and `fill` sized `acts`.
-        unsafe { vnni::product(acts, w, b, out, t) };
-        return;
+    match kernel {
+        // SAFETY: `kernel` names a kernel only when `kernel()` found its
+        // CPU features; the lengths were checked above and `fill` sized
+        // `acts`.
+        Kernel::Avx512 => return unsafe { vnni::product(acts, w, b, out, t) },
+        Kernel::Avx256 => return unsafe { avx_vnni::product(acts, w, b, out, t) },
+        Kernel::Portable => {}
     }
-    let _ = vnni;
     portable(acts, w, b, out, t);
 }
 
@@ -411,9 +444,129 @@ mod vnni {
     }
 }
 
+/// The VNNI kernel on 256-bit registers: each 16-column block of the packed
+/// matrix is two registers of eight columns.
+#[cfg(target_arch = "x86_64")]
+mod avx_vnni {
+    use std::arch::x86_64::*;
+
+    use super::{QActs, QMatrix, NB};
+
+    /// Rows of one register tile (by one 16-column block: 8 sums, 2 weight
+    /// registers and a broadcast of the 16 there are).
+    const R: usize = 4;
+
+    /// # Safety
+    /// The CPU has AVX2 and AVX-VNNI; `acts` holds `t` rows for `w`, `b` at
+    /// least `w.n` values and `out` at least `t * w.n`.
+    #[target_feature(enable = "avx2,avxvnni")]
+    pub(super) unsafe fn product(acts: &QActs, w: &QMatrix, b: &[f32], out: &mut [f32], t: usize) {
+        for cb in 0..w.np / NB {
+            let mut r = 0;
+            while r < t {
+                let rows = (t - r).min(R);
+                // SAFETY: as the caller promised; rows r..r + rows <= t and
+                // column block cb < np / 16.
+                unsafe {
+                    match rows {
+                        4 => tile::<4>(acts, w, b, out, r, cb),
+                        3 => tile::<3>(acts, w, b, out, r, cb),
+                        2 => tile::<2>(acts, w, b, out, r, cb),
+                        _ => tile::<1>(acts, w, b, out, r, cb),
+                    }
+                }
+                r += rows;
+            }
+        }
+    }
+
+    /// `RR` rows from `r0` by column block `cb`: sums in registers over
+    /// all of `k`, then dequantised as the portable kernel does (same
+    /// operations, same order, so the same bits).
+    ///
+    /// # Safety
+    /// As [`product`], with rows `r0..r0 + RR` and block `cb` inside the
+    /// matrices.
+    #[target_feature(enable = "avx2,avxvnni")]
+    #[inline]
+    unsafe fn tile<const RR: usize>(
+        acts: &QActs,
+        w: &QMatrix,
+        b: &[f32],
+        out: &mut [f32],
+        r0: usize,
+        cb: usize,
+    ) {
+        let kq = w.kp / 4;
+        // SAFETY: the pointers stay inside rows r0..r0 + RR of `acts` (kp
+        // bytes each) and block cb of `packed` (kq * 64 bytes); the
+        // epilogue reads and writes columns below `n` only.
+        unsafe {
+            let mut acc = [[_mm256_setzero_si256(); 2]; RR];
+            let a0 = acts.data.as_ptr().add(r0 * w.kp);
+            let p0 = w.packed.as_ptr().add(cb * kq * 64);
+            for k4 in 0..kq {
+                let lo = _mm256_loadu_si256(p0.add(k4 * 64) as *const __m256i);
+                let hi = _mm256_loadu_si256(p0.add(k4 * 64 + 32) as *const __m256i);
+                for (rr, row) in acc.iter_mut().enumerate() {
+                    let a = (a0.add(rr * w.kp + k4 * 4) as *const i32).read_unaligned();
+                    let av = _mm256_set1_epi32(a);
+                    row[0] = _mm256_dpbusd_avx_epi32(row[0], av, lo);
+                    row[1] = _mm256_dpbusd_avx_epi32(row[1], av, hi);
+                }
+            }
+            for (rr, row) in acc.iter().enumerate() {
+                let r = r0 + rr;
+                for (h, s) in row.iter().enumerate() {
+                    let j0 = cb * NB + h * 8;
+                    let live = w.n.saturating_sub(j0).min(8);
+                    if live == 8 {
+                        let colsum =
+                            _mm256_loadu_si256(w.colsum.as_ptr().add(j0) as *const __m256i);
+                        let wsc = _mm256_loadu_ps(w.scales.as_ptr().add(j0));
+                        let bias = _mm256_loadu_ps(b.as_ptr().add(j0));
+                        let v = _mm256_sub_epi32(*s, _mm256_slli_epi32::<7>(colsum));
+                        let scale = _mm256_mul_ps(_mm256_set1_ps(acts.scales[r]), wsc);
+                        let y = _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(v), scale), bias);
+                        _mm256_storeu_ps(out.as_mut_ptr().add(r * w.n + j0), y);
+                    } else if live > 0 {
+                        let mut sums = [0i32; 8];
+                        _mm256_storeu_si256(sums.as_mut_ptr() as *mut __m256i, *s);
+                        for (l, sum) in sums.iter().enumerate().take(live) {
+                            let j = j0 + l;
+                            let v = (sum - 128 * w.colsum[j]) as f32;
+                            out[r * w.n + j] = v * (acts.scales[r] * w.scales[j]) + b[j];
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The fast kernels this CPU runs (each is compared with the portable
+    /// one; a CPU without them still tests the portable kernel).
+    #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))]
+    fn available() -> Vec<Kernel> {
+        let mut out = Vec::new();
+        #[cfg(target_arch = "x86_64")]
+        {
+            if is_x86_feature_detected!("avx512f")
+                && is_x86_feature_detected!("avx512bw")
+                && is_x86_feature_detected!("avx512vnni")
+            {
+                out.push(Kernel::Avx512);
+            }
+            if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("avxvnni") {
+                out.push(Kernel::Avx256);
+            }
+        }
+        out
+    }
 
     /// Deterministic pseudo-random values in [-1, 1).
     fn values(n: usize, seed: u64) -> Vec<f32> {
@@ -429,7 +582,7 @@ mod tests {
     }
 
     #[test]
-    fn int8_products_are_close_to_f32_and_both_kernels_agree() {
+    fn int8_products_are_close_to_f32_and_all_kernels_agree() {
         // Odd sizes: k not a multiple of 4, n not of 16, t not of 4.
         for (t, k, n) in [(7, 37, 50), (4, 64, 64), (1, 384, 1152), (9, 30, 3)] {
             let x = values(t * k, 1 + t as u64);
@@ -438,7 +591,7 @@ mod tests {
             let q = QMatrix::smoothed(&w, k, n, None);
             let mut acts = QActs::default();
             let mut got = vec![0f32; t * n];
-            linear_i8(&x, &q, &b, &mut got, t, &mut acts, false);
+            linear_i8(&x, &q, &b, &mut got, t, &mut acts, Kernel::Portable);
             for r in 0..t {
                 for j in 0..n {
                     let exact: f32 =
@@ -453,10 +606,13 @@ mod tests {
                     );
                 }
             }
-            if has_vnni() {
+            for kernel in available() {
                 let mut fast = vec![0f32; t * n];
-                linear_i8(&x, &q, &b, &mut fast, t, &mut acts, true);
-                assert_eq!(fast, got, "({t},{k},{n}): VNNI and portable kernels differ");
+                linear_i8(&x, &q, &b, &mut fast, t, &mut acts, kernel);
+                assert_eq!(
+                    fast, got,
+                    "({t},{k},{n}): {kernel:?} and portable kernels differ"
+                );
             }
         }
     }
@@ -474,7 +630,7 @@ mod tests {
         range[5] = 60.0;
         let err = |q: &QMatrix| {
             let mut out = vec![0f32; t * n];
-            linear_i8(&x, q, &b, &mut out, t, &mut QActs::default(), has_vnni());
+            linear_i8(&x, q, &b, &mut out, t, &mut QActs::default(), kernel());
             let mut worst = 0f32;
             for r in 0..t {
                 for j in 0..n {
@@ -497,7 +653,7 @@ mod tests {
         let b = vec![0.5f32; n];
         let q = QMatrix::smoothed(&w, k, n, None);
         let mut out = vec![0f32; t * n];
-        linear_i8(&x, &q, &b, &mut out, t, &mut QActs::default(), has_vnni());
+        linear_i8(&x, &q, &b, &mut out, t, &mut QActs::default(), kernel());
         assert!(out.iter().all(|v| *v == 0.5));
     }
 }

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 #[serde(rename_all = "lowercase")]
 pub enum Engine {
     /// The fastest implementation that agrees with the reference: `int8`
-    /// for multilingual-e5-small q4 on CPUs with AVX-512 VNNI (within
+    /// for multilingual-e5-small q4 on CPUs with AVX-512 VNNI or AVX-VNNI (within
     /// cosine 0.99 of `fast` on every test text, and the same retrieval
     /// scores), `fast` otherwise.
     #[default]
@@ -20,8 +20,8 @@ pub enum Engine {
     /// The hand-written packed BERT forward (no padding, fused loops, threads).
     Fast,
     /// The fast forward with int8 matrix products (weights per column,
-    /// activations per row): several times faster on CPUs with AVX-512
-    /// VNNI, vectors within cosine 0.99 of `fast` (docs/BENCHMARKS.md).
+    /// activations per row): about twice as fast on CPUs with AVX-512
+    /// VNNI or AVX-VNNI, vectors within cosine 0.99 of `fast` (docs/BENCHMARKS.md).
     Int8,
 }
 
@@ -87,7 +87,7 @@ pub struct LocalModelSpec {
 /// Multilingual, so Chinese memory gets vectors too, and on English
 /// conversations it retrieves at least as well as all-MiniLM-L6-v2
 /// (docs/BENCHMARKS.md), at half its speed on `f32` (on int8, which
-/// `Engine::Auto` picks for it on CPUs with AVX-512 VNNI, nearly as fast).
+/// `Engine::Auto` picks for it on CPUs with VNNI, nearly as fast).
 pub const DEFAULT_MODEL: &str = crate::e5q4::E5_Q4_MODEL;
 
 /// all-MiniLM-L6-v2, the English-only alternative: smaller, twice as fast

@@ -90,16 +90,20 @@ pub struct SearchHit {
     /// Workspace-relative path with `/` separators.
     pub path: String,
     /// First line of the chunk (1-based). For a transcript: the JSONL line of
-    /// its first message.
+    /// its first message, or of the message itself for a message hit
+    /// (`[search] message_hits`).
     pub start_line: usize,
-    /// Last line of the chunk (1-based, inclusive).
+    /// Last line of the chunk (1-based, inclusive); a message hit's own line.
     pub end_line: usize,
-    /// Final score in [0, 1] after fusion, decay and MMR ordering.
+    /// Final score in [0, 1] after fusion, decay and MMR ordering; for a
+    /// message hit, its chunk's score lowered by `[search] message_focus`
+    /// when other messages of the chunk share more of the query's words.
     pub score: f32,
-    /// Cosine similarity, when the chunk was a vector candidate.
+    /// Cosine similarity, when the chunk was a vector candidate (for a
+    /// message hit: its chunk's).
     pub vector_score: Option<f32>,
     /// Normalised BM25 score in [0, 1] (1 = best keyword hit of this query),
-    /// when the chunk matched the keywords.
+    /// when the chunk matched the keywords (for a message hit: its chunk's).
     pub text_score: Option<f32>,
     /// Up to `snippet_chars` characters around the best-matching lines.
     pub snippet: String,
@@ -109,8 +113,9 @@ pub struct SearchHit {
     pub citation: String,
     /// Session key (from the log's metadata record) for transcript hits.
     pub session_key: Option<String>,
-    /// Message ordinals covered by the chunk, `(first, last)` inclusive and
-    /// 0-based among the log's message lines, for transcript hits.
+    /// Message ordinals covered by the hit, `(first, last)` inclusive and
+    /// 0-based among the log's message lines, for transcript hits (`(i, i)`
+    /// for a message hit).
     pub message_range: Option<(usize, usize)>,
 }
 

@@ -115,8 +115,8 @@ pub(crate) struct QActs {
 
 impl QActs {
     /// Quantises `t` rows of `k` values from `x` for a product with `w`,
-    /// compiled for AVX-512 when `wide` (the caller checked the CPU).
-    fn fill(&mut self, x: &[f32], t: usize, w: &QMatrix, wide: bool) {
+    /// with the vector width of `kernel` (the caller checked the CPU).
+    fn fill(&mut self, x: &[f32], t: usize, w: &QMatrix, kernel: Kernel) {
         let mut smoothed = std::mem::take(&mut self.smoothed);
         let x = if w.smooth.is_empty() {
             x
@@ -127,13 +127,13 @@ impl QActs {
             }
             &smoothed
         };
-        self.fill_plain(x, t, w, wide);
+        self.fill_plain(x, t, w, kernel);
         self.smoothed = smoothed;
     }
 
-    /// Quantises `t` rows, sixteen values per instruction when `wide` (the
-    /// caller checked the CPU for AVX-512).
-    fn fill_plain(&mut self, x: &[f32], t: usize, w: &QMatrix, wide: bool) {
+    /// Quantises `t` rows, sixteen or eight values per instruction with
+    /// the AVX-512 or AVX-VNNI kernel (the caller checked the CPU).
+    fn fill_plain(&mut self, x: &[f32], t: usize, w: &QMatrix, kernel: Kernel) {
         let (k, kp) = (w.k, w.kp);
         self.data.clear();
         self.data.resize(t * kp, 128);
@@ -143,12 +143,21 @@ impl QActs {
             self.scales.push(scale);
             let dst = &mut self.data[r * kp..r * kp + k];
             #[cfg(target_arch = "x86_64")]
-            if wide {
-                // SAFETY: `wide` is only true when the CPU has AVX-512 F and BW.
-                unsafe { quantize_row_avx512(row, inv, dst) };
-                continue;
+            match kernel {
+                // SAFETY: `kernel()` names these kernels only on CPUs with
+                // AVX-512 F and BW, or with AVX2.
+                Kernel::Avx512 => {
+                    unsafe { quantize_row_avx512(row, inv, dst) };
+                    continue;
+                }
+                Kernel::Avx256 => {
+                    unsafe { quantize_row_avx2(row, inv, dst) };
+                    continue;
+                }
+                Kernel::Portable => {}
             }
-            let _ = wide;
+            #[cfg(not(target_arch = "x86_64"))]
+            let _ = kernel;
             for (d, v) in dst.iter_mut().zip(row) {
                 *d = quantize(*v, inv);
             }
@@ -182,6 +191,42 @@ unsafe fn quantize_row_avx512(row: &[f32], inv: f32, dst: &mut [u8]) {
                 dst.as_mut_ptr().add(i * 16) as *mut __m128i,
                 _mm512_cvtepi32_epi8(q),
             );
+        }
+    }
+    let done = row.len() - rest.len();
+    for (d, v) in dst[done..].iter_mut().zip(rest) {
+        *d = quantize(*v, inv);
+    }
+}
+
+/// [`quantize`] on a row, eight values per instruction (as
+/// [`quantize_row_avx512`]).
+///
+/// # Safety
+/// The CPU has AVX2; `dst` is as long as `row`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn quantize_row_avx2(row: &[f32], inv: f32, dst: &mut [u8]) {
+    use std::arch::x86_64::*;
+    let chunks = row.chunks_exact(8);
+    let rest = chunks.remainder();
+    // SAFETY: each load reads one 8-value chunk of `row`, each store writes
+    // 4 bytes of `dst` at offsets 8i and 8i + 4.
+    unsafe {
+        let vinv = _mm256_set1_ps(inv);
+        let (lo, hi) = (_mm256_set1_ps(-127.0), _mm256_set1_ps(127.0));
+        let shift = _mm256_set1_epi32(128);
+        for (i, c) in chunks.enumerate() {
+            let v = _mm256_mul_ps(_mm256_loadu_ps(c.as_ptr()), vinv);
+            let v = _mm256_round_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(v);
+            let v = _mm256_min_ps(_mm256_max_ps(v, lo), hi);
+            let q = _mm256_add_epi32(_mm256_cvtps_epi32(v), shift);
+            // 0..=255 in each lane: pack to 16 then 8 bits (per 128-bit half).
+            let q = _mm256_packus_epi16(_mm256_packus_epi32(q, q), _mm256_setzero_si256());
+            let p = dst.as_mut_ptr().add(i * 8) as *mut i32;
+            p.write_unaligned(_mm_cvtsi128_si32(_mm256_castsi256_si128(q)));
+            p.add(1)
+                .write_unaligned(_mm_cvtsi128_si32(_mm256_extracti128_si256::<1>(q)));
         }
     }
     let done = row.len() - rest.len();
@@ -300,7 +345,7 @@ pub(crate) fn linear_i8(
         out.fill(f32::NAN);
         return;
     }
-    acts.fill(x, t, w, kernel == Kernel::Avx512);
+    acts.fill(x, t, w, kernel);
     #[cfg(target_arch = "x86_64")]
     match kernel {
         // SAFETY: `kernel` names a kernel only when `kernel()` found its
@@ -452,9 +497,9 @@ mod avx_vnni {
 
     use super::{QActs, QMatrix, NB};
 
-    /// Rows of one register tile (by one 16-column block: 8 sums, 2 weight
+    /// Rows of one register tile (by one 16-column block: 12 sums, 2 weight
     /// registers and a broadcast of the 16 there are).
-    const R: usize = 4;
+    const R: usize = 6;
 
     /// # Safety
     /// The CPU has AVX2 and AVX-VNNI; `acts` holds `t` rows for `w`, `b` at
@@ -469,6 +514,8 @@ mod avx_vnni {
                 // column block cb < np / 16.
                 unsafe {
                     match rows {
+                        6 => tile::<6>(acts, w, b, out, r, cb),
+                        5 => tile::<5>(acts, w, b, out, r, cb),
                         4 => tile::<4>(acts, w, b, out, r, cb),
                         3 => tile::<3>(acts, w, b, out, r, cb),
                         2 => tile::<2>(acts, w, b, out, r, cb),

@@ -901,6 +901,7 @@ impl MemoryIndex {
                 &cands,
                 &records,
                 &tokens,
+                &idents,
                 opts.message_focus,
                 max_results,
                 opts.mmr,

@@ -334,7 +334,9 @@ fn share(query: &[String], text: &str) -> f32 {
 /// chunk)`: the best message of each chunk keeps the chunk's score, and the
 /// others fall behind the best messages of the next chunks. A message that
 /// two overlapping chunks hold is kept once, with its higher score. Chunks
-/// without parts (Markdown, or indexed before schema 3) stay whole.
+/// without parts (Markdown, or indexed before schema 3) stay whole. In a
+/// chunk that holds one of the query's identifiers (`exact`), the messages
+/// holding it keep the chunk's score too: an exact token is never buried.
 ///
 /// With `keep_order`, chunks keep their order and only the messages within
 /// each are ordered by score. Otherwise results are sorted by score, and the
@@ -344,6 +346,7 @@ pub(crate) fn message_hits<'a>(
     cands: &'a [Candidate],
     records: &HashMap<i64, ChunkRecord>,
     query: &[String],
+    idents: &[String],
     focus: f32,
     max: usize,
     keep_order: bool,
@@ -371,12 +374,19 @@ pub(crate) fn message_hits<'a>(
         if r.parts.is_empty() {
             found.push((None, usize::MAX, c.score));
         } else {
-            let shares: Vec<f32> = (0..r.parts.len())
-                .map(|i| share(query, MessagePart::text_of(&r.parts, i, &r.text)))
+            let texts: Vec<&str> = (0..r.parts.len())
+                .map(|i| MessagePart::text_of(&r.parts, i, &r.text))
                 .collect();
+            let shares: Vec<f32> = texts.iter().map(|t| share(query, t)).collect();
             let top = shares.iter().copied().fold(0.0f32, f32::max);
             for (i, sh) in shares.iter().enumerate() {
-                let factor = if top > 0.0 {
+                let holds_ident = c.exact && {
+                    let lower = texts[i].to_lowercase();
+                    idents.iter().any(|id| lower.contains(id.as_str()))
+                };
+                let factor = if holds_ident {
+                    1.0
+                } else if top > 0.0 {
                     1.0 - focus + focus * sh / top
                 } else {
                     1.0
@@ -639,7 +649,7 @@ mod tests {
                 .map(|r| (r.cand.id, r.part, (r.score * 1000.0).round() / 1000.0))
                 .collect()
         };
-        let out = message_hits(&cands, &records, &query, 0.5, 100, false);
+        let out = message_hits(&cands, &records, &query, &[], 0.5, 100, false);
         assert_eq!(
             got(&out),
             vec![
@@ -656,10 +666,10 @@ mod tests {
             ]
         );
         // The walk stops once the next chunk cannot beat what is kept.
-        let top2 = message_hits(&cands, &records, &query, 0.5, 2, false);
+        let top2 = message_hits(&cands, &records, &query, &[], 0.5, 2, false);
         assert_eq!(got(&top2), vec![(1, Some(1), 0.9), (2, Some(0), 0.8)]);
         // Focus 0: every message scores as its chunk, in chunk order.
-        let flat = message_hits(&cands, &records, &query, 0.0, 3, false);
+        let flat = message_hits(&cands, &records, &query, &[], 0.0, 3, false);
         assert_eq!(
             got(&flat),
             vec![(1, Some(0), 0.9), (1, Some(1), 0.9), (1, Some(2), 0.9)]
@@ -667,10 +677,35 @@ mod tests {
         // MMR order is kept between chunks; messages sort within each.
         let mut reordered = cands.clone();
         reordered.swap(0, 3);
-        let kept = message_hits(&reordered, &records, &query, 0.5, 3, true);
+        let kept = message_hits(&reordered, &records, &query, &[], 0.5, 3, true);
         assert_eq!(
             got(&kept),
             vec![(4, None, 0.6), (2, Some(0), 0.8), (2, Some(1), 0.4)]
+        );
+
+        // An identifier is never buried: the message that holds it keeps
+        // its chunk's score although another shares more of the words.
+        let log = transcript(
+            5,
+            "sessions/c.jsonl",
+            &[
+                (0, "Ann: the photo upload failed on the gallery page"),
+                (1, "Bob: it said ERR-4711"),
+            ],
+        );
+        let records: HashMap<i64, ChunkRecord> = [(5, log)].into();
+        let mut cands = merge(&[(5, 1.0)], &[]);
+        cands[0].score = 0.9;
+        cands[0].exact = true;
+        let q = "ERR-4711 when the photo upload failed on the gallery page";
+        let (query, idents) = (text::query_tokens(q), text::identifiers(q));
+        let out = message_hits(&cands, &records, &query, &idents, 0.5, 10, false);
+        assert_eq!(got(&out), vec![(5, Some(0), 0.9), (5, Some(1), 0.9)]);
+        let out = message_hits(&cands, &records, &query, &[], 0.5, 10, false);
+        assert!(
+            out[1].score < 0.9,
+            "without the rule it falls: {:?}",
+            got(&out)
         );
     }
 }

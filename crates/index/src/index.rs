@@ -903,6 +903,7 @@ impl MemoryIndex {
                 &tokens,
                 &idents,
                 opts.message_focus,
+                min_score,
                 max_results,
                 opts.mmr,
             )

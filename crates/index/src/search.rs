@@ -337,6 +337,8 @@ fn share(query: &[String], text: &str) -> f32 {
 /// without parts (Markdown, or indexed before schema 3) stay whole. In a
 /// chunk that holds one of the query's identifiers (`exact`), the messages
 /// holding it keep the chunk's score too: an exact token is never buried.
+/// A message that scores below its chunk is dropped when it falls below
+/// `min_score` (the chunk passed it; its lesser messages must too).
 ///
 /// With `keep_order`, chunks keep their order and only the messages within
 /// each are ordered by score. Otherwise results are sorted by score, and the
@@ -348,6 +350,7 @@ pub(crate) fn message_hits<'a>(
     query: &[String],
     idents: &[String],
     focus: f32,
+    min_score: f32,
     max: usize,
     keep_order: bool,
 ) -> Vec<Ranked<'a>> {
@@ -391,7 +394,11 @@ pub(crate) fn message_hits<'a>(
                 } else {
                     1.0
                 };
-                found.push((Some(i), r.parts[i].ordinal, c.score * factor));
+                let score = c.score * factor;
+                if factor < 1.0 && score < min_score {
+                    continue;
+                }
+                found.push((Some(i), r.parts[i].ordinal, score));
             }
             if keep_order {
                 found.sort_by(|a, b| b.2.total_cmp(&a.2));
@@ -649,7 +656,7 @@ mod tests {
                 .map(|r| (r.cand.id, r.part, (r.score * 1000.0).round() / 1000.0))
                 .collect()
         };
-        let out = message_hits(&cands, &records, &query, &[], 0.5, 100, false);
+        let out = message_hits(&cands, &records, &query, &[], 0.5, 0.0, 100, false);
         assert_eq!(
             got(&out),
             vec![
@@ -666,10 +673,10 @@ mod tests {
             ]
         );
         // The walk stops once the next chunk cannot beat what is kept.
-        let top2 = message_hits(&cands, &records, &query, &[], 0.5, 2, false);
+        let top2 = message_hits(&cands, &records, &query, &[], 0.5, 0.0, 2, false);
         assert_eq!(got(&top2), vec![(1, Some(1), 0.9), (2, Some(0), 0.8)]);
         // Focus 0: every message scores as its chunk, in chunk order.
-        let flat = message_hits(&cands, &records, &query, &[], 0.0, 3, false);
+        let flat = message_hits(&cands, &records, &query, &[], 0.0, 0.0, 3, false);
         assert_eq!(
             got(&flat),
             vec![(1, Some(0), 0.9), (1, Some(1), 0.9), (1, Some(2), 0.9)]
@@ -677,7 +684,7 @@ mod tests {
         // MMR order is kept between chunks; messages sort within each.
         let mut reordered = cands.clone();
         reordered.swap(0, 3);
-        let kept = message_hits(&reordered, &records, &query, &[], 0.5, 3, true);
+        let kept = message_hits(&reordered, &records, &query, &[], 0.5, 0.0, 3, true);
         assert_eq!(
             got(&kept),
             vec![(4, None, 0.6), (2, Some(0), 0.8), (2, Some(1), 0.4)]
@@ -699,13 +706,16 @@ mod tests {
         cands[0].exact = true;
         let q = "ERR-4711 when the photo upload failed on the gallery page";
         let (query, idents) = (text::query_tokens(q), text::identifiers(q));
-        let out = message_hits(&cands, &records, &query, &idents, 0.5, 10, false);
+        let out = message_hits(&cands, &records, &query, &idents, 0.5, 0.0, 10, false);
         assert_eq!(got(&out), vec![(5, Some(0), 0.9), (5, Some(1), 0.9)]);
-        let out = message_hits(&cands, &records, &query, &[], 0.5, 10, false);
+        let out = message_hits(&cands, &records, &query, &[], 0.5, 0.0, 10, false);
         assert!(
             out[1].score < 0.9,
             "without the rule it falls: {:?}",
             got(&out)
         );
+        // Below the minimum score, a lesser message goes; the best stays.
+        let out = message_hits(&cands, &records, &query, &[], 0.5, 0.8, 10, false);
+        assert_eq!(got(&out), vec![(5, Some(0), 0.9)]);
     }
 }

@@ -233,7 +233,8 @@ pub struct SearchOptions {
     /// scores `chunk * (1 - message_focus + message_focus * share / best)`,
     /// where `share` is the fraction of the query's words it contains. So
     /// the best message of a chunk keeps the chunk's score, and a chunk
-    /// without any query word keeps it for all its messages. 0..=1.
+    /// without any query word keeps it for all its messages. A lesser
+    /// message must reach `min_score` with its own score. 0..=1.
     pub message_focus: f32,
 }
 

@@ -50,7 +50,9 @@ pub struct SearchRequest {
     /// Maximum hits; `None` takes `[search] max_results` (default 6).
     pub max_results: Option<usize>,
     /// Minimum score; `None` takes `[search] min_score`. A hit is kept when its
-    /// fused, vector or keyword score reaches it, so keyword-only hits can pass.
+    /// fused, vector or keyword score reaches it, so keyword-only hits can pass;
+    /// a message hit scoring below the best message of its chunk must reach it
+    /// with its own score.
     pub min_score: Option<f32>,
     /// Only these sources; `None` or empty means all.
     pub sources: Option<Vec<Source>>,

@@ -235,13 +235,28 @@ fn transcripts_are_indexed_with_message_ranges() {
         "{}",
         top.citation
     );
-    // Its chunk's other messages follow as hits of their own, lower.
-    let second = r
+    // Its chunk's other messages score lower: with no minimum score they
+    // follow as hits of their own; below the default minimum (0.3) they are
+    // left out, while the best message stays.
+    let all = index
+        .search(
+            &SearchRequest::new("what is the name of the puppy?")
+                .sources(&[Source::Sessions])
+                .min_score(0.0),
+        )
+        .unwrap();
+    assert_eq!(all.results[0].message_range, Some((0, 0)));
+    let second = all
         .results
         .iter()
         .find(|h| h.message_range == Some((1, 1)))
         .expect("the reply is a hit of its own");
-    assert!(second.score < top.score);
+    assert!(second.score < all.results[0].score);
+    assert!(second.score < 0.3, "{second:#?}");
+    assert!(
+        r.results.iter().all(|h| h.message_range != Some((1, 1))),
+        "{r:#?}"
+    );
     assert_eq!(
         second.snippet,
         "Assistant: Congratulations! How old is Biscuit?"

@@ -897,16 +897,13 @@ impl MemoryIndex {
             cands = search::mmr(cands, &texts, opts.mmr_lambda);
         }
         let ranked: Vec<search::Ranked> = if opts.message_hits {
-            search::message_hits(
-                &cands,
-                &records,
-                &tokens,
-                &idents,
-                opts.message_focus,
+            let how = search::MessageFocus {
+                query: &tokens,
+                idents: &idents,
+                focus: opts.message_focus,
                 min_score,
-                max_results,
-                opts.mmr,
-            )
+            };
+            search::message_hits(&cands, &records, &how, max_results, opts.mmr)
         } else {
             cands
                 .iter()

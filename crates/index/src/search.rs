@@ -328,6 +328,16 @@ fn share(query: &[String], text: &str) -> f32 {
     query.iter().filter(|t| words.contains(t.as_str())).count() as f32 / query.len() as f32
 }
 
+/// What a search asks of [`message_hits`]: the query's tokens and
+/// identifiers, `[search] message_focus` and the minimum score.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct MessageFocus<'q> {
+    pub query: &'q [String],
+    pub idents: &'q [String],
+    pub focus: f32,
+    pub min_score: f32,
+}
+
 /// The best `max` results of `cands` (sorted best first, or in MMR order
 /// when `keep_order`), with every transcript chunk split into its messages.
 /// A message scores `chunk * (1 - focus + focus * share / best share of its
@@ -347,13 +357,16 @@ fn share(query: &[String], text: &str) -> f32 {
 pub(crate) fn message_hits<'a>(
     cands: &'a [Candidate],
     records: &HashMap<i64, ChunkRecord>,
-    query: &[String],
-    idents: &[String],
-    focus: f32,
-    min_score: f32,
+    how: &MessageFocus,
     max: usize,
     keep_order: bool,
 ) -> Vec<Ranked<'a>> {
+    let MessageFocus {
+        query,
+        idents,
+        focus,
+        min_score,
+    } = *how;
     let mut out: Vec<Ranked<'a>> = Vec::new();
     let mut seen: HashMap<(&str, usize), usize> = HashMap::new();
     // The `max` best scores so far (non-negative floats order as their bits).
@@ -613,6 +626,20 @@ mod tests {
         }
     }
 
+    fn how<'q>(
+        query: &'q [String],
+        idents: &'q [String],
+        focus: f32,
+        min_score: f32,
+    ) -> MessageFocus<'q> {
+        MessageFocus {
+            query,
+            idents,
+            focus,
+            min_score,
+        }
+    }
+
     #[test]
     fn transcript_chunks_become_message_hits() {
         let records: HashMap<i64, ChunkRecord> = [
@@ -656,7 +683,7 @@ mod tests {
                 .map(|r| (r.cand.id, r.part, (r.score * 1000.0).round() / 1000.0))
                 .collect()
         };
-        let out = message_hits(&cands, &records, &query, &[], 0.5, 0.0, 100, false);
+        let out = message_hits(&cands, &records, &how(&query, &[], 0.5, 0.0), 100, false);
         assert_eq!(
             got(&out),
             vec![
@@ -673,10 +700,10 @@ mod tests {
             ]
         );
         // The walk stops once the next chunk cannot beat what is kept.
-        let top2 = message_hits(&cands, &records, &query, &[], 0.5, 0.0, 2, false);
+        let top2 = message_hits(&cands, &records, &how(&query, &[], 0.5, 0.0), 2, false);
         assert_eq!(got(&top2), vec![(1, Some(1), 0.9), (2, Some(0), 0.8)]);
         // Focus 0: every message scores as its chunk, in chunk order.
-        let flat = message_hits(&cands, &records, &query, &[], 0.0, 0.0, 3, false);
+        let flat = message_hits(&cands, &records, &how(&query, &[], 0.0, 0.0), 3, false);
         assert_eq!(
             got(&flat),
             vec![(1, Some(0), 0.9), (1, Some(1), 0.9), (1, Some(2), 0.9)]
@@ -684,7 +711,7 @@ mod tests {
         // MMR order is kept between chunks; messages sort within each.
         let mut reordered = cands.clone();
         reordered.swap(0, 3);
-        let kept = message_hits(&reordered, &records, &query, &[], 0.5, 0.0, 3, true);
+        let kept = message_hits(&reordered, &records, &how(&query, &[], 0.5, 0.0), 3, true);
         assert_eq!(
             got(&kept),
             vec![(4, None, 0.6), (2, Some(0), 0.8), (2, Some(1), 0.4)]
@@ -706,16 +733,16 @@ mod tests {
         cands[0].exact = true;
         let q = "ERR-4711 when the photo upload failed on the gallery page";
         let (query, idents) = (text::query_tokens(q), text::identifiers(q));
-        let out = message_hits(&cands, &records, &query, &idents, 0.5, 0.0, 10, false);
+        let out = message_hits(&cands, &records, &how(&query, &idents, 0.5, 0.0), 10, false);
         assert_eq!(got(&out), vec![(5, Some(0), 0.9), (5, Some(1), 0.9)]);
-        let out = message_hits(&cands, &records, &query, &[], 0.5, 0.0, 10, false);
+        let out = message_hits(&cands, &records, &how(&query, &[], 0.5, 0.0), 10, false);
         assert!(
             out[1].score < 0.9,
             "without the rule it falls: {:?}",
             got(&out)
         );
         // Below the minimum score, a lesser message goes; the best stays.
-        let out = message_hits(&cands, &records, &query, &[], 0.5, 0.8, 10, false);
+        let out = message_hits(&cands, &records, &how(&query, &[], 0.5, 0.8), 10, false);
         assert_eq!(got(&out), vec![(5, Some(0), 0.9)]);
     }
 }

@@ -400,12 +400,12 @@ pub(crate) fn message_hits<'a>(
                     let lower = texts[i].to_lowercase();
                     idents.iter().any(|id| lower.contains(id.as_str()))
                 };
-                let factor = if holds_ident {
+                // The best message (or any, when none holds a query word)
+                // keeps exactly its chunk's score, whatever the rounding.
+                let factor = if holds_ident || top <= 0.0 || *sh >= top {
                     1.0
-                } else if top > 0.0 {
-                    1.0 - focus + focus * sh / top
                 } else {
-                    1.0
+                    1.0 - focus + focus * sh / top
                 };
                 let score = c.score * factor;
                 if factor < 1.0 && score < min_score {

@@ -142,23 +142,20 @@ impl QActs {
             let (scale, inv) = row_scale(row);
             self.scales.push(scale);
             let dst = &mut self.data[r * kp..r * kp + k];
+            // SAFETY: `kernel()` names these kernels only on CPUs with
+            // AVX-512 F and BW, or with AVX2; `dst` is as long as `row`.
             #[cfg(target_arch = "x86_64")]
-            match kernel {
-                // SAFETY: `kernel()` names these kernels only on CPUs with
-                // AVX-512 F and BW, or with AVX2.
-                Kernel::Avx512 => {
-                    unsafe { quantize_row_avx512(row, inv, dst) };
-                    continue;
-                }
-                Kernel::Avx256 => {
-                    unsafe { quantize_row_avx2(row, inv, dst) };
-                    continue;
-                }
-                Kernel::Portable => {}
-            }
+            let done = match kernel {
+                Kernel::Avx512 => unsafe { quantize_row_avx512(row, inv, dst) },
+                Kernel::Avx256 => unsafe { quantize_row_avx2(row, inv, dst) },
+                Kernel::Portable => 0,
+            };
             #[cfg(not(target_arch = "x86_64"))]
-            let _ = kernel;
-            for (d, v) in dst.iter_mut().zip(row) {
+            let done = {
+                let _ = kernel;
+                0
+            };
+            for (d, v) in dst[done..].iter_mut().zip(&row[done..]) {
                 *d = quantize(*v, inv);
             }
         }
@@ -166,16 +163,17 @@ impl QActs {
 }
 
 /// [`quantize`] on a row, sixteen values per instruction: the same product,
-/// rounding and clamp, so the same bytes.
+/// rounding and clamp, so the same bytes. Returns how many values it did
+/// (whole chunks of 16); the caller quantises the rest.
 ///
 /// # Safety
 /// The CPU has AVX-512 F and BW; `dst` is as long as `row`.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw")]
-unsafe fn quantize_row_avx512(row: &[f32], inv: f32, dst: &mut [u8]) {
+unsafe fn quantize_row_avx512(row: &[f32], inv: f32, dst: &mut [u8]) -> usize {
     use std::arch::x86_64::*;
     let chunks = row.chunks_exact(16);
-    let rest = chunks.remainder();
+    let done = row.len() - chunks.remainder().len();
     // SAFETY: each load reads one 16-value chunk of `row`, each store writes
     // 16 bytes of `dst` at the same offset.
     unsafe {
@@ -193,23 +191,20 @@ unsafe fn quantize_row_avx512(row: &[f32], inv: f32, dst: &mut [u8]) {
             );
         }
     }
-    let done = row.len() - rest.len();
-    for (d, v) in dst[done..].iter_mut().zip(rest) {
-        *d = quantize(*v, inv);
-    }
+    done
 }
 
 /// [`quantize`] on a row, eight values per instruction (as
-/// [`quantize_row_avx512`]).
+/// [`quantize_row_avx512`], whole chunks of 8).
 ///
 /// # Safety
 /// The CPU has AVX2; `dst` is as long as `row`.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn quantize_row_avx2(row: &[f32], inv: f32, dst: &mut [u8]) {
+unsafe fn quantize_row_avx2(row: &[f32], inv: f32, dst: &mut [u8]) -> usize {
     use std::arch::x86_64::*;
     let chunks = row.chunks_exact(8);
-    let rest = chunks.remainder();
+    let done = row.len() - chunks.remainder().len();
     // SAFETY: each load reads one 8-value chunk of `row`, each store writes
     // 4 bytes of `dst` at offsets 8i and 8i + 4.
     unsafe {
@@ -229,10 +224,7 @@ unsafe fn quantize_row_avx2(row: &[f32], inv: f32, dst: &mut [u8]) {
                 .write_unaligned(_mm_cvtsi128_si32(_mm256_extracti128_si256::<1>(q)));
         }
     }
-    let done = row.len() - rest.len();
-    for (d, v) in dst[done..].iter_mut().zip(rest) {
-        *d = quantize(*v, inv);
-    }
+    done
 }
 
 /// A row's dequantisation scale and its inverse (0 for an all-zero row).
@@ -295,30 +287,40 @@ pub(crate) enum Kernel {
     Portable,
 }
 
+impl Kernel {
+    /// Whether this CPU has what the kernel needs.
+    fn supported(self) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        match self {
+            Kernel::Avx512 => {
+                is_x86_feature_detected!("avx512f")
+                    && is_x86_feature_detected!("avx512bw")
+                    && is_x86_feature_detected!("avx512vnni")
+            }
+            Kernel::Avx256 => {
+                is_x86_feature_detected!("avx2") && is_x86_feature_detected!("avxvnni")
+            }
+            Kernel::Portable => true,
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            self == Kernel::Portable
+        }
+    }
+}
+
 /// The fastest kernel this CPU runs. `MNEMO_EMBED_NO_VNNI` forces the
 /// portable one and `MNEMO_EMBED_NO_AVX512` skips the 512-bit one (to
 /// measure or test the others on a CPU that has everything).
 pub(crate) fn kernel() -> Kernel {
-    #[cfg(target_arch = "x86_64")]
-    {
-        let off = |v: &str| std::env::var_os(v).is_some();
-        if off("MNEMO_EMBED_NO_VNNI") {
-            return Kernel::Portable;
-        }
-        if !off("MNEMO_EMBED_NO_AVX512")
-            && is_x86_feature_detected!("avx512f")
-            && is_x86_feature_detected!("avx512bw")
-            && is_x86_feature_detected!("avx512vnni")
-        {
-            return Kernel::Avx512;
-        }
-        if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("avxvnni") {
-            return Kernel::Avx256;
-        }
+    let off = |v: &str| std::env::var_os(v).is_some();
+    if off("MNEMO_EMBED_NO_VNNI") {
         Kernel::Portable
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
+    } else if !off("MNEMO_EMBED_NO_AVX512") && Kernel::Avx512.supported() {
+        Kernel::Avx512
+    } else if Kernel::Avx256.supported() {
+        Kernel::Avx256
+    } else {
         Kernel::Portable
     }
 }
@@ -358,6 +360,15 @@ pub(crate) fn linear_i8(
     portable(acts, w, b, out, t);
 }
 
+/// Output `j` of row `r` from its integer sum: the 128 shift taken back out,
+/// scaled, biased. The vector kernels do the same operations in the same
+/// order, so they give the same bits.
+#[inline(always)]
+fn dequantise(sum: i32, acts: &QActs, w: &QMatrix, b: &[f32], r: usize, j: usize) -> f32 {
+    let v = (sum - 128 * w.colsum[j]) as f32;
+    v * (acts.scales[r] * w.scales[j]) + b[j]
+}
+
 /// The reference kernel: the same integer sums and the same dequantisation
 /// as the VNNI one, in plain loops.
 fn portable(acts: &QActs, w: &QMatrix, b: &[f32], out: &mut [f32], t: usize) {
@@ -373,8 +384,7 @@ fn portable(acts: &QActs, w: &QMatrix, b: &[f32], out: &mut [f32], t: usize) {
                     acc += i32::from(a[k4 * 4 + kk]) * i32::from(p[kk]);
                 }
             }
-            let v = (acc - 128 * w.colsum[j]) as f32;
-            out[r * w.n + j] = v * (acts.scales[r] * w.scales[j]) + b[j];
+            out[r * w.n + j] = dequantise(acc, acts, w, b, r, j);
         }
     }
 }
@@ -495,7 +505,7 @@ mod vnni {
 mod avx_vnni {
     use std::arch::x86_64::*;
 
-    use super::{QActs, QMatrix, NB};
+    use super::{dequantise, QActs, QMatrix, NB};
 
     /// Rows of one register tile (by one 16-column block: 12 sums, 2 weight
     /// registers and a broadcast of the 16 there are).
@@ -580,9 +590,7 @@ mod avx_vnni {
                         let mut sums = [0i32; 8];
                         _mm256_storeu_si256(sums.as_mut_ptr() as *mut __m256i, *s);
                         for (l, sum) in sums.iter().enumerate().take(live) {
-                            let j = j0 + l;
-                            let v = (sum - 128 * w.colsum[j]) as f32;
-                            out[r * w.n + j] = v * (acts.scales[r] * w.scales[j]) + b[j];
+                            out[r * w.n + j0 + l] = dequantise(*sum, acts, w, b, r, j0 + l);
                         }
                     }
                 }
@@ -597,22 +605,11 @@ mod tests {
 
     /// The fast kernels this CPU runs (each is compared with the portable
     /// one; a CPU without them still tests the portable kernel).
-    #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))]
     fn available() -> Vec<Kernel> {
-        let mut out = Vec::new();
-        #[cfg(target_arch = "x86_64")]
-        {
-            if is_x86_feature_detected!("avx512f")
-                && is_x86_feature_detected!("avx512bw")
-                && is_x86_feature_detected!("avx512vnni")
-            {
-                out.push(Kernel::Avx512);
-            }
-            if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("avxvnni") {
-                out.push(Kernel::Avx256);
-            }
-        }
-        out
+        [Kernel::Avx512, Kernel::Avx256]
+            .into_iter()
+            .filter(|k| k.supported())
+            .collect()
     }
 
     /// Deterministic pseudo-random values in [-1, 1).

@@ -205,11 +205,6 @@ fn emit(pieces: &[Piece], limits: &ChunkLimits<'_>, out: &mut Vec<Chunk>) {
         emit(&pieces[mid..], limits, out);
         return;
     }
-    let msgs: Vec<usize> = pieces.iter().filter_map(|p| p.msg).collect();
-    let messages = match (msgs.iter().min(), msgs.iter().max()) {
-        (Some(a), Some(b)) => Some((*a, *b)),
-        _ => None,
-    };
     let mut parts: Vec<MessagePart> = Vec::new();
     let mut offset = 0;
     for p in pieces {
@@ -224,6 +219,11 @@ fn emit(pieces: &[Piece], limits: &ChunkLimits<'_>, out: &mut Vec<Chunk>) {
         }
         offset += p.text.len() + 1;
     }
+    // Messages come in log order, so the first and last part span them.
+    let messages = parts
+        .first()
+        .zip(parts.last())
+        .map(|(a, b)| (a.ordinal, b.ordinal));
     let first = pieces
         .iter()
         .position(|p| !p.text.trim().is_empty())

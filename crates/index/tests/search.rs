@@ -216,9 +216,10 @@ fn transcripts_are_indexed_with_message_ranges() {
         .iter()
         .any(|i| i.path == "sessions/telegram_42.jsonl" && i.message.contains("malformed")));
 
-    let r = index
-        .search(&SearchRequest::new("what is the name of the puppy?").sources(&[Source::Sessions]))
-        .unwrap();
+    // The puppy question, over transcripts only.
+    let puppy =
+        || SearchRequest::new("what is the name of the puppy?").sources(&[Source::Sessions]);
+    let r = index.search(&puppy()).unwrap();
     // Hits are single messages: the one that names the puppy comes first,
     // cited by its own JSONL line (the first message is on line 2).
     let top = &r.results[0];
@@ -238,13 +239,7 @@ fn transcripts_are_indexed_with_message_ranges() {
     // Its chunk's other messages score lower: with no minimum score they
     // follow as hits of their own; below the default minimum (0.3) they are
     // left out, while the best message stays.
-    let all = index
-        .search(
-            &SearchRequest::new("what is the name of the puppy?")
-                .sources(&[Source::Sessions])
-                .min_score(0.0),
-        )
-        .unwrap();
+    let all = index.search(&puppy().min_score(0.0)).unwrap();
     assert_eq!(all.results[0].message_range, Some((0, 0)));
     let second = all
         .results
@@ -266,9 +261,7 @@ fn transcripts_are_indexed_with_message_ranges() {
     whole.index.chunk_tokens = 64;
     whole.search.message_hits = false;
     let chunks = MemoryIndex::open(&f.ws, whole, Some(model())).unwrap();
-    let r = chunks
-        .search(&SearchRequest::new("what is the name of the puppy?").sources(&[Source::Sessions]))
-        .unwrap();
+    let r = chunks.search(&puppy()).unwrap();
     let top = &r.results[0];
     let (a, b) = top.message_range.unwrap();
     assert_eq!(a, 0, "{top:#?}");

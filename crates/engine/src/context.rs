@@ -76,7 +76,7 @@ pub fn memory_tools() -> Vec<ToolSpec> {
                 "properties": {
                     "query": {"type": "string", "description": "What to look for, in the conversation's language."},
                     "maxResults": {"type": "integer", "minimum": 1, "maximum": 50, "description": "Results to return (default 6)."},
-                    "minScore": {"type": "number", "minimum": 0, "maximum": 1, "description": "Drop results scoring below this (default 0.35)."}
+                    "minScore": {"type": "number", "minimum": 0, "maximum": 1, "description": "Drop results scoring below this (default: the workspace's [search] min_score)."}
                 },
                 "required": ["query"]
             }),

@@ -5,7 +5,7 @@
 //! ```text
 //! cargo run --release -p mnemo-eval --example retrieval -- FILE.json \
 //!     [--units session,turn] [--modes keyword,vector,hybrid] [--limit-conversations N] \
-//!     [--max-results N] [--chunk-tokens N] [--chunk-overlap N] [--fusion weighted|rrf] \
+//!     [--max-results N] [--min-score S] [--chunk-tokens N] [--chunk-overlap N] [--fusion weighted|rrf] \
 //!     [--vector-weight W] [--model DIR[+DIR]] [--engine fast|int8|candle] [--json-dir DIR]
 //!     [--sweep SPEC;SPEC...]
 //! ```
@@ -205,6 +205,7 @@ fn main() -> anyhow::Result<()> {
             }
             "--limit-conversations" => opts.limit_conversations = Some(val()?.parse()?),
             "--max-results" => opts.max_results = val()?.parse()?,
+            "--min-score" => opts.min_score = val()?.parse()?,
             "--chunk-tokens" => opts.index_settings.index.chunk_tokens = val()?.parse()?,
             "--chunk-overlap" => opts.index_settings.index.chunk_overlap = val()?.parse()?,
             "--fusion" => {

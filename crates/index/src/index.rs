@@ -888,7 +888,7 @@ impl MemoryIndex {
         search::protect_exact(&mut cands);
         search::sort(&mut cands);
         let text_counts = tw > 0.0;
-        cands.retain(|c| search::passes(c, min_score, text_counts));
+        cands.retain(|c| search::passes(c, min_score, opts.vector_scale, text_counts));
         if opts.mmr {
             let texts: HashMap<i64, String> = cands
                 .iter()

@@ -35,6 +35,17 @@ pub(crate) struct Candidate {
     pub exact: bool,
 }
 
+impl Candidate {
+    /// Vector similarity on the configured scale: what weighted fusion adds
+    /// and what `min_score` is checked against.
+    pub(crate) fn similarity(&self, scale: VectorScale) -> Option<f32> {
+        match scale {
+            VectorScale::Floor => self.vector_rel,
+            VectorScale::Raw => self.vector,
+        }
+    }
+}
+
 /// Rank of the vector candidate whose cosine is the query's background
 /// (`vector_scale = "floor"`): the fewest candidates any search takes.
 const FLOOR_RANK: usize = 50;
@@ -121,11 +132,8 @@ pub(crate) fn fuse(cands: &mut [Candidate], opts: &SearchOptions, hybrid: bool) 
     for c in cands.iter_mut() {
         c.score = match opts.fusion {
             Fusion::Weighted => {
-                let v = match opts.vector_scale {
-                    VectorScale::Floor => c.vector_rel,
-                    VectorScale::Raw => c.vector,
-                };
-                vw * v.unwrap_or(0.0).max(0.0) + tw * c.text.unwrap_or(0.0)
+                vw * c.similarity(opts.vector_scale).unwrap_or(0.0).max(0.0)
+                    + tw * c.text.unwrap_or(0.0)
             }
             Fusion::Rrf => {
                 let k = opts.rrf_k.max(0.0);
@@ -299,13 +307,15 @@ pub(crate) fn mmr(
 }
 
 /// The minimum-score rule: a hit passes when its fused score, its vector
-/// score or its keyword score reaches `min`, or when it is an exact
-/// identifier hit. (With 0.7/0.3 weights a keyword-only hit could otherwise
-/// never reach a 0.35 threshold.)
-pub(crate) fn passes(c: &Candidate, min: f32, text_counts: bool) -> bool {
+/// similarity (on the fusion's `scale`) or its keyword score reaches `min`,
+/// or when it is an exact identifier hit. (With 0.7/0.3 weights a
+/// keyword-only hit could otherwise never reach a 0.35 threshold.) The raw
+/// cosine is not the test: e5 gives unrelated texts 0.75, which would let
+/// every chunk through.
+pub(crate) fn passes(c: &Candidate, min: f32, scale: VectorScale, text_counts: bool) -> bool {
     c.exact
         || c.score >= min
-        || c.vector.is_some_and(|v| v >= min)
+        || c.similarity(scale).is_some_and(|v| v >= min)
         || (text_counts && c.text.is_some_and(|t| t >= min))
 }
 
@@ -518,7 +528,22 @@ mod tests {
         protect_exact(&mut c);
         sort(&mut c);
         assert_eq!(c[0].id, 1);
-        assert!(passes(&c[0], 0.99, true));
+        assert!(passes(&c[0], 0.99, VectorScale::Floor, true));
+    }
+
+    #[test]
+    fn the_minimum_score_reads_the_vector_on_the_fusion_scale() {
+        // e5-like cosines: everything near 0.8, one chunk clearly above.
+        let vector: Vec<(i64, f32)> = (0..60).map(|i| (i, 0.9 - i as f32 * 0.002)).collect();
+        let mut c = merge(&[], &vector);
+        fuse(&mut c, &SearchOptions::default(), true);
+        let by_id = |id: i64| c.iter().find(|x| x.id == id).unwrap();
+        // A cosine of 0.8 is background here: it does not pass 0.3 ...
+        assert!(!passes(by_id(50), 0.3, VectorScale::Floor, true));
+        // ... the best chunk stands out and does.
+        assert!(passes(by_id(0), 0.3, VectorScale::Floor, true));
+        // On the raw scale the cosine itself is the test.
+        assert!(passes(by_id(50), 0.3, VectorScale::Raw, true));
     }
 
     #[test]

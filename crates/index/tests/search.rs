@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{daily_log, model, Fixture};
+use common::{daily_log, e5_model, model, Fixture};
 use mnemo_index::{IndexSettings, MemoryIndex, SearchMode, SearchRequest, Source};
 
 fn open(f: &Fixture, with_model: bool) -> MemoryIndex {
@@ -28,6 +28,31 @@ fn topic_fixture() -> Fixture {
         "# 2026-02-10\n\n- Car service booked for Friday at the dealership.\n",
     );
     f
+}
+
+#[test]
+fn the_minimum_score_filters_unrelated_files_with_the_default_model() {
+    // e5 gives unrelated texts cosines near 0.8: the minimum score must
+    // judge the similarity above that background, not the raw cosine.
+    let f = topic_fixture();
+    let index = MemoryIndex::open(&f.ws, IndexSettings::default(), Some(e5_model())).unwrap();
+    index.sync(&|_| {}).unwrap();
+    let paths = |r: &mnemo_index::SearchResponse| {
+        r.results.iter().map(|h| h.path.clone()).collect::<Vec<_>>()
+    };
+    let question = "which musical instrument is Lena learning?";
+    let r = index.search(&SearchRequest::new(question)).unwrap();
+    assert_eq!(r.mode, SearchMode::Hybrid);
+    assert_eq!(paths(&r), ["memory/people/lena.md"], "{r:#?}");
+    assert!(r.results[0].vector_score.unwrap() > 0.5);
+
+    // With no minimum every file comes back, each with a cosine e5 calls
+    // high: only the scale tells them apart.
+    let all = index
+        .search(&SearchRequest::new(question).min_score(0.0))
+        .unwrap();
+    assert_eq!(all.results.len(), 4, "{all:#?}");
+    assert!(all.results.iter().all(|h| h.vector_score.unwrap() > 0.3));
 }
 
 #[test]
@@ -237,8 +262,8 @@ fn transcripts_are_indexed_with_message_ranges() {
         top.citation
     );
     // Its chunk's other messages score lower: with no minimum score they
-    // follow as hits of their own; below the default minimum (0.3) they are
-    // left out, while the best message stays.
+    // follow as hits of their own; below a minimum (0.3) they are left out,
+    // while the best message stays.
     let all = index.search(&puppy().min_score(0.0)).unwrap();
     assert_eq!(all.results[0].message_range, Some((0, 0)));
     let second = all
@@ -248,9 +273,14 @@ fn transcripts_are_indexed_with_message_ranges() {
         .expect("the reply is a hit of its own");
     assert!(second.score < all.results[0].score);
     assert!(second.score < 0.3, "{second:#?}");
+    let strict = index.search(&puppy().min_score(0.3)).unwrap();
+    assert_eq!(strict.results[0].message_range, Some((0, 0)));
     assert!(
-        r.results.iter().all(|h| h.message_range != Some((1, 1))),
-        "{r:#?}"
+        strict
+            .results
+            .iter()
+            .all(|h| h.message_range != Some((1, 1))),
+        "{strict:#?}"
     );
     assert_eq!(
         second.snippet,

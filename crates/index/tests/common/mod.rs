@@ -6,7 +6,8 @@ use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
 use mnemo_core::{Embedder, Workspace};
-use mnemo_embed::LocalEmbedder;
+use mnemo_embed::{E5Q4Embedder, LocalEmbedder};
+use mnemo_test_support::e5_model_file;
 
 pub use mnemo_test_support::model_dir;
 
@@ -23,6 +24,15 @@ pub fn model() -> Arc<dyn Embedder> {
             );
             Arc::new(LocalEmbedder::load(&dir).expect("load all-MiniLM-L6-v2"))
         })
+        .clone()
+}
+
+/// The default model (multilingual-e5-small, 4-bit), loaded once per test
+/// binary: its cosines crowd near 0.8, unlike MiniLM's.
+pub fn e5_model() -> Arc<dyn Embedder> {
+    static MODEL: OnceLock<Arc<E5Q4Embedder>> = OnceLock::new();
+    MODEL
+        .get_or_init(|| Arc::new(E5Q4Embedder::load(&e5_model_file()).expect("load e5")))
         .clone()
 }
 

@@ -20,7 +20,7 @@
 //! list of `chunk=N`, `overlap=N`, `fusion=weighted|rrf`, `vw=W`, `date=B` (date_boost),
 //! `context=C` (file_context), `redact=true|false` (redact_transcripts), `phrase=W`
 //! (phrase_weight), `mmr=LAMBDA|off`, `focus=F|off` (message_focus, or whole-chunk
-//! hits) applied on top of the other flags. Vectors are memoised by text across configurations and
+//! hits), `answer=W` (answer_lift) applied on top of the other flags. Vectors are memoised by text across configurations and
 //! conversations, so a sweep over fusion settings embeds each chunk once.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -162,6 +162,7 @@ fn apply_spec(opts: &mut EvalOptions, spec: &str) -> anyhow::Result<()> {
                     opts.index_settings.search.message_focus = v.parse()?;
                 }
             }
+            "answer" => opts.index_settings.search.answer_lift = v.parse()?,
             other => anyhow::bail!("unknown sweep key {other}"),
         }
     }

@@ -320,9 +320,14 @@ pub struct RenderedMessage {
     pub text: String,
 }
 
+/// Version of [`chunk_transcript`]'s rules, kept in the index's metadata: a
+/// change rebuilds indexes made by the old rules.
+pub(crate) const TRANSCRIPT_CHUNKER_VERSION: &str = "2";
+
 /// Chunks a transcript: whole messages per chunk, a message longer than the
 /// limit split by lines; overlap is the previous chunk's last message when it
-/// fits in the overlap budget.
+/// fits in the overlap budget, or when it asks a question (whatever its
+/// length, as long as it fits with the next message).
 pub fn chunk_transcript(messages: &[RenderedMessage], limits: &ChunkLimits<'_>) -> Vec<Chunk> {
     let mut out = Vec::new();
     let mut cur: Vec<(&RenderedMessage, usize)> = Vec::new();
@@ -366,7 +371,10 @@ pub fn chunk_transcript(messages: &[RenderedMessage], limits: &ChunkLimits<'_>) 
             cur.clear();
             cur_tokens = 0;
             if let Some((lm, lt)) = last {
-                if lt <= limits.overlap_tokens && lt + t <= limits.max_tokens {
+                // A question opens the next chunk whatever its length, so
+                // its answer is read (and embedded) with it.
+                let carry = lt <= limits.overlap_tokens || crate::text::asks(&lm.text);
+                if carry && lt + t <= limits.max_tokens {
                     cur.push((lm, lt));
                     cur_tokens = lt;
                 }

@@ -111,6 +111,29 @@ fn transcript_cuts_on_message_boundaries() {
 }
 
 #[test]
+fn a_question_opens_the_next_chunk_with_its_answer() {
+    let text = |i: usize| match i {
+        // 9 words: more than the overlap budget of 4.
+        1 => "Assistant: and where will the video shoot take place?".to_string(),
+        2 => "User: we are shooting it on the beach in Miami.".to_string(),
+        _ => format!("User: message {i} says nothing much"),
+    };
+    let msgs: Vec<RenderedMessage> = (0..8)
+        .map(|i| RenderedMessage {
+            ordinal: i,
+            line: i + 1,
+            text: text(i),
+        })
+        .collect();
+    let chunks = chunk_transcript(&msgs, &limits(20, 4, &words));
+    let ranges: Vec<_> = chunks.iter().map(|c| c.messages.unwrap()).collect();
+    // The question ends the first chunk and opens the second; the answer
+    // ending the second is a statement too long to be carried.
+    assert_eq!(ranges, [(0, 1), (1, 2), (3, 5), (6, 7)], "{chunks:#?}");
+    assert!(chunks[1].text.starts_with("Assistant: and where"));
+}
+
+#[test]
 fn long_message_split_by_lines_keeps_its_ordinal() {
     let long = (0..40)
         .map(|i| format!("line {i} of a long answer"))

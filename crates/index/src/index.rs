@@ -245,6 +245,10 @@ impl MemoryIndex {
             ),
             ("chunk_counter", tokenizer.to_string()),
             (
+                "transcript_chunker",
+                chunk::TRANSCRIPT_CHUNKER_VERSION.to_string(),
+            ),
+            (
                 "session_tool_results",
                 self.inner.settings.index.session_tool_results.to_string(),
             ),
@@ -901,6 +905,7 @@ impl MemoryIndex {
                 query: &tokens,
                 idents: &idents,
                 focus: opts.message_focus,
+                answer_lift: opts.answer_lift,
                 min_score,
             };
             search::message_hits(&cands, &records, &how, max_results, opts.mmr)

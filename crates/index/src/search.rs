@@ -338,13 +338,31 @@ fn share(query: &[String], text: &str) -> f32 {
     query.iter().filter(|t| words.contains(t.as_str())).count() as f32 / query.len() as f32
 }
 
+/// Each message's share of the query's words; a message that follows a
+/// question gets at least `answer_lift` times the question's share.
+fn shares(query: &[String], texts: &[&str], answer_lift: f32) -> Vec<f32> {
+    let mut out: Vec<f32> = texts.iter().map(|t| share(query, t)).collect();
+    if answer_lift > 0.0 {
+        // Backwards, so an answer inherits its question's own share, not
+        // one the question inherited in turn.
+        for i in (1..out.len()).rev() {
+            if text::asks(texts[i - 1]) {
+                out[i] = out[i].max(answer_lift * out[i - 1]);
+            }
+        }
+    }
+    out
+}
+
 /// What a search asks of [`message_hits`]: the query's tokens and
-/// identifiers, `[search] message_focus` and the minimum score.
+/// identifiers, `[search] message_focus` and `answer_lift`, and the minimum
+/// score.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct MessageFocus<'q> {
     pub query: &'q [String],
     pub idents: &'q [String],
     pub focus: f32,
+    pub answer_lift: f32,
     pub min_score: f32,
 }
 
@@ -358,7 +376,9 @@ pub(crate) struct MessageFocus<'q> {
 /// chunk that holds one of the query's identifiers (`exact`), the messages
 /// holding it keep the chunk's score too: an exact token is never buried.
 /// A message that scores below its chunk is dropped when it falls below
-/// `min_score` (the chunk passed it; its lesser messages must too).
+/// `min_score` (the chunk passed it; its lesser messages must too). A
+/// message answering a question counts the question's share too (see
+/// [`shares`]).
 ///
 /// With `keep_order`, chunks keep their order and only the messages within
 /// each are ordered by score. Otherwise results are sorted by score, and the
@@ -375,6 +395,7 @@ pub(crate) fn message_hits<'a>(
         query,
         idents,
         focus,
+        answer_lift,
         min_score,
     } = *how;
     let mut out: Vec<Ranked<'a>> = Vec::new();
@@ -403,7 +424,7 @@ pub(crate) fn message_hits<'a>(
             let texts: Vec<&str> = (0..r.parts.len())
                 .map(|i| MessagePart::text_of(&r.parts, i, &r.text))
                 .collect();
-            let shares: Vec<f32> = texts.iter().map(|t| share(query, t)).collect();
+            let shares = shares(query, &texts, answer_lift);
             let top = shares.iter().copied().fold(0.0f32, f32::max);
             for (i, sh) in shares.iter().enumerate() {
                 let holds_ident = c.exact && {
@@ -661,8 +682,63 @@ mod tests {
             query,
             idents,
             focus,
+            answer_lift: 1.0,
             min_score,
         }
+    }
+
+    #[test]
+    fn an_answer_counts_its_question_s_words() {
+        let log = transcript(
+            1,
+            "sessions/a.jsonl",
+            &[
+                (0, "Ann: what activities do you all enjoy together?"),
+                (1, "Bob: hikes, picnics and board games"),
+                (2, "Ann: sounds lovely"),
+                (3, "Bob: the kids enjoy it most"),
+            ],
+        );
+        let records: HashMap<i64, ChunkRecord> = [(1, log)].into();
+        let mut cands = merge(&[(1, 1.0)], &[]);
+        cands[0].score = 0.8;
+        let query = text::query_tokens("which activities does the family enjoy together?");
+        let scores = |lift: f32| -> Vec<(Option<usize>, f32)> {
+            let how = MessageFocus {
+                answer_lift: lift,
+                ..how(&query, &[], 0.5, 0.0)
+            };
+            message_hits(&cands, &records, &how, 10, false)
+                .iter()
+                .map(|r| (r.part, (r.score * 1000.0).round() / 1000.0))
+                .collect()
+        };
+        // The answer (no query word) ranks with its question; the message
+        // after a statement does not inherit ("sounds lovely" scores 0.4,
+        // "the kids enjoy it most" by its own "enjoy").
+        assert_eq!(
+            scores(1.0),
+            vec![
+                (Some(0), 0.8),
+                (Some(1), 0.8),
+                (Some(3), 0.533),
+                (Some(2), 0.4)
+            ]
+        );
+        assert_eq!(scores(0.5)[1], (Some(1), 0.6));
+        // Off: the answer falls to the bottom.
+        assert_eq!(
+            scores(0.0),
+            vec![
+                (Some(0), 0.8),
+                (Some(3), 0.533),
+                (Some(1), 0.4),
+                (Some(2), 0.4)
+            ]
+        );
+        assert!(text::asks("Will it be shot on location?  "));
+        assert!(text::asks("你养的狗叫什么名字？"));
+        assert!(!text::asks("Why not? Because it rained."));
     }
 
     #[test]

@@ -28,6 +28,12 @@ fn stem(word: String) -> String {
 }
 
 /// True for characters written without spaces between words.
+/// True when `text` ends by asking ("?" or "？"): in a conversation, the
+/// next message is likely its answer.
+pub(crate) fn asks(text: &str) -> bool {
+    text.trim_end().ends_with(['?', '？'])
+}
+
 pub(crate) fn is_cjk(c: char) -> bool {
     matches!(c as u32,
         0x3040..=0x30FF   // Hiragana, Katakana

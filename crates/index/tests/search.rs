@@ -286,6 +286,24 @@ fn transcripts_are_indexed_with_message_ranges() {
         second.snippet,
         "Assistant: Congratulations! How old is Biscuit?"
     );
+    // The answer to a question is found with it: "Twelve weeks." shares no
+    // word with the query but replies to the message that matches it.
+    let age = || SearchRequest::new("how old is Biscuit?").sources(&[Source::Sessions]);
+    let r = index.search(&age()).unwrap();
+    let ranges: Vec<_> = r.results.iter().map(|h| h.message_range).collect();
+    assert_eq!(ranges[..2], [Some((1, 1)), Some((2, 2))], "{r:#?}");
+    assert_eq!(r.results[1].score, r.results[0].score);
+    assert!(r.results[1].snippet.starts_with("User: Twelve weeks."));
+    let mut no_lift = IndexSettings::default();
+    no_lift.index.chunk_tokens = 64;
+    no_lift.search.answer_lift = 0.0;
+    let plain = MemoryIndex::open(&f.ws, no_lift, Some(model())).unwrap();
+    let r = plain.search(&age().min_score(0.0)).unwrap();
+    let answer = r
+        .results
+        .iter()
+        .position(|h| h.message_range == Some((2, 2)));
+    assert!(answer.is_some_and(|i| i > 1), "{r:#?}");
     // Whole chunks when message hits are off.
     let mut whole = IndexSettings::default();
     whole.index.chunk_tokens = 64;

@@ -5,7 +5,7 @@
 //! ```text
 //! cargo run --release -p mnemo-eval --example retrieval -- FILE.json \
 //!     [--units session,turn] [--modes keyword,vector,hybrid] [--limit-conversations N] \
-//!     [--max-results N] [--min-score S] [--chunk-tokens N] [--chunk-overlap N] [--fusion weighted|rrf] \
+//!     [--layout sessions|notes] [--max-results N] [--min-score S] [--chunk-tokens N] [--chunk-overlap N] [--fusion weighted|rrf] \
 //!     [--vector-weight W] [--model DIR[+DIR]] [--engine fast|int8|candle] [--json-dir DIR]
 //!     [--sweep SPEC;SPEC...]
 //! ```
@@ -20,7 +20,8 @@
 //! list of `chunk=N`, `overlap=N`, `fusion=weighted|rrf`, `vw=W`, `date=B` (date_boost),
 //! `context=C` (file_context), `redact=true|false` (redact_transcripts), `phrase=W`
 //! (phrase_weight), `mmr=LAMBDA|off`, `focus=F|off` (message_focus, or whole-chunk
-//! hits), `answer=W` (answer_lift) applied on top of the other flags. Vectors are memoised by text across configurations and
+//! hits), `answer=W` (answer_lift), `blocks=on|off`
+//! (block_hits) applied on top of the other flags. Vectors are memoised by text across configurations and
 //! conversations, so a sweep over fusion settings embeds each chunk once.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -163,6 +164,7 @@ fn apply_spec(opts: &mut EvalOptions, spec: &str) -> anyhow::Result<()> {
                 }
             }
             "answer" => opts.index_settings.search.answer_lift = v.parse()?,
+            "blocks" => opts.index_settings.search.block_hits = v != "off",
             other => anyhow::bail!("unknown sweep key {other}"),
         }
     }
@@ -207,6 +209,7 @@ fn main() -> anyhow::Result<()> {
             "--limit-conversations" => opts.limit_conversations = Some(val()?.parse()?),
             "--max-results" => opts.max_results = val()?.parse()?,
             "--min-score" => opts.min_score = val()?.parse()?,
+            "--layout" => opts.layout = val()?.parse().map_err(anyhow::Error::msg)?,
             "--chunk-tokens" => opts.index_settings.index.chunk_tokens = val()?.parse()?,
             "--chunk-overlap" => opts.index_settings.index.chunk_overlap = val()?.parse()?,
             "--fusion" => {

@@ -20,6 +20,6 @@ pub use error::{EvalError, Result};
 pub use metrics::{MetricSpec, Metrics, RankedHit};
 pub use report::{
     render_comparison, render_json, render_text, CategoryReport, EvalCounts, EvalReport,
-    EvalSettings, EvalTimings, EvalUnit, QuestionReport, RetrievalMode,
+    EvalSettings, EvalTimings, EvalUnit, Layout, QuestionReport, RetrievalMode,
 };
 pub use run::{run_on_dataset, run_retrieval_eval, EvalOptions, EvalProgress, EvalStage, Rerank};

@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 
+use chrono::NaiveDate;
 use mnemo_core::{Message, Role};
 use serde_json::Value;
 
@@ -81,12 +82,65 @@ pub fn session_messages(conv: &Conversation, session: &SessionData) -> Vec<Messa
         .collect()
 }
 
+/// `(first line, last line, turn id)` of each turn of a note, 1-based.
+pub type TurnLines = Vec<(usize, usize, String)>;
+
+/// A session written as a Markdown note.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionNote {
+    /// The session's day, when its date could be read.
+    pub date: Option<NaiveDate>,
+    /// The note: a heading naming the session and its date, then one list
+    /// item per turn (further lines of a turn indented under it).
+    pub text: String,
+    /// Where each turn is.
+    pub lines: TurnLines,
+}
+
+/// The note of one session, as a person or a consolidating model would
+/// write it; `None` for a session without turns.
+pub fn session_note(session: &SessionData) -> Option<SessionNote> {
+    if session.turns.is_empty() {
+        return None;
+    }
+    let raw_date = session
+        .date_time
+        .as_deref()
+        .map(str::trim)
+        .filter(|d| !d.is_empty());
+    let date = raw_date
+        .and_then(parse_session_date)
+        .and_then(|ts| NaiveDate::parse_from_str(ts.get(..10)?, "%Y-%m-%d").ok());
+    let mut text = match raw_date {
+        Some(d) => format!("# {} ({d})\n\n", session.session_id),
+        None => format!("# {}\n\n", session.session_id),
+    };
+    let mut line = 3;
+    let mut lines = Vec::with_capacity(session.turns.len());
+    for t in &session.turns {
+        let content = turn_content(t);
+        let mut rows = content.lines().filter(|l| !l.trim().is_empty());
+        let first = rows.next().unwrap_or("");
+        text.push_str(&format!("- {first}\n"));
+        let start = line;
+        for r in rows {
+            text.push_str(&format!("  {}\n", r.trim()));
+            line += 1;
+        }
+        lines.push((start, line, t.turn_id.clone()));
+        line += 1;
+    }
+    Some(SessionNote { date, text, lines })
+}
+
 /// Where each unit of a conversation lives: message ordinal `i` of the log
-/// with key `k` is turn `turns[k][i]` of session `sessions[k]`.
+/// with key `k` is turn `turns[k][i]` of session `sessions[k]`; line `l` of
+/// the note at `path` is the turn whose lines hold `l`.
 #[derive(Debug, Clone, Default)]
 pub struct UnitMap {
     sessions: HashMap<String, String>,
     turns: HashMap<String, Vec<String>>,
+    notes: HashMap<String, (String, TurnLines)>,
 }
 
 impl UnitMap {
@@ -101,6 +155,29 @@ impl UnitMap {
                 .insert(key, s.turns.iter().map(|t| t.turn_id.clone()).collect());
         }
         map
+    }
+
+    /// Records that the note at `path` (workspace-relative) holds session
+    /// `session_id`, its turns on `lines` (see [`SessionNote::lines`]).
+    pub fn add_note(&mut self, path: String, session_id: String, lines: TurnLines) {
+        self.notes.insert(path, (session_id, lines));
+    }
+
+    /// The session and the turns that lines `first..=last` of the note at
+    /// `path` hold; `None` when no note was written there.
+    pub fn note_units(
+        &self,
+        path: &str,
+        first: usize,
+        last: usize,
+    ) -> Option<(Vec<String>, Vec<String>)> {
+        let (session, lines) = self.notes.get(path)?;
+        let turns = lines
+            .iter()
+            .filter(|(a, b, _)| *a <= last && *b >= first)
+            .map(|(_, _, id)| id.clone())
+            .collect();
+        Some((vec![session.clone()], turns))
     }
 
     /// The session id logged under `key`.
@@ -161,6 +238,32 @@ mod tests {
             m[0].extra.get(RAW_DATE_FIELD),
             Some(&Value::String("sometime".into()))
         );
+    }
+
+    #[test]
+    fn a_session_note_maps_its_lines_to_turns() {
+        let c = conv();
+        let note = session_note(&c.sessions[0]).unwrap();
+        assert_eq!(note.date, NaiveDate::from_ymd_opt(2023, 5, 8));
+        assert_eq!(
+            note.text,
+            "# s1 (1:56 pm on 8 May, 2023)\n\n- Ann: hi\n- Bob: look\n  [image: a photo of a cat]\n"
+        );
+        assert_eq!(
+            note.lines,
+            vec![(3, 3, "D1:1".to_string()), (4, 5, "D1:2".to_string())]
+        );
+        let undated = session_note(&c.sessions[1]).unwrap();
+        assert_eq!(undated.date, None);
+        assert_eq!(undated.lines, vec![(3, 4, "D2:1".to_string())]);
+
+        let mut map = UnitMap::new(&c);
+        map.add_note("memory/2023-05-08-c1-s1.md".into(), "s1".into(), note.lines);
+        let units = |a, b| map.note_units("memory/2023-05-08-c1-s1.md", a, b);
+        assert_eq!(units(1, 3), Some((vec!["s1".into()], vec!["D1:1".into()])));
+        assert_eq!(units(5, 9), Some((vec!["s1".into()], vec!["D1:2".into()])));
+        assert_eq!(units(1, 2), Some((vec!["s1".into()], vec![])));
+        assert_eq!(map.note_units("MEMORY.md", 1, 3), None);
     }
 
     #[test]

@@ -38,6 +38,42 @@ impl std::str::FromStr for EvalUnit {
     }
 }
 
+/// How a conversation is written into the workspace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Layout {
+    /// One session log per session, one message per turn: what an agent
+    /// records.
+    #[default]
+    Sessions,
+    /// One Markdown session note per session (`memory/YYYY-MM-DD-<slug>.md`),
+    /// one list item per turn: what long-term memory looks like once
+    /// consolidated, and what a person writes by hand. Measures Markdown
+    /// chunking and search.
+    Notes,
+}
+
+impl Layout {
+    /// `sessions` or `notes`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Layout::Sessions => "sessions",
+            Layout::Notes => "notes",
+        }
+    }
+}
+
+impl std::str::FromStr for Layout {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "sessions" | "session" => Ok(Layout::Sessions),
+            "notes" | "markdown" => Ok(Layout::Notes),
+            other => Err(format!("unknown layout `{other}`: use sessions or notes")),
+        }
+    }
+}
+
 /// How the index is asked.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default, Serialize, serde::Deserialize,
@@ -178,6 +214,8 @@ pub struct EvalReport {
 /// The settings an evaluation ran with.
 #[derive(Debug, Clone, Serialize)]
 pub struct EvalSettings {
+    /// How conversations were written.
+    pub layout: Layout,
     /// Hits asked for per question.
     pub max_results: usize,
     /// Minimum score passed to search.

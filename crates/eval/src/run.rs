@@ -11,15 +11,15 @@ use mnemo_core::{Embedder, Workspace};
 use mnemo_index::{
     IndexSettings, MemoryIndex, SearchHit, SearchMode, SearchRequest, SearchResponse, SyncProgress,
 };
-use mnemo_store::{FsyncPolicy, SessionOptions, SessionStore};
+use mnemo_store::{FsyncPolicy, MemorySettings, MemoryStore, SessionOptions, SessionStore};
 
 use crate::dataset::{Conversation, Dataset, Question};
 use crate::error::{EvalError, Result};
 use crate::metrics::{estimate_tokens, unit_ranking, MetricMean, MetricSpec, RankedHit};
-use crate::replay::{session_key, session_messages, UnitMap};
+use crate::replay::{session_key, session_messages, session_note, UnitMap};
 use crate::report::{
-    CategoryReport, EvalCounts, EvalReport, EvalSettings, EvalTimings, EvalUnit, QuestionReport,
-    RetrievalMode,
+    CategoryReport, EvalCounts, EvalReport, EvalSettings, EvalTimings, EvalUnit, Layout,
+    QuestionReport, RetrievalMode,
 };
 
 /// How token budgets are measured; stated in every report.
@@ -40,6 +40,8 @@ pub struct EvalOptions {
     pub unit: EvalUnit,
     /// How the index is asked.
     pub mode: RetrievalMode,
+    /// Session logs (default) or Markdown session notes.
+    pub layout: Layout,
     /// Only the first `n` conversations (and their questions).
     pub limit_conversations: Option<usize>,
     /// Hits asked for per question: large, so the unit ranking reaches k = 50.
@@ -64,6 +66,7 @@ impl std::fmt::Debug for EvalOptions {
             .field("dataset", &self.dataset)
             .field("unit", &self.unit)
             .field("mode", &self.mode)
+            .field("layout", &self.layout)
             .field("limit_conversations", &self.limit_conversations)
             .field("max_results", &self.max_results)
             .field("min_score", &self.min_score)
@@ -83,6 +86,7 @@ impl EvalOptions {
             dataset: dataset.into(),
             unit: EvalUnit::Session,
             mode: RetrievalMode::Keyword,
+            layout: Layout::Sessions,
             limit_conversations: None,
             max_results: 100,
             min_score: 0.0,
@@ -270,11 +274,14 @@ pub fn run_on_dataset(
             .map_err(EvalError::Workspace)?;
         let ws = Workspace::new(tmp.path());
         let t = Instant::now();
-        write_conversation(&ws, conv)?;
+        let mut map = UnitMap::new(conv);
+        match opts.layout {
+            Layout::Sessions => write_conversation(&ws, conv)?,
+            Layout::Notes => write_notes(&ws, conv, &mut map)?,
+        }
         write_seconds += t.elapsed().as_secs_f64();
         counts.sessions += conv.sessions.len();
         counts.turns += conv.sessions.iter().map(|s| s.turns.len()).sum::<usize>();
-        let map = UnitMap::new(conv);
 
         for mode in &order {
             let run = runs.entry(*mode).or_default();
@@ -400,9 +407,14 @@ struct HitUnits {
 fn to_units(map: &UnitMap, h: &SearchHit) -> HitUnits {
     let tokens = estimate_tokens(&h.snippet);
     let Some(key) = h.session_key.as_deref() else {
+        // A Markdown hit: a session note's lines, or nothing the
+        // benchmark wrote.
+        let (sessions, turns) = map
+            .note_units(&h.path, h.start_line, h.end_line)
+            .unwrap_or_default();
         return HitUnits {
-            sessions: Vec::new(),
-            turns: Vec::new(),
+            sessions,
+            turns,
             tokens,
         };
     };
@@ -441,6 +453,46 @@ fn write_conversation(ws: &Workspace, conv: &Conversation) -> Result<()> {
         log.sync().map_err(EvalError::Store)?;
     }
     Ok(())
+}
+
+/// Writes every session of `conv` as a Markdown session note through the
+/// memory store, one list item per turn, and records in `map` which lines
+/// hold which turn. A session without a readable date is written as an
+/// undated note, `memory/<slug>.md`.
+fn write_notes(ws: &Workspace, conv: &Conversation, map: &mut UnitMap) -> Result<()> {
+    std::fs::create_dir_all(ws.memory_dir()).map_err(EvalError::Workspace)?;
+    let store = MemoryStore::new(ws, MemorySettings::default());
+    for s in &conv.sessions {
+        let Some(note) = session_note(s) else {
+            continue;
+        };
+        let slug = format!("{}-{}", conv.conv_id, s.session_id);
+        let path = match note.date {
+            Some(d) => store
+                .write_session_note(d, &slug, &note.text)
+                .map_err(EvalError::Store)?,
+            None => {
+                let rel = format!("memory/{}.md", sanitize(&slug));
+                std::fs::write(ws.root().join(&rel), &note.text).map_err(EvalError::Workspace)?;
+                rel
+            }
+        };
+        map.add_note(path, s.session_id.clone(), note.lines);
+    }
+    Ok(())
+}
+
+/// `slug` reduced to file-name characters.
+fn sanitize(slug: &str) -> String {
+    slug.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect()
 }
 
 /// The evidence of `q` for `unit`. Session evidence falls back to the
@@ -580,6 +632,7 @@ fn score_run(
         mode,
         index_mode: index_mode.to_string(),
         settings: EvalSettings {
+            layout: opts.layout,
             max_results: opts.max_results,
             min_score: opts.min_score,
             limit_conversations: opts.limit_conversations,

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use mnemo_eval::{
     render_comparison, render_json, render_text, run_on_dataset, run_retrieval_eval, Dataset,
-    EvalOptions, EvalProgress, EvalReport, EvalStage, EvalUnit, RetrievalMode,
+    EvalOptions, EvalProgress, EvalReport, EvalStage, EvalUnit, Layout, RetrievalMode,
 };
 
 /// Two conversations; in each, one turn carries a word found nowhere else.
@@ -189,6 +189,34 @@ fn keyword_only_turn_units() {
         question(&r, "qb1")
     );
     assert_eq!(question(&r, "qa1").metrics.get("recall@1"), Some(1.0));
+}
+
+#[test]
+fn markdown_notes_layout_maps_block_hits_to_turns() {
+    let (_dir, path) = small_dataset();
+    let mut opts = EvalOptions::new(&path);
+    opts.layout = Layout::Notes;
+    let run = |unit| {
+        let mut o = opts.clone();
+        o.unit = unit;
+        run_retrieval_eval(&o, &|_| {}).unwrap()
+    };
+    let turns = run(EvalUnit::Turn);
+    assert_eq!(turns.settings.layout, Layout::Notes);
+    assert_eq!(turns.counts.questions_scored, 4);
+    assert_unit_interval(&turns);
+    // Each turn is a list item: the block holding the planted word is the
+    // evidence turn itself (the heading travels with a session's first turn).
+    for qid in ["qa1", "qb1", "qa2"] {
+        let q = question(&turns, qid);
+        assert_eq!(q.first_evidence_rank, Some(1), "{q:?}");
+        assert_eq!(q.top_units[0], q.evidence[0], "{q:?}");
+    }
+    let sessions = run(EvalUnit::Session);
+    assert_eq!(question(&sessions, "qa1").top_units[0], "s2");
+    assert_eq!(question(&sessions, "qb1").top_units[0], "s2");
+    let json: serde_json::Value = serde_json::from_str(&render_json(&sessions)).unwrap();
+    assert_eq!(json["settings"]["layout"], "notes");
 }
 
 #[test]

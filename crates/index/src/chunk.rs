@@ -320,6 +320,69 @@ pub struct RenderedMessage {
     pub text: String,
 }
 
+/// The blocks of a Markdown chunk, for block hits: a list item with the
+/// lines under it, a paragraph, a heading with the block after it, a fenced
+/// code block whole. `ordinal` and `line` are a block's first line in the
+/// file (so a block two overlapping chunks hold is one hit), `offset` its
+/// byte offset in `text`; `start_line` is the chunk's first line.
+pub fn markdown_parts(text: &str, start_line: usize) -> Vec<MessagePart> {
+    let mut parts: Vec<MessagePart> = Vec::new();
+    let mut offset = 0;
+    let mut in_fence = false;
+    let mut after_blank = false;
+    // The current block holds only heading lines so far.
+    let mut heading_only = false;
+    for (i, line) in text.split_inclusive('\n').enumerate() {
+        let at = offset;
+        offset += line.len();
+        let t = line.trim();
+        let fence = t.starts_with("```") || t.starts_with("~~~");
+        if in_fence {
+            // What follows a closing fence starts a block of its own.
+            in_fence = !fence;
+            after_blank = fence;
+            continue;
+        }
+        if t.is_empty() {
+            after_blank = true;
+            continue;
+        }
+        let heading = t.starts_with('#');
+        let starts = parts.is_empty()
+            || if heading_only {
+                heading
+            } else {
+                after_blank || heading || fence || is_list_item(line)
+            };
+        if starts {
+            let l = start_line + i;
+            parts.push(MessagePart {
+                ordinal: l,
+                line: l,
+                offset: at,
+            });
+        }
+        heading_only = heading && (starts || heading_only);
+        in_fence = fence;
+        after_blank = false;
+    }
+    parts
+}
+
+/// A list item at the top level (`- `, `* `, `+ `, `1. `, `1) `); a nested
+/// item belongs to its parent's block.
+fn is_list_item(line: &str) -> bool {
+    let t = line.trim_start();
+    if line.len() - t.len() >= 2 {
+        return false;
+    }
+    if t.starts_with("- ") || t.starts_with("* ") || t.starts_with("+ ") {
+        return true;
+    }
+    let digits = t.chars().take_while(char::is_ascii_digit).count();
+    digits > 0 && (t[digits..].starts_with(". ") || t[digits..].starts_with(") "))
+}
+
 /// Version of [`chunk_transcript`]'s rules, kept in the index's metadata: a
 /// change rebuilds indexes made by the old rules.
 pub(crate) const TRANSCRIPT_CHUNKER_VERSION: &str = "2";

@@ -111,6 +111,27 @@ fn transcript_cuts_on_message_boundaries() {
 }
 
 #[test]
+fn markdown_blocks_are_items_paragraphs_and_headed_blocks() {
+    let text = "# Lena\n\nLena takes piano lessons.\nOn Tuesdays.\n\n- tea, not coffee\n  (since 2024)\n  - nested\n- 10:32 met Anna\n1. first\n## Code\n```\nlet a = 1;\n\n- not an item\n```\nafter the fence\n";
+    let parts = markdown_parts(text, 10);
+    let firsts: Vec<usize> = parts.iter().map(|p| p.line).collect();
+    // The heading joins its paragraph; items split; "## Code" joins the
+    // fence, which stays whole; text after a fence starts a block.
+    assert_eq!(firsts, [10, 15, 18, 19, 20, 26], "{parts:?}");
+    assert!(parts.iter().all(|p| p.ordinal == p.line));
+    let block = |i| MessagePart::text_of(&parts, i, text).trim_end();
+    assert_eq!(
+        block(0),
+        "# Lena\n\nLena takes piano lessons.\nOn Tuesdays."
+    );
+    assert_eq!(block(1), "- tea, not coffee\n  (since 2024)\n  - nested");
+    assert_eq!(block(4), "## Code\n```\nlet a = 1;\n\n- not an item\n```");
+    assert_eq!(block(5), "after the fence");
+    assert!(markdown_parts("", 1).is_empty());
+    assert_eq!(markdown_parts("no newline at the end", 3)[0].line, 3);
+}
+
+#[test]
 fn a_question_opens_the_next_chunk_with_its_answer() {
     let text = |i: usize| match i {
         // 9 words: more than the overlap budget of 4.

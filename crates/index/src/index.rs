@@ -855,11 +855,20 @@ impl MemoryIndex {
         }
         search::fuse(&mut cands, opts, hybrid);
         let ids: Vec<i64> = cands.iter().map(|c| c.id).collect();
-        let records: HashMap<i64, ChunkRecord> = backend
+        let mut records: HashMap<i64, ChunkRecord> = backend
             .chunks(&ids)?
             .into_iter()
             .map(|r| (r.id, r))
             .collect();
+        for r in records.values_mut() {
+            // Transcripts store their messages as parts; Markdown blocks are
+            // found at search time. Parts are what `message_hits` splits.
+            if r.messages.is_none() && opts.block_hits {
+                r.parts = chunk::markdown_parts(&r.text, r.start_line);
+            } else if r.messages.is_some() && !opts.message_hits {
+                r.parts.clear();
+            }
+        }
         cands.retain(|c| records.contains_key(&c.id));
         if opts.file_context > 0.0 {
             let file_of: HashMap<i64, &str> = records
@@ -900,7 +909,7 @@ impl MemoryIndex {
                 .collect();
             cands = search::mmr(cands, &texts, opts.mmr_lambda);
         }
-        let ranked: Vec<search::Ranked> = if opts.message_hits {
+        let ranked: Vec<search::Ranked> = if opts.message_hits || opts.block_hits {
             let how = search::MessageFocus {
                 query: &tokens,
                 idents: &idents,
@@ -1101,12 +1110,19 @@ impl MemoryIndex {
 fn hit(x: &search::Ranked, r: &ChunkRecord, tokens: &[String], snippet_chars: usize) -> SearchHit {
     let part = x.part.and_then(|i| r.parts.get(i).map(|p| (i, p)));
     let (start_line, end_line, body, messages) = match part {
-        Some((i, p)) => (
+        // A message: one JSONL line.
+        Some((i, p)) if r.messages.is_some() => (
             p.line,
             p.line,
             MessagePart::text_of(&r.parts, i, &r.text),
             Some((p.ordinal, p.ordinal)),
         ),
+        // A Markdown block: its lines, without the blank ones after it.
+        Some((i, p)) => {
+            let body = MessagePart::text_of(&r.parts, i, &r.text).trim_end();
+            let end = p.line + body.lines().count().saturating_sub(1);
+            (p.line, end.min(r.end_line), body, None)
+        }
         None => (r.start_line, r.end_line, r.text.as_str(), r.messages),
     };
     SearchHit {

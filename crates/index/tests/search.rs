@@ -51,8 +51,48 @@ fn the_minimum_score_filters_unrelated_files_with_the_default_model() {
     let all = index
         .search(&SearchRequest::new(question).min_score(0.0))
         .unwrap();
-    assert_eq!(all.results.len(), 4, "{all:#?}");
+    let mut files = paths(&all);
+    files.sort();
+    files.dedup();
+    assert_eq!(files.len(), 4, "{all:#?}");
     assert!(all.results.iter().all(|h| h.vector_score.unwrap() > 0.3));
+}
+
+#[test]
+fn markdown_hits_are_single_blocks() {
+    let f = topic_fixture();
+    let index = open(&f, true);
+    index.sync(&|_| {}).unwrap();
+    let tea = || SearchRequest::new("does Dana prefer tea or coffee?").sources(&[Source::Memory]);
+    let r = index.search(&tea()).unwrap();
+    let top = &r.results[0];
+    assert_eq!(top.path, "MEMORY.md");
+    assert_eq!((top.start_line, top.end_line), (4, 4), "{r:#?}");
+    assert_eq!(top.citation, "MEMORY.md#L4-L4");
+    assert_eq!(top.snippet, "- Dana prefers tea over coffee.");
+    assert_eq!(top.message_range, None);
+    // The heading travels with the block under it, which follows as a
+    // hit of its own.
+    let all = index.search(&tea().min_score(0.0)).unwrap();
+    let first = all
+        .results
+        .iter()
+        .find(|h| h.path == "MEMORY.md" && h.start_line == 1)
+        .expect("the first block");
+    assert_eq!(first.end_line, 3);
+    assert!(first.snippet.starts_with("# Core memory"), "{first:#?}");
+    assert!(first.score < top.score);
+
+    // Off: the whole chunk.
+    let mut whole = IndexSettings::default();
+    whole.search.block_hits = false;
+    let chunks = MemoryIndex::open(&f.ws, whole, Some(model())).unwrap();
+    let r = chunks.search(&tea()).unwrap();
+    assert_eq!(
+        (r.results[0].start_line, r.results[0].end_line),
+        (1, 4),
+        "{r:#?}"
+    );
 }
 
 #[test]

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Result};
 use clap::{Args, Subcommand, ValueEnum};
-use mnemo_eval::{EvalOptions, EvalReport, EvalStage, EvalUnit, RetrievalMode};
+use mnemo_eval::{EvalOptions, EvalReport, EvalStage, EvalUnit, Layout, RetrievalMode};
 
 use crate::ctx::GlobalArgs;
 use crate::output::{stderr_bar, with_download_bar};
@@ -17,7 +17,8 @@ pub enum EvalCommand {
     /// or any file in the same JSON schema)
     ///
     /// Each conversation is written into a fresh workspace (one session log
-    /// per session, one message per turn), indexed with the normal indexer,
+    /// per session, one message per turn; or, with `--layout notes`, one
+    /// Markdown session note per session), indexed with the normal indexer,
     /// and every question runs through memory_search. Prints any@k, all@k,
     /// recall@k (k = 1, 3, 5, 10, 25, 50), MRR, NDCG@10 per category, and
     /// evidence recall within 1,000 / 2,000 / 4,000 retrieved tokens. The
@@ -29,6 +30,15 @@ pub enum EvalCommand {
 pub enum UnitArg {
     Session,
     Turn,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum LayoutArg {
+    /// One session log per session, one message per turn (what an agent records)
+    Sessions,
+    /// One Markdown session note per session, one list item per turn (what
+    /// long-term memory looks like): measures Markdown search
+    Notes,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -51,6 +61,9 @@ pub struct RetrievalArgs {
     /// Retrieval mode
     #[arg(long, value_enum, default_value = "hybrid")]
     pub mode: ModeArg,
+    /// How each conversation is written into the workspace
+    #[arg(long, value_enum, default_value = "sessions")]
+    pub layout: LayoutArg,
     /// Only the first N conversations (for quick runs)
     #[arg(long, value_name = "N")]
     pub limit_conversations: Option<usize>,
@@ -78,6 +91,10 @@ fn retrieval(args: RetrievalArgs, global: &GlobalArgs) -> Result<()> {
     base.unit = match args.unit {
         UnitArg::Session => EvalUnit::Session,
         UnitArg::Turn => EvalUnit::Turn,
+    };
+    base.layout = match args.layout {
+        LayoutArg::Sessions => Layout::Sessions,
+        LayoutArg::Notes => Layout::Notes,
     };
     base.limit_conversations = args.limit_conversations;
     base.index_settings = mnemo_index::IndexSettings::from_config(&ctx.config)?;

@@ -20,7 +20,9 @@ pub struct Chunk {
 
 /// One message of a transcript chunk: its ordinal, its JSONL line and the
 /// byte offset where its text starts in the chunk's text. A message runs to
-/// the next part's offset (less the joining newline) or to the end.
+/// the next part's offset (less the joining newline) or to the end. A
+/// Markdown block ([`markdown_parts`]) uses the same form, its first line as
+/// both `ordinal` and `line`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MessagePart {
     /// 0-based ordinal among the log's messages.

@@ -372,7 +372,8 @@ pub(crate) struct MessageFocus<'q> {
 /// chunk)`: the best message of each chunk keeps the chunk's score, and the
 /// others fall behind the best messages of the next chunks. A message that
 /// two overlapping chunks hold is kept once, with its higher score. Chunks
-/// without parts (Markdown, or indexed before schema 3) stay whole. In a
+/// without parts (Markdown with `block_hits` off, transcripts indexed
+/// before schema 3) stay whole; Markdown blocks split like messages. In a
 /// chunk that holds one of the query's identifiers (`exact`), the messages
 /// holding it keep the chunk's score too: an exact token is never buried.
 /// A message that scores below its chunk is dropped when it falls below

@@ -273,7 +273,11 @@ fn chunk_pieces(pieces: Vec<Piece>, limits: &ChunkLimits<'_>, out: &mut Vec<Chun
             let mut tail: Vec<Piece> = Vec::new();
             let mut tail_tokens = 0usize;
             for q in cur.iter().rev() {
-                if tail_tokens + q.tokens > limits.overlap_tokens || q.heading {
+                // A question ending the chunk opens the next one whatever
+                // its length, so its answer is read with it.
+                let question =
+                    tail.iter().all(|t| t.text.trim().is_empty()) && crate::text::asks(&q.text);
+                if (tail_tokens + q.tokens > limits.overlap_tokens && !question) || q.heading {
                     break;
                 }
                 tail_tokens += q.tokens;
@@ -297,7 +301,10 @@ fn chunk_pieces(pieces: Vec<Piece>, limits: &ChunkLimits<'_>, out: &mut Vec<Chun
     emit(&cur, limits, out);
 }
 
-/// Chunks a Markdown (or plain text) file.
+/// Chunks a Markdown (or plain text) file: lines up to the token budget,
+/// cut before a heading where that leaves a reasonable first part; the
+/// next chunk opens with the last lines that fit the overlap budget, or with
+/// the last line whatever its length when it asks a question.
 pub fn chunk_markdown(text: &str, limits: &ChunkLimits<'_>) -> Vec<Chunk> {
     let lines: Vec<&str> = text.lines().collect();
     let headings = heading_flags(&lines);
@@ -385,9 +392,10 @@ fn is_list_item(line: &str) -> bool {
     digits > 0 && (t[digits..].starts_with(". ") || t[digits..].starts_with(") "))
 }
 
-/// Version of [`chunk_transcript`]'s rules, kept in the index's metadata: a
-/// change rebuilds indexes made by the old rules.
-pub(crate) const TRANSCRIPT_CHUNKER_VERSION: &str = "2";
+/// Version of the chunking rules, kept in the index's metadata: a change
+/// rebuilds indexes made by the old rules. 2: a question ending a chunk
+/// opens the next one.
+pub(crate) const CHUNKER_VERSION: &str = "2";
 
 /// Chunks a transcript: whole messages per chunk, a message longer than the
 /// limit split by lines; overlap is the previous chunk's last message when it

@@ -155,6 +155,16 @@ fn a_question_opens_the_next_chunk_with_its_answer() {
 }
 
 #[test]
+fn a_markdown_question_opens_the_next_chunk_too() {
+    // 7-8 words a line; the question (10 words) is over the overlap of 4.
+    let text = "- Ann: one line of plain talk\n- Bob: and where will the video shoot take place?\n- Ann: we are shooting it in Miami.\n- Bob: another line of plain talk\n- Ann: a last line of plain talk\n";
+    let chunks = chunk_markdown(text, &limits(20, 4, &words));
+    let ranges: Vec<_> = chunks.iter().map(|c| (c.start_line, c.end_line)).collect();
+    assert_eq!(ranges, [(1, 2), (2, 3), (4, 5)], "{chunks:#?}");
+    assert!(chunks[1].text.starts_with("- Bob: and where"));
+}
+
+#[test]
 fn long_message_split_by_lines_keeps_its_ordinal() {
     let long = (0..40)
         .map(|i| format!("line {i} of a long answer"))

@@ -244,10 +244,7 @@ impl MemoryIndex {
                     .to_string(),
             ),
             ("chunk_counter", tokenizer.to_string()),
-            (
-                "transcript_chunker",
-                chunk::TRANSCRIPT_CHUNKER_VERSION.to_string(),
-            ),
+            ("chunker", chunk::CHUNKER_VERSION.to_string()),
             (
                 "session_tool_results",
                 self.inner.settings.index.session_tool_results.to_string(),

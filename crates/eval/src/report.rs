@@ -61,6 +61,14 @@ impl Layout {
             Layout::Notes => "notes",
         }
     }
+
+    /// What the turns were written as, for report headers.
+    pub fn described(self) -> &'static str {
+        match self {
+            Layout::Sessions => "session logs",
+            Layout::Notes => "Markdown notes",
+        }
+    }
 }
 
 impl std::str::FromStr for Layout {
@@ -299,7 +307,7 @@ fn table(rows: &[(String, usize, &Metrics)], cols: &[(String, String)]) -> Strin
 pub fn render_text(r: &EvalReport) -> String {
     let mut out = String::new();
     out.push_str(&format!(
-        "retrieval eval{} | unit {} | mode {} (index answered {}) | {} conversations, {} turns\n",
+        "retrieval eval{} | unit {} | mode {} (index answered {}) | {} conversations, {} turns as {}\n",
         r.dataset
             .as_deref()
             .map(|d| format!(" of {d}"))
@@ -309,6 +317,7 @@ pub fn render_text(r: &EvalReport) -> String {
         r.index_mode,
         r.counts.conversations,
         r.counts.turns,
+        r.settings.layout.described(),
     ));
     out.push_str(&format!(
         "{} questions scored, {} skipped (no {} evidence); max_results {}; embedder {}; tokens: {}\n",
@@ -356,13 +365,14 @@ pub fn render_comparison(reports: &[EvalReport]) -> String {
         .map(|(r, l)| (l, r.counts.questions_scored, &r.overall))
         .collect();
     let mut out = format!(
-        "retrieval eval{} | {} conversations\n",
+        "retrieval eval{} | {} conversations as {}\n",
         first
             .dataset
             .as_deref()
             .map(|d| format!(" of {d}"))
             .unwrap_or_default(),
-        first.counts.conversations
+        first.counts.conversations,
+        first.settings.layout.described()
     );
     out.push_str(&table(&rows, &columns(&first.overall)));
     out

@@ -217,6 +217,7 @@ fn markdown_notes_layout_maps_block_hits_to_turns() {
     assert_eq!(question(&sessions, "qb1").top_units[0], "s2");
     let json: serde_json::Value = serde_json::from_str(&render_json(&sessions)).unwrap();
     assert_eq!(json["settings"]["layout"], "notes");
+    assert!(render_text(&sessions).contains("turns as Markdown notes"));
 }
 
 #[test]

@@ -49,14 +49,19 @@ pub fn turn_content(turn: &Turn) -> String {
     out
 }
 
-/// The messages of one session, one per turn, in turn order.
-pub fn session_messages(conv: &Conversation, session: &SessionData) -> Vec<Message> {
-    let user = first_speaker(conv);
-    let raw_date = session
+/// The session's `date_time` as written, when it says anything.
+fn raw_date(session: &SessionData) -> Option<&str> {
+    session
         .date_time
         .as_deref()
         .map(str::trim)
-        .filter(|d| !d.is_empty());
+        .filter(|d| !d.is_empty())
+}
+
+/// The messages of one session, one per turn, in turn order.
+pub fn session_messages(conv: &Conversation, session: &SessionData) -> Vec<Message> {
+    let user = first_speaker(conv);
+    let raw_date = raw_date(session);
     let parsed = raw_date.and_then(parse_session_date);
     session
         .turns
@@ -103,11 +108,7 @@ pub fn session_note(session: &SessionData) -> Option<SessionNote> {
     if session.turns.is_empty() {
         return None;
     }
-    let raw_date = session
-        .date_time
-        .as_deref()
-        .map(str::trim)
-        .filter(|d| !d.is_empty());
+    let raw_date = raw_date(session);
     let date = raw_date
         .and_then(parse_session_date)
         .and_then(|ts| NaiveDate::parse_from_str(ts.get(..10)?, "%Y-%m-%d").ok());

@@ -116,12 +116,18 @@ fn heading_flags(lines: &[&str]) -> Vec<bool> {
                 in_fence = !in_fence;
                 return false;
             }
-            !in_fence && t.starts_with('#') && {
-                let rest = t.trim_start_matches('#');
-                rest.is_empty() || rest.starts_with(' ')
-            }
+            !in_fence && is_heading(t)
         })
         .collect()
+}
+
+/// An ATX heading (`# Title`; `#hashtag` is not one), given the line
+/// without its leading spaces.
+fn is_heading(t: &str) -> bool {
+    t.starts_with('#') && {
+        let rest = t.trim_start_matches('#');
+        rest.is_empty() || rest.starts_with(' ')
+    }
 }
 
 /// Splits one over-long line into pieces within `max` tokens, at spaces when
@@ -356,7 +362,7 @@ pub fn markdown_parts(text: &str, start_line: usize) -> Vec<MessagePart> {
             after_blank = true;
             continue;
         }
-        let heading = t.starts_with('#');
+        let heading = is_heading(t);
         let starts = parts.is_empty()
             || if heading_only {
                 heading

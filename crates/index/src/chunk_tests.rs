@@ -128,6 +128,9 @@ fn markdown_blocks_are_items_paragraphs_and_headed_blocks() {
     assert_eq!(block(4), "## Code\n```\nlet a = 1;\n\n- not an item\n```");
     assert_eq!(block(5), "after the fence");
     assert!(markdown_parts("", 1).is_empty());
+    // Hashtag lines are text, not headings: one paragraph.
+    let tags = markdown_parts("#rust notes\n#sqlite notes\n", 1);
+    assert_eq!(tags.len(), 1);
     assert_eq!(markdown_parts("no newline at the end", 3)[0].line, 3);
 }
 

@@ -11,6 +11,8 @@ use mnemo_core::{Embedder, Workspace};
 use mnemo_index::{
     IndexSettings, MemoryIndex, SearchHit, SearchMode, SearchRequest, SearchResponse, SyncProgress,
 };
+use mnemo_store::fsutil::atomic_write;
+use mnemo_store::memory::sanitize_slug;
 use mnemo_store::{FsyncPolicy, MemorySettings, MemoryStore, SessionOptions, SessionStore};
 
 use crate::dataset::{Conversation, Dataset, Question};
@@ -460,7 +462,6 @@ fn write_conversation(ws: &Workspace, conv: &Conversation) -> Result<()> {
 /// hold which turn. A session without a readable date is written as an
 /// undated note, `memory/<slug>.md`.
 fn write_notes(ws: &Workspace, conv: &Conversation, map: &mut UnitMap) -> Result<()> {
-    std::fs::create_dir_all(ws.memory_dir()).map_err(EvalError::Workspace)?;
     let store = MemoryStore::new(ws, MemorySettings::default());
     for s in &conv.sessions {
         let Some(note) = session_note(s) else {
@@ -472,27 +473,15 @@ fn write_notes(ws: &Workspace, conv: &Conversation, map: &mut UnitMap) -> Result
                 .write_session_note(d, &slug, &note.text)
                 .map_err(EvalError::Store)?,
             None => {
-                let rel = format!("memory/{}.md", sanitize(&slug));
-                std::fs::write(ws.root().join(&rel), &note.text).map_err(EvalError::Workspace)?;
+                let rel = format!("memory/{}.md", sanitize_slug(&slug));
+                atomic_write(&ws.root().join(&rel), note.text.as_bytes())
+                    .map_err(EvalError::Store)?;
                 rel
             }
         };
         map.add_note(path, s.session_id.clone(), note.lines);
     }
     Ok(())
-}
-
-/// `slug` reduced to file-name characters.
-fn sanitize(slug: &str) -> String {
-    slug.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' {
-                c
-            } else {
-                '-'
-            }
-        })
-        .collect()
 }
 
 /// The evidence of `q` for `unit`. Session evidence falls back to the

@@ -154,6 +154,8 @@ pub struct QuestionReport {
     pub evidence: Vec<String>,
     /// 1-based rank of the first evidence unit in the unit ranking.
     pub first_evidence_rank: Option<usize>,
+    /// 1-based rank of each evidence unit, in the order of `evidence` (`None`: not retrieved).
+    pub evidence_ranks: Vec<Option<usize>>,
     /// The first ten units of the ranking.
     pub top_units: Vec<String>,
     /// Its scores.

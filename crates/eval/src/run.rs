@@ -569,6 +569,10 @@ fn score_run(
                 .iter()
                 .position(|u| evidence.contains(u))
                 .map(|p| p + 1),
+            evidence_ranks: evidence
+                .iter()
+                .map(|e| ranking.iter().position(|u| u == e).map(|p| p + 1))
+                .collect(),
             top_units: ranking.into_iter().take(10).collect(),
             evidence,
             metrics: m,

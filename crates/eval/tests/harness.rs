@@ -211,6 +211,8 @@ fn markdown_notes_layout_maps_block_hits_to_turns() {
         let q = question(&turns, qid);
         assert_eq!(q.first_evidence_rank, Some(1), "{q:?}");
         assert_eq!(q.top_units[0], q.evidence[0], "{q:?}");
+        assert_eq!(q.evidence_ranks.len(), q.evidence.len(), "{q:?}");
+        assert_eq!(q.evidence_ranks[0], Some(1), "{q:?}");
     }
     let sessions = run(EvalUnit::Session);
     assert_eq!(question(&sessions, "qa1").top_units[0], "s2");

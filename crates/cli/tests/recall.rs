@@ -91,7 +91,17 @@ fn index_search_get_status_with_the_local_model() {
         text,
         "- The staging database password rotates every Friday.\n"
     );
-    assert_eq!(ok(mnemo(ws, &["get", "memory/missing.md"])), "");
+    let missing = mnemo(ws, &["get", "memory/missing.md"]);
+    assert!(
+        String::from_utf8_lossy(&missing.stderr).contains("memory/missing.md is missing or empty")
+    );
+    assert_eq!(ok(missing), "");
+    let past = mnemo(ws, &["get", "memory/2026-11-01.md", "--from", "999"]);
+    assert!(
+        String::from_utf8_lossy(&past.stderr).contains("past its end"),
+        "{past:?}"
+    );
+    assert_eq!(ok(past), "");
     for bad in ["../outside.md", "/etc/passwd", "memory/../../x.md"] {
         let o = mnemo(ws, &["get", bad]);
         assert!(!o.status.success(), "{bad} was not refused");

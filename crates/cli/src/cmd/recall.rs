@@ -203,6 +203,18 @@ pub fn get(args: GetArgs, global: &GlobalArgs) -> Result<()> {
     if !got.text.is_empty() && !got.text.ends_with('\n') {
         println!();
     }
+    // Empty output is an answer, not an error (an agent may ask for a file
+    // that is not written yet); a person running the command wants to know why.
+    if got.text.is_empty() {
+        if got.total_lines == 0 {
+            eprintln!("note: {} is missing or empty", got.path);
+        } else {
+            eprintln!(
+                "note: {} has {} line(s); --from {} is past its end",
+                got.path, got.total_lines, got.from
+            );
+        }
+    }
     Ok(())
 }
 

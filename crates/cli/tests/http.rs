@@ -275,6 +275,19 @@ fn sessions_memory_and_context_round_trip() {
     assert_eq!(status, 200);
     let doc: Value = serde_json::from_str(&text).unwrap();
     assert!(doc["paths"]["/v1/memory/search"]["post"].is_object());
+
+    // `mnemo serve --help` names every endpoint the server describes.
+    let help = command(ws, &["serve", "--help"]).output().unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    let paths = doc["paths"].as_object().unwrap();
+    assert!(paths.len() >= 9, "{paths:?}");
+    for path in paths.keys() {
+        let last = path.rsplit('/').next().unwrap();
+        assert!(
+            help.contains(&format!("/{last}")),
+            "{path} is not in the help:\n{help}"
+        );
+    }
 }
 
 #[test]

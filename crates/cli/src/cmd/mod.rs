@@ -75,8 +75,21 @@ pub enum Command {
     #[command(subcommand)]
     Bench(bench::BenchCommand),
     /// Serve the memory tools over MCP (stdio, or streamable HTTP with --http ADDR)
+    ///
+    /// Tools: memory_search, memory_get, memory_write, memory_forget,
+    /// session_append and session_context. On stdio (the default) a client
+    /// starts it as a subprocess, e.g. in Claude Code:
+    /// `claude mcp add mnemo -- mnemo --workspace ~/notes mcp`.
+    /// With --http the endpoint is http://ADDR/mcp; off loopback it needs --token.
     Mcp(mcp::McpArgs),
-    /// Serve the HTTP API
+    /// Serve the HTTP API (JSON; the OpenAPI description at /openapi.json)
+    ///
+    /// Endpoints: GET /v1/sessions; POST and GET /v1/sessions/{key}/messages
+    /// (append, history); POST /v1/sessions/{key}/context, /consolidate,
+    /// /compact and /turn (the last three need a chat model); POST
+    /// /v1/memory/search; GET /v1/memory/get?path=P&from=N&lines=M; POST
+    /// /v1/memory/write. Errors are {"error": {"code", "message"}}. Off
+    /// loopback every request needs `Authorization: Bearer TOKEN` (--token).
     Serve(serve::ServeArgs),
 }
 

@@ -19,7 +19,7 @@ use crate::error::{IndexError, Result};
 use crate::redact;
 use crate::scan::{self, Found};
 use crate::search;
-use crate::settings::IndexSettings;
+use crate::settings::{IndexSettings, SearchOptions};
 use crate::sqlite::{SqliteBackend, SCHEMA_VERSION};
 use crate::text;
 use crate::transcript;
@@ -751,38 +751,10 @@ impl MemoryIndex {
         let n_cand = (max_results * opts.candidate_multiplier)
             .clamp(50, 1000)
             .max(max_results);
+        let mut hybrid = self.vectors_usable(&backend, query, warnings)?;
 
-        let mut hybrid = self.inner.embedder.is_some() && opts.vector_weight > 0.0;
-        if hybrid && self.needs_full_reindex(&backend)? {
-            let meta = backend.meta()?;
-            let dims_ok = meta.get("dims").map(String::as_str)
-                == self
-                    .inner
-                    .embedder
-                    .as_ref()
-                    .map(|e| e.dims().to_string())
-                    .as_deref();
-            warnings.push("the index was built with other settings (model or chunking); run `mnemo index` to rebuild it".into());
-            if !dims_ok {
-                hybrid = false;
-            }
-        }
-        if hybrid && text::mostly_cjk(query) {
-            if let Some(emb) = self
-                .inner
-                .embedder
-                .as_ref()
-                .filter(|e| e.multilingual() == Some(false))
-            {
-                hybrid = false;
-                warnings.push(format!(
-                    "the embedding model {} knows English only, so this query in Chinese, Japanese or Korean was \
-                     searched by keywords; for vector search in those languages set [embedder] model = \
-                     \"multilingual-e5-small-q4\" (README: Configuration)",
-                    emb.id().model
-                ));
-            }
-        }
+        // Candidates: keyword and phrase hits, vector hits, and what was
+        // said in the periods the query names.
         let today = chrono::Local::now().date_naive();
         let (periods, keyword_query) = if opts.date_boost > 0.0 {
             let d = when::dates(query, today);
@@ -791,81 +763,29 @@ impl MemoryIndex {
             (Vec::new(), query.to_string())
         };
         let tokens = text::query_tokens(&keyword_query);
-        let mut keyword = if !tokens.is_empty() && (opts.text_weight > 0.0 || !hybrid) {
-            backend.keyword_search(&tokens, n_cand, &sources)?
+        let keyword = if !tokens.is_empty() && (opts.text_weight > 0.0 || !hybrid) {
+            keyword_candidates(&backend, &tokens, &keyword_query, opts, n_cand, &sources)?
         } else {
             Vec::new()
         };
-        if opts.phrase_weight > 0.0 && !keyword.is_empty() {
-            let phrases = text::query_phrases(&keyword_query);
-            if !phrases.is_empty() {
-                let hits = backend.keyword_search(&phrases, n_cand, &sources)?;
-                search::add_phrases(&mut keyword, &hits, opts.phrase_weight);
-            }
-        }
-        let mut vector = Vec::new();
-        if hybrid {
-            if let Some(emb) = &self.inner.embedder {
-                match emb.embed(&[query], EmbedKind::Query) {
-                    Ok(mut v) if v.len() == 1 => {
-                        vector = backend.vector_search(&v.remove(0), n_cand, &sources)?
-                    }
-                    Ok(_) => {
-                        hybrid = false;
-                        warnings.push(
-                            "the embedder returned no vector for the query; keyword results only"
-                                .into(),
-                        );
-                    }
-                    Err(e) => {
-                        hybrid = false;
-                        warnings.push(format!(
-                            "query embedding failed ({e}); keyword results only"
-                        ));
-                    }
-                }
-            }
-        }
-        let mode = if hybrid {
-            SearchMode::Hybrid
+        let vector = if hybrid {
+            self.vector_candidates(&backend, query, n_cand, &sources, warnings)?
         } else {
-            SearchMode::Keyword
+            None
         };
+        hybrid = vector.is_some();
         if self.inner.embedder.is_none() {
             warnings.push("no embedding model configured: keyword-only search".into());
         }
-
-        let mut cands = search::merge(&keyword, &vector);
+        let mut cands = search::merge(&keyword, vector.as_deref().unwrap_or_default());
         if !periods.is_empty() {
-            // What was said then is a candidate even when no word or vector
-            // matched ("what did we talk about on 3 June?").
-            if let Some(range) = backend.day_range()? {
-                let mut known: HashSet<i64> = cands.iter().map(|c| c.id).collect();
-                for (first, last) in when::windows(&periods, range) {
-                    for id in backend.chunks_in_days(first, last, n_cand, &sources)? {
-                        if known.insert(id) {
-                            cands.push(search::blank(id));
-                        }
-                    }
-                }
-            }
+            period_candidates(&backend, &periods, &mut cands, n_cand, &sources)?;
         }
+
+        // Scores: fusion, then what the chunks' files, identifiers, dates
+        // and ages say about them.
         search::fuse(&mut cands, opts, hybrid);
-        let ids: Vec<i64> = cands.iter().map(|c| c.id).collect();
-        let mut records: HashMap<i64, ChunkRecord> = backend
-            .chunks(&ids)?
-            .into_iter()
-            .map(|r| (r.id, r))
-            .collect();
-        for r in records.values_mut() {
-            // Transcripts store their messages as parts; Markdown blocks are
-            // found at search time. Parts are what `message_hits` splits.
-            if r.messages.is_none() && opts.block_hits {
-                r.parts = chunk::markdown_parts(&r.text, r.start_line);
-            } else if r.messages.is_some() && !opts.message_hits {
-                r.parts.clear();
-            }
-        }
+        let records = records_of(&backend, &cands, opts)?;
         cands.retain(|c| records.contains_key(&c.id));
         if opts.file_context > 0.0 {
             let file_of: HashMap<i64, &str> = records
@@ -874,7 +794,6 @@ impl MemoryIndex {
                 .collect();
             search::file_context(&mut cands, &file_of, opts.file_context);
         }
-
         let (_, tw) = search::weights(opts, hybrid);
         let idents = text::identifiers(query);
         if tw > 0.0 && !idents.is_empty() {
@@ -897,8 +816,9 @@ impl MemoryIndex {
         }
         search::protect_exact(&mut cands);
         search::sort(&mut cands);
-        let text_counts = tw > 0.0;
-        cands.retain(|c| search::passes(c, min_score, opts.vector_scale, text_counts));
+
+        // Hits: the minimum, MMR, and the split into messages and blocks.
+        cands.retain(|c| search::passes(c, min_score, opts.vector_scale, tw > 0.0));
         if opts.mmr {
             let texts: HashMap<i64, String> = cands
                 .iter()
@@ -935,11 +855,83 @@ impl MemoryIndex {
             })
             .collect();
         Ok(SearchResponse {
-            mode,
+            mode: if hybrid {
+                SearchMode::Hybrid
+            } else {
+                SearchMode::Keyword
+            },
             results,
             warnings: std::mem::take(warnings),
             dates: periods.iter().map(when::Period::describe).collect(),
         })
+    }
+
+    /// Whether this search can use vectors: an embedder, a vector weight,
+    /// an index built for the embedder's dimensions, and a model that
+    /// knows the query's language. Says why not in `warnings`.
+    fn vectors_usable(
+        &self,
+        backend: &SqliteBackend,
+        query: &str,
+        warnings: &mut Vec<String>,
+    ) -> Result<bool> {
+        let Some(emb) = self.inner.embedder.as_ref() else {
+            return Ok(false);
+        };
+        if self.inner.settings.search.vector_weight <= 0.0 {
+            return Ok(false);
+        }
+        if self.needs_full_reindex(backend)? {
+            warnings.push("the index was built with other settings (model or chunking); run `mnemo index` to rebuild it".into());
+            let dims = backend.meta()?.get("dims").cloned();
+            if dims != Some(emb.dims().to_string()) {
+                return Ok(false);
+            }
+        }
+        if text::mostly_cjk(query) && emb.multilingual() == Some(false) {
+            warnings.push(format!(
+                "the embedding model {} knows English only, so this query in Chinese, Japanese or Korean was \
+                 searched by keywords; for vector search in those languages set [embedder] model = \
+                 \"multilingual-e5-small-q4\" (README: Configuration)",
+                emb.id().model
+            ));
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    /// Vector candidates `(chunk id, cosine)`, best first; `None` (with a
+    /// warning) when the query could not be embedded.
+    fn vector_candidates(
+        &self,
+        backend: &SqliteBackend,
+        query: &str,
+        n_cand: usize,
+        sources: &[Source],
+        warnings: &mut Vec<String>,
+    ) -> Result<Option<Vec<(i64, f32)>>> {
+        let Some(emb) = &self.inner.embedder else {
+            return Ok(None);
+        };
+        match emb.embed(&[query], EmbedKind::Query) {
+            Ok(mut v) if v.len() == 1 => Ok(Some(backend.vector_search(
+                &v.remove(0),
+                n_cand,
+                sources,
+            )?)),
+            Ok(_) => {
+                warnings.push(
+                    "the embedder returned no vector for the query; keyword results only".into(),
+                );
+                Ok(None)
+            }
+            Err(e) => {
+                warnings.push(format!(
+                    "query embedding failed ({e}); keyword results only"
+                ));
+                Ok(None)
+            }
+        }
     }
 
     /// `memory_get`: lines of a memory file (MEMORY.md, memory/**, extra
@@ -1101,6 +1093,73 @@ impl MemoryIndex {
             _watcher: watcher,
         })
     }
+}
+
+/// Keyword candidates `(chunk id, -bm25)`, best first, with the BM25 of the
+/// query's adjacent word pairs added (`phrase_weight`).
+fn keyword_candidates(
+    backend: &SqliteBackend,
+    tokens: &[String],
+    keyword_query: &str,
+    opts: &SearchOptions,
+    n_cand: usize,
+    sources: &[Source],
+) -> Result<Vec<(i64, f64)>> {
+    let mut keyword = backend.keyword_search(tokens, n_cand, sources)?;
+    if opts.phrase_weight > 0.0 && !keyword.is_empty() {
+        let phrases = text::query_phrases(keyword_query);
+        if !phrases.is_empty() {
+            let hits = backend.keyword_search(&phrases, n_cand, sources)?;
+            search::add_phrases(&mut keyword, &hits, opts.phrase_weight);
+        }
+    }
+    Ok(keyword)
+}
+
+/// What was said in the periods the query names is a candidate even when
+/// no word or vector matched ("what did we talk about on 3 June?").
+fn period_candidates(
+    backend: &SqliteBackend,
+    periods: &[when::Period],
+    cands: &mut Vec<search::Candidate>,
+    n_cand: usize,
+    sources: &[Source],
+) -> Result<()> {
+    let Some(range) = backend.day_range()? else {
+        return Ok(());
+    };
+    let mut known: HashSet<i64> = cands.iter().map(|c| c.id).collect();
+    for (first, last) in when::windows(periods, range) {
+        for id in backend.chunks_in_days(first, last, n_cand, sources)? {
+            if known.insert(id) {
+                cands.push(search::blank(id));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The candidates' chunks by id, each with the parts `message_hits`
+/// splits: transcripts store their messages, Markdown blocks are found here.
+fn records_of(
+    backend: &SqliteBackend,
+    cands: &[search::Candidate],
+    opts: &SearchOptions,
+) -> Result<HashMap<i64, ChunkRecord>> {
+    let ids: Vec<i64> = cands.iter().map(|c| c.id).collect();
+    let mut records: HashMap<i64, ChunkRecord> = backend
+        .chunks(&ids)?
+        .into_iter()
+        .map(|r| (r.id, r))
+        .collect();
+    for r in records.values_mut() {
+        if r.messages.is_none() && opts.block_hits {
+            r.parts = chunk::markdown_parts(&r.text, r.start_line);
+        } else if r.messages.is_some() && !opts.message_hits {
+            r.parts.clear();
+        }
+    }
+    Ok(records)
 }
 
 /// The hit for a whole chunk, or for one of its messages.

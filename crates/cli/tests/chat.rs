@@ -617,6 +617,7 @@ fn interactive_chat_in_tmux() {
     tmux.send("/search deploy key");
     let screen = tmux.wait_for(&format!("memory/{}.md#L", today()), 1);
     assert!(screen.contains("vault/ops"), "{screen}");
+    assert!(screen.contains(&format!(", {})", today())), "{screen}");
     assert!(!screen.contains("dates understood"), "{screen}");
     tmux.send(&format!("/search deploy key on {}", today()));
     let screen = tmux.wait_for(&format!("(dates understood: {};", today()), 1);

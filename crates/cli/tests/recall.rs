@@ -78,6 +78,17 @@ fn index_search_get_status_with_the_local_model() {
     ));
     let v: serde_json::Value = serde_json::from_str(json.trim()).unwrap();
     assert_eq!(v["results"][0]["path"], "memory/2026-11-01.md");
+    assert_eq!(v["results"][0]["date"], "2026-11-01");
+    // The text output names the day beside the citation.
+    let text = ok(mnemo(
+        ws,
+        &["--set", &model, "search", "ERR-4711", "--limit", "1"],
+    ));
+    let head = text.lines().next().unwrap_or_default();
+    assert!(
+        head.starts_with("memory/2026-11-01.md#L") && head.ends_with("  2026-11-01"),
+        "{text}"
+    );
 
     let json = ok(mnemo(ws, &["--set", &model, "search", "钢琴", "--json"]));
     let v: serde_json::Value = serde_json::from_str(json.trim()).unwrap();

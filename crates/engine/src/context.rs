@@ -70,7 +70,7 @@ pub fn memory_tools() -> Vec<ToolSpec> {
     vec![
         ToolSpec::new(
             "memory_search",
-            "Mandatory recall step: search the long-term memory (MEMORY.md, memory/*.md, past sessions) before answering anything about prior work, decisions, people, dates or preferences. Returns snippets with path and line numbers.",
+            "Mandatory recall step: search the long-term memory (MEMORY.md, memory/*.md, past sessions) before answering anything about prior work, decisions, people, dates or preferences. Returns snippets with path, line numbers and the date they speak from.",
             json!({
                 "type": "object",
                 "properties": {

@@ -1193,6 +1193,13 @@ fn hit(x: &search::Ranked, r: &ChunkRecord, tokens: &[String], snippet_chars: us
         citation: format!("{}#L{start_line}-L{end_line}", r.path),
         session_key: r.session_key.clone(),
         message_range: messages,
+        date: r.days.map(|(first, last)| {
+            if first == last {
+                first.to_string()
+            } else {
+                format!("{first}/{last}")
+            }
+        }),
     }
 }
 

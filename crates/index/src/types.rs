@@ -119,6 +119,13 @@ pub struct SearchHit {
     /// 0-based among the log's message lines, for transcript hits (`(i, i)`
     /// for a message hit).
     pub message_range: Option<(usize, usize)>,
+    /// The day the hit speaks from (`YYYY-MM-DD`), or its first and last
+    /// day as an ISO 8601 interval (`2026-03-01/2026-03-02`): its chunk's
+    /// message timestamps for transcripts, the date in the file name for
+    /// daily logs and session notes; none for undated files. An agent
+    /// reads it to answer "when".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub date: Option<String>,
 }
 
 /// A `memory_search` result.

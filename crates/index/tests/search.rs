@@ -69,6 +69,9 @@ fn markdown_hits_are_single_blocks() {
     assert_eq!(top.path, "MEMORY.md");
     assert_eq!((top.start_line, top.end_line), (4, 4), "{r:#?}");
     assert_eq!(top.citation, "MEMORY.md#L4-L4");
+    // An undated file has no date, and says nothing of one in JSON.
+    assert_eq!(top.date, None);
+    assert!(serde_json::to_value(top).unwrap().get("date").is_none());
     assert_eq!(top.snippet, "- Dana prefers tea over coffee.");
     assert_eq!(top.message_range, None);
     // The heading travels with the block under it, which follows as a
@@ -236,6 +239,8 @@ fn needle_in_the_oldest_daily_log_survives_vectors_and_decay() {
             Some("memory/2026-01-01.md"),
             "query {q}: {r:#?}"
         );
+        // A daily log speaks from the day in its name.
+        assert_eq!(r.results[0].date.as_deref(), Some("2026-01-01"));
     }
 }
 
@@ -301,6 +306,10 @@ fn transcripts_are_indexed_with_message_ranges() {
         "{}",
         top.citation
     );
+    // When it was said: the message's day.
+    assert_eq!(top.date.as_deref(), Some("2026-03-01"));
+    let json = serde_json::to_value(top).unwrap();
+    assert_eq!(json["date"], "2026-03-01");
     // Its chunk's other messages score lower: with no minimum score they
     // follow as hits of their own; below a minimum (0.3) they are left out,
     // while the best message stays.

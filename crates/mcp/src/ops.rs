@@ -602,8 +602,13 @@ pub fn search_json(resp: &SearchResponse) -> Value {
                 "source": h.source.as_str(),
                 "citation": format!("Source: {}", h.citation),
             });
-            if let (Some(k), Some(obj)) = (&h.session_key, v.as_object_mut()) {
-                obj.insert("session_key".into(), json!(k));
+            if let Some(obj) = v.as_object_mut() {
+                if let Some(k) = &h.session_key {
+                    obj.insert("session_key".into(), json!(k));
+                }
+                if let Some(d) = &h.date {
+                    obj.insert("date".into(), json!(d));
+                }
             }
             v
         })

@@ -18,7 +18,8 @@ with memory_write; never save secrets.";
 pub const MEMORY_SEARCH: &str = "Mandatory recall step: search long-term memory (MEMORY.md, \
 memory/*.md and past session transcripts) before answering about prior work, decisions, dates, \
 people, preferences or todos. Returns the best snippets with path, start_line, end_line, score, \
-source and a `Source: path#Lx-Ly` citation to quote, and says whether the search was hybrid \
+source, the `date` each speaks from (when known) and a `Source: path#Lx-Ly` citation to quote, \
+and says whether the search was hybrid \
 (keywords + meaning) or keyword-only. Dates in the query (\"on 3 June\", \"in May 2023\", \
 \"yesterday\") find what was said or noted then, and `dates` says how they were read. If nothing \
 relevant comes back, say you checked and found nothing rather than guessing. Follow up with \

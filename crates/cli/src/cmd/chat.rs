@@ -520,7 +520,12 @@ fn search(a: &Agent, query: &str) {
                     .unwrap_or_default();
                 let score = r.get("score").and_then(Value::as_f64).unwrap_or(0.0);
                 let snippet = r.get("snippet").and_then(Value::as_str).unwrap_or("");
-                println!("{citation}  (score {score:.2})");
+                let date = r
+                    .get("date")
+                    .and_then(Value::as_str)
+                    .map(|d| format!(", {d}"))
+                    .unwrap_or_default();
+                println!("{citation}  (score {score:.2}{date})");
                 println!("    {}", clip(snippet.trim(), 200));
             }
             for w in v

@@ -159,9 +159,14 @@ pub fn search(args: SearchArgs, global: &GlobalArgs) -> Result<()> {
         writeln!(out, "no results ({} search)", mode_name(&found.mode))?;
     }
     for hit in &found.results {
+        let date = hit
+            .date
+            .as_deref()
+            .map(|d| format!("  {d}"))
+            .unwrap_or_default();
         writeln!(
             out,
-            "{}  score {:.3}  [{}]",
+            "{}  score {:.3}  [{}]{date}",
             hit.citation,
             hit.score,
             hit.source.as_str()

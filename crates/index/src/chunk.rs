@@ -194,17 +194,19 @@ fn pieces_of(
 }
 
 fn emit(pieces: &[Piece], limits: &ChunkLimits<'_>, out: &mut Vec<Chunk>) {
-    if pieces.is_empty() {
+    // Blank lines at either end carry nothing, and a chunk's text must open
+    // on its `start_line`: Markdown blocks count their lines from there.
+    let blank = |p: &Piece| p.text.trim().is_empty();
+    let Some(first) = pieces.iter().position(|p| !blank(p)) else {
         return;
-    }
+    };
+    let last = pieces.iter().rposition(|p| !blank(p)).unwrap_or(first);
+    let pieces = &pieces[first..=last];
     let text = pieces
         .iter()
         .map(|p| p.text.as_str())
         .collect::<Vec<_>>()
         .join("\n");
-    if text.trim().is_empty() {
-        return;
-    }
     // Per-line counts can drift from the count of the joined text; verify so
     // the model never truncates a chunk.
     if pieces.len() > 1 && (limits.count)(&text) > limits.max_tokens {
@@ -232,17 +234,9 @@ fn emit(pieces: &[Piece], limits: &ChunkLimits<'_>, out: &mut Vec<Chunk>) {
         .first()
         .zip(parts.last())
         .map(|(a, b)| (a.ordinal, b.ordinal));
-    let first = pieces
-        .iter()
-        .position(|p| !p.text.trim().is_empty())
-        .unwrap_or(0);
-    let last = pieces
-        .iter()
-        .rposition(|p| !p.text.trim().is_empty())
-        .unwrap_or(pieces.len() - 1);
     out.push(Chunk {
-        start_line: pieces[first].line,
-        end_line: pieces[last].line,
+        start_line: pieces[0].line,
+        end_line: pieces[pieces.len() - 1].line,
         text,
         messages,
         parts,
@@ -400,8 +394,8 @@ fn is_list_item(line: &str) -> bool {
 
 /// Version of the chunking rules, kept in the index's metadata: a change
 /// rebuilds indexes made by the old rules. 2: a question ending a chunk
-/// opens the next one.
-pub(crate) const CHUNKER_VERSION: &str = "2";
+/// opens the next one. 3: no blank lines at either end of a chunk.
+pub(crate) const CHUNKER_VERSION: &str = "3";
 
 /// Chunks a transcript: whole messages per chunk, a message longer than the
 /// limit split by lines; overlap is the previous chunk's last message when it

@@ -270,3 +270,91 @@ fn transcript_chunks_know_where_each_message_starts() {
         assert_eq!(MessagePart::text_of(&c.parts, 0, &c.text), c.text);
     }
 }
+
+/// Pseudo-random documents made of awkward pieces (CJK, emoji, fences left
+/// open, headings without text, CRLF, questions, over-long lines, no final
+/// newline): chunking and block splitting keep their invariants and never
+/// panic, whatever a user wrote.
+#[test]
+fn random_documents_keep_the_chunk_and_block_invariants() {
+    let long = "wörds and 字 ".repeat(120) + "\n";
+    let pieces: [&str; 22] = [
+        "# Title\n",
+        "## 标题\n",
+        "#\n",
+        "- item one\n",
+        "  - nested item\n",
+        "1. first\n",
+        "```\n",
+        "~~~rust\n",
+        "\n",
+        "\n\n\n",
+        "plain words here\n",
+        "Why did the deploy fail?\n",
+        "什么时候开会？\n",
+        "emoji 😀 café ñ\n",
+        "#hashtag text\n",
+        "line with crlf\r\n",
+        &long,
+        "---\n",
+        "| a | b |\n",
+        "    indented code\n",
+        "\t tab \t\n",
+        "no newline at the end",
+    ];
+    let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+    let mut next = |n: usize| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % n as u64) as usize
+    };
+    for _ in 0..1500 {
+        let doc: String = (0..next(30)).map(|_| pieces[next(pieces.len())]).collect();
+        let lines: Vec<&str> = doc.lines().collect();
+        let chunks = chunk_markdown(&doc, &limits(40, 8, &estimate_tokens));
+        let mut covered = vec![false; lines.len()];
+        for c in &chunks {
+            assert!(
+                1 <= c.start_line && c.start_line <= c.end_line && c.end_line <= lines.len(),
+                "{c:?} in {doc:?}"
+            );
+            assert!(estimate_tokens(&c.text) <= 40, "{c:?} in {doc:?}");
+            covered[c.start_line - 1..c.end_line]
+                .iter_mut()
+                .for_each(|x| *x = true);
+            let parts = markdown_parts(&c.text, c.start_line);
+            for (i, w) in parts.iter().enumerate() {
+                assert!(
+                    c.text.is_char_boundary(w.offset),
+                    "{parts:?} in {c:?} of {doc:?}"
+                );
+                assert!(
+                    (c.start_line..=c.end_line).contains(&w.line),
+                    "{parts:?} in {c:?} of {doc:?}"
+                );
+                assert_eq!(w.ordinal, w.line);
+                if let Some(n) = parts.get(i + 1) {
+                    assert!(
+                        n.offset > w.offset && n.line > w.line,
+                        "{parts:?} in {c:?} of {doc:?}"
+                    );
+                }
+                // Every block holds text, and text from its chunk.
+                let body = MessagePart::text_of(&parts, i, &c.text);
+                assert!(
+                    !body.trim().is_empty(),
+                    "empty block {i} of {parts:?} in {c:?}"
+                );
+            }
+            assert_eq!(MessagePart::decode(&MessagePart::encode(&parts)), parts);
+        }
+        for (i, line) in lines.iter().enumerate() {
+            assert!(
+                covered[i] || line.trim().is_empty(),
+                "line {} ({line:?}) is in no chunk of {doc:?}",
+                i + 1
+            );
+        }
+    }
+}

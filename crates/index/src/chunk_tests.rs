@@ -358,3 +358,73 @@ fn random_documents_keep_the_chunk_and_block_invariants() {
         }
     }
 }
+
+/// Pseudo-random transcripts (multi-line and blank-lined messages, CJK,
+/// questions, messages longer than a chunk): every message is in a chunk,
+/// and every message part of a chunk is text of that message.
+#[test]
+fn random_transcripts_keep_the_message_invariants() {
+    let long = "ünïcode and 字 ".repeat(90);
+    let texts: [&str; 10] = [
+        "User: hello there",
+        "Assistant: Why not try the other route?",
+        "User: 什么时候开会？",
+        "Assistant: first line\n\nsecond line after a blank",
+        "User: \n\n",
+        &long,
+        "Assistant: emoji 😀 and café",
+        "User: a\nb\nc\nd\ne",
+        "Assistant: ok",
+        "User: where is the staging database?",
+    ];
+    let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+    let mut next = |n: usize| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % n as u64) as usize
+    };
+    for _ in 0..800 {
+        let mut line = 2;
+        let msgs: Vec<RenderedMessage> = (0..next(25))
+            .map(|ordinal| {
+                let m = RenderedMessage {
+                    ordinal,
+                    line,
+                    text: texts[next(texts.len())].to_string(),
+                };
+                line += 1 + next(2);
+                m
+            })
+            .collect();
+        let chunks = chunk_transcript(&msgs, &limits(48, 8, &estimate_tokens));
+        let mut seen = vec![false; msgs.len()];
+        for c in &chunks {
+            assert!(estimate_tokens(&c.text) <= 48, "{c:?}");
+            let (a, b) = c.messages.expect("a transcript chunk names its messages");
+            assert!(a <= b && b < msgs.len(), "{c:?}");
+            for (i, p) in c.parts.iter().enumerate() {
+                let m = &msgs[p.ordinal];
+                assert_eq!(p.line, m.line, "{c:?}");
+                assert!((a..=b).contains(&p.ordinal), "{c:?}");
+                if let Some(n) = c.parts.get(i + 1) {
+                    assert!(n.ordinal > p.ordinal && n.offset > p.offset, "{c:?}");
+                }
+                let body = MessagePart::text_of(&c.parts, i, &c.text);
+                assert!(!body.trim().is_empty(), "empty part {i} of {c:?}");
+                assert!(
+                    m.text.contains(body.trim()),
+                    "part {i} ({body:?}) is not text of message {}: {c:?}",
+                    p.ordinal
+                );
+                seen[p.ordinal] = true;
+            }
+        }
+        for (m, seen) in msgs.iter().zip(&seen) {
+            assert!(
+                *seen || m.text.trim().is_empty() || m.text.trim() == "User:",
+                "{m:?} is in no chunk"
+            );
+        }
+    }
+}

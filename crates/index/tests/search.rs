@@ -715,3 +715,88 @@ fn words_side_by_side_count_with_phrase_weight() {
     assert_eq!(first(0.0), "memory/apart.md");
     assert_eq!(first(1.0), "memory/together.md");
 }
+
+/// Queries are user text, not FTS5 syntax: quotes, operators, column
+/// filters, brackets, stars, identifiers, CJK and emoji in any mix must
+/// search (or, when nothing searchable is left, say so), never fail on
+/// SQLite's query parser.
+#[test]
+fn any_query_text_searches_without_a_syntax_error() {
+    let f = topic_fixture();
+    let keyword = open(&f, false);
+    keyword.sync(&|_| {}).unwrap();
+    let hybrid = open(&f, true);
+    hybrid.sync(&|_| {}).unwrap();
+    let pieces = [
+        "\"",
+        "\"piano",
+        "lessons\"",
+        "*",
+        "piano*",
+        "NEAR(",
+        "NEAR/2",
+        "AND",
+        "OR",
+        "NOT",
+        "-",
+        "^",
+        "text:",
+        "path:",
+        "(",
+        ")",
+        "{",
+        "}",
+        "[",
+        "]",
+        "ERR-4711",
+        "c++",
+        "a.b.c",
+        "'",
+        "\\",
+        "%",
+        "_",
+        "钢琴",
+        "学钢琴课",
+        "😀",
+        "Lena",
+        "tea",
+        "?",
+        "!",
+        ";",
+        "--",
+        "/*",
+        "*/",
+        "0x1F",
+        "2026-02-10",
+        "yesterday",
+        "on 3 June",
+        ",",
+        ":",
+        "+",
+        "Ω",
+    ];
+    let mut seed = 0x51_7cc1_b727_220a_u64;
+    let mut next = |n: usize| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % n as u64) as usize
+    };
+    for round in 0..400 {
+        let sep = if next(3) == 0 { "" } else { " " };
+        let query: Vec<&str> = (0..1 + next(6))
+            .map(|_| pieces[next(pieces.len())])
+            .collect();
+        let query = query.join(sep);
+        let index = if round % 4 == 0 { &hybrid } else { &keyword };
+        match index.search(&SearchRequest::new(&query).min_score(0.0)) {
+            Ok(r) => assert!(r.results.len() <= 6, "{query:?}: {r:#?}"),
+            Err(e) => panic!("query {query:?} failed: {e}"),
+        }
+    }
+    // Words found inside operator-looking text still find their file.
+    let r = keyword
+        .search(&SearchRequest::new("\"piano* AND (lessons) NOT:"))
+        .unwrap();
+    assert_eq!(r.results[0].path, "memory/people/lena.md", "{r:#?}");
+}

@@ -2,6 +2,8 @@
 //! trailing lines, over-long lines split) and transcripts on message
 //! boundaries, always within the embedding model's input limit.
 
+use chrono::NaiveDate;
+
 /// One chunk of a file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Chunk {
@@ -31,6 +33,8 @@ pub struct MessagePart {
     pub line: usize,
     /// Byte offset of the message's first character in the chunk text.
     pub offset: usize,
+    /// The day the message was written (its timestamp's date), when known.
+    pub day: Option<NaiveDate>,
 }
 
 impl MessagePart {
@@ -44,11 +48,15 @@ impl MessagePart {
         text.get(p.offset..end.max(p.offset)).unwrap_or("")
     }
 
-    /// `ordinal:line:offset` entries joined by `,`, as the index stores them.
+    /// `ordinal:line:offset[:YYYY-MM-DD]` entries joined by `,`, as the
+    /// index stores them.
     pub fn encode(parts: &[MessagePart]) -> String {
         parts
             .iter()
-            .map(|p| format!("{}:{}:{}", p.ordinal, p.line, p.offset))
+            .map(|p| match p.day {
+                Some(d) => format!("{}:{}:{}:{d}", p.ordinal, p.line, p.offset),
+                None => format!("{}:{}:{}", p.ordinal, p.line, p.offset),
+            })
             .collect::<Vec<_>>()
             .join(",")
     }
@@ -60,11 +68,19 @@ impl MessagePart {
             .split(',')
             .filter(|e| !e.is_empty())
             .map(|e| {
-                let mut it = e.split(':').map(|n| n.parse::<usize>().ok());
+                let mut it = e.split(':');
+                let mut number = || it.next()?.parse::<usize>().ok();
+                let (ordinal, line, offset) = (number()?, number()?, number()?);
+                // Written before days were stored: none.
+                let day = match it.next() {
+                    Some(d) => Some(d.parse::<NaiveDate>().ok()?),
+                    None => None,
+                };
                 Some(MessagePart {
-                    ordinal: it.next()??,
-                    line: it.next()??,
-                    offset: it.next()??,
+                    ordinal,
+                    line,
+                    offset,
+                    day,
                 })
             })
             .collect();
@@ -102,6 +118,7 @@ struct Piece {
     text: String,
     line: usize,
     msg: Option<usize>,
+    day: Option<NaiveDate>,
     heading: bool,
     tokens: usize,
 }
@@ -176,6 +193,7 @@ fn pieces_of(
                     text: part,
                     line: *line,
                     msg: *msg,
+                    day: None,
                     heading: false,
                     tokens: t,
                 });
@@ -185,6 +203,7 @@ fn pieces_of(
                 text: (*text).to_string(),
                 line: *line,
                 msg: *msg,
+                day: None,
                 heading: headings.get(i).copied().unwrap_or(false),
                 tokens,
             });
@@ -224,6 +243,7 @@ fn emit(pieces: &[Piece], limits: &ChunkLimits<'_>, out: &mut Vec<Chunk>) {
                     ordinal,
                     line: p.line,
                     offset,
+                    day: p.day,
                 });
             }
         }
@@ -327,6 +347,8 @@ pub struct RenderedMessage {
     pub line: usize,
     /// `User: …` / `Assistant: …` text (may span several lines).
     pub text: String,
+    /// The day of its timestamp, when it has one.
+    pub day: Option<NaiveDate>,
 }
 
 /// The blocks of a Markdown chunk, for block hits: a list item with the
@@ -369,6 +391,7 @@ pub fn markdown_parts(text: &str, start_line: usize) -> Vec<MessagePart> {
                 ordinal: l,
                 line: l,
                 offset: at,
+                day: None,
             });
         }
         heading_only = heading && (starts || heading_only);
@@ -415,6 +438,7 @@ pub fn chunk_transcript(messages: &[RenderedMessage], limits: &ChunkLimits<'_>) 
                 text: m.text.clone(),
                 line: m.line,
                 msg: Some(m.ordinal),
+                day: m.day,
                 heading: false,
                 tokens: *t,
             })
@@ -435,7 +459,9 @@ pub fn chunk_transcript(messages: &[RenderedMessage], limits: &ChunkLimits<'_>) 
                 .lines()
                 .map(|l| (m.line, Some(m.ordinal), l))
                 .collect();
-            chunk_pieces(pieces_of(&lines, &[], limits), limits, &mut out);
+            let mut pieces = pieces_of(&lines, &[], limits);
+            pieces.iter_mut().for_each(|p| p.day = m.day);
+            chunk_pieces(pieces, limits, &mut out);
             continue;
         }
         if cur_tokens + t > limits.max_tokens && !cur.is_empty() {

@@ -94,6 +94,7 @@ fn transcript_cuts_on_message_boundaries() {
             ordinal: i,
             line: i + 2,
             text: format!("User: message {i} with some words"),
+            day: None,
         })
         .collect();
     let chunks = chunk_transcript(&msgs, &limits(30, 0, &words));
@@ -147,6 +148,7 @@ fn a_question_opens_the_next_chunk_with_its_answer() {
             ordinal: i,
             line: i + 1,
             text: text(i),
+            day: None,
         })
         .collect();
     let chunks = chunk_transcript(&msgs, &limits(20, 4, &words));
@@ -178,11 +180,13 @@ fn long_message_split_by_lines_keeps_its_ordinal() {
             ordinal: 0,
             line: 1,
             text: "User: question".into(),
+            day: None,
         },
         RenderedMessage {
             ordinal: 1,
             line: 2,
             text: format!("Assistant: {long}"),
+            day: None,
         },
     ];
     let chunks = chunk_transcript(&msgs, &limits(40, 0, &words));
@@ -200,16 +204,19 @@ fn transcript_chunks_know_where_each_message_starts() {
             ordinal: 0,
             line: 2,
             text: "Ann: look at this\n[image: a cat]".into(),
+            day: None,
         },
         RenderedMessage {
             ordinal: 2,
             line: 5,
             text: "Bob: a cat".into(),
+            day: None,
         },
         RenderedMessage {
             ordinal: 3,
             line: 6,
             text: "Ann: mine".into(),
+            day: None,
         },
     ];
     let chunks = chunk_transcript(&msgs, &limits(100, 0, &words));
@@ -240,10 +247,16 @@ fn transcript_chunks_know_where_each_message_starts() {
     assert!(MessagePart::decode("1:2").is_empty());
     assert!(MessagePart::decode("1:2:x,3:4:5").is_empty());
     assert!(MessagePart::decode("").is_empty());
+    let dated = MessagePart::decode("4:6:0:2026-03-01,5:7:12");
+    assert_eq!(dated[0].day, NaiveDate::from_ymd_opt(2026, 3, 1));
+    assert_eq!(dated[1].day, None);
+    assert_eq!(MessagePart::encode(&dated), "4:6:0:2026-03-01,5:7:12");
+    assert!(MessagePart::decode("4:6:0:March").is_empty());
     let far = [MessagePart {
         ordinal: 0,
         line: 1,
         offset: 999,
+        day: None,
     }];
     assert_eq!(MessagePart::text_of(&far, 0, "short"), "");
 
@@ -260,6 +273,7 @@ fn transcript_chunks_know_where_each_message_starts() {
             ordinal: 7,
             line: 9,
             text: long,
+            day: None,
         }],
         &limits(40, 0, &words),
     );
@@ -392,6 +406,7 @@ fn random_transcripts_keep_the_message_invariants() {
                     ordinal,
                     line,
                     text: texts[next(texts.len())].to_string(),
+                    day: None,
                 };
                 line += 1 + next(2);
                 m

@@ -1193,13 +1193,18 @@ fn hit(x: &search::Ranked, r: &ChunkRecord, tokens: &[String], snippet_chars: us
         citation: format!("{}#L{start_line}-L{end_line}", r.path),
         session_key: r.session_key.clone(),
         message_range: messages,
-        date: r.days.map(|(first, last)| {
-            if first == last {
-                first.to_string()
-            } else {
-                format!("{first}/{last}")
-            }
-        }),
+        // A message's own day when it was stored, else the chunk's days.
+        date: part
+            .and_then(|(_, p)| p.day)
+            .map(|d| (d, d))
+            .or(r.days)
+            .map(|(first, last)| {
+                if first == last {
+                    first.to_string()
+                } else {
+                    format!("{first}/{last}")
+                }
+            }),
     }
 }
 

@@ -655,6 +655,7 @@ mod tests {
                 ordinal: *ordinal,
                 line: ordinal + 1,
                 offset: text.len(),
+                day: None,
             });
             text.push_str(m);
         }

@@ -69,7 +69,8 @@ pub(crate) fn parse(text: &str, include_tools: bool, redact: bool) -> Transcript
         };
         let this = ordinal;
         ordinal += 1;
-        t.days.push(msg.timestamp.as_deref().and_then(day_of));
+        let day = msg.timestamp.as_deref().and_then(day_of);
+        t.days.push(day);
         if let Some(mut text) = render(&msg, include_tools) {
             if redact {
                 if let Cow::Owned(clean) = crate::redact::redact(&text) {
@@ -80,6 +81,7 @@ pub(crate) fn parse(text: &str, include_tools: bool, redact: bool) -> Transcript
                 ordinal: this,
                 line: i + 1,
                 text,
+                day,
             });
         }
     }

@@ -120,10 +120,10 @@ pub struct SearchHit {
     /// for a message hit).
     pub message_range: Option<(usize, usize)>,
     /// The day the hit speaks from (`YYYY-MM-DD`), or its first and last
-    /// day as an ISO 8601 interval (`2026-03-01/2026-03-02`): its chunk's
-    /// message timestamps for transcripts, the date in the file name for
-    /// daily logs and session notes; none for undated files. An agent
-    /// reads it to answer "when".
+    /// day as an ISO 8601 interval (`2026-03-01/2026-03-02`): a message's
+    /// timestamp (a whole transcript chunk: its messages' days), the date
+    /// in the file name for daily logs and session notes; none for undated
+    /// files. An agent reads it to answer "when".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub date: Option<String>,
 }

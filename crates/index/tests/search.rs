@@ -263,11 +263,14 @@ fn transcripts_are_indexed_with_message_ranges() {
         ),
         ("assistant", "Great, early training helps a lot."),
     ];
-    for (role, text) in msgs {
-        lines.push(
-            serde_json::json!({"role": role, "content": text, "timestamp": "2026-03-01T10:00:00"})
-                .to_string(),
-        );
+    for (i, (role, text)) in msgs.into_iter().enumerate() {
+        // The reply with the puppy's age comes the next morning.
+        let ts = if i < 2 {
+            "2026-03-01T22:00:00"
+        } else {
+            "2026-03-02T08:00:00"
+        };
+        lines.push(serde_json::json!({"role": role, "content": text, "timestamp": ts}).to_string());
     }
     lines.insert(3, r#"{"role":"user","content":"torn li"#.to_string()); // malformed, skipped
     for i in 0..40 {
@@ -343,6 +346,9 @@ fn transcripts_are_indexed_with_message_ranges() {
     assert_eq!(ranges[..2], [Some((1, 1)), Some((2, 2))], "{r:#?}");
     assert_eq!(r.results[1].score, r.results[0].score);
     assert!(r.results[1].snippet.starts_with("User: Twelve weeks."));
+    // Each message hit has its own day, though its chunk spans two.
+    assert_eq!(r.results[0].date.as_deref(), Some("2026-03-01"));
+    assert_eq!(r.results[1].date.as_deref(), Some("2026-03-02"));
     let mut no_lift = IndexSettings::default();
     no_lift.index.chunk_tokens = 64;
     no_lift.search.answer_lift = 0.0;
@@ -370,6 +376,8 @@ fn transcripts_are_indexed_with_message_ranges() {
     );
     assert_eq!(top.start_line, 2);
     assert!(top.end_line > 2);
+    // A whole chunk speaks from all its messages' days.
+    assert_eq!(top.date.as_deref(), Some("2026-03-01/2026-03-02"));
     // A later message: ordinal 42 is "Message 38" (4 messages + 38 before it),
     // on line 45 (the metadata record and the torn line hold lines too).
     let r = index

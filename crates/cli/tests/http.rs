@@ -226,6 +226,9 @@ fn sessions_memory_and_context_round_trip() {
     assert_eq!(status, 200, "{v}");
     assert_eq!(v["mode"], "keyword");
     assert_eq!(v["results"][0]["path"], daily.as_str(), "{v}");
+    // memory/YYYY-MM-DD.md: the hit speaks from that day.
+    let day = daily.trim_start_matches("memory/").trim_end_matches(".md");
+    assert_eq!(v["results"][0]["date"], day, "{v}");
     let (status, v) = call(
         p,
         "POST",
@@ -238,7 +241,7 @@ fn sessions_memory_and_context_round_trip() {
             .as_array()
             .unwrap()
             .iter()
-            .any(|h| h["source"] == "sessions"),
+            .any(|h| h["source"] == "sessions" && h["date"].is_string()),
         "{v}"
     );
     let (status, v) = call(

@@ -353,7 +353,8 @@ pub struct RenderedMessage {
 
 /// The blocks of a Markdown chunk, for block hits: a list item with the
 /// lines under it, a paragraph, a heading with the block after it, a fenced
-/// code block whole. `ordinal` and `line` are a block's first line in the
+/// code block whole; a one-line paragraph underlined with `===` or `---`
+/// is a (setext) heading. `ordinal` and `line` are a block's first line in the
 /// file (so a block two overlapping chunks hold is one hit), `offset` its
 /// byte offset in `text`; `start_line` is the chunk's first line.
 pub fn markdown_parts(text: &str, start_line: usize) -> Vec<MessagePart> {
@@ -363,6 +364,9 @@ pub fn markdown_parts(text: &str, start_line: usize) -> Vec<MessagePart> {
     let mut after_blank = false;
     // The current block holds only heading lines so far.
     let mut heading_only = false;
+    // Its non-blank lines, and whether its first is paragraph text.
+    let mut block_lines = 0usize;
+    let mut block_plain = false;
     for (i, line) in text.split_inclusive('\n').enumerate() {
         let at = offset;
         offset += line.len();
@@ -385,6 +389,9 @@ pub fn markdown_parts(text: &str, start_line: usize) -> Vec<MessagePart> {
             } else {
                 after_blank || heading || fence || is_list_item(line)
             };
+        // Front matter (`---`, fields, `---`) has more than one line before
+        // its closing rule, so it stays a block of its own.
+        let underline = !starts && block_lines == 1 && block_plain && is_setext_underline(t);
         if starts {
             let l = start_line + i;
             parts.push(MessagePart {
@@ -393,12 +400,20 @@ pub fn markdown_parts(text: &str, start_line: usize) -> Vec<MessagePart> {
                 offset: at,
                 day: None,
             });
+            block_lines = 0;
+            block_plain = !heading && !fence && !is_list_item(line);
         }
-        heading_only = heading && (starts || heading_only);
+        block_lines += 1;
+        heading_only = underline || (heading && (starts || heading_only));
         in_fence = fence;
         after_blank = false;
     }
     parts
+}
+
+/// The rule under a setext heading: `==` or longer, `---` or longer.
+fn is_setext_underline(t: &str) -> bool {
+    (t.len() >= 2 && t.bytes().all(|b| b == b'=')) || (t.len() >= 3 && t.bytes().all(|b| b == b'-'))
 }
 
 /// A list item at the top level (`- `, `* `, `+ `, `1. `, `1) `); a nested

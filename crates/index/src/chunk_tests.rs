@@ -133,6 +133,18 @@ fn markdown_blocks_are_items_paragraphs_and_headed_blocks() {
     let tags = markdown_parts("#rust notes\n#sqlite notes\n", 1);
     assert_eq!(tags.len(), 1);
     assert_eq!(markdown_parts("no newline at the end", 3)[0].line, 3);
+    // A setext heading joins the block under it, as an ATX one does;
+    // front matter closed by `---` does not.
+    let setext = "Lena\n====\n\nPiano on Tuesdays.\n\nWork\n----\n\n- ships on Fridays\n";
+    let lines: Vec<usize> = markdown_parts(setext, 1).iter().map(|p| p.line).collect();
+    assert_eq!(lines, [1, 6], "{setext}");
+    let typed = "---\nname: tea\ntype: user\n---\n\nPrefers green tea.\n";
+    let lines: Vec<usize> = markdown_parts(typed, 1).iter().map(|p| p.line).collect();
+    assert_eq!(lines, [1, 6], "{typed}");
+    // A rule after a blank line is a rule, not an underline.
+    let rule = "Intro\n\n---\n\nMore text\n";
+    let lines: Vec<usize> = markdown_parts(rule, 1).iter().map(|p| p.line).collect();
+    assert_eq!(lines, [1, 3, 5], "{rule}");
 }
 
 #[test]

@@ -354,7 +354,9 @@ pub struct RenderedMessage {
 /// The blocks of a Markdown chunk, for block hits: a list item with the
 /// lines under it, a paragraph, a heading with the block after it, a fenced
 /// code block whole; a one-line paragraph underlined with `===` or `---`
-/// is a (setext) heading. `ordinal` and `line` are a block's first line in the
+/// is a (setext) heading; front matter at the top of a file joins the block
+/// after it, as a heading does (a typed memory is one hit, not its fields
+/// and its body apart). `ordinal` and `line` are a block's first line in the
 /// file (so a block two overlapping chunks hold is one hit), `offset` its
 /// byte offset in `text`; `start_line` is the chunk's first line.
 pub fn markdown_parts(text: &str, start_line: usize) -> Vec<MessagePart> {
@@ -367,10 +369,28 @@ pub fn markdown_parts(text: &str, start_line: usize) -> Vec<MessagePart> {
     // Its non-blank lines, and whether its first is paragraph text.
     let mut block_lines = 0usize;
     let mut block_plain = false;
+    let mut in_front_matter = false;
     for (i, line) in text.split_inclusive('\n').enumerate() {
         let at = offset;
         offset += line.len();
         let t = line.trim();
+        if in_front_matter {
+            if t == "---" {
+                in_front_matter = false;
+                heading_only = true;
+            }
+            continue;
+        }
+        if start_line == 1 && i == 0 && t == "---" {
+            in_front_matter = true;
+            parts.push(MessagePart {
+                ordinal: 1,
+                line: 1,
+                offset: 0,
+                day: None,
+            });
+            continue;
+        }
         let fence = t.starts_with("```") || t.starts_with("~~~");
         if in_fence {
             // What follows a closing fence starts a block of its own.
@@ -389,8 +409,6 @@ pub fn markdown_parts(text: &str, start_line: usize) -> Vec<MessagePart> {
             } else {
                 after_blank || heading || fence || is_list_item(line)
             };
-        // Front matter (`---`, fields, `---`) has more than one line before
-        // its closing rule, so it stays a block of its own.
         let underline = !starts && block_lines == 1 && block_plain && is_setext_underline(t);
         if starts {
             let l = start_line + i;

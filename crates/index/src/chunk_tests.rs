@@ -133,14 +133,18 @@ fn markdown_blocks_are_items_paragraphs_and_headed_blocks() {
     let tags = markdown_parts("#rust notes\n#sqlite notes\n", 1);
     assert_eq!(tags.len(), 1);
     assert_eq!(markdown_parts("no newline at the end", 3)[0].line, 3);
-    // A setext heading joins the block under it, as an ATX one does;
-    // front matter closed by `---` does not.
+    // A setext heading joins the block under it, as an ATX one does.
     let setext = "Lena\n====\n\nPiano on Tuesdays.\n\nWork\n----\n\n- ships on Fridays\n";
     let lines: Vec<usize> = markdown_parts(setext, 1).iter().map(|p| p.line).collect();
     assert_eq!(lines, [1, 6], "{setext}");
-    let typed = "---\nname: tea\ntype: user\n---\n\nPrefers green tea.\n";
+    // So does front matter at the top of a file: a typed memory is one
+    // block; what follows its first block is a block of its own. Lower in
+    // a file (or in a later chunk) `---` is a rule.
+    let typed = "---\nname: tea\ntype: user\n---\n\nPrefers green tea.\n\n- and oat milk\n";
     let lines: Vec<usize> = markdown_parts(typed, 1).iter().map(|p| p.line).collect();
-    assert_eq!(lines, [1, 6], "{typed}");
+    assert_eq!(lines, [1, 8], "{typed}");
+    let lines: Vec<usize> = markdown_parts(typed, 5).iter().map(|p| p.line).collect();
+    assert_eq!(lines, [5, 10, 12], "{typed}");
     // A rule after a blank line is a rule, not an underline.
     let rule = "Intro\n\n---\n\nMore text\n";
     let lines: Vec<usize> = markdown_parts(rule, 1).iter().map(|p| p.line).collect();

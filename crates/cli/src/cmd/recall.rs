@@ -28,7 +28,7 @@ pub struct IndexArgs {
 pub struct SearchArgs {
     /// What to look for: words, a phrase, an identifier
     pub query: String,
-    /// Print one JSON object: {"mode", "results": [{"path", "start_line", "end_line", "score", "snippet", "source", …}]}
+    /// Print one JSON object: {"mode", "results": [{"path", "start_line", "end_line", "score", "snippet", "source", "date", …}]}
     #[arg(long)]
     pub json: bool,
     /// Results at most

@@ -332,15 +332,9 @@ fn random_documents_keep_the_chunk_and_block_invariants() {
         "\t tab \t\n",
         "no newline at the end",
     ];
-    let mut seed = 0x2545_f491_4f6c_dd1d_u64;
-    let mut next = |n: usize| {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        (seed % n as u64) as usize
-    };
+    let mut rng = mnemo_test_support::XorShift::new(0x2545_f491_4f6c_dd1d_u64);
     for _ in 0..1500 {
-        let doc: String = (0..next(30)).map(|_| pieces[next(pieces.len())]).collect();
+        let doc: String = (0..rng.below(30)).map(|_| rng.pick(&pieces)).collect();
         let lines: Vec<&str> = doc.lines().collect();
         let chunks = chunk_markdown(&doc, &limits(40, 8, &estimate_tokens));
         let mut covered = vec![false; lines.len()];
@@ -407,24 +401,18 @@ fn random_transcripts_keep_the_message_invariants() {
         "Assistant: ok",
         "User: where is the staging database?",
     ];
-    let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
-    let mut next = |n: usize| {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        (seed % n as u64) as usize
-    };
+    let mut rng = mnemo_test_support::XorShift::new(0x9e37_79b9_7f4a_7c15_u64);
     for _ in 0..800 {
         let mut line = 2;
-        let msgs: Vec<RenderedMessage> = (0..next(25))
+        let msgs: Vec<RenderedMessage> = (0..rng.below(25))
             .map(|ordinal| {
                 let m = RenderedMessage {
                     ordinal,
                     line,
-                    text: texts[next(texts.len())].to_string(),
+                    text: rng.pick(&texts).to_string(),
                     day: None,
                 };
-                line += 1 + next(2);
+                line += 1 + rng.below(2);
                 m
             })
             .collect();

@@ -783,18 +783,10 @@ fn any_query_text_searches_without_a_syntax_error() {
         "+",
         "Ω",
     ];
-    let mut seed = 0x51_7cc1_b727_220a_u64;
-    let mut next = |n: usize| {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        (seed % n as u64) as usize
-    };
+    let mut rng = mnemo_test_support::XorShift::new(0x51_7cc1_b727_220a_u64);
     for round in 0..400 {
-        let sep = if next(3) == 0 { "" } else { " " };
-        let query: Vec<&str> = (0..1 + next(6))
-            .map(|_| pieces[next(pieces.len())])
-            .collect();
+        let sep = if rng.below(3) == 0 { "" } else { " " };
+        let query: Vec<&str> = (0..1 + rng.below(6)).map(|_| rng.pick(&pieces)).collect();
         let query = query.join(sep);
         let index = if round % 4 == 0 { &hybrid } else { &keyword };
         match index.search(&SearchRequest::new(&query).min_score(0.0)) {

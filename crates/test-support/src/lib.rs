@@ -19,11 +19,13 @@
 pub mod cli;
 mod model;
 pub mod pypi;
+mod random;
 mod render;
 mod reply;
 mod server;
 
 pub use model::{e5_model_file, model_dir, mpnet_model_dir};
+pub use random::XorShift;
 pub use render::{estimate_tokens, hashed_embedding};
 pub use reply::Reply;
 pub use server::{RecordedRequest, ScriptedServer, DEFAULT_EMBEDDING_DIMS};

@@ -99,12 +99,28 @@ pub(crate) fn run(imp: &mut Importer<'_>, src: &Source) -> Result<()> {
                 }
                 _ => continue,
             }
+            let index_rel = format!("{dir}/sessions/sessions.json");
+            let keys = session_keys(imp, src, &index_rel);
             for rel in src.files(
                 &format!("{dir}/sessions"),
                 false,
                 Kind::Session,
                 &mut imp.report,
             ) {
+                if rel == index_rel {
+                    let n: usize = keys.values().map(Vec::len).sum();
+                    imp.report.push(
+                        Verb::Skip,
+                        Kind::Other,
+                        "",
+                        rel,
+                        format!(
+                            "the session index: {n} session key(s) recorded in the metadata of the \
+                             transcripts they name (openclaw_keys)"
+                        ),
+                    );
+                    continue;
+                }
                 if !rel.ends_with(".jsonl") {
                     imp.report.push(
                         Verb::Skip,
@@ -115,7 +131,7 @@ pub(crate) fn run(imp: &mut Importer<'_>, src: &Source) -> Result<()> {
                     );
                     continue;
                 }
-                transcript(imp, src, &agent, &rel);
+                transcript(imp, src, &agent, &rel, &keys);
             }
         }
     }
@@ -150,7 +166,46 @@ fn is_daily(rel: &str) -> bool {
             .all(|&i| b[i].is_ascii_digit())
 }
 
-fn transcript(imp: &mut Importer<'_>, src: &Source, agent: &str, rel: &str) {
+/// OpenClaw's session index (`sessions.json`: session key → `{sessionId,
+/// …}`), as session id → the keys that name it. Missing or unreadable:
+/// none (reported); the transcripts import without it.
+fn session_keys(imp: &mut Importer<'_>, src: &Source, rel: &str) -> HashMap<String, Vec<String>> {
+    let mut out: HashMap<String, Vec<String>> = HashMap::new();
+    if src.entry(rel) != Entry::File {
+        return out;
+    }
+    let Some(text) = src.read_text(rel, Kind::Other, &mut imp.report) else {
+        return out;
+    };
+    let entries = match serde_json::from_str::<Value>(&text) {
+        Ok(Value::Object(m)) => m,
+        Ok(_) | Err(_) => {
+            imp.report.push(
+                Verb::Error,
+                Kind::Other,
+                "",
+                rel,
+                "not a JSON object of session keys: transcripts keep their file names only",
+            );
+            return out;
+        }
+    };
+    for (key, entry) in entries {
+        if let Some(id) = str_field(&entry, "sessionId") {
+            out.entry(id.to_string()).or_default().push(key);
+        }
+    }
+    out.values_mut().for_each(|keys| keys.sort());
+    out
+}
+
+fn transcript(
+    imp: &mut Importer<'_>,
+    src: &Source,
+    agent: &str,
+    rel: &str,
+    keys: &HashMap<String, Vec<String>>,
+) {
     let Some(text) = src.read_text(rel, Kind::Session, &mut imp.report) else {
         return;
     };
@@ -160,7 +215,12 @@ fn transcript(imp: &mut Importer<'_>, src: &Source, agent: &str, rel: &str) {
         .unwrap_or(rel)
         .trim_end_matches(".jsonl");
     let key = format!("openclaw:{agent}:{stem}");
-    let (meta, records) = convert(imp, &text, rel, &key);
+    let (mut meta, records) = convert(imp, &text, rel, &key);
+    // The keys OpenClaw knew this conversation by ("agent:main:main",
+    // "agent:main:telegram:dm:42"), so it can be found by them.
+    if let Some(k) = keys.get(stem) {
+        meta.metadata.insert("openclaw_keys".into(), json!(k));
+    }
     imp.session(&key, meta, records, rel);
 }
 

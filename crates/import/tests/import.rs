@@ -302,6 +302,11 @@ fn openclaw_state_folder_arrives_whole() {
     assert_eq!(loaded.messages, expected);
     assert_eq!(loaded.meta.created_at, "2026-05-01T09:00:00.000Z");
     assert_eq!(loaded.meta.metadata["openclaw_session"], entry(0));
+    // sessions.json names it: the keys are kept with it.
+    assert_eq!(
+        loaded.meta.metadata["openclaw_keys"],
+        json!(["agent:main:main"])
+    );
     // The compaction points at the first kept message (a1 = ordinal 1).
     assert_eq!(loaded.compactions.len(), 1);
     let (before, c) = &loaded.compactions[0];
@@ -345,8 +350,13 @@ fn openclaw_state_folder_arrives_whole() {
     );
     assert!(memory
         .ends_with("\n\n# Memory\n\n- Prefers short answers\n- Project deadline: 2026-06-30\n"));
-    // sessions.json is reported, not imported.
-    assert!(lines(&report).contains("agents/main/sessions/sessions.json"));
+    // sessions.json is read for its keys, not imported as a transcript.
+    let listed = lines(&report);
+    assert!(
+        listed.contains("agents/main/sessions/sessions.json")
+            && listed.contains("1 session key(s) recorded"),
+        "{listed}"
+    );
 }
 
 #[test]
@@ -578,4 +588,23 @@ fn records_round_trip_through_the_store_parser() {
         Record::Other(json!({"_type":"openclaw_entry","active":true,"entry":{"type":"label"}}));
     let line = other.to_line().unwrap();
     assert_eq!(Record::parse(&line).unwrap(), other);
+}
+
+#[test]
+fn a_broken_openclaw_session_index_is_reported_and_the_transcripts_still_import() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("openclaw");
+    let ws = dir.path().join("ws");
+    openclaw(&src);
+    fs::write(src.join("agents/main/sessions/sessions.json"), "{not json").unwrap();
+    let report = run(&ws, Tool::OpenClaw, &src, false);
+    assert!(report.has_problems());
+    assert!(
+        lines(&report).contains("not a JSON object of session keys"),
+        "{}",
+        lines(&report)
+    );
+    let loaded = store(&ws).load("openclaw:main:0f5e2a9c").unwrap();
+    assert!(!loaded.messages.is_empty());
+    assert!(!loaded.meta.metadata.contains_key("openclaw_keys"));
 }

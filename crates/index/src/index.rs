@@ -785,7 +785,7 @@ impl MemoryIndex {
         // Scores: fusion, then what the chunks' files, identifiers, dates
         // and ages say about them.
         search::fuse(&mut cands, opts, hybrid);
-        let records = records_of(&backend, &cands, opts)?;
+        let mut records = records_of(&backend, &cands)?;
         cands.retain(|c| records.contains_key(&c.id));
         if opts.file_context > 0.0 {
             let file_of: HashMap<i64, &str> = records
@@ -819,6 +819,7 @@ impl MemoryIndex {
 
         // Hits: the minimum, MMR, and the split into messages and blocks.
         cands.retain(|c| search::passes(c, min_score, opts.vector_scale, tw > 0.0));
+        set_parts(&mut records, &cands, opts);
         if opts.mmr {
             let texts: HashMap<i64, String> = cands
                 .iter()
@@ -1139,27 +1140,37 @@ fn period_candidates(
     Ok(())
 }
 
-/// The candidates' chunks by id, each with the parts `message_hits`
-/// splits: transcripts store their messages, Markdown blocks are found here.
+/// The candidates' chunks by id.
 fn records_of(
     backend: &SqliteBackend,
     cands: &[search::Candidate],
-    opts: &SearchOptions,
 ) -> Result<HashMap<i64, ChunkRecord>> {
     let ids: Vec<i64> = cands.iter().map(|c| c.id).collect();
-    let mut records: HashMap<i64, ChunkRecord> = backend
+    Ok(backend
         .chunks(&ids)?
         .into_iter()
         .map(|r| (r.id, r))
-        .collect();
-    for r in records.values_mut() {
+        .collect())
+}
+
+/// Sets the parts `message_hits` splits on the chunks of the candidates
+/// left after the minimum score: transcripts stored their messages,
+/// Markdown blocks are found here.
+fn set_parts(
+    records: &mut HashMap<i64, ChunkRecord>,
+    cands: &[search::Candidate],
+    opts: &SearchOptions,
+) {
+    for c in cands {
+        let Some(r) = records.get_mut(&c.id) else {
+            continue;
+        };
         if r.messages.is_none() && opts.block_hits {
             r.parts = chunk::markdown_parts(&r.text, r.start_line);
         } else if r.messages.is_some() && !opts.message_hits {
             r.parts.clear();
         }
     }
-    Ok(records)
 }
 
 /// The hit for a whole chunk, or for one of its messages.

@@ -544,7 +544,11 @@ pub fn rerank_passages(resp: &SearchResponse, n: usize) -> Vec<Passage> {
         .iter()
         .take(n)
         .map(|h| Passage {
-            label: h.citation.clone(),
+            // The day helps the model with "when" questions.
+            label: match &h.date {
+                Some(d) => format!("{} ({d})", h.citation),
+                None => h.citation.clone(),
+            },
             text: h.snippet.clone(),
         })
         .collect()

@@ -561,18 +561,16 @@ fn score_run(
         let cat = q.category.clone().unwrap_or_else(|| "none".to_string());
         per_cat.entry(cat).or_default().add(&m);
         let ranking = unit_ranking(&ranked);
+        let evidence_ranks: Vec<Option<usize>> = evidence
+            .iter()
+            .map(|e| ranking.iter().position(|u| u == e).map(|p| p + 1))
+            .collect();
         questions.push(QuestionReport {
             qid: q.id_or(*qi),
             conv_id: q.conv_id.clone(),
             category: q.category.clone(),
-            first_evidence_rank: ranking
-                .iter()
-                .position(|u| evidence.contains(u))
-                .map(|p| p + 1),
-            evidence_ranks: evidence
-                .iter()
-                .map(|e| ranking.iter().position(|u| u == e).map(|p| p + 1))
-                .collect(),
+            first_evidence_rank: evidence_ranks.iter().flatten().min().copied(),
+            evidence_ranks,
             top_units: ranking.into_iter().take(10).collect(),
             evidence,
             metrics: m,

@@ -369,26 +369,25 @@ pub fn markdown_parts(text: &str, start_line: usize) -> Vec<MessagePart> {
     // Its non-blank lines, and whether its first is paragraph text.
     let mut block_lines = 0usize;
     let mut block_plain = false;
-    let mut in_front_matter = false;
+    // Only the top of a file can hold front matter.
+    let front = match front_matter(text) {
+        FrontMatter::Lines(n) if start_line == 1 => n,
+        _ => 0,
+    };
     for (i, line) in text.split_inclusive('\n').enumerate() {
         let at = offset;
         offset += line.len();
         let t = line.trim();
-        if in_front_matter {
-            if t == "---" {
-                in_front_matter = false;
-                heading_only = true;
+        if i < front {
+            if i == 0 {
+                parts.push(MessagePart {
+                    ordinal: 1,
+                    line: 1,
+                    offset: 0,
+                    day: None,
+                });
             }
-            continue;
-        }
-        if start_line == 1 && i == 0 && t == "---" {
-            in_front_matter = true;
-            parts.push(MessagePart {
-                ordinal: 1,
-                line: 1,
-                offset: 0,
-                day: None,
-            });
+            heading_only = true;
             continue;
         }
         let fence = t.starts_with("```") || t.starts_with("~~~");
@@ -403,11 +402,12 @@ pub fn markdown_parts(text: &str, start_line: usize) -> Vec<MessagePart> {
             continue;
         }
         let heading = is_heading(t);
+        let item = is_list_item(line);
         let starts = parts.is_empty()
             || if heading_only {
                 heading
             } else {
-                after_blank || heading || fence || is_list_item(line)
+                after_blank || heading || fence || item
             };
         let underline = !starts && block_lines == 1 && block_plain && is_setext_underline(t);
         if starts {
@@ -419,7 +419,7 @@ pub fn markdown_parts(text: &str, start_line: usize) -> Vec<MessagePart> {
                 day: None,
             });
             block_lines = 0;
-            block_plain = !heading && !fence && !is_list_item(line);
+            block_plain = !heading && !fence && !item;
         }
         block_lines += 1;
         heading_only = underline || (heading && (starts || heading_only));
@@ -427,6 +427,29 @@ pub fn markdown_parts(text: &str, start_line: usize) -> Vec<MessagePart> {
         after_blank = false;
     }
     parts
+}
+
+/// The YAML front matter a Markdown file opens with (a `---` line, fields,
+/// a closing `---` or `...` line).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FrontMatter {
+    /// The file does not open with `---`.
+    Absent,
+    /// Opened and closed: this many lines, both rules included.
+    Lines(usize),
+    /// Opened and never closed: the file is plain text.
+    Unclosed,
+}
+
+pub(crate) fn front_matter(text: &str) -> FrontMatter {
+    let t = text.trim_start_matches('\u{feff}');
+    if !(t.starts_with("---\n") || t.starts_with("---\r\n")) {
+        return FrontMatter::Absent;
+    }
+    t.lines()
+        .skip(1)
+        .position(|l| matches!(l.trim_end(), "---" | "..."))
+        .map_or(FrontMatter::Unclosed, |i| FrontMatter::Lines(i + 2))
 }
 
 /// The rule under a setext heading: `==` or longer, `---` or longer.

@@ -145,6 +145,15 @@ fn markdown_blocks_are_items_paragraphs_and_headed_blocks() {
     assert_eq!(lines, [1, 8], "{typed}");
     let lines: Vec<usize> = markdown_parts(typed, 5).iter().map(|p| p.line).collect();
     assert_eq!(lines, [5, 10, 12], "{typed}");
+    // The indexer's front matter rule: `...` closes it too; one never
+    // closed makes the file plain text.
+    let dots = "---\nname: tea\n...\n\nPrefers green tea.\n\n- and oat milk\n";
+    let lines: Vec<usize> = markdown_parts(dots, 1).iter().map(|p| p.line).collect();
+    assert_eq!(lines, [1, 7], "{dots}");
+    let open = "---\nname: tea\n\nPrefers green tea.\n";
+    assert_eq!(front_matter(open), FrontMatter::Unclosed);
+    let lines: Vec<usize> = markdown_parts(open, 1).iter().map(|p| p.line).collect();
+    assert_eq!(lines, [1, 4], "{open}");
     // A rule after a blank line is a rule, not an underline.
     let rule = "Intro\n\n---\n\nMore text\n";
     let lines: Vec<usize> = markdown_parts(rule, 1).iter().map(|p| p.line).collect();

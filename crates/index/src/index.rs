@@ -1221,15 +1221,7 @@ fn hit(x: &search::Ranked, r: &ChunkRecord, tokens: &[String], snippet_chars: us
 
 /// A message when the file opens a YAML front matter block that never closes.
 fn front_matter_problem(text: &str) -> Option<String> {
-    let t = text.trim_start_matches('\u{feff}');
-    if !(t.starts_with("---\n") || t.starts_with("---\r\n")) {
-        return None;
-    }
-    let closed = t
-        .lines()
-        .skip(1)
-        .any(|l| l.trim_end() == "---" || l.trim_end() == "...");
-    (!closed).then(|| {
+    (chunk::front_matter(text) == chunk::FrontMatter::Unclosed).then(|| {
         "front matter opened with `---` is never closed; the file was indexed as plain text".into()
     })
 }

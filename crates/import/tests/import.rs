@@ -17,8 +17,14 @@ use pretty_assertions::assert_eq;
 use serde_json::{json, Value};
 
 fn run(ws: &Path, tool: Tool, src: &Path, dry_run: bool) -> Report {
+    run_opts(ws, tool, src, dry_run, false)
+}
+
+/// `allow_no_sessions` for the sources that hold memory files only.
+fn run_opts(ws: &Path, tool: Tool, src: &Path, dry_run: bool, allow_no_sessions: bool) -> Report {
     let opts = ImportOptions {
         dry_run,
+        allow_no_sessions,
         ..ImportOptions::default()
     };
     import(&Workspace::new(ws), tool, src, &opts).unwrap()
@@ -39,14 +45,18 @@ fn lines(r: &Report) -> String {
 /// Imports once, checks that a second run and a dry run change nothing
 /// and that the source was never touched. Returns the first report.
 fn import_twice(ws: &Path, tool: Tool, src: &Path) -> Report {
+    import_twice_opts(ws, tool, src, false)
+}
+
+fn import_twice_opts(ws: &Path, tool: Tool, src: &Path, memory_only: bool) -> Report {
     let source_before = tree(src);
-    let first = run(ws, tool, src, false);
+    let first = run_opts(ws, tool, src, false, memory_only);
     assert!(first.changed(), "{}", lines(&first));
     let after_first = tree(ws);
-    let second = run(ws, tool, src, false);
+    let second = run_opts(ws, tool, src, false, memory_only);
     assert!(!second.changed(), "second run wrote:\n{}", lines(&second));
     assert_eq!(tree(ws), after_first, "second run changed the workspace");
-    let dry = run(ws, tool, src, true);
+    let dry = run_opts(ws, tool, src, true, memory_only);
     assert!(!dry.changed(), "{}", lines(&dry));
     assert_eq!(tree(ws), after_first);
     assert_eq!(tree(src), source_before, "the source was modified");
@@ -82,19 +92,20 @@ fn nanobot_classic_arrives_whole_and_twice_changes_nothing() {
         json!({"chat_title": "家"})
     );
     assert_eq!(loaded.meta.extra["imported_from"]["tool"], "nanobot");
-    // Every message line is the source line (content:null aside).
+    // Every message line is the source line, `"content": null` of the
+    // tool-call message included.
     let file = fs::read_to_string(ws.join("sessions/telegram_123.jsonl")).unwrap();
     let written: Vec<Value> = file
         .lines()
         .skip(1)
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    let mut source: Vec<Value> = NANOBOT_TELEGRAM[1..]
+    let source: Vec<Value> = NANOBOT_TELEGRAM[1..]
         .iter()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    source[3].as_object_mut().unwrap().remove("content");
     assert_eq!(written, source);
+    assert!(file.contains(r#""content":null,"tool_calls""#), "{file}");
 
     let cli = store(&ws).load("cli:direct").unwrap();
     assert_eq!(
@@ -395,7 +406,7 @@ fn claude_code_memory_folder_arrives_whole() {
     let ws = dir.path().join("ws");
     claude_code(&src);
     write(&ws, "MEMORY.md", "# Memory\n\n- Works at ACME\n");
-    let report = import_twice(&ws, Tool::ClaudeCode, &src);
+    let report = import_twice_opts(&ws, Tool::ClaudeCode, &src, true);
     // The broken front matter is copied as it is and reported.
     let problems: Vec<String> = report
         .actions
@@ -510,7 +521,7 @@ fn hostile_trees_are_refused_safely() {
     symlink(cc.join("user_role.md"), cc.join("alias.md")).unwrap();
     let ws = dir.path().join("ws");
     let outside_before = tree(&outside);
-    let report = run(&ws, Tool::ClaudeCode, &cc, false);
+    let report = run_opts(&ws, Tool::ClaudeCode, &cc, false, true);
     let text = lines(&report);
     assert_eq!(report.count(Verb::Refuse), 3, "{text}");
     assert!(text.contains("../../outside/secret.md"), "{text}");

@@ -2,8 +2,9 @@
 //! entries and files, each decided against what the workspace already holds
 //! (so that a second run changes nothing) and written only outside a dry run.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fs;
+use std::path::{Path, PathBuf};
 
 use mnemo_core::{resolve_in_workspace, Content, Workspace};
 use mnemo_store::{fsutil, MemorySettings, MemoryStore, Record, SessionMetadata, SessionStore};
@@ -25,6 +26,10 @@ pub(crate) struct Importer<'a> {
     dry_run: bool,
     manifest: Manifest,
     manifest_dirty: bool,
+    /// What this dry run would have written so far, by path, so that its
+    /// later decisions (a second daily log into the same file, an index
+    /// line after a merged MEMORY.md) are those of the real run.
+    overlay: HashMap<PathBuf, Vec<u8>>,
     pub(crate) report: Report,
 }
 
@@ -94,6 +99,7 @@ impl<'a> Importer<'a> {
             dry_run,
             manifest,
             manifest_dirty: false,
+            overlay: HashMap::new(),
             report: Report {
                 dry_run,
                 ..Report::default()
@@ -117,6 +123,49 @@ impl<'a> Importer<'a> {
 
     pub(crate) fn tool(&self) -> Tool {
         self.tool
+    }
+
+    // ----- the workspace as this run leaves it -----
+
+    /// A workspace file's bytes as this run leaves it (a dry run's would-be
+    /// writes included); `None` when it does not exist.
+    fn current(&self, path: &Path) -> std::io::Result<Option<Vec<u8>>> {
+        if let Some(b) = self.overlay.get(path) {
+            return Ok(Some(b.clone()));
+        }
+        match fs::read(path) {
+            Ok(b) => Ok(Some(b)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// [`current`](Self::current) as text (empty when missing).
+    fn current_text(&self, path: &Path) -> mnemo_store::Result<String> {
+        match self.overlay.get(path) {
+            Some(b) => Ok(String::from_utf8_lossy(b).into_owned()),
+            None => Ok(fsutil::read_text_opt(path)?.unwrap_or_default()),
+        }
+    }
+
+    fn exists(&self, path: &Path) -> bool {
+        self.overlay.contains_key(path) || path.exists()
+    }
+
+    /// Records, in a dry run, that `bytes` would now be the file at `path`.
+    fn would_write(&mut self, path: &Path, bytes: &[u8]) {
+        if self.dry_run {
+            self.overlay.insert(path.to_path_buf(), bytes.to_vec());
+        }
+    }
+
+    /// Records, in a dry run, that `bytes` would be appended to `path`.
+    fn would_append(&mut self, path: &Path, bytes: &[u8]) {
+        if self.dry_run {
+            let mut cur = self.current(path).ok().flatten().unwrap_or_default();
+            cur.extend_from_slice(bytes);
+            self.overlay.insert(path.to_path_buf(), cur);
+        }
     }
 
     /// Says that no conversation was found where the tool keeps them
@@ -206,7 +255,7 @@ impl<'a> Importer<'a> {
                 }
             };
             let target = rel_to(self.ws, &path);
-            if !path.exists() {
+            if !self.exists(&path) {
                 let mut meta = meta;
                 meta.key = candidate.to_string();
                 self.create_session(
@@ -214,7 +263,7 @@ impl<'a> Importer<'a> {
                 );
                 return;
             }
-            let (existing, cursor) = match read_log_lines(&path) {
+            let (existing, cursor) = match self.current_text(&path).map(|t| log_lines(&t)) {
                 Ok(x) => x,
                 Err(e) => {
                     self.report.push(
@@ -333,6 +382,7 @@ impl<'a> Importer<'a> {
         ) {
             return;
         }
+        self.would_write(path, text.as_bytes());
         self.note_session(&key, source_rel, cmp);
         self.report.messages += messages;
         self.report.records += records;
@@ -373,6 +423,24 @@ impl<'a> Importer<'a> {
             },
         ) {
             return;
+        }
+        if self.dry_run {
+            if let Ok(path) = self.sessions.path_for(key) {
+                let mut add = String::new();
+                for t in new.iter().filter_map(|l| l.text().ok()) {
+                    add.push_str(&t);
+                    add.push('\n');
+                }
+                if let Some(c) = cursor {
+                    let mut meta = SessionMetadata::new(key);
+                    meta.last_consolidated = c;
+                    if let Ok(t) = Record::Metadata(meta).to_line() {
+                        add.push_str(&t);
+                        add.push('\n');
+                    }
+                }
+                self.would_append(&path, add.as_bytes());
+            }
         }
         self.note_session(key, source_rel, all_lines);
         self.report.messages += new_messages;
@@ -444,7 +512,8 @@ impl<'a> Importer<'a> {
     /// Appends the lines MEMORY.md does not hold yet under
     /// `## Imported from <tool> (<source>)`.
     pub(crate) fn merge_memory_md(&mut self, source_rel: &str, lines: Vec<MergeLine>) {
-        let existing = match self.memory.read_memory_md() {
+        let memory_md = self.ws.memory_md();
+        let existing = match self.current_text(&memory_md) {
             Ok(t) => t,
             Err(e) => {
                 self.report.push(
@@ -523,6 +592,7 @@ impl<'a> Importer<'a> {
         ) {
             return;
         }
+        self.would_write(&memory_md, text.as_bytes());
         self.report.memory_lines += new;
         let verb = if existing.is_empty() {
             Verb::Create
@@ -551,7 +621,8 @@ impl<'a> Importer<'a> {
             return;
         }
         let target = "memory/HISTORY.md";
-        let existing = match self.memory.read_history() {
+        let history = self.ws.history_md();
+        let existing = match self.current_text(&history) {
             Ok(t) => t,
             Err(e) => {
                 self.report.push(
@@ -598,7 +669,6 @@ impl<'a> Importer<'a> {
                 },
             );
         }
-        let history = self.ws.history_md();
         if !self.report.write(
             self.dry_run,
             Kind::History,
@@ -609,6 +679,7 @@ impl<'a> Importer<'a> {
         ) {
             return;
         }
+        self.would_append(&history, text.as_bytes());
         self.report.history_entries += new;
         let verb = if existing.is_empty() {
             Verb::Create
@@ -693,6 +764,7 @@ impl<'a> Importer<'a> {
             beside.push_str(&format!(": {n}"));
         }
         let current = match fs::symlink_metadata(&path) {
+            _ if self.overlay.contains_key(&path) => self.overlay.get(&path).cloned(),
             Err(_) => None,
             Ok(m) if m.file_type().is_file() => match fs::read(&path) {
                 Ok(b) => Some(b),
@@ -763,6 +835,7 @@ impl<'a> Importer<'a> {
                 ) {
                     return None;
                 }
+                self.would_append(&path, add.as_bytes());
                 self.report.push(
                     Verb::Append,
                     kind,
@@ -812,6 +885,7 @@ impl<'a> Importer<'a> {
         ) {
             return false;
         }
+        self.would_write(path, bytes);
         self.manifest.files.insert(
             target_rel.to_string(),
             Written {
@@ -879,10 +953,9 @@ fn normalise(line: &str) -> Option<String> {
     Record::parse(line).ok()?.to_line().ok()
 }
 
-/// The non-metadata lines of a log (normalised) and its cursor. Lines that
-/// do not parse are compared as they are.
-fn read_log_lines(path: &std::path::Path) -> mnemo_store::Result<(Vec<String>, usize)> {
-    let text = fsutil::read_text(path)?;
+/// The non-metadata lines of a log's text (normalised) and its cursor.
+/// Lines that do not parse are compared as they are.
+fn log_lines(text: &str) -> (Vec<String>, usize) {
     let mut out = Vec::new();
     let mut cursor = 0;
     // A partial last line (a write in progress) is not part of the log yet.
@@ -897,7 +970,7 @@ fn read_log_lines(path: &std::path::Path) -> mnemo_store::Result<(Vec<String>, u
             Err(_) => out.push(line.to_string()),
         }
     }
-    Ok((out, cursor))
+    (out, cursor)
 }
 
 /// True when a line starts with a `[YYYY-MM-DD HH:MM]` stamp.

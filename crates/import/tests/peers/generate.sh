@@ -18,8 +18,9 @@
 # all removed at the end. Needs python3 (3.11+),
 # npm and network access to PyPI and npm. Each fixture keeps what the tool wrote
 # except version control (.git, .gitignore) and, for OpenClaw, the shared
-# runtime database (state/), temporary locks (tmp/), logs and the scratch
-# copies of its search index, which hold no memory or conversation.
+# runtime database (state/), temporary locks (tmp/), logs, links into its own
+# install (plugin-skills/) and the scratch copies of its search index, which
+# hold no memory or conversation.
 set -euo pipefail
 
 NANOBOT_VERSION=0.3.5
@@ -125,7 +126,8 @@ JSON
     node "$oc" agent --local --agent work --message "Remember that deploys happen on Fridays."
   )
   sed -i "s#http://127.0.0.1:$port/v1#http://127.0.0.1:11434/v1#" "$home/.openclaw/openclaw.json"
-  rm -rf "$home/.openclaw/state" "$home/.openclaw/tmp" "$home/.openclaw/logs"
+  # plugin-skills/ holds links into the OpenClaw install, gone with it.
+  rm -rf "$home/.openclaw/state" "$home/.openclaw/tmp" "$home/.openclaw/logs" "$home/.openclaw/plugin-skills"
   # Scratch copies of the search index a reindex leaves behind (a megabyte
   # each, no conversation in them).
   rm -f "$home"/.openclaw/agents/*/agent/openclaw-agent.sqlite.memory-reindex-*

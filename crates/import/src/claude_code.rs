@@ -51,11 +51,10 @@ pub(crate) fn run(imp: &mut Importer<'_>, src: Source, select: &Select) -> Resul
         return Ok(looked);
     }
     if is_project(&src, "") {
-        let name = src.name();
         let units = choose(
             Tool::ClaudeCode,
             src.root(),
-            vec![(name.clone(), String::new())],
+            vec![(src.name(), String::new())],
             select,
         )?;
         for (name, dir) in &units {

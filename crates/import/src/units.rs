@@ -33,7 +33,7 @@ pub(crate) fn choose<T>(
             if let Some(missing) = wanted.iter().find(|w| !names.contains(w)) {
                 return Err(fail(format!(
                     "no {what} named {missing:?} here; found: {}",
-                    if listing.is_empty() { "none".to_string() } else { listing.clone() }
+                    if listing.is_empty() { "none" } else { listing.as_str() }
                 )));
             }
             Ok(units

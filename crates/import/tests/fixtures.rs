@@ -205,3 +205,30 @@ fn copy_tree(src: &Path, dst: &Path) {
         }
     }
 }
+
+/// The report's lines, as printed.
+pub fn lines(r: &mnemo_import::Report) -> String {
+    r.actions
+        .iter()
+        .map(|a| a.to_string())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The session store of the workspace at `ws`.
+pub fn store(ws: &Path) -> mnemo_store::SessionStore {
+    mnemo_store::SessionStore::new(
+        &mnemo_core::Workspace::new(ws),
+        mnemo_store::SessionOptions::default(),
+    )
+}
+
+/// The session keys of the workspace at `ws`.
+pub fn keys(ws: &Path) -> Vec<String> {
+    store(ws)
+        .list()
+        .unwrap()
+        .into_iter()
+        .map(|s| s.key)
+        .collect()
+}

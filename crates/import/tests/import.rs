@@ -12,7 +12,7 @@ use std::path::Path;
 use fixtures::*;
 use mnemo_core::{Message, Workspace};
 use mnemo_import::{import, ImportOptions, Kind, Report, Tool, Verb};
-use mnemo_store::{Record, SessionOptions, SessionStore};
+use mnemo_store::Record;
 use pretty_assertions::assert_eq;
 use serde_json::{json, Value};
 
@@ -28,18 +28,6 @@ fn run_opts(ws: &Path, tool: Tool, src: &Path, dry_run: bool, allow_no_sessions:
         ..ImportOptions::default()
     };
     import(&Workspace::new(ws), tool, src, &opts).unwrap()
-}
-
-fn store(ws: &Path) -> SessionStore {
-    SessionStore::new(&Workspace::new(ws), SessionOptions::default())
-}
-
-fn lines(r: &Report) -> String {
-    r.actions
-        .iter()
-        .map(|a| a.to_string())
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 /// Imports once, checks that a second run and a dry run change nothing
@@ -203,12 +191,7 @@ fn conflicting_session_key_is_imported_beside_and_then_skipped() {
     let mine = store(&ws).load("cli:direct").unwrap();
     assert_eq!(mine.messages.len(), 1);
     assert_eq!(mine.messages[0].text(), "a mnemo conversation");
-    let keys: Vec<String> = store(&ws)
-        .list()
-        .unwrap()
-        .into_iter()
-        .map(|s| s.key)
-        .collect();
+    let keys: Vec<String> = keys(&ws);
     let imported = keys
         .iter()
         .find(|k| k.starts_with("cli:direct#nanobot-"))

@@ -15,12 +15,10 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use fixtures::copy_fixture;
+use fixtures::{copy_fixture, keys, lines, store};
 use mnemo_core::{Message, Workspace};
-use mnemo_import::{
-    export_nanobot, import, ExportOptions, ImportOptions, Report, Select, Tool, Verb,
-};
-use mnemo_store::{CompactionRecord, Record, SessionOptions, SessionStore};
+use mnemo_import::{export_nanobot, import, ExportOptions, ImportOptions, Select, Tool, Verb};
+use mnemo_store::{CompactionRecord, Record};
 use pretty_assertions::assert_eq;
 use serde_json::{json, Value};
 
@@ -54,7 +52,9 @@ fn nanobot_python() -> Option<PathBuf> {
         return Some(venv);
     }
     if std::env::var_os("CI").is_some() {
-        panic!("nanobot-ai 0.3.5 is not installed: CI must run scripts/fetch-peers.sh (.ci/run does)");
+        panic!(
+            "nanobot-ai 0.3.5 is not installed: CI must run scripts/fetch-peers.sh (.ci/run does)"
+        );
     }
     eprintln!("nanobot round trip not run: nanobot-ai 0.3.5 is not installed (scripts/fetch-peers.sh installs it)");
     None
@@ -78,7 +78,10 @@ fn nanobot_load(python: &Path, data: &Path, keys: &[String]) -> BTreeMap<String,
         String::from_utf8_lossy(&out.stderr)
     );
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["version"], "0.3.5", "the round trip is pinned to nanobot-ai 0.3.5");
+    assert_eq!(
+        v["version"], "0.3.5",
+        "the round trip is pinned to nanobot-ai 0.3.5"
+    );
     v["sessions"]
         .as_object()
         .unwrap()
@@ -92,18 +95,6 @@ fn nanobot_home(dir: &Path) -> PathBuf {
     let data = dir.join(".nanobot");
     fs::create_dir_all(data.join("workspace")).unwrap();
     data
-}
-
-fn lines(r: &Report) -> String {
-    r.actions
-        .iter()
-        .map(|a| a.to_string())
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-fn store(ws: &Path) -> SessionStore {
-    SessionStore::new(&Workspace::new(ws), SessionOptions::default())
 }
 
 /// The message lines of a mnemo log, as JSON, and its cursor.
@@ -149,8 +140,11 @@ fn mnemo_session(ws: &Path) {
         extra: Default::default(),
     }))
     .unwrap();
-    log.append(&[Message::user("And on Sundays?"), Message::assistant("Jasmine tea.")])
-        .unwrap();
+    log.append(&[
+        Message::user("And on Sundays?"),
+        Message::assistant("Jasmine tea."),
+    ])
+    .unwrap();
 }
 
 #[test]
@@ -176,13 +170,18 @@ fn mnemo_logs_load_in_nanobot_through_export_and_not_without() {
         let report = import(&Workspace::new(&ws), tool, &home.join(folder), &opts).unwrap();
         assert!(!report.has_problems(), "{}", lines(&report));
     }
-    let keys: Vec<String> = store(&ws).list().unwrap().into_iter().map(|s| s.key).collect();
+    let keys: Vec<String> = keys(&ws);
     assert_eq!(keys.len(), 5, "{keys:?}");
 
     let data = nanobot_home(&dir.path().join("nb"));
     let report = export_nanobot(&Workspace::new(&ws), &data, &ExportOptions::default()).unwrap();
     assert!(!report.has_problems(), "{}", lines(&report));
-    assert_eq!(report.count(Verb::Create), keys.len() + 2, "{}", lines(&report));
+    assert_eq!(
+        report.count(Verb::Create),
+        keys.len() + 2,
+        "{}",
+        lines(&report)
+    );
     let text = lines(&report);
     assert!(text.contains("left out compaction 1"), "{text}");
     let loaded = nanobot_load(&python, &data, &keys);
@@ -213,7 +212,11 @@ fn mnemo_logs_load_in_nanobot_through_export_and_not_without() {
     .unwrap();
     let raw = nanobot_load(&python, &data, &["cli:direct".to_string()]);
     let error = raw["cli:direct"]["error"].as_str().unwrap_or("");
-    assert!(error.contains("KeyError"), "mnemo's raw log loaded in nanobot: {}", raw["cli:direct"]);
+    assert!(
+        error.contains("KeyError"),
+        "mnemo's raw log loaded in nanobot: {}",
+        raw["cli:direct"]
+    );
 }
 
 #[test]
@@ -229,7 +232,13 @@ fn nanobot_sessions_come_back_unchanged_through_mnemo() {
 
     let ws = dir.path().join("ws");
     let src = copy_fixture("nanobot-0.3.5", &dir.path().join("source")).join(".nanobot");
-    let report = import(&Workspace::new(&ws), Tool::Nanobot, &src, &ImportOptions::default()).unwrap();
+    let report = import(
+        &Workspace::new(&ws),
+        Tool::Nanobot,
+        &src,
+        &ImportOptions::default(),
+    )
+    .unwrap();
     assert!(!report.has_problems(), "{}", lines(&report));
     let back = nanobot_home(&dir.path().join("back"));
     let report = export_nanobot(&Workspace::new(&ws), &back, &ExportOptions::default()).unwrap();
@@ -237,7 +246,10 @@ fn nanobot_sessions_come_back_unchanged_through_mnemo() {
     let after = nanobot_load(&python, &back, &keys);
     for key in &keys {
         assert_eq!(after[key]["messages"], before[key]["messages"], "{key}");
-        assert_eq!(after[key]["last_archived"], before[key]["last_archived"], "{key}");
+        assert_eq!(
+            after[key]["last_archived"], before[key]["last_archived"],
+            "{key}"
+        );
         assert_eq!(after[key]["history"], before[key]["history"], "{key}");
     }
     // The tool-call message nanobot stored with `"content": null` kept it.

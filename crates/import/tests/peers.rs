@@ -13,10 +13,10 @@ use std::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use fixtures::{copy_fixture, tree};
+use fixtures::{copy_fixture, lines, store, tree};
 use mnemo_core::Workspace;
 use mnemo_import::{import, Error, ImportOptions, Kind, Report, Select, Tool, Verb};
-use mnemo_store::{MemoryStore, MemoryType, SessionOptions, SessionStore};
+use mnemo_store::{MemoryStore, MemoryType};
 use pretty_assertions::assert_eq;
 use serde_json::Value;
 
@@ -26,14 +26,6 @@ fn options(select: Select, dry_run: bool) -> ImportOptions {
         select,
         ..ImportOptions::default()
     }
-}
-
-fn lines(r: &Report) -> String {
-    r.actions
-        .iter()
-        .map(|a| a.to_string())
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 /// Imports `src` into a new workspace `dir/ws` and checks what holds for
@@ -123,10 +115,6 @@ fn jsonl_values(path: &Path) -> Vec<Value> {
         .map(|l| serde_json::from_str::<Value>(l).unwrap())
         .filter(|v| v.get("_type") != Some(&Value::String("metadata".into())))
         .collect()
-}
-
-fn store(ws: &Path) -> SessionStore {
-    SessionStore::new(&Workspace::new(ws), SessionOptions::default())
 }
 
 fn text_lines(text: &str) -> Vec<&str> {

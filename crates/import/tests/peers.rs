@@ -757,3 +757,57 @@ fn empty_or_unrecognised_sources_are_errors() {
     }
     assert!(!dir.path().join("ws").exists());
 }
+
+#[test]
+fn an_openclaw_database_in_use_is_read_with_its_write_ahead_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = copy_fixture("openclaw-2026.9.6", &dir.path().join("home"));
+    let src = home.join(".openclaw");
+    let db = src.join("agents/work/agent/openclaw-agent.sqlite");
+    // OpenClaw still running: its latest turn is in the write-ahead log,
+    // not yet in the database file.
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.pragma_update(None, "wal_autocheckpoint", 0).unwrap();
+    let (id, seq, last): (String, i64, String) = conn
+        .query_row(
+            "SELECT session_id, seq, event_json FROM transcript_events ORDER BY seq DESC LIMIT 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .unwrap();
+    let parent: Value = serde_json::from_str(&last).unwrap();
+    let entry = serde_json::json!({
+        "type": "message", "id": "late1", "parentId": parent["id"],
+        "timestamp": "2026-12-01T09:00:00.000Z",
+        "message": {"role": "user", "content": "Also: deploys need a green build.", "timestamp": 1796115600000u64}
+    });
+    conn.execute(
+        "INSERT INTO transcript_events (session_id, seq, event_json, created_at) VALUES (?1, ?2, ?3, ?4)",
+        rusqlite::params![id, seq + 1, entry.to_string(), 1_796_115_600_000i64],
+    )
+    .unwrap();
+    let mut wal = db.as_os_str().to_owned();
+    wal.push("-wal");
+    assert!(fs::metadata(&wal).unwrap().len() > 0, "the row is not in the write-ahead log");
+
+    let before = tree(&src);
+    let ws = dir.path().join("ws");
+    let report = import(
+        &Workspace::new(&ws),
+        Tool::OpenClaw,
+        &src,
+        &options(Select::Named(vec!["work".into()]), false),
+    )
+    .unwrap();
+    assert!(!report.has_problems(), "{}", lines(&report));
+    assert_eq!(tree(&src), before, "the database in use was modified");
+    let said: Vec<String> = store(&ws)
+        .load(&format!("openclaw:work:{id}"))
+        .unwrap()
+        .messages
+        .iter()
+        .map(|m| m.text())
+        .collect();
+    assert_eq!(said.last().unwrap(), "Also: deploys need a green build.");
+    drop(conn);
+}

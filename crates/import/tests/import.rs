@@ -602,3 +602,71 @@ fn a_broken_openclaw_session_index_is_reported_and_the_transcripts_still_import(
     assert!(!loaded.messages.is_empty());
     assert!(!loaded.meta.metadata.contains_key("openclaw_keys"));
 }
+
+/// A Claude Code transcript in the documented format of earlier releases:
+/// a `summary` line, sidechain entries in the session's own file, thinking,
+/// a failed tool call, an image, an entry type this version does not know.
+#[test]
+fn claude_code_older_transcripts_summaries_and_inline_sidechains() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("projects/-home-u-app");
+    let lines_of = [
+        r#"{"type":"summary","summary":"Fixing the login bug","leafUuid":"a2"}"#,
+        r#"{"parentUuid":null,"isSidechain":false,"type":"user","message":{"role":"user","content":"Why does login fail?"},"uuid":"u1","timestamp":"2025-06-01T10:00:00.000Z","sessionId":"s1","cwd":"/home/u/app","version":"1.0.30"}"#,
+        r#"{"parentUuid":"u1","isSidechain":false,"type":"assistant","message":{"id":"msg_1","role":"assistant","content":[{"type":"thinking","thinking":"check the logs","signature":"x"}]},"uuid":"a1","timestamp":"2025-06-01T10:00:01.000Z"}"#,
+        r#"{"parentUuid":"a1","isSidechain":false,"type":"assistant","message":{"id":"msg_1","role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"Bash","input":{"command":"cat login.log"}}]},"uuid":"a1b","timestamp":"2025-06-01T10:00:01.500Z"}"#,
+        r#"{"parentUuid":"a1b","isSidechain":false,"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"No such file","is_error":true}]},"uuid":"t1","timestamp":"2025-06-01T10:00:02.000Z"}"#,
+        r#"{"parentUuid":"t1","isSidechain":true,"type":"user","message":{"role":"user","content":"Search the code for the login handler"},"uuid":"s-u1","timestamp":"2025-06-01T10:00:03.000Z"}"#,
+        r#"{"parentUuid":"s-u1","isSidechain":true,"type":"assistant","message":{"id":"msg_s","role":"assistant","content":[{"type":"text","text":"It is in auth.rs."}]},"uuid":"s-a1","timestamp":"2025-06-01T10:00:04.000Z"}"#,
+        r#"{"parentUuid":"t1","isSidechain":false,"type":"user","message":{"role":"user","content":[{"type":"text","text":"This screenshot:"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"aGk="}}]},"uuid":"u2","timestamp":"2025-06-01T10:00:05.000Z"}"#,
+        r#"{"parentUuid":"u2","isSidechain":false,"type":"assistant","message":{"id":"msg_2","role":"assistant","content":[{"type":"text","text":"The session cookie expired."}]},"uuid":"a2","timestamp":"2025-06-01T10:00:06.000Z"}"#,
+        r#"{"type":"hologram","note":"from a future release"}"#,
+        r#"{"type":"file-history-snapshot","messageId":"a2","snapshot":{}}"#,
+        "not json",
+    ];
+    write(&project, "s1.jsonl", &(lines_of.join("\n") + "\n"));
+    let ws = dir.path().join("ws");
+    let report = run_opts(&ws, Tool::ClaudeCode, &project, false, false);
+    let text = lines(&report);
+    // The bad line is the one problem; it is kept verbatim.
+    assert_eq!(report.count(Verb::Error), 1, "{text}");
+    assert!(text.contains("s1.jsonl:12"), "{text}");
+    assert!(text.contains("unknown session      <- s1.jsonl: 1 entr(ies) of a type this version does not know (hologram 1)"), "{text}");
+    assert!(
+        text.contains("1 entr(ies) of Claude Code's own bookkeeping (file-history-snapshot 1)"),
+        "{text}"
+    );
+
+    let key = "claude-code:-home-u-app:s1";
+    let main = store(&ws).load(key).unwrap();
+    assert_eq!(main.meta.metadata["title"], "Fixing the login bug");
+    assert_eq!(main.meta.metadata["claude_code_cwd"], "/home/u/app");
+    assert_eq!(main.meta.created_at, "2025-06-01T10:00:00.000Z");
+    let roles: Vec<&str> = main.messages.iter().map(|m| m.role.as_str()).collect();
+    assert_eq!(roles, ["user", "assistant", "tool", "user", "assistant"]);
+    let reply = &main.messages[1];
+    assert_eq!(reply.extra["reasoning_content"], "check the logs");
+    assert_eq!(reply.tool_call_ids().collect::<Vec<_>>(), ["toolu_1"]);
+    assert_eq!(reply.extra["claude_code"].as_array().unwrap().len(), 2);
+    let result = &main.messages[2];
+    assert_eq!(result.name.as_deref(), Some("Bash"));
+    assert_eq!(result.extra["is_error"], true);
+    assert!(matches!(
+        main.messages[3].content,
+        Some(mnemo_core::Content::Parts(_))
+    ));
+    assert_eq!(
+        main.other.len(),
+        3,
+        "summary, hologram, the bad line: {:?}",
+        main.other
+    );
+
+    let side = store(&ws).load(&format!("{key}:sidechain")).unwrap();
+    assert_eq!(side.meta.metadata["claude_code_parent"], key);
+    let said: Vec<String> = side.messages.iter().map(|m| m.text()).collect();
+    assert_eq!(
+        said,
+        ["Search the code for the login handler", "It is in auth.rs."]
+    );
+}

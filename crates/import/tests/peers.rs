@@ -788,7 +788,10 @@ fn an_openclaw_database_in_use_is_read_with_its_write_ahead_log() {
     .unwrap();
     let mut wal = db.as_os_str().to_owned();
     wal.push("-wal");
-    assert!(fs::metadata(&wal).unwrap().len() > 0, "the row is not in the write-ahead log");
+    assert!(
+        fs::metadata(&wal).unwrap().len() > 0,
+        "the row is not in the write-ahead log"
+    );
 
     let before = tree(&src);
     let ws = dir.path().join("ws");

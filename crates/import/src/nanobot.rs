@@ -157,7 +157,7 @@ fn data_dir(imp: &mut Importer<'_>, src: &Source, select: &Select) -> Result<Vec
                 Verb::Skip,
                 "the terminal's input history (every prompt is in the session logs)".to_string(),
             ),
-            "media" | "cron" | "logs" | "webui" | "bridge" | "tui" => (
+            "media" | "cron" | "logs" | "webui" | "bridge" | "tui" | "cli-apps" => (
                 Verb::Skip,
                 "nanobot's runtime data (media, schedules, logs, UI state): not memory".to_string(),
             ),

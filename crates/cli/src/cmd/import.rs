@@ -38,9 +38,9 @@ pub struct ImportArgs {
 
 const IMPORT_HELP: &str = "\
 Where each tool keeps things (give the first folder; the others work too):
-  nanobot      ~/.nanobot: sessions in sessions/<workspace id>/ (0.3.5), memory and
-               USER.md in the workspace (~/.nanobot/workspace); a workspace alone holds
-               sessions only before 0.3.5
+  nanobot      ~/.nanobot: sessions in sessions/<workspace id>/ (0.3.5; before, in the
+               workspace's sessions/), memory and USER.md in the workspace
+               (~/.nanobot/workspace, which leads to its sessions too)
   openclaw     ~/.openclaw: transcripts in agents/<agent>/agent/openclaw-agent.sqlite
                (2026.9; earlier agents/<agent>/sessions/*.jsonl), memory and USER.md in
                each agent's workspace (workspace/ or workspace-<agent>/)

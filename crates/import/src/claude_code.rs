@@ -47,7 +47,7 @@ pub(crate) fn run(imp: &mut Importer<'_>, src: Source, select: &Select) -> Resul
             }
         }
         profile::import(imp, &src, "", "user");
-        home_leftovers(imp, &src, &units);
+        home_leftovers(imp, &src);
         return Ok(looked);
     }
     if is_project(&src, "") {
@@ -212,8 +212,7 @@ fn session_dir(imp: &mut Importer<'_>, src: &Source, dir: &str, key: &str) {
 }
 
 /// What else `~/.claude` holds.
-fn home_leftovers(imp: &mut Importer<'_>, src: &Source, units: &[(String, String)]) {
-    let _ = units;
+fn home_leftovers(imp: &mut Importer<'_>, src: &Source) {
     for n in src.names("") {
         if n == "projects" || profile::is_profile_file(&n) {
             continue;

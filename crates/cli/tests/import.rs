@@ -171,6 +171,21 @@ fn import_asks_which_agent_then_takes_one_or_all_and_exports_to_nanobot() {
         "{again}"
     );
 
+    // Claude Code's project names start with `-`.
+    let project = peers().join("claude-code-2.1.332/.claude");
+    let chosen = ok(&mnemo(
+        &ws,
+        &[
+            "import",
+            "claude-code",
+            project.to_str().unwrap(),
+            "--only",
+            "-home-ada-src-garden",
+            "--dry-run",
+        ],
+    ));
+    assert!(chosen.contains("2 conversation(s) found"), "{chosen}");
+
     let help = ok(&mnemo(&ws, &["import", "--help"]));
     assert!(
         help.contains("sessions/<workspace id>/") && help.contains("openclaw-agent.sqlite"),

@@ -24,8 +24,14 @@ pub struct ImportArgs {
     #[arg(long)]
     pub dry_run: bool,
     /// Import only this nanobot workspace, OpenClaw agent or Claude Code project
-    /// (repeat for several); the import lists the names when it finds several
-    #[arg(long, value_name = "NAME", conflicts_with = "all")]
+    /// (repeat for several; Claude Code's project names start with `-`, as in
+    /// `--only -home-you-src-app`); the import lists the names when it finds several
+    #[arg(
+        long,
+        value_name = "NAME",
+        conflicts_with = "all",
+        allow_hyphen_values = true
+    )]
     pub only: Vec<String>,
     /// Import every workspace, agent or project found
     #[arg(long)]

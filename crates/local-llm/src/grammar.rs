@@ -395,10 +395,11 @@ impl JsonMatcher {
                 match b {
                     b']' if first || after_value => Step::Consumed,
                     b',' if after_value => {
+                        // The value pushed above comes back here with `after_value`.
                         self.stack.push(Frame::Arr {
                             items: items.clone(),
                             first: false,
-                            after_value: false,
+                            after_value: true,
                         });
                         self.stack.push(Frame::Value(items));
                         Step::Consumed

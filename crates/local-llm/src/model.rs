@@ -272,14 +272,15 @@ impl Model {
             .ok_or_else(|| Error::Invalid("tensor token_embd.weight is missing".into()))?;
         let embd_dtype = info.ggml_dtype;
         let dims = info.shape.dims();
-        if dims.len() != 2 || dims[0] != config.n_embd {
+        // candle lists GGUF dimensions outermost first: [vocab, n_embd].
+        if dims.len() != 2 || dims[1] != config.n_embd {
             return Err(Error::Invalid(format!(
-                "token_embd.weight has shape {dims:?}, expected [{}, vocab]",
+                "token_embd.weight has shape {dims:?}, expected [vocab, {}]",
                 config.n_embd
             )));
         }
         let embd_row_bytes = config.n_embd / embd_dtype.block_size() * embd_dtype.type_size();
-        let mut embd_raw = vec![0u8; embd_row_bytes * dims[1]];
+        let mut embd_raw = vec![0u8; embd_row_bytes * dims[0]];
         {
             use std::io::{Read, Seek, SeekFrom};
             file.seek(SeekFrom::Start(ct.tensor_data_offset + info.offset))

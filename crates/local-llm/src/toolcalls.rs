@@ -88,11 +88,13 @@ pub fn parse(text: &str, tools: &[&str]) -> Result<Parsed, String> {
             for item in items {
                 match as_call(&item, tools) {
                     Some(c) => calls.push(c),
-                    None => return Err(format!(
+                    None => {
+                        return Err(format!(
                         "the model called something that is not one of the offered tools ({}): {}",
                         tools.join(", "),
                         clip(body)
-                    )),
+                    ))
+                    }
                 }
             }
             rest = next;

@@ -138,16 +138,8 @@ pub fn download(
     progress: &mut dyn FnMut(&DownloadProgress),
 ) -> Result<PathBuf> {
     validate_revision(revision)?;
-    let cache_dir = match cache_dir {
-        Some(c) => c.to_path_buf(),
-        None => default_cache_dir().ok_or_else(|| {
-            Error::Invalid("no Hugging Face cache folder: set HF_HUB_CACHE or HF_HOME, or [embedder] cache_dir".into())
-        })?,
-    };
-    let endpoint = endpoint
-        .map(str::to_string)
-        .unwrap_or_else(default_endpoint);
-    let endpoint = endpoint.trim_end_matches('/');
+    let (cache_dir, endpoint) = cache_and_endpoint(cache_dir, endpoint)?;
+    let endpoint = endpoint.as_str();
     let repo = repo_dir(&cache_dir, model_id)?;
     let client = http_client()?;
 
@@ -242,21 +234,12 @@ pub fn download_file(
             "file name {file:?} must be made of letters, digits, '-', '_', '.' and '/'"
         )));
     }
-    let cache_dir = match cache_dir {
-        Some(c) => c.to_path_buf(),
-        None => default_cache_dir().ok_or_else(|| {
-            Error::Invalid("no Hugging Face cache folder: set HF_HUB_CACHE or HF_HOME".into())
-        })?,
-    };
+    let (cache_dir, endpoint) = cache_and_endpoint(cache_dir, endpoint)?;
     if let Ok(snap) = cached_model_dir(repo_id, revision, &cache_dir) {
         if snap.join(file).is_file() {
             return Ok(snap.join(file));
         }
     }
-    let endpoint = endpoint
-        .map(str::to_string)
-        .unwrap_or_else(default_endpoint);
-    let endpoint = endpoint.trim_end_matches('/');
     let repo = repo_dir(&cache_dir, repo_id)?;
     let url = format!("{endpoint}/{repo_id}/resolve/{revision}/{file}");
     let resp = http_client()?.get(&url).send().map_err(|e| {
@@ -281,6 +264,24 @@ pub fn download_file(
         write_atomic(&repo.join("refs").join(revision), commit.as_bytes())?;
     }
     Ok(dest)
+}
+
+/// The cache folder (default: [`default_cache_dir`]) and the endpoint
+/// without a trailing `/` (default: [`default_endpoint`]).
+fn cache_and_endpoint(
+    cache_dir: Option<&Path>,
+    endpoint: Option<&str>,
+) -> Result<(PathBuf, String)> {
+    let cache_dir = match cache_dir {
+        Some(c) => c.to_path_buf(),
+        None => default_cache_dir().ok_or_else(|| {
+            Error::Invalid("no Hugging Face cache folder: set HF_HUB_CACHE or HF_HOME, or the cache_dir setting".into())
+        })?,
+    };
+    let endpoint = endpoint
+        .map(str::to_string)
+        .unwrap_or_else(default_endpoint);
+    Ok((cache_dir, endpoint.trim_end_matches('/').to_string()))
 }
 
 /// The client of every model download: a connect timeout, no overall

@@ -64,6 +64,7 @@ struct Engine {
     calls: u64,
     max_output: usize,
     stats: GenerationStats,
+    cancelled: u64,
 }
 
 /// A GGUF chat model run inside the process.
@@ -150,6 +151,7 @@ impl LocalChat {
                 calls: 0,
                 max_output,
                 stats: GenerationStats::default(),
+                cancelled: 0,
             })),
             path: path.to_path_buf(),
             ids: Arc::new(AtomicU64::new(0)),
@@ -164,6 +166,14 @@ impl LocalChat {
     /// Timings of the last request.
     pub fn last_stats(&self) -> GenerationStats {
         self.engine.lock().unwrap_or_else(|e| e.into_inner()).stats
+    }
+
+    /// How many generations stopped because their caller went away.
+    pub fn cancelled_generations(&self) -> u64 {
+        self.engine
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .cancelled
     }
 
     /// The prompt `req` renders to (for tests and debugging).

@@ -88,17 +88,27 @@ fn forcing_a_tool_that_is_not_offered_is_refused() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dropped_request_stops_and_the_model_serves_the_next() {
     let m = common::smollm2(2048);
     let long = ChatRequest::new(vec![Message::user("Write a long story about the sea.")])
         .with_max_tokens(2000);
     let r = tokio::time::timeout(Duration::from_millis(300), m.complete(long)).await;
     assert!(r.is_err(), "the request timed out");
-    // The generation thread notices and frees the model.
-    let next = tokio::time::timeout(Duration::from_secs(120), m.complete(req("Hi"))).await;
-    assert!(next.unwrap().is_ok());
+    // The generation thread notices, stops and frees the model for the next.
+    assert!(m.complete(req("Hi")).await.is_ok());
+    assert_eq!(m.cancelled_generations(), 1);
     assert!(m.last_stats().generated_tokens <= 24);
+}
+
+#[test]
+fn a_cancelled_flag_stops_before_the_prompt_runs() {
+    let m = common::smollm2(2048);
+    let err = m
+        .complete_blocking(&req("Hi"), &AtomicBool::new(true))
+        .unwrap_err();
+    assert!(matches!(err, Error::Cancelled), "{err:?}");
+    assert_eq!(m.cancelled_generations(), 1);
 }
 
 #[test]

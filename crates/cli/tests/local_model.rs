@@ -17,7 +17,11 @@ fn mnemo(ws: &Path, args: &[&str]) -> Output {
         .arg("--set")
         .arg(format!("provider.path={}", gguf.display()))
         .args(["--set", "provider.context_window=2048"])
-        .args(["--set", "provider.max_output=400"])
+        .args(["--set", "provider.max_output=160"])
+        // One try per chunk: a failed forced call is archived raw at once
+        // (the fallback a remote model gets after its tries), which keeps
+        // this test's model time bounded.
+        .args(["--set", "engine.consolidation_max_failures=1"])
         .output()
         .unwrap()
 }

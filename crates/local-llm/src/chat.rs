@@ -22,6 +22,13 @@ use crate::template::{forced_call_opening, py_json, ChatTemplate, IM_END, IM_STA
 use crate::tokenizer::GgufTokenizer;
 use crate::toolcalls;
 
+/// Logits of tokens among the last [`REPEAT_WINDOW`] generated are divided
+/// by this (multiplied when negative), as llama.cpp does by default: small
+/// models otherwise fall into loops that only the budget ends.
+pub const REPEAT_PENALTY: f32 = 1.1;
+/// How many recent tokens [`REPEAT_PENALTY`] looks at.
+pub const REPEAT_WINDOW: usize = 64;
+
 /// Smallest output budget a prompt must leave free in the context window;
 /// below it the prompt is reported as too long (so the engine compacts)
 /// rather than answered in a few tokens.
@@ -416,6 +423,7 @@ impl Engine {
             if cancel.load(Ordering::Relaxed) {
                 return Err(Error::Cancelled);
             }
+            penalize(&mut logits, &out);
             let t = sample(&logits, temperature, rng);
             *generated += 1;
             if self.stops.contains(&t) {
@@ -488,6 +496,7 @@ impl Engine {
     ) -> Result<(String, Vec<f32>)> {
         let mut matcher = JsonMatcher::new(node);
         let mut bytes = Vec::new();
+        let mut recent: Vec<u32> = Vec::new();
         let vocab = self.tokenizer.vocab_size().min(logits.len());
         loop {
             if cancel.load(Ordering::Relaxed) {
@@ -499,6 +508,7 @@ impl Engine {
                     bytes.len()
                 )));
             }
+            penalize(&mut logits, &recent);
             let ok = |id: usize| {
                 !self.tokenizer.is_control(id as u32)
                     && matcher.accepts(self.tokenizer.token_bytes(id as u32))
@@ -524,6 +534,7 @@ impl Engine {
                     allowed[0]
                 }
             };
+            recent.push(choice as u32);
             let tb = self.tokenizer.token_bytes(choice as u32).to_vec();
             matcher.feed(&tb);
             bytes.extend_from_slice(&tb);
@@ -560,6 +571,22 @@ fn forced_call(req: &ChatRequest) -> Result<Option<Forced>> {
                 .map(|t| (t.name.clone(), t.parameters.clone()))
                 .collect(),
         ))),
+    }
+}
+
+/// Applies [`REPEAT_PENALTY`] to the tokens of the last [`REPEAT_WINDOW`] of `recent`.
+fn penalize(logits: &mut [f32], recent: &[u32]) {
+    let mut seen = std::collections::HashSet::new();
+    for &t in recent.iter().rev().take(REPEAT_WINDOW) {
+        if seen.insert(t) {
+            if let Some(l) = logits.get_mut(t as usize) {
+                *l = if *l > 0.0 {
+                    *l / REPEAT_PENALTY
+                } else {
+                    *l * REPEAT_PENALTY
+                };
+            }
+        }
     }
 }
 

@@ -277,6 +277,19 @@ impl Engine {
         cancel: &AtomicBool,
         call_no: u64,
     ) -> Result<ChatResponse> {
+        let out = self.generate_inner(req, cancel, call_no);
+        if matches!(out, Err(Error::Cancelled)) {
+            self.cancelled += 1;
+        }
+        out
+    }
+
+    fn generate_inner(
+        &mut self,
+        req: &ChatRequest,
+        cancel: &AtomicBool,
+        call_no: u64,
+    ) -> Result<ChatResponse> {
         self.calls += 1;
         let forced = forced_call(req)?;
         let mut prompt = self.template.render(req);

@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::process::Output;
 
-use mnemo_test_support::cli::{mnemo_command, stdout_of_success};
+use mnemo_test_support::cli::{mnemo_command, run_with_stdin, stdout_of_success};
 
 fn mnemo(ws: &Path, args: &[&str]) -> Output {
     let gguf = mnemo_test_support::smollm2_gguf();
@@ -63,7 +63,7 @@ fn the_memory_pipeline_runs_offline_on_the_local_model() {
     assert!(!out.trim().is_empty(), "{out}");
 
     // Recall: the side query reads the typed memories' manifest.
-    let o = mnemo_command(
+    let mut add = mnemo_command(
         env!("CARGO_BIN_EXE_mnemo"),
         ws,
         &[
@@ -76,10 +76,9 @@ fn the_memory_pipeline_runs_offline_on_the_local_model() {
             "--description",
             "prefers green tea",
         ],
-    )
-    .args(["--set", "embedder.kind=none"])
-    .output()
-    .unwrap();
+    );
+    add.args(["--set", "embedder.kind=none"]);
+    let o = run_with_stdin(add, b"Prefers green tea, never coffee.");
     assert!(o.status.success(), "{o:?}");
     let out = ok(mnemo(
         ws,

@@ -23,6 +23,14 @@ pub fn stderr_bar(template: &str) -> ProgressBar {
 /// a bar on a terminal, else one stderr line per file, so a slow first run
 /// says why.
 pub fn with_download_bar<T>(f: impl FnOnce(&mut dyn FnMut(&DownloadProgress)) -> T) -> T {
+    with_download_bar_for("the embedding model", f)
+}
+
+/// [`with_download_bar`] for the model `what` names ("the chat model").
+pub fn with_download_bar_for<T>(
+    what: &str,
+    f: impl FnOnce(&mut dyn FnMut(&DownloadProgress)) -> T,
+) -> T {
     let bar = stderr_bar("{msg} [{bar:25}] {bytes}/{total_bytes} {bytes_per_sec}");
     let mut announced = None;
     let out = f(&mut |p: &DownloadProgress| {
@@ -43,7 +51,7 @@ pub fn with_download_bar<T>(f: impl FnOnce(&mut dyn FnMut(&DownloadProgress)) ->
                     .total
                     .map(|t| format!(" ({:.1} MB)", t as f64 / 1e6))
                     .unwrap_or_default();
-                eprintln!("mnemo: {msg}{size} for the embedding model (once; it is cached)");
+                eprintln!("mnemo: {msg}{size} for {what} (once; it is cached)");
             }
             return;
         }

@@ -484,13 +484,14 @@ impl Backend {
             let config = self.mnemo.config();
             let env = |k: &str| std::env::var(k).ok();
             match mnemo_llm::ProviderConfig::resolve(config, None, &Default::default(), &env)
-                .and_then(|p| mnemo_llm::build_chat_model(&p))
+                .and_then(|p| mnemo::build_chat_model(&p, &mut |_| {}))
             {
                 Ok(model) => Engine::new(ws, config, model).map(|e| EngineSlot::Ready(Arc::new(e))),
                 Err(e) => {
                     let why = format!(
                         "no chat model is configured ({e}); set the [provider] section of mnemo.toml \
-                         (kind, base_url, model, api_key_env) to enable consolidation, compaction and recall"
+                         (kind = \"local\" runs a model inside mnemo, offline and without a key; or kind, \
+                         base_url, model, api_key_env for a remote one) to enable consolidation, compaction and recall"
                     );
                     let model: Arc<dyn ChatModel> = Arc::new(NoModel::new(why.clone()));
                     Engine::new(ws, config, model).map(|e| EngineSlot::Offline(Arc::new(e), why))

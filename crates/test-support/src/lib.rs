@@ -24,7 +24,7 @@ mod render;
 mod reply;
 mod server;
 
-pub use model::{e5_model_file, model_dir, mpnet_model_dir};
+pub use model::{e5_model_file, model_dir, mpnet_model_dir, smollm2_gguf};
 pub use random::XorShift;
 pub use render::{estimate_tokens, hashed_embedding};
 pub use reply::Reply;

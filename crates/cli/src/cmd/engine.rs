@@ -6,7 +6,7 @@ use std::sync::Arc;
 use anyhow::{Context as _, Result};
 use clap::Args;
 use mnemo_engine::{Engine, EngineEvent};
-use mnemo_llm::{build_chat_model, ChatModel, ProviderConfig, ProviderOverrides};
+use mnemo_llm::{ChatModel, ProviderConfig, ProviderOverrides};
 
 use crate::ctx::GlobalArgs;
 
@@ -15,13 +15,17 @@ use crate::ctx::GlobalArgs;
 #[derive(Debug, Args)]
 pub struct ModelArgs {
     /// openai (any OpenAI-compatible API: OpenAI, Ollama, vLLM, DeepSeek, …),
-    /// anthropic, or the name of a [providers.NAME] section
+    /// anthropic, local (a GGUF model run by mnemo itself: offline, no key;
+    /// downloaded once), or the name of a [providers.NAME] section
     #[arg(long, global = true)]
     pub provider: Option<String>,
     /// The API's base URL, e.g. http://127.0.0.1:11434/v1 for Ollama
     #[arg(long, global = true, value_name = "URL")]
     pub base_url: Option<String>,
-    /// The model name
+    /// The model name; with --provider local, a known model
+    /// (qwen2.5-coder-1.5b-instruct-q4_k_m, the default;
+    /// qwen2.5-coder-0.5b-instruct-q4_k_m; smollm2-135m-instruct-q4_1) or
+    /// the path of a .gguf file
     #[arg(long, global = true)]
     pub model: Option<String>,
 }
@@ -77,6 +81,14 @@ pub struct NewArgs {
     pub model: ModelArgs,
 }
 
+/// What to do when no chat model is configured.
+pub(crate) const NO_MODEL_HINT: &str =
+    "no chat model configured: run one inside mnemo, offline and without a key, with --provider local \
+     (the first use downloads Qwen2.5-Coder-1.5B-Instruct, 1.1 GB; or set [provider] kind = \"local\" in \
+     mnemo.toml), or use a remote one with --provider openai|anthropic --model NAME (and --base-url for a \
+     server such as Ollama: --base-url http://127.0.0.1:11434/v1), the MNEMO_PROVIDER / MNEMO_MODEL / \
+     MNEMO_BASE_URL / MNEMO_API_KEY variables, or a [provider] section (kind, base_url, model, api_key_env)";
+
 /// The chat model the flags, the environment and mnemo.toml name, or an
 /// error that says how to configure one.
 pub(crate) fn chat_model(
@@ -89,13 +101,12 @@ pub(crate) fn chat_model(
         model: model.model.clone(),
     };
     let env = |k: &str| std::env::var(k).ok();
-    let provider = ProviderConfig::resolve(config, None, &overrides, &env).context(
-        "no chat model configured: pass --provider openai|anthropic --model NAME (and --base-url \
-         for a local server, e.g. --base-url http://127.0.0.1:11434/v1 for Ollama), set MNEMO_PROVIDER / \
-         MNEMO_MODEL / MNEMO_BASE_URL / MNEMO_API_KEY, or add a [provider] section (kind, base_url, model, \
-         api_key_env) to mnemo.toml",
-    )?;
-    Ok(build_chat_model(&provider)?)
+    let provider =
+        ProviderConfig::resolve(config, None, &overrides, &env).context(NO_MODEL_HINT)?;
+    Ok(crate::output::with_download_bar_for(
+        "the chat model",
+        |progress| mnemo::build_chat_model(&provider, progress),
+    )?)
 }
 
 fn engine(global: &GlobalArgs, model: &ModelArgs) -> Result<Engine> {

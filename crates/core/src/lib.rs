@@ -16,6 +16,6 @@ pub use config::{Config, ConfigError};
 pub use embed::{EmbedError, EmbedKind, Embedder, EmbedderId};
 pub use error::ErrorCode;
 pub use message::{Content, FunctionCall, Message, Role, ToolCall};
-pub use paths::{resolve_in_workspace, PathError};
+pub use paths::{confine, real_path, resolve_in_workspace, Area, PathError};
 pub use tokens::{TokenCount, TokenCounter};
 pub use workspace::Workspace;

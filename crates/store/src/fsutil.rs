@@ -1,8 +1,10 @@
 //! Crash-safe file primitives: atomic replace for rewritten files and
-//! single-`write` appends for append-only ones.
+//! single-`write` appends for append-only ones. Reads and appends touch
+//! regular files only: a FIFO or a device named like a memory file would
+//! block a reader forever (or take a write meant for the disk).
 
 use std::fs::{self, File, OpenOptions};
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::Path;
 
 use crate::error::{Error, Result};
@@ -37,10 +39,7 @@ pub fn append(path: &Path, data: &[u8], sync: bool) -> Result<()> {
     if let Some(dir) = path.parent() {
         fs::create_dir_all(dir).map_err(Error::io("create folder", dir))?;
     }
-    let mut f = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
+    let mut f = open_regular(path, OpenOptions::new().create(true).append(true))
         .map_err(Error::io("open for append", path))?;
     f.write_all(data).map_err(Error::io("append to", path))?;
     if sync {
@@ -64,11 +63,13 @@ pub fn sync_dir(dir: &Path) -> Result<()> {
 /// Reads a file as UTF-8 text. Invalid UTF-8 is an error naming the file and
 /// the line of the first bad byte; the file itself is left untouched.
 pub fn read_text(path: &Path) -> Result<String> {
-    let bytes = fs::read(path).map_err(Error::io("read", path))?;
+    let bytes = read_regular(path)?;
     String::from_utf8(bytes).map_err(|e| {
         let valid = e.utf8_error().valid_up_to();
-        let line = e.as_bytes()[..valid]
+        let line = e
+            .as_bytes()
             .iter()
+            .take(valid)
             .filter(|b| **b == b'\n')
             .count()
             + 1;
@@ -87,6 +88,38 @@ pub fn read_text_opt(path: &Path) -> Result<Option<String>> {
     match fs::metadata(path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         _ => read_text(path).map(Some),
+    }
+}
+
+/// Reads a whole regular file; anything else (a FIFO, a device, a folder)
+/// is refused without blocking.
+pub fn read_regular(path: &Path) -> Result<Vec<u8>> {
+    let mut f =
+        open_regular(path, OpenOptions::new().read(true)).map_err(Error::io("read", path))?;
+    let mut bytes = Vec::new();
+    f.read_to_end(&mut bytes).map_err(Error::io("read", path))?;
+    Ok(bytes)
+}
+
+/// Opens `path` with `options`, refusing anything but a regular file. The
+/// open itself does not block: on Unix it is non-blocking (a FIFO opens at
+/// once, or fails when written without a reader), and the check is made on
+/// the opened handle, so nothing can be swapped in between.
+pub fn open_regular(path: &Path, options: &mut OpenOptions) -> std::io::Result<File> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK);
+    }
+    let f = options.open(path)?;
+    if f.metadata()?.is_file() {
+        Ok(f)
+    } else {
+        Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a regular file (a FIFO, a device or a folder): mnemo reads and writes regular files only; \
+             move it out of the workspace",
+        ))
     }
 }
 
@@ -125,5 +158,29 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert_eq!(fs::read(&p).unwrap().len(), 23);
+    }
+
+    /// A FIFO named like a memory file must not hang a reader or a writer.
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_is_refused_without_blocking() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("2026-01-01.md");
+        let c = std::ffi::CString::new(p.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let read = read_text(&p).map(|_| ());
+            let appended = append(&p, b"x\n", false);
+            let _ = tx.send((read, appended));
+        });
+        let (read, appended) = rx
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("reading or appending to a FIFO blocked");
+        for r in [read, appended] {
+            let e = r.unwrap_err().to_string();
+            assert!(e.contains("2026-01-01.md"), "{e}");
+        }
     }
 }

@@ -136,7 +136,9 @@ pub fn confine(root: &Path, path: &Path, area: Area) -> Result<PathBuf, PathErro
     }
 }
 
-fn slash_join(p: &Path) -> String {
+/// A relative path written with `/` between its parts, as workspace paths
+/// are shown and stored on every platform.
+pub fn slash_join(p: &Path) -> String {
     p.components()
         .map(|c| c.as_os_str().to_string_lossy().into_owned())
         .collect::<Vec<_>>()

@@ -56,6 +56,6 @@ pub use error::{
 pub use openai::OpenAiChat;
 pub use provider::{
     build_chat_model, is_loopback, ProviderConfig, ProviderKind, ProviderOverrides,
-    DEFAULT_MAX_RETRIES, DEFAULT_RETRY_BACKOFF_MS, DEFAULT_TIMEOUT_SECS, ENV_API_KEY, ENV_BASE_URL,
-    ENV_MODEL, ENV_PROVIDER,
+    DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_MAX_RETRIES, DEFAULT_RETRY_BACKOFF_MS,
+    DEFAULT_TIMEOUT_SECS, ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, ENV_PROVIDER, MAX_TIMEOUT,
 };

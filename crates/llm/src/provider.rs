@@ -90,6 +90,11 @@ pub const DEFAULT_TIMEOUT_SECS: f64 = 120.0;
 pub const DEFAULT_MAX_RETRIES: u32 = 3;
 /// Default wait before the first retry, in milliseconds.
 pub const DEFAULT_RETRY_BACKOFF_MS: u64 = 500;
+/// Default cap of an answer read from a provider: 8 MiB, half the session
+/// log's line limit.
+pub const DEFAULT_MAX_RESPONSE_BYTES: u64 = 8 * 1024 * 1024;
+/// Longest per-request timeout; larger `timeout_secs` values mean this.
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
 
 /// A chat provider, as configured.
 ///
@@ -138,6 +143,11 @@ pub struct ProviderConfig {
     /// Wait before the first retry in milliseconds, doubled each time
     /// (capped at 8 s, plus up to 20 % jitter).
     pub retry_backoff_ms: u64,
+    /// Largest answer read from the provider, in bytes; a longer one is cut
+    /// off there and refused with an error (not retried). The default stays
+    /// under the session log's line limit, so an answer that is read can be
+    /// logged.
+    pub max_response_bytes: u64,
 }
 
 impl std::fmt::Debug for ProviderConfig {
@@ -154,6 +164,7 @@ impl std::fmt::Debug for ProviderConfig {
             .field("timeout_secs", &self.timeout_secs)
             .field("max_retries", &self.max_retries)
             .field("retry_backoff_ms", &self.retry_backoff_ms)
+            .field("max_response_bytes", &self.max_response_bytes)
             .finish()
     }
 }
@@ -181,6 +192,7 @@ struct RawProvider {
     timeout_secs: Option<f64>,
     max_retries: Option<u32>,
     retry_backoff_ms: Option<u64>,
+    max_response_bytes: Option<u64>,
 }
 
 impl RawProvider {
@@ -203,6 +215,9 @@ impl RawProvider {
             timeout_secs: self.timeout_secs.unwrap_or(DEFAULT_TIMEOUT_SECS),
             max_retries: self.max_retries.unwrap_or(DEFAULT_MAX_RETRIES),
             retry_backoff_ms: self.retry_backoff_ms.unwrap_or(DEFAULT_RETRY_BACKOFF_MS),
+            max_response_bytes: self
+                .max_response_bytes
+                .unwrap_or(DEFAULT_MAX_RESPONSE_BYTES),
         }
     }
 }
@@ -258,13 +273,12 @@ impl ProviderConfig {
         c
     }
 
-    /// The per-request timeout.
+    /// The per-request timeout: `timeout_secs`, at most [`MAX_TIMEOUT`];
+    /// the default for zero, negative or non-finite values.
     pub fn timeout(&self) -> Duration {
-        if self.timeout_secs.is_finite() && self.timeout_secs > 0.0 {
-            Duration::from_secs_f64(self.timeout_secs)
-        } else {
-            Duration::from_secs_f64(DEFAULT_TIMEOUT_SECS)
-        }
+        crate::retry::seconds(self.timeout_secs, MAX_TIMEOUT)
+            .filter(|d| !d.is_zero())
+            .unwrap_or(Duration::from_secs(DEFAULT_TIMEOUT_SECS as u64))
     }
 
     /// The HTTP transport for `url` with this provider's headers, timeout,
@@ -278,6 +292,7 @@ impl ProviderConfig {
             RetryPolicy::new(self.max_retries, self.retry_backoff_ms),
             self.label(),
             self.api_key_env.clone(),
+            self.max_response_bytes,
         )
     }
 

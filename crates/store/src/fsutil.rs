@@ -4,7 +4,7 @@
 //! block a reader forever (or take a write meant for the disk).
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::Path;
 
 use crate::error::{Error, Result};
@@ -94,34 +94,10 @@ pub fn read_text_opt(path: &Path) -> Result<Option<String>> {
 /// Reads a whole regular file; anything else (a FIFO, a device, a folder)
 /// is refused without blocking.
 pub fn read_regular(path: &Path) -> Result<Vec<u8>> {
-    let mut f =
-        open_regular(path, OpenOptions::new().read(true)).map_err(Error::io("read", path))?;
-    let mut bytes = Vec::new();
-    f.read_to_end(&mut bytes).map_err(Error::io("read", path))?;
-    Ok(bytes)
+    mnemo_core::files::read_regular(path).map_err(Error::io("read", path))
 }
 
-/// Opens `path` with `options`, refusing anything but a regular file. The
-/// open itself does not block: on Unix it is non-blocking (a FIFO opens at
-/// once, or fails when written without a reader), and the check is made on
-/// the opened handle, so nothing can be swapped in between.
-pub fn open_regular(path: &Path, options: &mut OpenOptions) -> std::io::Result<File> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.custom_flags(libc::O_NONBLOCK);
-    }
-    let f = options.open(path)?;
-    if f.metadata()?.is_file() {
-        Ok(f)
-    } else {
-        Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            "not a regular file (a FIFO, a device or a folder): mnemo reads and writes regular files only; \
-             move it out of the workspace",
-        ))
-    }
-}
+pub use mnemo_core::files::open_regular;
 
 fn unique() -> u64 {
     use std::sync::atomic::{AtomicU64, Ordering};

@@ -10,6 +10,9 @@ pub mod fsutil;
 pub mod memory;
 pub mod session;
 
+#[cfg(test)]
+mod fuzz_tests;
+
 pub use error::{Error, Result};
 pub use memory::{
     AppendOutcome, DailyLog, FrontMatter, MemoryFileHeader, MemorySettings, MemoryStore,

@@ -39,9 +39,9 @@ pub fn run(args: ImportArgs, global: &GlobalArgs) -> Result<()> {
         other => anyhow::Error::new(UsageError(other.to_string())),
     })?;
     for action in &report.actions {
-        println!("{action}");
+        outln!("{action}");
     }
-    println!("{}", report.summary());
+    outln!("{}", report.summary());
     if report.has_problems() {
         anyhow::bail!(
             "the import finished with problems (the `error` and `refuse` lines above); what could be imported was"

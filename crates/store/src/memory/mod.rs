@@ -497,12 +497,7 @@ fn collect_md(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
 }
 
 fn rel_path(root: &Path, path: &Path) -> String {
-    path.strip_prefix(root)
-        .unwrap_or(path)
-        .components()
-        .map(|c| c.as_os_str().to_string_lossy().into_owned())
-        .collect::<Vec<_>>()
-        .join("/")
+    mnemo_core::paths::slash_join(path.strip_prefix(root).unwrap_or(path))
 }
 
 /// Caps MEMORY.md for the prompt: at most `max_lines` lines, then at most
@@ -539,7 +534,7 @@ pub fn cap_memory(text: &str, max_lines: usize, max_bytes: usize) -> RenderedMem
     }
 }
 
-fn tail_within(text: &str, max_bytes: usize) -> String {
+pub(crate) fn tail_within(text: &str, max_bytes: usize) -> String {
     if text.len() <= max_bytes {
         return text.to_string();
     }
@@ -553,7 +548,7 @@ fn tail_within(text: &str, max_bytes: usize) -> String {
 }
 
 /// True when `s` opens with a `[YYYY-MM-DD HH:MM]` history stamp.
-fn has_stamp(s: &str) -> bool {
+pub(crate) fn has_stamp(s: &str) -> bool {
     stamp_rest(s, "dddd-dd-dd dd:dd").is_some()
 }
 
@@ -577,15 +572,14 @@ fn stamp_rest<'s>(s: &'s str, pattern: &str) -> Option<&'s str> {
     rest.as_str().strip_prefix(']')
 }
 
-/// A daily-log item as compared for duplicates: without its `- ` bullet and
-/// its `[HH:MM]` stamps, trimmed and lower-cased.
+/// A daily-log item as compared for duplicates: without its `- ` bullets
+/// and `[HH:MM]` stamps, trimmed and lower-cased.
 pub(crate) fn normalise_item(line: &str) -> String {
-    let l = line.trim();
-    let l = l.strip_prefix("- ").unwrap_or(l);
-    // A logged text may open with a stamp of its own ("[12:34] x" becomes
-    // "- [09:30] [12:34] x"): every leading stamp is left out.
-    let mut l = l.trim();
-    while let Some(rest) = stamp_rest(l, "dd:dd") {
+    // A logged text may open with a bullet or a stamp of its own ("- x" is
+    // written "- [09:30] - x"): every leading bullet and stamp is left out,
+    // so the line as written and the text as given compare equal.
+    let mut l = line.trim();
+    while let Some(rest) = l.strip_prefix("- ").or_else(|| stamp_rest(l, "dd:dd")) {
         l = rest.trim_start();
     }
     l.trim_end().to_lowercase()

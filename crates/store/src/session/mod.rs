@@ -15,6 +15,8 @@ mod record;
 mod replay;
 
 pub use budget::{cut_at_byte_boundary, persisted_path, spill_name, ToolResultBudget};
+#[cfg(test)]
+pub(crate) use key::disambiguated_stem;
 pub use key::file_stem;
 pub use log::{
     parse_session_bytes, read_session_file, FsyncPolicy, LoadWarning, LoadedSession, SessionInfo,

@@ -13,7 +13,7 @@ cargo test --workspace --no-fail-fast fuzz_ -- --test-threads=1 --nocapture >"$l
 rc=$?
 # Each target's line ("fuzz NAME: N executions in S s, …"), and for a
 # crash everything the driver printed about it.
-grep -E '^fuzz |panicked|Smallest input|Original input|^b"|^error(\[|:)' "$log" || true
+grep -oE 'fuzz [a-z0-9-]+: [0-9]+ executions.*|panicked at.*|Smallest input.*|Original input.*|^b".*|^error(\[|:).*' "$log" || true
 passed=$(grep -cE '^test .*fuzz_[a-z_]+ \.\.\. ok$' "$log" || true)
 failed=$(grep -cE '^test .*fuzz_[a-z_]+ \.\.\. FAILED$' "$log" || true)
 if [ "$rc" -ne 0 ] && [ "$failed" -eq 0 ]; then

@@ -271,7 +271,7 @@ async fn context(
     ))
 }
 
-async fn consolidate(State(b): State<AppState>, Path(key): Path<String>) -> ApiResult {
+async fn consolidate(State(b): State<AppState>, Key(key): Key) -> ApiResult {
     Ok(axum::Json(b.consolidate(key).await?))
 }
 

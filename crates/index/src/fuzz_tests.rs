@@ -8,7 +8,7 @@
 use chrono::NaiveDate;
 use mnemo_test_support::fuzz::{fingerprint, text, Fuzz};
 
-use crate::chunk::{self, ChunkLimits, MessagePart, RenderedMessage};
+use crate::chunk::{self, ChunkLimits, MessagePart};
 use crate::{redact, text as fts, transcript, when};
 
 const MARKDOWN: &[&str] = &[
@@ -219,10 +219,9 @@ fn fuzz_transcript_reader() {
             }
             if !t.messages.is_empty() {
                 let _ = t.days_between(0, t.messages.len() + 3);
-                let rendered: Vec<RenderedMessage> = t.messages.clone();
                 let count = |s: &str| chunk::estimate_tokens(s);
                 let limits = ChunkLimits { max_tokens: 32, overlap_tokens: 8, count: &count };
-                for c in chunk::chunk_transcript(&rendered, &limits) {
+                for c in chunk::chunk_transcript(&t.messages, &limits) {
                     for i in 0..c.parts.len() {
                         let _ = MessagePart::text_of(&c.parts, i, &c.text);
                     }

@@ -10,6 +10,10 @@
 //! secret-named keys (`password=…`, `"api_key": "…"`). Identifiers such as
 //! `DK-2231` or `ERR-4711` are not secrets and stay searchable.
 
+// This module reads text a user or a model wrote: no byte-offset slicing
+// or indexing that could land inside a character or past the end.
+#![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::string_slice))]
+
 use std::borrow::Cow;
 use std::sync::LazyLock;
 

@@ -5,6 +5,10 @@
 //! `mnemo.toml` or to a session log (whose index copy is redacted), and a
 //! session log only to another session log.
 
+// This module reads text a user or a model wrote: no byte-offset slicing
+// or indexing that could land inside a character or past the end.
+#![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::string_slice))]
+
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;

@@ -12,7 +12,7 @@ use mnemo_core::Workspace;
 use mnemo_test_support::fuzz::{fingerprint, text, Fuzz};
 
 use crate::memory::{self, cap_memory, sanitize_slug, split_front_matter, MemorySettings};
-use crate::session::{disambiguated_stem, file_stem, parse_session_bytes, replay};
+use crate::session::{disambiguated_stem, file_stem, parse_session_bytes, replay, WarningKind};
 
 /// Any bytes load: complete lines are messages, records or warnings, a
 /// partial last line is a torn tail, and the replay keeps the invariants
@@ -38,6 +38,7 @@ fn fuzz_session_reader() {
             "\"content\":", "\"_type\":", "\"metadata\"", "\"last_consolidated\":", "\"tool_calls\":",
             "\"tool_call_id\":", "\"timestamp\":", "null", "[]", "18446744073709551615",
         ])
+        .max_len(16 * 1024)
         .run(|data| {
             let loaded = parse_session_bytes(Path::new("sessions/cli_direct.jsonl"), data);
             let lines = data.split(|b| *b == b'\n').count();
@@ -52,10 +53,13 @@ fn fuzz_session_reader() {
                 // What was read can be written again.
                 assert!(serde_json::to_vec(m).is_ok());
             }
+            let kinds = |k: WarningKind| loaded.warnings.iter().filter(|w| w.kind == k).count().min(3);
             fingerprint(&(
                 loaded.messages.len().min(8),
                 replayed.len().min(8),
-                loaded.warnings.iter().map(|w| w.kind.clone()).collect::<Vec<_>>(),
+                kinds(WarningKind::Malformed),
+                kinds(WarningKind::InvalidUtf8),
+                kinds(WarningKind::TornTail),
                 loaded.metadata_records.min(3),
             ))
         });
@@ -174,7 +178,7 @@ fn fuzz_daily_log_items() {
             assert!(capped.text.len() <= line.len() + 400);
             let _ = memory::tail_within(&line, usize::from(data.first().copied().unwrap_or(8)));
             n += 1;
-            if n % 8 == 0 {
+            if n.is_multiple_of(8) {
                 // The same text as the log's content, then as an append.
                 std::fs::create_dir_all(log.parent().unwrap()).unwrap();
                 std::fs::write(&log, data).unwrap();

@@ -534,7 +534,9 @@ pub fn cap_memory(text: &str, max_lines: usize, max_bytes: usize) -> RenderedMem
     }
 }
 
-pub(crate) fn tail_within(text: &str, max_bytes: usize) -> String {
+/// The newest `max_bytes` of a log (a daily log in the prompt), cut at a
+/// line start, with a line saying that earlier entries were left out.
+pub fn tail_within(text: &str, max_bytes: usize) -> String {
     if text.len() <= max_bytes {
         return text.to_string();
     }

@@ -68,7 +68,7 @@ pub fn disambiguated_stem(key: &str) -> Result<String> {
 
 fn short_hash(key: &str) -> String {
     let digest = Sha256::digest(key.as_bytes());
-    hex::encode(&digest[..8])
+    hex::encode(digest.as_slice().get(..8).unwrap_or_default())
 }
 
 #[cfg(test)]

@@ -283,7 +283,12 @@ fn first_key(path: &Path) -> Result<Option<String>> {
     };
     let mut buf = vec![0u8; 4096];
     let n = f.read(&mut buf).map_err(Error::io("read", path))?;
-    let line = buf[..n].split(|b| *b == b'\n').next().unwrap_or(&[]);
+    let line = buf
+        .get(..n)
+        .unwrap_or_default()
+        .split(|b| *b == b'\n')
+        .next()
+        .unwrap_or(&[]);
     Ok(std::str::from_utf8(line)
         .ok()
         .and_then(|l| match Record::parse(l) {
@@ -423,7 +428,7 @@ impl SessionLog {
         let result = (|| {
             let bytes = fs::read(&self.path).map_err(Error::io("read", &self.path))?;
             let complete = match bytes.iter().rposition(|b| *b == b'\n') {
-                Some(i) => &bytes[..=i],
+                Some(i) => bytes.get(..=i).unwrap_or_default(),
                 None => return Ok(()),
             };
             let loaded = parse_bytes(&self.path, complete);
@@ -584,7 +589,7 @@ fn torn_tail(file: &mut File, len: u64, path: &Path) -> Result<Option<(u64, Vec<
             .map_err(Error::io("read", path))?;
         if let Some(i) = block.iter().rposition(|b| *b == b'\n') {
             let offset = start + i as u64 + 1;
-            let mut t = block[i + 1..].to_vec();
+            let mut t = block.get(i + 1..).unwrap_or_default().to_vec();
             t.extend_from_slice(&tail);
             return Ok(Some((offset, t)));
         }
@@ -632,7 +637,9 @@ fn parse_bytes(path: &Path, bytes: &[u8]) -> LoadedSession {
     let parsed = parse_lines_parallel(&lines);
     for (i, result) in parsed.into_iter().enumerate() {
         let line_no = i + 1;
-        let raw = lines[i];
+        let Some(raw) = lines.get(i).copied() else {
+            continue;
+        };
         if raw.is_empty() || raw.iter().all(|b| b.is_ascii_whitespace()) {
             continue;
         }

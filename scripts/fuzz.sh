@@ -14,8 +14,10 @@ rc=$?
 # Each target's line ("fuzz NAME: N executions in S s, …"), and for a
 # crash everything the driver printed about it.
 grep -oE 'fuzz [a-z0-9-]+: [0-9]+ executions.*|panicked at.*|Smallest input.*|Original input.*|^b".*|^error(\[|:).*' "$log" || true
-passed=$(grep -cE '^test .*fuzz_[a-z_]+ \.\.\. ok$' "$log" || true)
-failed=$(grep -cE '^test .*fuzz_[a-z_]+ \.\.\. FAILED$' "$log" || true)
+# A target that finishes prints its line; one that crashes, the driver's
+# "fuzz target `NAME` panicked" message.
+passed=$(grep -oE 'fuzz [a-z0-9-]+: [0-9]+ executions' "$log" | wc -l)
+failed=$(grep -oE 'fuzz target `[a-z0-9-]+` panicked' "$log" | wc -l)
 if [ "$rc" -ne 0 ] && [ "$failed" -eq 0 ]; then
   tail -n 40 "$log"
 fi

@@ -198,3 +198,18 @@ async fn a_foreign_origin_cannot_change_anything() {
     .await;
     assert_eq!(status, StatusCode::OK, "{body}");
 }
+
+/// Every error has the API's shape, also those axum answers itself (found
+/// by fuzz_http_routing): a session key that does not decode, a method an
+/// endpoint does not take.
+#[tokio::test]
+async fn routing_errors_have_the_api_shape() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = app(dir.path());
+    let (status, body) = send(&app, "GET", "/v1/sessions/%ec/messages", &[HOST], "").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!(body["error"]["code"], "invalid_input");
+    let (status, body) = send(&app, "PUT", "/v1/sessions", &[HOST, JSON], "{}").await;
+    assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED, "{body}");
+    assert!(body["error"]["message"].as_str().unwrap().contains("PUT"));
+}

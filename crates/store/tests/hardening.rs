@@ -35,6 +35,10 @@ fn a_stamp_followed_by_any_character_is_logged() {
     assert_eq!(out.written, 1);
     let again = s.append_daily("[12:34]éx", now(), true).unwrap();
     assert_eq!((again.written, again.duplicates), (0, 1));
+    // A text with a bullet of its own is written "- [09:30] - x": the same
+    // text again is still a duplicate (found by fuzz_daily_log_items).
+    assert_eq!(s.append_daily("- - x", now(), true).unwrap().written, 1);
+    assert_eq!(s.append_daily("- - x", now(), true).unwrap().duplicates, 1);
 }
 
 /// A hand-edited (or imported) line like `[09:00]über wichtig` in today's

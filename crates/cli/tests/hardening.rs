@@ -89,14 +89,15 @@ fn the_servers_refuse_a_foreign_host_on_loopback() {
     ] {
         let mut cmd = mnemo(ws, args);
         cmd.args(["--set", "embedder.kind=none"]);
-        let mut child = cmd
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut child = Server(
+            cmd.stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap(),
+        );
         // The server says where it listens on stderr.
-        let mut err = child.stderr.take().unwrap();
+        let mut err = child.0.stderr.take().unwrap();
         let mut seen = String::new();
         let mut buf = [0u8; 256];
         let port = loop {
@@ -123,7 +124,16 @@ fn the_servers_refuse_a_foreign_host_on_loopback() {
             403,
             "{args:?}"
         );
-        let _ = child.kill();
-        let _ = child.wait();
+        drop(child);
+    }
+}
+
+/// A server process, stopped when dropped (also when an assertion fails).
+struct Server(std::process::Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
     }
 }

@@ -1,8 +1,65 @@
-//! Error reporting, exit codes and progress bars at the binary's edge.
+//! Error reporting, exit codes, stdout and progress bars at the binary's
+//! edge. Results go to stdout through [`outln!`] and [`out!`], never
+//! `println!`: a reader that closes the pipe early (`mnemo get … | head -1`)
+//! ends the command quietly instead of panicking it.
+
+use std::io::Write;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use mnemo::DownloadProgress;
 use mnemo_core::ErrorCode;
+
+/// Writes one result line to stdout (as `println!`); a closed stdout
+/// returns from the enclosing function with [`StdoutClosed`].
+macro_rules! outln {
+    () => {
+        $crate::output::write_out(format_args!("\n"))?
+    };
+    ($($arg:tt)*) => {
+        $crate::output::write_out(format_args!("{}\n", format_args!($($arg)*)))?
+    };
+}
+
+/// Writes to stdout (as `print!`) and flushes; see [`outln!`].
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::output::write_out(format_args!($($arg)*))?
+    };
+}
+
+/// Stdout was closed by its reader: nothing more can be shown, and nothing
+/// went wrong. The command stops and the process exits with success.
+#[derive(Debug)]
+pub struct StdoutClosed;
+
+impl std::fmt::Display for StdoutClosed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("stdout was closed")
+    }
+}
+
+impl std::error::Error for StdoutClosed {}
+
+/// Writes `args` to stdout and flushes it.
+pub fn write_out(args: std::fmt::Arguments<'_>) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    out.write_fmt(args)
+        .and_then(|()| out.flush())
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::BrokenPipe => anyhow::Error::new(StdoutClosed),
+            _ => anyhow::Error::new(e).context("cannot write to stdout"),
+        })
+}
+
+/// True when `err` is (caused by) a closed stdout: [`StdoutClosed`], or a
+/// bare broken pipe, which is what `writeln!` on a locked stdout returns.
+pub fn is_stdout_closed(err: &anyhow::Error) -> bool {
+    err.chain()
+        .any(|c| c.downcast_ref::<StdoutClosed>().is_some())
+        || err
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+}
 
 /// A bar drawn on stderr when stderr is a terminal and hidden otherwise, so
 /// that logs, pipes and tests get only the result lines.

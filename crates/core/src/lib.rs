@@ -7,6 +7,7 @@
 pub mod config;
 pub mod embed;
 pub mod error;
+pub mod files;
 pub mod message;
 pub mod paths;
 pub mod tokens;
@@ -16,6 +17,6 @@ pub use config::{Config, ConfigError};
 pub use embed::{EmbedError, EmbedKind, Embedder, EmbedderId};
 pub use error::ErrorCode;
 pub use message::{Content, FunctionCall, Message, Role, ToolCall};
-pub use paths::{resolve_in_workspace, PathError};
+pub use paths::{confine, real_path, resolve_in_workspace, Area, PathError};
 pub use tokens::{TokenCount, TokenCounter};
 pub use workspace::Workspace;

@@ -153,7 +153,10 @@ impl Engine {
         for (label, date) in [("today", Some(today)), ("yesterday", today.pred_opt())] {
             let Some(date) = date else { continue };
             if let Some(log) = self.memory.read_daily(date)? {
-                let body = tail_within(&log.text, self.memory.settings().daily_log_max_bytes);
+                let body = mnemo_store::memory::tail_within(
+                    &log.text,
+                    self.memory.settings().daily_log_max_bytes,
+                );
                 daily.push_str(&format!(
                     "## Daily log {} ({label}, {})\n\n{}\n\n",
                     date.format("%Y-%m-%d"),
@@ -294,18 +297,4 @@ impl Engine {
             thresholds: self.thresholds(),
         })
     }
-}
-
-/// The newest `max_bytes` of a log, cut at a line start.
-pub(crate) fn tail_within(text: &str, max_bytes: usize) -> String {
-    if text.len() <= max_bytes {
-        return text.to_string();
-    }
-    let mut start = text.len() - max_bytes;
-    while !text.is_char_boundary(start) {
-        start += 1;
-    }
-    let cut = &text[start..];
-    let cut = cut.find('\n').map(|i| &cut[i + 1..]).unwrap_or(cut);
-    format!("(… earlier entries omitted; the full log is in the file)\n{cut}")
 }

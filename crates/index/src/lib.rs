@@ -38,6 +38,9 @@ mod types;
 pub mod vectors;
 mod when;
 
+#[cfg(test)]
+mod fuzz_tests;
+
 pub use backend::IndexBackend;
 pub use error::{IndexError, Result};
 pub use index::{MemoryIndex, WatchHandle};

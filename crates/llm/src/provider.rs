@@ -107,6 +107,11 @@ pub const DEFAULT_TIMEOUT_SECS: f64 = 120.0;
 pub const DEFAULT_MAX_RETRIES: u32 = 3;
 /// Default wait before the first retry, in milliseconds.
 pub const DEFAULT_RETRY_BACKOFF_MS: u64 = 500;
+/// Default cap of an answer read from a provider: 8 MiB, half the session
+/// log's line limit.
+pub const DEFAULT_MAX_RESPONSE_BYTES: u64 = 8 * 1024 * 1024;
+/// Longest per-request timeout; larger `timeout_secs` values mean this.
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
 
 /// A chat provider, as configured.
 ///
@@ -172,6 +177,11 @@ pub struct ProviderConfig {
     pub download: bool,
     /// Local models: the model cache (default: the Hugging Face cache).
     pub cache_dir: Option<String>,
+    /// Largest answer read from the provider, in bytes; a longer one is cut
+    /// off there and refused with an error (not retried). The default stays
+    /// under the session log's line limit, so an answer that is read can be
+    /// logged.
+    pub max_response_bytes: u64,
 }
 
 impl std::fmt::Debug for ProviderConfig {
@@ -191,6 +201,7 @@ impl std::fmt::Debug for ProviderConfig {
             .field("path", &self.path)
             .field("download", &self.download)
             .field("cache_dir", &self.cache_dir)
+            .field("max_response_bytes", &self.max_response_bytes)
             .finish()
     }
 }
@@ -221,6 +232,7 @@ struct RawProvider {
     path: Option<String>,
     download: Option<bool>,
     cache_dir: Option<String>,
+    max_response_bytes: Option<u64>,
 }
 
 impl RawProvider {
@@ -246,6 +258,9 @@ impl RawProvider {
             path: self.path,
             download: self.download.unwrap_or(true),
             cache_dir: self.cache_dir,
+            max_response_bytes: self
+                .max_response_bytes
+                .unwrap_or(DEFAULT_MAX_RESPONSE_BYTES),
         }
     }
 }
@@ -301,13 +316,12 @@ impl ProviderConfig {
         c
     }
 
-    /// The per-request timeout.
+    /// The per-request timeout: `timeout_secs`, at most [`MAX_TIMEOUT`];
+    /// the default for zero, negative or non-finite values.
     pub fn timeout(&self) -> Duration {
-        if self.timeout_secs.is_finite() && self.timeout_secs > 0.0 {
-            Duration::from_secs_f64(self.timeout_secs)
-        } else {
-            Duration::from_secs_f64(DEFAULT_TIMEOUT_SECS)
-        }
+        crate::retry::seconds(self.timeout_secs, MAX_TIMEOUT)
+            .filter(|d| !d.is_zero())
+            .unwrap_or(Duration::from_secs(DEFAULT_TIMEOUT_SECS as u64))
     }
 
     /// The HTTP transport for `url` with this provider's headers, timeout,
@@ -321,6 +335,7 @@ impl ProviderConfig {
             RetryPolicy::new(self.max_retries, self.retry_backoff_ms),
             self.label(),
             self.api_key_env.clone(),
+            self.max_response_bytes,
         )
     }
 

@@ -4,11 +4,17 @@
 //! single-write appends ([`fsutil`]).
 #![warn(missing_docs)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
+// Everything here reads text a user or a model wrote: no byte-offset
+// slicing or indexing that could land inside a character or past the end.
+#![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::string_slice))]
 
 pub mod error;
 pub mod fsutil;
 pub mod memory;
 pub mod session;
+
+#[cfg(test)]
+mod fuzz_tests;
 
 pub use error::{Error, Result};
 pub use memory::{

@@ -167,19 +167,20 @@ pub fn describe(event: &EngineEvent) -> String {
     }
 }
 
-fn print_events(events: &[EngineEvent]) {
+fn print_events(events: &[EngineEvent]) -> Result<()> {
     if events.is_empty() {
-        println!("nothing to do");
+        outln!("nothing to do");
     }
     for e in events {
-        println!("{}", describe(e));
+        outln!("{}", describe(e));
     }
+    Ok(())
 }
 
 pub fn consolidate(args: ConsolidateArgs, global: &GlobalArgs) -> Result<()> {
     let engine = engine(global, &args.model)?;
     let events = crate::ctx::runtime()?.block_on(engine.consolidate_now(&args.key))?;
-    print_events(&events);
+    print_events(&events)?;
     Ok(())
 }
 
@@ -190,7 +191,7 @@ pub fn compact(args: CompactArgs, global: &GlobalArgs) -> Result<()> {
         args.level,
         args.focus.as_deref(),
     ))?;
-    print_events(&events);
+    print_events(&events)?;
     Ok(())
 }
 
@@ -198,32 +199,32 @@ pub fn context(args: ContextArgs, global: &GlobalArgs) -> Result<()> {
     let engine = engine(global, &args.model)?;
     let report = crate::ctx::runtime()?.block_on(engine.build_context(&args.key, &args.message))?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        outln!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(());
     }
-    println!("# context for {} ({})", report.key, report.model);
+    outln!("# context for {} ({})", report.key, report.model);
     for p in &report.parts {
-        println!("{:>20}  {:>8} tokens", p.name, p.tokens);
+        outln!("{:>20}  {:>8} tokens", p.name, p.tokens);
     }
-    println!(
+    outln!(
         "{:>20}  {:>8} tokens{}",
         "total",
         report.total_tokens,
         if report.exact { "" } else { " (estimated)" }
     );
     if !report.selected_memories.is_empty() {
-        println!("selected memories: {}", report.selected_memories.join(", "));
+        outln!("selected memories: {}", report.selected_memories.join(", "));
     }
     if report.recall_timed_out {
-        println!("(the memory side query timed out; the turn goes on without it)");
+        outln!("(the memory side query timed out; the turn goes on without it)");
     }
-    println!("\n{}", report.system);
+    outln!("\n{}", report.system);
     Ok(())
 }
 
 pub fn new_session(args: NewArgs, global: &GlobalArgs) -> Result<()> {
     let engine = engine(global, &args.model)?;
     let report = crate::ctx::runtime()?.block_on(engine.new_session(&args.key))?;
-    println!("{}", serde_json::to_string_pretty(&report)?);
+    outln!("{}", serde_json::to_string_pretty(&report)?);
     Ok(())
 }

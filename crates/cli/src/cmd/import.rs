@@ -140,9 +140,9 @@ fn library_error(e: mnemo_import::Error) -> anyhow::Error {
 
 fn print_report(report: &Report, problems: &str) -> Result<()> {
     for action in &report.actions {
-        println!("{action}");
+        outln!("{action}");
     }
-    println!("{}", report.summary());
+    outln!("{}", report.summary());
     if report.has_problems() {
         anyhow::bail!("{problems}");
     }

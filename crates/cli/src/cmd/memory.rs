@@ -63,7 +63,7 @@ pub fn run(command: MemoryCommand, global: &GlobalArgs) -> Result<()> {
     store.validate()?;
     match command {
         MemoryCommand::Show => {
-            print!("{}", store.render_prompt_block(chrono::Utc::now())?);
+            out!("{}", store.render_prompt_block(chrono::Utc::now())?);
             Ok(())
         }
         MemoryCommand::Add(args) => {
@@ -83,19 +83,19 @@ pub fn run(command: MemoryCommand, global: &GlobalArgs) -> Result<()> {
                 },
                 &body,
             )?;
-            println!("saved {} and its index line in MEMORY.md", saved.path);
+            outln!("saved {} and its index line in MEMORY.md", saved.path);
             Ok(())
         }
         MemoryCommand::List(args) => {
             for h in store.scan_memory_files(10_000, 10)? {
                 let Some(front) = &h.front else { continue };
                 if args.json {
-                    println!(
+                    outln!(
                         "{}",
                         serde_json::json!({"path": h.path, "name": front.name, "type": front.kind, "description": front.description, "modified": h.modified})
                     );
                 } else {
-                    println!(
+                    outln!(
                         "[{}] {}: {} ({})",
                         front.kind.as_str(),
                         h.path,
@@ -108,7 +108,7 @@ pub fn run(command: MemoryCommand, global: &GlobalArgs) -> Result<()> {
         }
         MemoryCommand::Forget(args) => {
             let path = store.forget_typed(&args.name)?;
-            println!("removed {path} and its index line");
+            outln!("removed {path} and its index line");
             Ok(())
         }
     }

@@ -3,7 +3,9 @@
 //!
 //! Rewritten files (MEMORY.md, typed memories, notes) are replaced
 //! atomically; append-only files (history, daily logs) get single-write
-//! appends.
+//! appends. Every file is reached through [`mnemo_core::confine`]: a path
+//! that a link leads out of the workspace, or out of the memory files, is
+//! refused for reading and for writing alike.
 
 mod frontmatter;
 
@@ -11,7 +13,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, NaiveDate, TimeZone, Utc};
-use mnemo_core::{resolve_in_workspace, Config, Workspace};
+use mnemo_core::{confine, resolve_in_workspace, Area, Config, Workspace};
 use serde::{Deserialize, Serialize};
 
 pub use frontmatter::{
@@ -141,11 +143,18 @@ impl MemoryStore {
         &self.workspace
     }
 
+    /// The file to read or write for the memory path `path`: the same file
+    /// with links resolved, refused when they lead out of the memory files.
+    fn memory_file(&self, path: &Path) -> Result<PathBuf> {
+        Ok(confine(self.workspace.root(), path, Area::Memory)?)
+    }
+
     // ----- MEMORY.md -----
 
     /// MEMORY.md's content (empty when missing).
     pub fn read_memory_md(&self) -> Result<String> {
-        Ok(fsutil::read_text_opt(&self.workspace.memory_md())?.unwrap_or_default())
+        let path = self.memory_file(&self.workspace.memory_md())?;
+        Ok(fsutil::read_text_opt(&path)?.unwrap_or_default())
     }
 
     /// Replaces MEMORY.md atomically; returns false (and writes nothing)
@@ -154,7 +163,8 @@ impl MemoryStore {
         if self.read_memory_md()? == text {
             return Ok(false);
         }
-        fsutil::atomic_write(&self.workspace.memory_md(), text.as_bytes())?;
+        let path = self.memory_file(&self.workspace.memory_md())?;
+        fsutil::atomic_write(&path, text.as_bytes())?;
         Ok(true)
     }
 
@@ -182,12 +192,14 @@ impl MemoryStore {
         } else {
             format!("[{}] {entry}\n\n", self.local(now).format("%Y-%m-%d %H:%M"))
         };
-        fsutil::append(&self.workspace.history_md(), text.as_bytes(), true)
+        let path = self.memory_file(&self.workspace.history_md())?;
+        fsutil::append(&path, text.as_bytes(), true)
     }
 
     /// The history log (empty when missing).
     pub fn read_history(&self) -> Result<String> {
-        Ok(fsutil::read_text_opt(&self.workspace.history_md())?.unwrap_or_default())
+        let path = self.memory_file(&self.workspace.history_md())?;
+        Ok(fsutil::read_text_opt(&path)?.unwrap_or_default())
     }
 
     // ----- daily logs -----
@@ -232,7 +244,7 @@ impl MemoryStore {
 
     /// The daily log of `date`, if it exists.
     pub fn read_daily(&self, date: NaiveDate) -> Result<Option<DailyLog>> {
-        let path = self.daily_path(date);
+        let path = self.memory_file(&self.daily_path(date))?;
         Ok(fsutil::read_text_opt(&path)?.map(|text| DailyLog {
             date,
             path: format!("memory/{}.md", date.format("%Y-%m-%d")),
@@ -262,7 +274,7 @@ impl MemoryStore {
         }
         let local = self.local(now);
         let date = local.date();
-        let path = self.daily_path(date);
+        let path = self.memory_file(&self.daily_path(date))?;
         let existing = fsutil::read_text_opt(&path)?.unwrap_or_default();
         let known: std::collections::HashSet<String> =
             existing.lines().map(normalise_item).collect();
@@ -314,11 +326,11 @@ impl MemoryStore {
         } else {
             slug
         };
-        let dir = self.workspace.memory_dir();
+        let dir = self.memory_file(&self.workspace.memory_dir())?;
         let base = format!("{}-{slug}", date.format("%Y-%m-%d"));
         let mut name = format!("{base}.md");
         let mut n = 2;
-        while dir.join(&name).exists() {
+        while dir.join(&name).symlink_metadata().is_ok() {
             name = format!("{base}-{n}.md");
             n += 1;
         }
@@ -345,7 +357,7 @@ impl MemoryStore {
             )));
         }
         let rel = format!("memory/{slug}.md");
-        let path = self.workspace.root().join(&rel);
+        let path = self.memory_file(&self.workspace.root().join(&rel))?;
         fsutil::atomic_write(&path, frontmatter::render(&front, body).as_bytes())?;
         let memory = self.read_memory_md()?;
         let updated = upsert_index_line(&memory, &rel, &front);
@@ -365,7 +377,7 @@ impl MemoryStore {
         } else {
             format!("memory/{}.md", sanitize_slug(name_or_path))
         };
-        let path = resolve_in_workspace(self.workspace.root(), &rel)?;
+        let path = self.memory_file(&resolve_in_workspace(self.workspace.root(), &rel)?)?;
         if !rel.starts_with("memory/") || !path.exists() {
             return Err(Error::NotFound(format!(
                 "no typed memory {name_or_path:?} (looked for {rel}): `mnemo memory list` shows them"
@@ -380,7 +392,7 @@ impl MemoryStore {
 
     /// Reads a typed memory file.
     pub fn read_typed(&self, rel: &str) -> Result<TypedMemory> {
-        let path = resolve_in_workspace(self.workspace.root(), rel)?;
+        let path = self.memory_file(&resolve_in_workspace(self.workspace.root(), rel)?)?;
         let text = fsutil::read_text(&path)?;
         let (front, body) = frontmatter::split(&text);
         match front {
@@ -403,7 +415,8 @@ impl MemoryStore {
         head_lines: usize,
     ) -> Result<Vec<MemoryFileHeader>> {
         let mut files = Vec::new();
-        collect_md(&self.workspace.memory_dir(), &mut files)?;
+        let dir = self.memory_file(&self.workspace.memory_dir())?;
+        collect_md(&dir, &mut files)?;
         let mut stamped: Vec<(std::time::SystemTime, PathBuf)> = files
             .into_iter()
             .filter_map(|p| {
@@ -416,7 +429,7 @@ impl MemoryStore {
         stamped.sort_by_key(|s| std::cmp::Reverse(s.0));
         let mut out = Vec::new();
         for (mtime, path) in stamped.into_iter().take(max) {
-            let bytes = fs::read(&path).map_err(Error::io("read", &path))?;
+            let bytes = fsutil::read_regular(&path)?;
             let text = String::from_utf8_lossy(&bytes);
             let head: String = text.lines().take(head_lines).collect::<Vec<_>>().join("\n");
             let front = match frontmatter::split(&text).0 {
@@ -424,7 +437,9 @@ impl MemoryStore {
                 _ => None,
             };
             out.push(MemoryFileHeader {
-                path: rel_path(self.workspace.root(), &path),
+                // The folder may be reached through a link: name files by
+                // where they are found, not where the link leads.
+                path: format!("memory/{}", rel_path(&dir, &path)),
                 modified: DateTime::<Utc>::from(mtime),
                 front,
                 head,
@@ -482,12 +497,7 @@ fn collect_md(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
 }
 
 fn rel_path(root: &Path, path: &Path) -> String {
-    path.strip_prefix(root)
-        .unwrap_or(path)
-        .components()
-        .map(|c| c.as_os_str().to_string_lossy().into_owned())
-        .collect::<Vec<_>>()
-        .join("/")
+    mnemo_core::paths::slash_join(path.strip_prefix(root).unwrap_or(path))
 }
 
 /// Caps MEMORY.md for the prompt: at most `max_lines` lines, then at most
@@ -524,7 +534,9 @@ pub fn cap_memory(text: &str, max_lines: usize, max_bytes: usize) -> RenderedMem
     }
 }
 
-fn tail_within(text: &str, max_bytes: usize) -> String {
+/// The newest `max_bytes` of a log (a daily log in the prompt), cut at a
+/// line start, with a line saying that earlier entries were left out.
+pub fn tail_within(text: &str, max_bytes: usize) -> String {
     if text.len() <= max_bytes {
         return text.to_string();
     }
@@ -532,26 +544,47 @@ fn tail_within(text: &str, max_bytes: usize) -> String {
     while !text.is_char_boundary(start) {
         start += 1;
     }
-    let cut = &text[start..];
-    let cut = cut.find('\n').map(|i| &cut[i + 1..]).unwrap_or(cut);
+    let cut = text.get(start..).unwrap_or_default();
+    let cut = cut.split_once('\n').map_or(cut, |(_, rest)| rest);
     format!("(… earlier entries omitted; the full log is in the file)\n{cut}")
 }
 
-fn has_stamp(s: &str) -> bool {
-    let b = s.as_bytes();
-    b.len() >= 18 && b[0] == b'[' && b[5] == b'-' && b[8] == b'-' && b[17] == b']'
+/// True when `s` opens with a `[YYYY-MM-DD HH:MM]` history stamp.
+pub(crate) fn has_stamp(s: &str) -> bool {
+    stamp_rest(s, "dddd-dd-dd dd:dd").is_some()
 }
 
-fn normalise_item(line: &str) -> String {
-    let l = line.trim();
-    let l = l.strip_prefix("- ").unwrap_or(l);
-    // Ignore a leading "[HH:MM] " stamp when comparing.
-    let l = if l.len() > 8 && l.as_bytes()[0] == b'[' && l.as_bytes()[6] == b']' {
-        &l[8..]
-    } else {
-        l
-    };
-    l.trim().to_lowercase()
+/// What follows a leading `[pattern]` in `s`, where `d` in the pattern is
+/// an ASCII digit and any other character stands for itself. Works on
+/// characters, so text from users of any script can be checked without
+/// slicing inside a character.
+fn stamp_rest<'s>(s: &'s str, pattern: &str) -> Option<&'s str> {
+    let mut rest = s.strip_prefix('[')?.chars();
+    for want in pattern.chars() {
+        let got = rest.next()?;
+        let ok = if want == 'd' {
+            got.is_ascii_digit()
+        } else {
+            got == want
+        };
+        if !ok {
+            return None;
+        }
+    }
+    rest.as_str().strip_prefix(']')
+}
+
+/// A daily-log item as compared for duplicates: without its `- ` bullets
+/// and `[HH:MM]` stamps, trimmed and lower-cased.
+pub(crate) fn normalise_item(line: &str) -> String {
+    // A logged text may open with a bullet or a stamp of its own ("- x" is
+    // written "- [09:30] - x"): every leading bullet and stamp is left out,
+    // so the line as written and the text as given compare equal.
+    let mut l = line.trim();
+    while let Some(rest) = l.strip_prefix("- ").or_else(|| stamp_rest(l, "dd:dd")) {
+        l = rest.trim_start();
+    }
+    l.trim_end().to_lowercase()
 }
 
 /// Makes a file-name slug: lower-case `[a-z0-9-]`, at most 60 characters.

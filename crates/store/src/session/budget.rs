@@ -57,20 +57,27 @@ pub fn apply(
         .map(|(n, _)| *n)
         .sum();
     if kept > budget.per_turn_chars {
-        let mut order: Vec<usize> = (0..messages.len())
-            .filter(|&i| sizes[i] > 0 && !spill[i])
+        // Largest first.
+        let mut order: Vec<(usize, usize)> = sizes
+            .iter()
+            .zip(&spill)
+            .enumerate()
+            .filter(|(_, (size, spilled))| **size > 0 && !**spilled)
+            .map(|(i, (size, _))| (i, *size))
             .collect();
-        order.sort_by(|a, b| sizes[*b].cmp(&sizes[*a]));
-        for i in order {
+        order.sort_by_key(|&(_, size)| std::cmp::Reverse(size));
+        for (i, size) in order {
             if kept <= budget.per_turn_chars {
                 break;
             }
-            spill[i] = true;
-            kept -= sizes[i];
+            if let Some(s) = spill.get_mut(i) {
+                *s = true;
+                kept -= size;
+            }
         }
     }
-    for (i, m) in messages.iter_mut().enumerate() {
-        if spill[i] {
+    for (m, spilled) in messages.iter_mut().zip(&spill) {
+        if *spilled {
             persist(budget, m, spill_dir, display_dir)?;
         }
     }
@@ -145,7 +152,7 @@ pub fn cut_at_byte_boundary(s: &str, max: usize) -> &str {
     while !s.is_char_boundary(end) {
         end -= 1;
     }
-    &s[..end]
+    s.get(..end).unwrap_or_default()
 }
 
 /// The persisted path of a message, if its output was persisted.

@@ -167,16 +167,26 @@ impl SessionStore {
     }
 
     /// The log file for `key`. Two keys that map to the same file name are
-    /// told apart by the key recorded in the file's metadata.
+    /// told apart by the key recorded in the file's metadata. A log (or the
+    /// folder) that a link leads out of `sessions/` is refused, for reading
+    /// and appending alike.
     pub fn path_for(&self, key: &str) -> Result<PathBuf> {
         let dir = self.workspace.sessions_dir();
-        let path = dir.join(format!("{}.jsonl", key::file_stem(key)?));
+        let path = self.confined(&dir.join(format!("{}.jsonl", key::file_stem(key)?)))?;
         match first_key(&path)? {
             Some(existing) if existing != key => {
-                Ok(dir.join(format!("{}.jsonl", key::disambiguated_stem(key)?)))
+                self.confined(&dir.join(format!("{}.jsonl", key::disambiguated_stem(key)?)))
             }
             _ => Ok(path),
         }
+    }
+
+    fn confined(&self, path: &Path) -> Result<PathBuf> {
+        Ok(mnemo_core::confine(
+            self.workspace.root(),
+            path,
+            mnemo_core::Area::Sessions,
+        )?)
     }
 
     /// True when a log exists for `key`.
@@ -233,7 +243,7 @@ impl SessionStore {
             if path.extension().and_then(|e| e.to_str()) != Some("jsonl") {
                 continue;
             }
-            let loaded = read_session_file(&path)?;
+            let loaded = read_session_file(&self.confined(&path)?)?;
             let mtime = entry
                 .metadata()
                 .and_then(|m| m.modified())
@@ -266,14 +276,19 @@ fn spill_dir_for(log: &Path) -> PathBuf {
 
 /// Reads the key from a log's first line, if the file exists.
 fn first_key(path: &Path) -> Result<Option<String>> {
-    let mut f = match File::open(path) {
+    let mut f = match fsutil::open_regular(path, OpenOptions::new().read(true)) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(Error::io("open", path)(e)),
     };
     let mut buf = vec![0u8; 4096];
     let n = f.read(&mut buf).map_err(Error::io("read", path))?;
-    let line = buf[..n].split(|b| *b == b'\n').next().unwrap_or(&[]);
+    let line = buf
+        .get(..n)
+        .unwrap_or_default()
+        .split(|b| *b == b'\n')
+        .next()
+        .unwrap_or(&[]);
     Ok(std::str::from_utf8(line)
         .ok()
         .and_then(|l| match Record::parse(l) {
@@ -413,7 +428,7 @@ impl SessionLog {
         let result = (|| {
             let bytes = fs::read(&self.path).map_err(Error::io("read", &self.path))?;
             let complete = match bytes.iter().rposition(|b| *b == b'\n') {
-                Some(i) => &bytes[..=i],
+                Some(i) => bytes.get(..=i).unwrap_or_default(),
                 None => return Ok(()),
             };
             let loaded = parse_bytes(&self.path, complete);
@@ -445,12 +460,11 @@ impl SessionLog {
         if let Some(dir) = self.path.parent() {
             fs::create_dir_all(dir).map_err(Error::io("create folder", dir))?;
         }
-        OpenOptions::new()
-            .create(true)
-            .read(true)
-            .append(true)
-            .open(&self.path)
-            .map_err(Error::io("open for append", &self.path))
+        fsutil::open_regular(
+            &self.path,
+            OpenOptions::new().create(true).read(true).append(true),
+        )
+        .map_err(Error::io("open for append", &self.path))
     }
 
     /// Takes the lock, makes sure the handle still names the file at `path`
@@ -575,7 +589,7 @@ fn torn_tail(file: &mut File, len: u64, path: &Path) -> Result<Option<(u64, Vec<
             .map_err(Error::io("read", path))?;
         if let Some(i) = block.iter().rposition(|b| *b == b'\n') {
             let offset = start + i as u64 + 1;
-            let mut t = block[i + 1..].to_vec();
+            let mut t = block.get(i + 1..).unwrap_or_default().to_vec();
             t.extend_from_slice(&tail);
             return Ok(Some((offset, t)));
         }
@@ -592,8 +606,14 @@ fn torn_tail(file: &mut File, len: u64, path: &Path) -> Result<Option<(u64, Vec<
 /// line is reported as [`WarningKind::TornTail`] and not loaded; malformed
 /// lines are reported and skipped.
 pub fn read_session_file(path: &Path) -> Result<LoadedSession> {
-    let bytes = fs::read(path).map_err(Error::io("read", path))?;
+    let bytes = fsutil::read_regular(path)?;
     Ok(parse_bytes(path, &bytes))
+}
+
+/// Parses the bytes of a session log as [`read_session_file`] does (`path`
+/// names it in messages and gives the fallback key).
+pub fn parse_session_bytes(path: &Path, bytes: &[u8]) -> LoadedSession {
+    parse_bytes(path, bytes)
 }
 
 fn parse_bytes(path: &Path, bytes: &[u8]) -> LoadedSession {
@@ -617,7 +637,9 @@ fn parse_bytes(path: &Path, bytes: &[u8]) -> LoadedSession {
     let parsed = parse_lines_parallel(&lines);
     for (i, result) in parsed.into_iter().enumerate() {
         let line_no = i + 1;
-        let raw = lines[i];
+        let Some(raw) = lines.get(i).copied() else {
+            continue;
+        };
         if raw.is_empty() || raw.iter().all(|b| b.is_ascii_whitespace()) {
             continue;
         }

@@ -9,6 +9,7 @@ pub mod embed;
 pub mod error;
 pub mod message;
 pub mod paths;
+pub mod redact;
 pub mod tokens;
 pub mod workspace;
 

@@ -31,6 +31,47 @@ pub fn atomic_write(path: &Path, data: &[u8]) -> Result<()> {
     result
 }
 
+/// Creates `path` holding `data` unless it exists: the content is written
+/// and fsynced in a temp file first, then linked into place, so the file
+/// appears whole or not at all and an existing file is never replaced.
+/// Returns false (and writes nothing) when `path` exists.
+pub fn create_new(path: &Path, data: &[u8]) -> Result<bool> {
+    if path.exists() {
+        return Ok(false);
+    }
+    let dir = path.parent().unwrap_or_else(|| Path::new("."));
+    fs::create_dir_all(dir).map_err(Error::io("create folder", dir))?;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.tmp-{}-{}", std::process::id(), unique()));
+    let result = (|| {
+        let mut f = File::create(&tmp).map_err(Error::io("create", &tmp))?;
+        f.write_all(data).map_err(Error::io("write", &tmp))?;
+        f.sync_all().map_err(Error::io("fsync", &tmp))?;
+        match fs::hard_link(&tmp, path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(false),
+            // No hard links here (some network or FAT file systems): an
+            // exclusive create still never replaces a file.
+            Err(_) => {
+                let mut f = match OpenOptions::new().write(true).create_new(true).open(path) {
+                    Ok(f) => f,
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(false),
+                    Err(e) => return Err(Error::io("create", path)(e)),
+                };
+                f.write_all(data).map_err(Error::io("write", path))?;
+                f.sync_all().map_err(Error::io("fsync", path))?;
+            }
+        }
+        sync_dir(dir)?;
+        Ok(true)
+    })();
+    let _ = fs::remove_file(&tmp);
+    result
+}
+
 /// Appends `data` to `path` in one `write` call (O_APPEND), creating the
 /// file and its folder when needed; fsyncs when `sync` is set.
 pub fn append(path: &Path, data: &[u8], sync: bool) -> Result<()> {

@@ -6,14 +6,16 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod error;
+pub mod failpoint;
 pub mod fsutil;
 pub mod memory;
 pub mod session;
 
 pub use error::{Error, Result};
 pub use memory::{
-    AppendOutcome, DailyLog, FrontMatter, MemoryFileHeader, MemorySettings, MemoryStore,
-    MemoryType, RenderedMemory, TypedMemory,
+    AppendOutcome, DailyLog, FrontMatter, MemoryFileHeader, MemoryLock, MemorySettings,
+    MemoryStore, MemoryType, RenderedMemory, SaveAction, SaveMode, SavedMemory, SectionWrite,
+    TypedMemory,
 };
 pub use session::{
     CompactionRecord, FsyncPolicy, LoadWarning, LoadedSession, Record, SessionInfo, SessionLog,

@@ -1,5 +1,6 @@
 //! The memory engine of mnemo: consolidation of old turns into MEMORY.md
-//! and the history log ([`consolidate`]), the pre-compaction memory flush
+//! and the history log ([`consolidate`]) through the merge guard
+//! ([`merge`]), the pre-compaction memory flush
 //! ([`flush`]), the compaction pipeline, cheapest level first
 //! ([`pipeline`], [`compact`]), session notes ([`session`]), recall
 //! selection ([`recall`]), the context builder ([`context`]) and the agent
@@ -23,6 +24,7 @@ pub mod events;
 pub mod flush;
 pub mod history;
 pub mod lock;
+pub mod merge;
 pub mod pipeline;
 pub mod recall;
 pub mod rerank;
@@ -36,7 +38,7 @@ pub use agent::{
 };
 pub use compact::{TurnOutcome, TurnReport};
 pub use compactor::{Compactor, ModelCompactor, TemplateCompactor};
-pub use consolidate::{pick_boundary, save_memory_tool};
+pub use consolidate::{pick_boundary, round_marker, save_memory_tool};
 pub use context::{memory_tools, ContextPart, ContextReport};
 pub use engine::{Clock, Engine, Thresholds};
 pub use error::{Error, Result};

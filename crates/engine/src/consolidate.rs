@@ -144,12 +144,16 @@ pub fn parse_save_memory(args: &Value) -> Result<SaveMemory> {
 }
 
 /// MEMORY.md as the code enforces it: exact duplicate lines dropped (blank
-/// lines and headings excepted), then cut to the caps at a line boundary.
+/// lines and headings excepted), then the lines `cuttable` picks (those
+/// consolidation wrote) cut to the caps, in order, at a line boundary.
+/// Other lines are never cut: what tools and people wrote stays (the
+/// prompt shows MEMORY.md within its cap and says when it is cut).
 /// Returns the text, the duplicates dropped and the lines cut off.
 pub fn enforce_memory(
     text: &str,
     max_lines: usize,
     max_bytes: usize,
+    cuttable: &dyn Fn(&str) -> bool,
 ) -> (String, usize, Vec<String>) {
     let mut seen = HashSet::new();
     let mut kept: Vec<&str> = Vec::new();
@@ -167,14 +171,21 @@ pub fn enforce_memory(
         }
         kept.push(line);
     }
+    let cuttable = |l: &str| merge::line_key(l).is_some() && cuttable(l);
+    let (mut lines, mut bytes) = kept
+        .iter()
+        .filter(|l| !cuttable(l))
+        .fold((0, 0), |(n, b), l| (n + 1, b + l.len() + 1));
     let mut out = String::new();
     let mut cut = Vec::new();
-    for (n, line) in kept.iter().enumerate() {
-        if !cut.is_empty() || n >= max_lines || out.len() + line.len() + 1 > max_bytes {
-            if !line.trim().is_empty() {
+    for line in &kept {
+        if cuttable(line) {
+            if !cut.is_empty() || lines + 1 > max_lines || bytes + line.len() + 1 > max_bytes {
                 cut.push(line.to_string());
+                continue;
             }
-            continue;
+            lines += 1;
+            bytes += line.len() + 1;
         }
         out.push_str(line);
         out.push('\n');
@@ -384,6 +395,10 @@ impl Engine {
             &merged.text,
             self.settings.memory_max_lines,
             self.settings.memory_max_bytes,
+            &|l| {
+                !merge::is_index_line(l)
+                    && merge::line_key(l).is_some_and(|k| merged.consolidated.contains(&k))
+            },
         );
         let changed = self.memory.write_memory_md(&text)?;
         if merged.consolidated != consolidated {

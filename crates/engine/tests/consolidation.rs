@@ -151,7 +151,10 @@ async fn three_failed_runs_archive_raw_and_lose_nothing() {
     // Each run asks once; the first two fail and keep the cursor.
     for _ in 0..2 {
         let err = engine.consolidate_now(KEY).await.unwrap_err();
-        assert!(err.to_string().contains("did not call save_memory"), "{err}");
+        assert!(
+            err.to_string().contains("did not call save_memory"),
+            "{err}"
+        );
         assert_eq!(load(&env.ws).meta.last_consolidated, 0);
     }
     let events = engine.consolidate_now(KEY).await.unwrap();

@@ -904,17 +904,34 @@ fn upsert_index_line(memory: &str, rel: &str, front: &FrontMatter) -> String {
         })
         .collect();
     if !found {
-        while out.last().is_some_and(|l| l.trim().is_empty()) {
-            out.pop();
-        }
-        if !out.iter().any(|l| l.trim() == "## Memory files") {
-            if !out.is_empty() {
-                out.push(String::new());
+        match out.iter().position(|l| l.trim() == "## Memory files") {
+            // At the end of the index section, before whatever follows it.
+            Some(h) => {
+                let mut end = out[h + 1..]
+                    .iter()
+                    .position(|l| l.starts_with("# ") || l.starts_with("## "))
+                    .map_or(out.len(), |i| h + 1 + i);
+                while end > h + 1 && out[end - 1].trim().is_empty() {
+                    end -= 1;
+                }
+                if end == h + 1 {
+                    out.insert(end, String::new());
+                    end += 1;
+                }
+                out.insert(end, line);
             }
-            out.push("## Memory files".into());
-            out.push(String::new());
+            None => {
+                while out.last().is_some_and(|l| l.trim().is_empty()) {
+                    out.pop();
+                }
+                if !out.is_empty() {
+                    out.push(String::new());
+                }
+                out.push("## Memory files".into());
+                out.push(String::new());
+                out.push(line);
+            }
         }
-        out.push(line);
     }
     let mut s = out.join("\n");
     s.push('\n');
@@ -1018,6 +1035,20 @@ mod tests {
         assert_eq!(
             remove_index_line(&m2, "memory/tea.md"),
             "# Facts\n\n- works at ACME\n\n## Memory files\n\n"
+        );
+        // A new line joins the index section, wherever it is.
+        let fm3 = FrontMatter {
+            name: "Cat".into(),
+            ..fm2
+        };
+        let m3 = upsert_index_line(
+            &format!("{m2}\n## Later\n\n- other\n"),
+            "memory/cat.md",
+            &fm3,
+        );
+        assert_eq!(
+            m3,
+            "# Facts\n\n- works at ACME\n\n## Memory files\n\n- [Tea](memory/tea.md): now oolong\n- [Cat](memory/cat.md): now oolong\n\n## Later\n\n- other\n"
         );
     }
 }

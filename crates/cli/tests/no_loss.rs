@@ -488,6 +488,11 @@ fn a_crash_between_the_steps_of_a_consolidation_writes_nothing_twice() {
             "note-{i} in:\n{memory}"
         );
     }
+    // The last consolidation can be undone from the command line.
+    let out = stdout_of_success(&mnemo(ws, &["memory", "undo"]).output().unwrap());
+    assert!(out.contains(&format!("undid the consolidation of {key} messages 2..6")), "{out}");
+    let memory = read(ws, "MEMORY.md");
+    assert!(memory.contains("- remembered note-1\n") && !memory.contains("note-2"), "{memory}");
 }
 
 /// Consolidation, typed-memory writes, daily-log appends and the index,

@@ -10,8 +10,9 @@
 //! index), so nothing is ever lost and one outage never costs the
 //! distillation.
 //!
-//! A round writes MEMORY.md, then the history entry (which names the
-//! session and the messages it covers), then the cursor. A round that
+//! A round writes the diff of MEMORY.md into the history, then MEMORY.md,
+//! then the history entry (which names the session and the messages it
+//! covers), then the cursor. A round that
 //! crashed before the cursor moved is recorded as pending in the engine
 //! state; the next run finds its history entry and only moves the cursor,
 //! so nothing is written twice.
@@ -299,7 +300,8 @@ impl Engine {
         match self.ask_save_memory(chunk, &seen).await {
             Ok((save, fell_back)) => {
                 self.begin_round(key, from, to)?;
-                let applied = self.apply_memory_update(&seen, &save.memory_update)?;
+                let label = format!("{key} messages {from}..{to}");
+                let applied = self.apply_memory_update(&seen, &save.memory_update, &label)?;
                 failpoint::hit("consolidate.after_memory");
                 let mut entry = save.history_entry.trim().to_string();
                 if !applied.cut.is_empty() {
@@ -312,15 +314,6 @@ impl Engine {
                 }
                 entry.push('\n');
                 entry.push_str(&round_marker(key, from, to));
-                if !applied.diff.is_empty() {
-                    entry.push_str(&format!(
-                        "\n\n[{}] [MEMORY.md] consolidation of {key} messages {from}..{to}: {}; \
-                         to undo it, reverse this diff (`patch -R MEMORY.md`)\n{}",
-                        now.format("%Y-%m-%d %H:%M"),
-                        applied.summary(),
-                        applied.diff.trim_end()
-                    ));
-                }
                 self.memory.append_history(&entry, now)?;
                 failpoint::hit("consolidate.after_history");
                 self.end_round(key, log, to)?;
@@ -379,8 +372,10 @@ impl Engine {
 
     /// Merges the model's MEMORY.md into the file under the memory lock
     /// (the merge guard, then the caps) and records which lines
-    /// consolidation wrote.
-    fn apply_memory_update(&self, seen: &str, update: &str) -> Result<AppliedUpdate> {
+    /// consolidation wrote. The change goes into the history as a diff
+    /// before MEMORY.md is written, so even a run that crashes right after
+    /// can be undone.
+    fn apply_memory_update(&self, seen: &str, update: &str, label: &str) -> Result<AppliedUpdate> {
         let _lock = self.memory.lock()?;
         let current = self.memory.read_memory_md()?;
         let provenance = self.provenance_path();
@@ -400,7 +395,28 @@ impl Engine {
                     && merge::line_key(l).is_some_and(|k| merged.consolidated.contains(&k))
             },
         );
-        let changed = self.memory.write_memory_md(&text)?;
+        let mut applied = AppliedUpdate {
+            diff: merge::unified_diff(&current, &text),
+            changed: false,
+            duplicates,
+            cut,
+            merged,
+        };
+        if !applied.diff.is_empty() {
+            let now = self.now();
+            self.memory.append_history(
+                &format!(
+                    "[{}] [MEMORY.md] consolidation of {label}: {}; to undo it, run `mnemo memory undo` \
+                     or reverse this diff (`patch -R MEMORY.md`)\n{}",
+                    now.format("%Y-%m-%d %H:%M"),
+                    applied.summary(),
+                    applied.diff.trim_end()
+                ),
+                now,
+            )?;
+        }
+        applied.changed = self.memory.write_memory_md(&text)?;
+        let merged = &applied.merged;
         if merged.consolidated != consolidated {
             let lines = Provenance {
                 consolidated_lines: {
@@ -414,13 +430,7 @@ impl Engine {
             })?;
             mnemo_store::fsutil::atomic_write(&provenance, &bytes)?;
         }
-        Ok(AppliedUpdate {
-            diff: merge::unified_diff(&current, &text),
-            changed,
-            duplicates,
-            cut,
-            merged,
-        })
+        Ok(applied)
     }
 
     fn provenance_path(&self) -> std::path::PathBuf {

@@ -1,6 +1,6 @@
 //! The memory engine of mnemo: consolidation of old turns into MEMORY.md
 //! and the history log ([`consolidate`]) through the merge guard
-//! ([`merge`]), the pre-compaction memory flush
+//! ([`merge`]), undone with [`undo`], the pre-compaction memory flush
 //! ([`flush`]), the compaction pipeline, cheapest level first
 //! ([`pipeline`], [`compact`]), session notes ([`session`]), recall
 //! selection ([`recall`]), the context builder ([`context`]) and the agent
@@ -31,6 +31,7 @@ pub mod rerank;
 pub mod session;
 pub mod settings;
 pub mod templates;
+pub mod undo;
 
 pub use agent::{
     iteration_limit_notice, AgentStep, AgentTurn, ToolCallRecord, ToolExecutor, TurnOptions,
@@ -48,3 +49,4 @@ pub use recall::RecallOutcome;
 pub use rerank::{Passage, RerankOutcome};
 pub use session::NewSessionReport;
 pub use settings::EngineSettings;
+pub use undo::{undo_consolidation, Undone};

@@ -213,3 +213,58 @@ async fn consolidating_a_missing_session_is_an_error() {
     assert_eq!(err.code(), mnemo_core::ErrorCode::NotFound, "{err}");
     assert!(!env.ws.sessions_dir().join("cli_nope.jsonl").exists());
 }
+
+#[tokio::test]
+async fn every_consolidation_can_be_undone_in_turn() {
+    let env = env().await;
+    write_session(&env.ws, &chat_turns(5, 20));
+    let engine = engine(&env, 8_000, 1_000, "", t0());
+    engine.memory().write_memory_md(WRITTEN_BY_TOOLS).unwrap();
+    env.server
+        .push(save("# Memory\n\n- Works at ACME.\n- Moved to Lyon.\n"));
+    engine.consolidate_now(KEY).await.unwrap();
+    let after_first = engine.memory().read_memory_md().unwrap();
+    // More turns, a second consolidation that rewrites the model's line.
+    let store = SessionStore::new(&env.ws, SessionOptions::default());
+    let mut log = store.open(KEY).unwrap();
+    log.append(&[
+        Message::user("more").with_timestamp(ts(20)),
+        Message::assistant("ok").with_timestamp(ts(21)),
+        Message::user("again").with_timestamp(ts(22)),
+    ])
+    .unwrap();
+    env.server.push(save(
+        "# Memory\n\n- Works at ACME.\n- Lives in Lyon since March.\n",
+    ));
+    engine.consolidate_now(KEY).await.unwrap();
+    let after_second = engine.memory().read_memory_md().unwrap();
+    assert!(
+        after_second.contains("Lives in Lyon since March")
+            && !after_second.contains("Moved to Lyon")
+    );
+
+    let undone = mnemo_engine::undo_consolidation(engine.memory(), t0()).unwrap();
+    assert_eq!(undone.consolidation, "cli:test messages 8..12");
+    assert_eq!(engine.memory().read_memory_md().unwrap(), after_first);
+    let undone = mnemo_engine::undo_consolidation(engine.memory(), t0()).unwrap();
+    assert_eq!(undone.consolidation, "cli:test messages 0..8");
+    assert_eq!(engine.memory().read_memory_md().unwrap(), WRITTEN_BY_TOOLS);
+    let err = mnemo_engine::undo_consolidation(engine.memory(), t0()).unwrap_err();
+    assert_eq!(err.code(), mnemo_core::ErrorCode::NotFound, "{err}");
+    // The history keeps every step.
+    let history = engine.memory().read_history().unwrap();
+    assert_eq!(
+        history
+            .matches("] [MEMORY.md] consolidation of cli:test")
+            .count(),
+        2,
+        "{history}"
+    );
+    assert_eq!(
+        history
+            .matches("] [MEMORY.md] undo of the consolidation of")
+            .count(),
+        2,
+        "{history}"
+    );
+}

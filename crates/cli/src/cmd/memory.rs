@@ -1,4 +1,4 @@
-//! `mnemo memory show | add | list | forget`.
+//! `mnemo memory show | add | list | forget | undo`.
 
 use std::io::Read;
 
@@ -28,6 +28,9 @@ pub enum MemoryCommand {
     /// Remove a typed memory file and its index line (the history, daily logs
     /// and session notes are append-only and never removed)
     Forget(ForgetArgs),
+    /// Undo the newest consolidation's change to MEMORY.md (run it again to
+    /// go further back); each change and each undo is in memory/HISTORY.md
+    Undo,
 }
 
 /// Arguments of `mnemo memory add`.
@@ -148,6 +151,14 @@ pub fn run(command: MemoryCommand, global: &GlobalArgs) -> Result<()> {
         MemoryCommand::Forget(args) => {
             let path = store.forget_typed(&args.name)?;
             println!("removed {path} and its index line");
+            Ok(())
+        }
+        MemoryCommand::Undo => {
+            let undone = mnemo_engine::undo_consolidation(&store, chrono::Utc::now())?;
+            println!(
+                "undid the consolidation of {}: {} line(s) of MEMORY.md changed back (recorded in memory/HISTORY.md)",
+                undone.consolidation, undone.lines
+            );
             Ok(())
         }
     }

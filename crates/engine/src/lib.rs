@@ -28,6 +28,7 @@ pub mod merge;
 pub mod pipeline;
 pub mod recall;
 pub mod rerank;
+pub mod rounds;
 pub mod session;
 pub mod settings;
 pub mod templates;
@@ -39,7 +40,7 @@ pub use agent::{
 };
 pub use compact::{TurnOutcome, TurnReport};
 pub use compactor::{Compactor, ModelCompactor, TemplateCompactor};
-pub use consolidate::{pick_boundary, round_marker, save_memory_tool};
+pub use consolidate::{pick_boundary, save_memory_tool};
 pub use context::{memory_tools, ContextPart, ContextReport};
 pub use engine::{Clock, Engine, Thresholds};
 pub use error::{Error, Result};
@@ -47,6 +48,7 @@ pub use events::{CompactionReport, ConsolidationRound, EngineEvent, FlushReport}
 pub use history::{rebuild_entries, rebuild_history, Entry};
 pub use recall::RecallOutcome;
 pub use rerank::{Passage, RerankOutcome};
+pub use rounds::round_marker;
 pub use session::NewSessionReport;
 pub use settings::EngineSettings;
 pub use undo::{undo_consolidation, Undone};

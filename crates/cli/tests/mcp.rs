@@ -555,18 +555,7 @@ fn stdio_forget_and_typed_writes_never_lose_history_or_memories() {
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path();
     init(ws);
-    std::fs::create_dir_all(ws.join("memory")).unwrap();
-    std::fs::write(
-        ws.join("memory/HISTORY.md"),
-        "[2026-11-28 10:00] raw archive\n\n",
-    )
-    .unwrap();
-    std::fs::write(
-        ws.join("memory/2026-11-28.md"),
-        "# 2026-11-28\n\n- [10:00] x\n",
-    )
-    .unwrap();
-    std::fs::write(ws.join("memory/2026-11-28-tea.md"), "# Session\n").unwrap();
+    let files = mnemo_test_support::cli::write_append_only_files(ws);
     let mut s = Stdio_::start(ws, &["embedder.kind=none"]);
     for name in [
         "memory/HISTORY.md",
@@ -577,11 +566,7 @@ fn stdio_forget_and_typed_writes_never_lose_history_or_memories() {
         assert!(err, "{name}: {v}");
         assert!(v.to_string().contains("typed memories only"), "{name}: {v}");
     }
-    for kept in [
-        "memory/HISTORY.md",
-        "memory/2026-11-28.md",
-        "memory/2026-11-28-tea.md",
-    ] {
+    for kept in files {
         assert!(ws.join(kept).exists(), "{kept} is gone");
     }
     let write = |body: &str, replace: bool| {

@@ -27,16 +27,8 @@ fn mnemo(ws: &Path, args: &[&str]) -> Command {
 /// `mnemo` with the scripted server as its chat model (no retries).
 fn with_model(ws: &Path, server: &ScriptedServer, args: &[&str]) -> Command {
     let mut c = mnemo(ws, args);
-    let base = server.openai_base();
-    c.args([
-        "--provider",
-        "openai",
-        "--base-url",
-        &base,
-        "--model",
-        "test-model",
-    ])
-    .args(["--set", "provider.max_retries=0"]);
+    c.args(server.model_flags())
+        .args(["--set", "provider.max_retries=0"]);
     c
 }
 
@@ -44,19 +36,26 @@ fn init(ws: &Path) {
     stdout_of_success(&mnemo(ws, &["init"]).output().unwrap());
 }
 
+fn add_command(ws: &Path, name: &str, extra: &[&str]) -> Command {
+    let mut c = mnemo(
+        ws,
+        &[
+            "memory",
+            "add",
+            "--type",
+            "user",
+            "--name",
+            name,
+            "--description",
+            "a fact",
+        ],
+    );
+    c.args(extra);
+    c
+}
+
 fn add_memory(ws: &Path, name: &str, body: &str, extra: &[&str]) -> Output {
-    let mut args = vec![
-        "memory",
-        "add",
-        "--type",
-        "user",
-        "--name",
-        name,
-        "--description",
-        "a fact",
-    ];
-    args.extend_from_slice(extra);
-    run_with_stdin(mnemo(ws, &args), body.as_bytes())
+    run_with_stdin(add_command(ws, name, extra), body.as_bytes())
 }
 
 fn append(ws: &Path, key: &str, role: &str, text: &str) {
@@ -230,7 +229,7 @@ fn two_servers_and_a_consolidation_lose_no_acknowledged_write() {
     let (status, answer) = post_json(ports[1], "/v1/memory/write", None, &again);
     assert_eq!(status, 400, "{answer}");
     assert!(read(ws, "memory/t0-n1.md").contains("typed 0-1"));
-    let mut replace = again.clone();
+    let mut replace = again;
     replace["replace"] = json!(true);
     let (status, answer) = post_json(ports[0], "/v1/memory/write", None, &replace);
     assert_eq!(
@@ -288,22 +287,7 @@ fn forget_removes_typed_memories_only() {
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path();
     init(ws);
-    std::fs::create_dir_all(ws.join("memory")).unwrap();
-    std::fs::write(
-        ws.join("memory/HISTORY.md"),
-        "[2026-11-28 10:00] the only copy\n\n",
-    )
-    .unwrap();
-    std::fs::write(
-        ws.join("memory/2026-11-28.md"),
-        "# 2026-11-28\n\n- [10:00] deploy\n",
-    )
-    .unwrap();
-    std::fs::write(
-        ws.join("memory/2026-11-28-tea.md"),
-        "# Session: 2026-11-28\n",
-    )
-    .unwrap();
+    let files = mnemo_test_support::cli::write_append_only_files(ws);
     for target in [
         "memory/HISTORY.md",
         "2026-11-28",
@@ -315,11 +299,7 @@ fn forget_removes_typed_memories_only() {
         let err = String::from_utf8_lossy(&o.stderr);
         assert!(err.contains("typed memories only"), "{target}: {err}");
     }
-    for kept in [
-        "memory/HISTORY.md",
-        "memory/2026-11-28.md",
-        "memory/2026-11-28-tea.md",
-    ] {
+    for kept in files {
         assert!(ws.join(kept).exists(), "{kept} is gone");
     }
     stdout_of_success(&add_memory(ws, "Tea", "green", &[]));
@@ -490,9 +470,15 @@ fn a_crash_between_the_steps_of_a_consolidation_writes_nothing_twice() {
     }
     // The last consolidation can be undone from the command line.
     let out = stdout_of_success(&mnemo(ws, &["memory", "undo"]).output().unwrap());
-    assert!(out.contains(&format!("undid the consolidation of {key} messages 2..6")), "{out}");
+    assert!(
+        out.contains(&format!("undid the consolidation of {key} messages 2..6")),
+        "{out}"
+    );
     let memory = read(ws, "MEMORY.md");
-    assert!(memory.contains("- remembered note-1\n") && !memory.contains("note-2"), "{memory}");
+    assert!(
+        memory.contains("- remembered note-1\n") && !memory.contains("note-2"),
+        "{memory}"
+    );
 }
 
 /// Consolidation, typed-memory writes, daily-log appends and the index,
@@ -529,19 +515,7 @@ fn random_kills_lose_and_repeat_nothing_acknowledged() {
             ),
             (
                 "memory",
-                mnemo(
-                    ws,
-                    &[
-                        "memory",
-                        "add",
-                        "--type",
-                        "user",
-                        "--name",
-                        &name,
-                        "--description",
-                        "d",
-                    ],
-                ),
+                add_command(ws, &name, &[]),
                 Some(&b"a memory that must not be lost"[..]),
             ),
             ("daily", mnemo(ws, &["log", &daily]), None),

@@ -314,7 +314,7 @@ impl Engine {
                 self.memory.append_history(&entry, now)?;
                 failpoint::hit("consolidate.after_history");
                 self.end_round(key, log, to)?;
-                let round = ConsolidationRound {
+                events.push(EngineEvent::Consolidated(ConsolidationRound {
                     from,
                     to,
                     raw: false,
@@ -326,8 +326,7 @@ impl Engine {
                     lines_dropped: applied.merged.dropped.len(),
                     update_refused: applied.merged.refused,
                     recovered: false,
-                };
-                events.push(EngineEvent::Consolidated(round.clone()));
+                }));
                 Ok(ChunkOutcome::Done)
             }
             Err(e) => {
@@ -348,20 +347,12 @@ impl Engine {
                 self.archive_raw(key, chunk, from, to, now)?;
                 failpoint::hit("consolidate.after_history");
                 self.end_round(key, log, to)?;
-                let round = ConsolidationRound {
+                events.push(EngineEvent::Consolidated(ConsolidationRound {
                     from,
                     to,
                     raw: true,
-                    fell_back_to_auto: false,
-                    memory_changed: false,
-                    duplicates_dropped: 0,
-                    lines_trimmed: 0,
-                    lines_kept: 0,
-                    lines_dropped: 0,
-                    update_refused: false,
-                    recovered: false,
-                };
-                events.push(EngineEvent::Consolidated(round.clone()));
+                    ..Default::default()
+                }));
                 Ok(ChunkOutcome::Done)
             }
         }

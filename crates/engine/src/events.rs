@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 /// One consolidation round.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct ConsolidationRound {
     /// Cursor before.
     pub from: usize,

@@ -79,15 +79,8 @@ impl Engine {
         let round = ConsolidationRound {
             from: p.from,
             to: p.to,
-            raw: false,
-            fell_back_to_auto: false,
-            memory_changed: false,
-            duplicates_dropped: 0,
-            lines_trimmed: 0,
-            lines_kept: 0,
-            lines_dropped: 0,
-            update_refused: false,
             recovered: true,
+            ..Default::default()
         };
         events.push(EngineEvent::Consolidated(round.clone()));
         Ok(Some(round))

@@ -17,6 +17,16 @@ use serde_json::json;
 /// MEMORY.md as `memory add` and `memory_write` (section mode) leave it.
 const WRITTEN_BY_TOOLS: &str = "# Memory\n\n- Works at ACME.\n\n## Preferences\n\n- Answers in French.\n- Green tea, no sugar.\n\n## Memory files\n\n- [Tea](memory/tea.md): prefers green tea\n";
 
+/// A workspace with a three-turn session, MEMORY.md holding `memory`, and
+/// an engine on the scripted server.
+async fn consolidating(memory: &str) -> (Env, mnemo_engine::Engine) {
+    let env = env().await;
+    write_session(&env.ws, &chat_turns(3, 20));
+    let engine = engine(&env, 8_000, 1_000, "", t0());
+    engine.memory().write_memory_md(memory).unwrap();
+    (env, engine)
+}
+
 fn save(memory_update: &str) -> Reply {
     Reply::tool_call(
         "save_memory",
@@ -26,10 +36,7 @@ fn save(memory_update: &str) -> Reply {
 
 #[tokio::test]
 async fn consolidation_keeps_index_lines_and_sections_it_did_not_write() {
-    let env = env().await;
-    write_session(&env.ws, &chat_turns(3, 20));
-    let engine = engine(&env, 8_000, 1_000, "", t0());
-    engine.memory().write_memory_md(WRITTEN_BY_TOOLS).unwrap();
+    let (env, engine) = consolidating(WRITTEN_BY_TOOLS).await;
     // The model answers with its own idea of MEMORY.md: the index and the
     // section are gone.
     env.server.push(save(
@@ -52,13 +59,7 @@ async fn consolidation_keeps_index_lines_and_sections_it_did_not_write() {
 
 #[tokio::test]
 async fn a_section_written_while_the_model_thinks_is_kept() {
-    let env = env().await;
-    write_session(&env.ws, &chat_turns(3, 20));
-    let engine = engine(&env, 8_000, 1_000, "", t0());
-    engine
-        .memory()
-        .write_memory_md("- Works at ACME.\n")
-        .unwrap();
+    let (env, engine) = consolidating("- Works at ACME.\n").await;
     env.server.push(Reply::delay(
         Duration::from_millis(1_500),
         save("- Works at ACME.\n- Moved to Lyon.\n"),
@@ -165,13 +166,7 @@ async fn one_outage_fails_the_run_and_keeps_the_cursor() {
 
 #[tokio::test]
 async fn only_a_save_memory_call_is_a_consolidation() {
-    let env = env().await;
-    write_session(&env.ws, &chat_turns(3, 20));
-    let engine = engine(&env, 8_000, 1_000, "", t0());
-    engine
-        .memory()
-        .write_memory_md("- Works at ACME.\n")
-        .unwrap();
+    let (env, engine) = consolidating("- Works at ACME.\n").await;
     env.server.push(Reply::tool_call(
         "write_file",
         json!({"history_entry": "[2026-03-01 10:00] x", "memory_update": "- Injected."}),

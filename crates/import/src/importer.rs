@@ -363,25 +363,14 @@ impl<'a> Importer<'a> {
     /// `## Imported from <tool> (<source>)`.
     pub(crate) fn merge_memory_md(&mut self, source_rel: &str, lines: Vec<MergeLine>) {
         // Held from the read to the write: another writer's lines survive.
-        let _lock = if self.dry_run {
-            None
+        let read = if self.dry_run {
+            Ok(None)
         } else {
-            match self.memory.lock() {
-                Ok(l) => Some(l),
-                Err(e) => {
-                    self.report.push(
-                        Verb::Error,
-                        Kind::MemoryMd,
-                        "MEMORY.md",
-                        source_rel,
-                        format!("{e}; nothing was merged"),
-                    );
-                    return;
-                }
-            }
-        };
-        let existing = match self.memory.read_memory_md() {
-            Ok(t) => t,
+            self.memory.lock().map(Some)
+        }
+        .and_then(|lock| Ok((lock, self.memory.read_memory_md()?)));
+        let (_lock, existing) = match read {
+            Ok(r) => r,
             Err(e) => {
                 self.report.push(
                     Verb::Error,

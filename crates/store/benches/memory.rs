@@ -31,7 +31,11 @@ fn bench(c: &mut Criterion) {
         store.write_memory_md(&memory).unwrap();
         for i in 0..files {
             store
-                .save_typed(front(&format!("memory {i}")), "A body line.\n", SaveMode::Create)
+                .save_typed(
+                    front(&format!("memory {i}")),
+                    "A body line.\n",
+                    SaveMode::Create,
+                )
                 .unwrap();
         }
         if files == 100 {
@@ -42,7 +46,9 @@ fn bench(c: &mut Criterion) {
             g.bench_function("write_section_150_lines", |b| {
                 b.iter(|| {
                     n += 1;
-                    store.write_section("Bench", &format!("- value {n}")).unwrap()
+                    store
+                        .write_section("Bench", &format!("- value {n}"))
+                        .unwrap()
                 })
             });
             let now = Utc.with_ymd_and_hms(2026, 11, 29, 10, 0, 0).unwrap();
@@ -60,7 +66,11 @@ fn bench(c: &mut Criterion) {
             b.iter(|| {
                 n += 1;
                 store
-                    .save_typed(front("memory 7"), &format!("Body {n}.\n"), SaveMode::Replace)
+                    .save_typed(
+                        front("memory 7"),
+                        &format!("Body {n}.\n"),
+                        SaveMode::Replace,
+                    )
                     .unwrap()
             })
         });

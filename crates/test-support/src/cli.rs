@@ -152,3 +152,29 @@ pub fn post_json(
         .unwrap_or_else(|| panic!("no HTTP status: {head:?}"));
     (status, serde_json::from_str(rest).unwrap_or_default())
 }
+
+/// The append-only memory files a forget must never remove, written into
+/// workspace `ws`: the history, the daily log of 2026-11-28 and a session
+/// note of that day. Returns their workspace-relative paths.
+///
+/// # Panics
+/// When the files cannot be written.
+#[allow(clippy::expect_used)]
+pub fn write_append_only_files(ws: &Path) -> [&'static str; 3] {
+    let files = [
+        (
+            "memory/HISTORY.md",
+            "[2026-11-28 10:00] the only copy of a raw archive\n\n",
+        ),
+        (
+            "memory/2026-11-28.md",
+            "# 2026-11-28\n\n- [10:00] deploy key rotated\n",
+        ),
+        ("memory/2026-11-28-tea.md", "# Session: 2026-11-28\n"),
+    ];
+    std::fs::create_dir_all(ws.join("memory")).expect("create memory/");
+    for (rel, text) in files {
+        std::fs::write(ws.join(rel), text).expect("write an append-only file");
+    }
+    files.map(|(rel, _)| rel)
+}

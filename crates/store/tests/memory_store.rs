@@ -331,6 +331,13 @@ fn typed_memories_never_overwrite_each_other() {
         s.forget_typed("Coffee").unwrap(),
         "memory/renamed-by-hand.md"
     );
+    // Names that YAML escapes are found too.
+    let quoted = typed("Likes \"green\" tea: yes", "q");
+    s.save_typed(quoted.clone(), "x", SaveMode::Create).unwrap();
+    assert!(matches!(
+        s.save_typed(quoted, "y", SaveMode::Create),
+        Err(Error::Exists(_))
+    ));
 }
 
 /// Forget removes typed memories only: the history, daily logs and

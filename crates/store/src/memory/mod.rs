@@ -494,27 +494,47 @@ impl MemoryStore {
     /// path when several share it.
     pub fn find_typed(&self, name: &str) -> Result<Option<TypedMemory>> {
         let wanted = name_key(name);
+        // Usually the memory is in the file its name gives.
+        let usual = self
+            .workspace
+            .memory_dir()
+            .join(format!("{}.md", typed_slug(name)));
+        if let Some(found) = self.typed_named(&usual, &wanted) {
+            return Ok(Some(found));
+        }
         let mut files = Vec::new();
         collect_md(&self.workspace.memory_dir(), &mut files)?;
         files.sort();
-        for path in files {
-            if !starts_with_front_matter(&path) {
-                continue;
-            }
-            let Ok(text) = fsutil::read_text(&path) else {
-                continue;
-            };
-            if let (Some(Ok(front)), body) = frontmatter::split(&text) {
-                if name_key(&front.name) == wanted {
-                    return Ok(Some(TypedMemory {
-                        path: rel_path(self.workspace.root(), &path),
-                        front,
-                        body: body.to_string(),
-                    }));
-                }
-            }
+        Ok(files
+            .iter()
+            .filter(|p| **p != usual)
+            .find_map(|p| self.typed_named(p, &wanted)))
+    }
+
+    /// The typed memory in `path` when its front matter's name is `wanted`
+    /// (a [`name_key`]).
+    fn typed_named(&self, path: &Path, wanted: &str) -> Option<TypedMemory> {
+        if !starts_with_front_matter(path) {
+            return None;
         }
-        Ok(None)
+        let text = fsutil::read_text(path).ok()?;
+        // Parsing YAML costs more than looking for the name's ASCII words
+        // (other characters may be escaped in the YAML).
+        let lower = text.to_lowercase();
+        if !wanted
+            .split(|c: char| !c.is_ascii_alphanumeric())
+            .all(|w| lower.contains(w))
+        {
+            return None;
+        }
+        match frontmatter::split(&text) {
+            (Some(Ok(front)), body) if name_key(&front.name) == wanted => Some(TypedMemory {
+                path: rel_path(self.workspace.root(), path),
+                front,
+                body: body.to_string(),
+            }),
+            _ => None,
+        }
     }
 
     /// A free `memory/…md` path for a new memory called `name`.

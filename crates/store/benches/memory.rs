@@ -61,6 +61,10 @@ fn bench(c: &mut Criterion) {
                 })
             });
         }
+        // What a new name costs on top: every memory file is looked at.
+        g.bench_function(format!("find_new_name_among_{files}_files"), |b| {
+            b.iter(|| black_box(store.find_typed("a name nobody used").unwrap()))
+        });
         let mut n = 0u64;
         g.bench_function(format!("save_typed_replace_among_{files}_files"), |b| {
             b.iter(|| {

@@ -3,7 +3,8 @@
 //! and that it was shown. Everything else is kept or re-added where it
 //! was: the index lines of typed memories, sections written with
 //! `memory_write`, lines people typed, and lines another writer added
-//! while the model was thinking. An update that would drop most of
+//! while the model was thinking; lines another writer removed meanwhile
+//! stay removed. An update that would drop most of
 //! consolidation's own lines (a model that answers with the new facts
 //! only) is refused: the old lines stay and the new ones are added.
 //!
@@ -81,8 +82,17 @@ pub fn merge(input: MergeInput<'_>) -> Merged {
         consolidated,
     } = input;
     let seen_keys = keys(seen);
-    let update_keys = keys(update);
     let current_keys = keys(current);
+    // What another writer removed while the model thought (a forgotten
+    // memory's index line, a replaced section's old body) stays removed.
+    let removed: HashSet<&String> = seen_keys.difference(&current_keys).collect();
+    let update: String = update
+        .lines()
+        .filter(|l| line_key(l).is_none_or(|k| !removed.contains(&k)))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let update = update.as_str();
+    let update_keys = keys(update);
     let protected = |line: &str| match line_key(line) {
         None => false,
         Some(k) => is_index_line(line) || !consolidated.contains(&k) || !seen_keys.contains(&k),
@@ -193,9 +203,29 @@ fn insert_missing(base: &str, donor: &str, wanted: &dyn Fn(&str) -> bool) -> (St
         }
         inserted += 1;
     }
+    (tidy(&out), inserted)
+}
+
+/// The lines as a Markdown text: one blank line before each heading, no
+/// runs of blank lines, none at the end.
+fn tidy(lines: &[String]) -> String {
+    let mut out: Vec<&str> = Vec::with_capacity(lines.len());
+    for line in lines {
+        let blank = line.trim().is_empty();
+        if blank && out.last().is_none_or(|l| l.trim().is_empty()) {
+            continue;
+        }
+        if is_heading(line) && out.last().is_some_and(|l| !l.trim().is_empty()) {
+            out.push("");
+        }
+        out.push(line);
+    }
+    while out.last().is_some_and(|l| l.trim().is_empty()) {
+        out.pop();
+    }
     let mut text = out.join("\n");
     text.push('\n');
-    (text, inserted)
+    text
 }
 
 /// Where a line goes in the section under the heading at `p`: first when

@@ -49,6 +49,23 @@ fn lines_added_while_the_model_thought_are_kept() {
 }
 
 #[test]
+fn lines_removed_while_the_model_thought_stay_removed() {
+    let seen = "- a\n\n## Prefs\n\n- tea\n\n## Memory files\n\n- [Cat](memory/cat.md): cat\n";
+    // Meanwhile the section was rewritten and the memory forgotten.
+    let current = "- a\n\n## Prefs\n\n- coffee\n\n## Memory files\n\n";
+    let m = merge(MergeInput {
+        seen,
+        current,
+        update: "- a\n- b\n\n## Prefs\n\n- tea\n\n## Memory files\n\n- [Cat](memory/cat.md): cat\n",
+        consolidated: &set(&["a"]),
+    });
+    assert_eq!(
+        m.text,
+        "- a\n- b\n\n## Prefs\n\n- coffee\n\n## Memory files\n"
+    );
+}
+
+#[test]
 fn an_update_dropping_most_of_its_own_lines_is_refused() {
     let current = "- one\n- two\n- three\n- four\n- five\n";
     let all = set(&["one", "two", "three", "four", "five"]);

@@ -10,6 +10,7 @@ pub mod error;
 pub mod files;
 pub mod message;
 pub mod paths;
+pub mod redact;
 pub mod tokens;
 pub mod workspace;
 

@@ -103,7 +103,8 @@ pub fn memory_tools() -> Vec<ToolSpec> {
                     "text": {"type": "string", "description": "The fact(s), one per line."},
                     "name": {"type": "string", "description": "For a typed memory: its short name (omit to append to today's log)."},
                     "description": {"type": "string", "description": "For a typed memory: one specific line saying what it holds."},
-                    "type": {"type": "string", "enum": ["user", "feedback", "project", "reference"]}
+                    "type": {"type": "string", "enum": ["user", "feedback", "project", "reference"]},
+                    "replace": {"type": "boolean", "description": "For a typed memory: update the memory of this name (without it, a name already taken is refused)."}
                 },
                 "required": ["text"]
             }),

@@ -513,8 +513,15 @@ impl<'a> Importer<'a> {
     /// `## Imported from <tool> (<source>)`.
     pub(crate) fn merge_memory_md(&mut self, source_rel: &str, lines: Vec<MergeLine>) {
         let memory_md = self.ws.memory_md();
-        let existing = match self.current_text(&memory_md) {
-            Ok(t) => t,
+        // Held from the read to the write: another writer's lines survive.
+        let read = if self.dry_run {
+            Ok(None)
+        } else {
+            self.memory.lock().map(Some)
+        }
+        .and_then(|lock| Ok((lock, self.current_text(&memory_md)?)));
+        let (_lock, existing) = match read {
+            Ok(r) => r,
             Err(e) => {
                 self.report.push(
                     Verb::Error,

@@ -27,7 +27,8 @@ pub mod backend;
 pub mod chunk;
 mod error;
 mod index;
-mod redact;
+// Shared with the raw consolidation archive: one set of rules.
+use mnemo_core::redact;
 mod scan;
 mod search;
 mod settings;

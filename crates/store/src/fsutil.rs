@@ -13,6 +13,20 @@ use crate::error::{Error, Result};
 /// folder, fsync it, rename it over the target, fsync the folder. A crash
 /// leaves either the old or the new content, never a mix.
 pub fn atomic_write(path: &Path, data: &[u8]) -> Result<()> {
+    let (dir, tmp) = synced_temp(path, data)?;
+    let result = fs::rename(&tmp, path)
+        .map_err(Error::io("rename into place", path))
+        .and_then(|()| sync_dir(&dir));
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// A temp file in `path`'s folder (created when missing) holding `data`,
+/// fsynced. Returns the folder and the temp file, which the caller renames
+/// or removes.
+fn synced_temp(path: &Path, data: &[u8]) -> Result<(std::path::PathBuf, std::path::PathBuf)> {
     let dir = path.parent().unwrap_or_else(|| Path::new("."));
     fs::create_dir_all(dir).map_err(Error::io("create folder", dir))?;
     let name = path
@@ -20,16 +34,49 @@ pub fn atomic_write(path: &Path, data: &[u8]) -> Result<()> {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let tmp = dir.join(format!(".{name}.tmp-{}-{}", std::process::id(), unique()));
-    let result = (|| {
+    let written = (|| {
         let mut f = File::create(&tmp).map_err(Error::io("create", &tmp))?;
         f.write_all(data).map_err(Error::io("write", &tmp))?;
-        f.sync_all().map_err(Error::io("fsync", &tmp))?;
-        fs::rename(&tmp, path).map_err(Error::io("rename into place", path))?;
-        sync_dir(dir)
+        f.sync_all().map_err(Error::io("fsync", &tmp))
     })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
+    match written {
+        Ok(()) => Ok((dir.to_path_buf(), tmp)),
+        Err(e) => {
+            let _ = fs::remove_file(&tmp);
+            Err(e)
+        }
     }
+}
+
+/// Creates `path` holding `data` unless it exists: the content is written
+/// and fsynced in a temp file first, then linked into place, so the file
+/// appears whole or not at all and an existing file is never replaced.
+/// Returns false (and writes nothing) when `path` exists.
+pub fn create_new(path: &Path, data: &[u8]) -> Result<bool> {
+    if path.exists() {
+        return Ok(false);
+    }
+    let (dir, tmp) = synced_temp(path, data)?;
+    let result = (|| {
+        match fs::hard_link(&tmp, path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(false),
+            // No hard links here (some network or FAT file systems): an
+            // exclusive create still never replaces a file.
+            Err(_) => {
+                let mut f = match OpenOptions::new().write(true).create_new(true).open(path) {
+                    Ok(f) => f,
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(false),
+                    Err(e) => return Err(Error::io("create", path)(e)),
+                };
+                f.write_all(data).map_err(Error::io("write", path))?;
+                f.sync_all().map_err(Error::io("fsync", path))?;
+            }
+        }
+        sync_dir(&dir)?;
+        Ok(true)
+    })();
+    let _ = fs::remove_file(&tmp);
     result
 }
 

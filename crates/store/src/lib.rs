@@ -9,6 +9,7 @@
 #![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::string_slice))]
 
 pub mod error;
+pub mod failpoint;
 pub mod fsutil;
 pub mod memory;
 pub mod session;
@@ -18,8 +19,9 @@ mod fuzz_tests;
 
 pub use error::{Error, Result};
 pub use memory::{
-    AppendOutcome, DailyLog, FrontMatter, MemoryFileHeader, MemorySettings, MemoryStore,
-    MemoryType, RenderedMemory, TypedMemory,
+    AppendOutcome, DailyLog, FrontMatter, MemoryFileHeader, MemoryLock, MemorySettings,
+    MemoryStore, MemoryType, RenderedMemory, SaveAction, SaveMode, SavedMemory, SectionWrite,
+    TypedMemory,
 };
 pub use session::{
     CompactionRecord, FsyncPolicy, LoadWarning, LoadedSession, Record, SessionInfo, SessionLog,

@@ -119,30 +119,47 @@ fn engine(global: &GlobalArgs, model: &ModelArgs) -> Result<Engine> {
 /// One line per event, saying what ran and what it freed.
 pub fn describe(event: &EngineEvent) -> String {
     match event {
-        EngineEvent::Consolidated(r) => format!(
-            "consolidated messages {}..{} into long-term memory{}{}",
-            r.from,
-            r.to,
-            if r.raw {
-                " (raw archive after repeated failures)"
-            } else {
-                ""
-            },
-            if r.memory_changed {
-                "; MEMORY.md updated"
-            } else {
-                ""
-            }
+        EngineEvent::Consolidated(r) if r.recovered => format!(
+            "messages {}..{} were consolidated by a run that stopped before moving the cursor; \
+             the cursor moved now (nothing written twice)",
+            r.from, r.to
         ),
+        EngineEvent::Consolidated(r) => {
+            let mut line = format!(
+                "consolidated messages {}..{} into long-term memory",
+                r.from, r.to
+            );
+            if r.raw {
+                line.push_str(" (archived raw after repeated failed runs; secrets redacted)");
+            }
+            if r.memory_changed {
+                line.push_str("; MEMORY.md updated (the change is in memory/HISTORY.md)");
+            }
+            if r.update_refused {
+                line.push_str(
+                    "; the model's MEMORY.md dropped most lines, so only its new lines were added",
+                );
+            } else if r.lines_kept > 0 {
+                line.push_str(&format!(
+                    "; kept {} line(s) the model left out (written by tools or people, or new)",
+                    r.lines_kept
+                ));
+            }
+            line
+        }
         EngineEvent::ConsolidationFailed {
             from,
             to,
             failures,
             error,
         } => {
-            format!("consolidation of messages {from}..{to} failed ({failures} in a row): {error}")
+            format!("consolidation of messages {from}..{to} failed ({failures} failed run(s) in a row): {error}")
         }
         EngineEvent::Flushed(f) => match (&f.path, f.no_reply) {
+            (_, true) | (None, _) if f.ignored > 0 => format!(
+                "memory flush: nothing saved ({} line(s) of the answer were not `- ` items)",
+                f.ignored
+            ),
             (_, true) | (None, _) => "memory flush: nothing new to save".to_string(),
             (Some(p), false) => format!("memory flush: {} line(s) saved to {p}", f.written),
         },

@@ -81,8 +81,9 @@ pub enum WarningKind {
     Malformed,
     /// A line that is not UTF-8; skipped by the load, left in the file.
     InvalidUtf8,
-    /// The file ends in a partial line (a crash mid-write, or a write in
-    /// progress); it is not loaded. A writer sets it aside before appending.
+    /// The file ends in a partial line that is not a whole record (a crash
+    /// mid-write, or a write in progress); it is not loaded. A writer sets
+    /// it aside before appending. A last line that parses is loaded.
     TornTail,
 }
 
@@ -427,11 +428,17 @@ impl SessionLog {
         file.lock().map_err(Error::io("lock", &self.path))?;
         let result = (|| {
             let bytes = fs::read(&self.path).map_err(Error::io("read", &self.path))?;
-            let complete = match bytes.iter().rposition(|b| *b == b'\n') {
-                Some(i) => bytes.get(..=i).unwrap_or_default(),
+            let (complete, tail) = match bytes.iter().rposition(|b| *b == b'\n') {
+                Some(i) => bytes.split_at(i + 1),
                 None => return Ok(()),
             };
-            let loaded = parse_bytes(&self.path, complete);
+            // A last line without its newline is kept when it is a whole
+            // record, else set aside like any torn tail: never dropped.
+            let tail_is_record = !tail.is_empty() && parse_line(tail).is_ok();
+            if !tail.is_empty() && !tail_is_record {
+                fsutil::append(&self.torn_path(), &[tail, b"\n"].concat(), true)?;
+            }
+            let loaded = parse_bytes(&self.path, if tail_is_record { &bytes } else { complete });
             let mut out = Vec::with_capacity(complete.len());
             out.extend_from_slice(
                 Record::Metadata(loaded.meta)
@@ -448,6 +455,10 @@ impl SessionLog {
                     out.extend_from_slice(line);
                     out.push(b'\n');
                 }
+            }
+            if tail_is_record && !matches!(parse_line(tail), Ok(Record::Metadata(_))) {
+                out.extend_from_slice(tail);
+                out.push(b'\n');
             }
             fsutil::atomic_write(&self.path, &out)
         })();
@@ -509,11 +520,17 @@ impl SessionLog {
                 .into_bytes();
             head.push(b'\n');
         } else if let Some((offset, tail)) = torn_tail(file, len, &path)? {
-            fsutil::append(&torn_path, &[tail.as_slice(), b"\n"].concat(), true)?;
-            file.set_len(offset)
-                .map_err(Error::io("truncate torn tail of", &path))?;
-            file.sync_data().map_err(Error::io("fsync", &path))?;
-            self.set_aside.push((offset, tail.len()));
+            if parse_line(&tail).is_ok() {
+                // A whole record without its newline (an editor saved the
+                // file so): it is loaded, so it is finished, not set aside.
+                head.push(b'\n');
+            } else {
+                fsutil::append(&torn_path, &[tail.as_slice(), b"\n"].concat(), true)?;
+                file.set_len(offset)
+                    .map_err(Error::io("truncate torn tail of", &path))?;
+                file.sync_data().map_err(Error::io("fsync", &path))?;
+                self.set_aside.push((offset, tail.len()));
+            }
         }
         if head.is_empty() {
             file.write_all(buf).map_err(Error::io("append to", &path))?;
@@ -643,8 +660,9 @@ fn parse_bytes(path: &Path, bytes: &[u8]) -> LoadedSession {
         if raw.is_empty() || raw.iter().all(|b| b.is_ascii_whitespace()) {
             continue;
         }
-        // The segment after the last newline is a partial line.
-        if i == n - 1 {
+        // The segment after the last newline is a partial line, unless it
+        // is a whole record that only lacks its newline.
+        if i == n - 1 && result.is_err() {
             out.warnings.push(LoadWarning {
                 line: line_no,
                 kind: WarningKind::TornTail,

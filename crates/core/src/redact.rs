@@ -1,8 +1,9 @@
-//! Secrets taken out of session transcripts before they are indexed, so that
-//! `memory_search` never hands an API key, a token or a private key from an
-//! old conversation to a prompt. The session log itself keeps every word:
-//! only the index's copy (chunks, snippets, keyword index, vectors) is
-//! redacted. Markdown memory is the user's own writing and is not touched.
+//! Secrets taken out of copies of session transcripts: the index's copy
+//! (chunks, snippets, keyword index, vectors), so that `memory_search`
+//! never hands an API key, a token or a private key from an old
+//! conversation to a prompt, and the raw consolidation archive in
+//! `memory/HISTORY.md`. The session log itself keeps every word; Markdown
+//! memory that people or tools wrote is not touched.
 //!
 //! What counts as a secret: well-known token formats (OpenAI, Anthropic,
 //! AWS, GitHub, GitLab, Slack, Google, Hugging Face, JWTs), PEM private key
@@ -20,11 +21,11 @@ use std::sync::LazyLock;
 use regex::{Captures, Regex};
 
 /// What a redacted secret becomes.
-pub(crate) const REDACTED: &str = "[redacted]";
+pub const REDACTED: &str = "[redacted]";
 
 /// Bumped whenever the rules change, so indexes rebuild with the new ones.
 /// 2: secrets glued to text in other scripts ("密钥是sk-…") are found.
-pub(crate) const RULES_VERSION: u32 = 2;
+pub const RULES_VERSION: u32 = 2;
 
 struct Rules {
     private_key: Regex,
@@ -71,7 +72,7 @@ static RULES: LazyLock<Rules> = LazyLock::new(|| Rules {
 /// `text` with its secrets replaced by [`REDACTED`]; line breaks are kept,
 /// so line numbers still point at the same lines. Borrowed when nothing
 /// matched.
-pub(crate) fn redact(text: &str) -> Cow<'_, str> {
+pub fn redact(text: &str) -> Cow<'_, str> {
     let r = &*RULES;
     let mut out = Cow::Borrowed(text);
     let mut apply = |re: &Regex, with: &dyn Fn(&Captures) -> String| {

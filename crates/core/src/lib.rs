@@ -7,6 +7,7 @@
 pub mod config;
 pub mod embed;
 pub mod error;
+pub mod journal;
 pub mod message;
 pub mod paths;
 pub mod tokens;

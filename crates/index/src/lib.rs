@@ -26,6 +26,7 @@
 pub mod backend;
 pub mod chunk;
 mod error;
+mod fresh;
 mod index;
 mod redact;
 mod scan;

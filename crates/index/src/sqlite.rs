@@ -190,7 +190,7 @@ fn load_vectors(c: &Connection, id: &EmbedderId, dims: usize) -> rusqlite::Resul
             rows += 1;
         }
     }
-    let mut set = VectorSet::with_capacity(dims, rows);
+    let mut set = VectorSet::sized_for(dims, rows);
     let mut stmt = c.prepare(
         "SELECT hash, embedding FROM embedding_cache NOT INDEXED
          WHERE provider = ?1 AND model = ?2 AND provider_key = ?3",
@@ -230,6 +230,13 @@ struct CacheHeader {
     key: CacheKey,
     rows: usize,
     checksum: u64,
+    /// Whether the f32 rows follow the codes (a large set keeps codes only).
+    #[serde(default = "yes")]
+    exact: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// The set stored in `path` if its header matches `key` and its checksum its
@@ -254,11 +261,11 @@ fn read_cache(path: &Path, key: &CacheKey) -> Option<VectorSet> {
     // The length is checked before anything is allocated for the rows.
     if &header.key != key
         || header.rows as u64 > total
-        || total != 12 + len + VectorSet::encoded_len(key.dims, header.rows) as u64
+        || total != 12 + len + VectorSet::encoded_len(key.dims, header.rows, header.exact) as u64
     {
         return None;
     }
-    let set = VectorSet::read_from(&mut file, key.dims, header.rows).ok()?;
+    let set = VectorSet::read_from(&mut file, key.dims, header.rows, header.exact).ok()?;
     (set.checksum() == header.checksum).then_some(set)
 }
 
@@ -269,6 +276,7 @@ fn write_cache(path: &Path, key: &CacheKey, set: &VectorSet) -> std::io::Result<
         key: key.clone(),
         rows: set.len(),
         checksum: set.checksum(),
+        exact: set.has_exact_rows(),
     })?;
     let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
     let res = (|| {
@@ -493,6 +501,45 @@ impl SqliteBackend {
         m.rev = Some(rev);
         m.set = set;
         Ok(())
+    }
+
+    /// Re-scores an int8 candidate pool with the stored vectors (for a set
+    /// that keeps codes only) and returns its best `k`, exact cosines.
+    fn rescore(&self, query: &[f32], pool: Vec<(i64, f32)>, k: usize) -> Result<Vec<(i64, f32)>> {
+        let Some((id, dims)) = self.embedder.clone() else {
+            return Ok(Vec::new());
+        };
+        let mut scored: Vec<(i64, f32)> = Vec::with_capacity(pool.len());
+        for batch in pool.chunks(500) {
+            let sql = format!(
+                "SELECT c.id, e.embedding FROM chunks c JOIN embedding_cache e
+                   ON e.provider = ?1 AND e.model = ?2 AND e.provider_key = ?3 AND e.hash = c.hash
+                 WHERE c.id IN ({})",
+                vec!["?"; batch.len()].join(",")
+            );
+            let rows: Vec<(i64, Vec<u8>)> = self.with_reader(|c| {
+                let mut stmt = c.prepare_cached(&sql)?;
+                let mut p: Vec<&dyn rusqlite::ToSql> =
+                    vec![&id.provider, &id.model, &id.provider_key];
+                p.extend(batch.iter().map(|(cid, _)| cid as &dyn rusqlite::ToSql));
+                let rows = stmt.query_map(p.as_slice(), |r| Ok((r.get(0)?, r.get(1)?)))?;
+                rows.collect()
+            })?;
+            for (cid, blob) in rows {
+                if let Some(v) = from_blob(&blob).filter(|v| v.len() == dims) {
+                    scored.push((cid, crate::vectors::dot(&v, query)));
+                }
+            }
+        }
+        // As the in-memory scan orders them: best first, ties by pool rank.
+        let rank: HashMap<i64, usize> =
+            pool.iter().enumerate().map(|(i, (c, _))| (*c, i)).collect();
+        scored.sort_by(|a, b| {
+            b.1.total_cmp(&a.1)
+                .then(rank.get(&a.0).cmp(&rank.get(&b.0)))
+        });
+        scored.truncate(k);
+        Ok(scored)
     }
 
     /// Drops the in-memory vectors and loads them again (from the vector
@@ -754,7 +801,12 @@ impl IndexBackend for SqliteBackend {
         } else {
             Some(&allow)
         };
-        Ok(m.set.search(self.scan, query, k, filter))
+        let found = m.set.search(self.scan, query, k, filter);
+        if m.set.has_exact_rows() {
+            return Ok(found);
+        }
+        drop(m);
+        self.rescore(query, found, k)
     }
 
     fn chunks_in_days(

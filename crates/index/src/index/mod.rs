@@ -62,6 +62,8 @@ struct Inner {
     token_base: usize,
     current: RwLock<Arc<SqliteBackend>>,
     sync_lock: Mutex<()>,
+    /// The watcher keeping this index fresh, while one runs.
+    watching: Mutex<std::sync::Weak<watch::WatchState>>,
 }
 
 impl std::fmt::Debug for MemoryIndex {
@@ -102,6 +104,7 @@ impl MemoryIndex {
                 token_base,
                 current: RwLock::new(Arc::new(backend)),
                 sync_lock: Mutex::new(()),
+                watching: Mutex::new(std::sync::Weak::new()),
             }),
         })
     }

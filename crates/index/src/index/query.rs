@@ -17,23 +17,7 @@ impl MemoryIndex {
         let mut warnings = Vec::new();
         let opts = &self.inner.settings.search;
         if opts.sync_on_search {
-            match self.is_dirty() {
-                Ok(true) => match self.run_sync(false, false, false, &|_| {}) {
-                    Ok(Some(r)) => {
-                        for i in r.issues {
-                            warnings.push(format!("{}: {}", i.path, i.message));
-                        }
-                    }
-                    Ok(None) => warnings.push(
-                        "the index is being updated; results may miss the latest changes".into(),
-                    ),
-                    Err(e) => {
-                        warnings.push(format!("could not update the index before searching: {e}"))
-                    }
-                },
-                Ok(false) => {}
-                Err(e) => warnings.push(format!("could not check the index for changes: {e}")),
-            }
+            self.refresh(&mut warnings);
         }
         match self.search_once(query, req, &mut warnings) {
             Ok(r) => Ok(r),
@@ -109,6 +93,14 @@ impl MemoryIndex {
                     let lower = r.text.to_lowercase();
                     c.exact = idents.iter().any(|i| lower.contains(i.as_str()));
                 }
+            }
+        }
+        // The best keyword hit that holds the whole query word for word is
+        // an exact match too: in a large index, notes that merely resemble
+        // the query can have closer vectors ("project 2567" for "project 7").
+        if let Some(phrase) = (tw > 0.0).then(|| text::Phrase::of(query)).flatten() {
+            for c in cands.iter_mut().filter(|c| c.text == Some(1.0) && !c.exact) {
+                c.exact = records.get(&c.id).is_some_and(|r| phrase.is_in(&r.text));
             }
         }
         if !periods.is_empty() {

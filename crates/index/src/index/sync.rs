@@ -3,7 +3,48 @@
 //! the embedding cache lacks, and writing each file in its own transaction;
 //! full rebuilds go into a new database swapped in when done.
 
+use std::collections::{BTreeMap, BTreeSet};
+
+use mnemo_core::journal;
+
 use super::*;
+use crate::fresh::{self, Due, Stamp};
+
+/// The journal is emptied (and every file compared) once it grows past
+/// this: about 20,000 noted appends.
+const JOURNAL_MAX_BYTES: u64 = 1 << 20;
+
+/// What a sync compares with the index.
+pub(super) enum Scope {
+    /// Every file (a walk).
+    All,
+    /// What the freshness check finds changed (`fresh::due`, which walks
+    /// once the last walk is `reconcile_ms` old), and the `extra` paths
+    /// file-system events named.
+    Changed {
+        reconcile_ms: i64,
+        extra: BTreeSet<String>,
+    },
+}
+
+/// How long a sync waits for another one to finish.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Wait {
+    Forever,
+    /// Gives up at once.
+    Never,
+    UpTo(Duration),
+}
+
+/// Milliseconds since the epoch.
+pub(super) fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+/// The folder of a workspace-relative path (`""` at the root).
+fn parent_of(rel: &str) -> &str {
+    rel.rsplit_once('/').map_or("", |(d, _)| d)
+}
 
 /// A changed file, chunked and waiting for its vectors.
 struct Prepared {
@@ -23,39 +64,36 @@ impl MemoryIndex {
     /// and swapped in; searches keep using the old one meanwhile.
     /// Waits for a sync running in another thread or process.
     pub fn sync(&self, progress: &dyn Fn(SyncProgress)) -> Result<SyncReport> {
-        self.run_sync(false, true, true, progress)?
+        self.run_sync(false, Wait::Forever, true, Scope::All, progress)?
             .ok_or_else(|| IndexError::Busy(self.inner.state_dir.join(LOCK)))
     }
 
     /// Like [`MemoryIndex::sync`]; with `force` the whole index is rebuilt
     /// into a new database (and swapped in) even if nothing changed.
     pub fn reindex(&self, force: bool, progress: &dyn Fn(SyncProgress)) -> Result<SyncReport> {
-        self.run_sync(force, true, true, progress)?
+        self.run_sync(force, Wait::Forever, true, Scope::All, progress)?
             .ok_or_else(|| IndexError::Busy(self.inner.state_dir.join(LOCK)))
     }
 
-    /// `Ok(None)` when `wait` is false and another sync holds the lock, or
+    /// The freshness stamp of `backend` (`None` before its first sync).
+    pub(super) fn stamp(backend: &SqliteBackend) -> Result<Option<Stamp>> {
+        Ok(backend
+            .meta()?
+            .get(fresh::META_KEY)
+            .and_then(|t| Stamp::parse(t)))
+    }
+
+    /// `Ok(None)` when another sync still holds the lock after `wait`, or
     /// when a full rebuild is needed but not allowed (searches only sync
     /// incrementally: a rebuild can take minutes).
     pub(super) fn run_sync(
         &self,
         force: bool,
-        wait: bool,
+        wait: Wait,
         allow_full: bool,
+        scope: Scope,
         progress: &dyn Fn(SyncProgress),
     ) -> Result<Option<SyncReport>> {
-        let _guard = if wait {
-            self.inner
-                .sync_lock
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-        } else {
-            match self.inner.sync_lock.try_lock() {
-                Ok(g) => g,
-                Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
-                Err(std::sync::TryLockError::WouldBlock) => return Ok(None),
-            }
-        };
         let lock_path = self.inner.state_dir.join(LOCK);
         let lock_file = File::options()
             .create(true)
@@ -63,16 +101,45 @@ impl MemoryIndex {
             .write(true)
             .open(&lock_path)
             .map_err(|e| IndexError::io(&lock_path, e))?;
-        if wait {
-            lock_file
-                .lock()
-                .map_err(|e| IndexError::io(&lock_path, e))?;
-        } else {
+        // This process's syncs, then other processes' (the file lock).
+        let deadline = match wait {
+            Wait::UpTo(d) => Some(Instant::now() + d),
+            _ => None,
+        };
+        let _guard = loop {
+            if wait == Wait::Forever {
+                break self
+                    .inner
+                    .sync_lock
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner());
+            }
+            match self.inner.sync_lock.try_lock() {
+                Ok(g) => break g,
+                Err(std::sync::TryLockError::Poisoned(p)) => break p.into_inner(),
+                Err(std::sync::TryLockError::WouldBlock) => {}
+            }
+            if deadline.is_none_or(|d| Instant::now() >= d) {
+                return Ok(None);
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        loop {
+            if wait == Wait::Forever {
+                lock_file
+                    .lock()
+                    .map_err(|e| IndexError::io(&lock_path, e))?;
+                break;
+            }
             match lock_file.try_lock() {
-                Ok(()) => {}
-                Err(std::fs::TryLockError::WouldBlock) => return Ok(None),
+                Ok(()) => break,
+                Err(std::fs::TryLockError::WouldBlock) => {}
                 Err(std::fs::TryLockError::Error(e)) => return Err(IndexError::io(&lock_path, e)),
             }
+            if deadline.is_none_or(|d| Instant::now() >= d) {
+                return Ok(None);
+            }
+            std::thread::sleep(Duration::from_millis(5));
         }
         let backend = self.backend()?;
         let full = force || self.needs_full_reindex(&backend)?;
@@ -84,7 +151,13 @@ impl MemoryIndex {
             self.full_rebuild(&backend, progress)
         } else {
             let mut report = SyncReport::default();
-            let r = self.sync_into(&backend, false, &mut report, progress);
+            let r = match scope {
+                Scope::All => self.sync_into(&backend, false, &mut report, progress),
+                Scope::Changed {
+                    reconcile_ms,
+                    extra,
+                } => self.sync_changed(&backend, reconcile_ms, extra, &mut report, progress),
+            };
             r.and_then(|()| {
                 if !backend.meta()?.contains_key("schema_version") {
                     backend.set_meta(&self.desired_meta())?;
@@ -135,6 +208,8 @@ impl MemoryIndex {
         Ok(report)
     }
 
+    /// Compares every file with the index (a walk) and records the stamp
+    /// the freshness check starts from next time.
     fn sync_into(
         &self,
         backend: &SqliteBackend,
@@ -142,18 +217,141 @@ impl MemoryIndex {
         report: &mut SyncReport,
         progress: &dyn Fn(SyncProgress),
     ) -> Result<()> {
-        let found = scan::walk(
-            self.inner.ws.root(),
-            &self.inner.settings.index,
-            &mut report.issues,
-        );
+        let ws = &self.inner.ws;
+        let opts = &self.inner.settings.index;
+        // The stamp's parts are read before the files, so a change made
+        // during the walk is seen by the next check rather than lost. A
+        // journal grown large is emptied here, right before every file is
+        // compared: nothing noted in it can be missed.
+        let started = now_ms();
+        let journal = journal::truncate_if_over(ws, JOURNAL_MAX_BYTES).or_else(|| journal::end(ws));
+        let pinned = fresh::pinned_times(ws.root(), &opts.extra_paths);
+        let walked = scan::walk_all(ws.root(), opts, &mut report.issues);
         let known: HashMap<String, FileRecord> = backend
             .files()?
             .into_iter()
             .map(|f| (f.path.clone(), f))
             .collect();
+        let missing = self.apply(backend, &walked.files, &known, full, report, progress)?;
+        let mut stamp = Stamp::of_walk(&walked.dirs, pinned, journal, started);
+        stamp.incomplete = missing > 0;
+        backend.set_meta(&[(fresh::META_KEY, stamp.to_text())])
+    }
+
+    /// Brings in what the freshness check finds changed since the stamp
+    /// (plus `extra` paths that file-system events named); walks every file
+    /// when the check says so.
+    fn sync_changed(
+        &self,
+        backend: &SqliteBackend,
+        reconcile_ms: i64,
+        extra: BTreeSet<String>,
+        report: &mut SyncReport,
+        progress: &dyn Fn(SyncProgress),
+    ) -> Result<()> {
+        // Read again under the lock: another process may have synced since.
+        let stamp = Self::stamp(backend)?;
+        let changes = match (
+            fresh::due(&self.inner.ws, stamp.as_ref(), now_ms(), reconcile_ms),
+            &stamp,
+        ) {
+            (Due::Look(c), Some(_)) => c,
+            (Due::Nothing, Some(s)) if !extra.is_empty() => fresh::Changes {
+                journal: s.journal,
+                ..Default::default()
+            },
+            (Due::Nothing, Some(_)) => return Ok(()),
+            _ => return self.sync_into(backend, false, report, progress),
+        };
+        match stamp {
+            Some(stamp) => self.sync_changes(backend, stamp, changes, extra, report, progress),
+            None => self.sync_into(backend, false, report, progress),
+        }
+    }
+
+    /// Compares the files in the changed folders, the files the journal or
+    /// events named, and the files whose vectors are missing, with the
+    /// index; then moves the stamp on.
+    fn sync_changes(
+        &self,
+        backend: &SqliteBackend,
+        stamp: Stamp,
+        changes: fresh::Changes,
+        extra: BTreeSet<String>,
+        report: &mut SyncReport,
+        progress: &dyn Fn(SyncProgress),
+    ) -> Result<()> {
+        let root = self.inner.ws.root();
+        let opts = &self.inner.settings.index;
+        let pinned = fresh::pinned_times(root, &opts.extra_paths);
+        let all: HashMap<String, FileRecord> = backend
+            .files()?
+            .into_iter()
+            .map(|f| (f.path.clone(), f))
+            .collect();
+        let known_dirs: HashSet<String> = stamp.dirs.keys().cloned().collect();
+        let mut next = stamp.clone();
+        let mut found: BTreeMap<String, Found> = BTreeMap::new();
+        let mut scope: HashSet<String> = HashSet::new();
+        for dir in &changes.dirs {
+            let Some(walked) = scan::rescan_dir(root, opts, dir, &known_dirs, &mut report.issues)
+            else {
+                return self.sync_into(backend, false, report, progress);
+            };
+            next.dirs.remove(dir);
+            for (d, t) in walked.dirs {
+                if let Some(t) = t {
+                    next.dirs.insert(d, t);
+                }
+            }
+            scope.extend(all.keys().filter(|p| parent_of(p) == dir.as_str()).cloned());
+            for f in walked.files {
+                scope.insert(f.rel.clone());
+                found.insert(f.rel.clone(), f);
+            }
+        }
+        let mut files: BTreeSet<String> = changes.files.iter().chain(&extra).cloned().collect();
+        if changes.incomplete {
+            files.extend(all.values().filter(|f| !f.embedded).map(|f| f.path.clone()));
+        }
+        for rel in files {
+            if let Some(f) = scan::one_file(root, opts, &rel, &mut report.issues) {
+                found.insert(rel.clone(), f);
+            }
+            scope.insert(rel);
+        }
+        let known: HashMap<String, FileRecord> =
+            all.into_iter().filter(|(p, _)| scope.contains(p)).collect();
+        let found: Vec<Found> = found.into_values().collect();
+        let missing = self.apply(backend, &found, &known, false, report, progress)?;
+        for (p, t) in pinned {
+            if changes.files.contains(&p) || extra.contains(&p) {
+                next.pinned.insert(p, t);
+            }
+        }
+        next.journal = changes.journal;
+        next.incomplete = missing > 0 || (stamp.incomplete && !changes.incomplete);
+        if next != stamp {
+            backend.set_meta(&[(fresh::META_KEY, next.to_text())])?;
+        }
+        Ok(())
+    }
+
+    /// Brings `found` into the index: files whose mtime or size differs
+    /// from `known` are read and hashed, changed ones chunked and embedded;
+    /// files of `known` that were not found are dropped. Returns how many
+    /// files are left without vectors (the embedder failed).
+    fn apply(
+        &self,
+        backend: &SqliteBackend,
+        found: &[Found],
+        known: &HashMap<String, FileRecord>,
+        full: bool,
+        report: &mut SyncReport,
+        progress: &dyn Fn(SyncProgress),
+    ) -> Result<usize> {
         let total = found.len();
-        report.files_scanned = total;
+        report.files_scanned += total;
         progress(SyncProgress::Started { total, full });
         let want_vectors = self.inner.embedder.is_some();
         let batch = self
@@ -165,6 +363,7 @@ impl MemoryIndex {
         let mut pending: Vec<Prepared> = Vec::new();
         let mut pending_chunks = 0usize;
         let mut embedded_so_far = 0usize;
+        let mut missing = 0usize;
         for (i, f) in found.iter().enumerate() {
             let prev = known.get(&f.rel);
             let complete = |p: &FileRecord| p.embedded || !want_vectors;
@@ -184,7 +383,7 @@ impl MemoryIndex {
                             // Small files are embedded together so the model
                             // sees full batches.
                             if pending_chunks >= batch {
-                                self.flush(
+                                missing += self.flush(
                                     backend,
                                     &mut pending,
                                     report,
@@ -207,7 +406,7 @@ impl MemoryIndex {
                 path: f.rel.clone(),
             });
         }
-        self.flush(
+        missing += self.flush(
             backend,
             &mut pending,
             report,
@@ -236,7 +435,7 @@ impl MemoryIndex {
             report.cache_pruned =
                 backend.prune_embedding_cache(self.inner.settings.index.embedding_cache_max)?;
         }
-        Ok(())
+        Ok(missing)
     }
 
     /// Reads and chunks a changed file (no embedding yet).
@@ -342,7 +541,8 @@ impl MemoryIndex {
         report: &mut SyncReport,
         embedded_so_far: &mut usize,
         progress: &dyn Fn(SyncProgress),
-    ) -> Result<()> {
+    ) -> Result<usize> {
+        let mut missing = 0;
         let mut have: HashMap<String, Vec<f32>> = HashMap::new();
         let mut failure: Option<IndexError> = None;
         if let Some(emb) = &self.inner.embedder {
@@ -399,6 +599,7 @@ impl MemoryIndex {
             };
             if self.inner.embedder.is_some() && vectors.is_none() {
                 p.record.embedded = false;
+                missing += 1;
                 let why = failure
                     .as_ref()
                     .map(|e| e.to_string())
@@ -414,7 +615,7 @@ impl MemoryIndex {
             report.chunks_written += p.chunks.len();
             report.indexed.push(p.record.path);
         }
-        Ok(())
+        Ok(missing)
     }
 
     /// (a directory walk comparing mtime and size; nothing is read).

@@ -182,7 +182,10 @@ impl MemoryStore {
         } else {
             format!("[{}] {entry}\n\n", self.local(now).format("%Y-%m-%d %H:%M"))
         };
-        fsutil::append(&self.workspace.history_md(), text.as_bytes(), true)
+        let path = self.workspace.history_md();
+        fsutil::append(&path, text.as_bytes(), true)?;
+        mnemo_core::journal::note(&self.workspace, &path);
+        Ok(())
     }
 
     /// The history log (empty when missing).
@@ -294,6 +297,7 @@ impl MemoryStore {
         }
         if written > 0 {
             fsutil::append(&path, out.as_bytes(), true)?;
+            mnemo_core::journal::note(&self.workspace, &path);
         }
         Ok(AppendOutcome {
             path: format!("memory/{}.md", date.format("%Y-%m-%d")),

@@ -74,6 +74,21 @@ fn rss() -> (f64, f64) {
     (field("VmRSS:"), field("VmHWM:"))
 }
 
+/// CPU time of this process so far (user + system), Linux; what a search
+/// costs whatever else the machine runs.
+fn cpu() -> Duration {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // The fields after the command name, which is in parentheses.
+    let rest = stat.rsplit_once(')').map(|x| x.1).unwrap_or("");
+    let f: Vec<u64> = rest
+        .split_whitespace()
+        .map(|x| x.parse().unwrap_or(0))
+        .collect();
+    // utime and stime are fields 14 and 15, in ticks of 1/100 s.
+    let ticks = f.get(11).copied().unwrap_or(0) + f.get(12).copied().unwrap_or(0);
+    Duration::from_millis(ticks * 10)
+}
+
 fn pct(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
 }
@@ -173,18 +188,21 @@ fn main() {
     }
     timed.query_ns.store(0, Ordering::Relaxed);
     let mut lat = Vec::with_capacity(qs.len());
+    let cpu0 = cpu();
     for q in &qs {
         let t = Instant::now();
         let r = index.search(&SearchRequest::new(q.as_str())).unwrap();
         lat.push(t.elapsed());
         std::hint::black_box(r);
     }
+    let cpu_ms = (cpu() - cpu0).as_secs_f64() * 1e3 / qs.len() as f64;
     lat.sort();
     let embed_ms = timed.query_ns.load(Ordering::Relaxed) as f64 / 1e6 / qs.len() as f64;
     let (now, peak) = rss();
     println!(
         "search ({} chunks, {}, sync_on_search {fresh}, {} queries): p50 {:.2?} p95 {:.2?} p99 {:.2?}; \
-         query embedding {embed_ms:.3} ms of it on average; RSS {now:.0} MB, peak {peak:.0} MB",
+         query embedding {embed_ms:.3} ms of it on average; CPU {cpu_ms:.1} ms per search (both cores); \
+         RSS {now:.0} MB, peak {peak:.0} MB",
         status.chunks,
         if keyword { "keyword" } else { "hybrid" },
         qs.len(),

@@ -27,6 +27,7 @@ pub mod backend;
 pub mod chunk;
 mod error;
 mod fresh;
+mod fts;
 mod index;
 mod redact;
 mod scan;

@@ -40,6 +40,9 @@ use crate::error::{IndexError, Result};
 use crate::types::Source;
 use crate::vectors::{VectorScan, VectorSet};
 
+/// How much of the database a reading connection maps.
+const READER_MMAP_BYTES: i64 = 256 << 20;
+
 /// Version of the tables below; a change forces a full rebuild.
 pub(crate) const SCHEMA_VERSION: &str = "3";
 
@@ -129,40 +132,6 @@ pub(crate) fn from_blob(b: &[u8]) -> Option<Vec<f32>> {
             .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
             .collect(),
     )
-}
-
-/// Drops query tokens found in more than half of the chunks: FTS5's BM25
-/// gives them an IDF of ~0, so they change no ranking, but scoring their huge
-/// posting lists dominates query time. The rarest token is always kept.
-/// A list of phrases ("ice cream") is kept as it is, without lookups:
-/// phrases are not terms of the vocabulary.
-fn prune_common(c: &Connection, tokens: &[String]) -> rusqlite::Result<Vec<String>> {
-    if tokens.len() <= 1 || tokens.iter().any(|t| t.contains(' ')) {
-        return Ok(tokens.to_vec());
-    }
-    let n: i64 = c.query_row("SELECT count(*) FROM chunks", [], |r| r.get(0))?;
-    let mut stmt = c.prepare_cached("SELECT doc FROM chunks_vocab WHERE term = ?1")?;
-    let mut with_df = Vec::with_capacity(tokens.len());
-    for t in tokens {
-        let df: i64 = stmt
-            .query_row(params![t], |r| r.get(0))
-            .optional()?
-            .unwrap_or(0);
-        with_df.push((t, df));
-    }
-    let kept: Vec<String> = with_df
-        .iter()
-        .filter(|(_, df)| df * 2 <= n)
-        .map(|(t, _)| (*t).clone())
-        .collect();
-    if !kept.is_empty() {
-        return Ok(kept);
-    }
-    Ok(with_df
-        .iter()
-        .min_by_key(|(_, df)| *df)
-        .map(|(t, _)| vec![(*t).clone()])
-        .unwrap_or_default())
 }
 
 /// A chunk hash (hex sha256) as 32 bytes, the key of the load's hash join.
@@ -322,6 +291,8 @@ pub struct SqliteBackend {
     readers: Mutex<Vec<Connection>>,
     mirror: RwLock<Mirror>,
     scan: VectorScan,
+    /// Chunk and term counts for keyword search, per revision.
+    terms: crate::fts::StatsCache,
 }
 
 impl std::fmt::Debug for SqliteBackend {
@@ -373,6 +344,7 @@ impl SqliteBackend {
                 set: VectorSet::new(dims),
             }),
             scan: VectorScan::default(),
+            terms: crate::fts::StatsCache::new(),
         })
     }
 
@@ -409,6 +381,11 @@ impl SqliteBackend {
                 )?;
                 c.busy_timeout(Duration::from_secs(15))?;
                 c.pragma_update(None, "query_only", true)?;
+                // Pages read through the map rather than copied by a read
+                // call each: a keyword search touches hundreds of them.
+                // Capped, so a large index does not count against the
+                // process's memory beyond it.
+                c.pragma_update(None, "mmap_size", READER_MMAP_BYTES)?;
                 c
             }
         };
@@ -768,21 +745,8 @@ impl IndexBackend for SqliteBackend {
     ) -> Result<Vec<(i64, f64)>> {
         let filter = source_filter(sources);
         self.with_reader(|c| {
-            let tokens = prune_common(c, tokens)?;
-            let Some(q) = crate::text::fts_query(&tokens) else { return Ok(Vec::new()) };
-            let sql = match &filter {
-                // FTS5 sorts by rank with a LIMIT itself, without the join.
-                None => "SELECT rowid, bm25(chunks_fts) AS r FROM chunks_fts WHERE chunks_fts MATCH ?1
-                         ORDER BY r LIMIT ?2"
-                    .to_string(),
-                Some(f) => format!(
-                    "SELECT c.id, bm25(chunks_fts) AS r FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid
-                     WHERE chunks_fts MATCH ?1 AND c.source IN ({f}) ORDER BY r LIMIT ?2"
-                ),
-            };
-            let mut stmt = c.prepare_cached(&sql)?;
-            let rows = stmt.query_map(params![q, limit as i64], |r| Ok((r.get(0)?, -r.get::<_, f64>(1)?)))?;
-            rows.collect()
+            let rev = Self::rev(c)?;
+            crate::fts::search(c, &self.terms, rev, tokens, limit, filter.as_deref())
         })
     }
 

@@ -10,9 +10,10 @@
 //! looked.
 //!
 //! The journal is a hint, never the truth: it lives in `.mnemo/` (derived
-//! state), is written only when `.mnemo/` exists (a workspace never indexed
-//! needs no hints), and failing to write it costs nothing but a later
-//! discovery of that change (at the index's next full walk). Readers stand
+//! state), is written only once the index created it ([`ensure`]; a
+//! workspace never indexed needs no hints, and its journal cannot grow
+//! unread), and failing to write it costs nothing but a later discovery of
+//! that change (at the index's next full walk). Readers stand
 //! at a [`JournalMark`]; the index empties the journal in place when it has
 //! grown large, right before it walks every file, so nothing noted before
 //! the truncation can be missed, and writers keep their open handle.
@@ -91,7 +92,7 @@ fn handles() -> &'static Mutex<HashMap<PathBuf, Handle>> {
 }
 
 fn open_handle(path: &Path) -> std::io::Result<Handle> {
-    let file = OpenOptions::new().create(true).append(true).open(path)?;
+    let file = OpenOptions::new().append(true).open(path)?;
     let id = file_id(&file.metadata()?);
     Ok(Handle {
         file,
@@ -101,18 +102,14 @@ fn open_handle(path: &Path) -> std::io::Result<Handle> {
 }
 
 /// Notes that mnemo appended to `path` (a file inside the workspace). Does
-/// nothing when the workspace has no `.mnemo/` folder or `path` lies
-/// outside it; errors are swallowed (see the module docs).
+/// nothing when the workspace has no journal (no index reads one) or `path`
+/// lies outside it; errors are swallowed (see the module docs).
 pub fn note(ws: &Workspace, path: &Path) {
     let Ok(rel) = path.strip_prefix(ws.root()) else {
         return;
     };
     let rel = rel.to_string_lossy().replace('\\', "/");
     if rel.is_empty() || rel.contains('\n') {
-        return;
-    }
-    let state = ws.state_dir();
-    if !state.is_dir() {
         return;
     }
     let path = journal_path(ws);
@@ -147,6 +144,15 @@ pub fn note(ws: &Workspace, path: &Path) {
             all.remove(&path);
         }
     }
+}
+
+/// Creates the journal when it is missing (the index does, before it
+/// compares every file), so that writers start noting their appends.
+pub fn ensure(ws: &Workspace) {
+    let _ = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(journal_path(ws));
 }
 
 /// The journal's current end, for a reader that has just seen every file
@@ -231,11 +237,12 @@ mod tests {
     fn notes_are_read_once_in_order_and_survive_truncation() {
         let dir = tempfile::tempdir().unwrap();
         let ws = Workspace::new(dir.path());
-        // No .mnemo/: nothing is written.
+        // No journal (no index created one): nothing is written.
+        std::fs::create_dir_all(ws.state_dir()).unwrap();
         note(&ws, &dir.path().join("memory/a.md"));
         assert_eq!(end(&ws), None);
-        std::fs::create_dir_all(ws.state_dir()).unwrap();
         assert_eq!(since(&ws, None), Since::Paths(Vec::new(), None));
+        ensure(&ws);
         note(&ws, &dir.path().join("memory/a.md"));
         note(&ws, &dir.path().join("sessions/x.jsonl"));
         note(&ws, Path::new("/elsewhere/b.md"));

@@ -202,6 +202,7 @@ mod tests {
         let pinned = pinned_times(dir.path(), &[]);
         let mut issues = Vec::new();
         let walked = crate::scan::walk_all(dir.path(), &Default::default(), &mut issues);
+        journal::ensure(&ws);
         let stamp = Stamp::of_walk(&walked.dirs, pinned, journal::end(&ws), 1_000);
         assert_eq!(
             stamp.dirs.keys().collect::<Vec<_>>(),

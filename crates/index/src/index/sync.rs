@@ -224,6 +224,7 @@ impl MemoryIndex {
         // journal grown large is emptied here, right before every file is
         // compared: nothing noted in it can be missed.
         let started = now_ms();
+        journal::ensure(ws);
         let journal = journal::truncate_if_over(ws, JOURNAL_MAX_BYTES).or_else(|| journal::end(ws));
         let pinned = fresh::pinned_times(ws.root(), &opts.extra_paths);
         let walked = scan::walk_all(ws.root(), opts, &mut report.issues);

@@ -8,6 +8,7 @@ pub mod config;
 pub mod embed;
 pub mod error;
 pub mod files;
+pub mod journal;
 pub mod message;
 pub mod paths;
 pub mod redact;

@@ -7,8 +7,12 @@
 //!     [--units session,turn] [--modes keyword,vector,hybrid] [--limit-conversations N] \
 //!     [--layout sessions|notes] [--max-results N] [--min-score S] [--chunk-tokens N] [--chunk-overlap N] [--fusion weighted|rrf] \
 //!     [--vector-weight W] [--model DIR[+DIR]] [--engine fast|int8|candle] [--json-dir DIR]
-//!     [--sweep SPEC;SPEC...]
+//!     [--sweep SPEC;SPEC...] [--queries question,embedded,lead-up]
 //! ```
+//!
+//! `--queries` asks each question in the shapes given (the benchmark's own
+//! question, or dialogue derived from it: `mnemo_eval::dialogue`), one table
+//! per shape; vectors are shared between shapes.
 //!
 //! `--model` defaults to the default model's copy in
 //! `.mnemo-models/multilingual-e5-small-q4` (scripts/fetch-models.sh).
@@ -32,8 +36,8 @@ use std::time::Instant;
 
 use mnemo_core::{EmbedError, EmbedKind, Embedder, EmbedderId};
 use mnemo_eval::{
-    render_comparison, render_json, render_text, run_on_dataset, Dataset, EvalOptions, EvalStage,
-    EvalUnit, RetrievalMode,
+    derive, render_comparison, render_json, render_text, run_on_dataset, Dataset, EvalOptions,
+    EvalStage, EvalUnit, QueryShape, RetrievalMode,
 };
 use mnemo_index::Fusion;
 
@@ -186,6 +190,7 @@ fn main() -> anyhow::Result<()> {
     let mut verbose = false;
     let mut sweep: Vec<String> = vec![String::new()];
     let mut engine = mnemo_embed::Engine::Auto;
+    let mut shapes = vec![QueryShape::Question];
     while let Some(a) = args.next() {
         let mut val = || {
             args.next()
@@ -235,6 +240,13 @@ fn main() -> anyhow::Result<()> {
             "--json-dir" => json_dir = Some(PathBuf::from(val()?)),
             "--verbose" => verbose = true,
             "--sweep" => sweep = val()?.split(';').map(str::to_string).collect(),
+            "--queries" => {
+                shapes = val()?
+                    .split(',')
+                    .map(str::parse)
+                    .collect::<Result<_, _>>()
+                    .map_err(anyhow::Error::msg)?
+            }
             other if file.is_none() && !other.starts_with("--") => {
                 file = Some(PathBuf::from(other))
             }
@@ -271,20 +283,23 @@ fn main() -> anyhow::Result<()> {
     }
     let base = opts;
     for spec in &sweep {
-        let mut opts = base.clone();
-        apply_spec(&mut opts, spec)?;
-        if !spec.is_empty() {
-            println!("\n### {spec}");
+        for shape in &shapes {
+            let mut opts = base.clone();
+            apply_spec(&mut opts, spec)?;
+            opts.queries = *shape;
+            if !spec.is_empty() {
+                println!("\n### {spec}");
+            }
+            run_one(
+                &derive(&ds, *shape),
+                &file,
+                &opts,
+                &modes,
+                &units,
+                verbose,
+                json_dir.as_ref(),
+            )?;
         }
-        run_one(
-            &ds,
-            &file,
-            &opts,
-            &modes,
-            &units,
-            verbose,
-            json_dir.as_ref(),
-        )?;
     }
     Ok(())
 }
@@ -334,7 +349,8 @@ fn run_one(
                 .map(|s| s.to_string_lossy().into_owned())
                 .unwrap_or_default();
             let p = dir.join(format!(
-                "{stem}-{}-{}.json",
+                "{stem}-{}-{}-{}.json",
+                r.settings.queries,
                 r.unit.as_str(),
                 r.mode.as_str()
             ));

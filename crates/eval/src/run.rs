@@ -16,6 +16,7 @@ use mnemo_store::memory::sanitize_slug;
 use mnemo_store::{FsyncPolicy, MemorySettings, MemoryStore, SessionOptions, SessionStore};
 
 use crate::dataset::{Conversation, Dataset, Question};
+use crate::dialogue::{derive, QueryShape};
 use crate::error::{EvalError, Result};
 use crate::metrics::{estimate_tokens, unit_ranking, MetricMean, MetricSpec, RankedHit};
 use crate::replay::{session_key, session_messages, session_note, UnitMap};
@@ -60,6 +61,9 @@ pub struct EvalOptions {
     pub metrics: MetricSpec,
     /// Applied to every response before scoring, when set.
     pub rerank: Option<Rerank>,
+    /// The shape of the queries: the benchmark's questions, or dialogue
+    /// derived from them ([`crate::dialogue`]).
+    pub queries: QueryShape,
 }
 
 impl std::fmt::Debug for EvalOptions {
@@ -76,6 +80,7 @@ impl std::fmt::Debug for EvalOptions {
             .field("embedder", &self.embedder.as_ref().map(|e| e.id()))
             .field("metrics", &self.metrics)
             .field("rerank", &self.rerank.is_some())
+            .field("queries", &self.queries)
             .finish()
     }
 }
@@ -96,6 +101,7 @@ impl EvalOptions {
             embedder: None,
             metrics: MetricSpec::default(),
             rerank: None,
+            queries: QueryShape::Question,
         }
     }
 
@@ -159,7 +165,7 @@ pub fn run_retrieval_eval(
     opts: &EvalOptions,
     progress: &dyn Fn(&EvalProgress),
 ) -> Result<EvalReport> {
-    let ds = Dataset::load(&opts.dataset)?;
+    let ds = derive(&Dataset::load(&opts.dataset)?, opts.queries);
     let mut reports = run_on_dataset(&ds, opts, &[opts.mode], &[opts.unit], progress)?;
     reports
         .pop()
@@ -348,7 +354,14 @@ pub fn run_on_dataset(
                         run.warnings.push(w);
                     }
                 }
-                let hits = resp.results.iter().map(|h| to_units(&map, h)).collect();
+                let hits = resp
+                    .results
+                    .iter()
+                    .map(|h| to_units(&map, h))
+                    // The conversation a dialogue query comes from is not
+                    // memory yet.
+                    .filter(|h| !h.sessions.iter().any(|s| q.exclude_sessions.contains(s)))
+                    .collect();
                 run.questions.push((qi, hits));
                 state.questions_done += 1;
                 if state.questions_done.is_multiple_of(16) {
@@ -624,6 +637,7 @@ fn score_run(
         index_mode: index_mode.to_string(),
         settings: EvalSettings {
             layout: opts.layout,
+            queries: opts.queries.as_str(),
             max_results: opts.max_results,
             min_score: opts.min_score,
             limit_conversations: opts.limit_conversations,

@@ -24,7 +24,7 @@
 //! list of `chunk=N`, `overlap=N`, `fusion=weighted|rrf`, `vw=W`, `date=B` (date_boost),
 //! `context=C` (file_context), `redact=true|false` (redact_transcripts), `phrase=W`
 //! (phrase_weight), `mmr=LAMBDA|off`, `focus=F|off` (message_focus, or whole-chunk
-//! hits), `answer=W` (answer_lift), `blocks=on|off`
+//! hits), `answer=W` (answer_lift), `dfocus=W` (dialogue_focus), `blocks=on|off`
 //! (block_hits) applied on top of the other flags. Vectors are memoised by text across configurations and
 //! conversations, so a sweep over fusion settings embeds each chunk once.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -168,6 +168,7 @@ fn apply_spec(opts: &mut EvalOptions, spec: &str) -> anyhow::Result<()> {
                 }
             }
             "answer" => opts.index_settings.search.answer_lift = v.parse()?,
+            "dfocus" => opts.index_settings.search.dialogue_focus = v.parse()?,
             "blocks" => opts.index_settings.search.block_hits = v != "off",
             other => anyhow::bail!("unknown sweep key {other}"),
         }

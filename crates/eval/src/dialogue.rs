@@ -10,11 +10,14 @@
 //! - [`QueryShape::Embedded`]: the question asked as the last turn of a few
 //!   turns of other chat. The chat is taken from the latest session of the
 //!   same conversation that holds none of the question's evidence.
-//! - [`QueryShape::LeadUp`]: no question at all. In a session after the
-//!   evidence, the turn that calls back to it most (the most shared rare
-//!   words) ends the query, with the turns that led up to it. Questions whose
-//!   evidence nothing later calls back to have no query of this shape and
-//!   are left out.
+//! - [`QueryShape::LeadUp`]: no question at all. When a question's evidence
+//!   spans several sessions, its first evidence turn in the latest of them
+//!   is a moment where the earlier evidence matters: that turn ends the
+//!   query, with the turns that led up to it, and the evidence in earlier
+//!   sessions is what must be found. The callbacks are the benchmark's own
+//!   annotations, not chosen by any similarity, so the shape favours neither
+//!   words nor vectors. Questions whose evidence lies in one session have no
+//!   query of this shape and are left out.
 //!
 //! The session the query's turns come from is the conversation happening
 //! now, not memory: it is listed in the question's `exclude_sessions`, and
@@ -80,13 +83,6 @@ impl std::str::FromStr for QueryShape {
 const TURN_COLUMNS: usize = 80;
 /// The callback turn (lead-up) keeps more: it carries the need.
 const LAST_TURN_COLUMNS: usize = 160;
-/// A callback must share at least this many distinct rare words with the
-/// evidence...
-const CALLBACK_MIN_WORDS: usize = 2;
-/// ... weighing at least this much IDF in all (about two words that occur in
-/// a tenth of the conversation's turns).
-const CALLBACK_MIN_WEIGHT: f64 = 4.5;
-
 /// `ds` with every question rewritten into `shape` (questions that have no
 /// query of that shape are left out). The conversations are unchanged.
 pub fn derive(ds: &Dataset, shape: QueryShape) -> Dataset {
@@ -125,12 +121,10 @@ struct Utterance {
     text: String,
 }
 
-/// A conversation as utterances, with the word statistics callbacks need.
+/// A conversation as utterances.
 struct ConversationTurns<'a> {
     conv: &'a Conversation,
     utterances: Vec<Utterance>,
-    /// Inverse document frequency of each content word over the utterances.
-    idf: HashMap<String, f64>,
 }
 
 impl<'a> ConversationTurns<'a> {
@@ -157,22 +151,7 @@ impl<'a> ConversationTurns<'a> {
                 }
             }
         }
-        let mut df: HashMap<String, usize> = HashMap::new();
-        for u in &utterances {
-            for w in content_words(&u.text) {
-                *df.entry(w).or_default() += 1;
-            }
-        }
-        let n = utterances.len().max(1) as f64;
-        let idf = df
-            .into_iter()
-            .map(|(w, d)| (w, (n / d as f64).ln()))
-            .collect();
-        ConversationTurns {
-            conv,
-            utterances,
-            idf,
-        }
+        ConversationTurns { conv, utterances }
     }
 
     fn session_ids(&self, sessions: &HashSet<usize>) -> Vec<String> {
@@ -260,44 +239,24 @@ fn embedded(conv: &ConversationTurns, q: &Question, seed: u64) -> Option<Questio
     Some(rewritten(q, lines, conv.session_ids(&HashSet::from([session]))))
 }
 
-/// The turns leading up to the later turn that calls back to `q`'s evidence.
+/// The turns leading up to the first evidence turn of the latest evidence
+/// session, for the evidence in the sessions before it.
 fn lead_up(conv: &ConversationTurns, q: &Question, seed: u64) -> Option<Question> {
     let evidence_turns: HashSet<&str> = q.evidence_turns.iter().map(String::as_str).collect();
-    let evidence_words: HashSet<String> = conv
+    let sessions = conv.evidence_sessions(q);
+    let now = sessions.iter().copied().max()?;
+    if sessions.len() < 2 {
+        return None;
+    }
+    let at = conv
         .utterances
         .iter()
-        .filter(|u| evidence_turns.contains(u.turn_id.as_str()))
-        .flat_map(|u| content_words(&u.text))
-        .collect();
-    let last_evidence = conv.evidence_sessions(q).into_iter().max()?;
-    // The most specific callback in any later session; ties go to the
-    // earliest, the first time the memory matters.
-    let mut best: Option<(f64, usize)> = None;
-    for (i, u) in conv.utterances.iter().enumerate() {
-        if u.session <= last_evidence {
-            continue;
-        }
-        let shared: HashSet<String> = content_words(&u.text)
-            .into_iter()
-            .filter(|w| evidence_words.contains(w))
-            .collect();
-        if shared.len() < CALLBACK_MIN_WORDS {
-            continue;
-        }
-        let weight: f64 = shared
-            .iter()
-            .map(|w| conv.idf.get(w).copied().unwrap_or(0.0))
-            .sum();
-        if weight >= CALLBACK_MIN_WEIGHT && best.is_none_or(|(b, _)| weight > b) {
-            best = Some((weight, i));
-        }
-    }
-    let (_, at) = best?;
+        .position(|u| u.session == now && evidence_turns.contains(u.turn_id.as_str()))?;
     let callback = conv.utterances.get(at)?;
     let before = 1 + (seed % 3) as usize;
     let first = (0..at)
         .rev()
-        .take_while(|&i| conv.utterances.get(i).is_some_and(|u| u.session == callback.session))
+        .take_while(|&i| conv.utterances.get(i).is_some_and(|u| u.session == now))
         .take(before)
         .last()
         .unwrap_or(at);
@@ -311,11 +270,18 @@ fn lead_up(conv: &ConversationTurns, q: &Question, seed: u64) -> Option<Question
         &callback.speaker,
         &clip(&callback.text, LAST_TURN_COLUMNS),
     ));
-    Some(rewritten(
-        q,
-        lines,
-        conv.session_ids(&HashSet::from([callback.session])),
-    ))
+    let mut out = rewritten(q, lines, conv.session_ids(&HashSet::from([now])));
+    // What is said now is not memory: only the earlier evidence can be found.
+    let now_id = conv.conv.sessions.get(now).map(|s| s.session_id.as_str());
+    let now_turns: HashSet<&str> = conv
+        .conv
+        .sessions
+        .get(now)
+        .map(|s| s.turns.iter().map(|t| t.turn_id.as_str()).collect())
+        .unwrap_or_default();
+    out.evidence_turns.retain(|t| !now_turns.contains(t.as_str()));
+    out.evidence_sessions.retain(|s| Some(s.as_str()) != now_id);
+    Some(out)
 }
 
 fn rewritten(q: &Question, lines: Vec<String>, exclude: Vec<String>) -> Question {
@@ -383,49 +349,6 @@ fn clip(text: &str, columns: usize) -> String {
 
 fn is_cjk(c: char) -> bool {
     matches!(c as u32, 0x3040..=0x30FF | 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xAC00..=0xD7AF | 0xF900..=0xFAFF)
-}
-
-/// Words that say what a turn is about: lower-cased words of four letters
-/// or more outside a short stop list, and CJK text as overlapping
-/// two-character pieces. Deliberately not the index's tokenizer: the
-/// derivation must not be shaped by what the engine under test matches.
-fn content_words(text: &str) -> HashSet<String> {
-    const STOP: &[&str] = &[
-        "that", "this", "with", "have", "what", "when", "your", "about", "just", "really",
-        "from", "they", "were", "been", "there", "their", "would", "could", "should", "will",
-        "like", "know", "think", "thanks", "thank", "that's", "it's", "i'm", "you're", "don't",
-        "great", "good", "also", "some", "much", "very", "into", "more", "here", "then", "than",
-        "them", "well", "yeah", "sure", "sounds", "awesome", "amazing", "wow", "totally", "glad",
-        "hope", "love", "always", "things", "thing", "something", "make", "made", "feel",
-        "felt", "time", "doing", "going", "being", "other", "which", "where", "while", "those",
-        "these", "said", "tell", "told", "want", "need", "keep", "it.", "right", "pretty",
-    ];
-    let mut out = HashSet::new();
-    let mut cjk: Vec<char> = Vec::new();
-    let flush = |cjk: &mut Vec<char>, out: &mut HashSet<String>| {
-        for pair in cjk.windows(2) {
-            out.insert(pair.iter().collect());
-        }
-        cjk.clear();
-    };
-    let mut word = String::new();
-    for c in text.chars().chain(std::iter::once(' ')) {
-        if is_cjk(c) {
-            cjk.push(c);
-        } else {
-            flush(&mut cjk, &mut out);
-        }
-        if c.is_alphanumeric() && !is_cjk(c) || c == '\'' {
-            word.extend(c.to_lowercase());
-        } else if !word.is_empty() {
-            let w = word.trim_matches('\'');
-            if w.chars().count() >= 4 && !STOP.contains(&w) {
-                out.insert(w.to_string());
-            }
-            word.clear();
-        }
-    }
-    out
 }
 
 /// FNV-1a: a stable hash of the question id, so the same question gets the

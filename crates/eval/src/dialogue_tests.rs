@@ -30,7 +30,7 @@ fn dataset() -> Dataset {
         }],
         "questions": [
             {"qid": "q1", "conv_id": "c1", "question": "What dog did Ann adopt?",
-             "evidence_turns": ["1"], "evidence_sessions": ["s1"]},
+             "evidence_turns": ["1", "7"], "evidence_sessions": ["s1", "s3"]},
             {"qid": "q2", "conv_id": "c1", "question": "When does Bob's training start?",
              "evidence_turns": ["3"], "evidence_sessions": ["s2"]}
         ]
@@ -58,32 +58,38 @@ fn embedded_questions_end_a_chat_from_a_session_without_evidence() {
     assert!(lines.len() >= 3, "{}", q.question);
     // The question names Ann, so Bob asks it.
     assert_eq!(lines.last().copied(), Some("Bob: What dog did Ann adopt?"));
-    // The chat is from s3, the latest session without evidence, and that
+    // The chat is from s2, the latest session without evidence, and that
     // session is the conversation now, not memory.
-    assert_eq!(q.exclude_sessions, vec!["s3".to_string()]);
+    assert_eq!(q.exclude_sessions, vec!["s2".to_string()]);
     for l in &lines[..lines.len() - 1] {
         assert!(l.starts_with("Ann: ") || l.starts_with("Bob: "), "{l}");
     }
-    assert_eq!(q.evidence_turns, vec!["1".to_string()]);
+    assert_eq!(q.evidence_turns, vec!["1".to_string(), "7".to_string()]);
     // Deterministic.
     assert_eq!(derive(&ds, QueryShape::Embedded).questions[0].question, q.question);
 }
 
 #[test]
-fn lead_up_ends_at_the_callback_and_drops_questions_without_one() {
+fn lead_up_ends_at_a_later_evidence_turn_and_keeps_the_earlier_evidence() {
     let ds = dataset();
     let out = derive(&ds, QueryShape::LeadUp);
-    // Nothing later calls back to the marathon: q2 has no lead-up query.
+    // Only q1's evidence spans two sessions.
     assert_eq!(out.questions.len(), 1, "{:?}", out.questions);
     let q = &out.questions[0];
     assert_eq!(q.qid.as_deref(), Some("q1"));
     assert!(
-        q.question.ends_with("Ann: Biscuit chewed my shoes, that beagle from the shelter is a handful."),
+        q.question
+            .ends_with("Ann: Biscuit chewed my shoes, that beagle from the shelter is a handful."),
         "{}",
         q.question
     );
+    assert!(q.question.lines().count() >= 2, "{}", q.question);
     assert!(!q.question.contains('?'), "no question in a lead-up: {}", q.question);
+    // s3 is the conversation now: excluded, and its turn is no longer
+    // evidence to find.
     assert_eq!(q.exclude_sessions, vec!["s3".to_string()]);
+    assert_eq!(q.evidence_turns, vec!["1".to_string()]);
+    assert_eq!(q.evidence_sessions, vec!["s1".to_string()]);
 }
 
 #[test]
@@ -113,19 +119,12 @@ fn clipping_prefers_sentences_then_words_and_counts_cjk_wide() {
 }
 
 #[test]
-fn content_words_skip_short_and_common_words_and_pair_cjk() {
-    let w = content_words("I really love the Beagle puppy! 我们去公园");
-    assert!(w.contains("beagle") && w.contains("puppy"));
-    assert!(!w.contains("really") && !w.contains("love") && !w.contains("the"));
-    assert!(w.contains("公园") && w.contains("们去"));
-}
-
-#[test]
 fn derived_files_load_back() {
     let ds = dataset();
     let out = derive(&ds, QueryShape::LeadUp);
     let text = serde_json::to_string(&out).unwrap();
     let back = Dataset::parse(&text).unwrap();
     assert_eq!(back.questions[0].exclude_sessions, vec!["s3".to_string()]);
+    assert_eq!(back.questions[0].evidence_turns, vec!["1".to_string()]);
     assert_eq!(back.questions[0].question, out.questions[0].question);
 }

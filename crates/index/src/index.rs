@@ -756,20 +756,36 @@ impl MemoryIndex {
         // Candidates: keyword and phrase hits, vector hits, and what was
         // said in the periods the query names.
         let today = chrono::Local::now().date_naive();
-        let (periods, keyword_query) = if opts.date_boost > 0.0 {
-            let d = when::dates(query, today);
+        let readings = readings(query, opts.dialogue_focus);
+        // Dates count where the need is: in the focus of a dialogue.
+        let (periods, _) = if opts.date_boost > 0.0 {
+            let d = when::dates(&readings[0].text, today);
             (d.periods, d.rest)
         } else {
-            (Vec::new(), query.to_string())
+            (Vec::new(), String::new())
         };
-        let tokens = text::query_tokens(&keyword_query);
-        let keyword = if !tokens.is_empty() && (opts.text_weight > 0.0 || !hybrid) {
-            keyword_candidates(&backend, &tokens, &keyword_query, opts, n_cand, &sources)?
-        } else {
-            Vec::new()
-        };
+        let mut keyword: Vec<(i64, f64)> = Vec::new();
+        let mut tokens: Vec<String> = Vec::new();
+        for r in &readings {
+            let keyword_query = if opts.date_boost > 0.0 {
+                when::dates(&r.text, today).rest
+            } else {
+                r.text.clone()
+            };
+            let toks = text::query_tokens(&keyword_query);
+            if !toks.is_empty() && (opts.text_weight > 0.0 || !hybrid) {
+                let hits =
+                    keyword_candidates(&backend, &toks, &keyword_query, opts, n_cand, &sources)?;
+                search::blend_keyword(&mut keyword, &hits, r.weight);
+            }
+            for t in toks {
+                if !tokens.contains(&t) {
+                    tokens.push(t);
+                }
+            }
+        }
         let vector = if hybrid {
-            self.vector_candidates(&backend, query, n_cand, &sources, warnings)?
+            self.vector_candidates(&backend, &readings, n_cand, &sources, warnings)?
         } else {
             None
         };
@@ -906,7 +922,7 @@ impl MemoryIndex {
     fn vector_candidates(
         &self,
         backend: &SqliteBackend,
-        query: &str,
+        readings: &[Reading],
         n_cand: usize,
         sources: &[Source],
         warnings: &mut Vec<String>,
@@ -914,12 +930,16 @@ impl MemoryIndex {
         let Some(emb) = &self.inner.embedder else {
             return Ok(None);
         };
-        match emb.embed(&[query], EmbedKind::Query) {
-            Ok(mut v) if v.len() == 1 => Ok(Some(backend.vector_search(
-                &v.remove(0),
-                n_cand,
-                sources,
-            )?)),
+        let texts: Vec<&str> = readings.iter().map(|r| r.text.as_str()).collect();
+        match emb.embed(&texts, EmbedKind::Query) {
+            Ok(vs) if vs.len() == readings.len() => {
+                let mut out: Vec<(i64, f32)> = Vec::new();
+                for (v, r) in vs.iter().zip(readings) {
+                    let hits = backend.vector_search(v, n_cand, sources)?;
+                    search::blend_vector(&mut out, &hits, r.weight);
+                }
+                Ok(Some(out))
+            }
             Ok(_) => {
                 warnings.push(
                     "the embedder returned no vector for the query; keyword results only".into(),
@@ -1093,6 +1113,34 @@ impl MemoryIndex {
             thread: Some(thread),
             _watcher: watcher,
         })
+    }
+}
+
+/// One way of reading the query, and how much its ranking weighs.
+pub(crate) struct Reading {
+    text: String,
+    weight: f32,
+}
+
+/// The query as searched: itself, or a dialogue's focus and context
+/// ([`dialogue`]) weighing `focus` and `1 - focus`. The first reading is
+/// the one dates are read from.
+fn readings(query: &str, focus: f32) -> Vec<Reading> {
+    match crate::dialogue::parse(query).filter(|_| focus > 0.0) {
+        Some(d) => vec![
+            Reading {
+                text: d.focus,
+                weight: focus,
+            },
+            Reading {
+                text: d.context,
+                weight: 1.0 - focus,
+            },
+        ],
+        None => vec![Reading {
+            text: query.to_string(),
+            weight: 1.0,
+        }],
     }
 }
 

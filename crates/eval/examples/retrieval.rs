@@ -137,10 +137,10 @@ fn apply_spec(opts: &mut EvalOptions, spec: &str) -> anyhow::Result<()> {
             "chunk" => opts.index_settings.index.chunk_tokens = v.parse()?,
             "overlap" => opts.index_settings.index.chunk_overlap = v.parse()?,
             "fusion" => {
-                opts.index_settings.search.fusion = if v == "rrf" {
-                    Fusion::Rrf
-                } else {
-                    Fusion::Weighted
+                opts.index_settings.search.fusion = match v {
+                    "rrf" => Fusion::Rrf,
+                    "adaptive" => Fusion::Adaptive,
+                    _ => Fusion::Weighted,
                 }
             }
             "vw" => {
@@ -221,6 +221,7 @@ fn main() -> anyhow::Result<()> {
             "--fusion" => {
                 opts.index_settings.search.fusion = match val()?.as_str() {
                     "rrf" => Fusion::Rrf,
+                    "adaptive" => Fusion::Adaptive,
                     _ => Fusion::Weighted,
                 }
             }

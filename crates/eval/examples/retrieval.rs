@@ -7,7 +7,7 @@
 //!     [--units session,turn] [--modes keyword,vector,hybrid] [--limit-conversations N] \
 //!     [--layout sessions|notes] [--max-results N] [--min-score S] [--chunk-tokens N] [--chunk-overlap N] [--fusion weighted|rrf] \
 //!     [--vector-weight W] [--model DIR[+DIR]] [--engine fast|int8|candle] [--json-dir DIR]
-//!     [--sweep SPEC;SPEC...] [--queries question,embedded,lead-up]
+//!     [--sweep SPEC;SPEC...] [--queries question,embedded,lead-up] [--query-from text|conversation]
 //! ```
 //!
 //! `--queries` asks each question in the shapes given (the benchmark's own
@@ -36,7 +36,7 @@ use std::time::Instant;
 
 use mnemo_core::{EmbedError, EmbedKind, Embedder, EmbedderId};
 use mnemo_eval::{
-    derive, render_comparison, render_json, render_text, run_on_dataset, Dataset, EvalOptions,
+    as_engine_queries, derive, render_comparison, render_json, render_text, run_on_dataset, Dataset, EvalOptions,
     EvalStage, EvalUnit, QueryShape, RetrievalMode,
 };
 use mnemo_index::Fusion;
@@ -242,6 +242,13 @@ fn main() -> anyhow::Result<()> {
             "--json-dir" => json_dir = Some(PathBuf::from(val()?)),
             "--verbose" => verbose = true,
             "--sweep" => sweep = val()?.split(';').map(str::to_string).collect(),
+            "--query-from" => {
+                opts.engine_queries = match val()?.as_str() {
+                    "conversation" => true,
+                    "text" => false,
+                    other => anyhow::bail!("unknown --query-from {other}: text or conversation"),
+                }
+            }
             "--queries" => {
                 shapes = val()?
                     .split(',')
@@ -292,8 +299,14 @@ fn main() -> anyhow::Result<()> {
             if !spec.is_empty() {
                 println!("\n### {spec}");
             }
+            let derived = derive(&ds, *shape);
+            let derived = if opts.engine_queries {
+                as_engine_queries(&derived)
+            } else {
+                derived
+            };
             run_one(
-                &derive(&ds, *shape),
+                &derived,
                 &file,
                 &opts,
                 &modes,

@@ -112,6 +112,38 @@ pub fn derive(ds: &Dataset, shape: QueryShape) -> Dataset {
     out
 }
 
+/// `ds` with every question rewritten the way the engine's automatic recall
+/// builds its query from a conversation
+/// ([`mnemo_core::dialogue::conversation_query`]): the query's turns, the
+/// conversation's first speaker as `User` and the others as `Assistant`,
+/// the latest [`mnemo_core::dialogue::RECALL_TURNS`] kept. A question on
+/// one line stays as it is.
+pub fn as_engine_queries(ds: &Dataset) -> Dataset {
+    let mut out = ds.clone();
+    let users: HashMap<&str, &str> = ds
+        .conversations
+        .iter()
+        .filter_map(|c| c.speakers.first().map(|s| (c.conv_id.as_str(), s.as_str())))
+        .collect();
+    for q in &mut out.questions {
+        let user = users.get(q.conv_id.as_str()).copied().unwrap_or_default();
+        let mut turns: Vec<(String, String)> = Vec::new();
+        split_speakers(&q.question, |speaker, text| {
+            let role = if speaker == user { "User" } else { "Assistant" };
+            turns.push((role.to_string(), text));
+        });
+        let turns: Vec<mnemo_core::dialogue::Turn<'_>> = turns
+            .iter()
+            .map(|(speaker, text)| mnemo_core::dialogue::Turn { speaker, text })
+            .collect();
+        if turns.len() > 1 {
+            q.question =
+                mnemo_core::dialogue::conversation_query(&turns, mnemo_core::dialogue::RECALL_TURNS);
+        }
+    }
+    out
+}
+
 /// One utterance: a speaker and what they said.
 #[derive(Debug, Clone)]
 struct Utterance {

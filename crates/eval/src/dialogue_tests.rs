@@ -128,3 +128,21 @@ fn derived_files_load_back() {
     assert_eq!(back.questions[0].evidence_turns, vec!["1".to_string()]);
     assert_eq!(back.questions[0].question, out.questions[0].question);
 }
+
+#[test]
+fn engine_queries_tag_the_user_and_the_assistant() {
+    let ds = dataset();
+    let out = as_engine_queries(&derive(&ds, QueryShape::Embedded));
+    let q = &out.questions[0];
+    for l in q.question.lines() {
+        assert!(l.starts_with("User: ") || l.starts_with("Assistant: "), "{l}");
+    }
+    // Ann is the conversation's first speaker: the user. Bob asks.
+    assert_eq!(
+        q.question.lines().last(),
+        Some("Assistant: What dog did Ann adopt?")
+    );
+    // Questions stay questions.
+    let plain = as_engine_queries(&ds);
+    assert_eq!(plain.questions[0].question, "What dog did Ann adopt?");
+}

@@ -17,7 +17,7 @@ pub mod report;
 pub mod run;
 
 pub use dataset::{Conversation, Dataset, Question, SessionData, Turn};
-pub use dialogue::{derive, QueryShape};
+pub use dialogue::{as_engine_queries, derive, QueryShape};
 pub use error::{EvalError, Result};
 pub use metrics::{MetricSpec, Metrics, RankedHit};
 pub use report::{

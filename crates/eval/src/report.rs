@@ -229,6 +229,9 @@ pub struct EvalSettings {
     pub layout: Layout,
     /// The shape of the queries (`question`, `embedded`, `lead-up`).
     pub queries: &'static str,
+    /// `text` (asked as written) or `conversation` (rebuilt the way the
+    /// engine's recall builds its query).
+    pub query_from: &'static str,
     /// Hits asked for per question.
     pub max_results: usize,
     /// Minimum score passed to search.
@@ -337,6 +340,9 @@ pub fn render_text(r: &EvalReport) -> String {
         if let Ok(shape) = r.settings.queries.parse::<QueryShape>() {
             out.push_str(&format!("{}\n", shape.described()));
         }
+    }
+    if r.settings.query_from == "conversation" {
+        out.push_str("each query rebuilt from its turns the way the engine's recall builds it\n");
     }
     out.push_str(&format!(
         "time: write {:.1}s, index {:.1}s, search {:.1}s ({:.1} ms/question)\n\n",

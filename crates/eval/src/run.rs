@@ -16,7 +16,7 @@ use mnemo_store::memory::sanitize_slug;
 use mnemo_store::{FsyncPolicy, MemorySettings, MemoryStore, SessionOptions, SessionStore};
 
 use crate::dataset::{Conversation, Dataset, Question};
-use crate::dialogue::{derive, QueryShape};
+use crate::dialogue::{as_engine_queries, derive, QueryShape};
 use crate::error::{EvalError, Result};
 use crate::metrics::{estimate_tokens, unit_ranking, MetricMean, MetricSpec, RankedHit};
 use crate::replay::{session_key, session_messages, session_note, UnitMap};
@@ -64,6 +64,9 @@ pub struct EvalOptions {
     /// The shape of the queries: the benchmark's questions, or dialogue
     /// derived from them ([`crate::dialogue`]).
     pub queries: QueryShape,
+    /// Ask each query as the engine's automatic recall would build it from
+    /// the same turns ([`crate::dialogue::as_engine_queries`]).
+    pub engine_queries: bool,
 }
 
 impl std::fmt::Debug for EvalOptions {
@@ -81,6 +84,7 @@ impl std::fmt::Debug for EvalOptions {
             .field("metrics", &self.metrics)
             .field("rerank", &self.rerank.is_some())
             .field("queries", &self.queries)
+            .field("engine_queries", &self.engine_queries)
             .finish()
     }
 }
@@ -102,6 +106,7 @@ impl EvalOptions {
             metrics: MetricSpec::default(),
             rerank: None,
             queries: QueryShape::Question,
+            engine_queries: false,
         }
     }
 
@@ -165,7 +170,10 @@ pub fn run_retrieval_eval(
     opts: &EvalOptions,
     progress: &dyn Fn(&EvalProgress),
 ) -> Result<EvalReport> {
-    let ds = derive(&Dataset::load(&opts.dataset)?, opts.queries);
+    let mut ds = derive(&Dataset::load(&opts.dataset)?, opts.queries);
+    if opts.engine_queries {
+        ds = as_engine_queries(&ds);
+    }
     let mut reports = run_on_dataset(&ds, opts, &[opts.mode], &[opts.unit], progress)?;
     reports
         .pop()
@@ -638,6 +646,11 @@ fn score_run(
         settings: EvalSettings {
             layout: opts.layout,
             queries: opts.queries.as_str(),
+            query_from: if opts.engine_queries {
+                "conversation"
+            } else {
+                "text"
+            },
             max_results: opts.max_results,
             min_score: opts.min_score,
             limit_conversations: opts.limit_conversations,

@@ -59,6 +59,15 @@ impl QueriesArg {
     }
 }
 
+/// Where each query comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum QueryFromArg {
+    /// The benchmark's (or the derivation's) text as it is
+    Text,
+    /// The turns rebuilt into a query the way the engine's recall does
+    Conversation,
+}
+
 /// Arguments of `mnemo eval derive`.
 #[derive(Debug, Args)]
 pub struct DeriveArgs {
@@ -114,6 +123,11 @@ pub struct RetrievalArgs {
     /// derived from them (see `mnemo eval derive --help`)
     #[arg(long, value_enum, default_value = "question")]
     pub queries: QueriesArg,
+    /// Where each query comes from: the benchmark's text as it is, or the
+    /// conversation as mnemo's automatic recall builds its query from it
+    /// (`User:`/`Assistant:` turns, the latest few kept)
+    #[arg(long, value_enum, default_value = "text")]
+    pub query_from: QueryFromArg,
     /// Print one JSON object (with an `overall` object: any@5, all@10, recall@10, mrr, …)
     #[arg(long)]
     pub json: bool,
@@ -159,6 +173,7 @@ fn retrieval(args: RetrievalArgs, global: &GlobalArgs) -> Result<()> {
     };
     base.limit_conversations = args.limit_conversations;
     base.queries = args.queries.shape();
+    base.engine_queries = args.query_from == QueryFromArg::Conversation;
     base.index_settings = mnemo_index::IndexSettings::from_config(&ctx.config)?;
     let modes: Vec<RetrievalMode> = match args.mode {
         ModeArg::Keyword => vec![RetrievalMode::Keyword],

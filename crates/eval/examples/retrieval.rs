@@ -139,7 +139,6 @@ fn apply_spec(opts: &mut EvalOptions, spec: &str) -> anyhow::Result<()> {
             "fusion" => {
                 opts.index_settings.search.fusion = match v {
                     "rrf" => Fusion::Rrf,
-                    "adaptive" => Fusion::Adaptive,
                     _ => Fusion::Weighted,
                 }
             }
@@ -221,7 +220,6 @@ fn main() -> anyhow::Result<()> {
             "--fusion" => {
                 opts.index_settings.search.fusion = match val()?.as_str() {
                     "rrf" => Fusion::Rrf,
-                    "adaptive" => Fusion::Adaptive,
                     _ => Fusion::Weighted,
                 }
             }

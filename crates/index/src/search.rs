@@ -180,22 +180,9 @@ pub(crate) fn weights(opts: &SearchOptions, hybrid: bool) -> (f32, f32) {
 /// Sets `score` by the configured fusion.
 pub(crate) fn fuse(cands: &mut [Candidate], opts: &SearchOptions, hybrid: bool) {
     let (vw, tw) = weights(opts, hybrid);
-    if opts.fusion == Fusion::Adaptive && hybrid {
-        let v = standardise(cands.iter().map(|c| c.similarity(opts.vector_scale)).collect());
-        let t = standardise(cands.iter().map(|c| c.text).collect());
-        for (c, (v, t)) in cands.iter_mut().zip(v.into_iter().zip(t)) {
-            c.score = vw * v + tw * t;
-        }
-        // Back into 0..=1 for the minimum score and the boosts after.
-        let (lo, hi) = cands.iter().fold((f32::MAX, f32::MIN), |(l, h), c| (l.min(c.score), h.max(c.score)));
-        for c in cands.iter_mut() {
-            c.score = if hi > lo { (c.score - lo) / (hi - lo) } else { 1.0 };
-        }
-        return;
-    }
     for c in cands.iter_mut() {
         c.score = match opts.fusion {
-            Fusion::Weighted | Fusion::Adaptive => {
+            Fusion::Weighted => {
                 vw * c.similarity(opts.vector_scale).unwrap_or(0.0).max(0.0)
                     + tw * c.text.unwrap_or(0.0)
             }
@@ -208,24 +195,6 @@ pub(crate) fn fuse(cands: &mut [Candidate], opts: &SearchOptions, hybrid: bool) 
             }
         };
     }
-}
-
-/// A side's scores as standard scores over the candidates it returned
-/// (`(x - mean) / sd`); a candidate the side did not return counts as that
-/// side's lowest. A side that returned nothing, or all alike, adds 0.
-fn standardise(xs: Vec<Option<f32>>) -> Vec<f32> {
-    let got: Vec<f32> = xs.iter().flatten().copied().collect();
-    if got.len() < 2 {
-        return vec![0.0; xs.len()];
-    }
-    let n = got.len() as f32;
-    let mean = got.iter().sum::<f32>() / n;
-    let sd = (got.iter().map(|x| (x - mean).powi(2)).sum::<f32>() / n).sqrt();
-    let low = got.iter().copied().fold(f32::MAX, f32::min);
-    if sd <= f32::EPSILON {
-        return vec![0.0; xs.len()];
-    }
-    xs.into_iter().map(|x| (x.unwrap_or(low) - mean) / sd).collect()
 }
 
 /// Document context: a chunk whose file holds other matching chunks is

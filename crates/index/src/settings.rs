@@ -172,10 +172,6 @@ pub enum Fusion {
     /// Reciprocal rank fusion: `sum(w / (k + rank))`, scaled so the best
     /// possible score is 1.
     Rrf,
-    /// The weighted sum, with each side's weight scaled by how clearly its
-    /// best candidates stand out from the rest for this query (see
-    /// `search::confidence`): a side whose ranking is flat says little.
-    Adaptive,
 }
 
 /// How cosine similarity enters the weighted sum.

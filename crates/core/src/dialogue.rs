@@ -29,10 +29,7 @@ pub struct Turn<'a> {
 /// each. A single turn is returned as its bare text: a lone message is a
 /// question, not dialogue.
 pub fn conversation_query(turns: &[Turn<'_>], max_turns: usize) -> String {
-    let turns: Vec<&Turn<'_>> = turns
-        .iter()
-        .filter(|t| !t.text.trim().is_empty())
-        .collect();
+    let turns: Vec<&Turn<'_>> = turns.iter().filter(|t| !t.text.trim().is_empty()).collect();
     let keep = max_turns.max(1).min(turns.len());
     let recent = turns.get(turns.len() - keep..).unwrap_or_default();
     match recent {
@@ -50,7 +47,10 @@ pub fn conversation_query(turns: &[Turn<'_>], max_turns: usize) -> String {
                         EARLIER_TURN_CHARS
                     };
                     // One turn, one line: the index reads lines as turns.
-                    let text = clip(t.text, limit).split_whitespace().collect::<Vec<_>>().join(" ");
+                    let text = clip(t.text, limit)
+                        .split_whitespace()
+                        .collect::<Vec<_>>()
+                        .join(" ");
                     format!("{}: {text}", t.speaker)
                 })
                 .collect::<Vec<_>>()
@@ -124,7 +124,11 @@ mod tests {
         .unwrap();
         call.tool_calls = Some(vec![tool_call]);
         let long = "word ".repeat(200);
-        let history = vec![Message::user(long.clone()), call, Message::tool_result("c1", "exec", "output")];
+        let history = vec![
+            Message::user(long.clone()),
+            call,
+            Message::tool_result("c1", "exec", "output"),
+        ];
         let q = query_from_messages(&history, "and now?", 4);
         let lines: Vec<&str> = q.lines().collect();
         assert_eq!(lines.len(), 2, "{q}");

@@ -36,8 +36,8 @@ use std::time::Instant;
 
 use mnemo_core::{EmbedError, EmbedKind, Embedder, EmbedderId};
 use mnemo_eval::{
-    as_engine_queries, derive, render_comparison, render_json, render_text, run_on_dataset, Dataset, EvalOptions,
-    EvalStage, EvalUnit, QueryShape, RetrievalMode,
+    as_engine_queries, derive, render_comparison, render_json, render_text, run_on_dataset,
+    Dataset, EvalOptions, EvalStage, EvalUnit, QueryShape, RetrievalMode,
 };
 use mnemo_index::Fusion;
 

@@ -137,8 +137,10 @@ pub fn as_engine_queries(ds: &Dataset) -> Dataset {
             .map(|(speaker, text)| mnemo_core::dialogue::Turn { speaker, text })
             .collect();
         if turns.len() > 1 {
-            q.question =
-                mnemo_core::dialogue::conversation_query(&turns, mnemo_core::dialogue::RECALL_TURNS);
+            q.question = mnemo_core::dialogue::conversation_query(
+                &turns,
+                mnemo_core::dialogue::RECALL_TURNS,
+            );
         }
     }
     out
@@ -268,7 +270,11 @@ fn embedded(conv: &ConversationTurns, q: &Question, seed: u64) -> Option<Questio
         .map(|u| tagged(&u.speaker, &clip(&u.text, TURN_COLUMNS)))
         .collect();
     lines.push(tagged(&asker, q.question.trim()));
-    Some(rewritten(q, lines, conv.session_ids(&HashSet::from([session]))))
+    Some(rewritten(
+        q,
+        lines,
+        conv.session_ids(&HashSet::from([session])),
+    ))
 }
 
 /// The turns leading up to the first evidence turn of the latest evidence
@@ -311,7 +317,8 @@ fn lead_up(conv: &ConversationTurns, q: &Question, seed: u64) -> Option<Question
         .get(now)
         .map(|s| s.turns.iter().map(|t| t.turn_id.as_str()).collect())
         .unwrap_or_default();
-    out.evidence_turns.retain(|t| !now_turns.contains(t.as_str()));
+    out.evidence_turns
+        .retain(|t| !now_turns.contains(t.as_str()));
     out.evidence_sessions.retain(|s| Some(s.as_str()) != now_id);
     Some(out)
 }

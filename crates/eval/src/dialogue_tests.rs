@@ -66,7 +66,10 @@ fn embedded_questions_end_a_chat_from_a_session_without_evidence() {
     }
     assert_eq!(q.evidence_turns, vec!["1".to_string(), "7".to_string()]);
     // Deterministic.
-    assert_eq!(derive(&ds, QueryShape::Embedded).questions[0].question, q.question);
+    assert_eq!(
+        derive(&ds, QueryShape::Embedded).questions[0].question,
+        q.question
+    );
 }
 
 #[test]
@@ -84,7 +87,11 @@ fn lead_up_ends_at_a_later_evidence_turn_and_keeps_the_earlier_evidence() {
         q.question
     );
     assert!(q.question.lines().count() >= 2, "{}", q.question);
-    assert!(!q.question.contains('?'), "no question in a lead-up: {}", q.question);
+    assert!(
+        !q.question.contains('?'),
+        "no question in a lead-up: {}",
+        q.question
+    );
     // s3 is the conversation now: excluded, and its turn is no longer
     // evidence to find.
     assert_eq!(q.exclude_sessions, vec!["s3".to_string()]);
@@ -95,9 +102,10 @@ fn lead_up_ends_at_a_later_evidence_turn_and_keeps_the_earlier_evidence() {
 #[test]
 fn both_parties_in_one_turn_are_split_into_utterances() {
     let mut got = Vec::new();
-    split_speakers("Emily: I went to the park.\nAI: Which one?\nit was sunny", |s, t| {
-        got.push((s, t))
-    });
+    split_speakers(
+        "Emily: I went to the park.\nAI: Which one?\nit was sunny",
+        |s, t| got.push((s, t)),
+    );
     assert_eq!(
         got,
         vec![
@@ -135,7 +143,10 @@ fn engine_queries_tag_the_user_and_the_assistant() {
     let out = as_engine_queries(&derive(&ds, QueryShape::Embedded));
     let q = &out.questions[0];
     for l in q.question.lines() {
-        assert!(l.starts_with("User: ") || l.starts_with("Assistant: "), "{l}");
+        assert!(
+            l.starts_with("User: ") || l.starts_with("Assistant: "),
+            "{l}"
+        );
     }
     // Ann is the conversation's first speaker: the user. Bob asks.
     assert_eq!(

@@ -4,8 +4,8 @@
 use serde::{Serialize, Serializer};
 use serde_json::Value;
 
-use crate::metrics::Metrics;
 use crate::dialogue::QueryShape;
+use crate::metrics::Metrics;
 
 /// What is ranked and scored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, serde::Deserialize)]

@@ -78,7 +78,9 @@ fn strip_tag(line: &str) -> Option<&str> {
         .take(MAX_SPEAKER_CHARS + 1)
         .find(|(_, c)| *c == ':' || *c == '：')?;
     let name = line.get(..at)?.trim();
-    let name = name.trim_matches(|c| c == '*' || c == '[' || c == ']').trim();
+    let name = name
+        .trim_matches(|c| c == '*' || c == '[' || c == ']')
+        .trim();
     if name.is_empty()
         || name.split_whitespace().count() > 4
         || name.contains(['.', '!', '?', ',', '。', '，', '！', '？', '"', '/'])
@@ -137,6 +139,8 @@ mod tests {
     fn cjk_tags_and_untagged_continuations() {
         let d = parse("张曼婷：我今天去了公园\nAI: 你看到了什么？\n那里的樱花开了吗").unwrap();
         assert_eq!(d.focus, "你看到了什么？ 那里的樱花开了吗");
-        assert!(d.context.starts_with("你看到了什么？ 那里的樱花开了吗\n我今天去了公园"));
+        assert!(d
+            .context
+            .starts_with("你看到了什么？ 那里的樱花开了吗\n我今天去了公园"));
     }
 }

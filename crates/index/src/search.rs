@@ -137,7 +137,8 @@ pub(crate) fn blend_vector(acc: &mut Vec<(i64, f32)>, hits: &[(i64, f32)], weigh
     };
     let first = acc.is_empty();
     let acc_floor = acc.iter().map(|h| h.1).fold(f32::INFINITY, f32::min);
-    let mut by_id: HashMap<i64, (f32, bool)> = acc.iter().map(|(id, c)| (*id, (*c, false))).collect();
+    let mut by_id: HashMap<i64, (f32, bool)> =
+        acc.iter().map(|(id, c)| (*id, (*c, false))).collect();
     for (id, cos) in hits {
         let e = by_id
             .entry(*id)
@@ -534,6 +535,29 @@ pub(crate) fn message_hits<'a>(
 mod tests {
     use super::*;
     use crate::types::Source;
+
+    #[test]
+    fn readings_blend_each_normalised_by_its_own_best() {
+        // One reading of weight 1 keeps its raw ranking.
+        let mut kw = Vec::new();
+        blend_keyword(&mut kw, &[(1, 8.0), (2, 4.0)], 1.0);
+        assert_eq!(kw, vec![(1, 8.0), (2, 4.0)]);
+        // Two readings: the focus (few words, small BM25) counts as much as
+        // the context (many words, large BM25) at equal weights.
+        let mut kw = Vec::new();
+        blend_keyword(&mut kw, &[(1, 2.0), (2, 1.0)], 0.5);
+        blend_keyword(&mut kw, &[(2, 20.0), (3, 10.0)], 0.5);
+        assert_eq!(kw, vec![(2, 0.75), (1, 0.5), (3, 0.25)]);
+        // Vectors: a chunk one reading missed counts that reading's lowest.
+        let mut v = Vec::new();
+        blend_vector(&mut v, &[(1, 0.9), (2, 0.8)], 0.5);
+        blend_vector(&mut v, &[(2, 0.9), (3, 0.6)], 0.5);
+        let got: Vec<(i64, f32)> = v
+            .iter()
+            .map(|(id, c)| (*id, (c * 100.0).round() / 100.0))
+            .collect();
+        assert_eq!(got, vec![(2, 0.85), (1, 0.75), (3, 0.7)]);
+    }
 
     #[test]
     fn bm25_is_normalised_by_best_and_sides_merge() {

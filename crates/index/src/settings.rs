@@ -79,7 +79,8 @@ impl IndexSettings {
         }
         if !(0.0..=1.0).contains(&s.dialogue_focus) {
             return Err(IndexError::Config(
-                "[search] dialogue_focus must be within 0..=1 (0 reads dialogue as one text)".into(),
+                "[search] dialogue_focus must be within 0..=1 (0 reads dialogue as one text)"
+                    .into(),
             ));
         }
         if !(0.0..=4.0).contains(&s.file_context) {

@@ -5,9 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Result};
 use clap::{Args, Subcommand, ValueEnum};
-use mnemo_eval::{
-    EvalOptions, EvalReport, EvalStage, EvalUnit, Layout, QueryShape, RetrievalMode,
-};
+use mnemo_eval::{EvalOptions, EvalReport, EvalStage, EvalUnit, Layout, QueryShape, RetrievalMode};
 
 use crate::ctx::GlobalArgs;
 use crate::output::{stderr_bar, with_download_bar};

@@ -5,6 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/fetch-models.sh >/dev/null
+./scripts/fetch-peers.sh >/dev/null
 export MNEMO_TEST_MODEL_DIR="${MNEMO_TEST_MODEL_DIR:-$PWD/.mnemo-models/all-MiniLM-L6-v2}"
 cargo test --workspace --no-fail-fast
 cargo build --workspace --benches

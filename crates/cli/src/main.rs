@@ -2,9 +2,10 @@
 //! only parses arguments and maps errors to exit codes; each command group
 //! lives in `cmd/`.
 
+#[macro_use]
+mod output;
 mod cmd;
 mod ctx;
-mod output;
 
 use std::process::ExitCode;
 
@@ -36,6 +37,8 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cmd::run(cli.command, &cli.global) {
         Ok(()) => ExitCode::SUCCESS,
+        // The reader had what it wanted (`mnemo get … | head -1`).
+        Err(err) if output::is_stdout_closed(&err) => ExitCode::SUCCESS,
         Err(err) => {
             let code = output::report_error(&err);
             ExitCode::from(code as u8)

@@ -1,8 +1,65 @@
-//! Error reporting, exit codes and progress bars at the binary's edge.
+//! Error reporting, exit codes, stdout and progress bars at the binary's
+//! edge. Results go to stdout through [`outln!`] and [`out!`], never
+//! `println!`: a reader that closes the pipe early (`mnemo get … | head -1`)
+//! ends the command quietly instead of panicking it.
+
+use std::io::Write;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use mnemo::DownloadProgress;
 use mnemo_core::ErrorCode;
+
+/// Writes one result line to stdout (as `println!`); a closed stdout
+/// returns from the enclosing function with [`StdoutClosed`].
+macro_rules! outln {
+    () => {
+        $crate::output::write_out(format_args!("\n"))?
+    };
+    ($($arg:tt)*) => {
+        $crate::output::write_out(format_args!("{}\n", format_args!($($arg)*)))?
+    };
+}
+
+/// Writes to stdout (as `print!`) and flushes; see [`outln!`].
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::output::write_out(format_args!($($arg)*))?
+    };
+}
+
+/// Stdout was closed by its reader: nothing more can be shown, and nothing
+/// went wrong. The command stops and the process exits with success.
+#[derive(Debug)]
+pub struct StdoutClosed;
+
+impl std::fmt::Display for StdoutClosed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("stdout was closed")
+    }
+}
+
+impl std::error::Error for StdoutClosed {}
+
+/// Writes `args` to stdout and flushes it.
+pub fn write_out(args: std::fmt::Arguments<'_>) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    out.write_fmt(args)
+        .and_then(|()| out.flush())
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::BrokenPipe => anyhow::Error::new(StdoutClosed),
+            _ => anyhow::Error::new(e).context("cannot write to stdout"),
+        })
+}
+
+/// True when `err` is (caused by) a closed stdout: [`StdoutClosed`], or a
+/// bare broken pipe, which is what `writeln!` on a locked stdout returns.
+pub fn is_stdout_closed(err: &anyhow::Error) -> bool {
+    err.chain()
+        .any(|c| c.downcast_ref::<StdoutClosed>().is_some())
+        || err
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+}
 
 /// A bar drawn on stderr when stderr is a terminal and hidden otherwise, so
 /// that logs, pipes and tests get only the result lines.
@@ -23,6 +80,14 @@ pub fn stderr_bar(template: &str) -> ProgressBar {
 /// a bar on a terminal, else one stderr line per file, so a slow first run
 /// says why.
 pub fn with_download_bar<T>(f: impl FnOnce(&mut dyn FnMut(&DownloadProgress)) -> T) -> T {
+    with_download_bar_for("the embedding model", f)
+}
+
+/// [`with_download_bar`] for the model `what` names ("the chat model").
+pub fn with_download_bar_for<T>(
+    what: &str,
+    f: impl FnOnce(&mut dyn FnMut(&DownloadProgress)) -> T,
+) -> T {
     let bar = stderr_bar("{msg} [{bar:25}] {bytes}/{total_bytes} {bytes_per_sec}");
     let mut announced = None;
     let out = f(&mut |p: &DownloadProgress| {
@@ -43,7 +108,7 @@ pub fn with_download_bar<T>(f: impl FnOnce(&mut dyn FnMut(&DownloadProgress)) ->
                     .total
                     .map(|t| format!(" ({:.1} MB)", t as f64 / 1e6))
                     .unwrap_or_default();
-                eprintln!("mnemo: {msg}{size} for the embedding model (once; it is cached)");
+                eprintln!("mnemo: {msg}{size} for {what} (once; it is cached)");
             }
             return;
         }

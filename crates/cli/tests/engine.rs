@@ -10,18 +10,10 @@ use mnemo_test_support::{Reply, ScriptedServer};
 use serde_json::json;
 
 fn mnemo(ws: &Path, server: &ScriptedServer, args: &[&str]) -> Output {
-    let base = server.openai_base();
-    let model_flags: &[&str] = if ["consolidate", "compact", "context", "new"].contains(&args[0]) {
-        &[
-            "--provider",
-            "openai",
-            "--base-url",
-            &base,
-            "--model",
-            "test-model",
-        ]
+    let model_flags = if ["consolidate", "compact", "context", "new"].contains(&args[0]) {
+        server.model_flags()
     } else {
-        &[]
+        Vec::new()
     };
     mnemo_command(env!("CARGO_BIN_EXE_mnemo"), ws, args)
         .args(model_flags)

@@ -90,3 +90,105 @@ fn import_nanobot_dry_run_then_real_then_again() {
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("use nanobot, openclaw or claude-code"));
 }
+
+/// The fixtures the peers' own releases wrote (crates/import/tests/peers).
+fn peers() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../import/tests/peers")
+}
+
+#[test]
+fn import_asks_which_agent_then_takes_one_or_all_and_exports_to_nanobot() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    ok(&mnemo(&ws, &["init"]));
+    let openclaw = peers().join("openclaw-2026.9.6/.openclaw");
+    let openclaw = openclaw.to_str().unwrap();
+
+    // Two agents and no choice: exit 2, the names and the flags to choose.
+    let asked = mnemo(&ws, &["import", "openclaw", openclaw]);
+    assert_eq!(asked.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&asked.stderr);
+    assert!(
+        err.contains("found 2 agents (main, work)")
+            && err.contains("--only NAME")
+            && err.contains("--all"),
+        "{err}"
+    );
+
+    let one = ok(&mnemo(
+        &ws,
+        &["import", "openclaw", openclaw, "--only", "work"],
+    ));
+    assert!(one.contains("1 conversation(s) found"), "{one}");
+    assert!(one.contains("another agent, not chosen"), "{one}");
+    let all = ok(&mnemo(&ws, &["import", "openclaw", openclaw, "--all"]));
+    assert!(all.contains("2 conversation(s) found"), "{all}");
+
+    // A memory folder alone: imported, but the missing conversations fail
+    // the command unless allowed.
+    let memory = peers().join("claude-code-2.1.332/.claude/projects/-home-ada-src-garden/memory");
+    let memory = memory.to_str().unwrap();
+    let strict = mnemo(&ws, &["import", "claude-code", memory]);
+    assert_eq!(strict.status.code(), Some(1));
+    let out = String::from_utf8_lossy(&strict.stdout);
+    assert!(
+        out.contains("no conversations found where claude-code keeps them"),
+        "{out}"
+    );
+    ok(&mnemo(
+        &ws,
+        &["import", "claude-code", memory, "--allow-no-sessions"],
+    ));
+
+    // The sessions go to nanobot's data folder; a dry run writes nothing.
+    let nanobot = dir.path().join("home/.nanobot");
+    fs::create_dir_all(nanobot.join("workspace")).unwrap();
+    let before = snapshot(&nanobot);
+    let dry = ok(&mnemo(
+        &ws,
+        &["export", "nanobot", nanobot.to_str().unwrap(), "--dry-run"],
+    ));
+    assert!(dry.contains("dry run"), "{dry}");
+    assert_eq!(snapshot(&nanobot), before);
+    let out = ok(&mnemo(
+        &ws,
+        &["export", "nanobot", nanobot.to_str().unwrap()],
+    ));
+    assert!(out.contains("create  session"), "{out}");
+    let logs: Vec<_> = fs::read_dir(nanobot.join("sessions"))
+        .unwrap()
+        .flatten()
+        .flat_map(|ns| fs::read_dir(ns.path()).unwrap().flatten())
+        .filter(|f| f.path().extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    assert_eq!(logs.len(), 2, "{out}");
+    let again = ok(&mnemo(
+        &ws,
+        &["export", "nanobot", nanobot.to_str().unwrap()],
+    ));
+    assert!(
+        again.contains("already exported, unchanged") && !again.contains("create "),
+        "{again}"
+    );
+
+    // Claude Code's project names start with `-`.
+    let project = peers().join("claude-code-2.1.332/.claude");
+    let chosen = ok(&mnemo(
+        &ws,
+        &[
+            "import",
+            "claude-code",
+            project.to_str().unwrap(),
+            "--only",
+            "-home-ada-src-garden",
+            "--dry-run",
+        ],
+    ));
+    assert!(chosen.contains("2 conversation(s) found"), "{chosen}");
+
+    let help = ok(&mnemo(&ws, &["import", "--help"]));
+    assert!(
+        help.contains("sessions/<workspace id>/") && help.contains("openclaw-agent.sqlite"),
+        "{help}"
+    );
+}

@@ -546,3 +546,40 @@ fn http_refuses_a_public_address_without_a_token() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--token"), "{err}");
 }
+
+/// `memory_forget` removes typed memories only: the history, a daily log
+/// and a session note are refused and stay; `memory_write` never overwrites
+/// a typed memory unless `replace` is set.
+#[test]
+fn stdio_forget_and_typed_writes_never_lose_history_or_memories() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path();
+    init(ws);
+    let files = mnemo_test_support::cli::write_append_only_files(ws);
+    let mut s = Stdio_::start(ws, &["embedder.kind=none"]);
+    for name in [
+        "memory/HISTORY.md",
+        "2026-11-28",
+        "memory/2026-11-28-tea.md",
+    ] {
+        let (err, v) = s.call("memory_forget", json!({"name": name}));
+        assert!(err, "{name}: {v}");
+        assert!(v.to_string().contains("typed memories only"), "{name}: {v}");
+    }
+    for kept in files {
+        assert!(ws.join(kept).exists(), "{kept} is gone");
+    }
+    let write = |body: &str, replace: bool| {
+        json!({"mode": "typed", "name": "过敏", "description": "allergy", "type": "user",
+               "body": body, "replace": replace})
+    };
+    let (err, v) = s.call("memory_write", write("对花生过敏", false));
+    assert!(!err, "{v}");
+    assert_eq!(v["path"], "memory/过敏.md");
+    let (err, v) = s.call("memory_write", write("对猫过敏", false));
+    assert!(err && v.to_string().contains("already exists"), "{v}");
+    let (err, v) = s.call("memory_write", write("对猫过敏", true));
+    assert!(!err && v["action"] == "replaced", "{v}");
+    let text = std::fs::read_to_string(ws.join("memory/过敏.md")).unwrap();
+    assert!(text.contains("对猫过敏"), "{text}");
+}

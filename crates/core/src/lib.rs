@@ -8,8 +8,10 @@ pub mod config;
 pub mod dialogue;
 pub mod embed;
 pub mod error;
+pub mod files;
 pub mod message;
 pub mod paths;
+pub mod redact;
 pub mod tokens;
 pub mod workspace;
 
@@ -17,6 +19,6 @@ pub use config::{Config, ConfigError};
 pub use embed::{EmbedError, EmbedKind, Embedder, EmbedderId};
 pub use error::ErrorCode;
 pub use message::{Content, FunctionCall, Message, Role, ToolCall};
-pub use paths::{resolve_in_workspace, PathError};
+pub use paths::{confine, real_path, resolve_in_workspace, Area, PathError};
 pub use tokens::{TokenCount, TokenCounter};
 pub use workspace::Workspace;

@@ -138,16 +138,8 @@ pub fn download(
     progress: &mut dyn FnMut(&DownloadProgress),
 ) -> Result<PathBuf> {
     validate_revision(revision)?;
-    let cache_dir = match cache_dir {
-        Some(c) => c.to_path_buf(),
-        None => default_cache_dir().ok_or_else(|| {
-            Error::Invalid("no Hugging Face cache folder: set HF_HUB_CACHE or HF_HOME, or [embedder] cache_dir".into())
-        })?,
-    };
-    let endpoint = endpoint
-        .map(str::to_string)
-        .unwrap_or_else(default_endpoint);
-    let endpoint = endpoint.trim_end_matches('/');
+    let (cache_dir, endpoint) = cache_and_endpoint(cache_dir, endpoint)?;
+    let endpoint = endpoint.as_str();
     let repo = repo_dir(&cache_dir, model_id)?;
     let client = http_client()?;
 
@@ -206,7 +198,9 @@ pub fn download(
         };
         let _ = commit;
         let dest = snap.join(file);
-        fetch_to(resp, &url, &dest, file, file_index, file_count, progress)?;
+        fetch_to(
+            resp, &url, &dest, file, file_index, file_count, None, progress,
+        )?;
     }
     let Some((commit, snap)) = snapshot else {
         return Err(Error::Download(format!(
@@ -218,6 +212,76 @@ pub fn download(
         write_atomic(&ref_file, commit.as_bytes())?;
     }
     Ok(snap)
+}
+
+/// Downloads the single file `file` of the hub repository `repo_id` at
+/// `revision` into the hub cache layout (as [`download`] does), refusing
+/// it unless its sha256 is `sha256`. A file already in the snapshot that
+/// `refs/<revision>` names is returned without asking the hub. Returns the
+/// file's path.
+pub fn download_file(
+    repo_id: &str,
+    revision: &str,
+    file: &str,
+    sha256: &str,
+    cache_dir: Option<&Path>,
+    endpoint: Option<&str>,
+    progress: &mut dyn FnMut(&DownloadProgress),
+) -> Result<PathBuf> {
+    validate_revision(revision)?;
+    if !file.split('/').all(safe_part) {
+        return Err(Error::Invalid(format!(
+            "file name {file:?} must be made of letters, digits, '-', '_', '.' and '/'"
+        )));
+    }
+    let (cache_dir, endpoint) = cache_and_endpoint(cache_dir, endpoint)?;
+    if let Ok(snap) = cached_model_dir(repo_id, revision, &cache_dir) {
+        if snap.join(file).is_file() {
+            return Ok(snap.join(file));
+        }
+    }
+    let repo = repo_dir(&cache_dir, repo_id)?;
+    let url = format!("{endpoint}/{repo_id}/resolve/{revision}/{file}");
+    let resp = http_client()?.get(&url).send().map_err(|e| {
+        Error::Download(format!(
+            "GET {url}: {e}; check the network or set HF_ENDPOINT to a reachable mirror"
+        ))
+    })?;
+    let status = resp.status();
+    if !status.is_success() {
+        return Err(Error::Download(format!("GET {url} answered HTTP {status}")));
+    }
+    let commit = resp
+        .headers()
+        .get("x-repo-commit")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+        .filter(|c| validate_revision(c).is_ok() && !c.contains('/'))
+        .unwrap_or_else(|| revision.to_string());
+    let dest = repo.join("snapshots").join(&commit).join(file);
+    fetch_to(resp, &url, &dest, file, 0, 1, Some(sha256), progress)?;
+    if commit != revision {
+        write_atomic(&repo.join("refs").join(revision), commit.as_bytes())?;
+    }
+    Ok(dest)
+}
+
+/// The cache folder (default: [`default_cache_dir`]) and the endpoint
+/// without a trailing `/` (default: [`default_endpoint`]).
+fn cache_and_endpoint(
+    cache_dir: Option<&Path>,
+    endpoint: Option<&str>,
+) -> Result<(PathBuf, String)> {
+    let cache_dir = match cache_dir {
+        Some(c) => c.to_path_buf(),
+        None => default_cache_dir().ok_or_else(|| {
+            Error::Invalid("no Hugging Face cache folder: set HF_HUB_CACHE or HF_HOME, or the cache_dir setting".into())
+        })?,
+    };
+    let endpoint = endpoint
+        .map(str::to_string)
+        .unwrap_or_else(default_endpoint);
+    Ok((cache_dir, endpoint.trim_end_matches('/').to_string()))
 }
 
 /// The client of every model download: a connect timeout, no overall
@@ -288,9 +352,11 @@ impl<W: Write> Write for HashingWriter<W> {
 }
 
 /// Streams `resp` into `dest` through a temporary file beside it, checking
-/// the length and any sha256 the server states, reporting progress.
-/// Returns the file's sha256 (hex), so callers with a digest of their own
-/// need not read it again.
+/// the length, any sha256 the server states and the `pinned` one, reporting
+/// progress. Nothing reaches `dest` unless every check passed. Returns the
+/// file's sha256 (hex), so callers with a digest of their own need not read
+/// it again.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn fetch_to(
     mut resp: reqwest::blocking::Response,
     url: &str,
@@ -298,6 +364,7 @@ pub(crate) fn fetch_to(
     file: &str,
     file_index: usize,
     file_count: usize,
+    pinned: Option<&str>,
     progress: &mut dyn FnMut(&DownloadProgress),
 ) -> Result<String> {
     let parent = dest.parent().unwrap_or(Path::new("."));
@@ -344,6 +411,13 @@ pub(crate) fn fetch_to(
         if got != want {
             return Err(Error::Download(format!(
                 "{url}: sha256 {got} does not match the server's {want}; try again"
+            )));
+        }
+    }
+    if let Some(want) = pinned {
+        if got != want {
+            return Err(Error::Download(format!(
+                "{url}: sha256 {got} is not the pinned {want}: the file is not the release mnemo knows, so it was not kept"
             )));
         }
     }

@@ -43,8 +43,8 @@ pub use e5q4::{E5Q4Embedder, E5_Q4_FILE, E5_Q4_MODEL};
 pub use error::{Error, Result};
 pub use hash::HashEmbedder;
 pub use hub::{
-    cached_model_dir, default_cache_dir, default_endpoint, download, DownloadProgress,
-    DEFAULT_ENDPOINT,
+    cached_model_dir, default_cache_dir, default_endpoint, download, download_file,
+    DownloadProgress, DEFAULT_ENDPOINT,
 };
 pub use local::LocalEmbedder;
 pub use mnemo_core::EmbedError;

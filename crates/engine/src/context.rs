@@ -103,7 +103,8 @@ pub fn memory_tools() -> Vec<ToolSpec> {
                     "text": {"type": "string", "description": "The fact(s), one per line."},
                     "name": {"type": "string", "description": "For a typed memory: its short name (omit to append to today's log)."},
                     "description": {"type": "string", "description": "For a typed memory: one specific line saying what it holds."},
-                    "type": {"type": "string", "enum": ["user", "feedback", "project", "reference"]}
+                    "type": {"type": "string", "enum": ["user", "feedback", "project", "reference"]},
+                    "replace": {"type": "boolean", "description": "For a typed memory: update the memory of this name (without it, a name already taken is refused)."}
                 },
                 "required": ["text"]
             }),
@@ -153,7 +154,10 @@ impl Engine {
         for (label, date) in [("today", Some(today)), ("yesterday", today.pred_opt())] {
             let Some(date) = date else { continue };
             if let Some(log) = self.memory.read_daily(date)? {
-                let body = tail_within(&log.text, self.memory.settings().daily_log_max_bytes);
+                let body = mnemo_store::memory::tail_within(
+                    &log.text,
+                    self.memory.settings().daily_log_max_bytes,
+                );
                 daily.push_str(&format!(
                     "## Daily log {} ({label}, {})\n\n{}\n\n",
                     date.format("%Y-%m-%d"),
@@ -294,18 +298,4 @@ impl Engine {
             thresholds: self.thresholds(),
         })
     }
-}
-
-/// The newest `max_bytes` of a log, cut at a line start.
-pub(crate) fn tail_within(text: &str, max_bytes: usize) -> String {
-    if text.len() <= max_bytes {
-        return text.to_string();
-    }
-    let mut start = text.len() - max_bytes;
-    while !text.is_char_boundary(start) {
-        start += 1;
-    }
-    let cut = &text[start..];
-    let cut = cut.find('\n').map(|i| &cut[i + 1..]).unwrap_or(cut);
-    format!("(… earlier entries omitted; the full log is in the file)\n{cut}")
 }

@@ -27,12 +27,14 @@ pub type Clock = Arc<dyn Fn() -> DateTime<Utc> + Send + Sync>;
 #[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub(crate) struct SessionState {
-    /// Consecutive consolidation failures of the current chunk.
+    /// Consecutive failed consolidation runs (one per command or turn).
     pub consolidation_failures: u32,
     /// Consecutive autocompact failures (the breaker opens at the limit).
     pub compact_failures: u32,
     /// Memory files the side query already surfaced in this session.
     pub surfaced: HashSet<String>,
+    /// A consolidation round that began and has not moved the cursor yet.
+    pub pending: Option<crate::rounds::PendingRound>,
 }
 
 /// The token thresholds that drive the engine, for a given model.
@@ -205,6 +207,14 @@ impl Engine {
             self.save_state(key, state);
         }
         out
+    }
+
+    /// Reads the state of `key` from its file again: another process may
+    /// have changed it (a round it began, its failed runs). Call it under
+    /// the session lock.
+    pub(crate) fn reload_state(&self, key: &str) {
+        let fresh = self.load_state(key);
+        self.state().insert(key.to_string(), fresh);
     }
 
     fn state_path(&self, key: &str) -> Option<std::path::PathBuf> {

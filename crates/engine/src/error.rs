@@ -13,7 +13,7 @@ pub enum Error {
     #[error(transparent)]
     Store(#[from] mnemo_store::Error),
     /// The model failed after its own retries. Consolidation counts it as a
-    /// failure (the 3rd one archives raw); compaction trips the breaker.
+    /// failed run (the 3rd one archives raw); compaction trips the breaker.
     #[error(transparent)]
     Llm(#[from] mnemo_llm::LlmError),
     /// The `[engine]` section of mnemo.toml is wrong.
@@ -27,6 +27,26 @@ pub enum Error {
         key: String,
         /// The lock file.
         lock: String,
+    },
+    /// A consolidation run could not reach the model or use its answer;
+    /// the cursor stayed and the run counts as one failed run. The run that
+    /// reaches the limit archives the messages raw instead.
+    #[error("consolidation of session {key:?} (messages {from}..{to}) failed: {source}; the cursor stays at {from}. \
+             This is failed run {failures} of {limit}: run it again when the model answers \
+             (at {limit} failed runs the messages are archived raw into memory/HISTORY.md)")]
+    ConsolidationFailed {
+        /// Session key.
+        key: String,
+        /// Chunk start (the cursor).
+        from: usize,
+        /// Chunk end.
+        to: usize,
+        /// Failed runs so far.
+        failures: u32,
+        /// `[engine] consolidation_max_failures`.
+        limit: u32,
+        /// Why this run failed.
+        source: Box<Error>,
     },
     /// The model answered, but not in a usable shape (no `save_memory`
     /// call, missing fields). Counted as a consolidation failure.
@@ -65,6 +85,7 @@ impl Error {
             Error::Llm(e) => e.code(),
             Error::Config(_) => ErrorCode::Config,
             Error::Busy { .. } => ErrorCode::Busy,
+            Error::ConsolidationFailed { source, .. } => source.code(),
             Error::BadAnswer(_) | Error::StillOverflowing { .. } => ErrorCode::Provider,
             Error::Invalid(_) => ErrorCode::InvalidInput,
             Error::Io { .. } => ErrorCode::Io,

@@ -4,13 +4,13 @@
 use serde::Serialize;
 
 /// One consolidation round.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct ConsolidationRound {
     /// Cursor before.
     pub from: usize,
     /// Cursor after (the chunk is `from..to`).
     pub to: usize,
-    /// True when the chunk was archived raw after repeated failures.
+    /// True when the chunk was archived raw after repeated failed runs.
     pub raw: bool,
     /// True when the provider refused the forced tool choice and `auto` was used.
     pub fell_back_to_auto: bool,
@@ -20,6 +20,18 @@ pub struct ConsolidationRound {
     pub duplicates_dropped: usize,
     /// Lines beyond the cap moved from MEMORY.md into the history entry.
     pub lines_trimmed: usize,
+    /// Lines the model left out that the merge guard kept: index lines,
+    /// lines written by tools or people, lines added while it thought.
+    pub lines_kept: usize,
+    /// Lines an earlier consolidation wrote that the model dropped (the
+    /// history's diff keeps them).
+    pub lines_dropped: usize,
+    /// True when the model's update would have dropped most lines and was
+    /// refused: the old lines stayed and its new ones were added.
+    pub update_refused: bool,
+    /// True when a run that crashed after writing this round's history
+    /// entry is finished by moving the cursor (nothing written twice).
+    pub recovered: bool,
 }
 
 /// What a memory flush did.
@@ -37,6 +49,9 @@ pub struct FlushReport {
     pub duplicates: usize,
     /// Lines dropped to stay within the append bound.
     pub truncated: usize,
+    /// Lines of the answer that were not bullet items (prose such as
+    /// "Nothing new to save."), not saved.
+    pub ignored: usize,
     /// Prompt tokens when it ran.
     pub tokens: usize,
 }
@@ -63,13 +78,13 @@ pub struct CompactionReport {
 pub enum EngineEvent {
     /// A chunk was consolidated (or archived raw).
     Consolidated(ConsolidationRound),
-    /// A consolidation attempt failed; the cursor stayed.
+    /// A consolidation run failed; the cursor stayed.
     ConsolidationFailed {
         /// Chunk start.
         from: usize,
         /// Chunk end.
         to: usize,
-        /// Consecutive failures of this chunk.
+        /// Consecutive failed runs of this session.
         failures: u32,
         /// Why.
         error: String,

@@ -30,6 +30,37 @@ pub fn flushed_this_cycle(loaded: &LoadedSession) -> bool {
     false
 }
 
+/// The memories of a flush answer: its bullet lines (`- `, `* `, `+ `,
+/// `• `, `1. `, `1) `) without their bullets. Anything else (a sentence
+/// such as "Nothing new to save.", `NO_REPLY`) is not a memory. Returns the
+/// items, one per line, and the number of other lines ignored.
+pub fn bullet_items(text: &str) -> (String, usize) {
+    let mut items = String::new();
+    let mut ignored = 0;
+    for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        let numbered = line
+            .split_once(['.', ')'])
+            .filter(|(n, rest)| {
+                !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()) && rest.starts_with(' ')
+            })
+            .map(|(_, rest)| rest);
+        let item = ["- ", "* ", "+ ", "• "]
+            .iter()
+            .find_map(|b| line.strip_prefix(b))
+            .or(numbered)
+            .map(str::trim)
+            .filter(|i| !i.is_empty() && *i != NO_REPLY);
+        match item {
+            Some(i) => {
+                items.push_str(i);
+                items.push('\n');
+            }
+            None => ignored += 1,
+        }
+    }
+    (items, ignored)
+}
+
 /// Keeps whole lines of `text` within `max_chars`; returns the text and
 /// the lines dropped.
 pub fn bound_lines(text: &str, max_chars: usize) -> (String, usize) {
@@ -144,16 +175,14 @@ impl Engine {
             written: 0,
             duplicates: 0,
             truncated: 0,
+            ignored: 0,
             tokens,
         };
         if !no_reply {
-            let cleaned: String = trimmed
-                .lines()
-                .filter(|l| l.trim() != NO_REPLY)
-                .collect::<Vec<_>>()
-                .join("\n");
+            let (items, ignored) = bullet_items(trimmed);
+            report.ignored = ignored;
             let (bounded, dropped) =
-                bound_lines(&cleaned, self.memory.settings().daily_append_max_chars);
+                bound_lines(&items, self.memory.settings().daily_append_max_chars);
             report.truncated = dropped;
             if !bounded.trim().is_empty() {
                 let outcome = self.memory.append_daily(&bounded, self.now(), true)?;

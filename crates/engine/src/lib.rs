@@ -1,5 +1,6 @@
 //! The memory engine of mnemo: consolidation of old turns into MEMORY.md
-//! and the history log ([`consolidate`]), the pre-compaction memory flush
+//! and the history log ([`consolidate`]) through the merge guard
+//! ([`merge`]), undone with [`undo`], the pre-compaction memory flush
 //! ([`flush`]), the compaction pipeline, cheapest level first
 //! ([`pipeline`], [`compact`]), session notes ([`session`]), recall
 //! selection ([`recall`]), the context builder ([`context`]) and the agent
@@ -23,12 +24,15 @@ pub mod events;
 pub mod flush;
 pub mod history;
 pub mod lock;
+pub mod merge;
 pub mod pipeline;
 pub mod recall;
 pub mod rerank;
+pub mod rounds;
 pub mod session;
 pub mod settings;
 pub mod templates;
+pub mod undo;
 
 pub use agent::{
     iteration_limit_notice, AgentStep, AgentTurn, ToolCallRecord, ToolExecutor, TurnOptions,
@@ -44,5 +48,7 @@ pub use events::{CompactionReport, ConsolidationRound, EngineEvent, FlushReport}
 pub use history::{rebuild_entries, rebuild_history, Entry};
 pub use recall::RecallOutcome;
 pub use rerank::{Passage, RerankOutcome};
+pub use rounds::round_marker;
 pub use session::NewSessionReport;
 pub use settings::EngineSettings;
+pub use undo::{undo_consolidation, Undone};

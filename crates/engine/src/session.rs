@@ -78,18 +78,27 @@ impl Engine {
     }
 
     /// Ends the session's current conversation: consolidates everything
-    /// past the cursor (retrying, archiving raw at the last failure), writes
-    /// the session note and moves the cursor to the end so the next turn
-    /// starts empty. Nothing is deleted from the log.
+    /// past the cursor (one model call; a failure is an error that leaves
+    /// everything as it was, and the run that reaches the failure limit
+    /// archives raw), writes the session note and moves the cursor to the
+    /// end so the next turn starts empty. Nothing is deleted from the log.
     pub async fn new_session(&self, key: &str) -> Result<NewSessionReport> {
         let _lock = self.lock(key).await?;
-        let (mut log, loaded) = self.open(key)?;
+        let (mut log, mut loaded) = self.open(key)?;
         let mut events = Vec::new();
+        if self
+            .recover_round(key, &mut log, &loaded, &mut events)?
+            .is_some()
+        {
+            loaded = log.load()?;
+        }
         let cursor = loaded.meta.last_consolidated;
         let end = loaded.messages.len();
         let tail = &loaded.messages[cursor.min(end)..];
         let lines = note_lines(tail, self.settings.note_messages);
-        self.consolidate_until_done(key, &mut log, &loaded, cursor, end, &mut events)
+        // A failed run is an error: no note, the cursor stays, and the
+        // conversation is consolidated by a later /new.
+        self.consolidate_or_fail(key, &mut log, &loaded, cursor, end, &mut events)
             .await?;
         let (mut note, mut slug, mut fallback) = (None, None, false);
         if !lines.is_empty() {

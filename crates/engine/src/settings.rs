@@ -21,7 +21,8 @@ pub struct EngineSettings {
     pub consolidation_ratio: f64,
     /// Consolidation rounds per turn at most (5).
     pub consolidation_max_rounds: usize,
-    /// Failures of the same chunk before it is archived raw (3).
+    /// Separate failed consolidation runs (commands, turns) before the
+    /// chunk is archived raw (3); one run asks the model once.
     pub consolidation_max_failures: u32,
     /// Consolidation runs before a turn; off leaves it to `consolidate_now`.
     pub consolidation_enabled: bool,

@@ -23,6 +23,7 @@ fn typed(env: &Env, name: &str, description: &str, kind: MemoryType, body: &str)
                 kind,
             },
             body,
+            mnemo_store::SaveMode::Create,
         )
         .unwrap();
 }

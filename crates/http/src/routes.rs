@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, JsonRejection, QueryRejection};
-use axum::extract::{DefaultBodyLimit, FromRequest, Path, Query, Request, State};
+use axum::extract::{DefaultBodyLimit, FromRequest, FromRequestParts, Path, Query, Request, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -36,6 +36,7 @@ pub fn router(backend: Arc<Backend>, token: Option<String>) -> Router {
         .route("/v1/memory/get", get(memory_get))
         .route("/v1/memory/write", post(write))
         .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(backend);
     match token {
@@ -157,6 +158,31 @@ fn too_large() -> ApiError {
     )
 }
 
+/// The `{key}` of a session route; a key that does not decode (bad
+/// percent-encoding, invalid UTF-8) is answered in the API's error shape.
+struct Key(String);
+
+impl<S: Send + Sync> FromRequestParts<S> for Key {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &S,
+    ) -> Result<Self, Self::Rejection> {
+        match Path::<String>::from_request_parts(parts, state).await {
+            Ok(Path(key)) => Ok(Key(key)),
+            Err(rej) => Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_input",
+                format!(
+                    "bad session key in the path ({}): percent-encode it as UTF-8",
+                    rej.body_text()
+                ),
+            )),
+        }
+    }
+}
+
 fn query_rejection(rej: QueryRejection) -> ApiError {
     ApiError::new(
         StatusCode::BAD_REQUEST,
@@ -177,6 +203,16 @@ async fn not_found() -> ApiError {
     )
 }
 
+async fn method_not_allowed(method: axum::http::Method) -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "invalid_input",
+        format!(
+            "{method} is not allowed on this endpoint: /openapi.json lists the methods of each"
+        ),
+    )
+}
+
 async fn list_sessions(State(b): State<AppState>) -> ApiResult {
     Ok(axum::Json(b.sessions().await?))
 }
@@ -189,7 +225,7 @@ struct AppendBody {
 
 async fn append(
     State(b): State<AppState>,
-    Path(key): Path<String>,
+    Key(key): Key,
     Body(body): Body<AppendBody>,
 ) -> Result<Response, ApiError> {
     let out = b
@@ -210,7 +246,7 @@ struct HistoryQuery {
 
 async fn history(
     State(b): State<AppState>,
-    Path(key): Path<String>,
+    Key(key): Key,
     q: Result<Query<HistoryQuery>, QueryRejection>,
 ) -> ApiResult {
     let Query(q) = q.map_err(query_rejection)?;
@@ -226,7 +262,7 @@ struct ContextBody {
 
 async fn context(
     State(b): State<AppState>,
-    Path(key): Path<String>,
+    Key(key): Key,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult {
     let message = optional_body::<ContextBody>(body)?.message;
@@ -235,7 +271,7 @@ async fn context(
     ))
 }
 
-async fn consolidate(State(b): State<AppState>, Path(key): Path<String>) -> ApiResult {
+async fn consolidate(State(b): State<AppState>, Key(key): Key) -> ApiResult {
     Ok(axum::Json(b.consolidate(key).await?))
 }
 
@@ -250,7 +286,7 @@ struct CompactBody {
 
 async fn compact(
     State(b): State<AppState>,
-    Path(key): Path<String>,
+    Key(key): Key,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult {
     let body = optional_body::<CompactBody>(body)?;
@@ -259,7 +295,7 @@ async fn compact(
 
 async fn turn(
     State(b): State<AppState>,
-    Path(key): Path<String>,
+    Key(key): Key,
     Body(args): Body<ops::TurnArgs>,
 ) -> ApiResult {
     Ok(axum::Json(b.turn(key, args).await?))

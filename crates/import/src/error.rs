@@ -21,6 +21,17 @@ pub enum Error {
         /// What is wrong and what to do.
         message: String,
     },
+    /// The source holds several workspaces, agents or projects and the
+    /// options did not say which to import (or named one that is not there).
+    #[error("{path}: {message}")]
+    Choose {
+        /// The source folder.
+        path: PathBuf,
+        /// What was found and how to choose.
+        message: String,
+        /// The names found, in order.
+        found: Vec<String>,
+    },
     /// The import manifest `.mnemo/imports.json` cannot be read; it is left
     /// as it is.
     #[error("{path}: {message}")]
@@ -39,7 +50,7 @@ impl Error {
     /// The wire-level code for this error.
     pub fn code(&self) -> ErrorCode {
         match self {
-            Error::Source { .. } => ErrorCode::InvalidInput,
+            Error::Source { .. } | Error::Choose { .. } => ErrorCode::InvalidInput,
             Error::Manifest { .. } => ErrorCode::Corrupt,
             Error::Store(e) => e.code(),
         }

@@ -2,10 +2,11 @@
 //! entries and files, each decided against what the workspace already holds
 //! (so that a second run changes nothing) and written only outside a dry run.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fs;
+use std::path::{Path, PathBuf};
 
-use mnemo_core::{resolve_in_workspace, Workspace};
+use mnemo_core::{resolve_in_workspace, Content, Workspace};
 use mnemo_store::{fsutil, MemorySettings, MemoryStore, Record, SessionMetadata, SessionStore};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -25,6 +26,10 @@ pub(crate) struct Importer<'a> {
     dry_run: bool,
     manifest: Manifest,
     manifest_dirty: bool,
+    /// What this dry run would have written so far, by path, so that its
+    /// later decisions (a second daily log into the same file, an index
+    /// line after a merged MEMORY.md) are those of the real run.
+    overlay: HashMap<PathBuf, Vec<u8>>,
     pub(crate) report: Report,
 }
 
@@ -34,6 +39,37 @@ pub(crate) struct Importer<'a> {
 pub(crate) struct MergeLine {
     pub text: String,
     pub needle: Option<String>,
+}
+
+/// One line of a session to import.
+pub(crate) struct SessionLine {
+    pub record: Record,
+    /// The source's own JSON, written instead of the record's encoding: the
+    /// store drops `"content": null`, which nanobot's tool-call messages
+    /// carry.
+    pub verbatim: Option<Value>,
+}
+
+impl SessionLine {
+    fn text(&self) -> Result<String, serde_json::Error> {
+        match &self.verbatim {
+            Some(v) => serde_json::to_string(v),
+            None => self.record.to_line(),
+        }
+    }
+
+    fn is_message(&self) -> bool {
+        matches!(self.record, Record::Message(_))
+    }
+}
+
+impl From<Record> for SessionLine {
+    fn from(record: Record) -> Self {
+        SessionLine {
+            record,
+            verbatim: None,
+        }
+    }
 }
 
 /// One history entry.
@@ -63,11 +99,18 @@ impl<'a> Importer<'a> {
             dry_run,
             manifest,
             manifest_dirty: false,
+            overlay: HashMap::new(),
             report: Report {
                 dry_run,
                 ..Report::default()
             },
         }
+    }
+
+    /// Shows `display` as the source (when the import reads from a folder
+    /// above the one given).
+    pub(crate) fn set_source_display(&mut self, display: String) {
+        self.source_display = display;
     }
 
     pub(crate) fn source_display(&self) -> &str {
@@ -76,6 +119,76 @@ impl<'a> Importer<'a> {
 
     fn abs_source(&self, rel: &str) -> String {
         format!("{}/{rel}", self.source_display.trim_end_matches('/'))
+    }
+
+    pub(crate) fn tool(&self) -> Tool {
+        self.tool
+    }
+
+    // ----- the workspace as this run leaves it -----
+
+    /// A workspace file's bytes as this run leaves it (a dry run's would-be
+    /// writes included); `None` when it does not exist.
+    fn current(&self, path: &Path) -> std::io::Result<Option<Vec<u8>>> {
+        if let Some(b) = self.overlay.get(path) {
+            return Ok(Some(b.clone()));
+        }
+        match fs::read(path) {
+            Ok(b) => Ok(Some(b)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// [`current`](Self::current) as text (empty when missing).
+    fn current_text(&self, path: &Path) -> mnemo_store::Result<String> {
+        match self.overlay.get(path) {
+            Some(b) => Ok(String::from_utf8_lossy(b).into_owned()),
+            None => Ok(fsutil::read_text_opt(path)?.unwrap_or_default()),
+        }
+    }
+
+    fn exists(&self, path: &Path) -> bool {
+        self.overlay.contains_key(path) || path.exists()
+    }
+
+    /// Records, in a dry run, that `bytes` would now be the file at `path`.
+    fn would_write(&mut self, path: &Path, bytes: &[u8]) {
+        if self.dry_run {
+            self.overlay.insert(path.to_path_buf(), bytes.to_vec());
+        }
+    }
+
+    /// Records, in a dry run, that `bytes` would be appended to `path`.
+    fn would_append(&mut self, path: &Path, bytes: &[u8]) {
+        if self.dry_run {
+            let mut cur = self.current(path).ok().flatten().unwrap_or_default();
+            cur.extend_from_slice(bytes);
+            self.overlay.insert(path.to_path_buf(), cur);
+        }
+    }
+
+    /// Says that no conversation was found where the tool keeps them
+    /// (`looked_in`): a problem of the report unless the user allowed it.
+    pub(crate) fn no_conversations(&mut self, looked_in: &[String], allowed: bool) {
+        let places = if looked_in.is_empty() {
+            "nowhere: this folder has none of the places it keeps them".to_string()
+        } else {
+            looked_in.join(", ")
+        };
+        let (verb, next) = if allowed {
+            (Verb::Skip, "the memory files were imported alone, as asked")
+        } else {
+            (
+                Verb::Error,
+                "give the folder the conversations are in (see `mnemo import --help`), or pass --allow-no-sessions to import the memory files alone",
+            )
+        };
+        let detail = format!(
+            "no conversations found where {} keeps them (looked in: {places}); {next}",
+            self.tool.as_str()
+        );
+        self.report.push(verb, Kind::Session, "", "", detail);
     }
 
     /// Writes the manifest when this run changed something.
@@ -89,18 +202,19 @@ impl<'a> Importer<'a> {
 
     // ----- sessions -----
 
-    /// Imports one session: `records` are its lines after the metadata.
+    /// Imports one session: `lines` are its lines after the metadata.
     pub(crate) fn session(
         &mut self,
         key: &str,
         meta: SessionMetadata,
-        records: Vec<Record>,
+        lines: Vec<SessionLine>,
         source_rel: &str,
     ) {
-        let mut lines = Vec::with_capacity(records.len());
-        for r in &records {
-            match r.to_line() {
-                Ok(l) => lines.push(normalise(&l).unwrap_or(l)),
+        self.report.conversations += 1;
+        let mut text = Vec::with_capacity(lines.len());
+        for l in &lines {
+            match l.text() {
+                Ok(t) => text.push(t),
                 Err(e) => {
                     self.report.push(
                         Verb::Error,
@@ -113,10 +227,13 @@ impl<'a> Importer<'a> {
                 }
             }
         }
-        let messages = records
+        // Compared through the store's own encoding, so that a line written
+        // verbatim and the same line read back compare equal.
+        let cmp: Vec<String> = text
             .iter()
-            .filter(|r| matches!(r, Record::Message(_)))
-            .count();
+            .map(|l| normalise(l).unwrap_or_else(|| l.clone()))
+            .collect();
+        let messages = lines.iter().filter(|l| l.is_message()).count();
         let alt = format!(
             "{key}#{}-{}",
             self.tool.as_str(),
@@ -138,15 +255,15 @@ impl<'a> Importer<'a> {
                 }
             };
             let target = rel_to(self.ws, &path);
-            if !path.exists() {
+            if !self.exists(&path) {
                 let mut meta = meta;
                 meta.key = candidate.to_string();
                 self.create_session(
-                    &path, &target, meta, &lines, messages, source_rel, &conflicts,
+                    &path, &target, meta, &text, &cmp, messages, source_rel, &conflicts,
                 );
                 return;
             }
-            let (existing, cursor) = match read_log_lines(&path) {
+            let (existing, cursor) = match self.current_text(&path).map(|t| log_lines(&t)) {
                 Ok(x) => x,
                 Err(e) => {
                     self.report.push(
@@ -159,12 +276,9 @@ impl<'a> Importer<'a> {
                     return;
                 }
             };
-            if existing.len() <= lines.len() && existing[..] == lines[..existing.len()] {
+            if existing.len() <= cmp.len() && existing[..] == cmp[..existing.len()] {
                 let new = &lines[existing.len()..];
-                let new_messages = records[existing.len()..]
-                    .iter()
-                    .filter(|r| matches!(r, Record::Message(_)))
-                    .count();
+                let new_messages = new.iter().filter(|l| l.is_message()).count();
                 let move_cursor = meta.last_consolidated > cursor;
                 if new.is_empty() && !move_cursor {
                     self.report.push(
@@ -179,15 +293,15 @@ impl<'a> Importer<'a> {
                 self.append_session(
                     candidate,
                     &target,
-                    &records[existing.len()..],
+                    new,
                     new_messages,
                     move_cursor.then_some(meta.last_consolidated),
                     source_rel,
-                    &lines,
+                    &cmp,
                 );
                 return;
             }
-            if lines.len() < existing.len() && existing[..lines.len()] == lines[..] {
+            if cmp.len() < existing.len() && existing[..cmp.len()] == cmp[..] {
                 self.report.push(
                     Verb::Skip,
                     Kind::Session,
@@ -195,7 +309,7 @@ impl<'a> Importer<'a> {
                     source_rel,
                     format!(
                         "already imported ({messages} messages); the workspace log has {} more line(s) since",
-                        existing.len() - lines.len()
+                        existing.len() - cmp.len()
                     ),
                 );
                 return;
@@ -220,6 +334,7 @@ impl<'a> Importer<'a> {
         target: &str,
         meta: SessionMetadata,
         lines: &[String],
+        cmp: &[String],
         messages: usize,
         source_rel: &str,
         conflicts: &[String],
@@ -267,7 +382,8 @@ impl<'a> Importer<'a> {
         ) {
             return;
         }
-        self.note_session(&key, source_rel, lines);
+        self.would_write(path, text.as_bytes());
+        self.note_session(&key, source_rel, cmp);
         self.report.messages += messages;
         self.report.records += records;
         self.report
@@ -279,7 +395,7 @@ impl<'a> Importer<'a> {
         &mut self,
         key: &str,
         target: &str,
-        new: &[Record],
+        new: &[SessionLine],
         new_messages: usize,
         cursor: Option<usize>,
         source_rel: &str,
@@ -294,8 +410,11 @@ impl<'a> Importer<'a> {
             "lines before the failure were appended, run the import again to finish",
             || -> mnemo_store::Result<()> {
                 let mut log = sessions.open(key)?;
-                for r in new {
-                    log.append_record(r)?;
+                for l in new {
+                    match &l.verbatim {
+                        Some(v) => log.append_record(&Record::Other(v.clone()))?,
+                        None => log.append_record(&l.record)?,
+                    }
                 }
                 if let Some(c) = cursor {
                     log.set_cursor(c)?;
@@ -304,6 +423,24 @@ impl<'a> Importer<'a> {
             },
         ) {
             return;
+        }
+        if self.dry_run {
+            if let Ok(path) = self.sessions.path_for(key) {
+                let mut add = String::new();
+                for t in new.iter().filter_map(|l| l.text().ok()) {
+                    add.push_str(&t);
+                    add.push('\n');
+                }
+                if let Some(c) = cursor {
+                    let mut meta = SessionMetadata::new(key);
+                    meta.last_consolidated = c;
+                    if let Ok(t) = Record::Metadata(meta).to_line() {
+                        add.push_str(&t);
+                        add.push('\n');
+                    }
+                }
+                self.would_append(&path, add.as_bytes());
+            }
         }
         self.note_session(key, source_rel, all_lines);
         self.report.messages += new_messages;
@@ -359,11 +496,32 @@ impl<'a> Importer<'a> {
 
     // ----- MEMORY.md -----
 
+    /// [`merge_memory_md`](Self::merge_memory_md) for a whole MEMORY.md of
+    /// another tool, line by line.
+    pub(crate) fn merge_memory_text(&mut self, source_rel: &str, text: &str) {
+        let lines = text
+            .lines()
+            .map(|l| MergeLine {
+                text: l.to_string(),
+                needle: None,
+            })
+            .collect();
+        self.merge_memory_md(source_rel, lines);
+    }
+
     /// Appends the lines MEMORY.md does not hold yet under
     /// `## Imported from <tool> (<source>)`.
     pub(crate) fn merge_memory_md(&mut self, source_rel: &str, lines: Vec<MergeLine>) {
-        let existing = match self.memory.read_memory_md() {
-            Ok(t) => t,
+        let memory_md = self.ws.memory_md();
+        // Held from the read to the write: another writer's lines survive.
+        let read = if self.dry_run {
+            Ok(None)
+        } else {
+            self.memory.lock().map(Some)
+        }
+        .and_then(|lock| Ok((lock, self.current_text(&memory_md)?)));
+        let (_lock, existing) = match read {
+            Ok(r) => r,
             Err(e) => {
                 self.report.push(
                     Verb::Error,
@@ -408,15 +566,26 @@ impl<'a> Importer<'a> {
             );
             return;
         }
+        let heading = format!(
+            "## Imported from {} ({})",
+            self.tool.as_str(),
+            self.source_display
+        );
         let mut text = existing.trim_end().to_string();
+        // Lines of the same import (an index line after the MEMORY.md it
+        // merged) go under the heading already opened for them.
+        let same_section = text
+            .lines()
+            .rev()
+            .find(|l| l.starts_with("## "))
+            .is_some_and(|l| l == heading);
         if !text.is_empty() {
             text.push_str("\n\n");
         }
-        text.push_str(&format!(
-            "## Imported from {} ({})\n\n",
-            self.tool.as_str(),
-            self.source_display
-        ));
+        if !same_section {
+            text.push_str(&heading);
+            text.push_str("\n\n");
+        }
         text.push_str(&kept.join("\n"));
         text.push('\n');
         let memory = &self.memory;
@@ -430,6 +599,7 @@ impl<'a> Importer<'a> {
         ) {
             return;
         }
+        self.would_write(&memory_md, text.as_bytes());
         self.report.memory_lines += new;
         let verb = if existing.is_empty() {
             Verb::Create
@@ -458,7 +628,8 @@ impl<'a> Importer<'a> {
             return;
         }
         let target = "memory/HISTORY.md";
-        let existing = match self.memory.read_history() {
+        let history = self.ws.history_md();
+        let existing = match self.current_text(&history) {
             Ok(t) => t,
             Err(e) => {
                 self.report.push(
@@ -505,7 +676,6 @@ impl<'a> Importer<'a> {
                 },
             );
         }
-        let history = self.ws.history_md();
         if !self.report.write(
             self.dry_run,
             Kind::History,
@@ -516,6 +686,7 @@ impl<'a> Importer<'a> {
         ) {
             return;
         }
+        self.would_append(&history, text.as_bytes());
         self.report.history_entries += new;
         let verb = if existing.is_empty() {
             Verb::Create
@@ -550,13 +721,14 @@ impl<'a> Importer<'a> {
         kind: Kind,
         source_rel: &str,
         merge_lines: bool,
+        note: Option<&str>,
     ) -> Option<String> {
-        let first = self.place(target_rel, bytes, kind, source_rel, merge_lines, None)?;
+        let first = self.place(target_rel, bytes, kind, source_rel, merge_lines, None, note)?;
         match first {
             Placed::Done => Some(target_rel.to_string()),
             Placed::Conflict => {
                 let alt = alt_name(target_rel, self.tool);
-                match self.place(&alt, bytes, kind, source_rel, false, Some(target_rel))? {
+                match self.place(&alt, bytes, kind, source_rel, false, Some(target_rel), note)? {
                     Placed::Done => Some(alt),
                     Placed::Conflict => {
                         self.report.push(
@@ -573,6 +745,7 @@ impl<'a> Importer<'a> {
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn place(
         &mut self,
         target_rel: &str,
@@ -581,6 +754,7 @@ impl<'a> Importer<'a> {
         source_rel: &str,
         merge_lines: bool,
         conflict_with: Option<&str>,
+        note: Option<&str>,
     ) -> Option<Placed> {
         let path = match resolve_target(self.ws.root(), target_rel) {
             Ok(p) => p,
@@ -590,10 +764,14 @@ impl<'a> Importer<'a> {
                 return None;
             }
         };
-        let beside = conflict_with
+        let mut beside = conflict_with
             .map(|c| format!(" (beside {c}, which holds other content)"))
             .unwrap_or_default();
+        if let Some(n) = note {
+            beside.push_str(&format!(": {n}"));
+        }
         let current = match fs::symlink_metadata(&path) {
+            _ if self.overlay.contains_key(&path) => self.overlay.get(&path).cloned(),
             Err(_) => None,
             Ok(m) if m.file_type().is_file() => match fs::read(&path) {
                 Ok(b) => Some(b),
@@ -664,6 +842,7 @@ impl<'a> Importer<'a> {
                 ) {
                     return None;
                 }
+                self.would_append(&path, add.as_bytes());
                 self.report.push(
                     Verb::Append,
                     kind,
@@ -713,6 +892,7 @@ impl<'a> Importer<'a> {
         ) {
             return false;
         }
+        self.would_write(path, bytes);
         self.manifest.files.insert(
             target_rel.to_string(),
             Written {
@@ -780,10 +960,9 @@ fn normalise(line: &str) -> Option<String> {
     Record::parse(line).ok()?.to_line().ok()
 }
 
-/// The non-metadata lines of a log (normalised) and its cursor. Lines that
-/// do not parse are compared as they are.
-fn read_log_lines(path: &std::path::Path) -> mnemo_store::Result<(Vec<String>, usize)> {
-    let text = fsutil::read_text(path)?;
+/// The non-metadata lines of a log's text (normalised) and its cursor.
+/// Lines that do not parse are compared as they are.
+fn log_lines(text: &str) -> (Vec<String>, usize) {
     let mut out = Vec::new();
     let mut cursor = 0;
     // A partial last line (a write in progress) is not part of the log yet.
@@ -798,7 +977,7 @@ fn read_log_lines(path: &std::path::Path) -> mnemo_store::Result<(Vec<String>, u
             Err(_) => out.push(line.to_string()),
         }
     }
-    Ok((out, cursor))
+    (out, cursor)
 }
 
 /// True when a line starts with a `[YYYY-MM-DD HH:MM]` stamp.
@@ -842,4 +1021,27 @@ fn squash(s: &str) -> String {
 /// A JSON value's string field.
 pub(crate) fn str_field<'v>(v: &'v Value, key: &str) -> Option<&'v str> {
     v.get(key).and_then(Value::as_str)
+}
+
+/// A message's content from a tool's transcript: text parts become plain
+/// text; anything else (images) stays as parts.
+pub(crate) fn content_of(v: Option<&Value>) -> Option<Content> {
+    match v? {
+        Value::String(s) => Some(Content::Text(s.clone())),
+        Value::Array(parts) => {
+            if parts.iter().all(|p| str_field(p, "type") == Some("text")) {
+                Some(Content::Text(
+                    parts
+                        .iter()
+                        .filter_map(|p| str_field(p, "text"))
+                        .collect::<Vec<_>>()
+                        .join("\n"),
+                ))
+            } else {
+                Some(Content::Parts(parts.clone()))
+            }
+        }
+        Value::Null => None,
+        other => Some(Content::Text(other.to_string())),
+    }
 }

@@ -24,6 +24,9 @@ pub enum Verb {
     Refuse,
     /// A problem with one source file or line; the rest of the import went on.
     Error,
+    /// Found but not understood: left in the source (a file) or kept
+    /// verbatim (a record of a transcript).
+    Unknown,
 }
 
 impl Verb {
@@ -36,6 +39,7 @@ impl Verb {
             Verb::Skip => "skip",
             Verb::Refuse => "refuse",
             Verb::Error => "error",
+            Verb::Unknown => "unknown",
         }
     }
 
@@ -59,6 +63,8 @@ pub enum Kind {
     File,
     /// A typed memory file with front matter.
     TypedMemory,
+    /// A profile or persona file (`USER.md`, `SOUL.md`, …).
+    Profile,
     /// Something in the source that is not imported.
     Other,
 }
@@ -72,6 +78,7 @@ impl Kind {
             Kind::History => "history",
             Kind::File => "file",
             Kind::TypedMemory => "typed-memory",
+            Kind::Profile => "profile",
             Kind::Other => "other",
         }
     }
@@ -124,6 +131,9 @@ pub struct Report {
     pub memory_lines: usize,
     /// History entries appended.
     pub history_entries: usize,
+    /// Conversations (session logs, transcripts) found in the source,
+    /// imported or already there.
+    pub conversations: usize,
 }
 
 impl Report {
@@ -216,13 +226,20 @@ impl Report {
             out.push_str(&format!("\n  {:<12} {}", kind.as_str(), parts.join(", ")));
         }
         out.push_str(&format!(
-            "\n  {} message(s) and {} other record(s) into session logs, {} line(s) into MEMORY.md, {} history entr{}",
+            "\n  {} conversation(s) found; {} message(s) and {} other record(s) into session logs, {} line(s) into MEMORY.md, {} history entr{}",
+            self.conversations,
             self.messages,
             self.records,
             self.memory_lines,
             self.history_entries,
             if self.history_entries == 1 { "y" } else { "ies" }
         ));
+        let unknown = self.count(Verb::Unknown);
+        if unknown > 0 {
+            out.push_str(&format!(
+                "\n  {unknown} thing(s) not understood: see the `unknown` lines above (left in the source, or kept verbatim in the session logs)"
+            ));
+        }
         let problems = self.count(Verb::Error) + self.count(Verb::Refuse);
         if problems > 0 {
             out.push_str(&format!(

@@ -13,6 +13,17 @@ pub(crate) struct Source {
     root: PathBuf,
 }
 
+/// `base/name`, or `name` when `base` is the root.
+pub(crate) fn join(base: &str, name: &str) -> String {
+    if base.is_empty() {
+        name.to_string()
+    } else if name.is_empty() {
+        base.to_string()
+    } else {
+        format!("{base}/{name}")
+    }
+}
+
 /// What sits at a path of the source.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Entry {
@@ -44,6 +55,50 @@ impl Source {
     /// The canonical source folder.
     pub(crate) fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// The source one folder up, when the folder given is part of a larger
+    /// layout (a nanobot workspace inside its data folder, an OpenClaw
+    /// workspace inside its state folder).
+    pub(crate) fn parent(&self) -> Option<Source> {
+        self.root.parent().map(|p| Source {
+            root: p.to_path_buf(),
+        })
+    }
+
+    /// The name of the source folder itself.
+    pub(crate) fn name(&self) -> String {
+        self.root
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    }
+
+    /// The names directly in `dir` (sorted), or none when it is not a
+    /// folder. Names that are not UTF-8 are left out (listing a folder for
+    /// its files reports them).
+    pub(crate) fn names(&self, dir: &str) -> Vec<String> {
+        if self.entry(dir) != Entry::Dir {
+            return Vec::new();
+        }
+        let mut out: Vec<String> = fs::read_dir(self.path(dir))
+            .map(|rd| {
+                rd.flatten()
+                    .filter_map(|e| e.file_name().into_string().ok())
+                    .collect()
+            })
+            .unwrap_or_default();
+        out.sort();
+        out
+    }
+
+    /// The text of a small file, when it is a plain file that reads as
+    /// UTF-8 (markers and ids); anything else is `None`, unreported.
+    pub(crate) fn peek(&self, rel: &str) -> Option<String> {
+        if self.entry(rel) != Entry::File {
+            return None;
+        }
+        fs::read_to_string(self.path(rel)).ok()
     }
 
     /// A source-relative path joined to the root.

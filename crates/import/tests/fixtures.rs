@@ -181,3 +181,54 @@ pub fn claude_code(root: &Path) {
         "---\nname: Broken\ntype: [not closed\n---\n\nStill worth keeping.\n",
     );
 }
+
+/// The folder of the fixtures the peers' own releases wrote.
+pub fn peers_dir() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers")
+}
+
+/// Copies the fixture `name` (e.g. `nanobot-0.3.5`) into `dst`, so a test
+/// can never change the checked-in files; returns `dst`.
+pub fn copy_fixture(name: &str, dst: &Path) -> std::path::PathBuf {
+    copy_tree(&peers_dir().join(name), dst);
+    dst.to_path_buf()
+}
+
+fn copy_tree(src: &Path, dst: &Path) {
+    fs::create_dir_all(dst).unwrap();
+    for e in fs::read_dir(src).unwrap().flatten() {
+        let to = dst.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_tree(&e.path(), &to);
+        } else {
+            fs::copy(e.path(), &to).unwrap();
+        }
+    }
+}
+
+/// The report's lines, as printed.
+pub fn lines(r: &mnemo_import::Report) -> String {
+    r.actions
+        .iter()
+        .map(|a| a.to_string())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The session store of the workspace at `ws`.
+pub fn store(ws: &Path) -> mnemo_store::SessionStore {
+    mnemo_store::SessionStore::new(
+        &mnemo_core::Workspace::new(ws),
+        mnemo_store::SessionOptions::default(),
+    )
+}
+
+/// The session keys of the workspace at `ws`.
+pub fn keys(ws: &Path) -> Vec<String> {
+    store(ws)
+        .list()
+        .unwrap()
+        .into_iter()
+        .map(|s| s.key)
+        .collect()
+}

@@ -12,41 +12,39 @@ use std::path::Path;
 use fixtures::*;
 use mnemo_core::{Message, Workspace};
 use mnemo_import::{import, ImportOptions, Kind, Report, Tool, Verb};
-use mnemo_store::{Record, SessionOptions, SessionStore};
+use mnemo_store::Record;
 use pretty_assertions::assert_eq;
 use serde_json::{json, Value};
 
 fn run(ws: &Path, tool: Tool, src: &Path, dry_run: bool) -> Report {
+    run_opts(ws, tool, src, dry_run, false)
+}
+
+/// `allow_no_sessions` for the sources that hold memory files only.
+fn run_opts(ws: &Path, tool: Tool, src: &Path, dry_run: bool, allow_no_sessions: bool) -> Report {
     let opts = ImportOptions {
         dry_run,
+        allow_no_sessions,
         ..ImportOptions::default()
     };
     import(&Workspace::new(ws), tool, src, &opts).unwrap()
 }
 
-fn store(ws: &Path) -> SessionStore {
-    SessionStore::new(&Workspace::new(ws), SessionOptions::default())
-}
-
-fn lines(r: &Report) -> String {
-    r.actions
-        .iter()
-        .map(|a| a.to_string())
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
 /// Imports once, checks that a second run and a dry run change nothing
 /// and that the source was never touched. Returns the first report.
 fn import_twice(ws: &Path, tool: Tool, src: &Path) -> Report {
+    import_twice_opts(ws, tool, src, false)
+}
+
+fn import_twice_opts(ws: &Path, tool: Tool, src: &Path, memory_only: bool) -> Report {
     let source_before = tree(src);
-    let first = run(ws, tool, src, false);
+    let first = run_opts(ws, tool, src, false, memory_only);
     assert!(first.changed(), "{}", lines(&first));
     let after_first = tree(ws);
-    let second = run(ws, tool, src, false);
+    let second = run_opts(ws, tool, src, false, memory_only);
     assert!(!second.changed(), "second run wrote:\n{}", lines(&second));
     assert_eq!(tree(ws), after_first, "second run changed the workspace");
-    let dry = run(ws, tool, src, true);
+    let dry = run_opts(ws, tool, src, true, memory_only);
     assert!(!dry.changed(), "{}", lines(&dry));
     assert_eq!(tree(ws), after_first);
     assert_eq!(tree(src), source_before, "the source was modified");
@@ -82,19 +80,20 @@ fn nanobot_classic_arrives_whole_and_twice_changes_nothing() {
         json!({"chat_title": "家"})
     );
     assert_eq!(loaded.meta.extra["imported_from"]["tool"], "nanobot");
-    // Every message line is the source line (content:null aside).
+    // Every message line is the source line, `"content": null` of the
+    // tool-call message included.
     let file = fs::read_to_string(ws.join("sessions/telegram_123.jsonl")).unwrap();
     let written: Vec<Value> = file
         .lines()
         .skip(1)
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    let mut source: Vec<Value> = NANOBOT_TELEGRAM[1..]
+    let source: Vec<Value> = NANOBOT_TELEGRAM[1..]
         .iter()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    source[3].as_object_mut().unwrap().remove("content");
     assert_eq!(written, source);
+    assert!(file.contains(r#""content":null,"tool_calls""#), "{file}");
 
     let cli = store(&ws).load("cli:direct").unwrap();
     assert_eq!(
@@ -192,12 +191,7 @@ fn conflicting_session_key_is_imported_beside_and_then_skipped() {
     let mine = store(&ws).load("cli:direct").unwrap();
     assert_eq!(mine.messages.len(), 1);
     assert_eq!(mine.messages[0].text(), "a mnemo conversation");
-    let keys: Vec<String> = store(&ws)
-        .list()
-        .unwrap()
-        .into_iter()
-        .map(|s| s.key)
-        .collect();
+    let keys: Vec<String> = keys(&ws);
     let imported = keys
         .iter()
         .find(|k| k.starts_with("cli:direct#nanobot-"))
@@ -395,7 +389,7 @@ fn claude_code_memory_folder_arrives_whole() {
     let ws = dir.path().join("ws");
     claude_code(&src);
     write(&ws, "MEMORY.md", "# Memory\n\n- Works at ACME\n");
-    let report = import_twice(&ws, Tool::ClaudeCode, &src);
+    let report = import_twice_opts(&ws, Tool::ClaudeCode, &src, true);
     // The broken front matter is copied as it is and reported.
     let problems: Vec<String> = report
         .actions
@@ -510,7 +504,7 @@ fn hostile_trees_are_refused_safely() {
     symlink(cc.join("user_role.md"), cc.join("alias.md")).unwrap();
     let ws = dir.path().join("ws");
     let outside_before = tree(&outside);
-    let report = run(&ws, Tool::ClaudeCode, &cc, false);
+    let report = run_opts(&ws, Tool::ClaudeCode, &cc, false, true);
     let text = lines(&report);
     assert_eq!(report.count(Verb::Refuse), 3, "{text}");
     assert!(text.contains("../../outside/secret.md"), "{text}");
@@ -607,4 +601,72 @@ fn a_broken_openclaw_session_index_is_reported_and_the_transcripts_still_import(
     let loaded = store(&ws).load("openclaw:main:0f5e2a9c").unwrap();
     assert!(!loaded.messages.is_empty());
     assert!(!loaded.meta.metadata.contains_key("openclaw_keys"));
+}
+
+/// A Claude Code transcript in the documented format of earlier releases:
+/// a `summary` line, sidechain entries in the session's own file, thinking,
+/// a failed tool call, an image, an entry type this version does not know.
+#[test]
+fn claude_code_older_transcripts_summaries_and_inline_sidechains() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("projects/-home-u-app");
+    let lines_of = [
+        r#"{"type":"summary","summary":"Fixing the login bug","leafUuid":"a2"}"#,
+        r#"{"parentUuid":null,"isSidechain":false,"type":"user","message":{"role":"user","content":"Why does login fail?"},"uuid":"u1","timestamp":"2025-06-01T10:00:00.000Z","sessionId":"s1","cwd":"/home/u/app","version":"1.0.30"}"#,
+        r#"{"parentUuid":"u1","isSidechain":false,"type":"assistant","message":{"id":"msg_1","role":"assistant","content":[{"type":"thinking","thinking":"check the logs","signature":"x"}]},"uuid":"a1","timestamp":"2025-06-01T10:00:01.000Z"}"#,
+        r#"{"parentUuid":"a1","isSidechain":false,"type":"assistant","message":{"id":"msg_1","role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"Bash","input":{"command":"cat login.log"}}]},"uuid":"a1b","timestamp":"2025-06-01T10:00:01.500Z"}"#,
+        r#"{"parentUuid":"a1b","isSidechain":false,"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"No such file","is_error":true}]},"uuid":"t1","timestamp":"2025-06-01T10:00:02.000Z"}"#,
+        r#"{"parentUuid":"t1","isSidechain":true,"type":"user","message":{"role":"user","content":"Search the code for the login handler"},"uuid":"s-u1","timestamp":"2025-06-01T10:00:03.000Z"}"#,
+        r#"{"parentUuid":"s-u1","isSidechain":true,"type":"assistant","message":{"id":"msg_s","role":"assistant","content":[{"type":"text","text":"It is in auth.rs."}]},"uuid":"s-a1","timestamp":"2025-06-01T10:00:04.000Z"}"#,
+        r#"{"parentUuid":"t1","isSidechain":false,"type":"user","message":{"role":"user","content":[{"type":"text","text":"This screenshot:"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"aGk="}}]},"uuid":"u2","timestamp":"2025-06-01T10:00:05.000Z"}"#,
+        r#"{"parentUuid":"u2","isSidechain":false,"type":"assistant","message":{"id":"msg_2","role":"assistant","content":[{"type":"text","text":"The session cookie expired."}]},"uuid":"a2","timestamp":"2025-06-01T10:00:06.000Z"}"#,
+        r#"{"type":"hologram","note":"from a future release"}"#,
+        r#"{"type":"file-history-snapshot","messageId":"a2","snapshot":{}}"#,
+        "not json",
+    ];
+    write(&project, "s1.jsonl", &(lines_of.join("\n") + "\n"));
+    let ws = dir.path().join("ws");
+    let report = run_opts(&ws, Tool::ClaudeCode, &project, false, false);
+    let text = lines(&report);
+    // The bad line is the one problem; it is kept verbatim.
+    assert_eq!(report.count(Verb::Error), 1, "{text}");
+    assert!(text.contains("s1.jsonl:12"), "{text}");
+    assert!(text.contains("unknown session      <- s1.jsonl: 1 entr(ies) of a type this version does not know (hologram 1)"), "{text}");
+    assert!(
+        text.contains("1 entr(ies) of Claude Code's own bookkeeping (file-history-snapshot 1)"),
+        "{text}"
+    );
+
+    let key = "claude-code:-home-u-app:s1";
+    let main = store(&ws).load(key).unwrap();
+    assert_eq!(main.meta.metadata["title"], "Fixing the login bug");
+    assert_eq!(main.meta.metadata["claude_code_cwd"], "/home/u/app");
+    assert_eq!(main.meta.created_at, "2025-06-01T10:00:00.000Z");
+    let roles: Vec<&str> = main.messages.iter().map(|m| m.role.as_str()).collect();
+    assert_eq!(roles, ["user", "assistant", "tool", "user", "assistant"]);
+    let reply = &main.messages[1];
+    assert_eq!(reply.extra["reasoning_content"], "check the logs");
+    assert_eq!(reply.tool_call_ids().collect::<Vec<_>>(), ["toolu_1"]);
+    assert_eq!(reply.extra["claude_code"].as_array().unwrap().len(), 2);
+    let result = &main.messages[2];
+    assert_eq!(result.name.as_deref(), Some("Bash"));
+    assert_eq!(result.extra["is_error"], true);
+    assert!(matches!(
+        main.messages[3].content,
+        Some(mnemo_core::Content::Parts(_))
+    ));
+    assert_eq!(
+        main.other.len(),
+        3,
+        "summary, hologram, the bad line: {:?}",
+        main.other
+    );
+
+    let side = store(&ws).load(&format!("{key}:sidechain")).unwrap();
+    assert_eq!(side.meta.metadata["claude_code_parent"], key);
+    let said: Vec<String> = side.messages.iter().map(|m| m.text()).collect();
+    assert_eq!(
+        said,
+        ["Search the code for the login handler", "It is in auth.rs."]
+    );
 }

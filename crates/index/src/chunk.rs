@@ -2,6 +2,10 @@
 //! trailing lines, over-long lines split) and transcripts on message
 //! boundaries, always within the embedding model's input limit.
 
+// This module reads text a user or a model wrote: no byte-offset slicing
+// or indexing that could land inside a character or past the end.
+#![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::string_slice))]
+
 use chrono::NaiveDate;
 
 /// One chunk of a file.
@@ -220,7 +224,7 @@ fn emit(pieces: &[Piece], limits: &ChunkLimits<'_>, out: &mut Vec<Chunk>) {
         return;
     };
     let last = pieces.iter().rposition(|p| !blank(p)).unwrap_or(first);
-    let pieces = &pieces[first..=last];
+    let pieces = pieces.get(first..=last).unwrap_or_default();
     let text = pieces
         .iter()
         .map(|p| p.text.as_str())
@@ -229,9 +233,9 @@ fn emit(pieces: &[Piece], limits: &ChunkLimits<'_>, out: &mut Vec<Chunk>) {
     // Per-line counts can drift from the count of the joined text; verify so
     // the model never truncates a chunk.
     if pieces.len() > 1 && (limits.count)(&text) > limits.max_tokens {
-        let mid = pieces.len() / 2;
-        emit(&pieces[..mid], limits, out);
-        emit(&pieces[mid..], limits, out);
+        let (head, tail) = pieces.split_at(pieces.len() / 2);
+        emit(head, limits, out);
+        emit(tail, limits, out);
         return;
     }
     let mut parts: Vec<MessagePart> = Vec::new();
@@ -254,9 +258,12 @@ fn emit(pieces: &[Piece], limits: &ChunkLimits<'_>, out: &mut Vec<Chunk>) {
         .first()
         .zip(parts.last())
         .map(|(a, b)| (a.ordinal, b.ordinal));
+    let (Some(first), Some(last)) = (pieces.first(), pieces.last()) else {
+        return;
+    };
     out.push(Chunk {
-        start_line: pieces[0].line,
-        end_line: pieces[pieces.len() - 1].line,
+        start_line: first.line,
+        end_line: last.line,
         text,
         messages,
         parts,
@@ -284,7 +291,7 @@ fn chunk_pieces(pieces: Vec<Piece>, limits: &ChunkLimits<'_>, out: &mut Vec<Chun
                 acc += q.tokens;
             }
             if let Some(h) = cut_at_heading {
-                emit(&cur[..h], limits, out);
+                emit(cur.get(..h).unwrap_or_default(), limits, out);
                 cur.drain(..h);
                 cur_tokens = cur.iter().map(|q| q.tokens).sum();
                 continue;
@@ -467,8 +474,8 @@ fn is_list_item(line: &str) -> bool {
     if t.starts_with("- ") || t.starts_with("* ") || t.starts_with("+ ") {
         return true;
     }
-    let digits = t.chars().take_while(char::is_ascii_digit).count();
-    digits > 0 && (t[digits..].starts_with(". ") || t[digits..].starts_with(") "))
+    let rest = t.trim_start_matches(|c: char| c.is_ascii_digit());
+    rest.len() < t.len() && (rest.starts_with(". ") || rest.starts_with(") "))
 }
 
 /// Version of the chunking rules, kept in the index's metadata: a change

@@ -111,7 +111,9 @@ impl MemoryIndex {
         let state_dir = ws.state_dir();
         std::fs::create_dir_all(&state_dir).map_err(|e| IndexError::io(&state_dir, e))?;
         let emb_id = embedder.as_ref().map(|e| (e.id(), e.dims()));
-        let db = state_dir.join(read_pointer(&state_dir).unwrap_or_else(|| FIRST_DB.to_string()));
+        let live = read_pointer(&state_dir).unwrap_or_else(|| FIRST_DB.to_string());
+        collect_stale_generations(&state_dir, &live);
+        let db = state_dir.join(live);
         let backend =
             SqliteBackend::open(&db, emb_id)?.with_vector_scan(settings.index.vector_scan);
         let token_base = embedder
@@ -428,7 +430,7 @@ impl MemoryIndex {
             let unchanged_stat =
                 prev.is_some_and(|p| p.mtime_ms == f.mtime_ms && p.size == f.size && complete(p));
             if !unchanged_stat {
-                match std::fs::read(&f.abs) {
+                match mnemo_core::files::read_regular(&f.abs) {
                     Ok(bytes) => {
                         let hash = sha256_hex(&bytes);
                         if let Some(p) = prev.filter(|p| p.hash == hash && complete(p)) {
@@ -997,8 +999,16 @@ impl MemoryIndex {
             });
         }
         let from = from.unwrap_or(1).max(1);
-        let bytes = match std::fs::read(&abs) {
+        // Regular files only, opened without blocking: a FIFO named like a
+        // memory file would otherwise hang the call forever.
+        let bytes = match mnemo_core::files::read_regular(&abs) {
             Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => {
+                return Err(IndexError::Forbidden {
+                    path: path.to_string(),
+                    reason: format!("{e}"),
+                });
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 return Ok(GetResponse {
                     path: clean,
@@ -1290,6 +1300,47 @@ fn write_pointer(state_dir: &Path, name: &str) -> Result<()> {
     }
     let dst = state_dir.join(POINTER);
     std::fs::rename(&tmp, &dst).map_err(|e| IndexError::io(&dst, e))
+}
+
+/// Removes index generations that are not the live one: a full rebuild
+/// killed before its swap leaves its `index-<ms>.sqlite` (and WAL) behind.
+/// Only while no sync runs (the sync lock is free), since a running rebuild's
+/// new generation looks just like an orphan; otherwise the next open does it.
+fn collect_stale_generations(state_dir: &Path, live: &str) {
+    let lock_path = state_dir.join(LOCK);
+    let Ok(lock) = File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+    else {
+        return;
+    };
+    if lock.try_lock().is_err() {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(state_dir) else {
+        let _ = lock.unlock();
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let base = ["-wal", "-shm", "-journal"]
+            .iter()
+            .find_map(|s| name.strip_suffix(s))
+            .unwrap_or(&name);
+        let generation = base == FIRST_DB
+            || base
+                .strip_prefix("index-")
+                .and_then(|r| r.strip_suffix(".sqlite"))
+                .is_some_and(|ms| !ms.is_empty() && ms.bytes().all(|b| b.is_ascii_digit()));
+        if generation && base != live {
+            if let Err(e) = std::fs::remove_file(entry.path()) {
+                tracing::warn!("cannot remove the stale index file {name}: {e}");
+            }
+        }
+    }
+    let _ = lock.unlock();
 }
 
 fn remove_db_files(path: &Path) {

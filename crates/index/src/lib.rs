@@ -28,7 +28,8 @@ pub mod chunk;
 mod dialogue;
 mod error;
 mod index;
-mod redact;
+// Shared with the raw consolidation archive: one set of rules.
+use mnemo_core::redact;
 mod scan;
 mod search;
 mod settings;
@@ -38,6 +39,9 @@ mod transcript;
 mod types;
 pub mod vectors;
 mod when;
+
+#[cfg(test)]
+mod fuzz_tests;
 
 pub use backend::IndexBackend;
 pub use error::{IndexError, Result};

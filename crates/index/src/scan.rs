@@ -1,6 +1,13 @@
 //! The workspace walk: which files are indexed (MEMORY.md, memory/**.md,
 //! configured extra paths, sessions/*.jsonl), without leaving the workspace
-//! through links and without looping.
+//! through links and without looping. A link is followed only to a file of
+//! the same kind: a memory file may lead to another memory file, never to
+//! `mnemo.toml` or to a session log (whose index copy is redacted), and a
+//! session log only to another session log.
+
+// This module reads text a user or a model wrote: no byte-offset slicing
+// or indexing that could land inside a character or past the end.
+#![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::string_slice))]
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -26,7 +33,10 @@ pub(crate) struct Found {
 
 struct Walker<'a> {
     real_root: PathBuf,
-    seen_dirs: HashSet<PathBuf>,
+    opts: &'a IndexOptions,
+    /// Folders walked, per source: a link from memory/ to sessions/ must
+    /// not stop sessions/ from being walked as sessions.
+    seen_dirs: HashSet<(PathBuf, Source)>,
     seen_files: HashSet<PathBuf>,
     out: Vec<Found>,
     issues: &'a mut Vec<FileIssue>,
@@ -58,6 +68,27 @@ impl Walker<'_> {
         let Some(real) = self.real(abs, &rel) else {
             return;
         };
+        let target = real
+            .strip_prefix(&self.real_root)
+            .map(mnemo_core::paths::slash_join)
+            .unwrap_or_default();
+        let same_kind = match source {
+            Source::Memory => is_memory_path(&target, self.opts),
+            Source::Sessions => is_session_path(&target),
+        };
+        if !same_kind {
+            self.issues.push(FileIssue {
+                path: rel,
+                message: format!(
+                    "skipped: it is a link to {target}, which is not a {} file",
+                    match source {
+                        Source::Memory => "memory",
+                        Source::Sessions => "session",
+                    }
+                ),
+            });
+            return;
+        }
         let Ok(meta) = std::fs::metadata(&real) else {
             return;
         };
@@ -77,7 +108,7 @@ impl Walker<'_> {
         let Some(real) = self.real(abs, rel) else {
             return;
         };
-        if !self.seen_dirs.insert(real) {
+        if !self.seen_dirs.insert((real, source)) {
             return; // a link loop or a second link to the same folder
         }
         let Ok(entries) = std::fs::read_dir(abs) else {
@@ -112,6 +143,7 @@ pub(crate) fn walk(root: &Path, opts: &IndexOptions, issues: &mut Vec<FileIssue>
     let real_root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
     let mut w = Walker {
         real_root,
+        opts,
         seen_dirs: HashSet::new(),
         seen_files: HashSet::new(),
         out: Vec::new(),
@@ -150,6 +182,12 @@ pub(crate) fn walk(root: &Path, opts: &IndexOptions, issues: &mut Vec<FileIssue>
     let mut out = w.out;
     out.sort_by(|a, b| a.rel.cmp(&b.rel));
     out
+}
+
+/// True when `rel` names a session log: `sessions/<name>.jsonl`.
+fn is_session_path(rel: &str) -> bool {
+    rel.strip_prefix("sessions/")
+        .is_some_and(|name| !name.contains('/') && name.to_ascii_lowercase().ends_with(".jsonl"))
 }
 
 /// True when `rel` (already confined to the workspace) may be read by
@@ -206,6 +244,50 @@ mod tests {
         );
         #[cfg(unix)]
         assert!(issues.iter().any(|i| i.path == "memory/out"), "{issues:?}");
+    }
+
+    /// Links inside the workspace lead only to files of the same kind: a
+    /// memory file that is a link to mnemo.toml (an API key) or to a session
+    /// log (whose index copy is redacted) is not indexed as memory.
+    #[cfg(unix)]
+    #[test]
+    fn links_lead_only_to_files_of_their_kind() {
+        use std::os::unix::fs::symlink;
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("memory/sub")).unwrap();
+        std::fs::create_dir_all(root.join("sessions")).unwrap();
+        std::fs::write(root.join("mnemo.toml"), "api_key = \"sk-x\"").unwrap();
+        std::fs::write(root.join("sessions/a.jsonl"), "{}\n").unwrap();
+        std::fs::write(root.join("sessions/notes.md"), "n").unwrap();
+        std::fs::write(root.join("memory/real.md"), "r").unwrap();
+        symlink(root.join("mnemo.toml"), root.join("memory/settings.md")).unwrap();
+        symlink(root.join("sessions/a.jsonl"), root.join("memory/chat.md")).unwrap();
+        symlink(root.join("sessions"), root.join("memory/sub/logs")).unwrap();
+        symlink(root.join("memory/real.md"), root.join("memory/alias.md")).unwrap();
+        symlink(root.join("memory/real.md"), root.join("sessions/b.jsonl")).unwrap();
+        symlink(root.join("mnemo.toml"), root.join("MEMORY.md")).unwrap();
+        let mut issues = Vec::new();
+        let found = walk(root, &IndexOptions::default(), &mut issues);
+        let rels: Vec<&str> = found.iter().map(|f| f.rel.as_str()).collect();
+        // alias.md and real.md are one file: it is indexed once.
+        assert_eq!(
+            rels,
+            vec!["memory/alias.md", "sessions/a.jsonl"],
+            "{issues:?}"
+        );
+        for skipped in [
+            "MEMORY.md",
+            "memory/settings.md",
+            "memory/chat.md",
+            "memory/sub/logs/notes.md",
+            "sessions/b.jsonl",
+        ] {
+            assert!(
+                issues.iter().any(|i| i.path == skipped),
+                "{skipped}: {issues:?}"
+            );
+        }
     }
 
     #[test]

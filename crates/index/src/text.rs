@@ -7,6 +7,11 @@
 //! `trigram` cannot match two-character words, so the text is tokenised here
 //! and FTS5 only splits on the spaces we put in.
 
+// This module reads text a user or a model wrote: no byte-offset slicing of
+// it, which could land inside a character. (Its indexing is into token and
+// character vectors under explicit bounds checks; the fuzz targets cover it.)
+#![cfg_attr(not(test), deny(clippy::string_slice))]
+
 use std::collections::HashSet;
 use std::sync::OnceLock;
 

@@ -2,6 +2,10 @@
 //! text for indexing, with each message's ordinal and JSONL line kept so a
 //! hit maps back to the messages it came from.
 
+// This module reads text a user or a model wrote: no byte-offset slicing
+// or indexing that could land inside a character or past the end.
+#![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::string_slice))]
+
 use std::borrow::Cow;
 
 use chrono::NaiveDate;

@@ -5,6 +5,11 @@
 //! its dates as timestamps, a daily log in its file name), so keyword and
 //! vector search alone cannot use them.
 
+// This module reads text a user or a model wrote: no byte-offset slicing of
+// it, which could land inside a character. (Its indexing is into token and
+// character vectors under explicit bounds checks; the fuzz targets cover it.)
+#![cfg_attr(not(test), deny(clippy::string_slice))]
+
 use std::ops::Range;
 
 use chrono::{Datelike, Duration, NaiveDate};
@@ -246,7 +251,7 @@ fn words(query: &str) -> Vec<Word<'_>> {
         } else {
             if let Some(s) = start.take() {
                 out.push(Word {
-                    text: &query[s..i],
+                    text: query.get(s..i).unwrap_or_default(),
                     start: s,
                     after_punct: punct,
                 });
@@ -259,7 +264,7 @@ fn words(query: &str) -> Vec<Word<'_>> {
     }
     if let Some(s) = start {
         out.push(Word {
-            text: &query[s..],
+            text: query.get(s..).unwrap_or_default(),
             start: s,
             after_punct: punct,
         });
@@ -734,8 +739,8 @@ const WEEKDAYS: [&str; 7] = [
 /// True when `w` occurs in `lower` as whole words (not inside a longer word).
 fn has_words(lower: &str, w: &str) -> bool {
     lower.match_indices(w).any(|(i, _)| {
-        let before = lower[..i].chars().next_back();
-        let after = lower[i + w.len()..].chars().next();
+        let before = lower.get(..i).and_then(|s| s.chars().next_back());
+        let after = lower.get(i + w.len()..).and_then(|s| s.chars().next());
         !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
     })
 }

@@ -20,7 +20,13 @@ use crate::error::{classify, FailureContext, LlmError, Result};
 use crate::openai::short;
 use crate::provider::{is_loopback, process_env};
 use crate::retry::{parse_retry_after, RetryPolicy};
-use crate::transport::{describe, header_map, is_secret_header, send_error};
+use crate::transport::{
+    describe, header_map, is_secret_header, read_capped_blocking, send_error, CappedBody,
+};
+
+/// Largest embeddings answer read: a full batch of long vectors written as
+/// JSON text stays well under it.
+const MAX_EMBEDDING_RESPONSE_BYTES: u64 = 128 * 1024 * 1024;
 
 /// Configuration of an [`OpenAiEmbedder`] (serde, every field defaulted).
 #[derive(Clone, PartialEq, Serialize, Deserialize)]
@@ -228,11 +234,9 @@ impl OpenAiEmbedder {
             fixed.push(("authorization", format!("Bearer {}", k.trim())));
         }
         let headers = header_map(&fixed, &config.headers)?;
-        let timeout = if config.timeout_secs.is_finite() && config.timeout_secs > 0.0 {
-            Duration::from_secs_f64(config.timeout_secs)
-        } else {
-            Duration::from_secs(60)
-        };
+        let timeout = crate::retry::seconds(config.timeout_secs, crate::provider::MAX_TIMEOUT)
+            .filter(|d| !d.is_zero())
+            .unwrap_or(Duration::from_secs(60));
         let client = reqwest::blocking::Client::builder()
             .timeout(timeout)
             .build()
@@ -286,9 +290,23 @@ impl OpenAiEmbedder {
                 Ok(resp) => {
                     let status = resp.status();
                     let retry_after = parse_retry_after(resp.headers());
-                    match resp.text() {
-                        Err(e) => (send_error(&e, &self.label, self.timeout, attempts), None),
-                        Ok(text) if status.is_success() => {
+                    match read_capped_blocking(resp, MAX_EMBEDDING_RESPONSE_BYTES) {
+                        Err(e) => (
+                            LlmError::Transient {
+                                provider: self.label.clone(),
+                                status: Some(status.as_u16()),
+                                attempts,
+                                message: format!("reading the answer failed: {e}"),
+                            },
+                            None,
+                        ),
+                        Ok(body) if body.cut && status.is_success() => {
+                            return Err(LlmError::TooLarge {
+                                provider: self.label.clone(),
+                                limit: MAX_EMBEDDING_RESPONSE_BYTES,
+                            });
+                        }
+                        Ok(CappedBody { text, .. }) if status.is_success() => {
                             return serde_json::from_str(&text).map_err(|e| LlmError::Decode {
                                 provider: self.label.clone(),
                                 message: format!(
@@ -296,7 +314,7 @@ impl OpenAiEmbedder {
                                 ),
                             });
                         }
-                        Ok(text) => {
+                        Ok(CappedBody { text, .. }) => {
                             let cx = FailureContext {
                                 provider: &self.label,
                                 url: &self.url,
@@ -418,7 +436,9 @@ fn to_embed_error(e: LlmError) -> EmbedError {
             status: Some(429),
             message: e.to_string(),
         },
-        LlmError::ToolChoiceUnsupported { .. } | LlmError::Decode { .. } => EmbedError::Provider {
+        LlmError::ToolChoiceUnsupported { .. }
+        | LlmError::Decode { .. }
+        | LlmError::TooLarge { .. } => EmbedError::Provider {
             status: None,
             message: e.to_string(),
         },

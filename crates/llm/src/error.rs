@@ -137,6 +137,16 @@ pub enum LlmError {
         /// What is wrong with it.
         message: String,
     },
+    /// The answer was longer than the configured cap; reading stopped there
+    /// and the answer was refused. Not retried (the same request would cost
+    /// the same again).
+    #[error("{provider}: the answer is over {limit} bytes, so reading stopped there and it was refused (a model that ran on, or a wrong endpoint); ask for fewer tokens (max_output), or raise max_response_bytes in the provider configuration")]
+    TooLarge {
+        /// Provider and model.
+        provider: String,
+        /// The cap, in bytes.
+        limit: u64,
+    },
 }
 
 fn status_suffix(status: Option<u16>) -> String {
@@ -155,7 +165,7 @@ impl LlmError {
             LlmError::Transient { .. } => ErrorKind::Transient,
             LlmError::Timeout { .. } => ErrorKind::Timeout,
             LlmError::BadRequest { .. } => ErrorKind::BadRequest,
-            LlmError::Decode { .. } => ErrorKind::Decode,
+            LlmError::Decode { .. } | LlmError::TooLarge { .. } => ErrorKind::Decode,
         }
     }
 

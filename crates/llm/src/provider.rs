@@ -24,6 +24,9 @@ pub enum ProviderKind {
     OpenAi,
     /// Anthropic Messages.
     Anthropic,
+    /// A GGUF model run inside the process (`mnemo-local-llm`): no
+    /// endpoint, no key.
+    Local,
 }
 
 impl ProviderKind {
@@ -32,6 +35,7 @@ impl ProviderKind {
         match self {
             ProviderKind::OpenAi => "openai",
             ProviderKind::Anthropic => "anthropic",
+            ProviderKind::Local => "local",
         }
     }
 
@@ -40,6 +44,7 @@ impl ProviderKind {
         match self {
             ProviderKind::OpenAi => "https://api.openai.com/v1",
             ProviderKind::Anthropic => "https://api.anthropic.com",
+            ProviderKind::Local => "",
         }
     }
 
@@ -48,6 +53,7 @@ impl ProviderKind {
         match self {
             ProviderKind::OpenAi => "OPENAI_API_KEY",
             ProviderKind::Anthropic => "ANTHROPIC_API_KEY",
+            ProviderKind::Local => "",
         }
     }
 
@@ -56,12 +62,16 @@ impl ProviderKind {
         match self {
             ProviderKind::OpenAi => 128_000,
             ProviderKind::Anthropic => 200_000,
+            ProviderKind::Local => DEFAULT_LOCAL_CONTEXT,
         }
     }
 
     /// Default output cap in tokens.
     pub fn default_max_output(self) -> u32 {
-        8_192
+        match self {
+            ProviderKind::Local => DEFAULT_LOCAL_MAX_OUTPUT,
+            _ => 8_192,
+        }
     }
 }
 
@@ -77,12 +87,19 @@ impl std::str::FromStr for ProviderKind {
         match s.trim().to_ascii_lowercase().as_str() {
             "openai" => Ok(ProviderKind::OpenAi),
             "anthropic" => Ok(ProviderKind::Anthropic),
+            "local" => Ok(ProviderKind::Local),
             other => Err(LlmError::Config(format!(
-                "unknown provider kind `{other}`: use `openai` (any OpenAI-compatible server) or `anthropic`"
+                "unknown provider kind `{other}`: use `openai` (any OpenAI-compatible server), `anthropic`, or `local` (a GGUF model run by mnemo)"
             ))),
         }
     }
 }
+
+/// Context window of a local model unless configured: its KV cache grows
+/// with it, and two cores read a longer prompt slowly.
+pub const DEFAULT_LOCAL_CONTEXT: u32 = 8_192;
+/// Output cap of a local model unless configured.
+pub const DEFAULT_LOCAL_MAX_OUTPUT: u32 = 1_024;
 
 /// Default request timeout.
 pub const DEFAULT_TIMEOUT_SECS: f64 = 120.0;
@@ -90,6 +107,11 @@ pub const DEFAULT_TIMEOUT_SECS: f64 = 120.0;
 pub const DEFAULT_MAX_RETRIES: u32 = 3;
 /// Default wait before the first retry, in milliseconds.
 pub const DEFAULT_RETRY_BACKOFF_MS: u64 = 500;
+/// Default cap of an answer read from a provider: 8 MiB, half the session
+/// log's line limit.
+pub const DEFAULT_MAX_RESPONSE_BYTES: u64 = 8 * 1024 * 1024;
+/// Longest per-request timeout; larger `timeout_secs` values mean this.
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
 
 /// A chat provider, as configured.
 ///
@@ -107,6 +129,16 @@ pub const DEFAULT_RETRY_BACKOFF_MS: u64 = 500;
 /// timeout_secs = 120
 /// max_retries = 3
 /// headers = { "X-Title" = "mnemo" }
+/// ```
+///
+/// A local model (`kind = "local"`) needs no endpoint and no key:
+///
+/// ```toml
+/// [provider]
+/// kind = "local"
+/// model = "qwen2.5-coder-1.5b-instruct-q4_k_m"   # a known model, fetched once
+/// # path = "/models/my-model.gguf"              # or any Qwen2/Llama GGUF
+/// # download = false                            # never fetch
 /// ```
 #[derive(Clone, PartialEq, Serialize, Deserialize)]
 #[serde(from = "RawProvider")]
@@ -138,6 +170,18 @@ pub struct ProviderConfig {
     /// Wait before the first retry in milliseconds, doubled each time
     /// (capped at 8 s, plus up to 20 % jitter).
     pub retry_backoff_ms: u64,
+    /// Local models: the `.gguf` file to load (beats `model`).
+    pub path: Option<String>,
+    /// Local models: whether a known model missing from the cache may be
+    /// downloaded.
+    pub download: bool,
+    /// Local models: the model cache (default: the Hugging Face cache).
+    pub cache_dir: Option<String>,
+    /// Largest answer read from the provider, in bytes; a longer one is cut
+    /// off there and refused with an error (not retried). The default stays
+    /// under the session log's line limit, so an answer that is read can be
+    /// logged.
+    pub max_response_bytes: u64,
 }
 
 impl std::fmt::Debug for ProviderConfig {
@@ -154,6 +198,10 @@ impl std::fmt::Debug for ProviderConfig {
             .field("timeout_secs", &self.timeout_secs)
             .field("max_retries", &self.max_retries)
             .field("retry_backoff_ms", &self.retry_backoff_ms)
+            .field("path", &self.path)
+            .field("download", &self.download)
+            .field("cache_dir", &self.cache_dir)
+            .field("max_response_bytes", &self.max_response_bytes)
             .finish()
     }
 }
@@ -181,6 +229,10 @@ struct RawProvider {
     timeout_secs: Option<f64>,
     max_retries: Option<u32>,
     retry_backoff_ms: Option<u64>,
+    path: Option<String>,
+    download: Option<bool>,
+    cache_dir: Option<String>,
+    max_response_bytes: Option<u64>,
 }
 
 impl RawProvider {
@@ -203,6 +255,12 @@ impl RawProvider {
             timeout_secs: self.timeout_secs.unwrap_or(DEFAULT_TIMEOUT_SECS),
             max_retries: self.max_retries.unwrap_or(DEFAULT_MAX_RETRIES),
             retry_backoff_ms: self.retry_backoff_ms.unwrap_or(DEFAULT_RETRY_BACKOFF_MS),
+            path: self.path,
+            download: self.download.unwrap_or(true),
+            cache_dir: self.cache_dir,
+            max_response_bytes: self
+                .max_response_bytes
+                .unwrap_or(DEFAULT_MAX_RESPONSE_BYTES),
         }
     }
 }
@@ -258,13 +316,12 @@ impl ProviderConfig {
         c
     }
 
-    /// The per-request timeout.
+    /// The per-request timeout: `timeout_secs`, at most [`MAX_TIMEOUT`];
+    /// the default for zero, negative or non-finite values.
     pub fn timeout(&self) -> Duration {
-        if self.timeout_secs.is_finite() && self.timeout_secs > 0.0 {
-            Duration::from_secs_f64(self.timeout_secs)
-        } else {
-            Duration::from_secs_f64(DEFAULT_TIMEOUT_SECS)
-        }
+        crate::retry::seconds(self.timeout_secs, MAX_TIMEOUT)
+            .filter(|d| !d.is_zero())
+            .unwrap_or(Duration::from_secs(DEFAULT_TIMEOUT_SECS as u64))
     }
 
     /// The HTTP transport for `url` with this provider's headers, timeout,
@@ -278,6 +335,7 @@ impl ProviderConfig {
             RetryPolicy::new(self.max_retries, self.retry_backoff_ms),
             self.label(),
             self.api_key_env.clone(),
+            self.max_response_bytes,
         )
     }
 
@@ -293,7 +351,13 @@ impl ProviderConfig {
 
     /// A short label for messages: `openai model gpt-4o at https://…`.
     pub fn label(&self) -> String {
-        format!("{} model `{}` at {}", self.kind, self.model, self.base_url)
+        match self.kind {
+            ProviderKind::Local => format!(
+                "local model `{}`",
+                self.path.as_deref().unwrap_or(&self.model)
+            ),
+            _ => format!("{} model `{}` at {}", self.kind, self.model, self.base_url),
+        }
     }
 
     /// Resolves the provider to use.
@@ -327,7 +391,7 @@ impl ProviderConfig {
                 Err(_) if name.is_none() && named.contains_key(&p) => name = Some(p),
                 Err(_) => {
                     return Err(LlmError::Config(format!(
-                        "unknown provider `{p}`: use `openai` or `anthropic`{}",
+                        "unknown provider `{p}`: use `openai`, `anthropic` or `local`{}",
                         known_names(&named)
                     )));
                 }
@@ -352,6 +416,7 @@ impl ProviderConfig {
             raw.model = None;
             raw.context_window = None;
             raw.max_output = None;
+            raw.path = None;
         }
         if let Some(u) = flag(&overrides.base_url).or_else(|| env(ENV_BASE_URL)) {
             raw.base_url = Some(u);
@@ -373,6 +438,15 @@ impl ProviderConfig {
     /// a key unless the endpoint is local. `env` looks up `api_key_env`
     /// when `api_key` is not set.
     pub fn validate(&self, env: &dyn Fn(&str) -> Option<String>) -> Result<()> {
+        if self.kind == ProviderKind::Local {
+            // No endpoint and no key; an empty model means the default one.
+            if self.context_window == 0 || self.max_output == 0 {
+                return Err(LlmError::Config(
+                    "context_window and max_output must be positive".into(),
+                ));
+            }
+            return Ok(());
+        }
         if self.model.trim().is_empty() {
             return Err(LlmError::Config(format!(
                 "no model configured for the {} provider: set `model` under [provider] in mnemo.toml, pass --model, or set {ENV_MODEL}",
@@ -453,9 +527,17 @@ pub fn is_loopback(base_url: &str) -> bool {
 
 /// Builds the chat client for a provider. The key is `api_key`, else the
 /// process environment variable `api_key_env`.
+///
+/// A local provider is not built here (this crate stays free of the model
+/// runtime): `mnemo::build_chat_model` builds every kind.
 pub fn build_chat_model(config: &ProviderConfig) -> Result<Arc<dyn ChatModel>> {
     Ok(match config.kind {
         ProviderKind::OpenAi => Arc::new(OpenAiChat::new(config)?),
         ProviderKind::Anthropic => Arc::new(AnthropicChat::new(config)?),
+        ProviderKind::Local => {
+            return Err(LlmError::Config(
+                "a local model is built by mnemo::build_chat_model (crate mnemo-local-llm), not by mnemo_llm".into(),
+            ))
+        }
     })
 }

@@ -53,8 +53,9 @@ fn jitter_fraction() -> f64 {
 }
 
 /// Parses `retry-after-ms` (milliseconds) or `retry-after` (seconds, possibly
-/// fractional). HTTP dates are not supported and yield None (the computed
-/// backoff is used).
+/// fractional), capped at [`MAX_RETRY_AFTER`]. HTTP dates are not supported
+/// and yield None (the computed backoff is used), as do negative or
+/// non-numeric values.
 pub(crate) fn parse_retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
     let get = |name: &str| {
         headers
@@ -62,14 +63,28 @@ pub(crate) fn parse_retry_after(headers: &reqwest::header::HeaderMap) -> Option<
             .and_then(|v| v.to_str().ok())
             .map(str::trim)
     };
-    if let Some(ms) = get("retry-after-ms").and_then(|v| v.parse::<f64>().ok()) {
-        if ms.is_finite() && ms >= 0.0 {
-            return Some(Duration::from_secs_f64(ms / 1000.0));
-        }
+    let capped = |secs: f64| seconds(secs, MAX_RETRY_AFTER);
+    if let Some(d) = get("retry-after-ms")
+        .and_then(|v| v.parse::<f64>().ok())
+        .and_then(|ms| capped(ms / 1000.0))
+    {
+        return Some(d);
     }
-    let secs = get("retry-after")?.parse::<f64>().ok()?;
-    (secs.is_finite() && secs >= 0.0)
-        .then(|| Duration::from_secs_f64(secs.min(MAX_RETRY_AFTER.as_secs_f64())))
+    capped(get("retry-after")?.parse::<f64>().ok()?)
+}
+
+/// `secs` seconds as a duration of at most `max`; None for negative or
+/// non-finite values. A value from a server or a configuration file can be
+/// anything (`1e30`), and `Duration::from_secs_f64` panics on what it cannot
+/// represent.
+pub(crate) fn seconds(secs: f64, max: Duration) -> Option<Duration> {
+    (secs.is_finite() && secs >= 0.0).then(|| {
+        if secs >= max.as_secs_f64() {
+            max
+        } else {
+            Duration::try_from_secs_f64(secs).unwrap_or(max)
+        }
+    })
 }
 
 #[cfg(test)]
@@ -106,5 +121,24 @@ mod tests {
             HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"),
         );
         assert_eq!(parse_retry_after(&h), None);
+    }
+
+    /// Whatever a server sends, the wait is a duration within the cap.
+    #[test]
+    fn absurd_retry_after_values_are_capped_not_panics() {
+        for (name, value, want) in [
+            ("retry-after-ms", "1e30", Some(MAX_RETRY_AFTER)),
+            ("retry-after-ms", "1e300", Some(MAX_RETRY_AFTER)),
+            ("retry-after-ms", "-5", None),
+            ("retry-after-ms", "NaN", None),
+            ("retry-after-ms", "inf", None),
+            ("retry-after", "1e30", Some(MAX_RETRY_AFTER)),
+            ("retry-after", "18446744073709551616", Some(MAX_RETRY_AFTER)),
+            ("retry-after", "0.5", Some(Duration::from_millis(500))),
+        ] {
+            let mut h = HeaderMap::new();
+            h.insert(name, HeaderValue::from_static(value));
+            assert_eq!(parse_retry_after(&h), want, "{name}: {value}");
+        }
     }
 }

@@ -91,6 +91,55 @@ pub(crate) fn send_error(
     }
 }
 
+/// A body read up to a cap: the text (invalid UTF-8 replaced) and whether
+/// the answer went on past the cap.
+pub(crate) struct CappedBody {
+    pub text: String,
+    pub cut: bool,
+}
+
+impl CappedBody {
+    fn new(mut bytes: Vec<u8>, limit: u64) -> Self {
+        let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+        let cut = bytes.len() > limit;
+        bytes.truncate(limit);
+        let text = match String::from_utf8(bytes) {
+            Ok(t) => t,
+            Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+        };
+        CappedBody { text, cut }
+    }
+}
+
+/// Reads at most `limit` bytes of an answer (one more tells whether it went
+/// on), so a runaway answer costs bounded memory.
+pub(crate) async fn read_capped(
+    mut resp: reqwest::Response,
+    limit: u64,
+) -> std::result::Result<CappedBody, reqwest::Error> {
+    let mut bytes: Vec<u8> = Vec::new();
+    let room = usize::try_from(limit.saturating_add(1)).unwrap_or(usize::MAX);
+    while let Some(chunk) = resp.chunk().await? {
+        let take = chunk.len().min(room - bytes.len());
+        bytes.extend_from_slice(chunk.get(..take).unwrap_or_default());
+        if bytes.len() >= room {
+            break;
+        }
+    }
+    Ok(CappedBody::new(bytes, limit))
+}
+
+/// [`read_capped`] for the blocking client.
+pub(crate) fn read_capped_blocking(
+    resp: reqwest::blocking::Response,
+    limit: u64,
+) -> std::io::Result<CappedBody> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    resp.take(limit.saturating_add(1)).read_to_end(&mut bytes)?;
+    Ok(CappedBody::new(bytes, limit))
+}
+
 /// One endpoint of one provider.
 #[derive(Debug, Clone)]
 pub(crate) struct Transport {
@@ -101,6 +150,7 @@ pub(crate) struct Transport {
     timeout: Duration,
     label: String,
     key_env: String,
+    max_response_bytes: u64,
 }
 
 impl Transport {
@@ -111,6 +161,7 @@ impl Transport {
         policy: RetryPolicy,
         label: String,
         key_env: String,
+        max_response_bytes: u64,
     ) -> Result<Self> {
         let client = reqwest::Client::builder()
             .timeout(timeout)
@@ -126,6 +177,7 @@ impl Transport {
             timeout,
             label,
             key_env,
+            max_response_bytes,
         })
     }
 
@@ -152,9 +204,16 @@ impl Transport {
                 Ok(resp) => {
                     let status = resp.status();
                     let retry_after = parse_retry_after(resp.headers());
-                    match resp.text().await {
+                    match read_capped(resp, self.max_response_bytes).await {
                         Err(e) => (send_error(&e, &self.label, self.timeout, attempts), None),
-                        Ok(text) => {
+                        Ok(body) if body.cut && status.is_success() => {
+                            return Err(LlmError::TooLarge {
+                                provider: self.label.clone(),
+                                limit: self.max_response_bytes,
+                            });
+                        }
+                        // An error answer is classified by its start.
+                        Ok(CappedBody { text, .. }) => {
                             let cx = FailureContext {
                                 provider: &self.label,
                                 url: &self.url,

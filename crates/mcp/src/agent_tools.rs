@@ -27,6 +27,8 @@ struct ModelWrite {
     description: Option<String>,
     #[serde(default, rename = "type")]
     kind: Option<String>,
+    #[serde(default)]
+    replace: bool,
 }
 
 /// Maps the model's `memory_write` arguments onto the backend's modes.
@@ -59,6 +61,7 @@ fn write_args(w: ModelWrite) -> std::result::Result<WriteArgs, String> {
         description,
         kind,
         body: w.text,
+        replace: w.replace,
     })
 }
 
@@ -101,7 +104,7 @@ impl ToolExecutor for BackendTools {
                     let w: ModelWrite = parse(
                         name,
                         arguments,
-                        r#"{"text": string, "name"?: string, "description"?: string, "type"?: "user"|"feedback"|"project"|"reference"}"#,
+                        r#"{"text": string, "name"?: string, "description"?: string, "type"?: "user"|"feedback"|"project"|"reference", "replace"?: boolean}"#,
                     )?;
                     b.write(write_args(w)?).await.map_err(|e| e.to_string())?
                 }
@@ -127,6 +130,7 @@ mod tests {
             name: None,
             description: None,
             kind: None,
+            replace: false,
         })
         .unwrap();
         assert!(matches!(daily, WriteArgs::Daily { .. }));
@@ -135,6 +139,7 @@ mod tests {
             name: Some("Tea".into()),
             description: None,
             kind: Some("user".into()),
+            replace: false,
         })
         .unwrap();
         match typed {
@@ -151,6 +156,7 @@ mod tests {
             name: Some("X".into()),
             description: None,
             kind: None,
+            replace: false,
         })
         .unwrap_err();
         assert!(err.contains("needs `type`"), "{err}");

@@ -57,15 +57,16 @@ pub async fn serve_http_on(
     token: Option<String>,
 ) -> Result<()> {
     let t = token.clone();
-    serve_router(listener, token.as_deref(), move |local| {
-        router(Backend::new(mnemo), local, t, CancellationToken::new())
+    serve_router(listener, token.as_deref(), move |_| {
+        router(Backend::new(mnemo), t, CancellationToken::new())
     })
     .await
 }
 
 /// Serves the router `build` makes for the listener's address until Ctrl-C
 /// or SIGTERM, after checking that a non-loopback address has a token.
-/// Shared by the MCP server and the HTTP API.
+/// Shared by the MCP server and the HTTP API, so both answer through
+/// [`guarded`].
 pub async fn serve_router(
     listener: tokio::net::TcpListener,
     token: Option<&str>,
@@ -76,7 +77,7 @@ pub async fn serve_router(
         source,
     })?;
     auth::check_bind(&local, token)?;
-    axum::serve(listener, build(local))
+    axum::serve(listener, guarded(build(local), &local))
         .with_graceful_shutdown(shutdown_signal())
         .await
         .map_err(|source| Error::Io {
@@ -85,24 +86,31 @@ pub async fn serve_router(
         })
 }
 
+/// `router` behind [`auth::guard`] for a server listening on `local`: no
+/// foreign `Host` on loopback, no foreign `Origin` on a request that changes
+/// something, JSON on every POST.
+pub fn guarded(router: axum::Router, local: &SocketAddr) -> axum::Router {
+    router.layer(axum::middleware::from_fn_with_state(
+        auth::Guard::for_addr(local),
+        auth::guard,
+    ))
+}
+
 /// The axum router serving MCP at `/mcp` (with the bearer check when a
-/// token is given).
+/// token is given); [`serve_router`] puts it behind [`guarded`].
 pub fn router(
     backend: Arc<Backend>,
-    local: SocketAddr,
     token: Option<String>,
     cancel: CancellationToken,
 ) -> axum::Router {
     let server = MnemoServer::new(backend);
-    let mut config = StreamableHttpServerConfig::default()
+    // Host and Origin are checked by `guarded`, the one check the HTTP API
+    // shares, rather than by rmcp's own list.
+    let config = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(false)
         .with_json_response(true)
-        .with_cancellation_token(cancel);
-    if !local.ip().is_loopback() {
-        // Remote clients name this host however they reach it; the bearer
-        // token is what guards a non-loopback server.
-        config = config.disable_allowed_hosts();
-    }
+        .with_cancellation_token(cancel)
+        .disable_allowed_hosts();
     let service = StreamableHttpService::new(
         move || Ok(server.clone()),
         Arc::new(LocalSessionManager::default()),

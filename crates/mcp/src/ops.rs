@@ -4,7 +4,7 @@
 //! workspace parts are synchronous (SQLite, local model, files): every
 //! operation runs on tokio's blocking pool.
 
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 
 use chrono::Utc;
 use mnemo::Mnemo;
@@ -12,7 +12,7 @@ use mnemo_core::Message;
 use mnemo_engine::{Engine, Passage, RerankOutcome};
 use mnemo_index::{GetResponse, SearchHit, SearchRequest, SearchResponse};
 use mnemo_llm::{BoxFuture, ChatModel, ChatRequest, ChatResponse, LlmError, ModelInfo};
-use mnemo_store::{FrontMatter, MemoryType};
+use mnemo_store::{FrontMatter, MemoryType, SaveMode};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
@@ -57,7 +57,8 @@ pub enum WriteArgs {
     },
     /// Save a typed memory file and its MEMORY.md index line.
     Typed {
-        /// Short name (also the file name).
+        /// Short name (also the file name). A name already taken is refused
+        /// unless `replace` is set.
         name: String,
         /// One specific line saying what it holds.
         description: String,
@@ -66,6 +67,9 @@ pub enum WriteArgs {
         kind: String,
         /// The memory's body.
         body: String,
+        /// Update the memory of this name if there is one.
+        #[serde(default)]
+        replace: bool,
     },
     /// Replace (or add) one `## heading` section of MEMORY.md.
     MemorySection {
@@ -94,7 +98,8 @@ pub struct TurnArgs {
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ForgetArgs {
-    /// Name (or `memory/…md` path) of the typed memory.
+    /// Name (or `memory/…md` path) of the typed memory; nothing else is
+    /// ever removed.
     pub name: String,
 }
 
@@ -128,12 +133,11 @@ enum EngineSlot {
     Offline(Arc<Engine>, String),
 }
 
-/// One opened workspace plus what the servers add on top: the engine and a
-/// lock that serialises read-modify-write edits of MEMORY.md.
+/// One opened workspace plus what the servers add on top: the engine. The
+/// memory store serialises its own edits (across processes too).
 pub struct Backend {
     mnemo: Arc<Mnemo>,
     engine: OnceLock<std::result::Result<EngineSlot, String>>,
-    memory_md_lock: Mutex<()>,
     search_permits: tokio::sync::Semaphore,
     /// `[engine] rerank`, read once: a search without it never builds the
     /// engine.
@@ -156,7 +160,6 @@ impl Backend {
             mnemo,
             rerank,
             engine: OnceLock::new(),
-            memory_md_lock: Mutex::new(()),
             search_permits: tokio::sync::Semaphore::new(cores),
         })
     }
@@ -268,6 +271,7 @@ impl Backend {
                 description,
                 kind,
                 body,
+                replace,
             } => {
                 let kind: MemoryType = kind.parse().map_err(Error::Invalid)?;
                 if body.trim().is_empty() {
@@ -275,46 +279,34 @@ impl Backend {
                         "`body` is empty: say what to remember".into(),
                     ));
                 }
-                let _guard = self.lock_memory_md();
                 let front = FrontMatter {
                     name,
                     description,
                     kind,
                 };
-                let saved = memory.save_typed(front, &body)?;
+                let mode = if replace {
+                    SaveMode::Replace
+                } else {
+                    SaveMode::Create
+                };
+                let saved = memory.save_typed(front, &body, mode)?;
+                let m = &saved.memory;
                 Ok(
-                    json!({"mode": "typed", "path": saved.path, "name": saved.front.name, "type": saved.front.kind.as_str()}),
+                    json!({"mode": "typed", "path": m.path, "name": m.front.name, "type": m.front.kind.as_str(), "action": saved.action}),
                 )
             }
             WriteArgs::MemorySection { heading, body } => {
-                let heading = heading.trim().trim_start_matches('#').trim().to_string();
-                if heading.is_empty() || heading.contains('\n') {
-                    return Err(Error::Invalid(
-                        "`heading` must be one non-empty line, e.g. \"Preferences\" for the `## Preferences` section"
-                            .into(),
-                    ));
-                }
-                let _guard = self.lock_memory_md();
-                let current = memory.read_memory_md()?;
-                let (updated, replaced) = replace_section(&current, &heading, &body);
-                let changed = memory.write_memory_md(&updated)?;
+                let out = memory.write_section(&heading, &body)?;
+                let heading = heading.trim().trim_start_matches('#').trim();
                 Ok(
                     json!({"mode": "memory_section", "path": "MEMORY.md", "heading": heading,
-                          "action": if replaced { "replaced" } else { "added" }, "changed": changed}),
+                          "action": if out.replaced { "replaced" } else { "added" }, "changed": out.changed}),
                 )
             }
         }
     }
 
-    fn lock_memory_md(&self) -> std::sync::MutexGuard<'_, ()> {
-        // A poisoned lock only means another edit panicked; the file itself
-        // is replaced atomically, so going on is safe.
-        self.memory_md_lock
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// `memory_forget`.
+    /// `memory_forget`: typed memories only.
     pub async fn forget(self: &Arc<Self>, args: ForgetArgs) -> Result<Value> {
         if args.name.trim().is_empty() {
             return Err(Error::Invalid(
@@ -323,7 +315,6 @@ impl Backend {
         }
         let me = self.clone();
         blocking(move || {
-            let _guard = me.lock_memory_md();
             let path = me.mnemo.memory().forget_typed(&args.name)?;
             Ok(json!({"removed": path}))
         })
@@ -484,13 +475,14 @@ impl Backend {
             let config = self.mnemo.config();
             let env = |k: &str| std::env::var(k).ok();
             match mnemo_llm::ProviderConfig::resolve(config, None, &Default::default(), &env)
-                .and_then(|p| mnemo_llm::build_chat_model(&p))
+                .and_then(|p| mnemo::build_chat_model(&p, &mut |_| {}))
             {
                 Ok(model) => Engine::new(ws, config, model).map(|e| EngineSlot::Ready(Arc::new(e))),
                 Err(e) => {
                     let why = format!(
                         "no chat model is configured ({e}); set the [provider] section of mnemo.toml \
-                         (kind, base_url, model, api_key_env) to enable consolidation, compaction and recall"
+                         (kind = \"local\" runs a model inside mnemo, offline and without a key; or kind, \
+                         base_url, model, api_key_env for a remote one) to enable consolidation, compaction and recall"
                     );
                     let model: Arc<dyn ChatModel> = Arc::new(NoModel::new(why.clone()));
                     Engine::new(ws, config, model).map(|e| EngineSlot::Offline(Arc::new(e), why))
@@ -622,61 +614,6 @@ pub fn search_json(resp: &SearchResponse) -> Value {
         out["dates"] = json!(resp.dates);
     }
     out
-}
-
-/// Replaces the body of the `## heading` section of `text` (up to the next
-/// heading of level 1 or 2), or appends the section when there is none.
-/// Returns the new text and whether a section was replaced.
-pub fn replace_section(text: &str, heading: &str, body: &str) -> (String, bool) {
-    let lines: Vec<&str> = text.lines().collect();
-    let wanted = heading.trim();
-    let start = lines.iter().position(|l| {
-        l.strip_prefix("## ")
-            .map(|h| h.trim().eq_ignore_ascii_case(wanted))
-            .unwrap_or(false)
-    });
-    let body = body.trim_end();
-    // An existing heading keeps its spelling; only the body changes.
-    let heading_line = start
-        .map(|s| lines[s].trim_end().to_string())
-        .unwrap_or_else(|| format!("## {wanted}"));
-    let mut section = format!("{heading_line}\n");
-    if !body.is_empty() {
-        section.push('\n');
-        section.push_str(body);
-        section.push('\n');
-    }
-    match start {
-        Some(s) => {
-            let end = lines[s + 1..]
-                .iter()
-                .position(|l| l.starts_with("## ") || l.starts_with("# "))
-                .map(|i| s + 1 + i)
-                .unwrap_or(lines.len());
-            let mut out = String::new();
-            for l in &lines[..s] {
-                out.push_str(l);
-                out.push('\n');
-            }
-            out.push_str(&section);
-            if end < lines.len() {
-                out.push('\n');
-                for l in &lines[end..] {
-                    out.push_str(l);
-                    out.push('\n');
-                }
-            }
-            (out, true)
-        }
-        None => {
-            let mut out = text.trim_end().to_string();
-            if !out.is_empty() {
-                out.push_str("\n\n");
-            }
-            out.push_str(&section);
-            (out, false)
-        }
-    }
 }
 
 /// Runs `f` on the blocking pool.

@@ -38,14 +38,14 @@ the default for things that happened today. mode \"typed\": save a durable memor
 name, a one-line description, a type (user: who the user is and what they prefer; feedback: \
 corrections and confirmations of how to work; project: who/what/when of ongoing work, with \
 absolute dates; reference: pointers to external resources) and a body; it is listed in \
-MEMORY.md. mode \"memory_section\": replace the body of one `## heading` section of MEMORY.md \
+MEMORY.md. A name already taken is refused unless `replace` is true. mode \"memory_section\": replace the body of one `## heading` section of MEMORY.md \
 (created if missing), for core facts that belong in every prompt. Write in the conversation's \
 language; never save secrets, credentials or things that are already in the files.";
 
 /// `memory_forget`.
 pub const MEMORY_FORGET: &str = "Delete a typed memory (by its name, or its memory/… path) and \
-its line in MEMORY.md, when the user asks you to forget it or it has become wrong. Daily logs \
-are history and are not deleted.";
+its line in MEMORY.md, when the user asks you to forget it or it has become wrong. Only typed \
+memories are deleted: the history, daily logs and session notes are append-only and are refused.";
 
 /// `session_append`.
 pub const SESSION_APPEND: &str = "Record messages of a conversation in its append-only session \
@@ -104,7 +104,8 @@ pub fn tool_list() -> Vec<Tool> {
                     "description": {"type": "string", "description": "mode typed: one specific line saying what the memory holds."},
                     "type": {"type": "string", "enum": ["user", "feedback", "project", "reference"], "description": "mode typed: the kind of memory."},
                     "body": {"type": "string", "description": "mode typed: the memory; mode memory_section: the section's new body."},
-                    "heading": {"type": "string", "description": "mode memory_section: the section heading without `## `, e.g. Preferences."}
+                    "heading": {"type": "string", "description": "mode memory_section: the section heading without `## `, e.g. Preferences."},
+                    "replace": {"type": "boolean", "description": "mode typed: update the memory of this name (without it, a name already taken is refused and nothing is written)."}
                 },
                 "required": ["mode"],
                 "additionalProperties": false

@@ -235,3 +235,22 @@ pub fn build_embedder_with_progress(
         }
     }
 }
+
+/// Builds the chat model a resolved `[provider]` names: an HTTP client for
+/// `openai` and `anthropic`, a GGUF model run in this process for `local`
+/// (its file found in the cache, else downloaded with `progress`
+/// reporting, then loaded).
+pub fn build_chat_model(
+    config: &mnemo_llm::ProviderConfig,
+    progress: &mut dyn FnMut(&DownloadProgress),
+) -> std::result::Result<Arc<dyn mnemo_llm::ChatModel>, mnemo_llm::LlmError> {
+    match config.kind {
+        mnemo_llm::ProviderKind::Local => {
+            let label = config.label();
+            let model = mnemo_local_llm::local_chat_model(config, progress)
+                .map_err(|e| e.into_llm(&label))?;
+            Ok(Arc::new(model))
+        }
+        _ => mnemo_llm::build_chat_model(config),
+    }
+}

@@ -48,6 +48,14 @@ pub enum Error {
     /// The named thing does not exist.
     #[error("{0}")]
     NotFound(String),
+    /// The name is taken and the caller did not ask to replace it; nothing
+    /// was written.
+    #[error("{0}")]
+    Exists(String),
+    /// The operation is never allowed on this file (forgetting the history,
+    /// a daily log or a session note); nothing was changed.
+    #[error("{0}")]
+    Refused(String),
     /// Configuration that cannot be used.
     #[error(transparent)]
     Config(#[from] mnemo_core::ConfigError),
@@ -65,8 +73,8 @@ impl Error {
         match self {
             Error::Io { .. } => ErrorCode::Io,
             Error::Corrupt { .. } => ErrorCode::Corrupt,
-            Error::Invalid(_) | Error::BadKey { .. } => ErrorCode::InvalidInput,
-            Error::Path(_) => ErrorCode::Forbidden,
+            Error::Invalid(_) | Error::BadKey { .. } | Error::Exists(_) => ErrorCode::InvalidInput,
+            Error::Path(_) | Error::Refused(_) => ErrorCode::Forbidden,
             Error::NotFound(_) => ErrorCode::NotFound,
             Error::Config(_) => ErrorCode::Config,
         }

@@ -4,16 +4,24 @@
 //! single-write appends ([`fsutil`]).
 #![warn(missing_docs)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
+// Everything here reads text a user or a model wrote: no byte-offset
+// slicing or indexing that could land inside a character or past the end.
+#![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::string_slice))]
 
 pub mod error;
+pub mod failpoint;
 pub mod fsutil;
 pub mod memory;
 pub mod session;
 
+#[cfg(test)]
+mod fuzz_tests;
+
 pub use error::{Error, Result};
 pub use memory::{
-    AppendOutcome, DailyLog, FrontMatter, MemoryFileHeader, MemorySettings, MemoryStore,
-    MemoryType, RenderedMemory, TypedMemory,
+    AppendOutcome, DailyLog, FrontMatter, MemoryFileHeader, MemoryLock, MemorySettings,
+    MemoryStore, MemoryType, RenderedMemory, SaveAction, SaveMode, SavedMemory, SectionWrite,
+    TypedMemory,
 };
 pub use session::{
     CompactionRecord, FsyncPolicy, LoadWarning, LoadedSession, Record, SessionInfo, SessionLog,

@@ -5,7 +5,9 @@ use std::fs;
 
 use chrono::{TimeZone, Utc};
 use mnemo_core::Workspace;
-use mnemo_store::{Error, FrontMatter, MemorySettings, MemoryStore, MemoryType};
+use mnemo_store::{
+    Error, FrontMatter, MemorySettings, MemoryStore, MemoryType, SaveAction, SaveMode,
+};
 use pretty_assertions::assert_eq;
 
 fn store(dir: &std::path::Path, tz: &str) -> MemoryStore {
@@ -80,8 +82,13 @@ fn every_file_kind_round_trips() {
         kind: MemoryType::User,
     };
     let saved = s
-        .save_typed(fm.clone(), "Likes green tea.\n\n**Why:** said so twice.\n")
-        .unwrap();
+        .save_typed(
+            fm.clone(),
+            "Likes green tea.\n\n**Why:** said so twice.\n",
+            SaveMode::Create,
+        )
+        .unwrap()
+        .memory;
     assert_eq!(saved.path, "memory/tea-preference.md");
     let back = s.read_typed(&saved.path).unwrap();
     assert_eq!(back.front, fm);
@@ -154,10 +161,17 @@ fn broken_front_matter_names_file_and_line_and_stays_readable() {
         }
         other => panic!("{other:?}"),
     }
-    // Listed (not hidden), without front matter, and the file is untouched.
+    // Listed (not hidden), with why its front matter is unreadable, and the
+    // file is untouched.
     let listed = s.scan_memory_files(200, 30).unwrap();
     let h = listed.iter().find(|h| h.path == "memory/bad.md").unwrap();
     assert!(h.front.is_none() && h.head.contains("name: x"));
+    assert!(
+        h.front_error
+            .as_deref()
+            .is_some_and(|e| e.starts_with("line ")),
+        "{h:?}"
+    );
     assert_eq!(
         fs::read_to_string(dir.path().join("memory/bad.md")).unwrap(),
         text
@@ -185,4 +199,217 @@ fn bounded_daily_appends_and_bad_timezone() {
     assert!(s.append_daily("   ", now, false).is_err());
     assert!(store(dir.path(), "Mars/Olympus").validate().is_err());
     assert!(store(dir.path(), "Europe/Paris").validate().is_ok());
+}
+
+fn typed(name: &str, description: &str) -> FrontMatter {
+    FrontMatter {
+        name: name.into(),
+        description: description.into(),
+        kind: MemoryType::User,
+    }
+}
+
+/// Names are never overwritten unless asked; distinct names never share a
+/// file, whatever their script; lookups go by the front matter's name.
+#[test]
+fn typed_memories_never_overwrite_each_other() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(dir.path(), "UTC");
+    let zhang = s
+        .save_typed(
+            typed("张三 phone", "张三's number"),
+            "138 0000 0000",
+            SaveMode::Create,
+        )
+        .unwrap();
+    let li = s
+        .save_typed(
+            typed("李四 phone", "李四's number"),
+            "139 1111 1111",
+            SaveMode::Create,
+        )
+        .unwrap();
+    assert_eq!(zhang.memory.path, "memory/张三-phone.md");
+    assert_eq!(li.memory.path, "memory/李四-phone.md");
+    let allergy = s
+        .save_typed(
+            typed("过敏", "对花生过敏"),
+            "对花生过敏。",
+            SaveMode::Create,
+        )
+        .unwrap();
+    assert_eq!(allergy.memory.path, "memory/过敏.md");
+    assert!(s
+        .read_typed("memory/张三-phone.md")
+        .unwrap()
+        .body
+        .contains("138"));
+
+    // The same name again is refused, and nothing changes.
+    let err = s
+        .save_typed(typed("张三 Phone", "new"), "000", SaveMode::Create)
+        .unwrap_err();
+    assert!(matches!(err, Error::Exists(_)), "{err}");
+    assert!(err.to_string().contains("--replace"), "{err}");
+    assert!(s
+        .read_typed("memory/张三-phone.md")
+        .unwrap()
+        .body
+        .contains("138"));
+    // Saving exactly what is there (a retry) is fine.
+    let again = s
+        .save_typed(
+            typed("过敏", "对花生过敏"),
+            "对花生过敏。\n",
+            SaveMode::Create,
+        )
+        .unwrap();
+    assert_eq!(again.action, SaveAction::Unchanged);
+    // Replace updates the file of that name.
+    let replaced = s
+        .save_typed(
+            typed("张三 phone", "张三's new number"),
+            "137",
+            SaveMode::Replace,
+        )
+        .unwrap();
+    assert_eq!(replaced.action, SaveAction::Replaced);
+    assert_eq!(replaced.memory.path, "memory/张三-phone.md");
+    let memory = s.read_memory_md().unwrap();
+    assert!(
+        memory.contains("- [张三 phone](memory/张三-phone.md): 张三's new number"),
+        "{memory}"
+    );
+    assert!(
+        memory.contains("- [李四 phone](memory/李四-phone.md)"),
+        "{memory}"
+    );
+    assert_eq!(
+        memory.matches("memory/张三-phone.md").count(),
+        1,
+        "{memory}"
+    );
+
+    // Names with the same letters, a daily log's date and the history
+    // never take another file.
+    let tea = s
+        .save_typed(typed("Tea", "a"), "a", SaveMode::Create)
+        .unwrap();
+    let tea2 = s
+        .save_typed(typed("tea!", "b"), "b", SaveMode::Create)
+        .unwrap();
+    assert_eq!(tea.memory.path, "memory/tea.md");
+    assert!(
+        tea2.memory.path.starts_with("memory/tea-") && tea2.memory.path != tea.memory.path,
+        "{}",
+        tea2.memory.path
+    );
+    let day = s
+        .save_typed(typed("2026-11-28", "a date"), "x", SaveMode::Create)
+        .unwrap();
+    assert_ne!(day.memory.path, "memory/2026-11-28.md");
+    let history = s
+        .save_typed(typed("History", "h"), "x", SaveMode::Create)
+        .unwrap();
+    assert_ne!(history.memory.path.to_lowercase(), "memory/history.md");
+
+    // Found by its front matter's name, whatever the file is called.
+    fs::write(
+        dir.path().join("memory/renamed-by-hand.md"),
+        "---\nname: Coffee\ndescription: \"espresso\"\ntype: user\n---\n\nEspresso.\n",
+    )
+    .unwrap();
+    assert_eq!(
+        s.find_typed("coffee").unwrap().unwrap().path,
+        "memory/renamed-by-hand.md"
+    );
+    assert!(matches!(
+        s.save_typed(typed("Coffee", "x"), "x", SaveMode::Create),
+        Err(Error::Exists(_))
+    ));
+    assert_eq!(
+        s.forget_typed("Coffee").unwrap(),
+        "memory/renamed-by-hand.md"
+    );
+    // Names that YAML escapes are found too.
+    let quoted = typed("Likes \"green\" tea: yes", "q");
+    s.save_typed(quoted.clone(), "x", SaveMode::Create).unwrap();
+    assert!(matches!(
+        s.save_typed(quoted, "y", SaveMode::Create),
+        Err(Error::Exists(_))
+    ));
+}
+
+/// Forget removes typed memories only: the history, daily logs and
+/// session notes stay, with an error that says why.
+#[test]
+fn forget_never_removes_history_daily_logs_or_notes() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(dir.path(), "UTC");
+    let now = Utc.with_ymd_and_hms(2026, 11, 28, 10, 0, 0).unwrap();
+    s.append_history("the only copy of the raw archive", now)
+        .unwrap();
+    s.append_daily("deploy key rotated", now, true).unwrap();
+    let note = s
+        .write_session_note(s.today(now), "tea", "# Session\n")
+        .unwrap();
+    for target in [
+        "memory/HISTORY.md",
+        "HISTORY",
+        "2026-11-28",
+        "memory/2026-11-28.md",
+        note.as_str(),
+        "MEMORY.md",
+    ] {
+        let err = s.forget_typed(target).unwrap_err();
+        assert!(
+            matches!(err, Error::Refused(_) | Error::NotFound(_)),
+            "{target}: {err}"
+        );
+    }
+    let err = s.forget_typed("memory/HISTORY.md").unwrap_err();
+    assert!(err.to_string().contains("typed memories only"), "{err}");
+    assert_eq!(err.code(), mnemo_core::ErrorCode::Forbidden);
+    assert!(s.read_history().unwrap().contains("the only copy"));
+    assert!(dir.path().join("memory/2026-11-28.md").exists());
+    assert!(dir.path().join(&note).exists());
+}
+
+/// Threads of one process each write with their own store: under the
+/// memory lock every index line and every section survives.
+#[test]
+fn concurrent_writers_lose_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_path_buf();
+    let threads: Vec<_> = (0..8)
+        .map(|t| {
+            let root = root.clone();
+            std::thread::spawn(move || {
+                let s = store(&root, "UTC");
+                for i in 0..10 {
+                    s.save_typed(
+                        typed(&format!("fact {t}-{i}"), "d"),
+                        "body",
+                        SaveMode::Create,
+                    )
+                    .unwrap();
+                    s.write_section(&format!("Section {t}-{i}"), "- kept")
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let memory = store(&root, "UTC").read_memory_md().unwrap();
+    for t in 0..8 {
+        for i in 0..10 {
+            assert!(
+                memory.contains(&format!("](memory/fact-{t}-{i}.md)")),
+                "{t}-{i}"
+            );
+            assert!(memory.contains(&format!("## Section {t}-{i}\n")), "{t}-{i}");
+        }
+    }
 }

@@ -195,6 +195,39 @@ fn torn_tail_is_reported_then_set_aside() {
     );
 }
 
+/// A last line that is a whole record without its newline (as an editor
+/// saves a file) is loaded, and the next append finishes the line instead
+/// of setting it aside.
+#[test]
+fn a_complete_last_line_without_newline_is_a_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(dir.path());
+    let mut log = s.open("k").unwrap();
+    log.append(&[Message::user("one")]).unwrap();
+    drop(log);
+    let path = dir.path().join("sessions/k.jsonl");
+    let mut bytes = fs::read(&path).unwrap();
+    bytes.extend_from_slice(br#"{"role":"assistant","content":"two, saved by an editor"}"#);
+    fs::write(&path, &bytes).unwrap();
+
+    let loaded = read_session_file(&path).unwrap();
+    assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+    assert_eq!(loaded.messages.len(), 2);
+
+    let mut log = s.open("k").unwrap();
+    log.append(&[Message::user("three")]).unwrap();
+    assert!(log.set_aside().is_empty());
+    assert!(!log.torn_path().exists());
+    // A fold keeps it too.
+    log.fold().unwrap();
+    let loaded = s.load("k").unwrap();
+    assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+    assert_eq!(
+        loaded.messages.iter().map(|m| m.text()).collect::<Vec<_>>(),
+        ["one", "two, saved by an editor", "three"]
+    );
+}
+
 #[test]
 fn malformed_and_invalid_utf8_lines_are_reported_and_kept() {
     let dir = tempfile::tempdir().unwrap();
@@ -297,13 +330,56 @@ fn tool_result_budget_per_turn_persists_largest_first_and_is_frozen() {
         .collect();
     // The largest (c4) goes first; one is enough to get under 200k.
     assert_eq!(persisted, vec![false, false, false, false, true]);
-    // Appending the same call id again keeps the frozen decision.
-    let again = log
+    // Appending the same result again keeps the frozen decision and its file.
+    let again = log.append(&msgs[4..]).unwrap();
+    assert_eq!(again[0].text(), stored[4].text());
+    // Another result under the same call id is its own message: short, so
+    // kept inline, never pointed at c4's file.
+    let other = log
         .append(&[Message::tool_result("c4", "read", "4".repeat(10))])
         .unwrap();
-    assert!(again[0].extra.contains_key("persisted_output"));
+    assert_eq!(other[0].text(), "4".repeat(10));
     let loaded = s.load("k").unwrap();
     assert_eq!(loaded.messages[4].text(), stored[4].text());
+}
+
+/// Big results whose call ids map to one file name (the same id twice,
+/// `call.2` beside `call_2`, two id-less results of equal length) each
+/// keep their own full text in a file of their own.
+#[test]
+fn colliding_tool_result_names_never_share_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(dir.path());
+    let mut log = s.open("k").unwrap();
+    let big = |c: char| c.to_string().repeat(60_000);
+    let mut anon_a = Message::tool_result("x", "read", big('a'));
+    anon_a.tool_call_id = None;
+    let mut anon_b = Message::tool_result("x", "read", big('b'));
+    anon_b.tool_call_id = None;
+    let results = vec![
+        Message::tool_result("call_1", "read", big('1')),
+        Message::tool_result("call_1", "read", big('2')),
+        Message::tool_result("call.2", "read", big('3')),
+        Message::tool_result("call_2", "read", big('4')),
+        anon_a,
+        anon_b,
+    ];
+    // One at a time (separate turns) and all at once give the same result.
+    for m in &results {
+        log.append(std::slice::from_ref(m)).unwrap();
+    }
+    let loaded = s.load("k").unwrap();
+    let mut files = std::collections::HashSet::new();
+    for (m, original) in loaded.messages.iter().zip(&results) {
+        let path = mnemo_store::session::persisted_path(m).expect("persisted");
+        assert!(files.insert(path.to_string()), "{path} reused");
+        assert_eq!(
+            fs::read_to_string(dir.path().join(path)).unwrap(),
+            original.text(),
+            "{path}"
+        );
+    }
+    assert_eq!(files.len(), results.len());
 }
 
 #[test]

@@ -113,3 +113,68 @@ pub fn start_listening(mut cmd: Command) -> std::process::Child {
     });
     child
 }
+
+/// POSTs `body` as JSON to `http://127.0.0.1:{port}{path}` (with a bearer
+/// `token` when given) and returns the status and the JSON answer
+/// (`Value::Null` when the answer is not JSON).
+///
+/// # Panics
+/// When the server cannot be reached or does not answer HTTP.
+#[allow(clippy::expect_used, clippy::panic)]
+pub fn post_json(
+    port: u16,
+    path: &str,
+    token: Option<&str>,
+    body: &serde_json::Value,
+) -> (u16, serde_json::Value) {
+    use std::io::Read;
+    let body = body.to_string();
+    let auth = token
+        .map(|t| format!("Authorization: Bearer {t}\r\n"))
+        .unwrap_or_default();
+    let request = format!(
+        "POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\n{auth}\r\n{body}",
+        body.len()
+    );
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    stream.write_all(request.as_bytes()).expect("send");
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).expect("read the answer");
+    let raw = String::from_utf8_lossy(&raw);
+    let Some((head, rest)) = raw.split_once("\r\n\r\n") else {
+        panic!("no HTTP answer: {raw:?}");
+    };
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no HTTP status: {head:?}"));
+    (status, serde_json::from_str(rest).unwrap_or_default())
+}
+
+/// The append-only memory files a forget must never remove, written into
+/// workspace `ws`: the history, the daily log of 2026-11-28 and a session
+/// note of that day. Returns their workspace-relative paths.
+///
+/// # Panics
+/// When the files cannot be written.
+#[allow(clippy::expect_used)]
+pub fn write_append_only_files(ws: &Path) -> [&'static str; 3] {
+    let files = [
+        (
+            "memory/HISTORY.md",
+            "[2026-11-28 10:00] the only copy of a raw archive\n\n",
+        ),
+        (
+            "memory/2026-11-28.md",
+            "# 2026-11-28\n\n- [10:00] deploy key rotated\n",
+        ),
+        ("memory/2026-11-28-tea.md", "# Session: 2026-11-28\n"),
+    ];
+    std::fs::create_dir_all(ws.join("memory")).expect("create memory/");
+    for (rel, text) in files {
+        std::fs::write(ws.join(rel), text).expect("write an append-only file");
+    }
+    files.map(|(rel, _)| rel)
+}

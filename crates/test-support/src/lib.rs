@@ -1,7 +1,8 @@
 //! Test helpers of mnemo: a scripted model server that speaks the OpenAI
 //! chat-completions, Anthropic Messages and OpenAI embeddings protocols over
 //! real HTTP on `127.0.0.1`, so the LLM path is tested without a live API;
-//! and a package index ([`pypi`]) that serves a model wheel the way PyPI does.
+//! a package index ([`pypi`]) that serves a model wheel the way PyPI does;
+//! and a mutational fuzzer ([`fuzz`]) that runs inside `cargo test`.
 //!
 //! ```
 //! use mnemo_test_support::{Reply, ScriptedServer};
@@ -17,6 +18,7 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod cli;
+pub mod fuzz;
 mod model;
 pub mod pypi;
 mod random;
@@ -24,7 +26,8 @@ mod render;
 mod reply;
 mod server;
 
-pub use model::{e5_model_file, model_dir, mpnet_model_dir};
+pub use fuzz::{Fuzz, FuzzReport};
+pub use model::{e5_model_file, model_dir, mpnet_model_dir, smollm2_gguf};
 pub use random::XorShift;
 pub use render::{estimate_tokens, hashed_embedding};
 pub use reply::Reply;

@@ -59,3 +59,23 @@ pub fn e5_model_file() -> PathBuf {
     }
     file
 }
+
+/// SmolLM2-135M-Instruct's GGUF (the local chat model of the tests):
+/// `MNEMO_TEST_SMOLLM2` (the file), else
+/// `<repository>/.mnemo-models/smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf`.
+/// Panics (failing the test) with instructions when it is missing.
+#[allow(clippy::panic)]
+pub fn smollm2_gguf() -> PathBuf {
+    let file = match std::env::var_os("MNEMO_TEST_SMOLLM2").filter(|v| !v.is_empty()) {
+        Some(p) => PathBuf::from(p),
+        None => Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../.mnemo-models/smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf"),
+    };
+    if !file.is_file() {
+        panic!(
+            "the test chat model SmolLM2-135M-Instruct is missing at {}: run scripts/fetch-models.sh (or set MNEMO_TEST_SMOLLM2)",
+            file.display()
+        );
+    }
+    file
+}

@@ -33,25 +33,48 @@ impl PackageIndex {
     /// When no loopback port can be bound.
     #[allow(clippy::expect_used)]
     pub fn start(filename: &str, wheel: Vec<u8>, digest: &str, page: Page) -> PackageIndex {
+        Self::start_many(
+            vec![(filename.to_string(), wheel, digest.to_string())],
+            page,
+        )
+    }
+
+    /// Serves several projects at once, one wheel each: `(filename, wheel,
+    /// digest)` as for [`PackageIndex::start`]. The project is the wheel
+    /// name's first part with `_` read as `-` (`my_pkg-1.0-…` is `my-pkg`).
+    ///
+    /// # Panics
+    /// When no loopback port can be bound.
+    #[allow(clippy::expect_used)]
+    pub fn start_many(wheels: Vec<(String, Vec<u8>, String)>, page: Page) -> PackageIndex {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
         let base = format!(
             "http://{}",
             listener.local_addr().expect("the bound address")
         );
         let wheel_gets = Arc::new(AtomicUsize::new(0));
-        let site = Arc::new(Site {
-            base: base.clone(),
-            filename: filename.to_string(),
-            project: filename.split('-').next().unwrap_or_default().to_string(),
-            wheel,
-            digest: digest.to_string(),
-            page,
-            gets: wheel_gets.clone(),
-        });
+        let sites: Arc<Vec<Site>> = Arc::new(
+            wheels
+                .into_iter()
+                .map(|(filename, wheel, digest)| Site {
+                    base: base.clone(),
+                    project: filename
+                        .split('-')
+                        .next()
+                        .unwrap_or_default()
+                        .replace('_', "-"),
+                    filename,
+                    wheel,
+                    digest,
+                    page,
+                    gets: wheel_gets.clone(),
+                })
+                .collect(),
+        );
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
-                let site = site.clone();
-                std::thread::spawn(move || site.serve(stream));
+                let sites = sites.clone();
+                std::thread::spawn(move || serve(&sites, stream));
             }
         });
         PackageIndex {
@@ -76,25 +99,41 @@ struct Site {
     gets: Arc<AtomicUsize>,
 }
 
+/// Answers one request from the site whose project page or wheel it asks for.
+fn serve(sites: &[Site], stream: TcpStream) {
+    let Ok(clone) = stream.try_clone() else {
+        return;
+    };
+    let mut reader = BufReader::new(clone);
+    let mut request = String::new();
+    if reader.read_line(&mut request).is_err() {
+        return;
+    }
+    loop {
+        let mut line = String::new();
+        match reader.read_line(&mut line) {
+            Ok(0) | Err(_) => break,
+            Ok(_) if line == "\r\n" => break,
+            Ok(_) => {}
+        }
+    }
+    let path = request.split_whitespace().nth(1).unwrap_or("/").to_string();
+    let site = sites.iter().find(|s| {
+        path == format!("/simple/{}/", s.project) || path == format!("/files/{}", s.filename)
+    });
+    match site {
+        Some(site) => site.answer(stream, &path),
+        None => {
+            let mut stream = stream;
+            let _ = stream.write_all(
+                b"HTTP/1.1 404 Not Found\r\nContent-Type: text/plain\r\nContent-Length: 9\r\nConnection: close\r\n\r\nnot found",
+            );
+        }
+    }
+}
+
 impl Site {
-    fn serve(&self, mut stream: TcpStream) {
-        let Ok(clone) = stream.try_clone() else {
-            return;
-        };
-        let mut reader = BufReader::new(clone);
-        let mut request = String::new();
-        if reader.read_line(&mut request).is_err() {
-            return;
-        }
-        loop {
-            let mut line = String::new();
-            match reader.read_line(&mut line) {
-                Ok(0) | Err(_) => break,
-                Ok(_) if line == "\r\n" => break,
-                Ok(_) => {}
-            }
-        }
-        let path = request.split_whitespace().nth(1).unwrap_or("/");
+    fn answer(&self, mut stream: TcpStream, path: &str) {
         let (base, file, project, digest) =
             (&self.base, &self.filename, &self.project, &self.digest);
         let (status, ctype, body): (&str, &str, Vec<u8>) = if path == format!("/simple/{project}/")

@@ -478,3 +478,20 @@ fn pick_reply(
     let (f, dims) = responder;
     (Some(f(req)), dims)
 }
+
+impl ScriptedServer {
+    /// The `mnemo` flags that make this server the chat model of an engine
+    /// command (`consolidate`, `compact`, `context`, `new`, `chat`, `run`).
+    pub fn model_flags(&self) -> Vec<String> {
+        [
+            "--provider",
+            "openai",
+            "--base-url",
+            &self.openai_base(),
+            "--model",
+            "test-model",
+        ]
+        .map(String::from)
+        .to_vec()
+    }
+}

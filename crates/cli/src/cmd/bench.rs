@@ -213,16 +213,21 @@ fn session(args: SessionBenchArgs) -> Result<()> {
     };
     let _ = std::fs::remove_dir_all(&tmp);
     if args.json {
-        println!("{}", serde_json::json!({"mnemo": mnemo, "nanobot": nb}));
+        outln!("{}", serde_json::json!({"mnemo": mnemo, "nanobot": nb}));
         return Ok(());
     }
-    println!(
+    outln!(
         "session log benchmark ({} appends, {} synced, {}-message load)",
-        args.appends, args.synced_appends, args.load_messages
+        args.appends,
+        args.synced_appends,
+        args.load_messages
     );
-    println!(
+    outln!(
         "{:<28} {:>12} {:>12} {:>10}",
-        "", "mnemo", "nanobot", "ratio"
+        "",
+        "mnemo",
+        "nanobot",
+        "ratio"
     );
     let rows = [
         (
@@ -249,11 +254,11 @@ fn session(args: SessionBenchArgs) -> Result<()> {
     ];
     for (name, ours, theirs) in rows {
         match theirs {
-            Some(t) => println!("{name:<28} {ours:>12.1} {t:>12.1} {:>9.1}x", t / ours),
-            None => println!("{name:<28} {ours:>12.1} {:>12} {:>10}", "-", "-"),
+            Some(t) => outln!("{name:<28} {ours:>12.1} {t:>12.1} {:>9.1}x", t / ours),
+            None => outln!("{name:<28} {ours:>12.1} {:>12} {:>10}", "-", "-"),
         }
     }
-    println!("ratio = nanobot / mnemo (higher means mnemo is faster)");
+    outln!("ratio = nanobot / mnemo (higher means mnemo is faster)");
     Ok(())
 }
 

@@ -98,7 +98,8 @@ impl Interrupt {
                     // to cancel the next turn.
                     listener.cancel.notify_waiters();
                 } else {
-                    println!();
+                    // Leaving anyway: a closed stdout changes nothing.
+                    let _ = crate::output::write_out(format_args!("\n"));
                     std::process::exit(130);
                 }
             }
@@ -299,9 +300,9 @@ pub fn run(args: RunArgs, global: &GlobalArgs) -> Result<()> {
             "selected_memories": turn.recall.selected,
             "prompt_tokens": {"before": turn.prepare.tokens_before, "after": turn.prepare.tokens_after},
         });
-        println!("{out}");
+        outln!("{out}");
     } else {
-        println!("{}", turn.answer);
+        outln!("{}", turn.answer);
     }
     Ok(())
 }
@@ -367,7 +368,7 @@ pub fn chat(args: ChatArgs, global: &GlobalArgs) -> Result<()> {
     }
     let out = std::io::stdout();
     if tty {
-        println!(
+        outln!(
             "mnemo chat: session {key}, workspace {} (/help for commands, Ctrl-C cancels a turn, /exit or Ctrl-D to leave)",
             a.engine.workspace().root().display()
         );
@@ -376,12 +377,12 @@ pub fn chat(args: ChatArgs, global: &GlobalArgs) -> Result<()> {
     let mut lines = stdin.lock().lines();
     loop {
         if tty {
-            print!("you> ");
+            out!("you> ");
             let _ = out.lock().flush();
         }
         let Some(line) = lines.next() else {
             if tty {
-                println!();
+                outln!();
             }
             break;
         };
@@ -389,22 +390,22 @@ pub fn chat(args: ChatArgs, global: &GlobalArgs) -> Result<()> {
         match parse_line(&line) {
             Line::Empty => {}
             Line::Exit => break,
-            Line::Help => print!("{}", help_text()),
-            Line::Message(text) => turn(&a, &key, text),
+            Line::Help => out!("{}", help_text()),
+            Line::Message(text) => turn(&a, &key, text)?,
             Line::New => match a.rt.block_on(a.engine.new_session(&key)) {
                 Ok(report) => {
                     for l in command_notices(&report.events) {
-                        println!("[mnemo] {l}");
+                        outln!("[mnemo] {l}");
                     }
                     if let Some(note) = &report.note {
-                        println!("[mnemo] session note written to {note}");
+                        outln!("[mnemo] session note written to {note}");
                     }
-                    println!(
+                    outln!(
                         "[mnemo] new conversation in session {key}: {} earlier message(s) are in long-term memory and stay in the log",
                         report.cursor
                     );
                 }
-                Err(e) => println!("error: /new failed: {e}"),
+                Err(e) => outln!("error: /new failed: {e}"),
             },
             Line::Compact(focus) => {
                 match a
@@ -412,46 +413,47 @@ pub fn chat(args: ChatArgs, global: &GlobalArgs) -> Result<()> {
                     .block_on(a.engine.compact_with_focus(&key, None, focus))
                 {
                     Ok(events) if events.is_empty() => {
-                        println!("[mnemo] compaction: nothing to do")
+                        outln!("[mnemo] compaction: nothing to do")
                     }
                     Ok(events) => {
                         for l in command_notices(&events) {
-                            println!("[mnemo] {l}");
+                            outln!("[mnemo] {l}");
                         }
                     }
-                    Err(e) => println!("error: /compact failed: {e}"),
+                    Err(e) => outln!("error: /compact failed: {e}"),
                 }
             }
             Line::Memory => match a.engine.memory().read_memory_md() {
-                Ok(text) if text.trim().is_empty() => println!("(MEMORY.md is empty)"),
-                Ok(text) => println!("{}", text.trim_end()),
-                Err(e) => println!("error: cannot read MEMORY.md: {e}"),
+                Ok(text) if text.trim().is_empty() => outln!("(MEMORY.md is empty)"),
+                Ok(text) => outln!("{}", text.trim_end()),
+                Err(e) => outln!("error: cannot read MEMORY.md: {e}"),
             },
-            Line::Search("") => println!("usage: /search QUERY"),
-            Line::Search(q) => search(&a, q),
+            Line::Search("") => outln!("usage: /search QUERY"),
+            Line::Search(q) => search(&a, q)?,
             Line::Forget("") => {
-                println!("usage: /forget NAME (a typed memory's name or memory/<name>.md)")
+                outln!("usage: /forget NAME (a typed memory's name or memory/<name>.md)")
             }
             Line::Forget(name) => match a.rt.block_on(a.backend.forget(ForgetArgs {
                 name: name.to_string(),
             })) {
-                Ok(v) => println!(
+                Ok(v) => outln!(
                     "[mnemo] removed {} and its index line in MEMORY.md",
                     v.get("removed").and_then(Value::as_str).unwrap_or(name)
                 ),
-                Err(e) => println!("error: /forget: {e}"),
+                Err(e) => outln!("error: /forget: {e}"),
             },
-            Line::Unknown(c) => println!("unknown command /{c}: /help lists the commands"),
+            Line::Unknown(c) => outln!("unknown command /{c}: /help lists the commands"),
         }
         let _ = out.lock().flush();
     }
     Ok(())
 }
 
-fn turn(a: &Agent, key: &str, text: &str) {
+fn turn(a: &Agent, key: &str, text: &str) -> Result<()> {
     let observe = |step: AgentStep<'_>| {
         for line in step_lines(&step) {
-            println!("{line}");
+            // The turn goes on (and is logged) even if no one reads along.
+            let _ = crate::output::write_out(format_args!("{line}\n"));
         }
     };
     let run = a.engine.run_turn(key, text, &a.tools, &a.options, &observe);
@@ -470,23 +472,24 @@ fn turn(a: &Agent, key: &str, text: &str) {
         None => Some(a.rt.block_on(run)),
     };
     let Some(outcome) = outcome else {
-        println!(
+        outln!(
             "[mnemo] turn cancelled (Ctrl-C); what was logged before it stays in the session, and a tool call left without a result is dropped from the next request"
         );
-        return;
+        return Ok(());
     };
     match outcome {
         Ok(turn) => {
-            println!("mnemo> {}", turn.answer.trim_end());
+            outln!("mnemo> {}", turn.answer.trim_end());
             if let Some(line) = bound_notice(&turn) {
-                println!("{line}");
+                outln!("{line}");
             }
         }
-        Err(e) => println!("error: {e}\n  ({})", turn_failed(key)),
+        Err(e) => outln!("error: {e}\n  ({})", turn_failed(key)),
     }
+    Ok(())
 }
 
-fn search(a: &Agent, query: &str) {
+fn search(a: &Agent, query: &str) -> Result<()> {
     let args = SearchArgs {
         query: query.to_string(),
         max_results: None,
@@ -507,10 +510,10 @@ fn search(a: &Agent, query: &str) {
                 .filter_map(|d| d.as_str().map(str::to_string))
                 .collect();
             if let Some(note) = super::recall::dates_note(&dates) {
-                println!("{note}");
+                outln!("{note}");
             }
             if results.is_empty() {
-                println!("no results for {query:?}");
+                outln!("no results for {query:?}");
             }
             for r in &results {
                 let citation = r
@@ -525,8 +528,8 @@ fn search(a: &Agent, query: &str) {
                     .and_then(Value::as_str)
                     .map(|d| format!(", {d}"))
                     .unwrap_or_default();
-                println!("{citation}  (score {score:.2}{date})");
-                println!("    {}", clip(snippet.trim(), 200));
+                outln!("{citation}  (score {score:.2}{date})");
+                outln!("    {}", clip(snippet.trim(), 200));
             }
             for w in v
                 .get("warnings")
@@ -535,12 +538,13 @@ fn search(a: &Agent, query: &str) {
                 .flatten()
             {
                 if let Some(w) = w.as_str() {
-                    println!("warning: {w}");
+                    outln!("warning: {w}");
                 }
             }
         }
-        Err(e) => println!("error: /search: {e}"),
+        Err(e) => outln!("error: /search: {e}"),
     }
+    Ok(())
 }
 
 #[cfg(test)]

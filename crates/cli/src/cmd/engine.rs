@@ -6,7 +6,7 @@ use std::sync::Arc;
 use anyhow::{Context as _, Result};
 use clap::Args;
 use mnemo_engine::{Engine, EngineEvent};
-use mnemo_llm::{build_chat_model, ChatModel, ProviderConfig, ProviderOverrides};
+use mnemo_llm::{ChatModel, ProviderConfig, ProviderOverrides};
 
 use crate::ctx::GlobalArgs;
 
@@ -15,13 +15,17 @@ use crate::ctx::GlobalArgs;
 #[derive(Debug, Args)]
 pub struct ModelArgs {
     /// openai (any OpenAI-compatible API: OpenAI, Ollama, vLLM, DeepSeek, …),
-    /// anthropic, or the name of a [providers.NAME] section
+    /// anthropic, local (a GGUF model run by mnemo itself: offline, no key;
+    /// downloaded once), or the name of a [providers.NAME] section
     #[arg(long, global = true)]
     pub provider: Option<String>,
     /// The API's base URL, e.g. http://127.0.0.1:11434/v1 for Ollama
     #[arg(long, global = true, value_name = "URL")]
     pub base_url: Option<String>,
-    /// The model name
+    /// The model name; with --provider local, a known model
+    /// (qwen2.5-coder-1.5b-instruct-q4_k_m, the default;
+    /// qwen2.5-coder-0.5b-instruct-q4_k_m; smollm2-135m-instruct-q4_1) or
+    /// the path of a .gguf file
     #[arg(long, global = true)]
     pub model: Option<String>,
 }
@@ -77,6 +81,14 @@ pub struct NewArgs {
     pub model: ModelArgs,
 }
 
+/// What to do when no chat model is configured.
+pub(crate) const NO_MODEL_HINT: &str =
+    "no chat model configured: run one inside mnemo, offline and without a key, with --provider local \
+     (the first use downloads Qwen2.5-Coder-1.5B-Instruct, 1.1 GB; or set [provider] kind = \"local\" in \
+     mnemo.toml), or use a remote one with --provider openai|anthropic --model NAME (and --base-url for a \
+     server such as Ollama: --base-url http://127.0.0.1:11434/v1), the MNEMO_PROVIDER / MNEMO_MODEL / \
+     MNEMO_BASE_URL / MNEMO_API_KEY variables, or a [provider] section (kind, base_url, model, api_key_env)";
+
 /// The chat model the flags, the environment and mnemo.toml name, or an
 /// error that says how to configure one.
 pub(crate) fn chat_model(
@@ -89,13 +101,12 @@ pub(crate) fn chat_model(
         model: model.model.clone(),
     };
     let env = |k: &str| std::env::var(k).ok();
-    let provider = ProviderConfig::resolve(config, None, &overrides, &env).context(
-        "no chat model configured: pass --provider openai|anthropic --model NAME (and --base-url \
-         for a local server, e.g. --base-url http://127.0.0.1:11434/v1 for Ollama), set MNEMO_PROVIDER / \
-         MNEMO_MODEL / MNEMO_BASE_URL / MNEMO_API_KEY, or add a [provider] section (kind, base_url, model, \
-         api_key_env) to mnemo.toml",
-    )?;
-    Ok(build_chat_model(&provider)?)
+    let provider =
+        ProviderConfig::resolve(config, None, &overrides, &env).context(NO_MODEL_HINT)?;
+    Ok(crate::output::with_download_bar_for(
+        "the chat model",
+        |progress| mnemo::build_chat_model(&provider, progress),
+    )?)
 }
 
 fn engine(global: &GlobalArgs, model: &ModelArgs) -> Result<Engine> {
@@ -108,30 +119,47 @@ fn engine(global: &GlobalArgs, model: &ModelArgs) -> Result<Engine> {
 /// One line per event, saying what ran and what it freed.
 pub fn describe(event: &EngineEvent) -> String {
     match event {
-        EngineEvent::Consolidated(r) => format!(
-            "consolidated messages {}..{} into long-term memory{}{}",
-            r.from,
-            r.to,
-            if r.raw {
-                " (raw archive after repeated failures)"
-            } else {
-                ""
-            },
-            if r.memory_changed {
-                "; MEMORY.md updated"
-            } else {
-                ""
-            }
+        EngineEvent::Consolidated(r) if r.recovered => format!(
+            "messages {}..{} were consolidated by a run that stopped before moving the cursor; \
+             the cursor moved now (nothing written twice)",
+            r.from, r.to
         ),
+        EngineEvent::Consolidated(r) => {
+            let mut line = format!(
+                "consolidated messages {}..{} into long-term memory",
+                r.from, r.to
+            );
+            if r.raw {
+                line.push_str(" (archived raw after repeated failed runs; secrets redacted)");
+            }
+            if r.memory_changed {
+                line.push_str("; MEMORY.md updated (the change is in memory/HISTORY.md)");
+            }
+            if r.update_refused {
+                line.push_str(
+                    "; the model's MEMORY.md dropped most lines, so only its new lines were added",
+                );
+            } else if r.lines_kept > 0 {
+                line.push_str(&format!(
+                    "; kept {} line(s) the model left out (written by tools or people, or new)",
+                    r.lines_kept
+                ));
+            }
+            line
+        }
         EngineEvent::ConsolidationFailed {
             from,
             to,
             failures,
             error,
         } => {
-            format!("consolidation of messages {from}..{to} failed ({failures} in a row): {error}")
+            format!("consolidation of messages {from}..{to} failed ({failures} failed run(s) in a row): {error}")
         }
         EngineEvent::Flushed(f) => match (&f.path, f.no_reply) {
+            (_, true) | (None, _) if f.ignored > 0 => format!(
+                "memory flush: nothing saved ({} line(s) of the answer were not `- ` items)",
+                f.ignored
+            ),
             (_, true) | (None, _) => "memory flush: nothing new to save".to_string(),
             (Some(p), false) => format!("memory flush: {} line(s) saved to {p}", f.written),
         },
@@ -156,19 +184,20 @@ pub fn describe(event: &EngineEvent) -> String {
     }
 }
 
-fn print_events(events: &[EngineEvent]) {
+fn print_events(events: &[EngineEvent]) -> Result<()> {
     if events.is_empty() {
-        println!("nothing to do");
+        outln!("nothing to do");
     }
     for e in events {
-        println!("{}", describe(e));
+        outln!("{}", describe(e));
     }
+    Ok(())
 }
 
 pub fn consolidate(args: ConsolidateArgs, global: &GlobalArgs) -> Result<()> {
     let engine = engine(global, &args.model)?;
     let events = crate::ctx::runtime()?.block_on(engine.consolidate_now(&args.key))?;
-    print_events(&events);
+    print_events(&events)?;
     Ok(())
 }
 
@@ -179,7 +208,7 @@ pub fn compact(args: CompactArgs, global: &GlobalArgs) -> Result<()> {
         args.level,
         args.focus.as_deref(),
     ))?;
-    print_events(&events);
+    print_events(&events)?;
     Ok(())
 }
 
@@ -187,32 +216,32 @@ pub fn context(args: ContextArgs, global: &GlobalArgs) -> Result<()> {
     let engine = engine(global, &args.model)?;
     let report = crate::ctx::runtime()?.block_on(engine.build_context(&args.key, &args.message))?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        outln!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(());
     }
-    println!("# context for {} ({})", report.key, report.model);
+    outln!("# context for {} ({})", report.key, report.model);
     for p in &report.parts {
-        println!("{:>20}  {:>8} tokens", p.name, p.tokens);
+        outln!("{:>20}  {:>8} tokens", p.name, p.tokens);
     }
-    println!(
+    outln!(
         "{:>20}  {:>8} tokens{}",
         "total",
         report.total_tokens,
         if report.exact { "" } else { " (estimated)" }
     );
     if !report.selected_memories.is_empty() {
-        println!("selected memories: {}", report.selected_memories.join(", "));
+        outln!("selected memories: {}", report.selected_memories.join(", "));
     }
     if report.recall_timed_out {
-        println!("(the memory side query timed out; the turn goes on without it)");
+        outln!("(the memory side query timed out; the turn goes on without it)");
     }
-    println!("\n{}", report.system);
+    outln!("\n{}", report.system);
     Ok(())
 }
 
 pub fn new_session(args: NewArgs, global: &GlobalArgs) -> Result<()> {
     let engine = engine(global, &args.model)?;
     let report = crate::ctx::runtime()?.block_on(engine.new_session(&args.key))?;
-    println!("{}", serde_json::to_string_pretty(&report)?);
+    outln!("{}", serde_json::to_string_pretty(&report)?);
     Ok(())
 }

@@ -222,18 +222,18 @@ fn retrieval(args: RetrievalArgs, global: &GlobalArgs) -> Result<()> {
     }
     if args.json {
         if let [one] = reports.as_slice() {
-            println!("{}", mnemo_eval::render_json(one));
+            outln!("{}", mnemo_eval::render_json(one));
         } else {
             let all: Vec<serde_json::Value> = reports
                 .iter()
                 .filter_map(|r| serde_json::from_str(&mnemo_eval::render_json(r)).ok())
                 .collect();
-            println!("{}", serde_json::Value::Array(all));
+            outln!("{}", serde_json::Value::Array(all));
         }
     } else if reports.len() > 1 {
-        print!("{}", mnemo_eval::render_comparison(&reports));
+        out!("{}", mnemo_eval::render_comparison(&reports));
     } else if let Some(r) = reports.first() {
-        print!("{}", mnemo_eval::render_text(r));
+        out!("{}", mnemo_eval::render_text(r));
     }
     Ok(())
 }

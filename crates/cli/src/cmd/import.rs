@@ -1,26 +1,96 @@
-//! `mnemo import nanobot|openclaw|claude-code PATH [--dry-run]`.
+//! `mnemo import nanobot|openclaw|claude-code PATH` and
+//! `mnemo export nanobot DEST`.
 
 use std::path::PathBuf;
 
 use anyhow::Result;
-use clap::Args;
-use mnemo_import::{import, ImportOptions, Tool};
+use clap::{Args, Subcommand};
+use mnemo_import::{export_nanobot, import, ExportOptions, ImportOptions, Report, Select, Tool};
 
 use crate::ctx::GlobalArgs;
 use crate::output::UsageError;
 
 /// Arguments of `mnemo import`.
 #[derive(Debug, Args)]
+#[command(after_long_help = IMPORT_HELP)]
 pub struct ImportArgs {
-    /// nanobot (a workspace with sessions/ and memory/), openclaw (a workspace
-    /// or the state folder ~/.openclaw) or claude-code (a memory folder,
-    /// ~/.claude/projects/<project>/memory)
+    /// nanobot, openclaw or claude-code
     #[arg(value_name = "TOOL")]
     pub tool: String,
-    /// The folder to import from; it is only read
+    /// The folder to import from (see below); it is only read
     #[arg(value_name = "PATH")]
     pub path: PathBuf,
     /// List what would be done (create/append/skip, with paths and counts) and write nothing
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Import only this nanobot workspace, OpenClaw agent or Claude Code project
+    /// (repeat for several; Claude Code's project names start with `-`, as in
+    /// `--only -home-you-src-app`); the import lists the names when it finds several
+    #[arg(
+        long,
+        value_name = "NAME",
+        conflicts_with = "all",
+        allow_hyphen_values = true
+    )]
+    pub only: Vec<String>,
+    /// Import every workspace, agent or project found
+    #[arg(long)]
+    pub all: bool,
+    /// Import the memory files even when no conversation is found where the tool
+    /// keeps them (otherwise that is reported as a problem)
+    #[arg(long)]
+    pub allow_no_sessions: bool,
+}
+
+const IMPORT_HELP: &str = "\
+Where each tool keeps things (give the first folder; the others work too):
+  nanobot      ~/.nanobot: sessions in sessions/<workspace id>/ (0.3.5; before, in the
+               workspace's sessions/), memory and USER.md in the workspace
+               (~/.nanobot/workspace, which leads to its sessions too)
+  openclaw     ~/.openclaw: transcripts in agents/<agent>/agent/openclaw-agent.sqlite
+               (2026.9; earlier agents/<agent>/sessions/*.jsonl), memory and USER.md in
+               each agent's workspace (workspace/ or workspace-<agent>/)
+  claude-code  ~/.claude: transcripts in projects/<project>/*.jsonl with their
+               subagents, memory in projects/<project>/memory/; also one project
+               folder, or a memory folder alone (with --allow-no-sessions)
+
+USER.md becomes a typed `user` memory; persona files (SOUL.md, IDENTITY.md,
+AGENTS.md, ...) are kept under imported/<tool>/<name>/. Every file found is
+listed: imported, skipped with the reason, or `unknown`. The exit code is
+non-zero when something needs a look (an `error` or `refuse` line, or no
+conversations found). Running it again imports only what is new.";
+
+/// `mnemo export`.
+#[derive(Debug, Subcommand)]
+pub enum ExportCommand {
+    /// Write this workspace's session logs where nanobot 0.3.5 loads them
+    ///
+    /// Each session goes to DEST/sessions/<workspace id>/<base64url of the key>.jsonl
+    /// with nanobot's metadata line and every message as mnemo's log holds it;
+    /// records nanobot cannot read (mnemo's compaction records, records kept by
+    /// imports) are left out and counted. Stop nanobot first. mnemo's logs are
+    /// only read.
+    ///
+    /// Example: mnemo export nanobot ~/.nanobot --session telegram:123
+    Nanobot(ExportNanobotArgs),
+}
+
+/// Arguments of `mnemo export nanobot`.
+#[derive(Debug, Args)]
+pub struct ExportNanobotArgs {
+    /// nanobot's data folder (~/.nanobot)
+    #[arg(value_name = "DEST")]
+    pub dest: PathBuf,
+    /// Export only this session (repeat for several; default: all)
+    #[arg(long, value_name = "KEY")]
+    pub session: Vec<String>,
+    /// The nanobot workspace the sessions belong to (default: DEST/workspace)
+    #[arg(long, value_name = "DIR")]
+    pub nanobot_workspace: Option<PathBuf>,
+    /// Replace nanobot's log of a session when it differs (its later turns there are lost)
+    #[arg(long)]
+    pub overwrite: bool,
+    /// List what would be written and write nothing
     #[arg(long)]
     pub dry_run: bool,
 }
@@ -29,23 +99,52 @@ pub fn run(args: ImportArgs, global: &GlobalArgs) -> Result<()> {
     let tool: Tool = args.tool.parse().map_err(UsageError)?;
     let ctx = global.ctx()?;
     ctx.require_initialised()?;
+    let select = if args.all {
+        Select::All
+    } else if args.only.is_empty() {
+        Select::Single
+    } else {
+        Select::Named(args.only)
+    };
     let options = ImportOptions {
         dry_run: args.dry_run,
         session: ctx.config.section("session")?,
+        select,
+        allow_no_sessions: args.allow_no_sessions,
     };
-    let report = import(&ctx.workspace, tool, &args.path, &options).map_err(|e| match e {
+    let report = import(&ctx.workspace, tool, &args.path, &options).map_err(library_error)?;
+    print_report(&report, "the import finished with problems (the `error` and `refuse` lines above); what could be imported was")
+}
+
+pub fn export(command: ExportCommand, global: &GlobalArgs) -> Result<()> {
+    let ExportCommand::Nanobot(args) = command;
+    let ctx = global.ctx()?;
+    ctx.require_initialised()?;
+    let options = ExportOptions {
+        dry_run: args.dry_run,
+        keys: args.session,
+        nanobot_workspace: args.nanobot_workspace,
+        overwrite: args.overwrite,
+    };
+    let report = export_nanobot(&ctx.workspace, &args.dest, &options).map_err(library_error)?;
+    print_report(&report, "the export finished with problems (the `error` lines above); the other sessions were exported")
+}
+
+fn library_error(e: mnemo_import::Error) -> anyhow::Error {
+    match e {
         // The store's errors carry their own exit codes.
         mnemo_import::Error::Store(inner) => anyhow::Error::new(inner),
         other => anyhow::Error::new(UsageError(other.to_string())),
-    })?;
-    for action in &report.actions {
-        println!("{action}");
     }
-    println!("{}", report.summary());
+}
+
+fn print_report(report: &Report, problems: &str) -> Result<()> {
+    for action in &report.actions {
+        outln!("{action}");
+    }
+    outln!("{}", report.summary());
     if report.has_problems() {
-        anyhow::bail!(
-            "the import finished with problems (the `error` and `refuse` lines above); what could be imported was"
-        );
+        anyhow::bail!("{problems}");
     }
     Ok(())
 }

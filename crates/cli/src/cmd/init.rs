@@ -39,16 +39,16 @@ pub fn run(_args: InitArgs, global: &GlobalArgs) -> Result<()> {
         }
     }
     if created.is_empty() {
-        println!(
+        outln!(
             "workspace {} is already initialised; nothing changed",
             ws.root().display()
         );
     } else {
-        println!("initialised workspace {}", ws.root().display());
+        outln!("initialised workspace {}", ws.root().display());
         for c in created {
-            println!("  created {c}");
+            outln!("  created {c}");
         }
-        println!("next: `mnemo session append cli:direct --role user --content \"hello\"`, then `mnemo memory show`");
+        outln!("next: `mnemo session append cli:direct --role user --content \"hello\"`, then `mnemo memory show`");
     }
     Ok(())
 }

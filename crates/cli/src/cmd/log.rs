@@ -22,9 +22,9 @@ pub fn run(args: LogArgs, global: &GlobalArgs) -> Result<()> {
     store.validate()?;
     let outcome = store.append_daily(&args.text.join(" "), chrono::Utc::now(), true)?;
     if outcome.written == 0 {
-        println!("{} already has this; nothing appended", outcome.path);
+        outln!("{} already has this; nothing appended", outcome.path);
     } else {
-        println!("appended {} line(s) to {}", outcome.written, outcome.path);
+        outln!("appended {} line(s) to {}", outcome.written, outcome.path);
     }
     Ok(())
 }

@@ -1,10 +1,10 @@
-//! `mnemo memory show | add | list | forget`.
+//! `mnemo memory show | add | list | forget | undo`.
 
 use std::io::Read;
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
-use mnemo_store::{FrontMatter, MemoryStore, MemoryType};
+use mnemo_store::{FrontMatter, MemoryStore, MemoryType, SaveAction, SaveMode};
 
 use crate::ctx::GlobalArgs;
 use crate::output::UsageError;
@@ -17,13 +17,20 @@ pub enum MemoryCommand {
     Show,
     /// Save a typed memory file (body on stdin) and its index line in MEMORY.md
     ///
+    /// A name that is already taken is refused unless --replace is given.
+    ///
     /// Example: echo "Prefers answers in French." | mnemo memory add --type user
     ///   --name "Language" --description "answer in French"
     Add(AddArgs),
-    /// List typed memory files
+    /// List typed memory files (files whose front matter is broken too, with
+    /// the line to fix)
     List(ListArgs),
-    /// Remove a typed memory file and its index line
+    /// Remove a typed memory file and its index line (the history, daily logs
+    /// and session notes are append-only and never removed)
     Forget(ForgetArgs),
+    /// Undo the newest consolidation's change to MEMORY.md (run it again to
+    /// go further back); each change and each undo is in memory/HISTORY.md
+    Undo,
 }
 
 /// Arguments of `mnemo memory add`.
@@ -39,6 +46,10 @@ pub struct AddArgs {
     /// One specific line saying what the memory is about (used for relevance)
     #[arg(long)]
     pub description: String,
+    /// Update the memory of this name if there is one (without it, a taken
+    /// name is an error and nothing is written)
+    #[arg(long)]
+    pub replace: bool,
 }
 
 /// Arguments of `mnemo memory list`.
@@ -63,7 +74,7 @@ pub fn run(command: MemoryCommand, global: &GlobalArgs) -> Result<()> {
     store.validate()?;
     match command {
         MemoryCommand::Show => {
-            print!("{}", store.render_prompt_block(chrono::Utc::now())?);
+            out!("{}", store.render_prompt_block(chrono::Utc::now())?);
             Ok(())
         }
         MemoryCommand::Add(args) => {
@@ -75,6 +86,11 @@ pub fn run(command: MemoryCommand, global: &GlobalArgs) -> Result<()> {
             if body.trim().is_empty() {
                 return Err(UsageError("the memory body is empty: pipe it on stdin".into()).into());
             }
+            let mode = if args.replace {
+                SaveMode::Replace
+            } else {
+                SaveMode::Create
+            };
             let saved = store.save_typed(
                 FrontMatter {
                     name: args.name,
@@ -82,20 +98,41 @@ pub fn run(command: MemoryCommand, global: &GlobalArgs) -> Result<()> {
                     kind,
                 },
                 &body,
+                mode,
             )?;
-            println!("saved {} and its index line in MEMORY.md", saved.path);
+            let path = &saved.memory.path;
+            match saved.action {
+                SaveAction::Created => outln!("saved {path} and its index line in MEMORY.md"),
+                SaveAction::Replaced => outln!("updated {path} and its index line in MEMORY.md"),
+                SaveAction::Unchanged => {
+                    outln!("{path} already holds this memory; nothing changed")
+                }
+            }
             Ok(())
         }
         MemoryCommand::List(args) => {
-            for h in store.scan_memory_files(10_000, 10)? {
+            let mut broken = 0;
+            for h in store.scan_memory_files(usize::MAX, 10)? {
+                if let Some(error) = &h.front_error {
+                    broken += 1;
+                    if args.json {
+                        outln!(
+                            "{}",
+                            serde_json::json!({"path": h.path, "error": format!("broken front matter, {error}"), "modified": h.modified})
+                        );
+                    } else {
+                        outln!("[broken] {}: front matter {error}", h.path);
+                    }
+                    continue;
+                }
                 let Some(front) = &h.front else { continue };
                 if args.json {
-                    println!(
+                    outln!(
                         "{}",
                         serde_json::json!({"path": h.path, "name": front.name, "type": front.kind, "description": front.description, "modified": h.modified})
                     );
                 } else {
-                    println!(
+                    outln!(
                         "[{}] {}: {} ({})",
                         front.kind.as_str(),
                         h.path,
@@ -104,11 +141,24 @@ pub fn run(command: MemoryCommand, global: &GlobalArgs) -> Result<()> {
                     );
                 }
             }
+            if broken > 0 {
+                eprintln!(
+                    "mnemo: {broken} file(s) with broken front matter: fix the line named, or `mnemo memory forget PATH` to remove one"
+                );
+            }
             Ok(())
         }
         MemoryCommand::Forget(args) => {
             let path = store.forget_typed(&args.name)?;
-            println!("removed {path} and its index line");
+            outln!("removed {path} and its index line");
+            Ok(())
+        }
+        MemoryCommand::Undo => {
+            let undone = mnemo_engine::undo_consolidation(&store, chrono::Utc::now())?;
+            outln!(
+                "undid the consolidation of {}: {} line(s) of MEMORY.md changed back (recorded in memory/HISTORY.md)",
+                undone.consolidation, undone.lines
+            );
             Ok(())
         }
     }

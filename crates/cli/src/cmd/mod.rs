@@ -34,8 +34,11 @@ pub enum Command {
     Memory(memory::MemoryCommand),
     /// Append a line to today's daily log, memory/YYYY-MM-DD.md
     Log(log::LogArgs),
-    /// Bring existing nanobot, OpenClaw or Claude Code memory into this workspace
+    /// Bring existing nanobot, OpenClaw or Claude Code memory and conversations into this workspace
     Import(import::ImportArgs),
+    /// Write this workspace's sessions where another tool reads them (nanobot)
+    #[command(subcommand)]
+    Export(import::ExportCommand),
     /// Index memory and session files for search (incremental; --watch keeps it current)
     Index(recall::IndexArgs),
     /// Search memory and past sessions (hybrid BM25 + vectors; keyword-only without a model)
@@ -101,6 +104,7 @@ pub fn run(command: Command, global: &GlobalArgs) -> Result<()> {
         Command::Memory(c) => memory::run(c, global),
         Command::Log(args) => log::run(args, global),
         Command::Import(args) => import::run(args, global),
+        Command::Export(c) => import::export(c, global),
         Command::Bench(c) => bench::run(c, global),
         Command::Mcp(args) => mcp::run(args, global),
         Command::Serve(args) => serve::run(args, global),

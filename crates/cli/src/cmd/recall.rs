@@ -141,7 +141,7 @@ pub fn search(args: SearchArgs, global: &GlobalArgs) -> Result<()> {
     }
     let found = index.search(&req)?;
     if args.json {
-        println!("{}", serde_json::to_string(&found)?);
+        outln!("{}", serde_json::to_string(&found)?);
         return Ok(());
     }
     let stdout = std::io::stdout();
@@ -204,9 +204,9 @@ pub fn get(args: GetArgs, global: &GlobalArgs) -> Result<()> {
     config.set("embedder.kind", "none");
     let m = Mnemo::open(ctx.workspace, config)?;
     let got = m.index()?.get(&args.path, args.from, args.lines)?;
-    print!("{}", got.text);
+    out!("{}", got.text);
     if !got.text.is_empty() && !got.text.ends_with('\n') {
-        println!();
+        outln!();
     }
     // Empty output is an answer, not an error (an agent may ask for a file
     // that is not written yet); a person running the command wants to know why.
@@ -231,21 +231,21 @@ pub fn status(args: StatusArgs, global: &GlobalArgs) -> Result<()> {
         if let (Some(obj), Some(w)) = (v.as_object_mut(), &warning) {
             obj.insert("warning".into(), serde_json::Value::String(w.clone()));
         }
-        println!("{v}");
+        outln!("{v}");
         return Ok(());
     }
-    println!("mode:    {}", mode_name(&st.mode));
-    println!(
+    outln!("mode:    {}", mode_name(&st.mode));
+    outln!(
         "model:   {}",
         st.model.as_deref().unwrap_or("(none: keyword-only)")
     );
-    println!(
+    outln!(
         "dims:    {}",
         st.dims.map(|d| d.to_string()).unwrap_or_else(|| "-".into())
     );
-    println!("files:   {}", st.files);
-    println!("chunks:  {} ({} with vectors)", st.chunks, st.vectors);
-    println!(
+    outln!("files:   {}", st.files);
+    outln!("chunks:  {} ({} with vectors)", st.chunks, st.vectors);
+    outln!(
         "index:   {}{}",
         st.db_path,
         if st.dirty {
@@ -255,10 +255,10 @@ pub fn status(args: StatusArgs, global: &GlobalArgs) -> Result<()> {
         }
     );
     if st.needs_full_reindex {
-        println!("note:    the model or chunking changed: `mnemo index --force` rebuilds");
+        outln!("note:    the model or chunking changed: `mnemo index --force` rebuilds");
     }
     if let Some(w) = warning {
-        println!("warning: {w}");
+        outln!("warning: {w}");
     }
     Ok(())
 }

@@ -186,14 +186,12 @@ fn list(store: &SessionStore, args: ListArgs) -> Result<()> {
     let sessions = store.list()?;
     if args.json {
         for s in &sessions {
-            println!("{}", serde_json::to_string(s)?);
+            outln!("{}", serde_json::to_string(s)?);
         }
         return Ok(());
     }
     if sessions.is_empty() {
-        println!(
-            "no sessions yet: `mnemo session append KEY --role user --content TEXT` starts one"
-        );
+        outln!("no sessions yet: `mnemo session append KEY --role user --content TEXT` starts one");
         return Ok(());
     }
     let width = sessions
@@ -202,14 +200,19 @@ fn list(store: &SessionStore, args: ListArgs) -> Result<()> {
         .max()
         .unwrap_or(3)
         .max(3);
-    println!(
+    outln!(
         "{:<width$}  {:>8}  {:>6}  UPDATED",
-        "KEY", "MESSAGES", "CURSOR"
+        "KEY",
+        "MESSAGES",
+        "CURSOR"
     );
     for s in &sessions {
-        println!(
+        outln!(
             "{:<width$}  {:>8}  {:>6}  {}",
-            s.key, s.messages, s.last_consolidated, s.updated_at
+            s.key,
+            s.messages,
+            s.last_consolidated,
+            s.updated_at
         );
     }
     Ok(())

@@ -7,6 +7,7 @@
 mod anthropic;
 mod common;
 mod embeddings;
+mod limits;
 mod openai;
 mod provider;
 mod snapshots;

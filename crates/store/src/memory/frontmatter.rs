@@ -1,4 +1,8 @@
 //! YAML front matter of typed memory files.
+//!
+//! The YAML is bounded before it is parsed (size and nesting): the memory
+//! scan parses every file's front matter on every chat turn, and the parser's
+//! time grows faster than linearly with nesting depth.
 
 use serde::{Deserialize, Serialize};
 
@@ -65,6 +69,12 @@ pub struct FrontMatterError {
     pub message: String,
 }
 
+/// Largest front matter parsed, in bytes; a typed memory needs three short
+/// fields.
+pub const MAX_FRONT_MATTER_BYTES: usize = 16 * 1024;
+/// Deepest nesting of YAML collections parsed.
+pub const MAX_FRONT_MATTER_DEPTH: usize = 16;
+
 /// Splits `text` into front matter and body. Without a leading `---` line the
 /// whole text is the body. Broken front matter yields an error with the
 /// file line, and the body is still returned so the file stays readable.
@@ -96,8 +106,11 @@ pub fn split(text: &str) -> (Option<Result<FrontMatter, FrontMatterError>>, &str
             rest,
         );
     };
-    let yaml = &rest[..yaml_end];
-    let body = &rest[body_start..];
+    let yaml = rest.get(..yaml_end).unwrap_or_default();
+    let body = rest.get(body_start..).unwrap_or_default();
+    if let Some(problem) = too_big(yaml) {
+        return (Some(Err(problem)), body);
+    }
     let parsed = yaml_serde::from_str::<FrontMatter>(yaml).map_err(|e| {
         let line = e.location().map(|l| l.line() + 1).unwrap_or(2);
         FrontMatterError {
@@ -106,6 +119,76 @@ pub fn split(text: &str) -> (Option<Result<FrontMatter, FrontMatterError>>, &str
         }
     });
     (Some(parsed), body)
+}
+
+/// Refuses YAML over [`MAX_FRONT_MATTER_BYTES`] or nested deeper than
+/// [`MAX_FRONT_MATTER_DEPTH`], without parsing it.
+fn too_big(yaml: &str) -> Option<FrontMatterError> {
+    if yaml.len() > MAX_FRONT_MATTER_BYTES {
+        return Some(FrontMatterError {
+            line: 2,
+            message: format!(
+                "the front matter is {} bytes, over the {MAX_FRONT_MATTER_BYTES}-byte limit: keep name, \
+                 description and type there and move the rest into the body",
+                yaml.len()
+            ),
+        });
+    }
+    let (depth, line) = nesting(yaml);
+    (depth > MAX_FRONT_MATTER_DEPTH).then(|| FrontMatterError {
+        line: line + 1,
+        message: format!(
+            "the front matter nests {depth} levels deep, over the limit of {MAX_FRONT_MATTER_DEPTH}: \
+             keep name, description and type there and move the rest into the body"
+        ),
+    })
+}
+
+/// An upper bound of the nesting depth of `yaml`, and the 1-based line of
+/// the front matter where it is reached: flow brackets outside quotes, plus
+/// block levels (each deeper indentation, and each `- ` or `? ` that opens a
+/// line, counts one). Over-counting only refuses odd front matter sooner.
+fn nesting(yaml: &str) -> (usize, usize) {
+    let (mut best, mut best_line) = (0usize, 1usize);
+    let mut flow = 0usize;
+    let mut indents: Vec<usize> = Vec::new();
+    for (n, line) in yaml.lines().enumerate() {
+        let body = line.trim_start_matches([' ', '\t']);
+        let indent = line.len() - body.len();
+        if !body.is_empty() && !body.starts_with('#') && flow == 0 {
+            while indents.last().is_some_and(|&i| i >= indent) {
+                indents.pop();
+            }
+            indents.push(indent);
+        }
+        let mut block = indents.len();
+        let mut rest = body;
+        while let Some(r) = rest.strip_prefix("- ").or_else(|| rest.strip_prefix("? ")) {
+            block += 1;
+            rest = r.trim_start();
+        }
+        let mut quote: Option<char> = None;
+        for c in body.chars() {
+            match (quote, c) {
+                (Some(q), c) if c == q => quote = None,
+                (Some(_), _) => {}
+                (None, '"' | '\'') => quote = Some(c),
+                (None, '#') => break,
+                (None, '[' | '{') => {
+                    flow += 1;
+                    if block + flow > best {
+                        (best, best_line) = (block + flow, n + 1);
+                    }
+                }
+                (None, ']' | '}') => flow = flow.saturating_sub(1),
+                _ => {}
+            }
+        }
+        if block > best {
+            (best, best_line) = (block, n + 1);
+        }
+    }
+    (best, best_line)
 }
 
 /// Renders front matter and body as a file.
@@ -152,5 +235,33 @@ mod tests {
         assert!(parsed.unwrap().is_err());
         assert!(body.contains("no close"));
         assert!(split("plain").0.is_none());
+    }
+
+    /// Deep nesting is refused before the parser sees it, so a scan of
+    /// every memory file stays quick; ordinary front matter still parses.
+    #[test]
+    fn deep_or_huge_front_matter_is_refused_unparsed() {
+        let deep = format!(
+            "---\nname: {}x{}\ntype: user\n---\nbody\n",
+            "[".repeat(5_000),
+            "]".repeat(5_000)
+        );
+        let (parsed, body) = split(&deep);
+        let err = parsed.unwrap().unwrap_err();
+        assert!(err.message.contains("levels deep"), "{err:?}");
+        assert_eq!(body, "body\n");
+        let block: String = (0..40)
+            .map(|i| format!("{}k{i}:\n", " ".repeat(i)))
+            .collect();
+        let err = split(&format!("---\n{block}---\n")).0.unwrap().unwrap_err();
+        assert!(err.message.contains("levels deep"), "{err:?}");
+        let huge = format!(
+            "---\nname: x\ndescription: {}\ntype: user\n---\n",
+            "y".repeat(20_000)
+        );
+        let err = split(&huge).0.unwrap().unwrap_err();
+        assert!(err.message.contains("byte limit"), "{err:?}");
+        let ok = "---\nname: \"a [b] {c}\"\ndescription: 'it''s # fine'\ntype: user\ntags: [a, [b, c]]\nmeta:\n  x:\n    - 1\n    - [2]\n---\n";
+        assert!(split(ok).0.unwrap().is_ok());
     }
 }

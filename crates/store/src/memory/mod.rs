@@ -3,24 +3,33 @@
 //!
 //! Rewritten files (MEMORY.md, typed memories, notes) are replaced
 //! atomically; append-only files (history, daily logs) get single-write
-//! appends.
+//! appends. Every file is reached through [`mnemo_core::confine`]: a path
+//! that a link leads out of the workspace, or out of the memory files, is
+//! refused for reading and for writing alike. Every read-modify-write runs
+//! under the workspace's memory lock ([`MemoryLock`]), so writers in other
+//! threads and processes never undo each other. History, daily logs and
+//! session notes are never deleted: forgetting removes typed memories only.
 
 mod frontmatter;
+mod lock;
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, NaiveDate, TimeZone, Utc};
-use mnemo_core::{resolve_in_workspace, Config, Workspace};
+use mnemo_core::{confine, resolve_in_workspace, Area, Config, Workspace};
 use serde::{Deserialize, Serialize};
+use sha2::Digest;
 
 pub use frontmatter::{
     render as render_front_matter, split as split_front_matter, FrontMatter, FrontMatterError,
     MemoryType,
 };
 
+pub use lock::MemoryLock;
+
 use crate::error::{Error, Result};
-use crate::fsutil;
+use crate::{failpoint, fsutil};
 
 /// Settings of the memory store: the `[memory]` section of `mnemo.toml`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -86,6 +95,48 @@ pub struct TypedMemory {
     pub body: String,
 }
 
+/// How [`MemoryStore::save_typed`] treats a name that is already taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SaveMode {
+    /// Refuse to change a memory of the same name (the default): a name is
+    /// updated only when asked. Saving exactly what is there already
+    /// succeeds without writing, so a retry after a crash is harmless.
+    #[default]
+    Create,
+    /// Update the memory of that name, wherever its file is.
+    Replace,
+}
+
+/// What [`MemoryStore::save_typed`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SaveAction {
+    /// A new memory file.
+    Created,
+    /// The memory of that name was updated.
+    Replaced,
+    /// The memory was already there, word for word.
+    Unchanged,
+}
+
+/// A saved typed memory and what the save did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SavedMemory {
+    /// The memory as stored.
+    pub memory: TypedMemory,
+    /// Created, replaced or unchanged.
+    pub action: SaveAction,
+}
+
+/// What a `## heading` section write did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct SectionWrite {
+    /// True when an existing section was replaced (false: added).
+    pub replaced: bool,
+    /// False when MEMORY.md already held exactly this.
+    pub changed: bool,
+}
+
 /// What a daily-log append did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct AppendOutcome {
@@ -106,6 +157,9 @@ pub struct MemoryFileHeader {
     pub modified: DateTime<Utc>,
     /// Front matter, when the file has valid front matter.
     pub front: Option<FrontMatter>,
+    /// Why the front matter could not be read (`line N: …`), when the file
+    /// opens a front matter block that is broken.
+    pub front_error: Option<String>,
     /// The first lines of the file.
     pub head: String,
 }
@@ -141,21 +195,74 @@ impl MemoryStore {
         &self.workspace
     }
 
+    /// The file to read or write for the memory path `path`: the same file
+    /// with links resolved, refused when they lead out of the memory files.
+    fn memory_file(&self, path: &Path) -> Result<PathBuf> {
+        Ok(confine(self.workspace.root(), path, Area::Memory)?)
+    }
+
     // ----- MEMORY.md -----
 
     /// MEMORY.md's content (empty when missing).
     pub fn read_memory_md(&self) -> Result<String> {
-        Ok(fsutil::read_text_opt(&self.workspace.memory_md())?.unwrap_or_default())
+        let path = self.memory_file(&self.workspace.memory_md())?;
+        Ok(fsutil::read_text_opt(&path)?.unwrap_or_default())
+    }
+
+    /// Takes the workspace's memory lock (see [`MemoryLock`]). Hold it
+    /// around a read of MEMORY.md and the write that depends on it; the
+    /// methods of this store that edit files take it themselves, so never
+    /// call them while holding it.
+    pub fn lock(&self) -> Result<MemoryLock> {
+        MemoryLock::acquire(&self.workspace)
     }
 
     /// Replaces MEMORY.md atomically; returns false (and writes nothing)
-    /// when the content is unchanged.
+    /// when the content is unchanged. A blind write: when `text` was made
+    /// from what MEMORY.md held, hold [`lock`](Self::lock) from that read
+    /// to this write, or use [`update_memory_md`](Self::update_memory_md).
     pub fn write_memory_md(&self, text: &str) -> Result<bool> {
         if self.read_memory_md()? == text {
             return Ok(false);
         }
-        fsutil::atomic_write(&self.workspace.memory_md(), text.as_bytes())?;
+        let path = self.memory_file(&self.workspace.memory_md())?;
+        fsutil::atomic_write(&path, text.as_bytes())?;
         Ok(true)
+    }
+
+    /// Reads MEMORY.md, passes it to `edit` and writes what `edit` returns
+    /// (`None`: no change), all under the memory lock. Returns whether the
+    /// file changed.
+    pub fn update_memory_md(
+        &self,
+        edit: impl FnOnce(&str) -> Result<Option<String>>,
+    ) -> Result<bool> {
+        let _lock = self.lock()?;
+        let current = self.read_memory_md()?;
+        match edit(&current)? {
+            Some(text) => self.write_memory_md(&text),
+            None => Ok(false),
+        }
+    }
+
+    /// Replaces the body of the `## heading` section of MEMORY.md, or adds
+    /// the section at the end (see [`replace_section`]), under the memory
+    /// lock.
+    pub fn write_section(&self, heading: &str, body: &str) -> Result<SectionWrite> {
+        let heading = heading.trim().trim_start_matches('#').trim();
+        if heading.is_empty() || heading.contains('\n') {
+            return Err(Error::Invalid(
+                "`heading` must be one non-empty line, e.g. \"Preferences\" for the `## Preferences` section"
+                    .into(),
+            ));
+        }
+        let mut replaced = false;
+        let changed = self.update_memory_md(|current| {
+            let (updated, r) = replace_section(current, heading, body);
+            replaced = r;
+            Ok(Some(updated))
+        })?;
+        Ok(SectionWrite { replaced, changed })
     }
 
     /// MEMORY.md within the prompt cap (lines, then bytes, cut at a line
@@ -182,12 +289,14 @@ impl MemoryStore {
         } else {
             format!("[{}] {entry}\n\n", self.local(now).format("%Y-%m-%d %H:%M"))
         };
-        fsutil::append(&self.workspace.history_md(), text.as_bytes(), true)
+        let path = self.memory_file(&self.workspace.history_md())?;
+        fsutil::append(&path, text.as_bytes(), true)
     }
 
     /// The history log (empty when missing).
     pub fn read_history(&self) -> Result<String> {
-        Ok(fsutil::read_text_opt(&self.workspace.history_md())?.unwrap_or_default())
+        let path = self.memory_file(&self.workspace.history_md())?;
+        Ok(fsutil::read_text_opt(&path)?.unwrap_or_default())
     }
 
     // ----- daily logs -----
@@ -232,7 +341,7 @@ impl MemoryStore {
 
     /// The daily log of `date`, if it exists.
     pub fn read_daily(&self, date: NaiveDate) -> Result<Option<DailyLog>> {
-        let path = self.daily_path(date);
+        let path = self.memory_file(&self.daily_path(date))?;
         Ok(fsutil::read_text_opt(&path)?.map(|text| DailyLog {
             date,
             path: format!("memory/{}.md", date.format("%Y-%m-%d")),
@@ -262,7 +371,9 @@ impl MemoryStore {
         }
         let local = self.local(now);
         let date = local.date();
-        let path = self.daily_path(date);
+        let path = self.memory_file(&self.daily_path(date))?;
+        // Under the lock, two writers of the same line write it once.
+        let _lock = self.lock()?;
         let existing = fsutil::read_text_opt(&path)?.unwrap_or_default();
         let known: std::collections::HashSet<String> =
             existing.lines().map(normalise_item).collect();
@@ -314,11 +425,13 @@ impl MemoryStore {
         } else {
             slug
         };
-        let dir = self.workspace.memory_dir();
+        let dir = self.memory_file(&self.workspace.memory_dir())?;
         let base = format!("{}-{slug}", date.format("%Y-%m-%d"));
+        // Under the lock, two notes of the same name never take one file.
+        let _lock = self.lock()?;
         let mut name = format!("{base}.md");
         let mut n = 2;
-        while dir.join(&name).exists() {
+        while dir.join(&name).symlink_metadata().is_ok() {
             name = format!("{base}-{n}.md");
             n += 1;
         }
@@ -328,47 +441,163 @@ impl MemoryStore {
 
     // ----- typed memories -----
 
-    /// Saves a typed memory as `memory/<slug of name>.md` (replacing the
-    /// file of the same name) and puts its index line into MEMORY.md.
-    pub fn save_typed(&self, front: FrontMatter, body: &str) -> Result<TypedMemory> {
+    /// Saves a typed memory and puts its index line into MEMORY.md, under
+    /// the memory lock. A memory is found by the name in its front matter,
+    /// whatever its file is called; a memory of the same name is updated
+    /// only with [`SaveMode::Replace`], else the save is refused (saving
+    /// exactly what is there succeeds as [`SaveAction::Unchanged`]). A new
+    /// memory's file is `memory/<name>.md` with the name's letters kept in
+    /// any script ([`typed_slug`]); when that file is taken (another name
+    /// with the same letters, a daily log's date, the history), a suffix
+    /// made from the name's hash keeps them apart.
+    pub fn save_typed(
+        &self,
+        front: FrontMatter,
+        body: &str,
+        mode: SaveMode,
+    ) -> Result<SavedMemory> {
         if front.name.trim().is_empty() {
             return Err(Error::Invalid("a memory needs a name: pass --name".into()));
         }
         if front.description.contains('\n') {
             return Err(Error::Invalid("the description must be one line".into()));
         }
-        let slug = sanitize_slug(&front.name);
-        if slug.is_empty() {
+        if typed_slug(&front.name).is_empty() {
             return Err(Error::Invalid(format!(
                 "the name {:?} has no letters or digits to make a file name from",
                 front.name
             )));
         }
-        let rel = format!("memory/{slug}.md");
-        let path = self.workspace.root().join(&rel);
-        fsutil::atomic_write(&path, frontmatter::render(&front, body).as_bytes())?;
+        let _lock = self.lock()?;
+        let (rel, action) = match self.find_typed(&front.name)? {
+            Some(old) if old.front == front && old.body.trim() == body.trim() => {
+                (old.path, SaveAction::Unchanged)
+            }
+            Some(old) if mode == SaveMode::Replace => (old.path, SaveAction::Replaced),
+            Some(old) => {
+                return Err(Error::Exists(format!(
+                    "a memory named {:?} already exists ({}): pass --replace (`\"replace\": true` in memory_write) \
+                     to update it, or choose another name",
+                    old.front.name, old.path
+                )))
+            }
+            None => (self.free_typed_path(&front.name), SaveAction::Created),
+        };
+        let path = self.memory_file(&resolve_in_workspace(self.workspace.root(), &rel)?)?;
+        if action != SaveAction::Unchanged {
+            fsutil::atomic_write(&path, frontmatter::render(&front, body).as_bytes())?;
+        }
+        failpoint::hit("memory.typed_file_written");
         let memory = self.read_memory_md()?;
         let updated = upsert_index_line(&memory, &rel, &front);
         self.write_memory_md(&updated)?;
-        Ok(TypedMemory {
-            path: rel,
-            front,
-            body: body.trim_end().to_string(),
+        Ok(SavedMemory {
+            memory: TypedMemory {
+                path: rel,
+                front,
+                body: body.trim_end().to_string(),
+            },
+            action,
         })
     }
 
-    /// Removes a typed memory (by name or path) and its index line. Returns
-    /// the removed file's path.
+    /// The typed memory whose front matter names `name` (case and runs of
+    /// spaces aside), wherever under `memory/` its file is; the first by
+    /// path when several share it.
+    pub fn find_typed(&self, name: &str) -> Result<Option<TypedMemory>> {
+        let wanted = name_key(name);
+        // Usually the memory is in the file its name gives.
+        let usual = self
+            .workspace
+            .memory_dir()
+            .join(format!("{}.md", typed_slug(name)));
+        if let Some(found) = self.typed_named(&usual, &wanted) {
+            return Ok(Some(found));
+        }
+        let mut files = Vec::new();
+        collect_md(&self.workspace.memory_dir(), &mut files)?;
+        files.sort();
+        Ok(files
+            .iter()
+            .filter(|p| **p != usual)
+            .find_map(|p| self.typed_named(p, &wanted)))
+    }
+
+    /// The typed memory in `path` when its front matter's name is `wanted`
+    /// (a [`name_key`]).
+    fn typed_named(&self, path: &Path, wanted: &str) -> Option<TypedMemory> {
+        if !starts_with_front_matter(path) {
+            return None;
+        }
+        let text = fsutil::read_text(path).ok()?;
+        // Parsing YAML costs more than looking for the name's ASCII words
+        // (other characters may be escaped in the YAML).
+        let lower = text.to_lowercase();
+        if !wanted
+            .split(|c: char| !c.is_ascii_alphanumeric())
+            .all(|w| lower.contains(w))
+        {
+            return None;
+        }
+        match frontmatter::split(&text) {
+            (Some(Ok(front)), body) if name_key(&front.name) == wanted => Some(TypedMemory {
+                path: rel_path(self.workspace.root(), path),
+                front,
+                body: body.to_string(),
+            }),
+            _ => None,
+        }
+    }
+
+    /// A free `memory/…md` path for a new memory called `name`.
+    fn free_typed_path(&self, name: &str) -> String {
+        let slug = typed_slug(name);
+        let dir = self.workspace.memory_dir();
+        let reserved = slug == "history" || is_date(&slug);
+        if !reserved && !dir.join(format!("{slug}.md")).exists() {
+            return format!("memory/{slug}.md");
+        }
+        let hash = hex::encode(sha2::Sha256::digest(name.trim().as_bytes()));
+        let base = format!("{slug}-{}", hash.get(..8).unwrap_or(&hash));
+        let mut file = format!("{base}.md");
+        let mut n = 2;
+        while dir.join(&file).exists() {
+            file = format!("{base}-{n}.md");
+            n += 1;
+        }
+        format!("memory/{file}")
+    }
+
+    /// Removes a typed memory (by its name, or its `memory/…md` path) and
+    /// its index line, under the memory lock. Anything else under `memory/`
+    /// (the history, daily logs, session notes: append-only) is refused.
+    /// Returns the removed file's path.
     pub fn forget_typed(&self, name_or_path: &str) -> Result<String> {
-        let rel = if name_or_path.ends_with(".md") {
-            name_or_path.trim_start_matches("./").to_string()
+        let given = name_or_path.trim();
+        let _lock = self.lock()?;
+        let rel = if given.ends_with(".md") || given.contains('/') {
+            given.trim_start_matches("./").to_string()
         } else {
-            format!("memory/{}.md", sanitize_slug(name_or_path))
+            match self.find_typed(given)? {
+                Some(m) => m.path,
+                None => format!("memory/{}.md", typed_slug(given)),
+            }
         };
-        let path = resolve_in_workspace(self.workspace.root(), &rel)?;
-        if !rel.starts_with("memory/") || !path.exists() {
+        let path = self.memory_file(&resolve_in_workspace(self.workspace.root(), &rel)?)?;
+        if !rel.starts_with("memory/") || !path.is_file() {
             return Err(Error::NotFound(format!(
-                "no typed memory {name_or_path:?} (looked for {rel}): `mnemo memory list` shows them"
+                "no typed memory {given:?} (looked for {rel}): `mnemo memory list` shows them"
+            )));
+        }
+        let history = rel.eq_ignore_ascii_case("memory/HISTORY.md");
+        if history || !starts_with_front_matter(&path) {
+            let what = if history {
+                "the consolidation history"
+            } else {
+                "not a typed memory (it has no front matter): daily logs, session notes and the history are append-only and"
+            };
+            return Err(Error::Refused(format!(
+                "{rel} is {what} never forgotten; forget removes typed memories only (`mnemo memory list` shows them)"
             )));
         }
         fs::remove_file(&path).map_err(Error::io("remove", &path))?;
@@ -380,7 +609,7 @@ impl MemoryStore {
 
     /// Reads a typed memory file.
     pub fn read_typed(&self, rel: &str) -> Result<TypedMemory> {
-        let path = resolve_in_workspace(self.workspace.root(), rel)?;
+        let path = self.memory_file(&resolve_in_workspace(self.workspace.root(), rel)?)?;
         let text = fsutil::read_text(&path)?;
         let (front, body) = frontmatter::split(&text);
         match front {
@@ -403,7 +632,8 @@ impl MemoryStore {
         head_lines: usize,
     ) -> Result<Vec<MemoryFileHeader>> {
         let mut files = Vec::new();
-        collect_md(&self.workspace.memory_dir(), &mut files)?;
+        let dir = self.memory_file(&self.workspace.memory_dir())?;
+        collect_md(&dir, &mut files)?;
         let mut stamped: Vec<(std::time::SystemTime, PathBuf)> = files
             .into_iter()
             .filter_map(|p| {
@@ -416,17 +646,21 @@ impl MemoryStore {
         stamped.sort_by_key(|s| std::cmp::Reverse(s.0));
         let mut out = Vec::new();
         for (mtime, path) in stamped.into_iter().take(max) {
-            let bytes = fs::read(&path).map_err(Error::io("read", &path))?;
+            let bytes = fsutil::read_regular(&path)?;
             let text = String::from_utf8_lossy(&bytes);
             let head: String = text.lines().take(head_lines).collect::<Vec<_>>().join("\n");
-            let front = match frontmatter::split(&text).0 {
-                Some(Ok(f)) => Some(f),
-                _ => None,
+            let (front, front_error) = match frontmatter::split(&text).0 {
+                Some(Ok(f)) => (Some(f), None),
+                Some(Err(e)) => (None, Some(format!("line {}: {}", e.line, e.message))),
+                None => (None, None),
             };
             out.push(MemoryFileHeader {
-                path: rel_path(self.workspace.root(), &path),
+                // The folder may be reached through a link: name files by
+                // where they are found, not where the link leads.
+                path: format!("memory/{}", rel_path(&dir, &path)),
                 modified: DateTime::<Utc>::from(mtime),
                 front,
+                front_error,
                 head,
             });
         }
@@ -482,12 +716,7 @@ fn collect_md(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
 }
 
 fn rel_path(root: &Path, path: &Path) -> String {
-    path.strip_prefix(root)
-        .unwrap_or(path)
-        .components()
-        .map(|c| c.as_os_str().to_string_lossy().into_owned())
-        .collect::<Vec<_>>()
-        .join("/")
+    mnemo_core::paths::slash_join(path.strip_prefix(root).unwrap_or(path))
 }
 
 /// Caps MEMORY.md for the prompt: at most `max_lines` lines, then at most
@@ -524,7 +753,9 @@ pub fn cap_memory(text: &str, max_lines: usize, max_bytes: usize) -> RenderedMem
     }
 }
 
-fn tail_within(text: &str, max_bytes: usize) -> String {
+/// The newest `max_bytes` of a log (a daily log in the prompt), cut at a
+/// line start, with a line saying that earlier entries were left out.
+pub fn tail_within(text: &str, max_bytes: usize) -> String {
     if text.len() <= max_bytes {
         return text.to_string();
     }
@@ -532,26 +763,107 @@ fn tail_within(text: &str, max_bytes: usize) -> String {
     while !text.is_char_boundary(start) {
         start += 1;
     }
-    let cut = &text[start..];
-    let cut = cut.find('\n').map(|i| &cut[i + 1..]).unwrap_or(cut);
+    let cut = text.get(start..).unwrap_or_default();
+    let cut = cut.split_once('\n').map_or(cut, |(_, rest)| rest);
     format!("(… earlier entries omitted; the full log is in the file)\n{cut}")
 }
 
-fn has_stamp(s: &str) -> bool {
-    let b = s.as_bytes();
-    b.len() >= 18 && b[0] == b'[' && b[5] == b'-' && b[8] == b'-' && b[17] == b']'
+/// True when `s` opens with a `[YYYY-MM-DD HH:MM]` history stamp.
+pub(crate) fn has_stamp(s: &str) -> bool {
+    stamp_rest(s, "dddd-dd-dd dd:dd").is_some()
 }
 
-fn normalise_item(line: &str) -> String {
-    let l = line.trim();
-    let l = l.strip_prefix("- ").unwrap_or(l);
-    // Ignore a leading "[HH:MM] " stamp when comparing.
-    let l = if l.len() > 8 && l.as_bytes()[0] == b'[' && l.as_bytes()[6] == b']' {
-        &l[8..]
-    } else {
-        l
-    };
-    l.trim().to_lowercase()
+/// What follows a leading `[pattern]` in `s`, where `d` in the pattern is
+/// an ASCII digit and any other character stands for itself. Works on
+/// characters, so text from users of any script can be checked without
+/// slicing inside a character.
+fn stamp_rest<'s>(s: &'s str, pattern: &str) -> Option<&'s str> {
+    let mut rest = s.strip_prefix('[')?.chars();
+    for want in pattern.chars() {
+        let got = rest.next()?;
+        let ok = if want == 'd' {
+            got.is_ascii_digit()
+        } else {
+            got == want
+        };
+        if !ok {
+            return None;
+        }
+    }
+    rest.as_str().strip_prefix(']')
+}
+
+/// A daily-log item as compared for duplicates: without its `- ` bullets
+/// and `[HH:MM]` stamps, trimmed and lower-cased.
+pub(crate) fn normalise_item(line: &str) -> String {
+    // A logged text may open with a bullet or a stamp of its own ("- x" is
+    // written "- [09:30] - x"): every leading bullet and stamp is left out,
+    // so the line as written and the text as given compare equal.
+    let mut l = line.trim();
+    while let Some(rest) = l.strip_prefix("- ").or_else(|| stamp_rest(l, "dd:dd")) {
+        l = rest.trim_start();
+    }
+    l.trim_end().to_lowercase()
+}
+
+/// True when the file opens a front matter block (`---` on its first line).
+fn starts_with_front_matter(path: &Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; 4];
+    // A FIFO named *.md must not hang the scan: regular files only.
+    let n = fsutil::open_regular(path, fs::OpenOptions::new().read(true))
+        .and_then(|mut f| f.read(&mut head))
+        .unwrap_or(0);
+    let head = head.get(..n).unwrap_or_default();
+    head.starts_with(b"---\n") || head.starts_with(b"---\r")
+}
+
+/// A memory's name as compared: lower case, runs of spaces as one.
+fn name_key(name: &str) -> String {
+    name.split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .to_lowercase()
+}
+
+/// `YYYY-MM-DD`: the name of a daily log.
+fn is_date(s: &str) -> bool {
+    NaiveDate::parse_from_str(s, "%Y-%m-%d").is_ok() && s.len() == 10
+}
+
+/// The file-name slug of a typed memory's name: lower case, letters and
+/// digits of every script kept (`过敏`, `张三-phone`, `café`), every other
+/// run of characters one `-`, at most 60 characters.
+pub fn typed_slug(name: &str) -> String {
+    let mut out = String::new();
+    for c in name.chars().flat_map(char::to_lowercase) {
+        if slug_char(c) {
+            out.push(c);
+        } else if !out.is_empty() && !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    let mut out: String = out.trim_matches('-').chars().take(60).collect();
+    while out.ends_with('-') {
+        out.pop();
+    }
+    out
+}
+
+/// Letters and digits; outside ASCII also combining marks (which belong to
+/// the letter before them), but not spaces, controls or punctuation.
+fn slug_char(c: char) -> bool {
+    if c.is_ascii() {
+        return c.is_ascii_alphanumeric();
+    }
+    if c.is_alphanumeric() {
+        return true;
+    }
+    let punctuation = matches!(c as u32,
+        0x00A0..=0x00BF | 0x00D7 | 0x00F7 | 0x2000..=0x206F | 0x2E00..=0x2E7F
+        | 0x3000..=0x303F | 0xFE30..=0xFE4F | 0xFF01..=0xFF0F | 0xFF1A..=0xFF20
+        | 0xFF3B..=0xFF40 | 0xFF5B..=0xFF65);
+    !c.is_whitespace() && !c.is_control() && !punctuation
 }
 
 /// Makes a file-name slug: lower-case `[a-z0-9-]`, at most 60 characters.
@@ -569,6 +881,61 @@ pub fn sanitize_slug(s: &str) -> String {
         out.pop();
     }
     out
+}
+
+/// Replaces the body of the `## heading` section of `text` (up to the next
+/// heading of level 1 or 2), or appends the section when there is none.
+/// Returns the new text and whether a section was replaced.
+pub fn replace_section(text: &str, heading: &str, body: &str) -> (String, bool) {
+    let lines: Vec<&str> = text.lines().collect();
+    let wanted = heading.trim();
+    let start = lines.iter().position(|l| {
+        l.strip_prefix("## ")
+            .map(|h| h.trim().eq_ignore_ascii_case(wanted))
+            .unwrap_or(false)
+    });
+    let body = body.trim_end();
+    // An existing heading keeps its spelling; only the body changes.
+    let heading_line = start
+        .map(|s| lines[s].trim_end().to_string())
+        .unwrap_or_else(|| format!("## {wanted}"));
+    let mut section = format!("{heading_line}\n");
+    if !body.is_empty() {
+        section.push('\n');
+        section.push_str(body);
+        section.push('\n');
+    }
+    match start {
+        Some(s) => {
+            let end = lines[s + 1..]
+                .iter()
+                .position(|l| l.starts_with("## ") || l.starts_with("# "))
+                .map(|i| s + 1 + i)
+                .unwrap_or(lines.len());
+            let mut out = String::new();
+            for l in &lines[..s] {
+                out.push_str(l);
+                out.push('\n');
+            }
+            out.push_str(&section);
+            if end < lines.len() {
+                out.push('\n');
+                for l in &lines[end..] {
+                    out.push_str(l);
+                    out.push('\n');
+                }
+            }
+            (out, true)
+        }
+        None => {
+            let mut out = text.trim_end().to_string();
+            if !out.is_empty() {
+                out.push_str("\n\n");
+            }
+            out.push_str(&section);
+            (out, false)
+        }
+    }
 }
 
 fn index_line(rel: &str, front: &FrontMatter) -> String {
@@ -592,17 +959,34 @@ fn upsert_index_line(memory: &str, rel: &str, front: &FrontMatter) -> String {
         })
         .collect();
     if !found {
-        while out.last().is_some_and(|l| l.trim().is_empty()) {
-            out.pop();
-        }
-        if !out.iter().any(|l| l.trim() == "## Memory files") {
-            if !out.is_empty() {
-                out.push(String::new());
+        match out.iter().position(|l| l.trim() == "## Memory files") {
+            // At the end of the index section, before whatever follows it.
+            Some(h) => {
+                let mut end = out[h + 1..]
+                    .iter()
+                    .position(|l| l.starts_with("# ") || l.starts_with("## "))
+                    .map_or(out.len(), |i| h + 1 + i);
+                while end > h + 1 && out[end - 1].trim().is_empty() {
+                    end -= 1;
+                }
+                if end == h + 1 {
+                    out.insert(end, String::new());
+                    end += 1;
+                }
+                out.insert(end, line);
             }
-            out.push("## Memory files".into());
-            out.push(String::new());
+            None => {
+                while out.last().is_some_and(|l| l.trim().is_empty()) {
+                    out.pop();
+                }
+                if !out.is_empty() {
+                    out.push(String::new());
+                }
+                out.push("## Memory files".into());
+                out.push(String::new());
+                out.push(line);
+            }
         }
-        out.push(line);
     }
     let mut s = out.join("\n");
     s.push('\n');
@@ -651,6 +1035,44 @@ mod tests {
     }
 
     #[test]
+    fn typed_slugs_keep_every_script() {
+        assert_eq!(typed_slug("Likes Green Tea!"), "likes-green-tea");
+        assert_eq!(typed_slug("../../etc"), "etc");
+        assert_eq!(typed_slug("张三 phone"), "张三-phone");
+        assert_eq!(typed_slug("李四 phone"), "李四-phone");
+        assert_eq!(typed_slug("过敏"), "过敏");
+        assert_eq!(typed_slug("Café «crème»"), "café-crème");
+        assert_eq!(typed_slug("हिन्दी नोट"), "हिन्दी-नोट");
+        assert_eq!(typed_slug("电话，地址。"), "电话-地址");
+        assert_eq!(typed_slug("/\\:*?<>|"), "");
+        assert!(is_date("2026-11-28") && !is_date("2026-11-28-x") && !is_date("tea"));
+        assert_eq!(name_key("  Tea   Time "), "tea time");
+    }
+
+    #[test]
+    fn replaces_a_section_up_to_the_next_heading() {
+        let text = "# Memory\n\n## Preferences\n\n- tea\n\n## People\n\n- Ana\n";
+        let (out, replaced) = replace_section(text, "preferences", "- coffee");
+        assert!(replaced);
+        assert_eq!(
+            out,
+            "# Memory\n\n## Preferences\n\n- coffee\n\n## People\n\n- Ana\n"
+        );
+        let (out, replaced) = replace_section("## A\n\nx\n\n## B\n\ny\n", "B", "z");
+        assert!(replaced);
+        assert_eq!(out, "## A\n\nx\n\n## B\n\nz\n");
+    }
+
+    #[test]
+    fn appends_a_missing_section() {
+        let (out, replaced) = replace_section("# Memory\n", "Todos", "- ship");
+        assert!(!replaced);
+        assert_eq!(out, "# Memory\n\n## Todos\n\n- ship\n");
+        let (out, _) = replace_section("", "Todos", "- ship");
+        assert_eq!(out, "## Todos\n\n- ship\n");
+    }
+
+    #[test]
     fn index_lines_upsert_and_remove() {
         let fm = FrontMatter {
             name: "Tea".into(),
@@ -668,6 +1090,20 @@ mod tests {
         assert_eq!(
             remove_index_line(&m2, "memory/tea.md"),
             "# Facts\n\n- works at ACME\n\n## Memory files\n\n"
+        );
+        // A new line joins the index section, wherever it is.
+        let fm3 = FrontMatter {
+            name: "Cat".into(),
+            ..fm2
+        };
+        let m3 = upsert_index_line(
+            &format!("{m2}\n## Later\n\n- other\n"),
+            "memory/cat.md",
+            &fm3,
+        );
+        assert_eq!(
+            m3,
+            "# Facts\n\n- works at ACME\n\n## Memory files\n\n- [Tea](memory/tea.md): now oolong\n- [Cat](memory/cat.md): now oolong\n\n## Later\n\n- other\n"
         );
     }
 }

@@ -1,15 +1,19 @@
 //! The tool-result budget: oversized tool output is stored as its own file
 //! beside the session and replaced in the log by a preview and the file's
 //! path, before the message is ever written. Because the log holds the
-//! replaced message, every later replay is byte-identical (the decision is
-//! frozen per `tool_call_id`).
+//! replaced message, every later replay is byte-identical. Each file holds
+//! one result and is written once: results whose call ids map to the same
+//! file name (`call_1` twice, `call.2` and `call_2`) get names of their
+//! own, and the same result appended again reuses its file.
 
 use std::path::Path;
 
 use mnemo_core::{Content, Message, Role};
 use serde_json::{json, Value};
 
-use crate::error::Result;
+use sha2::Digest;
+
+use crate::error::{Error, Result};
 use crate::fsutil;
 
 /// Limits of the tool-result budget.
@@ -57,20 +61,27 @@ pub fn apply(
         .map(|(n, _)| *n)
         .sum();
     if kept > budget.per_turn_chars {
-        let mut order: Vec<usize> = (0..messages.len())
-            .filter(|&i| sizes[i] > 0 && !spill[i])
+        // Largest first.
+        let mut order: Vec<(usize, usize)> = sizes
+            .iter()
+            .zip(&spill)
+            .enumerate()
+            .filter(|(_, (size, spilled))| **size > 0 && !**spilled)
+            .map(|(i, (size, _))| (i, *size))
             .collect();
-        order.sort_by(|a, b| sizes[*b].cmp(&sizes[*a]));
-        for i in order {
+        order.sort_by_key(|&(_, size)| std::cmp::Reverse(size));
+        for (i, size) in order {
             if kept <= budget.per_turn_chars {
                 break;
             }
-            spill[i] = true;
-            kept -= sizes[i];
+            if let Some(s) = spill.get_mut(i) {
+                *s = true;
+                kept -= size;
+            }
         }
     }
-    for (i, m) in messages.iter_mut().enumerate() {
-        if spill[i] {
+    for (m, spilled) in messages.iter_mut().zip(&spill) {
+        if *spilled {
             persist(budget, m, spill_dir, display_dir)?;
         }
     }
@@ -81,15 +92,21 @@ fn is_inline_tool_result(m: &Message) -> bool {
     m.role == Role::Tool && !m.extra.contains_key("persisted_output")
 }
 
+/// True when this very result was persisted before (the same message
+/// appended again): it keeps pointing at its file.
 fn already_spilled(m: &Message, spill_dir: &Path) -> bool {
-    m.tool_call_id
-        .as_deref()
-        .is_some_and(|id| spill_dir.join(spill_name(id)).exists())
+    let path = spill_dir.join(format!("{}.txt", spill_stem(m)));
+    same_content(&path, m.text().as_bytes())
 }
 
 /// File name of a persisted result: the call id made safe for a file name.
+/// Results without an id are named by their content's hash.
 pub fn spill_name(call_id: &str) -> String {
-    let safe: String = call_id
+    format!("{}.txt", safe_id(call_id))
+}
+
+fn safe_id(call_id: &str) -> String {
+    call_id
         .chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
@@ -99,8 +116,43 @@ pub fn spill_name(call_id: &str) -> String {
             }
         })
         .take(120)
-        .collect();
-    format!("{safe}.txt")
+        .collect()
+}
+
+fn spill_stem(m: &Message) -> String {
+    match m.tool_call_id.as_deref() {
+        Some(id) => safe_id(id),
+        None => {
+            let hash = hex::encode(sha2::Sha256::digest(m.text().as_bytes()));
+            format!("anon-{}", &hash[..16])
+        }
+    }
+}
+
+fn same_content(path: &Path, data: &[u8]) -> bool {
+    std::fs::metadata(path).is_ok_and(|meta| meta.len() == data.len() as u64)
+        && std::fs::read(path).is_ok_and(|bytes| bytes == data)
+}
+
+/// Stores `data` as `<stem>.txt`, or `<stem>-2.txt`, `<stem>-3.txt`, …
+/// when that name already holds another result; a name holding exactly
+/// `data` is reused. Files are created exclusively, so two appenders never
+/// take one name. Returns the file name.
+fn claim_file(dir: &Path, stem: &str, data: &[u8]) -> Result<String> {
+    for n in 1..=10_000u32 {
+        let name = if n == 1 {
+            format!("{stem}.txt")
+        } else {
+            format!("{stem}-{n}.txt")
+        };
+        let path = dir.join(&name);
+        if fsutil::create_new(&path, data)? || same_content(&path, data) {
+            return Ok(name);
+        }
+    }
+    Err(Error::Invalid(format!(
+        "10,000 persisted tool results already use the name {stem}: use distinct tool call ids"
+    )))
 }
 
 fn persist(
@@ -110,16 +162,7 @@ fn persist(
     display_dir: &str,
 ) -> Result<()> {
     let text = m.text();
-    let call_id = m
-        .tool_call_id
-        .clone()
-        .unwrap_or_else(|| format!("anon-{}", text.len()));
-    let name = spill_name(&call_id);
-    let file = spill_dir.join(&name);
-    // The first decision for a call id wins: never overwrite a persisted result.
-    if !file.exists() {
-        fsutil::atomic_write(&file, text.as_bytes())?;
-    }
+    let name = claim_file(spill_dir, &spill_stem(m), text.as_bytes())?;
     let shown = format!("{display_dir}/{name}");
     let chars = text.chars().count();
     let preview = cut_at_byte_boundary(&text, budget.preview_bytes);
@@ -145,7 +188,7 @@ pub fn cut_at_byte_boundary(s: &str, max: usize) -> &str {
     while !s.is_char_boundary(end) {
         end -= 1;
     }
-    &s[..end]
+    s.get(..end).unwrap_or_default()
 }
 
 /// The persisted path of a message, if its output was persisted.

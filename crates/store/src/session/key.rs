@@ -28,7 +28,7 @@ pub fn file_stem(key: &str) -> Result<String> {
     }
     if key.len() > 4096 {
         return Err(Error::BadKey {
-            key: key[..64].into(),
+            key: format!("{}…", super::budget::cut_at_byte_boundary(key, 64)),
             reason: "the key is longer than 4096 bytes",
         });
     }
@@ -68,7 +68,7 @@ pub fn disambiguated_stem(key: &str) -> Result<String> {
 
 fn short_hash(key: &str) -> String {
     let digest = Sha256::digest(key.as_bytes());
-    hex::encode(&digest[..8])
+    hex::encode(digest.as_slice().get(..8).unwrap_or_default())
 }
 
 #[cfg(test)]
@@ -87,6 +87,13 @@ mod tests {
         assert_eq!(file_stem("飞书:群1").unwrap(), "飞书_群1");
         assert!(file_stem("a\0b").is_err());
         assert!(file_stem("").is_err());
+        // Too long, with its 64th byte inside a character: refused, named
+        // by a prefix cut on a character boundary.
+        let long = format!("a{}", "é".repeat(3000));
+        match file_stem(&long) {
+            Err(Error::BadKey { key, .. }) => assert!(key.starts_with("aé") && key.len() < 70),
+            other => panic!("{other:?}"),
+        }
         let long = "k".repeat(1000);
         let s = file_stem(&long).unwrap();
         assert!(s.len() <= MAX_STEM_BYTES);

@@ -81,8 +81,9 @@ pub enum WarningKind {
     Malformed,
     /// A line that is not UTF-8; skipped by the load, left in the file.
     InvalidUtf8,
-    /// The file ends in a partial line (a crash mid-write, or a write in
-    /// progress); it is not loaded. A writer sets it aside before appending.
+    /// The file ends in a partial line that is not a whole record (a crash
+    /// mid-write, or a write in progress); it is not loaded. A writer sets
+    /// it aside before appending. A last line that parses is loaded.
     TornTail,
 }
 
@@ -167,16 +168,26 @@ impl SessionStore {
     }
 
     /// The log file for `key`. Two keys that map to the same file name are
-    /// told apart by the key recorded in the file's metadata.
+    /// told apart by the key recorded in the file's metadata. A log (or the
+    /// folder) that a link leads out of `sessions/` is refused, for reading
+    /// and appending alike.
     pub fn path_for(&self, key: &str) -> Result<PathBuf> {
         let dir = self.workspace.sessions_dir();
-        let path = dir.join(format!("{}.jsonl", key::file_stem(key)?));
+        let path = self.confined(&dir.join(format!("{}.jsonl", key::file_stem(key)?)))?;
         match first_key(&path)? {
             Some(existing) if existing != key => {
-                Ok(dir.join(format!("{}.jsonl", key::disambiguated_stem(key)?)))
+                self.confined(&dir.join(format!("{}.jsonl", key::disambiguated_stem(key)?)))
             }
             _ => Ok(path),
         }
+    }
+
+    fn confined(&self, path: &Path) -> Result<PathBuf> {
+        Ok(mnemo_core::confine(
+            self.workspace.root(),
+            path,
+            mnemo_core::Area::Sessions,
+        )?)
     }
 
     /// True when a log exists for `key`.
@@ -233,7 +244,7 @@ impl SessionStore {
             if path.extension().and_then(|e| e.to_str()) != Some("jsonl") {
                 continue;
             }
-            let loaded = read_session_file(&path)?;
+            let loaded = read_session_file(&self.confined(&path)?)?;
             let mtime = entry
                 .metadata()
                 .and_then(|m| m.modified())
@@ -266,14 +277,19 @@ fn spill_dir_for(log: &Path) -> PathBuf {
 
 /// Reads the key from a log's first line, if the file exists.
 fn first_key(path: &Path) -> Result<Option<String>> {
-    let mut f = match File::open(path) {
+    let mut f = match fsutil::open_regular(path, OpenOptions::new().read(true)) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(Error::io("open", path)(e)),
     };
     let mut buf = vec![0u8; 4096];
     let n = f.read(&mut buf).map_err(Error::io("read", path))?;
-    let line = buf[..n].split(|b| *b == b'\n').next().unwrap_or(&[]);
+    let line = buf
+        .get(..n)
+        .unwrap_or_default()
+        .split(|b| *b == b'\n')
+        .next()
+        .unwrap_or(&[]);
     Ok(std::str::from_utf8(line)
         .ok()
         .and_then(|l| match Record::parse(l) {
@@ -412,11 +428,17 @@ impl SessionLog {
         file.lock().map_err(Error::io("lock", &self.path))?;
         let result = (|| {
             let bytes = fs::read(&self.path).map_err(Error::io("read", &self.path))?;
-            let complete = match bytes.iter().rposition(|b| *b == b'\n') {
-                Some(i) => &bytes[..=i],
+            let (complete, tail) = match bytes.iter().rposition(|b| *b == b'\n') {
+                Some(i) => bytes.split_at(i + 1),
                 None => return Ok(()),
             };
-            let loaded = parse_bytes(&self.path, complete);
+            // A last line without its newline is kept when it is a whole
+            // record, else set aside like any torn tail: never dropped.
+            let tail_is_record = !tail.is_empty() && parse_line(tail).is_ok();
+            if !tail.is_empty() && !tail_is_record {
+                fsutil::append(&self.torn_path(), &[tail, b"\n"].concat(), true)?;
+            }
+            let loaded = parse_bytes(&self.path, if tail_is_record { &bytes } else { complete });
             let mut out = Vec::with_capacity(complete.len());
             out.extend_from_slice(
                 Record::Metadata(loaded.meta)
@@ -434,6 +456,10 @@ impl SessionLog {
                     out.push(b'\n');
                 }
             }
+            if tail_is_record && !matches!(parse_line(tail), Ok(Record::Metadata(_))) {
+                out.extend_from_slice(tail);
+                out.push(b'\n');
+            }
             fsutil::atomic_write(&self.path, &out)
         })();
         let _ = file.unlock();
@@ -445,12 +471,11 @@ impl SessionLog {
         if let Some(dir) = self.path.parent() {
             fs::create_dir_all(dir).map_err(Error::io("create folder", dir))?;
         }
-        OpenOptions::new()
-            .create(true)
-            .read(true)
-            .append(true)
-            .open(&self.path)
-            .map_err(Error::io("open for append", &self.path))
+        fsutil::open_regular(
+            &self.path,
+            OpenOptions::new().create(true).read(true).append(true),
+        )
+        .map_err(Error::io("open for append", &self.path))
     }
 
     /// Takes the lock, makes sure the handle still names the file at `path`
@@ -495,11 +520,17 @@ impl SessionLog {
                 .into_bytes();
             head.push(b'\n');
         } else if let Some((offset, tail)) = torn_tail(file, len, &path)? {
-            fsutil::append(&torn_path, &[tail.as_slice(), b"\n"].concat(), true)?;
-            file.set_len(offset)
-                .map_err(Error::io("truncate torn tail of", &path))?;
-            file.sync_data().map_err(Error::io("fsync", &path))?;
-            self.set_aside.push((offset, tail.len()));
+            if parse_line(&tail).is_ok() {
+                // A whole record without its newline (an editor saved the
+                // file so): it is loaded, so it is finished, not set aside.
+                head.push(b'\n');
+            } else {
+                fsutil::append(&torn_path, &[tail.as_slice(), b"\n"].concat(), true)?;
+                file.set_len(offset)
+                    .map_err(Error::io("truncate torn tail of", &path))?;
+                file.sync_data().map_err(Error::io("fsync", &path))?;
+                self.set_aside.push((offset, tail.len()));
+            }
         }
         if head.is_empty() {
             file.write_all(buf).map_err(Error::io("append to", &path))?;
@@ -575,7 +606,7 @@ fn torn_tail(file: &mut File, len: u64, path: &Path) -> Result<Option<(u64, Vec<
             .map_err(Error::io("read", path))?;
         if let Some(i) = block.iter().rposition(|b| *b == b'\n') {
             let offset = start + i as u64 + 1;
-            let mut t = block[i + 1..].to_vec();
+            let mut t = block.get(i + 1..).unwrap_or_default().to_vec();
             t.extend_from_slice(&tail);
             return Ok(Some((offset, t)));
         }
@@ -592,8 +623,14 @@ fn torn_tail(file: &mut File, len: u64, path: &Path) -> Result<Option<(u64, Vec<
 /// line is reported as [`WarningKind::TornTail`] and not loaded; malformed
 /// lines are reported and skipped.
 pub fn read_session_file(path: &Path) -> Result<LoadedSession> {
-    let bytes = fs::read(path).map_err(Error::io("read", path))?;
+    let bytes = fsutil::read_regular(path)?;
     Ok(parse_bytes(path, &bytes))
+}
+
+/// Parses the bytes of a session log as [`read_session_file`] does (`path`
+/// names it in messages and gives the fallback key).
+pub fn parse_session_bytes(path: &Path, bytes: &[u8]) -> LoadedSession {
+    parse_bytes(path, bytes)
 }
 
 fn parse_bytes(path: &Path, bytes: &[u8]) -> LoadedSession {
@@ -617,12 +654,15 @@ fn parse_bytes(path: &Path, bytes: &[u8]) -> LoadedSession {
     let parsed = parse_lines_parallel(&lines);
     for (i, result) in parsed.into_iter().enumerate() {
         let line_no = i + 1;
-        let raw = lines[i];
+        let Some(raw) = lines.get(i).copied() else {
+            continue;
+        };
         if raw.is_empty() || raw.iter().all(|b| b.is_ascii_whitespace()) {
             continue;
         }
-        // The segment after the last newline is a partial line.
-        if i == n - 1 {
+        // The segment after the last newline is a partial line, unless it
+        // is a whole record that only lacks its newline.
+        if i == n - 1 && result.is_err() {
             out.warnings.push(LoadWarning {
                 line: line_no,
                 kind: WarningKind::TornTail,

@@ -19,7 +19,7 @@ pub fn replay(messages: &[Message], cursor: usize) -> Vec<Message> {
         .iter()
         .position(|m| m.role == Role::User)
         .unwrap_or(window.len());
-    let window = &window[start..];
+    let window = window.get(start..).unwrap_or_default();
 
     let answered: HashSet<&str> = window
         .iter()

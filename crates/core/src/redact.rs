@@ -1,8 +1,9 @@
-//! Secrets taken out of session transcripts before they are indexed, so that
-//! `memory_search` never hands an API key, a token or a private key from an
-//! old conversation to a prompt. The session log itself keeps every word:
-//! only the index's copy (chunks, snippets, keyword index, vectors) is
-//! redacted. Markdown memory is the user's own writing and is not touched.
+//! Secrets taken out of copies of session transcripts: the index's copy
+//! (chunks, snippets, keyword index, vectors), so that `memory_search`
+//! never hands an API key, a token or a private key from an old
+//! conversation to a prompt, and the raw consolidation archive in
+//! `memory/HISTORY.md`. The session log itself keeps every word; Markdown
+//! memory that people or tools wrote is not touched.
 //!
 //! What counts as a secret: well-known token formats (OpenAI, Anthropic,
 //! AWS, GitHub, GitLab, Slack, Google, Hugging Face, JWTs), PEM private key
@@ -10,16 +11,21 @@
 //! secret-named keys (`password=…`, `"api_key": "…"`). Identifiers such as
 //! `DK-2231` or `ERR-4711` are not secrets and stay searchable.
 
+// This module reads text a user or a model wrote: no byte-offset slicing
+// or indexing that could land inside a character or past the end.
+#![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::string_slice))]
+
 use std::borrow::Cow;
 use std::sync::LazyLock;
 
 use regex::{Captures, Regex};
 
 /// What a redacted secret becomes.
-pub(crate) const REDACTED: &str = "[redacted]";
+pub const REDACTED: &str = "[redacted]";
 
 /// Bumped whenever the rules change, so indexes rebuild with the new ones.
-pub(crate) const RULES_VERSION: u32 = 1;
+/// 2: secrets glued to text in other scripts ("密钥是sk-…") are found.
+pub const RULES_VERSION: u32 = 2;
 
 struct Rules {
     private_key: Regex,
@@ -35,8 +41,11 @@ static RULES: LazyLock<Rules> = LazyLock::new(|| Rules {
         r"(?s)-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?-----END [A-Z0-9 ]*PRIVATE KEY-----",
     )
     .expect("pattern"),
+    // Word boundaries are ASCII ones (`(?-u:\b)`): a Unicode `\b` sees no
+    // boundary between a CJK character and a key glued to it ("密钥是sk-…"),
+    // and the key would stay.
     tokens: Regex::new(concat!(
-        r"\b(?:",
+        r"(?-u:\b)(?:",
         r"sk-(?:ant-|proj-)?[A-Za-z0-9_-]{20,}", // OpenAI, Anthropic
         r"|(?:AKIA|ASIA)[0-9A-Z]{16}",           // AWS access key ids
         r"|gh[pousr]_[A-Za-z0-9]{36,}",          // GitHub
@@ -49,11 +58,11 @@ static RULES: LazyLock<Rules> = LazyLock::new(|| Rules {
         r")"
     ))
     .expect("pattern"),
-    bearer: Regex::new(r"(?i)\b(bearer)\s+[A-Za-z0-9._~+/=-]{16,}").expect("pattern"),
+    bearer: Regex::new(r"(?i)(?-u:\b)(bearer)\s+[A-Za-z0-9._~+/=-]{16,}").expect("pattern"),
     url_password: Regex::new(r"([a-z][a-z0-9+.-]*://[^/\s:@]+):[^/\s@]+@").expect("pattern"),
     assignment: Regex::new(concat!(
         // A prefix such as OPENAI_ or db- may come first.
-        r#"(?i)\b((?:[a-z0-9]+[_-])*(?:password|passwd|passphrase|secret|client[_-]?secret|"#,
+        r#"(?i)(?-u:\b)((?:[a-z0-9]+[_-])*(?:password|passwd|passphrase|secret|client[_-]?secret|"#,
         r#"api[_-]?key|access[_-]?key|secret[_-]?key|private[_-]?key|access[_-]?token|"#,
         r#"auth[_-]?token|refresh[_-]?token)["']?\s*[:=]\s*["']?)[^\s"',;]{4,}"#
     ))
@@ -63,7 +72,7 @@ static RULES: LazyLock<Rules> = LazyLock::new(|| Rules {
 /// `text` with its secrets replaced by [`REDACTED`]; line breaks are kept,
 /// so line numbers still point at the same lines. Borrowed when nothing
 /// matched.
-pub(crate) fn redact(text: &str) -> Cow<'_, str> {
+pub fn redact(text: &str) -> Cow<'_, str> {
     let r = &*RULES;
     let mut out = Cow::Borrowed(text);
     let mut apply = |re: &Regex, with: &dyn Fn(&Captures) -> String| {
@@ -125,6 +134,21 @@ mod tests {
             ),
         ];
         for (input, want) in cases {
+            assert_eq!(redact(input), want, "{input}");
+        }
+        // Glued to text in a script without spaces (found by fuzzing).
+        for (input, want) in [
+            (
+                "我的密钥是sk-proj-abcdefghijklmnopqrstuvwx12。",
+                "我的密钥是[redacted]。",
+            ),
+            ("本sk-ant-api03-AAAAAAAAAAAAAAAAAAAAAAAA", "本[redacted]"),
+            (
+                "パスワードpassword=hunter22 です",
+                "パスワードpassword=[redacted] です",
+            ),
+            ("認証Bearer abc.def-ghi_jkl.mno123", "認証Bearer [redacted]"),
+        ] {
             assert_eq!(redact(input), want, "{input}");
         }
         for keep in [

@@ -1,0 +1,170 @@
+//! The whole memory pipeline offline, through the real binary, on the local
+//! provider with the real SmolLM2-135M-Instruct GGUF: record, consolidate,
+//! session notes, compaction, recall and an agent turn, with no server and
+//! no key.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::process::Output;
+
+use mnemo_test_support::cli::{mnemo_command, run_with_stdin, stdout_of_success};
+
+fn mnemo(ws: &Path, args: &[&str]) -> Output {
+    let gguf = mnemo_test_support::smollm2_gguf();
+    mnemo_command(env!("CARGO_BIN_EXE_mnemo"), ws, args)
+        .args(["--set", "embedder.kind=none"])
+        .args(["--set", "provider.kind=local"])
+        .arg("--set")
+        .arg(format!("provider.path={}", gguf.display()))
+        .args(["--set", "provider.context_window=2048"])
+        .args(["--set", "provider.max_output=160"])
+        // One try per chunk: a failed forced call is archived raw at once
+        // (the fallback a remote model gets after its tries), which keeps
+        // this test's model time bounded.
+        .args(["--set", "engine.consolidation_max_failures=1"])
+        .output()
+        .unwrap()
+}
+
+fn ok(o: Output) -> String {
+    stdout_of_success(&o)
+}
+
+fn append(ws: &Path, key: &str, role: &str, text: &str) {
+    ok(mnemo(
+        ws,
+        &["session", "append", key, "--role", role, "--content", text],
+    ));
+}
+
+#[test]
+fn the_memory_pipeline_runs_offline_on_the_local_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path();
+    ok(mnemo(ws, &["init"]));
+    for (role, text) in [
+        ("user", "My name is Ada. I moved to Lisbon last week."),
+        ("assistant", "Welcome to Lisbon, Ada."),
+        ("user", "I drink green tea, never coffee."),
+        ("assistant", "Green tea it is."),
+        ("user", "Thanks!"),
+    ] {
+        append(ws, "cli:direct", role, text);
+    }
+
+    // Consolidation: a forced save_memory call, constrained to its schema.
+    let out = ok(mnemo(ws, &["consolidate", "cli:direct"]));
+    assert!(out.contains("consolidated messages 0..4"), "{out}");
+    let history = std::fs::read_to_string(ws.join("memory/HISTORY.md")).unwrap();
+    assert!(!history.trim().is_empty());
+
+    // Compaction's summary level calls the model for a summary.
+    let out = ok(mnemo(ws, &["compact", "cli:direct", "--level", "5"]));
+    assert!(!out.trim().is_empty(), "{out}");
+
+    // Recall: the side query reads the typed memories' manifest.
+    let mut add = mnemo_command(
+        env!("CARGO_BIN_EXE_mnemo"),
+        ws,
+        &[
+            "memory",
+            "add",
+            "--type",
+            "user",
+            "--name",
+            "Tea",
+            "--description",
+            "prefers green tea",
+        ],
+    );
+    add.args(["--set", "embedder.kind=none"]);
+    let o = run_with_stdin(add, b"Prefers green tea, never coffee.");
+    assert!(o.status.success(), "{o:?}");
+    let out = ok(mnemo(
+        ws,
+        &["context", "cli:direct", "-m", "what do I drink?", "--json"],
+    ));
+    let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(report["model"], "SmolLM2-135M-Instruct.Q4_1", "{report}");
+
+    // An agent turn answers offline and is logged.
+    let out = ok(mnemo(
+        ws,
+        &["run", "--session", "cli:direct", "--json", "Say hi."],
+    ));
+    let turn: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(turn.get("answer").is_some(), "{turn}");
+    let log = std::fs::read_to_string(ws.join("sessions/cli_direct.jsonl")).unwrap();
+    assert!(log.contains("Say hi."), "{log}");
+
+    // A new session: consolidation of the rest and a session note.
+    append(ws, "cli:direct", "user", "I deploy on Fridays.");
+    append(ws, "cli:direct", "assistant", "Noted.");
+    let out = ok(mnemo(ws, &["new", "cli:direct"]));
+    assert!(out.contains("note"), "{out}");
+    let notes: Vec<_> = std::fs::read_dir(ws.join("memory"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| {
+            n.len() > 14 && n.as_bytes()[4] == b'-' && n.ends_with(".md") && n != "HISTORY.md"
+        })
+        .collect();
+    assert!(!notes.is_empty(), "a session note was written: {notes:?}");
+}
+
+#[test]
+fn with_no_provider_a_command_says_how_to_turn_one_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path();
+    let init = mnemo_command(env!("CARGO_BIN_EXE_mnemo"), ws, &["init"])
+        .output()
+        .unwrap();
+    assert!(init.status.success());
+    let o = mnemo_command(
+        env!("CARGO_BIN_EXE_mnemo"),
+        ws,
+        &["run", "--session", "s", "hello"],
+    )
+    .args(["--set", "embedder.kind=none"])
+    .output()
+    .unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("--provider local") && err.contains("--provider openai"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_missing_model_file_is_a_clear_error_and_the_log_is_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path();
+    ok(mnemo(ws, &["init"]));
+    append(ws, "k", "user", "hello");
+    append(ws, "k", "assistant", "hi");
+    append(ws, "k", "user", "bye");
+    let before = std::fs::read(ws.join("sessions/k.jsonl")).unwrap();
+    let o = mnemo_command(
+        env!("CARGO_BIN_EXE_mnemo"),
+        ws,
+        &[
+            "consolidate",
+            "k",
+            "--provider",
+            "local",
+            "--model",
+            "/nonexistent/model.gguf",
+        ],
+    )
+    .args(["--set", "embedder.kind=none"])
+    .output()
+    .unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("/nonexistent/model.gguf") && err.contains("fetch-models.sh"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(ws.join("sessions/k.jsonl")).unwrap(), before);
+}

@@ -1,0 +1,141 @@
+use super::*;
+use pretty_assertions::assert_eq;
+
+fn set(keys: &[&str]) -> HashSet<String> {
+    keys.iter().map(|k| k.to_string()).collect()
+}
+
+#[test]
+fn lines_the_model_did_not_write_come_back_where_they_were() {
+    let current = "# Memory\n\n- works at ACME\n- person wrote this\n\n## Preferences\n\n- tea, no sugar\n\n## Memory files\n\n- [Tea](memory/tea.md): likes tea\n";
+    let update = "# Memory\n\n- works at ACME since 2024\n- lives in Lyon\n";
+    let m = merge(MergeInput {
+        seen: current,
+        current,
+        update,
+        consolidated: &set(&["works at acme"]),
+    });
+    assert_eq!(
+        m.text,
+        "# Memory\n\n- works at ACME since 2024\n- lives in Lyon\n- person wrote this\n\n## Preferences\n\n- tea, no sugar\n\n## Memory files\n\n- [Tea](memory/tea.md): likes tea\n"
+    );
+    assert_eq!(m.kept, 3);
+    assert_eq!(m.dropped, vec!["- works at ACME".to_string()]);
+    assert!(!m.refused);
+    assert_eq!(
+        m.consolidated,
+        set(&["works at acme since 2024", "lives in lyon"])
+    );
+}
+
+#[test]
+fn lines_added_while_the_model_thought_are_kept() {
+    let seen = "- a\n- b\n";
+    let current = "- a\n- b\n\n## Preferences\n\n- written meanwhile\n";
+    // Even a line consolidation wrote (another session's, meanwhile) stays.
+    let m = merge(MergeInput {
+        seen,
+        current: &format!("{current}- from session two\n"),
+        update: "- a\n- b\n- c\n",
+        consolidated: &set(&["a", "b", "from session two"]),
+    });
+    assert_eq!(
+        m.text,
+        "- a\n- b\n- c\n\n## Preferences\n\n- written meanwhile\n- from session two\n"
+    );
+    assert_eq!(m.kept, 2);
+    assert!(m.consolidated.contains("from session two") && m.consolidated.contains("c"));
+    assert!(!m.consolidated.contains("written meanwhile"));
+}
+
+#[test]
+fn lines_removed_while_the_model_thought_stay_removed() {
+    let seen = "- a\n\n## Prefs\n\n- tea\n\n## Memory files\n\n- [Cat](memory/cat.md): cat\n";
+    // Meanwhile the section was rewritten and the memory forgotten.
+    let current = "- a\n\n## Prefs\n\n- coffee\n\n## Memory files\n\n";
+    let m = merge(MergeInput {
+        seen,
+        current,
+        update: "- a\n- b\n\n## Prefs\n\n- tea\n\n## Memory files\n\n- [Cat](memory/cat.md): cat\n",
+        consolidated: &set(&["a"]),
+    });
+    assert_eq!(
+        m.text,
+        "- a\n- b\n\n## Prefs\n\n- coffee\n\n## Memory files\n"
+    );
+}
+
+#[test]
+fn an_update_dropping_most_of_its_own_lines_is_refused() {
+    let current = "- one\n- two\n- three\n- four\n- five\n";
+    let all = set(&["one", "two", "three", "four", "five"]);
+    let m = merge(MergeInput {
+        seen: current,
+        current,
+        update: "- six\n",
+        consolidated: &all,
+    });
+    assert!(m.refused);
+    assert_eq!(m.text, "- six\n- one\n- two\n- three\n- four\n- five\n");
+    assert!(m.dropped.is_empty());
+    // Dropping two of five is the model's call.
+    let m = merge(MergeInput {
+        seen: current,
+        current,
+        update: "- one\n- two\n- three\n- six\n",
+        consolidated: &all,
+    });
+    assert!(!m.refused);
+    assert_eq!(m.text, "- one\n- two\n- three\n- six\n");
+    assert_eq!(m.dropped.len(), 2);
+    // An empty answer never wipes MEMORY.md.
+    let m = merge(MergeInput {
+        seen: "- a\n",
+        current: "- a\n",
+        update: "",
+        consolidated: &set(&["a"]),
+    });
+    assert!(m.refused);
+    assert_eq!(m.text, "- a\n");
+}
+
+#[test]
+fn without_provenance_nothing_is_dropped() {
+    let current = "# Facts\n\n- old fact\n";
+    let m = merge(MergeInput {
+        seen: current,
+        current,
+        update: "# Facts\n\n- new fact\n",
+        consolidated: &HashSet::new(),
+    });
+    assert_eq!(m.text, "# Facts\n\n- old fact\n- new fact\n");
+    assert_eq!(m.consolidated, set(&["new fact"]));
+}
+
+#[test]
+fn diffs_reverse_to_the_old_text() {
+    let cases = [
+        ("", "- a\n"),
+        ("- a\n", ""),
+        ("# M\n\n- a\n- b\n- c\n", "# M\n\n- a\n- c\n- d\n"),
+        ("x\ny\nz\n", "z\ny\nx\n"),
+        ("- a\n\n- b\n", "- b\n\n- a\n- new\n\n"),
+        ("same\n", "same\n"),
+    ];
+    for (old, new) in cases {
+        let diff = unified_diff(old, new);
+        assert_eq!(diff.is_empty(), old == new);
+        assert!(!diff.contains("\n\n"), "{diff}");
+        assert_eq!(
+            reverse_diff(new, &diff).unwrap().trim_end(),
+            old.trim_end(),
+            "{old:?} -> {new:?}\n{diff}"
+        );
+    }
+    let diff = unified_diff("- a\n- b\n", "- a\n- c\n");
+    assert_eq!(
+        diff,
+        "--- MEMORY.md\n+++ MEMORY.md\n@@ -2 +2 @@\n-- b\n+- c\n"
+    );
+    assert!(reverse_diff("- a\n- changed since\n", &diff).is_err());
+}

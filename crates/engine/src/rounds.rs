@@ -1,0 +1,109 @@
+//! The steps of a consolidation round and how a crashed one is finished.
+//! A round writes the diff of MEMORY.md into the history, then MEMORY.md,
+//! then the history entry (which ends with [`round_marker`], naming the
+//! session and the messages it covers), then the cursor. It is recorded as
+//! pending in the engine state before its first write; a run that finds a
+//! pending round whose entry is in the history only moves the cursor, so
+//! nothing is written twice. A pending round without its entry is redone
+//! (MEMORY.md's de-duplication absorbs a repeated update).
+
+use mnemo_store::{LoadedSession, SessionLog};
+use serde::{Deserialize, Serialize};
+
+use crate::engine::Engine;
+use crate::error::Result;
+use crate::events::{ConsolidationRound, EngineEvent};
+
+/// A round that began (its MEMORY.md and history writes may have
+/// happened) but whose cursor move was not seen yet.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct PendingRound {
+    /// Cursor before.
+    pub from: usize,
+    /// Cursor after.
+    pub to: usize,
+    /// Length of HISTORY.md when the round began: its entry is after it.
+    pub history_len: u64,
+}
+
+impl Engine {
+    /// Marks the round `from..to` as under way (see the module docs).
+    pub(crate) fn begin_round(&self, key: &str, from: usize, to: usize) -> Result<()> {
+        let history_len = std::fs::metadata(self.workspace.history_md()).map_or(0, |m| m.len());
+        self.with_state(key, |s| {
+            s.pending = Some(PendingRound {
+                from,
+                to,
+                history_len,
+            })
+        });
+        Ok(())
+    }
+
+    /// Moves the cursor past a finished round and clears its record.
+    pub(crate) fn end_round(&self, key: &str, log: &mut SessionLog, to: usize) -> Result<()> {
+        log.set_cursor(to)?;
+        self.with_state(key, |s| {
+            s.consolidation_failures = 0;
+            s.pending = None;
+        });
+        Ok(())
+    }
+
+    /// Finishes a round that crashed after its history entry but before
+    /// its cursor move: when the entry is there, only the cursor moves.
+    /// Returns the round when it did. Reads the engine state afresh first.
+    pub(crate) fn recover_round(
+        &self,
+        key: &str,
+        log: &mut SessionLog,
+        loaded: &LoadedSession,
+        events: &mut Vec<EngineEvent>,
+    ) -> Result<Option<ConsolidationRound>> {
+        // Every consolidation starts here, under the session lock: what
+        // other processes recorded counts (a round, failed runs).
+        self.reload_state(key);
+        let Some(p) = self.with_state(key, |s| s.pending.clone()) else {
+            return Ok(None);
+        };
+        let cursor = loaded.meta.last_consolidated;
+        let written = cursor == p.from && p.to <= loaded.messages.len() && {
+            let marker = round_marker(key, p.from, p.to);
+            history_since(&self.workspace.history_md(), p.history_len)?.contains(&marker)
+        };
+        if !written {
+            self.with_state(key, |s| s.pending = None);
+            return Ok(None);
+        }
+        self.end_round(key, log, p.to)?;
+        let round = ConsolidationRound {
+            from: p.from,
+            to: p.to,
+            recovered: true,
+            ..Default::default()
+        };
+        events.push(EngineEvent::Consolidated(round.clone()));
+        Ok(Some(round))
+    }
+}
+
+/// The line that ends a round's history entry, naming what it covers.
+pub fn round_marker(key: &str, from: usize, to: usize) -> String {
+    format!("[consolidated from {key} messages {from}..{to}]")
+}
+
+/// HISTORY.md from byte `offset` on (lossy: only searched).
+fn history_since(path: &std::path::Path, offset: u64) -> Result<String> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(String::new()),
+        Err(e) => return Err(mnemo_store::Error::io("open", path)(e).into()),
+    };
+    f.seek(SeekFrom::Start(offset))
+        .map_err(mnemo_store::Error::io("seek", path))?;
+    let mut bytes = Vec::new();
+    f.read_to_end(&mut bytes)
+        .map_err(mnemo_store::Error::io("read", path))?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}

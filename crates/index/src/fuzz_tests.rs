@@ -1,0 +1,233 @@
+//! Fuzz targets of the index's text handling, run by
+//! `mnemo_test_support::fuzz` inside `cargo test` (the budget comes from
+//! `MNEMO_FUZZ_SECS` / `MNEMO_FUZZ_EXECS`): the Markdown chunker and block
+//! splitter, the FTS query builder (checked against a real FTS5 table), the
+//! date parser, the transcript reader and the secret redaction. Every
+//! target checks what must hold for any input, not only that it returns.
+
+use chrono::NaiveDate;
+use mnemo_test_support::fuzz::{fingerprint, text, Fuzz};
+
+use crate::chunk::{self, ChunkLimits, MessagePart};
+use crate::{redact, text as fts, transcript, when};
+
+const MARKDOWN: &[&str] = &[
+    "---\nname: \"Tea\"\ndescription: \"green\"\ntype: user\n---\n\nPrefers green tea.\n",
+    "# 2026-11-29\n\n- [09:00] über wichtig\n- [09:12] The deploy key lives in vault/ops.\n",
+    "# Facts\n\n- works at ACME\n  - since 2024\n\nA paragraph\nover two lines.\n\n```rust\nfn main() {}\n```\n",
+    "Title\n=====\n\nText under a setext heading.\n\nSub\n---\nmore\n",
+    "## 日本語のメモ\n\n東京で会議。明日は大阪。\n\n- 중요한 메모\n",
+    "",
+];
+
+/// Chunks cover the file's lines in order, within its line count, with the
+/// text of the lines they name; block parts lie inside the chunk's text.
+#[test]
+fn fuzz_markdown_chunker() {
+    Fuzz::new("markdown-chunker")
+        .seeds(MARKDOWN)
+        .dict([
+            "\n", "\n\n", "# ", "## ", "- ", "  - ", "```", "---\n", "...\n", "===\n", "> ", "1. ",
+        ])
+        .run(|data| {
+            let doc = text(data);
+            let max_tokens = 8 + usize::from(data.first().copied().unwrap_or(0) % 120);
+            let count = |s: &str| chunk::estimate_tokens(s);
+            let limits = ChunkLimits {
+                max_tokens,
+                overlap_tokens: max_tokens / 4,
+                count: &count,
+            };
+            let chunks = chunk::chunk_markdown(&doc, &limits);
+            let lines = doc.lines().count().max(1);
+            for c in &chunks {
+                assert!(
+                    1 <= c.start_line && c.start_line <= c.end_line && c.end_line <= lines,
+                    "chunk {}..{} of {lines} lines",
+                    c.start_line,
+                    c.end_line
+                );
+                let parts = chunk::markdown_parts(&c.text, c.start_line);
+                for i in 0..parts.len() {
+                    let _ = MessagePart::text_of(&parts, i, &c.text);
+                }
+                for p in &parts {
+                    assert!(p.offset <= c.text.len() && c.text.is_char_boundary(p.offset));
+                }
+                assert_eq!(MessagePart::decode(&MessagePart::encode(&parts)), parts);
+            }
+            let _ = chunk::front_matter(&doc);
+            fingerprint(&(chunks.len().min(16), chunk::front_matter(&doc)))
+        });
+}
+
+/// Whatever the query, the MATCH expression the builder makes is valid
+/// FTS5 syntax (a syntax error would fail the search), and so are the
+/// phrase queries; snippets and identifiers never split a character.
+#[test]
+fn fuzz_fts_query_builder() {
+    let db = rusqlite::Connection::open_in_memory().unwrap();
+    db.execute_batch(
+        "CREATE VIRTUAL TABLE t USING fts5(tokens, tokenize='unicode61 remove_diacritics 2');
+         INSERT INTO t(tokens) VALUES ('deploy key vault ops err4711 2026 東京');",
+    )
+    .unwrap();
+    let mut stmt = db
+        .prepare("SELECT rowid FROM t WHERE t MATCH ?1 LIMIT 5")
+        .unwrap();
+    Fuzz::new("fts-query-builder")
+        .seeds([
+            "where does the deploy key live?",
+            "ERR-4711 in v2.3.1-rc",
+            "what did we decide on 3 June 2023?",
+            "\"quoted\" AND OR NOT NEAR(a b) col:x ^start *",
+            "东京的会议 我们什么时候去",
+            "who are you?",
+        ])
+        .dict([
+            "\"", "AND", "OR", "NOT", "NEAR(", ")", "(", "*", "^", ":", "+", "-", "'", "-4711",
+        ])
+        .run(|data| {
+            let q = text(data);
+            let tokens = fts::query_tokens(&q);
+            let mut matched = 0usize;
+            if let Some(expr) = fts::fts_query(&tokens) {
+                let n = stmt
+                    .query_map([&expr], |r| r.get::<_, i64>(0))
+                    .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
+                    .unwrap_or_else(|e| panic!("{expr:?} is not valid FTS5: {e}"));
+                matched += n.len();
+            }
+            let phrases = fts::query_phrases(&q);
+            if let Some(expr) = fts::fts_query(&phrases) {
+                stmt.query_map([&expr], |r| r.get::<_, i64>(0))
+                    .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
+                    .unwrap_or_else(|e| panic!("phrases {expr:?} are not valid FTS5: {e}"));
+            }
+            let _ = fts::identifiers(&q);
+            let _ = fts::index_text(&q);
+            let snippet = fts::snippet(&q, &tokens, 40);
+            assert!(snippet.chars().count() <= q.chars().count().max(41) + 2);
+            fingerprint(&(tokens.len().min(8), phrases.len().min(4), matched))
+        });
+}
+
+/// Every period the date parser finds can be described and scored against
+/// any day, including the calendar's first and last.
+#[test]
+fn fuzz_date_parser() {
+    let days = [
+        NaiveDate::from_ymd_opt(2026, 11, 29),
+        NaiveDate::from_ymd_opt(2024, 2, 29),
+        NaiveDate::from_ymd_opt(1, 1, 1),
+        NaiveDate::from_ymd_opt(9999, 12, 31),
+    ];
+    Fuzz::new("date-parser")
+        .seeds([
+            "what did we decide on 3 June 2023?",
+            "in May 2023, April 27th and 2026-01-31",
+            "yesterday, last week, on Monday, 3 days ago",
+            "5月2日 五月三日 上周五 2023年5月2日 5월 2일 昨日 지난주 先週の金曜日",
+            "le 3 juin, am 3. Juni 2023, el 3 de junio, a giugno, em maio, hier, gestern",
+            "vor 3 Tagen, hace 3 días, lundi dernier, am Montag, el lunes pasado",
+            "memory/2026-11-29-deploy.md",
+        ])
+        .dict([
+            " ",
+            "2023",
+            "31",
+            "0",
+            "99999999",
+            "June",
+            "juin",
+            "Juni",
+            "月",
+            "日",
+            "년",
+            "월",
+            "일",
+            "ago",
+            "last",
+            "next",
+            "week",
+            "yesterday",
+            "vor",
+            "hace",
+            "Tagen",
+            "días",
+            "-",
+        ])
+        .run(|data| {
+            let q = text(data);
+            let today = days
+                .get(usize::from(data.first().copied().unwrap_or(0)) % days.len())
+                .copied()
+                .flatten()
+                .unwrap_or_default();
+            let found = when::dates(&q, today);
+            for p in &found.periods {
+                assert!(!p.describe().is_empty(), "{p:?} from {q:?}");
+            }
+            for day in days.iter().flatten() {
+                let a = when::affinity(&found.periods, *day, today.max(*day));
+                assert!((0.0..=1.0).contains(&a), "affinity {a} for {q:?}");
+            }
+            let _ = when::date_in_path(&q);
+            fingerprint(&(found.periods.len().min(4), found.rest.len() == q.len()))
+        });
+}
+
+const KEY: &str = "sk-proj-Wm4nQx7Tz1Vb9Lc3Rd8Ke2Jf6Hs0Gp5Y";
+
+/// The seed's key is gone from `text` wherever it stands as a word of its
+/// own: glued to ASCII letters or digits ("Tsk-proj-…") it is another
+/// word, which no rule can tell from an identifier.
+fn assert_no_key(text: &str) {
+    for (at, _) in text.match_indices(KEY) {
+        let before = text.get(..at).and_then(|b| b.bytes().last());
+        assert!(
+            before.is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_'),
+            "a key survived redaction at byte {at}: {text:?}"
+        );
+    }
+}
+
+/// The index's session reader: any bytes give messages with sane lines and
+/// days, and redaction leaves no secret it recognises.
+#[test]
+fn fuzz_transcript_reader() {
+    Fuzz::new("transcript-reader")
+        .seeds([
+            concat!(
+                "{\"_type\":\"metadata\",\"key\":\"cli:direct\",\"created_at\":\"2026-01-01T00:00:00\",\"metadata\":{},\"last_consolidated\":0}\n",
+                "{\"role\":\"user\",\"content\":\"my key is sk-proj-Wm4nQx7Tz1Vb9Lc3Rd8Ke2Jf6Hs0Gp5Y\",\"timestamp\":\"2026-01-01T10:00:00\"}\n",
+                "{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{\"id\":\"c1\",\"type\":\"function\",\"function\":{\"name\":\"exec\",\"arguments\":\"{}\"}}]}\n",
+                "{\"role\":\"tool\",\"tool_call_id\":\"c1\",\"name\":\"exec\",\"content\":\"password=hunter2\"}\n",
+                "{\"_type\":\"compaction\",\"kind\":\"summary\"}\n",
+            ),
+            "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"日本語\"}],\"timestamp\":\"2026-13-45\"}\n{torn",
+        ])
+        .dict(["{", "}", "\"role\":", "\"user\"", "\"content\":", "\"timestamp\":", "\"2026-01-01T", "\n", "null", "[", "]"])
+        .run(|data| {
+            let doc = text(data);
+            let include_tools = data.first().is_some_and(|b| b & 1 == 1);
+            let t = transcript::parse(&doc, include_tools, true);
+            let lines = doc.lines().count();
+            for m in &t.messages {
+                assert!(m.line >= 1 && m.line <= lines.max(1), "{m:?}");
+                assert_no_key(&m.text);
+            }
+            if !t.messages.is_empty() {
+                let _ = t.days_between(0, t.messages.len() + 3);
+                let count = |s: &str| chunk::estimate_tokens(s);
+                let limits = ChunkLimits { max_tokens: 32, overlap_tokens: 8, count: &count };
+                for c in chunk::chunk_transcript(&t.messages, &limits) {
+                    for i in 0..c.parts.len() {
+                        let _ = MessagePart::text_of(&c.parts, i, &c.text);
+                    }
+                }
+            }
+            assert_no_key(&redact::redact(&doc));
+            fingerprint(&(t.messages.len().min(8), t.skipped_lines.min(4), t.key.is_some()))
+        });
+}

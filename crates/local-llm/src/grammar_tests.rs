@@ -1,0 +1,92 @@
+use serde_json::json;
+
+use super::*;
+
+fn save_memory() -> Arc<Node> {
+    Node::compile(&json!({
+        "type": "object",
+        "properties": {
+            "history_entry": {"type": "string"},
+            "memory_update": {"type": "string"},
+            "tags": {"type": "array", "items": {"type": "string", "enum": ["a", "b\"c"]}},
+            "count": {"type": "integer"}
+        },
+        "required": ["history_entry", "memory_update"]
+    }))
+}
+
+fn complete(node: &Arc<Node>, text: &str) -> bool {
+    let mut m = JsonMatcher::new(node.clone());
+    m.feed(text.as_bytes()) && m.is_done()
+}
+
+fn accepted_prefix(node: &Arc<Node>, text: &str) -> bool {
+    JsonMatcher::new(node.clone()).feed(text.as_bytes())
+}
+
+#[test]
+fn schema_valid_objects_complete() {
+    let n = save_memory();
+    for ok in [
+        r#"{"history_entry": "[2026-01-01 10:00] x", "memory_update": "- a\n- b"}"#,
+        r#"{"history_entry":"h","memory_update":"m","tags":["a","b\"c"],"count":-12}"#,
+        r#"{"history_entry": "h", "memory_update": "m", "count": 0}"#,
+        r#"{"history_entry": "caf\u00e9 café 咖啡 😀", "memory_update": ""}"#,
+    ] {
+        assert!(complete(&n, ok), "{ok}");
+        assert!(serde_json::from_str::<Value>(ok).is_ok());
+    }
+}
+
+#[test]
+fn anything_else_is_refused_at_the_first_bad_byte() {
+    let n = save_memory();
+    for bad in [
+        "Sure! Here is",                                                  // prose
+        r#"{"memory_update": "m"}"#,                                      // skips a required key
+        r#"{"history_entry": "h"}"#, // closes before a required key
+        r#"{"history_entry": "h", "other": 1}"#, // unknown key
+        r#"{"history_entry": "h", "memory_update": "m",}"#, // trailing comma
+        "{\"history_entry\": \"line\nbreak\"", // raw newline in a string
+        r#"{"history_entry": "\x"}"#, // bad escape
+        r#"{"history_entry": "h", "memory_update": "m", "count": 1.5}"#, // not an integer
+        r#"{"history_entry": "h", "memory_update": "m", "tags": ["c"]}"#, // not in the enum
+        r#"{"history_entry": 12"#,   // wrong type
+        "{     \"history_entry\"",   // whitespace run
+    ] {
+        assert!(!complete(&n, bad), "{bad}");
+    }
+    // Order is the schema's: a later optional key cannot come first.
+    assert!(!accepted_prefix(&n, r#"{"count""#));
+    // Nothing after the value.
+    let mut m = JsonMatcher::new(n.clone());
+    assert!(m.feed(br#"{"history_entry": "h", "memory_update": "m"}"#));
+    assert!(m.is_done());
+    assert!(!m.accepts(b" "));
+}
+
+#[test]
+fn invalid_utf8_and_control_bytes_are_refused() {
+    let n = Node::compile(&json!({"type": "string"}));
+    assert!(!accepted_prefix(&n, "\"\u{1}"));
+    let m = JsonMatcher::new(n.clone());
+    assert!(!m.accepts(&[b'"', 0xC3, b'a']));
+    assert!(!m.accepts(&[b'"', 0xFF]));
+    assert!(m.accepts(&[b'"', 0xC3, 0xA9]));
+}
+
+#[test]
+fn max_length_and_free_values() {
+    let n = Node::compile(&json!({"type": "string", "maxLength": 3}));
+    assert!(complete(&n, r#""abc""#));
+    assert!(!complete(&n, r#""abcd""#));
+    let any = Node::compile(&json!({}));
+    for ok in [
+        r#"{"a": [1, {"b": null}], "c": true}"#,
+        "[]",
+        r#""x""#,
+        "false",
+    ] {
+        assert!(complete(&any, ok) || ok == "1", "{ok}");
+    }
+}

@@ -1,0 +1,145 @@
+//! The local provider end to end on the real SmolLM2-135M-Instruct GGUF:
+//! the KV cache's prefix reuse, budgets, cancellation, bad model files.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use mnemo_core::Message;
+use mnemo_llm::{ChatModel, ChatRequest, ErrorKind, ToolChoice};
+use mnemo_local_llm::{Error, LocalChat, LocalOptions};
+
+fn req(text: &str) -> ChatRequest {
+    ChatRequest::new(vec![Message::user(text)])
+        .with_system("You are a terse assistant. Answer in one sentence.")
+        .with_max_tokens(24)
+}
+
+#[test]
+fn usage_counts_the_rendered_prompt() {
+    let m = common::smollm2(2048);
+    let r = req("What is the capital of France?");
+    let expected = m.tokenize(&m.render(&r)).unwrap().len();
+    let resp = m.complete_blocking(&r, &AtomicBool::new(false)).unwrap();
+    assert_eq!(resp.usage.input_tokens as usize, expected);
+    assert_eq!(m.last_stats().prompt_tokens, expected);
+    assert!(!resp.text().is_empty());
+}
+
+#[test]
+fn a_shared_prefix_is_reused_and_changes_nothing() {
+    let cached = common::smollm2(2048);
+    let no = AtomicBool::new(false);
+    cached
+        .complete_blocking(&req("What is the capital of France?"), &no)
+        .unwrap();
+    let second = req("Name a colour of the sky.");
+    let with_cache = cached.complete_blocking(&second, &no).unwrap();
+    let stats = cached.last_stats();
+    assert!(
+        stats.reused_tokens >= 10,
+        "the system prompt is reused: {stats:?}"
+    );
+    assert!(stats.reused_tokens < stats.prompt_tokens);
+    // A fresh model (empty cache) gives the same greedy answer.
+    let fresh = common::smollm2(2048)
+        .complete_blocking(&second, &no)
+        .unwrap();
+    assert_eq!(with_cache.text(), fresh.text());
+    assert_eq!(common::smollm2(2048).last_stats().reused_tokens, 0);
+}
+
+#[test]
+fn a_forced_call_that_runs_out_of_budget_is_an_error_not_a_cut_call() {
+    let m = common::smollm2(2048);
+    let r = ChatRequest::new(common::dialogue())
+        .with_tools(vec![common::save_memory_tool()])
+        .with_tool_choice(ToolChoice::Function("save_memory".into()))
+        .with_max_tokens(4);
+    let err = m
+        .complete_blocking(&r, &AtomicBool::new(false))
+        .unwrap_err();
+    assert!(matches!(err, Error::BadAnswer(_)), "{err:?}");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("budget of 4 tokens") && msg.contains("save_memory"),
+        "{msg}"
+    );
+    // Through the seam it is a decode error, which the engine counts as a
+    // failed consolidation (and archives raw after repeated failures).
+    let llm = err.into_llm("local");
+    assert_eq!(llm.kind(), ErrorKind::Decode);
+}
+
+#[test]
+fn forcing_a_tool_that_is_not_offered_is_refused() {
+    let m = common::smollm2(2048);
+    let r = ChatRequest::new(common::dialogue())
+        .with_tools(vec![common::search_tool()])
+        .with_tool_choice(ToolChoice::Function("save_memory".into()));
+    let err = m
+        .complete_blocking(&r, &AtomicBool::new(false))
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("not among the offered tools"),
+        "{err}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_request_stops_and_the_model_serves_the_next() {
+    let m = common::smollm2(2048);
+    let long = ChatRequest::new(vec![Message::user("Write a long story about the sea.")])
+        .with_max_tokens(2000);
+    let r = tokio::time::timeout(Duration::from_millis(300), m.complete(long)).await;
+    assert!(r.is_err(), "the request timed out");
+    // The generation thread notices, stops and frees the model for the next.
+    assert!(m.complete(req("Hi")).await.is_ok());
+    assert_eq!(m.cancelled_generations(), 1);
+    assert!(m.last_stats().generated_tokens <= 24);
+}
+
+#[test]
+fn a_cancelled_flag_stops_before_the_prompt_runs() {
+    let m = common::smollm2(2048);
+    let err = m
+        .complete_blocking(&req("Hi"), &AtomicBool::new(true))
+        .unwrap_err();
+    assert!(matches!(err, Error::Cancelled), "{err:?}");
+    assert_eq!(m.cancelled_generations(), 1);
+}
+
+#[test]
+fn missing_truncated_and_foreign_files_get_clear_errors() {
+    let opts = LocalOptions {
+        name: "x".into(),
+        context_window: 1024,
+        max_output: 16,
+        seed: 0,
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("nope.gguf");
+    let e = LocalChat::load(&missing, &opts).unwrap_err();
+    assert!(
+        matches!(e, Error::NotFound(_)) && e.to_string().contains("nope.gguf"),
+        "{e}"
+    );
+
+    let full = std::fs::read(mnemo_test_support::smollm2_gguf()).unwrap();
+    let cut = dir.path().join("cut.gguf");
+    std::fs::write(&cut, &full[..full.len() / 2]).unwrap();
+    let e = LocalChat::load(&cut, &opts).unwrap_err().to_string();
+    assert!(
+        e.contains("truncated") && e.contains("fetch it again"),
+        "{e}"
+    );
+
+    let text = dir.path().join("notes.gguf");
+    std::fs::write(&text, "# not a model\n").unwrap();
+    let e = LocalChat::load(&text, &opts).unwrap_err().to_string();
+    assert!(e.contains("not a readable GGUF"), "{e}");
+    // The files are left as they were.
+    assert_eq!(std::fs::read(&cut).unwrap().len(), full.len() / 2);
+}

@@ -128,8 +128,13 @@ pub fn warm_embedder(mnemo: &std::sync::Arc<mnemo::Mnemo>) {
     std::thread::spawn(move || {
         // Keyword-only mode is stated in every search result; only a
         // broken configuration is worth a line here.
-        if let Err(e) = with_download_bar(|p| mnemo.embedder_with_progress(p)) {
-            eprintln!("mnemo: warning: {e}");
+        match with_download_bar(|p| mnemo.embedder_with_progress(p)) {
+            Ok(choice) => {
+                for note in &choice.notes {
+                    eprintln!("mnemo: note: {note}");
+                }
+            }
+            Err(e) => eprintln!("mnemo: warning: {e}"),
         }
     });
 }

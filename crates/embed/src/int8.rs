@@ -11,6 +11,8 @@
 //! the portable one give the same bits, and the tests can compare them
 //! directly.
 
+use crate::buf::Buf;
+
 /// Column blocks of 16 (one 512-bit register of `i32` sums).
 const NB: usize = 16;
 
@@ -22,15 +24,25 @@ pub(crate) struct QMatrix {
     kp: usize,
     n: usize,
     np: usize,
-    packed: Vec<i8>,
+    packed: Buf<i8>,
     /// Dequantisation scale of each column.
-    scales: Vec<f32>,
+    scales: Buf<f32>,
     /// Sum of each column's int8 values (for the 128 shift of activations).
-    colsum: Vec<i32>,
+    colsum: Buf<i32>,
     /// Per input channel, what activations are multiplied by before they
     /// are quantised (the weights' rows were divided by it): empty when the
     /// matrix was quantised without smoothing.
-    smooth: Vec<f32>,
+    smooth: Buf<f32>,
+}
+
+/// A [`QMatrix`]'s parts, as [`crate::prepared`] stores them.
+pub(crate) struct QParts {
+    /// `[k, kp, n, np]`.
+    pub dims: [usize; 4],
+    pub packed: Buf<i8>,
+    pub scales: Buf<f32>,
+    pub colsum: Buf<i32>,
+    pub smooth: Buf<f32>,
 }
 
 impl QMatrix {
@@ -66,8 +78,50 @@ impl QMatrix {
             &scaled
         };
         let mut m = Self::quantize(w, k, n);
-        m.smooth = smooth;
+        m.smooth = smooth.into();
         m
+    }
+
+    /// `(k, n)`: inputs by outputs.
+    pub fn dims(&self) -> (usize, usize) {
+        (self.k, self.n)
+    }
+
+    /// The matrix's parts, borrowed.
+    pub fn parts(&self) -> ([usize; 4], [&[u8]; 4]) {
+        (
+            [self.k, self.kp, self.n, self.np],
+            [
+                self.packed.as_bytes(),
+                self.scales.as_bytes(),
+                self.colsum.as_bytes(),
+                self.smooth.as_bytes(),
+            ],
+        )
+    }
+
+    /// A matrix from stored parts; `None` when their sizes disagree (a
+    /// damaged file), so the kernels never read out of bounds.
+    pub fn from_parts(p: QParts) -> Option<Self> {
+        let [k, kp, n, np] = p.dims;
+        let ok = kp >= k
+            && kp.is_multiple_of(4)
+            && np >= n
+            && np.is_multiple_of(NB)
+            && p.packed.len() == np.checked_mul(kp)?
+            && p.scales.len() == n
+            && p.colsum.len() == np
+            && (p.smooth.is_empty() || p.smooth.len() == k);
+        ok.then_some(QMatrix {
+            k,
+            kp,
+            n,
+            np,
+            packed: p.packed,
+            scales: p.scales,
+            colsum: p.colsum,
+            smooth: p.smooth,
+        })
     }
 
     fn quantize(w: &[f32], k: usize, n: usize) -> Self {
@@ -95,10 +149,10 @@ impl QMatrix {
             kp,
             n,
             np,
-            packed,
-            scales,
-            colsum,
-            smooth: Vec::new(),
+            packed: packed.into(),
+            scales: scales.into(),
+            colsum: colsum.into(),
+            smooth: Buf::default(),
         }
     }
 }

@@ -26,6 +26,7 @@
 #![warn(missing_docs)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
+mod buf;
 mod candle_bert;
 mod e5q4;
 mod error;
@@ -35,6 +36,7 @@ mod hub;
 mod int8;
 mod local;
 mod model_files;
+mod prepared;
 pub mod pypi;
 mod spec;
 mod unigram;

@@ -18,6 +18,9 @@
 //! `<s>` = 0, `<pad>` = 1, `</s>` = 2, `<unk>` = 3. This module owns only
 //! the segmentation; reading the bytes is `e5q4`'s job.
 
+use crate::buf::Buf;
+use crate::prepared::{Reader, Writer};
+
 /// SentencePiece's word-boundary marker.
 const METASPACE: u32 = 0x2581;
 const SPACE: u32 = 0x20;
@@ -25,21 +28,21 @@ const SPACE: u32 = 0x20;
 /// A unigram SentencePiece model, ready to segment.
 pub(crate) struct Unigram {
     /// Piece bytes end to end; piece `i` is `blob[offs[i]..offs[i + 1]]`.
-    blob: Vec<u8>,
-    offs: Vec<u32>,
-    scores: Vec<f32>,
+    blob: Buf<u8>,
+    offs: Buf<u32>,
+    scores: Buf<f32>,
     /// Open-addressing table of piece index + 1 (0 = empty), hashed with
     /// FNV-1a over the piece bytes; on duplicate pieces the lowest index
     /// wins, as in the reference engine.
-    table: Vec<u32>,
+    table: Buf<u32>,
     mask: usize,
     unk: u32,
     unk_score: f32,
     max_piece_bytes: usize,
-    /// Normalisation table, sorted by code point: `(cp, start, end)` into
+    /// Normalisation table, sorted by code point: `[cp, start, end]` into
     /// `norm_out`.
-    norm: Vec<(u32, u32, u32)>,
-    norm_out: Vec<u32>,
+    norm: Buf<[u32; 3]>,
+    norm_out: Buf<u32>,
 }
 
 /// What [`Unigram::new`] is built from: the tokenizer part of the file.
@@ -108,14 +111,17 @@ impl Unigram {
         let mut norm = Vec::with_capacity(p.norm.len());
         let mut norm_out = Vec::new();
         for (cp, outs) in &p.norm {
-            if norm.last().is_some_and(|&(last, _, _)| last >= *cp) {
+            if norm
+                .last()
+                .is_some_and(|&[last, _, _]: &[u32; 3]| last >= *cp)
+            {
                 return Err(format!(
                     "the normalisation table is not sorted by code point (U+{cp:04X})"
                 ));
             }
             let start = norm_out.len() as u32;
             norm_out.extend_from_slice(outs);
-            norm.push((*cp, start, norm_out.len() as u32));
+            norm.push([*cp, start, norm_out.len() as u32]);
         }
         let min_score = p.scores.iter().copied().fold(f32::INFINITY, f32::min);
         let mut max_piece_bytes = 1;
@@ -141,19 +147,69 @@ impl Unigram {
             }
         }
         Ok(Unigram {
-            blob: p.blob,
-            offs: p.offs,
-            scores: p.scores,
-            table,
+            blob: p.blob.into(),
+            offs: p.offs.into(),
+            scores: p.scores.into(),
+            table: table.into(),
             mask,
             unk: p.unk,
             // The reference engine's choice: unknown characters cost 10 more
             // than the rarest piece, so any real piece wins over them.
             unk_score: min_score - 10.0,
             max_piece_bytes,
-            norm,
-            norm_out,
+            norm: norm.into(),
+            norm_out: norm_out.into(),
         })
+    }
+
+    /// Saves the tables (see [`crate::prepared`]).
+    pub(crate) fn store(&self, w: &mut Writer) {
+        w.put("tok.blob", self.blob.as_bytes());
+        w.put("tok.offs", self.offs.as_bytes());
+        w.put("tok.scores", self.scores.as_bytes());
+        w.put("tok.table", self.table.as_bytes());
+        w.put("tok.norm", self.norm.as_bytes());
+        w.put("tok.norm_out", self.norm_out.as_bytes());
+        w.meta(
+            "tok",
+            serde_json::json!({
+                "mask": self.mask,
+                "unk": self.unk,
+                "unk_score": self.unk_score,
+                "max_piece_bytes": self.max_piece_bytes,
+            }),
+        );
+    }
+
+    /// The tables [`Unigram::store`] saved, checked so that lookups stay in
+    /// bounds; `None` when they do not fit together.
+    pub(crate) fn restore(r: &Reader) -> Option<Self> {
+        let m = r.meta("tok")?;
+        let u = Unigram {
+            blob: r.buf("tok.blob")?,
+            offs: r.buf("tok.offs")?,
+            scores: r.buf("tok.scores")?,
+            table: r.buf("tok.table")?,
+            mask: usize::try_from(m.get("mask")?.as_u64()?).ok()?,
+            unk: u32::try_from(m.get("unk")?.as_u64()?).ok()?,
+            unk_score: m.get("unk_score")?.as_f64()? as f32,
+            max_piece_bytes: usize::try_from(m.get("max_piece_bytes")?.as_u64()?).ok()?,
+            norm: r.buf("tok.norm")?,
+            norm_out: r.buf("tok.norm_out")?,
+        };
+        let n = u.scores.len();
+        let ok = n > 0
+            && u.offs.len() == n + 1
+            && u.offs.windows(2).all(|w| w[0] <= w[1])
+            && u.offs.last().map(|&e| e as usize) == Some(u.blob.len())
+            && (u.unk as usize) < n
+            && u.table.len() == u.mask.checked_add(1)?
+            && u.table.len().is_power_of_two()
+            && u.table.iter().all(|&v| v as usize <= n)
+            && u.norm
+                .iter()
+                .all(|&[_, a, b]| a <= b && b as usize <= u.norm_out.len());
+        ok.then_some(u)
     }
 
     fn piece_of<'a>(blob: &'a [u8], offs: &[u32], i: usize) -> &'a [u8] {
@@ -182,9 +238,9 @@ impl Unigram {
     }
 
     fn normalise_into(&self, cp: u32, out: &mut Vec<u32>) {
-        match self.norm.binary_search_by_key(&cp, |&(c, _, _)| c) {
+        match self.norm.binary_search_by_key(&cp, |&[c, _, _]| c) {
             Ok(i) => {
-                let (_, a, b) = self.norm[i];
+                let [_, a, b] = self.norm[i];
                 out.extend_from_slice(&self.norm_out[a as usize..b as usize]);
             }
             Err(_) => out.push(cp),

@@ -241,3 +241,54 @@ fn garbage_and_truncated_files_give_clear_errors() {
     let e = load_err(&bad);
     assert!(e.contains("head"), "{e}");
 }
+
+/// The first load prepares the model (its converted arrays saved beside the
+/// file); later loads map that copy instead of reading and converting the
+/// file, with the same tokens, the same vectors bit for bit and the same
+/// key. A copy made from another version of the file is not used.
+#[test]
+fn a_prepared_model_gives_the_same_vectors() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join(E5_Q4_FILE);
+    std::fs::copy(model_path(), &file).unwrap();
+    let texts = [ZH_A, ZH_OTHER, "Where does the deploy key live?", ""];
+    for (engine, tag) in [(Engine::Fast, "f32"), (Engine::Int8, "int8")] {
+        let spec = LocalModelSpec {
+            engine,
+            ..LocalModelSpec::from_path(&file)
+        };
+        let read = E5Q4Embedder::load_with(&file, &spec).unwrap();
+        assert!(!read.loaded_prepared());
+        let copy = dir.path().join(format!("{E5_Q4_FILE}.{tag}.prepared"));
+        assert!(copy.is_file(), "{tag}: no prepared copy");
+        let mapped = E5Q4Embedder::load_with(&file, &spec).unwrap();
+        assert!(mapped.loaded_prepared(), "{tag}");
+        assert_eq!(read.id(), mapped.id());
+        assert_eq!(read.engine(), mapped.engine());
+        for kind in [EmbedKind::Query, EmbedKind::Document] {
+            assert_eq!(
+                read.embed(&texts, kind).unwrap(),
+                mapped.embed(&texts, kind).unwrap(),
+                "{tag} {kind:?}"
+            );
+        }
+        for t in texts {
+            assert_eq!(read.token_ids(t), mapped.token_ids(t));
+        }
+    }
+    // The model file changes (a new version, or a repair): the copies are
+    // stale, the file is read again and the copy rewritten.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let bytes = std::fs::read(&file).unwrap();
+    std::fs::write(&file, &bytes).unwrap();
+    let spec = LocalModelSpec {
+        engine: Engine::Fast,
+        ..LocalModelSpec::from_path(&file)
+    };
+    assert!(!E5Q4Embedder::load_with(&file, &spec)
+        .unwrap()
+        .loaded_prepared());
+    assert!(E5Q4Embedder::load_with(&file, &spec)
+        .unwrap()
+        .loaded_prepared());
+}

@@ -682,7 +682,10 @@ impl<'a> Importer<'a> {
             target,
             source_rel,
             "no entries were appended",
-            || fsutil::append(&history, text.as_bytes(), true),
+            || {
+                fsutil::append(&history, text.as_bytes(), true)
+                    .map(|()| mnemo_core::journal::note(self.ws, &history))
+            },
         ) {
             return;
         }
@@ -838,7 +841,10 @@ impl<'a> Importer<'a> {
                     target_rel,
                     source_rel,
                     "nothing was appended",
-                    || fsutil::append(&path, add.as_bytes(), true),
+                    || {
+                        fsutil::append(&path, add.as_bytes(), true)
+                            .map(|()| mnemo_core::journal::note(self.ws, &path))
+                    },
                 ) {
                     return None;
                 }

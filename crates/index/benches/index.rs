@@ -33,65 +33,11 @@ use mnemo_index::{IndexSettings, MemoryIndex, SearchRequest};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
-const DIMS: usize = 384;
-const WORDS: &[&str] = &[
-    "budget",
-    "river",
-    "search",
-    "dinner",
-    "trip",
-    "flaky",
-    "server",
-    "history",
-    "team",
-    "design",
-    "lentil",
-    "memory",
-    "cache",
-    "piano",
-    "garden",
-    "tomato",
-    "deploy",
-    "payment",
-    "sailing",
-    "book",
-    "hotel",
-    "flight",
-    "meeting",
-    "review",
-    "recipe",
-    "paprika",
-    "leak",
-    "image",
-    "knee",
-    "physio",
-    "chapter",
-    "empire",
-    "onboarding",
-    "alice",
-    "sam",
-    "priya",
-    "dana",
-    "porto",
-    "lisbon",
-    "tuesday",
-    "friday",
-    "morning",
-    "evening",
-    "weekend",
-    "tokenizer",
-    "index",
-    "vector",
-    "query",
-    "release",
-    "invoice",
-    "doctor",
-    "school",
-    "concert",
-    "coffee",
-    "tea",
-];
+#[path = "corpus.rs"]
+mod corpus;
+use corpus::{sentence, write_corpus};
 
+const DIMS: usize = 384;
 fn unit(v: &mut [f32]) {
     let n = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
     v.iter_mut().for_each(|x| *x /= n);
@@ -106,44 +52,6 @@ fn random_vectors(rng: &mut StdRng, n: usize) -> Vec<f32> {
         unit(row);
     }
     data
-}
-
-/// Words drawn from a skewed vocabulary: 30 % from a small set of frequent
-/// words (present in most chunks, like stop words), the rest from 5,000 rarer
-/// terms with a long tail, so posting lists look like real text.
-fn sentence(rng: &mut StdRng, words: usize) -> String {
-    (0..words)
-        .map(|_| {
-            if rng.random::<f32>() < 0.3 {
-                WORDS[rng.random_range(0..WORDS.len())].to_string()
-            } else {
-                let u: f64 = rng.random();
-                format!("term{}", (u * u * u * 5000.0) as usize)
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-/// A workspace of `chunks` sections (one chunk each with chunk_tokens 80),
-/// 100 sections per daily-log file.
-fn write_corpus(root: &Path, chunks: usize, seed: u64) {
-    let mut rng = StdRng::seed_from_u64(seed);
-    let mem = root.join("memory");
-    std::fs::create_dir_all(&mem).unwrap();
-    let files = chunks.div_ceil(100);
-    for f in 0..files {
-        let date =
-            chrono::NaiveDate::from_ymd_opt(2020, 1, 1).unwrap() + chrono::Duration::days(f as i64);
-        let mut text = String::new();
-        for s in 0..100.min(chunks - f * 100) {
-            text.push_str(&format!(
-                "## Note {s}\n{} id-{f}-{s}.\n",
-                sentence(&mut rng, 36)
-            ));
-        }
-        std::fs::write(mem.join(format!("{}.md", date.format("%Y-%m-%d"))), text).unwrap();
-    }
 }
 
 fn bench_settings() -> IndexSettings {
@@ -301,7 +209,7 @@ fn search_latency(c: &mut Criterion) {
     g.sample_size(20).measurement_time(Duration::from_secs(5));
     for n in sizes {
         let dir = tempfile::tempdir().unwrap();
-        write_corpus(dir.path(), n, 11);
+        write_corpus(dir.path(), n, 100, 11);
         let index = MemoryIndex::open(
             &Workspace::new(dir.path()),
             bench_settings(),
@@ -441,7 +349,7 @@ fn indexing_real_model() {
     };
     let emb: Arc<dyn Embedder> = Arc::new(model);
     let ws = tempfile::tempdir().unwrap();
-    write_corpus(ws.path(), 500, 5);
+    write_corpus(ws.path(), 500, 100, 5);
     let index = MemoryIndex::open(&Workspace::new(ws.path()), bench_settings(), Some(emb)).unwrap();
     let t = Instant::now();
     let r = index.sync(&|_| {}).unwrap();

@@ -112,7 +112,9 @@ pub trait IndexBackend: Send + Sync {
     /// Removes a file and its chunks.
     fn delete_file(&self, path: &str) -> Result<()>;
     /// Keyword candidates for query tokens (OR-ed, ranked by BM25):
-    /// `(chunk id, -bm25)`, best first (higher is better).
+    /// `(chunk id, -bm25)`, best first (higher is better). In a large index
+    /// a backend may score only the chunks that hold the query's rarer
+    /// terms (SQLite: see `fts`), never fewer than all of the rarest one's.
     fn keyword_search(
         &self,
         tokens: &[String],

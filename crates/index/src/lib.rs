@@ -27,6 +27,8 @@ pub mod backend;
 pub mod chunk;
 mod dialogue;
 mod error;
+mod fresh;
+mod fts;
 mod index;
 // Shared with the raw consolidation archive: one set of rules.
 use mnemo_core::redact;

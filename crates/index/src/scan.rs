@@ -1,9 +1,11 @@
 //! The workspace walk: which files are indexed (MEMORY.md, memory/**.md,
 //! configured extra paths, sessions/*.jsonl), without leaving the workspace
-//! through links and without looping. A link is followed only to a file of
-//! the same kind: a memory file may lead to another memory file, never to
-//! `mnemo.toml` or to a session log (whose index copy is redacted), and a
-//! session log only to another session log.
+//! through links and without looping; the folders it went through (whose
+//! change times tell the freshness check where to look again); and the same
+//! rules applied to one folder or one file. A link is followed only to a
+//! file of the same kind: a memory file may lead to another memory file,
+//! never to `mnemo.toml` or to a session log (whose index copy is redacted),
+//! and a session log only to another session log.
 
 // This module reads text a user or a model wrote: no byte-offset slicing
 // or indexing that could land inside a character or past the end.
@@ -13,6 +15,7 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
+use crate::fresh::{times, Times};
 use crate::settings::IndexOptions;
 use crate::types::{FileIssue, Source};
 
@@ -31,6 +34,15 @@ pub(crate) struct Found {
     pub size: u64,
 }
 
+/// What a walk found: the files, and every folder it listed
+/// (workspace-relative, `""` for the root) with its times taken just before
+/// listing it, so a change made while it was read shows at the next check.
+#[derive(Debug, Default)]
+pub(crate) struct Walked {
+    pub files: Vec<Found>,
+    pub dirs: Vec<(String, Option<Times>)>,
+}
+
 struct Walker<'a> {
     real_root: PathBuf,
     opts: &'a IndexOptions,
@@ -39,6 +51,10 @@ struct Walker<'a> {
     seen_dirs: HashSet<(PathBuf, Source)>,
     seen_files: HashSet<PathBuf>,
     out: Vec<Found>,
+    dirs: Vec<(String, Option<Times>)>,
+    /// Sub-folders not to enter (a rescan of one folder leaves the folders
+    /// below it to their own change times).
+    skip: HashSet<String>,
     issues: &'a mut Vec<FileIssue>,
 }
 
@@ -111,9 +127,11 @@ impl Walker<'_> {
         if !self.seen_dirs.insert((real, source)) {
             return; // a link loop or a second link to the same folder
         }
+        let before = times(abs);
         let Ok(entries) = std::fs::read_dir(abs) else {
             return;
         };
+        self.dirs.push((rel.to_string(), before));
         let mut entries: Vec<_> = entries.flatten().collect();
         entries.sort_by_key(|e| e.file_name());
         for e in entries {
@@ -127,7 +145,7 @@ impl Walker<'_> {
                 continue;
             };
             if meta.is_dir() {
-                if recursive {
+                if recursive && !self.skip.contains(&child_rel) {
                     self.dir(&child, &child_rel, ext, source, true);
                 }
             } else if name.len() > ext.len() && name.to_ascii_lowercase().ends_with(ext) {
@@ -137,18 +155,86 @@ impl Walker<'_> {
     }
 }
 
+impl<'a> Walker<'a> {
+    fn new(root: &Path, opts: &'a IndexOptions, issues: &'a mut Vec<FileIssue>) -> Self {
+        Walker {
+            real_root: root.canonicalize().unwrap_or_else(|_| root.to_path_buf()),
+            opts,
+            seen_dirs: HashSet::new(),
+            seen_files: HashSet::new(),
+            out: Vec::new(),
+            dirs: Vec::new(),
+            skip: HashSet::new(),
+            issues,
+        }
+    }
+
+    fn finish(self) -> Walked {
+        let mut files = self.out;
+        files.sort_by(|a, b| a.rel.cmp(&b.rel));
+        Walked {
+            files,
+            dirs: self.dirs,
+        }
+    }
+}
+
+/// The top-level place a workspace-relative path belongs to: what it
+/// indexes, and how.
+struct Place {
+    /// Its folder (or file, for an extra path naming one).
+    rel: String,
+    ext: &'static str,
+    source: Source,
+    recursive: bool,
+}
+
+fn places(opts: &IndexOptions) -> Vec<Place> {
+    let mut out = vec![Place {
+        rel: "memory".into(),
+        ext: ".md",
+        source: Source::Memory,
+        recursive: true,
+    }];
+    for extra in &opts.extra_paths {
+        let rel = extra.trim_matches('/').replace('\\', "/");
+        if !rel.is_empty() {
+            out.push(Place {
+                rel,
+                ext: ".md",
+                source: Source::Memory,
+                recursive: true,
+            });
+        }
+    }
+    if opts.sessions {
+        out.push(Place {
+            rel: "sessions".into(),
+            ext: ".jsonl",
+            source: Source::Sessions,
+            recursive: false,
+        });
+    }
+    out
+}
+
+/// The place `rel` lies in or is, if any.
+fn place_of<'p>(places: &'p [Place], rel: &str) -> Option<&'p Place> {
+    places
+        .iter()
+        .find(|p| rel == p.rel || rel.starts_with(&format!("{}/", p.rel)))
+}
+
 /// Every indexable file, sorted by path; links out of the workspace are
 /// reported in `issues` and skipped.
 pub(crate) fn walk(root: &Path, opts: &IndexOptions, issues: &mut Vec<FileIssue>) -> Vec<Found> {
-    let real_root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
-    let mut w = Walker {
-        real_root,
-        opts,
-        seen_dirs: HashSet::new(),
-        seen_files: HashSet::new(),
-        out: Vec::new(),
-        issues,
-    };
+    walk_all(root, opts, issues).files
+}
+
+/// [`walk`], with the folders listed on the way.
+pub(crate) fn walk_all(root: &Path, opts: &IndexOptions, issues: &mut Vec<FileIssue>) -> Walked {
+    let mut w = Walker::new(root, opts, issues);
+    w.dirs.push((String::new(), times(root)));
     for name in ["MEMORY.md", "memory.md"] {
         // On a case-insensitive file system both names are one file: the
         // walker de-duplicates by real path.
@@ -157,31 +243,71 @@ pub(crate) fn walk(root: &Path, opts: &IndexOptions, issues: &mut Vec<FileIssue>
             w.file(&p, name.into(), Source::Memory);
         }
     }
-    let memory = root.join("memory");
-    if memory.is_dir() {
-        w.dir(&memory, "memory", ".md", Source::Memory, true);
-    }
-    for extra in &opts.extra_paths {
-        let rel = extra.trim_matches('/').replace('\\', "/");
-        if rel.is_empty() {
-            continue;
-        }
-        let abs = root.join(&rel);
+    for place in places(opts) {
+        let abs = root.join(&place.rel);
         if abs.is_dir() {
-            w.dir(&abs, &rel, ".md", Source::Memory, true);
-        } else if abs.is_file() && rel.to_ascii_lowercase().ends_with(".md") {
-            w.file(&abs, rel, Source::Memory);
+            w.dir(&abs, &place.rel, place.ext, place.source, place.recursive);
+        } else if place.rel != "memory"
+            && place.rel != "sessions"
+            && abs.is_file()
+            && place.rel.to_ascii_lowercase().ends_with(place.ext)
+        {
+            w.file(&abs, place.rel.clone(), place.source);
         }
     }
-    if opts.sessions {
-        let sessions = root.join("sessions");
-        if sessions.is_dir() {
-            w.dir(&sessions, "sessions", ".jsonl", Source::Sessions, false);
-        }
+    w.finish()
+}
+
+/// The files directly in folder `rel` (recorded by an earlier walk), and
+/// every file under its sub-folders that are not in `known` (new ones),
+/// by the walk's rules. `None` when `rel` is the root or holds no indexed
+/// place (the caller walks everything then).
+pub(crate) fn rescan_dir(
+    root: &Path,
+    opts: &IndexOptions,
+    rel: &str,
+    known: &HashSet<String>,
+    issues: &mut Vec<FileIssue>,
+) -> Option<Walked> {
+    let places = places(opts);
+    let place = place_of(&places, rel)?;
+    let mut w = Walker::new(root, opts, issues);
+    w.skip = known
+        .iter()
+        .filter(|d| d.as_str() != rel)
+        .cloned()
+        .collect();
+    let abs = root.join(rel);
+    if abs.is_dir() {
+        let recursive = place.recursive;
+        w.dir(&abs, rel, place.ext, place.source, recursive);
     }
-    let mut out = w.out;
-    out.sort_by(|a, b| a.rel.cmp(&b.rel));
-    out
+    Some(w.finish())
+}
+
+/// `rel` as the walk would find it: `None` when it is missing, not an
+/// indexed path, or a link out of the workspace.
+pub(crate) fn one_file(
+    root: &Path,
+    opts: &IndexOptions,
+    rel: &str,
+    issues: &mut Vec<FileIssue>,
+) -> Option<Found> {
+    let indexed = if rel == "MEMORY.md" || rel == "memory.md" {
+        Some(Source::Memory)
+    } else {
+        let places = places(opts);
+        place_of(&places, rel).and_then(|p| {
+            let inside = rel.strip_prefix(&format!("{}/", p.rel)).unwrap_or(rel);
+            let shallow = p.recursive || !inside.contains('/');
+            let named = rel.to_ascii_lowercase().ends_with(p.ext);
+            let hidden = rel.split('/').any(|c| c.starts_with('.'));
+            (shallow && named && !hidden).then_some(p.source)
+        })
+    }?;
+    let mut w = Walker::new(root, opts, issues);
+    w.file(&root.join(rel), rel.to_string(), indexed);
+    w.out.pop()
 }
 
 /// True when `rel` names a session log: `sessions/<name>.jsonl`.

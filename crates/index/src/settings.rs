@@ -130,6 +130,16 @@ pub struct IndexOptions {
     pub extra_paths: Vec<String>,
     /// Debounce of `watch()` in milliseconds.
     pub watch_debounce_ms: u64,
+    /// Every file is compared with the index at least this often: by the
+    /// first search after this many seconds since the last full comparison
+    /// (one-shot commands such as `mnemo search`), or in the background
+    /// (`serve`, `mcp`, `chat`, `index --watch`). Between two, a search
+    /// checks folder times, the change journal and MEMORY.md, whose cost
+    /// does not grow with the number of files; a file edited in place by
+    /// another program is then seen by processes that watch the workspace
+    /// at once and by one-shot commands at the next full comparison.
+    /// 0: every search compares every file.
+    pub reconcile_secs: u64,
     /// How vector search scans the vectors: `"int8"` (default: int8 pass
     /// over every vector, exact f32 re-rank of the best candidates, same
     /// top-10 as `"exact"` in the tests and benchmarks at about a third of
@@ -155,6 +165,7 @@ impl Default for IndexOptions {
             redact_transcripts: true,
             extra_paths: Vec::new(),
             watch_debounce_ms: 1500,
+            reconcile_secs: 60,
             vector_scan: VectorScan::Int8,
             // OpenClaw's cap: room for edits and reverts without growing
             // forever (about 80 MB of 384-d rows at the cap).
@@ -223,7 +234,9 @@ pub struct SearchOptions {
     pub temporal_decay: bool,
     /// Half-life of the decay in days.
     pub half_life_days: f32,
-    /// Sync before a search when files changed (cheap mtime/size walk).
+    /// Sync before a search when files changed (found by the check of
+    /// `[index] reconcile_secs`, whose cost does not grow with the number
+    /// of files between two full comparisons).
     pub sync_on_search: bool,
     /// Document context: how much the best other hit of the same file (a
     /// session, a daily log) lifts a chunk, 0 = off. Scores stay in 0..=1.

@@ -40,6 +40,9 @@ use crate::error::{IndexError, Result};
 use crate::types::Source;
 use crate::vectors::{VectorScan, VectorSet};
 
+/// How much of the database a reading connection maps.
+const READER_MMAP_BYTES: i64 = 256 << 20;
+
 /// Version of the tables below; a change forces a full rebuild.
 pub(crate) const SCHEMA_VERSION: &str = "3";
 
@@ -131,40 +134,6 @@ pub(crate) fn from_blob(b: &[u8]) -> Option<Vec<f32>> {
     )
 }
 
-/// Drops query tokens found in more than half of the chunks: FTS5's BM25
-/// gives them an IDF of ~0, so they change no ranking, but scoring their huge
-/// posting lists dominates query time. The rarest token is always kept.
-/// A list of phrases ("ice cream") is kept as it is, without lookups:
-/// phrases are not terms of the vocabulary.
-fn prune_common(c: &Connection, tokens: &[String]) -> rusqlite::Result<Vec<String>> {
-    if tokens.len() <= 1 || tokens.iter().any(|t| t.contains(' ')) {
-        return Ok(tokens.to_vec());
-    }
-    let n: i64 = c.query_row("SELECT count(*) FROM chunks", [], |r| r.get(0))?;
-    let mut stmt = c.prepare_cached("SELECT doc FROM chunks_vocab WHERE term = ?1")?;
-    let mut with_df = Vec::with_capacity(tokens.len());
-    for t in tokens {
-        let df: i64 = stmt
-            .query_row(params![t], |r| r.get(0))
-            .optional()?
-            .unwrap_or(0);
-        with_df.push((t, df));
-    }
-    let kept: Vec<String> = with_df
-        .iter()
-        .filter(|(_, df)| df * 2 <= n)
-        .map(|(t, _)| (*t).clone())
-        .collect();
-    if !kept.is_empty() {
-        return Ok(kept);
-    }
-    Ok(with_df
-        .iter()
-        .min_by_key(|(_, df)| *df)
-        .map(|(t, _)| vec![(*t).clone()])
-        .unwrap_or_default())
-}
-
 /// A chunk hash (hex sha256) as 32 bytes, the key of the load's hash join.
 fn hash_key(hex_hash: &str) -> Option<[u8; 32]> {
     let mut out = [0u8; 32];
@@ -190,7 +159,7 @@ fn load_vectors(c: &Connection, id: &EmbedderId, dims: usize) -> rusqlite::Resul
             rows += 1;
         }
     }
-    let mut set = VectorSet::with_capacity(dims, rows);
+    let mut set = VectorSet::sized_for(dims, rows);
     let mut stmt = c.prepare(
         "SELECT hash, embedding FROM embedding_cache NOT INDEXED
          WHERE provider = ?1 AND model = ?2 AND provider_key = ?3",
@@ -230,6 +199,13 @@ struct CacheHeader {
     key: CacheKey,
     rows: usize,
     checksum: u64,
+    /// Whether the f32 rows follow the codes (a large set keeps codes only).
+    #[serde(default = "yes")]
+    exact: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// The set stored in `path` if its header matches `key` and its checksum its
@@ -254,11 +230,11 @@ fn read_cache(path: &Path, key: &CacheKey) -> Option<VectorSet> {
     // The length is checked before anything is allocated for the rows.
     if &header.key != key
         || header.rows as u64 > total
-        || total != 12 + len + VectorSet::encoded_len(key.dims, header.rows) as u64
+        || total != 12 + len + VectorSet::encoded_len(key.dims, header.rows, header.exact) as u64
     {
         return None;
     }
-    let set = VectorSet::read_from(&mut file, key.dims, header.rows).ok()?;
+    let set = VectorSet::read_from(&mut file, key.dims, header.rows, header.exact).ok()?;
     (set.checksum() == header.checksum).then_some(set)
 }
 
@@ -269,6 +245,7 @@ fn write_cache(path: &Path, key: &CacheKey, set: &VectorSet) -> std::io::Result<
         key: key.clone(),
         rows: set.len(),
         checksum: set.checksum(),
+        exact: set.has_exact_rows(),
     })?;
     let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
     let res = (|| {
@@ -314,6 +291,8 @@ pub struct SqliteBackend {
     readers: Mutex<Vec<Connection>>,
     mirror: RwLock<Mirror>,
     scan: VectorScan,
+    /// Chunk and term counts for keyword search, per revision.
+    terms: crate::fts::StatsCache,
 }
 
 impl std::fmt::Debug for SqliteBackend {
@@ -365,6 +344,7 @@ impl SqliteBackend {
                 set: VectorSet::new(dims),
             }),
             scan: VectorScan::default(),
+            terms: crate::fts::StatsCache::new(),
         })
     }
 
@@ -401,6 +381,11 @@ impl SqliteBackend {
                 )?;
                 c.busy_timeout(Duration::from_secs(15))?;
                 c.pragma_update(None, "query_only", true)?;
+                // Pages read through the map rather than copied by a read
+                // call each: a keyword search touches hundreds of them.
+                // Capped, so a large index does not count against the
+                // process's memory beyond it.
+                c.pragma_update(None, "mmap_size", READER_MMAP_BYTES)?;
                 c
             }
         };
@@ -493,6 +478,45 @@ impl SqliteBackend {
         m.rev = Some(rev);
         m.set = set;
         Ok(())
+    }
+
+    /// Re-scores an int8 candidate pool with the stored vectors (for a set
+    /// that keeps codes only) and returns its best `k`, exact cosines.
+    fn rescore(&self, query: &[f32], pool: Vec<(i64, f32)>, k: usize) -> Result<Vec<(i64, f32)>> {
+        let Some((id, dims)) = self.embedder.clone() else {
+            return Ok(Vec::new());
+        };
+        let mut scored: Vec<(i64, f32)> = Vec::with_capacity(pool.len());
+        for batch in pool.chunks(500) {
+            let sql = format!(
+                "SELECT c.id, e.embedding FROM chunks c JOIN embedding_cache e
+                   ON e.provider = ?1 AND e.model = ?2 AND e.provider_key = ?3 AND e.hash = c.hash
+                 WHERE c.id IN ({})",
+                vec!["?"; batch.len()].join(",")
+            );
+            let rows: Vec<(i64, Vec<u8>)> = self.with_reader(|c| {
+                let mut stmt = c.prepare_cached(&sql)?;
+                let mut p: Vec<&dyn rusqlite::ToSql> =
+                    vec![&id.provider, &id.model, &id.provider_key];
+                p.extend(batch.iter().map(|(cid, _)| cid as &dyn rusqlite::ToSql));
+                let rows = stmt.query_map(p.as_slice(), |r| Ok((r.get(0)?, r.get(1)?)))?;
+                rows.collect()
+            })?;
+            for (cid, blob) in rows {
+                if let Some(v) = from_blob(&blob).filter(|v| v.len() == dims) {
+                    scored.push((cid, crate::vectors::dot(&v, query)));
+                }
+            }
+        }
+        // As the in-memory scan orders them: best first, ties by pool rank.
+        let rank: HashMap<i64, usize> =
+            pool.iter().enumerate().map(|(i, (c, _))| (*c, i)).collect();
+        scored.sort_by(|a, b| {
+            b.1.total_cmp(&a.1)
+                .then(rank.get(&a.0).cmp(&rank.get(&b.0)))
+        });
+        scored.truncate(k);
+        Ok(scored)
     }
 
     /// Drops the in-memory vectors and loads them again (from the vector
@@ -721,21 +745,8 @@ impl IndexBackend for SqliteBackend {
     ) -> Result<Vec<(i64, f64)>> {
         let filter = source_filter(sources);
         self.with_reader(|c| {
-            let tokens = prune_common(c, tokens)?;
-            let Some(q) = crate::text::fts_query(&tokens) else { return Ok(Vec::new()) };
-            let sql = match &filter {
-                // FTS5 sorts by rank with a LIMIT itself, without the join.
-                None => "SELECT rowid, bm25(chunks_fts) AS r FROM chunks_fts WHERE chunks_fts MATCH ?1
-                         ORDER BY r LIMIT ?2"
-                    .to_string(),
-                Some(f) => format!(
-                    "SELECT c.id, bm25(chunks_fts) AS r FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid
-                     WHERE chunks_fts MATCH ?1 AND c.source IN ({f}) ORDER BY r LIMIT ?2"
-                ),
-            };
-            let mut stmt = c.prepare_cached(&sql)?;
-            let rows = stmt.query_map(params![q, limit as i64], |r| Ok((r.get(0)?, -r.get::<_, f64>(1)?)))?;
-            rows.collect()
+            let rev = Self::rev(c)?;
+            crate::fts::search(c, &self.terms, rev, tokens, limit, filter.as_deref())
         })
     }
 
@@ -754,7 +765,12 @@ impl IndexBackend for SqliteBackend {
         } else {
             Some(&allow)
         };
-        Ok(m.set.search(self.scan, query, k, filter))
+        let found = m.set.search(self.scan, query, k, filter);
+        if m.set.has_exact_rows() {
+            return Ok(found);
+        }
+        drop(m);
+        self.rescore(query, found, k)
     }
 
     fn chunks_in_days(

@@ -367,6 +367,50 @@ pub(crate) fn identifiers(query: &str) -> Vec<String> {
     out
 }
 
+/// A query as a phrase to find word for word: lower-cased, with every run
+/// of characters that are not letters or digits read as one space (so
+/// punctuation and line breaks do not matter).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Phrase(String);
+
+fn phrase_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push(' ');
+    for ch in text.chars() {
+        if ch.is_alphanumeric() {
+            out.extend(ch.to_lowercase());
+        } else if !out.ends_with(' ') {
+            out.push(' ');
+        }
+    }
+    if !out.ends_with(' ') {
+        out.push(' ');
+    }
+    out
+}
+
+impl Phrase {
+    /// The phrase of `query`: `None` for a single word (a word alone is no
+    /// phrase; identifiers have their own rule).
+    pub(crate) fn of(query: &str) -> Option<Phrase> {
+        let p = phrase_text(query);
+        let words = p.split_whitespace().count();
+        let cjk = p.chars().filter(|c| is_cjk(*c)).count();
+        (words >= 2 || cjk >= 2).then_some(Phrase(p))
+    }
+
+    /// Whether `text` holds the phrase, on word boundaries (CJK text,
+    /// written without spaces, anywhere).
+    pub(crate) fn is_in(&self, text: &str) -> bool {
+        let hay = phrase_text(text);
+        if self.0.chars().any(is_cjk) {
+            hay.contains(self.0.trim())
+        } else {
+            hay.contains(&self.0)
+        }
+    }
+}
+
 /// Word set used by MMR's Jaccard similarity.
 pub(crate) fn word_set(text: &str) -> HashSet<String> {
     let mut out = Vec::new();

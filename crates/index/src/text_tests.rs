@@ -114,3 +114,17 @@ fn phrases_are_adjacent_content_words_of_the_query() {
     assert_eq!(query_phrases("support groups"), vec!["support group"]);
     assert!(query_phrases("lisbon").is_empty());
 }
+
+#[test]
+fn a_phrase_is_found_word_for_word() {
+    let p = Phrase::of("Secret codename for project 7").unwrap();
+    assert!(p.is_in("Note: the SECRET codename for\nproject 7 is BLUEBIRD."));
+    assert!(!p.is_in("The secret codename for project 71 is FALCON."));
+    assert!(!p.is_in("The secret codename for project 2567 is 7-UP."));
+    assert!(!p.is_in("codename for project 7"));
+    assert_eq!(Phrase::of("codename"), None);
+    assert_eq!(Phrase::of("  ?! "), None);
+    let zh = Phrase::of("钢琴课").unwrap();
+    assert!(zh.is_in("我每周六去学钢琴课。"));
+    assert!(!zh.is_in("我每周六去学钢琴。"));
+}

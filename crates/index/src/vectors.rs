@@ -23,6 +23,13 @@
 //! cache costs about 10 us each (measured as the old per-row load: 98 ms for
 //! 10,000 rows), i.e. ~2 ms on every search, more than the whole int8 scan
 //! of 10,000 rows.
+//!
+//! Past [`EXACT_ROWS_MAX_BYTES`] of f32 rows (about 170,000 vectors of 384
+//! dimensions) that trade turns: a million rows would take 1.5 GB. Such a
+//! set is loaded without its f32 rows ([`VectorSet::codes_only`]); its scan
+//! returns the int8 pool with approximate scores, and the caller re-scores
+//! the pool from the stored vectors (the SQLite backend does, in one query),
+//! so the results are the same as with the rows in memory.
 
 use std::collections::HashSet;
 
@@ -442,27 +449,37 @@ fn quantize(v: &[f32], out: &mut Vec<i8>) -> f32 {
     scale
 }
 
+/// Above this many bytes of f32 rows a loaded set keeps only its int8
+/// codes (see the module docs).
+pub const EXACT_ROWS_MAX_BYTES: usize = 256 << 20;
+
 /// Source filter of a scan: `None` keeps every row.
 pub type SourceFilter<'a> = Option<&'a (dyn Fn(u8) -> bool + Sync)>;
 
-/// Vectors of one index, with their chunk ids and sources, in f32 and int8.
-#[derive(Debug, Clone, Default)]
+/// Vectors of one index, with their chunk ids and sources, in f32 and int8
+/// (or int8 only, see [`VectorSet::codes_only`]).
+#[derive(Debug, Clone)]
 pub struct VectorSet {
     dims: usize,
     ids: Vec<i64>,
     sources: Vec<u8>,
+    /// Empty unless `exact`.
     data: Vec<f32>,
     codes: Vec<i8>,
     scales: Vec<f32>,
+    exact: bool,
+}
+
+impl Default for VectorSet {
+    fn default() -> Self {
+        VectorSet::new(0)
+    }
 }
 
 impl VectorSet {
     /// An empty set of `dims`-dimensional vectors.
     pub fn new(dims: usize) -> Self {
-        VectorSet {
-            dims,
-            ..Default::default()
-        }
+        VectorSet::with_capacity(dims, 0)
     }
 
     /// An empty set with room for `rows` vectors.
@@ -474,7 +491,40 @@ impl VectorSet {
             data: Vec::with_capacity(rows * dims),
             codes: Vec::with_capacity(rows * dims),
             scales: Vec::with_capacity(rows),
+            exact: true,
         }
+    }
+
+    /// An empty set with room for `rows` vectors that keeps only their int8
+    /// codes: a quarter of the memory. Its [`VectorSet::search`] returns the
+    /// int8 candidate pool with approximate scores, for the caller to
+    /// re-score exactly.
+    pub fn codes_only(dims: usize, rows: usize) -> Self {
+        VectorSet {
+            dims,
+            ids: Vec::with_capacity(rows),
+            sources: Vec::with_capacity(rows),
+            data: Vec::new(),
+            codes: Vec::with_capacity(rows * dims),
+            scales: Vec::with_capacity(rows),
+            exact: false,
+        }
+    }
+
+    /// The set [`VectorSet::with_capacity`] or [`VectorSet::codes_only`]
+    /// gives for `rows` rows: codes only past [`EXACT_ROWS_MAX_BYTES`].
+    pub fn sized_for(dims: usize, rows: usize) -> Self {
+        if rows.saturating_mul(dims).saturating_mul(4) > EXACT_ROWS_MAX_BYTES {
+            VectorSet::codes_only(dims, rows)
+        } else {
+            VectorSet::with_capacity(dims, rows)
+        }
+    }
+
+    /// Whether the f32 rows are kept (scores from [`VectorSet::search`] are
+    /// then exact cosines).
+    pub fn has_exact_rows(&self) -> bool {
+        self.exact
     }
 
     /// Dimension of the vectors.
@@ -510,7 +560,9 @@ impl VectorSet {
         }
         self.ids.push(id);
         self.sources.push(source);
-        self.data.extend_from_slice(v);
+        if self.exact {
+            self.data.extend_from_slice(v);
+        }
         let scale = quantize(v, &mut self.codes);
         self.scales.push(scale);
         true
@@ -523,26 +575,33 @@ impl VectorSet {
         if blob.len() != self.dims * 4 || self.dims == 0 {
             return false;
         }
-        let start = self.data.len();
-        self.data.extend(
-            blob.chunks_exact(4)
-                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])),
-        );
-        let scale = quantize(&self.data[start..], &mut self.codes);
+        let decoded = blob
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]));
+        let scale = if self.exact {
+            let start = self.data.len();
+            self.data.extend(decoded);
+            quantize(&self.data[start..], &mut self.codes)
+        } else {
+            let row: Vec<f32> = decoded.collect();
+            quantize(&row, &mut self.codes)
+        };
         self.scales.push(scale);
         self.ids.push(id);
         self.sources.push(source);
         true
     }
 
-    /// Bytes of [`VectorSet::write_to`]'s output for `rows` rows.
-    pub fn encoded_len(dims: usize, rows: usize) -> usize {
-        rows * (8 + 1 + 4 + dims + 4 * dims)
+    /// Bytes of [`VectorSet::write_to`]'s output for `rows` rows (`exact`:
+    /// with the f32 rows).
+    pub fn encoded_len(dims: usize, rows: usize, exact: bool) -> usize {
+        rows * (8 + 1 + 4 + dims + if exact { 4 * dims } else { 0 })
     }
 
     /// Writes the set in the layout [`VectorSet::from_bytes`] reads: ids
-    /// (i64 LE), source tags, scales (f32 LE), int8 codes, f32 rows (LE),
-    /// each as one run. Used for the on-disk vector cache.
+    /// (i64 LE), source tags, scales (f32 LE), int8 codes, f32 rows (LE,
+    /// only when the set keeps them), each as one run. Used for the on-disk
+    /// vector cache.
     pub fn write_to(&self, w: &mut impl std::io::Write) -> std::io::Result<()> {
         let mut buf: Vec<u8> = Vec::with_capacity(1 << 16);
         let flush = |buf: &mut Vec<u8>, w: &mut dyn std::io::Write| {
@@ -632,6 +691,7 @@ impl VectorSet {
         r: &mut impl std::io::Read,
         dims: usize,
         rows: usize,
+        exact: bool,
     ) -> std::io::Result<Self> {
         fn section(
             r: &mut impl std::io::Read,
@@ -649,7 +709,11 @@ impl VectorSet {
             }
             Ok(())
         }
-        let mut set = VectorSet::with_capacity(dims, rows);
+        let mut set = if exact {
+            VectorSet::with_capacity(dims, rows)
+        } else {
+            VectorSet::codes_only(dims, rows)
+        };
         let mut buf = vec![0u8; 1 << 16];
         section(r, &mut buf, rows * 8, |b| {
             set.ids.extend(
@@ -667,7 +731,8 @@ impl VectorSet {
         section(r, &mut buf, rows * dims, |b| {
             set.codes.extend(b.iter().map(|x| *x as i8))
         })?;
-        section(r, &mut buf, rows * dims * 4, |b| {
+        let f32_bytes = if exact { rows * dims * 4 } else { 0 };
+        section(r, &mut buf, f32_bytes, |b| {
             set.data.extend(
                 b.chunks_exact(4)
                     .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])),
@@ -684,11 +749,11 @@ impl VectorSet {
 
     /// Reads what [`VectorSet::write_to`] wrote for `rows` rows of `dims`
     /// dimensions; `None` unless `bytes` has exactly that length.
-    pub fn from_bytes(dims: usize, rows: usize, bytes: &[u8]) -> Option<VectorSet> {
-        if dims == 0 || bytes.len() != Self::encoded_len(dims, rows) {
+    pub fn from_bytes(dims: usize, rows: usize, exact: bool, bytes: &[u8]) -> Option<VectorSet> {
+        if dims == 0 || bytes.len() != Self::encoded_len(dims, rows, exact) {
             return None;
         }
-        Self::read_from(&mut &bytes[..], dims, rows).ok()
+        Self::read_from(&mut &bytes[..], dims, rows, exact).ok()
     }
 
     /// Removes the vectors of these chunk ids, compacting in place.
@@ -706,7 +771,9 @@ impl VectorSet {
                 self.ids[w] = self.ids[r];
                 self.sources[w] = self.sources[r];
                 self.scales[w] = self.scales[r];
-                self.data.copy_within(r * d..(r + 1) * d, w * d);
+                if self.exact {
+                    self.data.copy_within(r * d..(r + 1) * d, w * d);
+                }
                 self.codes.copy_within(r * d..(r + 1) * d, w * d);
             }
             w += 1;
@@ -714,12 +781,16 @@ impl VectorSet {
         self.ids.truncate(w);
         self.sources.truncate(w);
         self.scales.truncate(w);
-        self.data.truncate(w * d);
+        if self.exact {
+            self.data.truncate(w * d);
+        }
         self.codes.truncate(w * d);
     }
 
     /// Top `k` with the given scan; the `Int8` scan re-ranks
-    /// [`rerank_pool`]`(k)` candidates.
+    /// [`rerank_pool`]`(k)` candidates. A set without its f32 rows returns
+    /// that pool instead, best first with approximate (int8) scores, for
+    /// the caller to re-score (see [`VectorSet::codes_only`]).
     pub fn search(
         &self,
         scan: VectorScan,
@@ -727,6 +798,15 @@ impl VectorSet {
         k: usize,
         allow: SourceFilter<'_>,
     ) -> Vec<(i64, f32)> {
+        if !self.exact {
+            let mut pool = self.pool_int8(query, rerank_pool(k).max(k), allow);
+            pool.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+            let q_scale = quantize(query, &mut Vec::with_capacity(self.dims));
+            return pool
+                .into_iter()
+                .map(|(s, r)| (self.ids[r as usize], s * q_scale))
+                .collect();
+        }
         match scan {
             VectorScan::Exact => self.top_k(query, k, allow),
             VectorScan::Int8 => self.top_k_int8(query, k, rerank_pool(k), allow),
@@ -777,6 +857,27 @@ impl VectorSet {
         if keep >= n {
             return self.top_k(query, k, allow);
         }
+        let kern = kernels();
+        let pool = self.pool_int8(query, keep, allow);
+        let exact: Vec<(f32, u32)> = pool
+            .into_iter()
+            .map(|(_, r)| {
+                let r = r as usize;
+                ((kern.dot)(&self.data[r * d..(r + 1) * d], query), r as u32)
+            })
+            .collect();
+        self.finish(exact, k)
+    }
+
+    /// The best `keep` rows by their int8 scores `(score, row)`, in no
+    /// order; a score times the query's own int8 scale approximates the
+    /// cosine.
+    fn pool_int8(&self, query: &[f32], keep: usize, allow: SourceFilter<'_>) -> Vec<(f32, u32)> {
+        let n = self.ids.len();
+        if keep == 0 || n == 0 || query.len() != self.dims {
+            return Vec::new();
+        }
+        let d = self.dims;
         let mut q = Vec::with_capacity(d);
         quantize(query, &mut q);
         let kern = kernels();
@@ -799,15 +900,7 @@ impl VectorSet {
             }
             best.finish()
         });
-        let exact: Vec<(f32, u32)> = parts
-            .into_iter()
-            .flatten()
-            .map(|(_, r)| {
-                let r = r as usize;
-                ((kern.dot)(&self.data[r * d..(r + 1) * d], query), r as u32)
-            })
-            .collect();
-        self.finish(exact, k)
+        parts.into_iter().flatten().collect()
     }
 
     /// Offers a block of scores (rows `lo..lo + scores.len()`) to `best`.
@@ -968,8 +1061,8 @@ mod tests {
         assert!(!b.push_le_bytes(2, 0, &blob[..60]));
         let mut bytes = Vec::new();
         a.write_to(&mut bytes).unwrap();
-        assert_eq!(bytes.len(), VectorSet::encoded_len(16, 1));
-        let c = VectorSet::from_bytes(16, 1, &bytes).unwrap();
+        assert_eq!(bytes.len(), VectorSet::encoded_len(16, 1, true));
+        let c = VectorSet::from_bytes(16, 1, true, &bytes).unwrap();
         assert_eq!(
             (
                 c.ids.as_slice(),
@@ -986,10 +1079,59 @@ mod tests {
                 &a.scales
             )
         );
-        assert!(VectorSet::from_bytes(16, 2, &bytes).is_none());
-        assert!(VectorSet::from_bytes(16, 1, &bytes[1..]).is_none());
+        assert!(VectorSet::from_bytes(16, 2, true, &bytes).is_none());
+        assert!(VectorSet::from_bytes(16, 1, true, &bytes[1..]).is_none());
         assert_eq!(b.len(), 1);
         assert!(a.memory_bytes() > 16 * 5);
+    }
+
+    /// A set without its f32 rows holds the same codes, round-trips through
+    /// the cache layout without them, and returns the same int8 pool as the
+    /// full set, scored on the cosine scale.
+    #[test]
+    fn a_codes_only_set_returns_the_int8_pool() {
+        let d = 32;
+        let mut rnd = rng(5);
+        let mut full = VectorSet::new(d);
+        let mut lean = VectorSet::codes_only(d, 0);
+        for i in 0..400 {
+            let v = unit((0..d).map(|_| rnd()).collect());
+            let blob: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+            full.push(i, 0, &v);
+            lean.push_le_bytes(i, 0, &blob);
+        }
+        assert!(!lean.has_exact_rows() && lean.data().is_empty());
+        assert_eq!((&full.codes, &full.scales), (&lean.codes, &lean.scales));
+        assert_eq!(lean.memory_bytes() * 4 < full.memory_bytes() * 2, true);
+        let mut bytes = Vec::new();
+        lean.write_to(&mut bytes).unwrap();
+        assert_eq!(bytes.len(), VectorSet::encoded_len(d, 400, false));
+        let back = VectorSet::from_bytes(d, 400, false, &bytes).unwrap();
+        assert_eq!(back.checksum(), lean.checksum());
+        let q = unit((0..d).map(|_| rnd()).collect());
+        let pool = lean.search(VectorScan::Int8, &q, 10, None);
+        assert_eq!(pool.len(), rerank_pool(10));
+        // Re-scored exactly, the pool's best ten are the full set's.
+        let mut rescored: Vec<(i64, f32)> = pool
+            .iter()
+            .map(|(id, approx)| {
+                let exact = full
+                    .top_k(&q, 400, None)
+                    .into_iter()
+                    .find(|x| x.0 == *id)
+                    .unwrap()
+                    .1;
+                assert!((approx - exact).abs() < 0.05, "{approx} vs {exact}");
+                (*id, exact)
+            })
+            .collect();
+        rescored.sort_by(|a, b| b.1.total_cmp(&a.1));
+        rescored.truncate(10);
+        assert_eq!(rescored, full.search(VectorScan::Int8, &q, 10, None));
+        lean.remove(&[3, 4].into());
+        assert_eq!(lean.len(), 398);
+        assert_eq!(VectorSet::sized_for(384, 1_000_000).has_exact_rows(), false);
+        assert!(VectorSet::sized_for(384, 10_000).has_exact_rows());
     }
 
     #[test]

@@ -71,12 +71,15 @@ struct KindOnly {
 }
 
 /// The embedder that was built, or why there is none.
-#[derive(Clone)]
+#[derive(Clone, Default)]
 pub struct EmbedderChoice {
     /// The embedder, when one could be built.
     pub embedder: Option<Arc<dyn Embedder>>,
     /// Why search runs keyword-only, when it does.
     pub warning: Option<String>,
+    /// `[embedder]` settings that belong to another kind and were ignored
+    /// (`engine` under `kind = "openai"`, say), one line each.
+    pub notes: Vec<String>,
 }
 
 /// One workspace, opened.
@@ -90,6 +93,9 @@ pub struct Mnemo {
     /// download the model once.
     embedder: Mutex<Option<EmbedderChoice>>,
     index: OnceLock<Arc<MemoryIndex>>,
+    /// Set by [`Mnemo::keep_index_fresh`]: the index is watched once open.
+    keep_fresh: std::sync::atomic::AtomicBool,
+    watch: Mutex<Option<mnemo_index::WatchHandle>>,
 }
 
 impl Mnemo {
@@ -105,6 +111,8 @@ impl Mnemo {
             memory,
             embedder: Mutex::new(None),
             index: OnceLock::new(),
+            keep_fresh: std::sync::atomic::AtomicBool::new(false),
+            watch: Mutex::new(None),
         })
     }
 
@@ -150,19 +158,62 @@ impl Mnemo {
         Ok(built.insert(choice).clone())
     }
 
-    /// The search index over this workspace, opened once.
+    /// The search index over this workspace, opened once (and watched, once
+    /// [`Mnemo::keep_index_fresh`] was called).
     pub fn index(&self) -> Result<Arc<MemoryIndex>> {
-        if let Some(i) = self.index.get() {
-            return Ok(i.clone());
+        let index = match self.index.get() {
+            Some(i) => i.clone(),
+            None => {
+                let settings = IndexSettings::from_config(&self.config)?;
+                let choice = self.embedder()?;
+                let index = Arc::new(MemoryIndex::open(
+                    &self.workspace,
+                    settings,
+                    choice.embedder,
+                )?);
+                self.index.get_or_init(|| index).clone()
+            }
+        };
+        if self.keep_fresh.load(std::sync::atomic::Ordering::Relaxed) {
+            self.watch_index(&index);
         }
-        let settings = IndexSettings::from_config(&self.config)?;
-        let choice = self.embedder()?;
-        let index = Arc::new(MemoryIndex::open(
-            &self.workspace,
-            settings,
-            choice.embedder,
-        )?);
-        Ok(self.index.get_or_init(|| index).clone())
+        Ok(index)
+    }
+
+    /// Starts the watcher unless it runs; a failure is logged once and
+    /// leaves searches on their own freshness check.
+    fn watch_index(&self, index: &MemoryIndex) {
+        let mut watch = self.watch.lock().unwrap_or_else(|e| e.into_inner());
+        if watch.is_some() {
+            return;
+        }
+        match index.keep_fresh() {
+            Ok(handle) => *watch = Some(handle),
+            Err(e) => {
+                self.keep_fresh
+                    .store(false, std::sync::atomic::Ordering::Relaxed);
+                tracing::warn!("cannot watch the workspace for changes: {e}");
+            }
+        }
+    }
+}
+
+impl Mnemo {
+    /// Keeps the search index fresh from file-system events for as long
+    /// as this `Mnemo` lives, as a server or a chat should: searches then
+    /// see a file edited by hand at once and never walk the workspace
+    /// (`MemoryIndex::keep_fresh`). The index is opened in the background
+    /// (that may first load the embedding model); a search that opens it
+    /// first starts the watcher itself, before it searches.
+    pub fn keep_index_fresh(self: &Arc<Self>) {
+        self.keep_fresh
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        let me = self.clone();
+        std::thread::spawn(move || {
+            if let Err(e) = me.index() {
+                tracing::warn!("cannot open the index to keep it fresh: {e}");
+            }
+        });
     }
 }
 
@@ -177,61 +228,94 @@ pub fn build_embedder_with_progress(
     progress: &mut dyn FnMut(&DownloadProgress),
 ) -> Result<EmbedderChoice> {
     let kind: KindOnly = config.section("embedder")?;
-    match kind.kind {
-        EmbedderKind::None => Ok(EmbedderChoice {
-            embedder: None,
+    // Settings of the other kinds (a workspace switched from "local" to
+    // "openai" keeps `engine = "auto"`) are dropped with a note rather than
+    // refused; a key no kind knows still fails, so typos are caught.
+    let (section, notes) = embedder_section(config, kind.kind);
+    let mut choice = match kind.kind {
+        EmbedderKind::None => EmbedderChoice {
             warning: Some("keyword-only: [embedder] kind = \"none\"".into()),
-        }),
+            ..Default::default()
+        },
         EmbedderKind::Hash => {
-            #[derive(Deserialize)]
-            #[serde(default)]
-            struct HashCfg {
-                dims: usize,
-            }
-            impl Default for HashCfg {
-                fn default() -> Self {
-                    HashCfg { dims: 384 }
-                }
-            }
-            let c: HashCfg = config.section("embedder")?;
-            Ok(EmbedderChoice {
+            let c: HashCfg = section_as(section)?;
+            EmbedderChoice {
                 embedder: Some(Arc::new(mnemo_embed::HashEmbedder::new(c.dims))),
-                warning: None,
-            })
+                ..Default::default()
+            }
         }
         EmbedderKind::Local => {
-            let spec: mnemo_embed::LocalModelSpec = config.section("embedder")?;
+            let spec: mnemo_embed::LocalModelSpec = section_as(section)?;
             match mnemo_embed::LocalEmbedder::resolve_with_progress(&spec, progress) {
-                Ok(e) => Ok(EmbedderChoice { embedder: Some(Arc::new(e)), warning: None }),
-                Err(e) => Ok(EmbedderChoice {
-                    embedder: None,
+                Ok(e) => EmbedderChoice {
+                    embedder: Some(Arc::new(e)),
+                    ..Default::default()
+                },
+                Err(e) => EmbedderChoice {
                     warning: Some(format!(
                         "keyword-only: the local embedding model is unavailable ({e}); set [embedder] path to a model \
                          folder, allow the download, or choose kind = \"openai\""
                     )),
-                }),
+                    ..Default::default()
+                },
             }
         }
         EmbedderKind::Openai => {
-            // The client's config refuses unknown fields: hand it the section without `kind`.
-            let mut table = config
-                .table()
-                .get("embedder")
-                .and_then(|v| v.as_table())
-                .cloned()
-                .unwrap_or_default();
-            table.remove("kind");
-            let cfg: mnemo_llm::OpenAiEmbedderConfig = toml::Value::Table(table)
-                .try_into()
-                .map_err(|e: toml::de::Error| {
-                    Error::Embedder(format!("bad [embedder] section: {e}"))
-                })?;
+            let cfg: mnemo_llm::OpenAiEmbedderConfig = section_as(section)?;
             let e =
                 mnemo_llm::OpenAiEmbedder::new(cfg).map_err(|e| Error::Embedder(e.to_string()))?;
-            Ok(EmbedderChoice {
+            EmbedderChoice {
                 embedder: Some(Arc::new(e)),
-                warning: None,
-            })
+                ..Default::default()
+            }
+        }
+    };
+    choice.notes = notes;
+    Ok(choice)
+}
+
+/// `[embedder]` of the hash kind.
+#[derive(Deserialize, Serialize)]
+#[serde(default)]
+struct HashCfg {
+    dims: usize,
+}
+
+impl Default for HashCfg {
+    fn default() -> Self {
+        HashCfg { dims: 384 }
+    }
+}
+
+impl EmbedderKind {
+    fn name(self) -> &'static str {
+        match self {
+            EmbedderKind::Local => "local",
+            EmbedderKind::Openai => "openai",
+            EmbedderKind::Hash => "hash",
+            EmbedderKind::None => "none",
+        }
+    }
+
+    /// The `[embedder]` keys this kind reads (besides `kind`).
+    fn keys(self) -> Vec<String> {
+        let of = |v: serde_json::Result<serde_json::Value>| -> Vec<String> {
+            v.ok()
+                .and_then(|v| v.as_object().map(|o| o.keys().cloned().collect()))
+                .unwrap_or_default()
+        };
+        match self {
+            EmbedderKind::Local => of(serde_json::to_value(mnemo_embed::LocalModelSpec::default())),
+            EmbedderKind::Openai => {
+                let mut k = of(serde_json::to_value(
+                    mnemo_llm::OpenAiEmbedderConfig::default(),
+                ));
+                // Never serialised, but read.
+                k.push("api_key".into());
+                k
+            }
+            EmbedderKind::Hash => of(serde_json::to_value(HashCfg::default())),
+            EmbedderKind::None => Vec::new(),
         }
     }
 }
@@ -253,4 +337,59 @@ pub fn build_chat_model(
         }
         _ => mnemo_llm::build_chat_model(config),
     }
+}
+
+/// The `[embedder]` table for `kind`, without `kind` and without the keys
+/// only other kinds read, and a note for each key dropped.
+fn embedder_section(config: &Config, kind: EmbedderKind) -> (toml::Table, Vec<String>) {
+    let mut table = config
+        .table()
+        .get("embedder")
+        .and_then(|v| v.as_table())
+        .cloned()
+        .unwrap_or_default();
+    table.remove("kind");
+    let mut notes = Vec::new();
+    if kind == EmbedderKind::None {
+        return (table, notes);
+    }
+    let own = kind.keys();
+    let others = [
+        EmbedderKind::Local,
+        EmbedderKind::Openai,
+        EmbedderKind::Hash,
+    ];
+    let keys: Vec<String> = table.keys().cloned().collect();
+    for key in keys {
+        if own.contains(&key) {
+            continue;
+        }
+        let owners: Vec<&str> = others
+            .iter()
+            .filter(|k| **k != kind && k.keys().contains(&key))
+            .map(|k| k.name())
+            .collect();
+        if owners.is_empty() {
+            continue; // unknown to every kind: the kind's own reader says so
+        }
+        table.remove(&key);
+        notes.push(format!(
+            "[embedder] {key} applies to kind = \"{}\" only; ignored with kind = \"{}\" (remove it from mnemo.toml to silence this note)",
+            owners.join("\" or \""),
+            kind.name()
+        ));
+    }
+    (table, notes)
+}
+
+/// Reads an `[embedder]` table into the kind's settings.
+fn section_as<T: serde::de::DeserializeOwned>(table: toml::Table) -> Result<T> {
+    toml::Value::Table(table)
+        .try_into()
+        .map_err(|e: toml::de::Error| {
+            Error::Config(mnemo_core::ConfigError::Section {
+                section: "embedder".into(),
+                message: e.to_string(),
+            })
+        })
 }

@@ -9,7 +9,7 @@ use std::path::Path;
 use chrono::{TimeZone, Utc};
 use mnemo_core::{Message, Workspace};
 use mnemo_store::{
-    Error, FrontMatter, MemorySettings, MemoryStore, MemoryType, SessionOptions, SessionStore,
+    Error, FrontMatter, MemorySettings, MemoryStore, MemoryType, SaveMode, SessionOptions, SessionStore,
 };
 
 fn store(dir: &Path) -> MemoryStore {
@@ -127,7 +127,7 @@ mod links {
         fs::write(outside.path().join("secret.md"), "secret").unwrap();
         symlink(outside.path(), dir.path().join("memory")).unwrap();
         forbidden(s.append_daily("note", now(), true));
-        forbidden(s.save_typed(typed("Tea"), "body"));
+        forbidden(s.save_typed(typed("Tea"), "body", SaveMode::Create));
         forbidden(s.append_history("entry", now()));
         forbidden(s.write_session_note(s.today(now()), "x", "note"));
         forbidden(s.scan_memory_files(10, 3));
@@ -146,7 +146,7 @@ mod links {
         symlink(&target, dir.path().join("MEMORY.md")).unwrap();
         forbidden(s.read_memory_md());
         forbidden(s.render_prompt_block(now()));
-        forbidden(s.save_typed(typed("Tea"), "body"));
+        forbidden(s.save_typed(typed("Tea"), "body", SaveMode::Create));
         forbidden(s.write_memory_md("new\n"));
         assert_eq!(fs::read_to_string(&target).unwrap(), "outside facts\n");
     }
@@ -269,6 +269,7 @@ fn deeply_nested_front_matter_is_listed_as_broken() {
             kind: MemoryType::User,
         },
         "green",
+        SaveMode::Create,
     )
     .unwrap();
     let files = s.scan_memory_files(10, 2).unwrap();

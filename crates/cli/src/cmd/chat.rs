@@ -357,6 +357,8 @@ fn parse_line(line: &str) -> Line<'_> {
 /// `mnemo chat`: the REPL.
 pub fn chat(args: ChatArgs, global: &GlobalArgs) -> Result<()> {
     let mut a = agent(global, &args.turn)?;
+    // A chat keeps running: files edited beside it are found at once.
+    a.backend.mnemo().keep_index_fresh();
     let key = args.turn.session;
     let tty = std::io::stdin().is_terminal();
     if tty {
@@ -365,6 +367,9 @@ pub fn chat(args: ChatArgs, global: &GlobalArgs) -> Result<()> {
         let choice = with_download_bar(|p| a.backend.mnemo().embedder_with_progress(p))?;
         if let Some(w) = choice.warning {
             eprintln!("warning: {w}");
+        }
+        for note in &choice.notes {
+            eprintln!("note: {note}");
         }
     }
     let out = std::io::stdout();

@@ -29,6 +29,7 @@ pub fn run(args: McpArgs, global: &GlobalArgs) -> Result<()> {
     let ctx = global.ctx()?;
     let mnemo = Arc::new(mnemo::Mnemo::open(ctx.workspace, ctx.config)?);
     crate::output::warm_embedder(&mnemo);
+    mnemo.keep_index_fresh();
     let rt = crate::ctx::runtime()?;
     rt.block_on(async move {
         match args.http {

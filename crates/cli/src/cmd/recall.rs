@@ -64,9 +64,12 @@ fn open(global: &GlobalArgs) -> Result<(Mnemo, Arc<MemoryIndex>, Option<String>)
     let ctx = global.ctx()?;
     ctx.require_initialised()?;
     let m = Mnemo::open(ctx.workspace, ctx.config)?;
-    let warning = with_download_bar(|p| m.embedder_with_progress(p))?.warning;
+    let choice = with_download_bar(|p| m.embedder_with_progress(p))?;
+    for note in &choice.notes {
+        eprintln!("note: {note}");
+    }
     let index = m.index()?;
-    Ok((m, index, warning))
+    Ok((m, index, choice.warning))
 }
 
 fn sync_with_bar(index: &MemoryIndex, force: bool) -> Result<SyncReport> {

@@ -28,6 +28,7 @@ pub fn run(args: ServeArgs, global: &GlobalArgs) -> Result<()> {
     let ctx = global.ctx()?;
     let mnemo = Arc::new(mnemo::Mnemo::open(ctx.workspace, ctx.config)?);
     crate::output::warm_embedder(&mnemo);
+    mnemo.keep_index_fresh();
     let rt = crate::ctx::runtime()?;
     rt.block_on(async move {
         let listener = mnemo_mcp::auth::bind(args.http, args.token.as_deref()).await?;

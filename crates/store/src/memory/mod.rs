@@ -290,7 +290,9 @@ impl MemoryStore {
             format!("[{}] {entry}\n\n", self.local(now).format("%Y-%m-%d %H:%M"))
         };
         let path = self.memory_file(&self.workspace.history_md())?;
-        fsutil::append(&path, text.as_bytes(), true)
+        fsutil::append(&path, text.as_bytes(), true)?;
+        mnemo_core::journal::note(&self.workspace, &path);
+        Ok(())
     }
 
     /// The history log (empty when missing).
@@ -405,6 +407,7 @@ impl MemoryStore {
         }
         if written > 0 {
             fsutil::append(&path, out.as_bytes(), true)?;
+            mnemo_core::journal::note(&self.workspace, &path);
         }
         Ok(AppendOutcome {
             path: format!("memory/{}.md", date.format("%Y-%m-%d")),

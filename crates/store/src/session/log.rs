@@ -201,6 +201,7 @@ impl SessionStore {
         let path = self.path_for(key)?;
         Ok(SessionLog {
             key: key.to_string(),
+            workspace: self.workspace.clone(),
             spill_dir: spill_dir_for(&path),
             display_spill_dir: format!(
                 "sessions/{}",
@@ -304,6 +305,8 @@ fn first_key(path: &Path) -> Result<Option<String>> {
 pub struct SessionLog {
     key: String,
     path: PathBuf,
+    /// For the change journal (see `mnemo_core::journal`).
+    workspace: Workspace,
     spill_dir: PathBuf,
     display_spill_dir: String,
     options: SessionOptions,
@@ -555,6 +558,9 @@ impl SessionLog {
                 fsutil::sync_dir(dir)?;
             }
         }
+        // An append leaves the folder's times as they were: the index
+        // learns of it from the journal.
+        mnemo_core::journal::note(&self.workspace, &path);
         Ok(())
     }
 }

@@ -1,0 +1,213 @@
+//! Search at scale, on generated notes (seeded): builds (or reuses) an
+//! index of N chunks with the hashing embedder, then times searches and
+//! reports resident memory.
+//!
+//! ```sh
+//! cargo run --release -p mnemo-index --example scale -- --chunks 100000 --dir /some/scratch/ws
+//! cargo run --release -p mnemo-index --example scale -- --chunks 1000000 --per-file 100 --dir D --build-only
+//! cargo run --release -p mnemo-index --example scale -- --dir D --search-only   # a fresh process: its RSS is the search's
+//! ```
+//!
+//! Options: `--chunks N` (100,000), `--per-file K` chunks per daily-log
+//! file (100; 1 gives one file per chunk), `--queries Q` (300), `--dims D`
+//! (384), `--fresh` keeps `sync_on_search` on (the default setting; off
+//! measures the search alone), `--scan exact|int8`, `--keyword` (no
+//! embedder). Each search's time is split into the query's embedding (the
+//! embedder is wrapped and timed) and the rest.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mnemo_core::{EmbedError, EmbedKind, Embedder, EmbedderId, Workspace};
+use mnemo_embed::HashEmbedder;
+use mnemo_index::vectors::VectorScan;
+use mnemo_index::{IndexSettings, MemoryIndex, SearchRequest};
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+
+#[path = "../benches/corpus.rs"]
+mod corpus;
+use corpus::{sentence, write_corpus};
+
+/// The hashing embedder, with the time spent embedding queries counted.
+struct Timed {
+    inner: HashEmbedder,
+    query_ns: AtomicU64,
+}
+
+impl Embedder for Timed {
+    fn id(&self) -> EmbedderId {
+        self.inner.id()
+    }
+    fn dims(&self) -> usize {
+        self.inner.dims()
+    }
+    fn max_batch(&self) -> usize {
+        self.inner.max_batch()
+    }
+    fn embed(&self, texts: &[&str], kind: EmbedKind) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let t = Instant::now();
+        let out = self.inner.embed(texts, kind);
+        if kind == EmbedKind::Query {
+            self.query_ns
+                .fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        }
+        out
+    }
+}
+
+/// Resident and peak resident memory of this process, in MB (Linux).
+fn rss() -> (f64, f64) {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse::<f64>().ok())
+            .map(|kb| kb / 1024.0)
+            .unwrap_or(0.0)
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}
+
+/// CPU time of this process so far (user + system), Linux; what a search
+/// costs whatever else the machine runs.
+fn cpu() -> Duration {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // The fields after the command name, which is in parentheses.
+    let rest = stat.rsplit_once(')').map(|x| x.1).unwrap_or("");
+    let f: Vec<u64> = rest
+        .split_whitespace()
+        .map(|x| x.parse().unwrap_or(0))
+        .collect();
+    // utime and stime are fields 14 and 15, in ticks of 1/100 s.
+    let ticks = f.get(11).copied().unwrap_or(0) + f.get(12).copied().unwrap_or(0);
+    Duration::from_millis(ticks * 10)
+}
+
+fn pct(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+}
+
+fn main() {
+    let mut chunks = 100_000usize;
+    let mut per_file = 100usize;
+    let mut queries = 300usize;
+    let mut dims = 384usize;
+    let mut dir: Option<PathBuf> = None;
+    let mut fresh = false;
+    let mut keyword = false;
+    let mut build_only = false;
+    let mut search_only = false;
+    let mut scan = VectorScan::Int8;
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        let mut val = || args.next().expect("a value after the flag");
+        match a.as_str() {
+            "--chunks" => chunks = val().parse().unwrap(),
+            "--per-file" => per_file = val().parse::<usize>().unwrap().max(1),
+            "--queries" => queries = val().parse().unwrap(),
+            "--dims" => dims = val().parse().unwrap(),
+            "--dir" => dir = Some(PathBuf::from(val())),
+            "--fresh" => fresh = true,
+            "--keyword" => keyword = true,
+            "--build-only" => build_only = true,
+            "--search-only" => search_only = true,
+            "--scan" => {
+                scan = match val().as_str() {
+                    "exact" => VectorScan::Exact,
+                    _ => VectorScan::Int8,
+                }
+            }
+            other => panic!("unknown argument {other}"),
+        }
+    }
+    let tmp;
+    let root = match dir {
+        Some(d) => d,
+        None => {
+            tmp = tempfile::tempdir().unwrap();
+            tmp.path().to_path_buf()
+        }
+    };
+    let mut settings = IndexSettings::default();
+    settings.index.chunk_tokens = 80;
+    settings.index.chunk_overlap = 0;
+    settings.index.vector_scan = scan;
+    settings.search.sync_on_search = fresh;
+    let timed = Arc::new(Timed {
+        inner: HashEmbedder::new(dims),
+        query_ns: AtomicU64::new(0),
+    });
+    let emb: Option<Arc<dyn Embedder>> = (!keyword).then(|| timed.clone() as Arc<dyn Embedder>);
+    let ws = Workspace::new(&root);
+    if !search_only {
+        if !root.join("memory").exists() {
+            let t = Instant::now();
+            write_corpus(&root, chunks, per_file, 11);
+            println!("wrote {chunks} chunks in {:.1?}", t.elapsed());
+        }
+        let index = MemoryIndex::open(&ws, settings.clone(), emb.clone()).unwrap();
+        let t = Instant::now();
+        let r = index.sync(&|_| {}).unwrap();
+        let took = t.elapsed();
+        let (now, peak) = rss();
+        println!(
+            "index build: {} files, {} chunks written in {:.1?} ({:.0} chunks/s); RSS {now:.0} MB, peak {peak:.0} MB",
+            r.indexed.len(),
+            r.chunks_written,
+            took,
+            r.chunks_written as f64 / took.as_secs_f64().max(1e-9)
+        );
+        if build_only {
+            return;
+        }
+    }
+    let t = Instant::now();
+    let index = MemoryIndex::open(&ws, settings, emb).unwrap();
+    let status = index.status().unwrap();
+    println!(
+        "opened: {} files, {} chunks, {} vectors in {:.1?}",
+        status.files,
+        status.chunks,
+        status.vectors,
+        t.elapsed()
+    );
+    let mut rng = StdRng::seed_from_u64(3);
+    let qs: Vec<String> = (0..queries).map(|_| sentence(&mut rng, 5)).collect();
+    let t = Instant::now();
+    index.search(&SearchRequest::new(qs[0].as_str())).unwrap();
+    println!("first search (loads the vectors): {:.1?}", t.elapsed());
+    // Warm-up, then the timed round.
+    for q in qs.iter().take(20) {
+        index.search(&SearchRequest::new(q.as_str())).unwrap();
+    }
+    timed.query_ns.store(0, Ordering::Relaxed);
+    let mut lat = Vec::with_capacity(qs.len());
+    let cpu0 = cpu();
+    for q in &qs {
+        let t = Instant::now();
+        let r = index.search(&SearchRequest::new(q.as_str())).unwrap();
+        lat.push(t.elapsed());
+        std::hint::black_box(r);
+    }
+    let cpu_ms = (cpu() - cpu0).as_secs_f64() * 1e3 / qs.len() as f64;
+    lat.sort();
+    let embed_ms = timed.query_ns.load(Ordering::Relaxed) as f64 / 1e6 / qs.len() as f64;
+    let (now, peak) = rss();
+    println!(
+        "search ({} chunks, {}, sync_on_search {fresh}, {} queries): p50 {:.2?} p95 {:.2?} p99 {:.2?}; \
+         query embedding {embed_ms:.3} ms of it on average; CPU {cpu_ms:.1} ms per search (both cores); \
+         RSS {now:.0} MB, peak {peak:.0} MB",
+        status.chunks,
+        if keyword { "keyword" } else { "hybrid" },
+        qs.len(),
+        pct(&lat, 0.5),
+        pct(&lat, 0.95),
+        pct(&lat, 0.99),
+    );
+}

@@ -1,0 +1,271 @@
+//! Keyword search in SQLite's FTS5, with its cost bounded as the index
+//! grows.
+//!
+//! FTS5 ranks an OR of the query's terms by scoring every chunk that holds
+//! any of them (about a microsecond each): at 100,000 chunks a query with
+//! two everyday words scores 40,000 chunks, 30-50 ms, ten times the vector
+//! scan. So:
+//! - the number of chunks and each term's document count are cached per
+//!   revision of the index (`count(*)` alone took 4.5 ms at 100,000);
+//! - terms found in more than half of the chunks are dropped (their IDF is
+//!   about 0: they change no ranking);
+//! - when the remaining terms' document counts add up to more than
+//!   [`BUDGET`], only the chunks holding the rarest terms (the most that
+//!   fit within the budget) are scored, each with the BM25 of the whole
+//!   query: one FTS5 query for those that hold none of the other terms
+//!   (`rare NOT common`), one for those that hold some (`rare AND common`),
+//!   each ranked by FTS5 with the limit. Chunks holding only the common
+//!   terms are left out: they score below the rare terms' chunks in nearly
+//!   every query (measured on the generated 100,000-chunk corpus of
+//!   docs/BENCHMARKS.md: 0.98 of the exact top 10), and everything a rare
+//!   word or an identifier names is still found. Below the budget (every
+//!   index of a few thousand chunks) the search is exact, as before.
+//!
+//! Phrases (adjacent query words, `[search] phrase_weight`) are bounded the
+//! same way by the rarer word of each pair.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use rusqlite::{params, Connection, OptionalExtension};
+
+/// Most postings (summed document counts of the terms) scored exactly.
+pub(crate) const BUDGET: i64 = 5_000;
+
+/// Term statistics of one revision of the index.
+#[derive(Debug, Default)]
+pub(crate) struct TermStats {
+    rev: Option<i64>,
+    chunks: i64,
+    docs: HashMap<String, i64>,
+}
+
+/// The statistics, cached for the index's current revision.
+pub(crate) struct StatsCache(Mutex<TermStats>);
+
+impl StatsCache {
+    pub fn new() -> Self {
+        StatsCache(Mutex::new(TermStats::default()))
+    }
+
+    /// The number of chunks and the document count of each term (a phrase
+    /// counts as its rarer word), for revision `rev`.
+    fn lookup(
+        &self,
+        c: &Connection,
+        rev: i64,
+        terms: &[String],
+    ) -> rusqlite::Result<(i64, Vec<i64>)> {
+        let mut s = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if s.rev != Some(rev) {
+            *s = TermStats {
+                rev: Some(rev),
+                chunks: c.query_row("SELECT count(*) FROM chunks", [], |r| r.get(0))?,
+                docs: HashMap::new(),
+            };
+        }
+        let mut stmt = c.prepare_cached("SELECT doc FROM chunks_vocab WHERE term = ?1")?;
+        let mut out = Vec::with_capacity(terms.len());
+        for t in terms {
+            let mut df = i64::MAX;
+            for word in t.split(' ') {
+                let d = match s.docs.get(word) {
+                    Some(d) => *d,
+                    None => {
+                        let d: i64 = stmt
+                            .query_row(params![word], |r| r.get(0))
+                            .optional()?
+                            .unwrap_or(0);
+                        s.docs.insert(word.to_string(), d);
+                        d
+                    }
+                };
+                df = df.min(d);
+            }
+            out.push(df);
+        }
+        Ok((s.chunks, out))
+    }
+}
+
+/// How a query is run.
+#[derive(Debug, PartialEq, Eq)]
+enum Plan {
+    /// One OR of these terms (exact).
+    All(Vec<String>),
+    /// The chunks holding any of `rare`, scored with `rare` and `common`.
+    Bounded {
+        rare: Vec<String>,
+        common: Vec<String>,
+    },
+}
+
+/// The plan for `terms` with document counts `docs` among `chunks` chunks.
+fn plan(terms: &[String], docs: &[i64], chunks: i64) -> Plan {
+    let phrases = terms.iter().any(|t| t.contains(' '));
+    let mut with: Vec<(&String, i64)> = terms.iter().zip(docs.iter().copied()).collect();
+    if !phrases && with.len() > 1 {
+        // Found in more than half of the chunks: an IDF of about 0. The
+        // rarest term is always kept.
+        let kept: Vec<(&String, i64)> = with
+            .iter()
+            .copied()
+            .filter(|(_, d)| d * 2 <= chunks)
+            .collect();
+        with = if kept.is_empty() {
+            with.iter()
+                .copied()
+                .min_by_key(|(_, d)| *d)
+                .into_iter()
+                .collect()
+        } else {
+            kept
+        };
+    }
+    let total: i64 = with.iter().map(|(_, d)| d).sum();
+    if total <= BUDGET || with.len() < 2 {
+        return Plan::All(with.into_iter().map(|(t, _)| t.clone()).collect());
+    }
+    // The rarest terms that fit the budget (always at least one), in the
+    // query's order within each side so equal scores keep their order.
+    let mut by_rarity: Vec<usize> = (0..with.len()).collect();
+    by_rarity.sort_by_key(|&i| (with[i].1, i));
+    let mut rare_set = vec![false; with.len()];
+    let mut spent = 0;
+    for (n, &i) in by_rarity.iter().enumerate() {
+        if n > 0 && spent + with[i].1 > BUDGET {
+            break;
+        }
+        spent += with[i].1;
+        rare_set[i] = true;
+    }
+    let pick = |rare: bool| -> Vec<String> {
+        with.iter()
+            .zip(&rare_set)
+            .filter(|(_, r)| **r == rare)
+            .map(|((t, _), _)| (*t).clone())
+            .collect()
+    };
+    let (rare, common) = (pick(true), pick(false));
+    if rare.is_empty() || common.is_empty() {
+        return Plan::All(with.into_iter().map(|(t, _)| t.clone()).collect());
+    }
+    if phrases {
+        // A phrase's BM25 only adds to chunks the words already found:
+        // the common pairs are simply left out.
+        return Plan::All(rare);
+    }
+    Plan::Bounded { rare, common }
+}
+
+/// `(chunk id, -bm25)` of the best `limit` chunks for `terms`, best first;
+/// `sources` is an SQL list for `chunks.source IN (...)`, or `None`.
+pub(crate) fn search(
+    c: &Connection,
+    stats: &StatsCache,
+    rev: i64,
+    terms: &[String],
+    limit: usize,
+    sources: Option<&str>,
+) -> rusqlite::Result<Vec<(i64, f64)>> {
+    if terms.is_empty() {
+        return Ok(Vec::new());
+    }
+    let (chunks, docs) = stats.lookup(c, rev, terms)?;
+    let run = |expr: &str| ranked(c, expr, limit, sources);
+    match plan(terms, &docs, chunks) {
+        Plan::All(t) => match crate::text::fts_query(&t) {
+            Some(q) => run(&q),
+            None => Ok(Vec::new()),
+        },
+        Plan::Bounded { rare, common } => {
+            let (Some(r), Some(o)) = (
+                crate::text::fts_query(&rare),
+                crate::text::fts_query(&common),
+            ) else {
+                return Ok(Vec::new());
+            };
+            let mut out = run(&format!("({r}) NOT ({o})"))?;
+            out.extend(run(&format!("({r}) AND ({o})"))?);
+            out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            out.truncate(limit);
+            Ok(out)
+        }
+    }
+}
+
+/// One FTS5 query ranked by BM25, best first.
+fn ranked(
+    c: &Connection,
+    expr: &str,
+    limit: usize,
+    sources: Option<&str>,
+) -> rusqlite::Result<Vec<(i64, f64)>> {
+    let sql = match sources {
+        // FTS5 sorts by rank with a LIMIT itself, without the join.
+        None => "SELECT rowid, bm25(chunks_fts) AS r FROM chunks_fts WHERE chunks_fts MATCH ?1
+                 ORDER BY r LIMIT ?2"
+            .to_string(),
+        Some(f) => format!(
+            "SELECT c.id, bm25(chunks_fts) AS r FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid
+             WHERE chunks_fts MATCH ?1 AND c.source IN ({f}) ORDER BY r LIMIT ?2"
+        ),
+    };
+    let mut stmt = c.prepare_cached(&sql)?;
+    let rows = stmt.query_map(params![expr, limit as i64], |r| {
+        Ok((r.get(0)?, -r.get::<_, f64>(1)?))
+    })?;
+    rows.collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn plans() {
+        // Small: everything, exact.
+        assert_eq!(
+            plan(&s(&["a", "b"]), &[10, 20], 1000),
+            Plan::All(s(&["a", "b"]))
+        );
+        // Half the chunks or more: dropped, the rarest kept.
+        assert_eq!(
+            plan(&s(&["a", "b"]), &[600, 10], 1000),
+            Plan::All(s(&["b"]))
+        );
+        assert_eq!(
+            plan(&s(&["a", "b"]), &[900, 600], 1000),
+            Plan::All(s(&["b"]))
+        );
+        // Large: the rarest within the budget, scored with the rest.
+        assert_eq!(
+            plan(
+                &s(&["a", "b", "c", "d"]),
+                &[18_000, 40, 3_000, 9_000],
+                100_000
+            ),
+            Plan::Bounded {
+                rare: s(&["b", "c"]),
+                common: s(&["a", "d"])
+            }
+        );
+        // The rarest term alone may be over the budget: it is kept.
+        assert_eq!(
+            plan(&s(&["a", "b"]), &[9_000, 20_000], 100_000),
+            Plan::Bounded {
+                rare: s(&["a"]),
+                common: s(&["b"])
+            }
+        );
+        // Phrases: the common ones are left out.
+        assert_eq!(
+            plan(&s(&["a b", "c d"]), &[9_000, 30], 100_000),
+            Plan::All(s(&["c d"]))
+        );
+    }
+}

@@ -1,0 +1,85 @@
+//! `memory_get`: lines of a Markdown memory file, refused for anything
+//! else (session logs, configuration, links out of memory).
+
+use super::*;
+
+impl MemoryIndex {
+    /// `memory_get`: lines of a memory file (MEMORY.md, memory/**, extra
+    /// paths; Markdown only). `from` is 1-based (default 1); `lines` caps the
+    /// count (default: to the end). A missing file gives empty text.
+    pub fn get(
+        &self,
+        path: &str,
+        from: Option<usize>,
+        lines: Option<usize>,
+    ) -> Result<GetResponse> {
+        let rel = path.replace('\\', "/");
+        let abs = mnemo_core::resolve_in_workspace(self.inner.ws.root(), &rel)?;
+        let clean: String = rel
+            .split('/')
+            .filter(|c| !c.is_empty() && *c != ".")
+            .collect::<Vec<_>>()
+            .join("/");
+        // A link inside memory/ may point at another workspace file (say
+        // mnemo.toml): the target must be a memory path too.
+        let target_ok = match abs.canonicalize() {
+            Ok(real) => {
+                let root = self
+                    .inner
+                    .ws
+                    .root()
+                    .canonicalize()
+                    .unwrap_or_else(|_| self.inner.ws.root().to_path_buf());
+                real.strip_prefix(&root).ok().is_some_and(|r| {
+                    let r = r.to_string_lossy().replace('\\', "/");
+                    scan::is_memory_path(&r, &self.inner.settings.index)
+                })
+            }
+            Err(_) => true, // missing: answered with empty text below
+        };
+        if !scan::is_memory_path(&clean, &self.inner.settings.index) || !target_ok {
+            return Err(IndexError::Forbidden {
+                path: path.to_string(),
+                reason: "memory_get reads Markdown memory files only: MEMORY.md, memory/**/*.md or a configured \
+                         extra path"
+                    .into(),
+            });
+        }
+        let from = from.unwrap_or(1).max(1);
+        // Regular files only, opened without blocking: a FIFO named like a
+        // memory file would otherwise hang the call forever.
+        let bytes = match mnemo_core::files::read_regular(&abs) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => {
+                return Err(IndexError::Forbidden {
+                    path: path.to_string(),
+                    reason: format!("{e}"),
+                });
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(GetResponse {
+                    path: clean,
+                    text: String::new(),
+                    from,
+                    lines: 0,
+                    total_lines: 0,
+                });
+            }
+            Err(e) => return Err(IndexError::io(abs, e)),
+        };
+        let text = String::from_utf8_lossy(&bytes);
+        let all: Vec<&str> = text.lines().collect();
+        let total = all.len();
+        let start = (from - 1).min(total);
+        let end = lines
+            .map(|n| start.saturating_add(n).min(total))
+            .unwrap_or(total);
+        Ok(GetResponse {
+            path: clean,
+            text: all[start..end].join("\n"),
+            from,
+            lines: end - start,
+            total_lines: total,
+        })
+    }
+}

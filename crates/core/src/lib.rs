@@ -5,6 +5,7 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod config;
+pub mod dialogue;
 pub mod embed;
 pub mod error;
 pub mod files;

@@ -71,6 +71,7 @@ pub struct Engine {
     pub(crate) compactor: Arc<dyn Compactor>,
     pub(crate) counter: Arc<dyn TokenCounter>,
     pub(crate) clock: Clock,
+    pub(crate) searcher: Option<Arc<dyn crate::recall::MemorySearch>>,
     state: Mutex<HashMap<String, SessionState>>,
 }
 
@@ -107,8 +108,16 @@ impl Engine {
             compactor,
             counter,
             clock: Arc::new(Utc::now),
+            searcher: None,
             state: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// Lets the recall side query search long-term memory with the
+    /// conversation itself (see [`crate::recall::MemorySearch`]).
+    pub fn with_memory_search(mut self, searcher: Arc<dyn crate::recall::MemorySearch>) -> Self {
+        self.searcher = Some(searcher);
+        self
     }
 
     /// Uses another (cheaper) model for the recall side query.

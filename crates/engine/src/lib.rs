@@ -46,7 +46,7 @@ pub use engine::{Clock, Engine, Thresholds};
 pub use error::{Error, Result};
 pub use events::{CompactionReport, ConsolidationRound, EngineEvent, FlushReport};
 pub use history::{rebuild_entries, rebuild_history, Entry};
-pub use recall::RecallOutcome;
+pub use recall::{MemorySearch, RecallOutcome};
 pub use rerank::{Passage, RerankOutcome};
 pub use rounds::round_marker;
 pub use session::NewSessionReport;

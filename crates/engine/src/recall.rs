@@ -1,6 +1,13 @@
 //! Recall selection (Claude Code's side query): a cheap model picks at most
 //! five memory files from a manifest of their headers; it runs beside the
 //! main request and the turn goes on without it when it is late.
+//!
+//! With a [`MemorySearch`] (the index, plugged in by whoever opened the
+//! workspace), the conversation itself is searched first: the latest turns
+//! as `User:`/`Assistant:` lines ([`mnemo_core::dialogue`]), which the index
+//! reads as dialogue. The files it finds lead the manifest, and when the
+//! model fails or is late they are the selection, so recall never comes
+//! back empty-handed just because a small model was slow.
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -26,6 +33,23 @@ pub struct RecallOutcome {
     pub error: Option<String>,
     /// Files in the manifest.
     pub manifest_files: usize,
+    /// The query the conversation was searched with, when memory search is
+    /// plugged in.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub query: Option<String>,
+    /// Memory files the search found, best first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub found: Vec<String>,
+    /// The selection is the search's, because the model failed or was late.
+    pub from_search: bool,
+}
+
+/// Searches long-term memory for the recall side query.
+pub trait MemorySearch: Send + Sync {
+    /// The memory files (workspace-relative paths) that best match `query`,
+    /// best first, at most `limit`; an error says why (recall goes on
+    /// without it).
+    fn memory_files(&self, query: &str, limit: usize) -> std::result::Result<Vec<String>, String>;
 }
 
 /// One manifest line: `- [type] file (ISO mtime): description`.
@@ -84,6 +108,33 @@ impl Engine {
         key: &str,
         message: &str,
     ) -> Result<Option<(ChatRequest, Vec<String>)>> {
+        self.recall_request_ranked(key, message, &[])
+    }
+
+    /// The conversation as the recall query: the session's latest turns and
+    /// `message`, as the index reads dialogue.
+    pub fn recall_query(&self, key: &str, message: &str) -> Result<String> {
+        let history = match self.sessions.open(key).and_then(|log| log.load()) {
+            Ok(loaded) => loaded.replay(),
+            // A session that does not exist yet has no turns before this one.
+            Err(mnemo_store::Error::NotFound(_)) => Vec::new(),
+            Err(e) => return Err(e.into()),
+        };
+        Ok(mnemo_core::dialogue::query_from_messages(
+            &history,
+            message,
+            self.settings.recall_query_turns,
+        ))
+    }
+
+    /// [`Self::recall_request`] with the files search `found` first in the
+    /// manifest, in its order.
+    fn recall_request_ranked(
+        &self,
+        key: &str,
+        message: &str,
+        found: &[String],
+    ) -> Result<Option<(ChatRequest, Vec<String>)>> {
         let surfaced: HashSet<String> = self.with_state(key, |s| s.surfaced.clone());
         let now = self.now();
         let today = self.memory.today(now);
@@ -97,10 +148,12 @@ impl Engine {
             self.settings.recall_max_files,
             self.settings.recall_head_lines,
         )?;
-        let headers: Vec<&MemoryFileHeader> = headers
+        let mut headers: Vec<&MemoryFileHeader> = headers
             .iter()
             .filter(|h| !skip.contains(&h.path) && !surfaced.contains(&h.path))
             .collect();
+        // Stable: what search found leads, in its order; the rest keep theirs.
+        headers.sort_by_key(|h| found.iter().position(|f| *f == h.path).unwrap_or(usize::MAX));
         if headers.is_empty() {
             return Ok(None);
         }
@@ -131,7 +184,8 @@ impl Engine {
     /// the reason. Selected files are remembered so they are not surfaced
     /// twice in the session.
     pub async fn select_memories(&self, key: &str, message: &str) -> RecallOutcome {
-        let (req, names) = match self.recall_request(key, message) {
+        let (query, found) = self.search_memory(key, message).await;
+        let (req, names) = match self.recall_request_ranked(key, message, &found) {
             Ok(Some(x)) => x,
             Ok(None) => return RecallOutcome::default(),
             Err(e) => {
@@ -143,10 +197,20 @@ impl Engine {
         };
         let mut out = RecallOutcome {
             manifest_files: names.len(),
+            query,
             ..Default::default()
         };
         let timeout = Duration::from_millis(self.settings.recall_timeout_ms);
-        match tokio::time::timeout(timeout, self.side_model.complete(req)).await {
+        let answer = tokio::time::timeout(timeout, self.side_model.complete(req)).await;
+        // Files search found that are in the manifest (not surfaced yet).
+        let fallback: Vec<String> = found
+            .iter()
+            .filter(|f| names.contains(f))
+            .take(self.settings.recall_max_selected)
+            .cloned()
+            .collect();
+        out.found = found;
+        match answer {
             Err(_) => out.timed_out = true,
             Ok(Err(e)) => out.error = Some(e.to_string()),
             Ok(Ok(resp)) => {
@@ -169,6 +233,32 @@ impl Engine {
                 out.selected = picked;
             }
         }
+        if (out.timed_out || out.error.is_some()) && !fallback.is_empty() {
+            self.with_state(key, |s| s.surfaced.extend(fallback.iter().cloned()));
+            out.selected = fallback;
+            out.from_search = true;
+        }
         out
+    }
+
+    /// Searches memory with the conversation (when a searcher is plugged
+    /// in): the query and the files found, best first. A failed search finds
+    /// nothing; recall goes on with the model alone.
+    async fn search_memory(&self, key: &str, message: &str) -> (Option<String>, Vec<String>) {
+        let Some(searcher) = self.searcher.clone() else {
+            return (None, Vec::new());
+        };
+        let Ok(query) = self.recall_query(key, message) else {
+            return (None, Vec::new());
+        };
+        let limit = self.settings.recall_max_selected * 4;
+        let q = query.clone();
+        // The index is synchronous (SQLite, the embedding model).
+        let found = tokio::task::spawn_blocking(move || searcher.memory_files(&q, limit))
+            .await
+            .ok()
+            .and_then(|r| r.ok())
+            .unwrap_or_default();
+        (Some(query), found)
     }
 }

@@ -91,6 +91,10 @@ pub struct EngineSettings {
     pub recall_timeout_ms: u64,
     /// Output tokens of the side query (256).
     pub recall_max_tokens: u32,
+    /// Turns of the conversation, the new message included, that the
+    /// recall searches memory with when the index is plugged in (4; 1
+    /// searches with the new message alone).
+    pub recall_query_turns: usize,
 
     /// Re-rank `memory_search` hits with the side model (off: it costs a
     /// model call per search). Hits the model judges helpful come first,
@@ -169,6 +173,7 @@ impl Default for EngineSettings {
             recall_max_selected: 5,
             recall_timeout_ms: 3_000,
             recall_max_tokens: 256,
+            recall_query_turns: mnemo_core::dialogue::RECALL_TURNS,
             rerank: false,
             rerank_candidates: 20,
             rerank_passage_chars: 800,

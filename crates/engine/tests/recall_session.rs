@@ -291,3 +291,82 @@ async fn rerank_asks_the_side_model_and_keeps_every_passage() {
     assert_eq!(out.order, [0, 1, 2]);
     assert!(out.error.unwrap_or_default().contains("overloaded"));
 }
+
+/// The workspace's real index (keyword-only: no model to load) as the
+/// recall's memory search.
+struct Index(mnemo_index::MemoryIndex);
+
+impl mnemo_engine::MemorySearch for Index {
+    fn memory_files(&self, query: &str, limit: usize) -> Result<Vec<String>, String> {
+        self.0.sync(&|_| {}).map_err(|e| e.to_string())?;
+        let req = mnemo_index::SearchRequest::new(query)
+            .sources(&[mnemo_index::Source::Memory])
+            .max_results(limit);
+        let mut files: Vec<String> = Vec::new();
+        for hit in self.0.search(&req).map_err(|e| e.to_string())?.results {
+            if !files.contains(&hit.path) {
+                files.push(hit.path);
+            }
+        }
+        Ok(files)
+    }
+}
+
+#[tokio::test]
+async fn recall_searches_memory_with_the_conversation() {
+    let env = env().await;
+    typed(&env, "Coffee", "how the user takes coffee", MemoryType::User, "Black, no sugar.");
+    typed(
+        &env,
+        "Parties",
+        "parties the user threw",
+        MemoryType::User,
+        "Last June's lake party: it rained, everyone moved into the boathouse.",
+    );
+    write_session(
+        &env.ws,
+        &[
+            Message::user("We threw a lake party last June and it rained."),
+            Message::assistant("Sounds like it was still fun!"),
+        ],
+    );
+    let index = mnemo_index::MemoryIndex::open(&env.ws, Default::default(), None).unwrap();
+    let engine = engine(&env, 100_000, 1_000, "recall_timeout_ms = 300", t0())
+        .with_memory_search(std::sync::Arc::new(Index(index)));
+
+    // The new message alone names nothing; the conversation does.
+    let message = "Planning another one this summer, any ideas?";
+    let query = engine.recall_query(KEY, message).unwrap();
+    assert_eq!(
+        query,
+        "User: We threw a lake party last June and it rained.\n\
+         Assistant: Sounds like it was still fun!\n\
+         User: Planning another one this summer, any ideas?"
+    );
+
+    // The model answers: the files search found lead its manifest.
+    env.server.push(Reply::text("{\"selected_memories\": [\"memory/parties.md\"]}"));
+    let out = engine.select_memories(KEY, message).await;
+    assert_eq!(out.query.as_deref(), Some(query.as_str()));
+    assert_eq!(out.found.first().map(String::as_str), Some("memory/parties.md"), "{out:?}");
+    assert_eq!(out.selected, ["memory/parties.md"]);
+    assert!(!out.from_search);
+    let manifest = env.server.requests()[0].body["messages"][1]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let first_file = manifest.lines().find(|l| l.starts_with("- [")).unwrap();
+    assert!(first_file.contains("memory/parties.md"), "{manifest}");
+
+    // The model is late: what search found is the selection (the parties
+    // file was surfaced already, so it is not offered twice).
+    typed(&env, "Boathouse", "the lake's boathouse", MemoryType::Reference, "The boathouse at the lake holds forty people; book it in spring.");
+    env.server.push(Reply::delay(
+        Duration::from_secs(5),
+        Reply::text("{\"selected_memories\": []}"),
+    ));
+    let out = engine.select_memories(KEY, "Where could we go if it rains at the lake again?").await;
+    assert!(out.timed_out);
+    assert!(out.from_search);
+    assert_eq!(out.selected, ["memory/boathouse.md"], "{out:?}");
+}

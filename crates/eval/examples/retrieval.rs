@@ -7,8 +7,12 @@
 //!     [--units session,turn] [--modes keyword,vector,hybrid] [--limit-conversations N] \
 //!     [--layout sessions|notes] [--max-results N] [--min-score S] [--chunk-tokens N] [--chunk-overlap N] [--fusion weighted|rrf] \
 //!     [--vector-weight W] [--model DIR[+DIR]] [--engine fast|int8|candle] [--json-dir DIR]
-//!     [--sweep SPEC;SPEC...]
+//!     [--sweep SPEC;SPEC...] [--queries question,embedded,lead-up] [--query-from text|conversation]
 //! ```
+//!
+//! `--queries` asks each question in the shapes given (the benchmark's own
+//! question, or dialogue derived from it: `mnemo_eval::dialogue`), one table
+//! per shape; vectors are shared between shapes.
 //!
 //! `--model` defaults to the default model's copy in
 //! `.mnemo-models/multilingual-e5-small-q4` (scripts/fetch-models.sh).
@@ -20,7 +24,7 @@
 //! list of `chunk=N`, `overlap=N`, `fusion=weighted|rrf`, `vw=W`, `date=B` (date_boost),
 //! `context=C` (file_context), `redact=true|false` (redact_transcripts), `phrase=W`
 //! (phrase_weight), `mmr=LAMBDA|off`, `focus=F|off` (message_focus, or whole-chunk
-//! hits), `answer=W` (answer_lift), `blocks=on|off`
+//! hits), `answer=W` (answer_lift), `dfocus=W` (dialogue_focus), `blocks=on|off`
 //! (block_hits) applied on top of the other flags. Vectors are memoised by text across configurations and
 //! conversations, so a sweep over fusion settings embeds each chunk once.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -32,8 +36,8 @@ use std::time::Instant;
 
 use mnemo_core::{EmbedError, EmbedKind, Embedder, EmbedderId};
 use mnemo_eval::{
-    render_comparison, render_json, render_text, run_on_dataset, Dataset, EvalOptions, EvalStage,
-    EvalUnit, RetrievalMode,
+    as_engine_queries, derive, render_comparison, render_json, render_text, run_on_dataset,
+    Dataset, EvalOptions, EvalStage, EvalUnit, QueryShape, RetrievalMode,
 };
 use mnemo_index::Fusion;
 
@@ -133,10 +137,9 @@ fn apply_spec(opts: &mut EvalOptions, spec: &str) -> anyhow::Result<()> {
             "chunk" => opts.index_settings.index.chunk_tokens = v.parse()?,
             "overlap" => opts.index_settings.index.chunk_overlap = v.parse()?,
             "fusion" => {
-                opts.index_settings.search.fusion = if v == "rrf" {
-                    Fusion::Rrf
-                } else {
-                    Fusion::Weighted
+                opts.index_settings.search.fusion = match v {
+                    "rrf" => Fusion::Rrf,
+                    _ => Fusion::Weighted,
                 }
             }
             "vw" => {
@@ -164,6 +167,7 @@ fn apply_spec(opts: &mut EvalOptions, spec: &str) -> anyhow::Result<()> {
                 }
             }
             "answer" => opts.index_settings.search.answer_lift = v.parse()?,
+            "dfocus" => opts.index_settings.search.dialogue_focus = v.parse()?,
             "blocks" => opts.index_settings.search.block_hits = v != "off",
             other => anyhow::bail!("unknown sweep key {other}"),
         }
@@ -186,6 +190,7 @@ fn main() -> anyhow::Result<()> {
     let mut verbose = false;
     let mut sweep: Vec<String> = vec![String::new()];
     let mut engine = mnemo_embed::Engine::Auto;
+    let mut shapes = vec![QueryShape::Question];
     while let Some(a) = args.next() {
         let mut val = || {
             args.next()
@@ -235,6 +240,20 @@ fn main() -> anyhow::Result<()> {
             "--json-dir" => json_dir = Some(PathBuf::from(val()?)),
             "--verbose" => verbose = true,
             "--sweep" => sweep = val()?.split(';').map(str::to_string).collect(),
+            "--query-from" => {
+                opts.engine_queries = match val()?.as_str() {
+                    "conversation" => true,
+                    "text" => false,
+                    other => anyhow::bail!("unknown --query-from {other}: text or conversation"),
+                }
+            }
+            "--queries" => {
+                shapes = val()?
+                    .split(',')
+                    .map(str::parse)
+                    .collect::<Result<_, _>>()
+                    .map_err(anyhow::Error::msg)?
+            }
             other if file.is_none() && !other.starts_with("--") => {
                 file = Some(PathBuf::from(other))
             }
@@ -271,20 +290,29 @@ fn main() -> anyhow::Result<()> {
     }
     let base = opts;
     for spec in &sweep {
-        let mut opts = base.clone();
-        apply_spec(&mut opts, spec)?;
-        if !spec.is_empty() {
-            println!("\n### {spec}");
+        for shape in &shapes {
+            let mut opts = base.clone();
+            apply_spec(&mut opts, spec)?;
+            opts.queries = *shape;
+            if !spec.is_empty() {
+                println!("\n### {spec}");
+            }
+            let derived = derive(&ds, *shape);
+            let derived = if opts.engine_queries {
+                as_engine_queries(&derived)
+            } else {
+                derived
+            };
+            run_one(
+                &derived,
+                &file,
+                &opts,
+                &modes,
+                &units,
+                verbose,
+                json_dir.as_ref(),
+            )?;
         }
-        run_one(
-            &ds,
-            &file,
-            &opts,
-            &modes,
-            &units,
-            verbose,
-            json_dir.as_ref(),
-        )?;
     }
     Ok(())
 }
@@ -334,7 +362,8 @@ fn run_one(
                 .map(|s| s.to_string_lossy().into_owned())
                 .unwrap_or_default();
             let p = dir.join(format!(
-                "{stem}-{}-{}.json",
+                "{stem}-{}-{}-{}.json",
+                r.settings.queries,
                 r.unit.as_str(),
                 r.mode.as_str()
             ));

@@ -9,13 +9,13 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 
-use serde::{Deserialize, Deserializer};
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
 use crate::error::{EvalError, Result};
 
 /// A whole benchmark file.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
 pub struct Dataset {
     /// Free-form dataset name, shown in reports only.
     #[serde(default)]
@@ -35,7 +35,7 @@ pub struct Dataset {
 }
 
 /// One conversation: the memory of one store.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
 pub struct Conversation {
     /// Identifier that questions refer to.
     #[serde(deserialize_with = "id_string")]
@@ -49,7 +49,7 @@ pub struct Conversation {
 }
 
 /// One session of a conversation.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
 pub struct SessionData {
     /// Identifier used by `evidence_sessions`.
     #[serde(deserialize_with = "id_string")]
@@ -63,7 +63,7 @@ pub struct SessionData {
 }
 
 /// One turn (utterance) of a session.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
 pub struct Turn {
     /// Identifier used by `evidence_turns`, unique within a conversation.
     #[serde(deserialize_with = "id_string")]
@@ -81,7 +81,7 @@ pub struct Turn {
 }
 
 /// One question with its annotated evidence.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
 pub struct Question {
     /// Question identifier.
     #[serde(default, deserialize_with = "opt_id_string")]
@@ -103,6 +103,15 @@ pub struct Question {
     /// Session ids holding the evidence.
     #[serde(default, deserialize_with = "id_list")]
     pub evidence_sessions: Vec<String>,
+    /// Sessions that are the conversation the query comes from rather than
+    /// memory (dialogue-form queries, see [`crate::dialogue`]): hits from
+    /// them are not scored.
+    #[serde(
+        default,
+        deserialize_with = "id_list",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub exclude_sessions: Vec<String>,
 }
 
 impl Dataset {

@@ -9,6 +9,7 @@
 
 pub mod dataset;
 pub mod dates;
+pub mod dialogue;
 pub mod error;
 pub mod metrics;
 pub mod replay;
@@ -16,6 +17,7 @@ pub mod report;
 pub mod run;
 
 pub use dataset::{Conversation, Dataset, Question, SessionData, Turn};
+pub use dialogue::{as_engine_queries, derive, QueryShape};
 pub use error::{EvalError, Result};
 pub use metrics::{MetricSpec, Metrics, RankedHit};
 pub use report::{

@@ -4,6 +4,7 @@
 use serde::{Serialize, Serializer};
 use serde_json::Value;
 
+use crate::dialogue::QueryShape;
 use crate::metrics::Metrics;
 
 /// What is ranked and scored.
@@ -226,6 +227,11 @@ pub struct EvalReport {
 pub struct EvalSettings {
     /// How conversations were written.
     pub layout: Layout,
+    /// The shape of the queries (`question`, `embedded`, `lead-up`).
+    pub queries: &'static str,
+    /// `text` (asked as written) or `conversation` (rebuilt the way the
+    /// engine's recall builds its query).
+    pub query_from: &'static str,
     /// Hits asked for per question.
     pub max_results: usize,
     /// Minimum score passed to search.
@@ -330,6 +336,14 @@ pub fn render_text(r: &EvalReport) -> String {
         r.settings.embedder.as_deref().unwrap_or("none"),
         r.settings.token_estimate,
     ));
+    if r.settings.queries != QueryShape::Question.as_str() {
+        if let Ok(shape) = r.settings.queries.parse::<QueryShape>() {
+            out.push_str(&format!("{}\n", shape.described()));
+        }
+    }
+    if r.settings.query_from == "conversation" {
+        out.push_str("each query rebuilt from its turns the way the engine's recall builds it\n");
+    }
     out.push_str(&format!(
         "time: write {:.1}s, index {:.1}s, search {:.1}s ({:.1} ms/question)\n\n",
         r.timings.write_seconds,
@@ -367,14 +381,15 @@ pub fn render_comparison(reports: &[EvalReport]) -> String {
         .map(|(r, l)| (l, r.counts.questions_scored, &r.overall))
         .collect();
     let mut out = format!(
-        "retrieval eval{} | {} conversations as {}\n",
+        "retrieval eval{} | {} conversations as {} | {} queries\n",
         first
             .dataset
             .as_deref()
             .map(|d| format!(" of {d}"))
             .unwrap_or_default(),
         first.counts.conversations,
-        first.settings.layout.described()
+        first.settings.layout.described(),
+        first.settings.queries,
     );
     out.push_str(&table(&rows, &columns(&first.overall)));
     out

@@ -16,6 +16,7 @@ use mnemo_store::memory::sanitize_slug;
 use mnemo_store::{FsyncPolicy, MemorySettings, MemoryStore, SessionOptions, SessionStore};
 
 use crate::dataset::{Conversation, Dataset, Question};
+use crate::dialogue::{as_engine_queries, derive, QueryShape};
 use crate::error::{EvalError, Result};
 use crate::metrics::{estimate_tokens, unit_ranking, MetricMean, MetricSpec, RankedHit};
 use crate::replay::{session_key, session_messages, session_note, UnitMap};
@@ -60,6 +61,12 @@ pub struct EvalOptions {
     pub metrics: MetricSpec,
     /// Applied to every response before scoring, when set.
     pub rerank: Option<Rerank>,
+    /// The shape of the queries: the benchmark's questions, or dialogue
+    /// derived from them ([`crate::dialogue`]).
+    pub queries: QueryShape,
+    /// Ask each query as the engine's automatic recall would build it from
+    /// the same turns ([`crate::dialogue::as_engine_queries`]).
+    pub engine_queries: bool,
 }
 
 impl std::fmt::Debug for EvalOptions {
@@ -76,6 +83,8 @@ impl std::fmt::Debug for EvalOptions {
             .field("embedder", &self.embedder.as_ref().map(|e| e.id()))
             .field("metrics", &self.metrics)
             .field("rerank", &self.rerank.is_some())
+            .field("queries", &self.queries)
+            .field("engine_queries", &self.engine_queries)
             .finish()
     }
 }
@@ -96,6 +105,8 @@ impl EvalOptions {
             embedder: None,
             metrics: MetricSpec::default(),
             rerank: None,
+            queries: QueryShape::Question,
+            engine_queries: false,
         }
     }
 
@@ -159,7 +170,10 @@ pub fn run_retrieval_eval(
     opts: &EvalOptions,
     progress: &dyn Fn(&EvalProgress),
 ) -> Result<EvalReport> {
-    let ds = Dataset::load(&opts.dataset)?;
+    let mut ds = derive(&Dataset::load(&opts.dataset)?, opts.queries);
+    if opts.engine_queries {
+        ds = as_engine_queries(&ds);
+    }
     let mut reports = run_on_dataset(&ds, opts, &[opts.mode], &[opts.unit], progress)?;
     reports
         .pop()
@@ -348,7 +362,14 @@ pub fn run_on_dataset(
                         run.warnings.push(w);
                     }
                 }
-                let hits = resp.results.iter().map(|h| to_units(&map, h)).collect();
+                let hits = resp
+                    .results
+                    .iter()
+                    .map(|h| to_units(&map, h))
+                    // The conversation a dialogue query comes from is not
+                    // memory yet.
+                    .filter(|h| !h.sessions.iter().any(|s| q.exclude_sessions.contains(s)))
+                    .collect();
                 run.questions.push((qi, hits));
                 state.questions_done += 1;
                 if state.questions_done.is_multiple_of(16) {
@@ -624,6 +645,12 @@ fn score_run(
         index_mode: index_mode.to_string(),
         settings: EvalSettings {
             layout: opts.layout,
+            queries: opts.queries.as_str(),
+            query_from: if opts.engine_queries {
+                "conversation"
+            } else {
+                "text"
+            },
             max_results: opts.max_results,
             min_score: opts.min_score,
             limit_conversations: opts.limit_conversations,

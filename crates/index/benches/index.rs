@@ -254,6 +254,25 @@ fn search_latency(c: &mut Criterion) {
             percentile(&lat_dated, 0.95),
             percentile(&lat_dated, 0.5).as_secs_f64() / percentile(&lat, 0.5).as_secs_f64()
         );
+        // The same queries as the last of three speaker-tagged turns (what an
+        // agent's recall searches with): two readings, so two keyword
+        // queries, two embeddings and two vector scans.
+        let dialogue: Vec<String> = queries
+            .iter()
+            .enumerate()
+            .map(|(i, q)| {
+                let earlier = &queries[(i + 1) % queries.len()];
+                let reply = &queries[(i + 2) % queries.len()];
+                format!("Ann: {earlier}\nBob: {reply}\nAnn: {q}")
+            })
+            .collect();
+        let lat_dialogue = latencies(&index, &dialogue);
+        println!(
+            "search latency with the query as dialogue: p50 {:.2?} p95 {:.2?} ({:.2}x the p50 of the question alone)",
+            percentile(&lat_dialogue, 0.5),
+            percentile(&lat_dialogue, 0.95),
+            percentile(&lat_dialogue, 0.5).as_secs_f64() / percentile(&lat, 0.5).as_secs_f64()
+        );
         cold_open(dir.path(), &emb, &queries, report.chunks_written);
         let mut qi = 0;
         g.bench_function(format!("hybrid_{n}_chunks"), |b| {

@@ -25,6 +25,7 @@
 
 pub mod backend;
 pub mod chunk;
+mod dialogue;
 mod error;
 mod fresh;
 mod fts;

@@ -103,6 +103,58 @@ pub(crate) fn add_phrases(keyword: &mut Vec<(i64, f64)>, phrases: &[(i64, f64)],
     keyword.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
 }
 
+/// Adds one reading's keyword hits `(id, bm25)` to `acc` with `weight`.
+/// Each reading's BM25 is divided by its own best first, so a reading with
+/// many words does not outweigh one with few; a single reading of weight 1
+/// keeps its ranking (the values are normalised again by [`merge`]).
+pub(crate) fn blend_keyword(acc: &mut Vec<(i64, f64)>, hits: &[(i64, f64)], weight: f32) {
+    if weight >= 1.0 && acc.is_empty() {
+        acc.extend_from_slice(hits);
+        return;
+    }
+    let best = hits.iter().map(|h| h.1).fold(0.0f64, f64::max);
+    if best <= 0.0 {
+        return;
+    }
+    let mut by_id: HashMap<i64, f64> = acc.iter().copied().collect();
+    for (id, raw) in hits {
+        *by_id.entry(*id).or_insert(0.0) += f64::from(weight) * raw.max(0.0) / best;
+    }
+    *acc = by_id.into_iter().collect();
+    acc.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+}
+
+/// Adds one reading's vector hits `(id, cosine)` to `acc` with `weight`.
+/// A chunk that one reading did not return counts that reading's lowest
+/// returned cosine: it was at best that close.
+pub(crate) fn blend_vector(acc: &mut Vec<(i64, f32)>, hits: &[(i64, f32)], weight: f32) {
+    if weight >= 1.0 && acc.is_empty() {
+        acc.extend_from_slice(hits);
+        return;
+    }
+    let Some(floor) = hits.last().map(|h| h.1) else {
+        return;
+    };
+    let first = acc.is_empty();
+    let acc_floor = acc.iter().map(|h| h.1).fold(f32::INFINITY, f32::min);
+    let mut by_id: HashMap<i64, (f32, bool)> =
+        acc.iter().map(|(id, c)| (*id, (*c, false))).collect();
+    for (id, cos) in hits {
+        let e = by_id
+            .entry(*id)
+            .or_insert((if first { 0.0 } else { acc_floor }, false));
+        e.0 += weight * cos;
+        e.1 = true;
+    }
+    for (_, (c, seen)) in by_id.iter_mut() {
+        if !*seen {
+            *c += weight * floor;
+        }
+    }
+    *acc = by_id.into_iter().map(|(id, (c, _))| (id, c)).collect();
+    acc.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+}
+
 /// A candidate with no signal yet.
 pub(crate) fn blank(id: i64) -> Candidate {
     Candidate {
@@ -483,6 +535,29 @@ pub(crate) fn message_hits<'a>(
 mod tests {
     use super::*;
     use crate::types::Source;
+
+    #[test]
+    fn readings_blend_each_normalised_by_its_own_best() {
+        // One reading of weight 1 keeps its raw ranking.
+        let mut kw = Vec::new();
+        blend_keyword(&mut kw, &[(1, 8.0), (2, 4.0)], 1.0);
+        assert_eq!(kw, vec![(1, 8.0), (2, 4.0)]);
+        // Two readings: the focus (few words, small BM25) counts as much as
+        // the context (many words, large BM25) at equal weights.
+        let mut kw = Vec::new();
+        blend_keyword(&mut kw, &[(1, 2.0), (2, 1.0)], 0.5);
+        blend_keyword(&mut kw, &[(2, 20.0), (3, 10.0)], 0.5);
+        assert_eq!(kw, vec![(2, 0.75), (1, 0.5), (3, 0.25)]);
+        // Vectors: a chunk one reading missed counts that reading's lowest.
+        let mut v = Vec::new();
+        blend_vector(&mut v, &[(1, 0.9), (2, 0.8)], 0.5);
+        blend_vector(&mut v, &[(2, 0.9), (3, 0.6)], 0.5);
+        let got: Vec<(i64, f32)> = v
+            .iter()
+            .map(|(id, c)| (*id, (c * 100.0).round() / 100.0))
+            .collect();
+        assert_eq!(got, vec![(2, 0.85), (1, 0.75), (3, 0.7)]);
+    }
 
     #[test]
     fn bm25_is_normalised_by_best_and_sides_merge() {

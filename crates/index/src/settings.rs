@@ -77,6 +77,12 @@ impl IndexSettings {
                 "[search] answer_lift must be within 0..=1 (0 turns it off)".into(),
             ));
         }
+        if !(0.0..=1.0).contains(&s.dialogue_focus) {
+            return Err(IndexError::Config(
+                "[search] dialogue_focus must be within 0..=1 (0 reads dialogue as one text)"
+                    .into(),
+            ));
+        }
         if !(0.0..=4.0).contains(&s.file_context) {
             return Err(IndexError::Config(
                 "[search] file_context must be within 0..=4 (0 turns it off)".into(),
@@ -267,6 +273,12 @@ pub struct SearchOptions {
     /// enjoy doing together?" is what matches, "Hikes, picnics, board
     /// games" is the answer. 0 = off, 0..=1.
     pub answer_lift: f32,
+    /// A query whose lines are speaker-tagged turns (`Alice: …`) is read as
+    /// dialogue: searched once for its latest turn (the focus) and once for
+    /// all its turns, newest first (the context), and the two rankings are
+    /// blended, the focus weighing `dialogue_focus`. 0 searches the whole
+    /// text as one query, as any other. 0..=1.
+    pub dialogue_focus: f32,
 }
 
 impl Default for SearchOptions {
@@ -303,6 +315,7 @@ impl Default for SearchOptions {
             // LoCoMo turn recall@10 0.795 -> 0.799, MemoryBank en and zh
             // turn MRR +0.012 and +0.025 (docs/BENCHMARKS.md).
             answer_lift: 1.0,
+            dialogue_focus: 0.5,
         }
     }
 }

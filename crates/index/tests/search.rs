@@ -800,3 +800,85 @@ fn any_query_text_searches_without_a_syntax_error() {
         .unwrap();
     assert_eq!(r.results[0].path, "memory/people/lena.md", "{r:#?}");
 }
+
+/// A long dialogue in Chinese: every turn before the last is chat about
+/// other things, and the last asks about the cherry blossoms in the park.
+fn chat_about_the_park() -> String {
+    let filler = [
+        "张曼婷: 今天工作特别忙，开了一整天的会，午饭都没有时间好好吃，晚上还要继续整理报告和表格。",
+        "AI: 辛苦了！忙碌的时候也要记得休息，喝点水，站起来走一走，照顾好自己的身体和心情。",
+        "张曼婷: 是啊，最近天气也变冷了，早上起床特别困难，地铁上人又多，每天通勤都觉得很累。",
+        "AI: 天冷的时候可以多穿一点，早点睡觉，周末的时候好好放松一下，看看电影或者听听音乐。",
+    ];
+    let mut q = filler.join("\n");
+    q.push_str("\n张曼婷: 对了，你还记得我上次说在绿禾公园看到的樱花吗？");
+    q
+}
+
+#[test]
+fn a_dialogue_is_searched_for_its_latest_turn() {
+    // Keyword-only, so the test is about reading the query: searched as one
+    // text, the keyword side kept only the first 64 tokens (CJK pairs) of
+    // the oldest turns and lost the question at the end.
+    let f = Fixture::new();
+    f.write(
+        "memory/2023-04-28.md",
+        "# 2023-04-28\n\n- 张曼婷在绿禾公园看到了盛开的樱花和一只可爱的松鼠。\n",
+    );
+    f.write(
+        "memory/2023-05-02.md",
+        "# 2023-05-02\n\n- 张曼婷最近工作很忙，每天开会，通勤很累，天气变冷了。\n",
+    );
+    let search = |focus: f32| {
+        let mut s = IndexSettings::default();
+        s.search.dialogue_focus = focus;
+        let index = MemoryIndex::open(&f.ws, s, None).unwrap();
+        index.sync(&|_| {}).unwrap();
+        index
+            .search(&SearchRequest::new(chat_about_the_park()).min_score(0.0))
+            .unwrap()
+    };
+    let read_as_dialogue = search(0.5);
+    assert_eq!(
+        read_as_dialogue.results[0].path, "memory/2023-04-28.md",
+        "{read_as_dialogue:#?}"
+    );
+    let read_as_one_text = search(0.0);
+    assert_ne!(
+        read_as_one_text.results.first().map(|h| h.path.as_str()),
+        Some("memory/2023-04-28.md"),
+        "{read_as_one_text:#?}"
+    );
+}
+
+#[test]
+fn a_dialogue_s_vectors_weigh_its_latest_turn() {
+    // With the model: the whole chat is about work and weather, only the
+    // last turn about the park; the focus finds the park.
+    let f = Fixture::new();
+    f.write(
+        "memory/people/emily.md",
+        "# Emily\n\n- Emily saw cherry blossoms and a squirrel in Green Meadow Park.\n",
+    );
+    f.write(
+        "memory/work.md",
+        "# Work\n\n- Emily's job is busy: long meetings, reports, a tiring commute in the cold.\n",
+    );
+    let q = "Emily: Work was so busy today, meetings all day and reports tonight.\n\
+             AI: Take breaks and drink some water.\n\
+             Emily: The commute was cold and tiring too.\n\
+             AI: Rest well this weekend.\n\
+             Emily: By the way, do you remember what I saw in the park?";
+    let search = |focus: f32| {
+        let mut s = IndexSettings::default();
+        s.search.dialogue_focus = focus;
+        let index = MemoryIndex::open(&f.ws, s, Some(model())).unwrap();
+        index.sync(&|_| {}).unwrap();
+        index.search(&SearchRequest::new(q).min_score(0.0)).unwrap()
+    };
+    let r = search(0.5);
+    assert_eq!(r.mode, SearchMode::Hybrid);
+    assert_eq!(r.results[0].path, "memory/people/emily.md", "{r:#?}");
+    let whole = search(0.0);
+    assert_eq!(whole.results[0].path, "memory/work.md", "{whole:#?}");
+}

@@ -469,6 +469,11 @@ impl Backend {
         Ok(engine)
     }
 
+    /// The index as the engine's recall searches it.
+    pub fn memory_search(&self) -> Arc<dyn mnemo_engine::MemorySearch> {
+        Arc::new(IndexMemorySearch(self.mnemo.clone()))
+    }
+
     fn engine(&self) -> Result<&EngineSlot> {
         let slot = self.engine.get_or_init(|| {
             let ws = self.mnemo.workspace();
@@ -477,7 +482,8 @@ impl Backend {
             match mnemo_llm::ProviderConfig::resolve(config, None, &Default::default(), &env)
                 .and_then(|p| mnemo::build_chat_model(&p, &mut |_| {}))
             {
-                Ok(model) => Engine::new(ws, config, model).map(|e| EngineSlot::Ready(Arc::new(e))),
+                Ok(model) => Engine::new(ws, config, model)
+                    .map(|e| EngineSlot::Ready(Arc::new(e.with_memory_search(self.memory_search())))),
                 Err(e) => {
                     let why = format!(
                         "no chat model is configured ({e}); set the [provider] section of mnemo.toml \
@@ -485,13 +491,37 @@ impl Backend {
                          base_url, model, api_key_env for a remote one) to enable consolidation, compaction and recall"
                     );
                     let model: Arc<dyn ChatModel> = Arc::new(NoModel::new(why.clone()));
-                    Engine::new(ws, config, model).map(|e| EngineSlot::Offline(Arc::new(e), why))
+                    Engine::new(ws, config, model).map(|e| {
+                        EngineSlot::Offline(Arc::new(e.with_memory_search(self.memory_search())), why)
+                    })
                 }
             }
             .map_err(|e| e.to_string())
         });
         slot.as_ref()
             .map_err(|e| Error::Invalid(format!("bad [engine] configuration: {e}")))
+    }
+}
+
+/// The workspace's index as the recall side query's memory search: Markdown
+/// memory only (the files recall can put into the prompt), the workspace's
+/// minimum score.
+pub struct IndexMemorySearch(pub Arc<Mnemo>);
+
+impl mnemo_engine::MemorySearch for IndexMemorySearch {
+    fn memory_files(&self, query: &str, limit: usize) -> std::result::Result<Vec<String>, String> {
+        let index = self.0.index().map_err(|e| e.to_string())?;
+        let req = SearchRequest::new(query)
+            .sources(&[mnemo_index::Source::Memory])
+            .max_results(limit.max(1));
+        let resp = index.search(&req).map_err(|e| e.to_string())?;
+        let mut files: Vec<String> = Vec::new();
+        for hit in resp.results {
+            if !files.contains(&hit.path) {
+                files.push(hit.path);
+            }
+        }
+        Ok(files)
     }
 }
 

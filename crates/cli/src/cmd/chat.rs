@@ -115,6 +115,7 @@ fn agent(global: &GlobalArgs, args: &TurnArgs) -> Result<Agent> {
     let engine = Engine::new(&ctx.workspace, &ctx.config, chat)?;
     let mnemo = Arc::new(mnemo::Mnemo::open(ctx.workspace, ctx.config)?);
     let backend = Backend::new(mnemo);
+    let engine = engine.with_memory_search(backend.memory_search());
     Ok(Agent {
         engine,
         tools: BackendTools(backend.clone()),

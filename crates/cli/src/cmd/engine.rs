@@ -113,7 +113,12 @@ fn engine(global: &GlobalArgs, model: &ModelArgs) -> Result<Engine> {
     let ctx = global.ctx()?;
     ctx.require_initialised()?;
     let chat = chat_model(&ctx.config, model)?;
-    Ok(Engine::new(&ctx.workspace, &ctx.config, chat)?)
+    let engine = Engine::new(&ctx.workspace, &ctx.config, chat)?;
+    // Recall (`mnemo context`) searches memory with the conversation.
+    let mnemo = std::sync::Arc::new(mnemo::Mnemo::open(ctx.workspace, ctx.config)?);
+    Ok(engine.with_memory_search(std::sync::Arc::new(
+        mnemo_mcp::ops::IndexMemorySearch(mnemo),
+    )))
 }
 
 /// One line per event, saying what ran and what it freed.

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Result};
 use clap::{Args, Subcommand, ValueEnum};
-use mnemo_eval::{EvalOptions, EvalReport, EvalStage, EvalUnit, Layout, RetrievalMode};
+use mnemo_eval::{EvalOptions, EvalReport, EvalStage, EvalUnit, Layout, QueryShape, RetrievalMode};
 
 use crate::ctx::GlobalArgs;
 use crate::output::{stderr_bar, with_download_bar};
@@ -24,6 +24,56 @@ pub enum EvalCommand {
     /// evidence recall within 1,000 / 2,000 / 4,000 retrieved tokens. The
     /// embedder and index settings come from the workspace configuration.
     Retrieval(RetrievalArgs),
+    /// Print a benchmark file with its questions rewritten as dialogue
+    ///
+    /// The same derivation `mnemo eval retrieval --queries` uses, written
+    /// out as JSON in the benchmark schema, to read the queries or to score
+    /// them elsewhere. Each rewritten question lists the session its turns
+    /// come from in `exclude_sessions` (the conversation happening now, not
+    /// memory); questions without a query of the shape are left out.
+    Derive(DeriveArgs),
+}
+
+/// The shape of the queries asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum QueriesArg {
+    /// The benchmark's own questions
+    Question,
+    /// Dialogue: 2-4 speaker-tagged turns of other chat from the same
+    /// conversation, then the question as the last turn
+    Embedded,
+    /// Dialogue without a question: the 2-4 turns leading up to a later turn
+    /// that calls back to the evidence (what an agent's automatic recall sees)
+    LeadUp,
+}
+
+impl QueriesArg {
+    fn shape(self) -> QueryShape {
+        match self {
+            QueriesArg::Question => QueryShape::Question,
+            QueriesArg::Embedded => QueryShape::Embedded,
+            QueriesArg::LeadUp => QueryShape::LeadUp,
+        }
+    }
+}
+
+/// Where each query comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum QueryFromArg {
+    /// The benchmark's (or the derivation's) text as it is
+    Text,
+    /// The turns rebuilt into a query the way the engine's recall does
+    Conversation,
+}
+
+/// Arguments of `mnemo eval derive`.
+#[derive(Debug, Args)]
+pub struct DeriveArgs {
+    /// The benchmark file (JSON, see the README's data schema)
+    pub file: PathBuf,
+    /// The shape to rewrite the questions into
+    #[arg(long, value_enum, default_value = "lead-up")]
+    pub queries: QueriesArg,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -67,6 +117,15 @@ pub struct RetrievalArgs {
     /// Only the first N conversations (for quick runs)
     #[arg(long, value_name = "N")]
     pub limit_conversations: Option<usize>,
+    /// The shape of the queries: the benchmark's questions, or dialogue
+    /// derived from them (see `mnemo eval derive --help`)
+    #[arg(long, value_enum, default_value = "question")]
+    pub queries: QueriesArg,
+    /// Where each query comes from: the benchmark's text as it is, or the
+    /// conversation as mnemo's automatic recall builds its query from it
+    /// (`User:`/`Assistant:` turns, the latest few kept)
+    #[arg(long, value_enum, default_value = "text")]
+    pub query_from: QueryFromArg,
     /// Print one JSON object (with an `overall` object: any@5, all@10, recall@10, mrr, …)
     #[arg(long)]
     pub json: bool,
@@ -82,7 +141,21 @@ pub struct RetrievalArgs {
 pub fn run(command: EvalCommand, global: &GlobalArgs) -> Result<()> {
     match command {
         EvalCommand::Retrieval(args) => retrieval(args, global),
+        EvalCommand::Derive(args) => derive(args),
     }
+}
+
+fn derive(args: DeriveArgs) -> Result<()> {
+    let ds = mnemo_eval::Dataset::load(&args.file)?;
+    let asked = ds.questions.len();
+    let out = mnemo_eval::derive(&ds, args.queries.shape());
+    eprintln!(
+        "{} of {asked} questions have a {} query",
+        out.questions.len(),
+        args.queries.shape().as_str()
+    );
+    println!("{}", serde_json::to_string_pretty(&out)?);
+    Ok(())
 }
 
 fn retrieval(args: RetrievalArgs, global: &GlobalArgs) -> Result<()> {
@@ -97,6 +170,8 @@ fn retrieval(args: RetrievalArgs, global: &GlobalArgs) -> Result<()> {
         LayoutArg::Notes => Layout::Notes,
     };
     base.limit_conversations = args.limit_conversations;
+    base.queries = args.queries.shape();
+    base.engine_queries = args.query_from == QueryFromArg::Conversation;
     base.index_settings = mnemo_index::IndexSettings::from_config(&ctx.config)?;
     let modes: Vec<RetrievalMode> = match args.mode {
         ModeArg::Keyword => vec![RetrievalMode::Keyword],

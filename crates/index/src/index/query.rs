@@ -47,20 +47,35 @@ impl MemoryIndex {
         // Candidates: keyword and phrase hits, vector hits, and what was
         // said in the periods the query names.
         let today = chrono::Local::now().date_naive();
-        let (periods, keyword_query) = if opts.date_boost > 0.0 {
-            let d = when::dates(query, today);
-            (d.periods, d.rest)
-        } else {
-            (Vec::new(), query.to_string())
-        };
-        let tokens = text::query_tokens(&keyword_query);
-        let keyword = if !tokens.is_empty() && (opts.text_weight > 0.0 || !hybrid) {
-            keyword_candidates(&backend, &tokens, &keyword_query, opts, n_cand, &sources)?
+        let readings = readings(query, opts.dialogue_focus);
+        // Dates count where the need is: in the focus of a dialogue.
+        let periods = if opts.date_boost > 0.0 {
+            when::dates(&readings[0].text, today).periods
         } else {
             Vec::new()
         };
+        let mut keyword: Vec<(i64, f64)> = Vec::new();
+        let mut tokens: Vec<String> = Vec::new();
+        for r in &readings {
+            let keyword_query = if opts.date_boost > 0.0 {
+                when::dates(&r.text, today).rest
+            } else {
+                r.text.clone()
+            };
+            let toks = text::query_tokens(&keyword_query);
+            if !toks.is_empty() && (opts.text_weight > 0.0 || !hybrid) {
+                let hits =
+                    keyword_candidates(&backend, &toks, &keyword_query, opts, n_cand, &sources)?;
+                search::blend_keyword(&mut keyword, &hits, r.weight);
+            }
+            for t in toks {
+                if !tokens.contains(&t) {
+                    tokens.push(t);
+                }
+            }
+        }
         let vector = if hybrid {
-            self.vector_candidates(&backend, query, n_cand, &sources, warnings)?
+            self.vector_candidates(&backend, &readings, n_cand, &sources, warnings)?
         } else {
             None
         };
@@ -98,7 +113,11 @@ impl MemoryIndex {
         // The best keyword hit that holds the whole query word for word is
         // an exact match too: in a large index, notes that merely resemble
         // the query can have closer vectors ("project 2567" for "project 7").
-        if let Some(phrase) = (tw > 0.0).then(|| text::Phrase::of(query)).flatten() {
+        // (A dialogue's focus: its latest turn.)
+        if let Some(phrase) = (tw > 0.0)
+            .then(|| text::Phrase::of(&readings[0].text))
+            .flatten()
+        {
             for c in cands.iter_mut().filter(|c| c.text == Some(1.0) && !c.exact) {
                 c.exact = records.get(&c.id).is_some_and(|r| phrase.is_in(&r.text));
             }
@@ -205,7 +224,7 @@ impl MemoryIndex {
     fn vector_candidates(
         &self,
         backend: &SqliteBackend,
-        query: &str,
+        readings: &[Reading],
         n_cand: usize,
         sources: &[Source],
         warnings: &mut Vec<String>,
@@ -213,12 +232,16 @@ impl MemoryIndex {
         let Some(emb) = &self.inner.embedder else {
             return Ok(None);
         };
-        match emb.embed(&[query], EmbedKind::Query) {
-            Ok(mut v) if v.len() == 1 => Ok(Some(backend.vector_search(
-                &v.remove(0),
-                n_cand,
-                sources,
-            )?)),
+        let texts: Vec<&str> = readings.iter().map(|r| r.text.as_str()).collect();
+        match emb.embed(&texts, EmbedKind::Query) {
+            Ok(vs) if vs.len() == readings.len() => {
+                let mut out: Vec<(i64, f32)> = Vec::new();
+                for (v, r) in vs.iter().zip(readings) {
+                    let hits = backend.vector_search(v, n_cand, sources)?;
+                    search::blend_vector(&mut out, &hits, r.weight);
+                }
+                Ok(Some(out))
+            }
             Ok(_) => {
                 warnings.push(
                     "the embedder returned no vector for the query; keyword results only".into(),
@@ -232,6 +255,34 @@ impl MemoryIndex {
                 Ok(None)
             }
         }
+    }
+}
+
+/// One way of reading the query, and how much its ranking weighs.
+pub(crate) struct Reading {
+    text: String,
+    weight: f32,
+}
+
+/// The query as searched: itself, or a dialogue's focus and context
+/// ([`crate::dialogue`]) weighing `focus` and `1 - focus`. The first
+/// reading is the one dates are read from.
+fn readings(query: &str, focus: f32) -> Vec<Reading> {
+    match crate::dialogue::parse(query).filter(|_| focus > 0.0) {
+        Some(d) => vec![
+            Reading {
+                text: d.focus,
+                weight: focus,
+            },
+            Reading {
+                text: d.context,
+                weight: 1.0 - focus,
+            },
+        ],
+        None => vec![Reading {
+            text: query.to_string(),
+            weight: 1.0,
+        }],
     }
 }
 

@@ -12,6 +12,7 @@ use serde_json::json;
 use crate::engine::{Engine, Thresholds};
 use crate::error::Result;
 use crate::history::{rebuild_entries, strip, ResultBudget};
+use crate::recall::RecallOutcome;
 use crate::templates;
 
 /// Separator between the parts of the system prompt (nanobot's).
@@ -50,6 +51,11 @@ pub struct ContextReport {
     pub selected_memories: Vec<String>,
     /// The side query ran out of time (the turn went on without it).
     pub recall_timed_out: bool,
+    /// What the recall side query did: the query it searched memory with,
+    /// what search found, what the model picked and why not (absent when
+    /// the report was built without recall).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recall: Option<RecallOutcome>,
     /// MEMORY.md was cut to its cap.
     pub memory_truncated: bool,
     /// The thresholds of the model.
@@ -227,6 +233,7 @@ impl Engine {
         let recall = self.select_memories(key, message).await;
         let mut report = self.build_context_with(key, message, &recall.selected)?;
         report.recall_timed_out = recall.timed_out;
+        report.recall = Some(recall);
         Ok(report)
     }
 
@@ -294,6 +301,7 @@ impl Engine {
             exact: c.is_exact(),
             selected_memories: selected.to_vec(),
             recall_timed_out: false,
+            recall: None,
             memory_truncated: parts.memory_truncated,
             thresholds: self.thresholds(),
         })

@@ -237,7 +237,10 @@ pub fn context(args: ContextArgs, global: &GlobalArgs) -> Result<()> {
     if !report.selected_memories.is_empty() {
         outln!("selected memories: {}", report.selected_memories.join(", "));
     }
-    if report.recall_timed_out {
+    if let Some(r) = report.recall.as_ref().filter(|r| r.from_search) {
+        let why = if r.timed_out { "was late" } else { "failed" };
+        outln!("(the memory side query {why}; the files memory search found with the conversation are recalled instead)");
+    } else if report.recall_timed_out {
         outln!("(the memory side query timed out; the turn goes on without it)");
     }
     outln!("\n{}", report.system);

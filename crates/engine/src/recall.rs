@@ -102,15 +102,6 @@ pub fn parse_selection(text: &str) -> Vec<String> {
 }
 
 impl Engine {
-    /// The side-query request, or None when there is nothing to choose from.
-    pub(crate) fn recall_request(
-        &self,
-        key: &str,
-        message: &str,
-    ) -> Result<Option<(ChatRequest, Vec<String>)>> {
-        self.recall_request_ranked(key, message, &[])
-    }
-
     /// The conversation as the recall query: the session's latest turns and
     /// `message`, as the index reads dialogue.
     pub fn recall_query(&self, key: &str, message: &str) -> Result<String> {
@@ -127,9 +118,10 @@ impl Engine {
         ))
     }
 
-    /// [`Self::recall_request`] with the files search `found` first in the
-    /// manifest, in its order.
-    fn recall_request_ranked(
+    /// The side-query request, or None when there is nothing to choose
+    /// from; the files search `found` come first in the manifest, in its
+    /// order.
+    fn recall_request(
         &self,
         key: &str,
         message: &str,
@@ -153,7 +145,12 @@ impl Engine {
             .filter(|h| !skip.contains(&h.path) && !surfaced.contains(&h.path))
             .collect();
         // Stable: what search found leads, in its order; the rest keep theirs.
-        headers.sort_by_key(|h| found.iter().position(|f| *f == h.path).unwrap_or(usize::MAX));
+        headers.sort_by_key(|h| {
+            found
+                .iter()
+                .position(|f| *f == h.path)
+                .unwrap_or(usize::MAX)
+        });
         if headers.is_empty() {
             return Ok(None);
         }
@@ -185,7 +182,7 @@ impl Engine {
     /// twice in the session.
     pub async fn select_memories(&self, key: &str, message: &str) -> RecallOutcome {
         let (query, found) = self.search_memory(key, message).await;
-        let (req, names) = match self.recall_request_ranked(key, message, &found) {
+        let (req, names) = match self.recall_request(key, message, &found) {
             Ok(Some(x)) => x,
             Ok(None) => return RecallOutcome::default(),
             Err(e) => {

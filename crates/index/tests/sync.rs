@@ -220,7 +220,10 @@ fn searches_in_threads_never_fail_during_forced_reindex() {
         .iter()
         .filter(|n| n.starts_with("index") && n.contains(".sqlite"))
         .collect();
-    assert!(databases.len() <= 3, "old generations cleaned up: {files:?}");
+    assert!(
+        databases.len() <= 3,
+        "old generations cleaned up: {files:?}"
+    );
 }
 
 #[test]

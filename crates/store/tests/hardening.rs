@@ -9,7 +9,8 @@ use std::path::Path;
 use chrono::{TimeZone, Utc};
 use mnemo_core::{Message, Workspace};
 use mnemo_store::{
-    Error, FrontMatter, MemorySettings, MemoryStore, MemoryType, SaveMode, SessionOptions, SessionStore,
+    Error, FrontMatter, MemorySettings, MemoryStore, MemoryType, SaveMode, SessionOptions,
+    SessionStore,
 };
 
 fn store(dir: &Path) -> MemoryStore {

@@ -116,9 +116,11 @@ fn engine(global: &GlobalArgs, model: &ModelArgs) -> Result<Engine> {
     let engine = Engine::new(&ctx.workspace, &ctx.config, chat)?;
     // Recall (`mnemo context`) searches memory with the conversation.
     let mnemo = std::sync::Arc::new(mnemo::Mnemo::open(ctx.workspace, ctx.config)?);
-    Ok(engine.with_memory_search(std::sync::Arc::new(
-        mnemo_mcp::ops::IndexMemorySearch(mnemo),
-    )))
+    Ok(
+        engine.with_memory_search(std::sync::Arc::new(mnemo_mcp::ops::IndexMemorySearch(
+            mnemo,
+        ))),
+    )
 }
 
 /// One line per event, saying what ran and what it freed.

@@ -302,13 +302,7 @@ impl mnemo_engine::MemorySearch for Index {
         let req = mnemo_index::SearchRequest::new(query)
             .sources(&[mnemo_index::Source::Memory])
             .max_results(limit);
-        let mut files: Vec<String> = Vec::new();
-        for hit in self.0.search(&req).map_err(|e| e.to_string())?.results {
-            if !files.contains(&hit.path) {
-                files.push(hit.path);
-            }
-        }
-        Ok(files)
+        Ok(self.0.search(&req).map_err(|e| e.to_string())?.files())
     }
 }
 

@@ -403,16 +403,8 @@ fn openclaw_2026_9_state_folder_arrives_whole() {
 
     let (ws, report) = import_checked(dir.path(), Tool::OpenClaw, &src, Select::All);
     assert_eq!(report.conversations, 2, "{}", lines(&report));
-    let main_messages = assert_every_entry_kept(
-        &ws,
-        "main",
-        &src.join("agents/main/agent/openclaw-agent.sqlite"),
-    );
-    let work_messages = assert_every_entry_kept(
-        &ws,
-        "work",
-        &src.join("agents/work/agent/openclaw-agent.sqlite"),
-    );
+    let main_messages = assert_every_entry_kept(&ws, "main", &agent_db(&src, "main"));
+    let work_messages = assert_every_entry_kept(&ws, "work", &agent_db(&src, "work"));
     assert_eq!(
         report.messages,
         main_messages + work_messages,
@@ -763,12 +755,20 @@ fn empty_or_unrecognised_sources_are_errors() {
     assert!(!dir.path().join("ws").exists());
 }
 
+/// An OpenClaw agent's database under the state folder `src`.
+fn agent_db(src: &Path, agent: &str) -> PathBuf {
+    src.join("agents")
+        .join(agent)
+        .join("agent")
+        .join("openclaw-agent.sqlite")
+}
+
 #[test]
 fn an_openclaw_database_in_use_is_read_with_its_write_ahead_log() {
     let dir = tempfile::tempdir().unwrap();
     let home = copy_fixture("openclaw-2026.9.6", &dir.path().join("home"));
     let src = home.join(".openclaw");
-    let db = src.join("agents/work/agent/openclaw-agent.sqlite");
+    let db = agent_db(&src, "work");
     // OpenClaw still running: its latest turn is in the write-ahead log,
     // not yet in the database file.
     let conn = rusqlite::Connection::open(&db).unwrap();

@@ -143,6 +143,19 @@ pub struct SearchResponse {
     pub dates: Vec<String>,
 }
 
+impl SearchResponse {
+    /// The files of the hits, each once, in the order of their best hit.
+    pub fn files(&self) -> Vec<String> {
+        let mut files: Vec<String> = Vec::new();
+        for hit in &self.results {
+            if !files.contains(&hit.path) {
+                files.push(hit.path.clone());
+            }
+        }
+        files
+    }
+}
+
 /// A `memory_get` result.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GetResponse {

@@ -514,14 +514,7 @@ impl mnemo_engine::MemorySearch for IndexMemorySearch {
         let req = SearchRequest::new(query)
             .sources(&[mnemo_index::Source::Memory])
             .max_results(limit.max(1));
-        let resp = index.search(&req).map_err(|e| e.to_string())?;
-        let mut files: Vec<String> = Vec::new();
-        for hit in resp.results {
-            if !files.contains(&hit.path) {
-                files.push(hit.path);
-            }
-        }
-        Ok(files)
+        Ok(index.search(&req).map_err(|e| e.to_string())?.files())
     }
 }
 

@@ -2,6 +2,8 @@
 //! only parses arguments and maps errors to exit codes; each command group
 //! lives in `cmd/`.
 
+#![forbid(unsafe_code)]
+
 #[macro_use]
 mod output;
 mod cmd;

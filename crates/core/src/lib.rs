@@ -1,6 +1,7 @@
 //! Shared vocabulary of mnemo: the message record, the workspace layout,
 //! configuration access, the seam traits (token counting, embedding) and the
 //! error codes every surface (CLI, MCP, HTTP) exposes.
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 

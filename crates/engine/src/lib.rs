@@ -10,6 +10,7 @@
 //! compaction record, so [`rebuild_history`] gives the same prompt from the
 //! same log, and every change is reported to the caller as an
 //! [`EngineEvent`].
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 

@@ -4,6 +4,7 @@
 //! sessions or turns (any@k, all@k, recall@k, MRR, NDCG, evidence recall
 //! within a token budget). Nothing in it knows which dataset it reads: any
 //! file in the schema of `dataset` is scored the same way.
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 

@@ -5,6 +5,7 @@
 //! `{"error": {"code", "message"}}` with the status of
 //! [`mnemo_core::ErrorCode::http_status`]. The operations are
 //! [`mnemo_mcp::ops::Backend`]'s, so HTTP and MCP behave the same.
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 

@@ -26,6 +26,7 @@
 //! println!("{}", report.summary());
 //! # Ok::<(), mnemo_import::Error>(())
 //! ```
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 

@@ -33,6 +33,7 @@
 //! # Ok::<(), mnemo_llm::LlmError>(())
 //! # }).unwrap();
 //! ```
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 

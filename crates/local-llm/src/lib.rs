@@ -12,6 +12,7 @@
 //! - [`toolcalls`]: tool calls read from the answer, tagged or bare JSON.
 //! - [`grammar`]: decoding constrained to a JSON Schema, for forced calls.
 //! - [`model`]: the transformer and its prefix-reusing KV cache.
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 

@@ -4,6 +4,7 @@
 //! (`memory_search`, `memory_get`, `memory_write`, `memory_forget`,
 //! `session_append`, `session_context`) and the resources (MEMORY.md and
 //! `memory/**.md`) run on [`ops::Backend`], which the HTTP API shares.
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 

@@ -2,6 +2,7 @@
 //! (session logs, the Markdown memory, the search index and the embedder
 //! chosen by configuration). The CLI, the MCP server and the HTTP API all
 //! start here, so they build the same parts from the same configuration.
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 

@@ -2,6 +2,7 @@
 //! derived from: per-session JSONL logs ([`session`]) and the Markdown
 //! long-term memory ([`memory`]), written with atomic replaces and
 //! single-write appends ([`fsutil`]).
+#![cfg_attr(not(test), forbid(unsafe_code))]
 #![warn(missing_docs)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 // Everything here reads text a user or a model wrote: no byte-offset

@@ -14,6 +14,7 @@
 //! assert!(server.openai_base().ends_with("/v1"));
 //! assert_eq!(server.remaining(), 2);
 //! ```
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 

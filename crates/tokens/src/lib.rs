@@ -1,6 +1,7 @@
 //! Token counting: exact counts with tiktoken encodings (`cl100k_base`,
 //! `o200k_base`, chosen per model, message overhead included) and a cheap
 //! chars/4 estimate for hot paths, both behind [`mnemo_core::TokenCounter`].
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 

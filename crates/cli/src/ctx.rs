@@ -5,7 +5,11 @@ use std::path::PathBuf;
 
 use anyhow::{Context as _, Result};
 use clap::Args;
+use std::sync::Arc;
+
+use mnemo::Mnemo;
 use mnemo_core::{Config, Workspace};
+use mnemo_service::Service;
 
 /// Options shared by every command.
 #[derive(Debug, Args)]
@@ -46,6 +50,14 @@ impl GlobalArgs {
 }
 
 impl Ctx {
+    /// The service over this workspace, with the chat model `model` names
+    /// (else the configuration's); the workspace must exist.
+    pub fn service(self, model: &crate::cmd::ModelArgs) -> Result<Arc<Service>> {
+        self.require_initialised()?;
+        let mnemo = Arc::new(Mnemo::open(self.workspace, self.config)?);
+        Ok(Service::with_provider(mnemo, model.overrides()))
+    }
+
     /// Fails with a hint when the workspace was never initialised.
     pub fn require_initialised(&self) -> Result<()> {
         if !self.workspace.root().exists() {

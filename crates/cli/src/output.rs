@@ -151,6 +151,9 @@ pub fn report_error(err: &anyhow::Error) -> i32 {
 
 fn classify(err: &anyhow::Error) -> Option<ErrorCode> {
     for cause in err.chain() {
+        if let Some(e) = cause.downcast_ref::<mnemo_service::Error>() {
+            return Some(e.code());
+        }
         if let Some(e) = cause.downcast_ref::<mnemo::Error>() {
             return Some(e.code());
         }

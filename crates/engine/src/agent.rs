@@ -8,10 +8,10 @@
 //! is called again from the log, without a new user message, until it
 //! answers without tools or the iteration bound is hit.
 //!
-//! The loop owns no tools itself: the memory tools it declares
-//! ([`crate::memory_tools`]) are executed by the caller's [`ToolExecutor`]
-//! (the CLI runs them on the same backend as the MCP server and the HTTP
-//! API), so every surface can reuse the loop.
+//! The loop owns no tools itself: the caller declares them
+//! ([`Engine::with_tools`]) and runs them with its [`ToolExecutor`] (mnemo's
+//! service declares and runs the memory tools for every surface), so any
+//! surface can reuse the loop.
 
 use mnemo_core::{Message, Role};
 use mnemo_llm::BoxFuture;

@@ -7,7 +7,6 @@ use mnemo_core::{resolve_in_workspace, Message};
 use mnemo_llm::{ChatRequest, ToolSpec};
 use mnemo_store::LoadedSession;
 use serde::Serialize;
-use serde_json::json;
 
 use crate::engine::{Engine, Thresholds};
 use crate::error::Result;
@@ -69,53 +68,6 @@ impl ContextReport {
             .with_system(self.system.clone())
             .with_tools(self.tools.clone())
     }
-}
-
-/// The memory tools declared to the model (executed by the agent).
-pub fn memory_tools() -> Vec<ToolSpec> {
-    vec![
-        ToolSpec::new(
-            "memory_search",
-            "Mandatory recall step: search the long-term memory (MEMORY.md, memory/*.md, past sessions) before answering anything about prior work, decisions, people, dates or preferences. Returns snippets with path, line numbers and the date they speak from.",
-            json!({
-                "type": "object",
-                "properties": {
-                    "query": {"type": "string", "description": "What to look for, in the conversation's language."},
-                    "maxResults": {"type": "integer", "minimum": 1, "maximum": 50, "description": "Results to return (default 6)."},
-                    "minScore": {"type": "number", "minimum": 0, "maximum": 1, "description": "Drop results scoring below this (default: the workspace's [search] min_score)."}
-                },
-                "required": ["query"]
-            }),
-        ),
-        ToolSpec::new(
-            "memory_get",
-            "Read lines of a memory file (MEMORY.md or memory/**/*.md) found with memory_search.",
-            json!({
-                "type": "object",
-                "properties": {
-                    "path": {"type": "string", "description": "Workspace-relative path, e.g. memory/2026-01-31.md."},
-                    "from": {"type": "integer", "minimum": 1, "description": "First line (1-based)."},
-                    "lines": {"type": "integer", "minimum": 1, "description": "Number of lines."}
-                },
-                "required": ["path"]
-            }),
-        ),
-        ToolSpec::new(
-            "memory_write",
-            "Save a durable fact: append it to today's daily log, or save a typed memory file. Write in the conversation's language; never save secrets.",
-            json!({
-                "type": "object",
-                "properties": {
-                    "text": {"type": "string", "description": "The fact(s), one per line."},
-                    "name": {"type": "string", "description": "For a typed memory: its short name (omit to append to today's log)."},
-                    "description": {"type": "string", "description": "For a typed memory: one specific line saying what it holds."},
-                    "type": {"type": "string", "enum": ["user", "feedback", "project", "reference"]},
-                    "replace": {"type": "boolean", "description": "For a typed memory: update the memory of this name (without it, a name already taken is refused)."}
-                },
-                "required": ["text"]
-            }),
-        ),
-    ]
 }
 
 /// The system prompt's parts before history.
@@ -223,7 +175,7 @@ impl Engine {
     }
 
     pub(crate) fn tools_tokens(&self) -> usize {
-        let json = serde_json::to_string(&memory_tools()).unwrap_or_default();
+        let json = serde_json::to_string(&self.tools).unwrap_or_default();
         self.counter.count_text(&json)
     }
 
@@ -295,7 +247,7 @@ impl Engine {
             model: self.model.info().model.clone(),
             system: parts.join(),
             messages,
-            tools: memory_tools(),
+            tools: self.tools.clone(),
             parts: report_parts,
             total_tokens: total,
             exact: c.is_exact(),

@@ -72,6 +72,8 @@ pub struct Engine {
     pub(crate) counter: Arc<dyn TokenCounter>,
     pub(crate) clock: Clock,
     pub(crate) searcher: Option<Arc<dyn crate::recall::MemorySearch>>,
+    /// The tools a turn offers the model (declared by the caller, who runs them).
+    pub(crate) tools: Vec<mnemo_llm::ToolSpec>,
     state: Mutex<HashMap<String, SessionState>>,
 }
 
@@ -109,6 +111,7 @@ impl Engine {
             counter,
             clock: Arc::new(Utc::now),
             searcher: None,
+            tools: Vec::new(),
             state: Mutex::new(HashMap::new()),
         })
     }
@@ -117,6 +120,14 @@ impl Engine {
     /// conversation itself (see [`crate::recall::MemorySearch`]).
     pub fn with_memory_search(mut self, searcher: Arc<dyn crate::recall::MemorySearch>) -> Self {
         self.searcher = Some(searcher);
+        self
+    }
+
+    /// Offers these tools to the model in every turn (and counts them in the
+    /// prompt). The caller declares them and runs them with its
+    /// [`crate::ToolExecutor`]; without any, a turn offers none.
+    pub fn with_tools(mut self, tools: Vec<mnemo_llm::ToolSpec>) -> Self {
+        self.tools = tools;
         self
     }
 

@@ -42,7 +42,7 @@ pub use agent::{
 pub use compact::{TurnOutcome, TurnReport};
 pub use compactor::{Compactor, ModelCompactor, TemplateCompactor};
 pub use consolidate::{pick_boundary, save_memory_tool};
-pub use context::{memory_tools, ContextPart, ContextReport};
+pub use context::{ContextPart, ContextReport};
 pub use engine::{Clock, Engine, Thresholds};
 pub use error::{Error, Result};
 pub use events::{CompactionReport, ConsolidationRound, EngineEvent, FlushReport};

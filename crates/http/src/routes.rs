@@ -5,47 +5,44 @@ use std::sync::Arc;
 use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, JsonRejection, QueryRejection};
 use axum::extract::{DefaultBodyLimit, FromRequest, FromRequestParts, Path, Query, Request, State};
-use axum::http::{header, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
-use mnemo_mcp::ops::{self, Backend};
+use mnemo_service::args::{
+    AppendArgs, CompactArgs, ContextArgs, ForgetArgs, GetArgs, HistoryArgs, SearchArgs, TurnArgs,
+    WriteArgs,
+};
+use mnemo_service::{guard, Service};
 use serde::de::DeserializeOwned;
-use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::json;
 
 /// Largest request body accepted; larger ones get 413 and nothing is written.
 pub const MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
 
-/// The OpenAPI 3 document of this API.
-pub const OPENAPI: &str = include_str!("../openapi.json");
-
-type AppState = Arc<Backend>;
+type AppState = Arc<Service>;
 
 /// The API's router (with the bearer check when a token is given).
-pub fn router(backend: Arc<Backend>, token: Option<String>) -> Router {
+pub fn router(service: Arc<Service>, token: Option<String>) -> Router {
     let router = Router::new()
+        .route("/health", get(health))
         .route("/openapi.json", get(openapi))
         .route("/v1/sessions", get(list_sessions))
         .route("/v1/sessions/{key}/messages", post(append).get(history))
         .route("/v1/sessions/{key}/context", post(context))
         .route("/v1/sessions/{key}/consolidate", post(consolidate))
         .route("/v1/sessions/{key}/compact", post(compact))
+        .route("/v1/sessions/{key}/close", post(close))
         .route("/v1/sessions/{key}/turn", post(turn))
         .route("/v1/memory/search", post(search))
         .route("/v1/memory/get", get(memory_get))
         .route("/v1/memory/write", post(write))
+        .route("/v1/memory/forget", post(forget))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
-        .with_state(backend);
-    match token {
-        Some(t) => router.layer(axum::middleware::from_fn_with_state(
-            Arc::<str>::from(t),
-            mnemo_mcp::auth::require_bearer,
-        )),
-        None => router,
-    }
+        .with_state(service);
+    guard::with_token(router, token)
 }
 
 /// An error answer: `{"error": {"code", "message"}}`.
@@ -65,15 +62,10 @@ impl ApiError {
     }
 }
 
-impl From<mnemo_mcp::Error> for ApiError {
-    fn from(e: mnemo_mcp::Error) -> Self {
-        let status = match &e {
-            // Consolidation and compaction need a model: say it is not
-            // available here rather than pretending the server broke.
-            mnemo_mcp::Error::NotConfigured(_) => StatusCode::NOT_IMPLEMENTED,
-            _ => StatusCode::from_u16(e.code().http_status())
-                .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
-        };
+impl From<mnemo_service::Error> for ApiError {
+    fn from(e: mnemo_service::Error) -> Self {
+        let status =
+            StatusCode::from_u16(e.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         ApiError::new(status, e.code().as_str(), e.to_string())
     }
 }
@@ -85,7 +77,7 @@ impl IntoResponse for ApiError {
     }
 }
 
-type ApiResult = Result<axum::Json<Value>, ApiError>;
+type ApiResult<T> = Result<axum::Json<T>, ApiError>;
 
 /// A JSON body whose rejections are answered in the API's error shape:
 /// 413 when too large, 400 for anything malformed.
@@ -192,7 +184,11 @@ fn query_rejection(rej: QueryRejection) -> ApiError {
 }
 
 async fn openapi() -> Response {
-    ([(header::CONTENT_TYPE, "application/json")], OPENAPI).into_response()
+    axum::Json(mnemo_service::openapi::document()).into_response()
+}
+
+async fn health(State(s): State<AppState>) -> axum::Json<mnemo_service::output::HealthOutput> {
+    axum::Json(s.health())
 }
 
 async fn not_found() -> ApiError {
@@ -213,146 +209,129 @@ async fn method_not_allowed(method: axum::http::Method) -> ApiError {
     )
 }
 
-async fn list_sessions(State(b): State<AppState>) -> ApiResult {
-    Ok(axum::Json(b.sessions().await?))
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct AppendBody {
-    messages: Vec<mnemo_core::Message>,
+async fn list_sessions(State(s): State<AppState>) -> ApiResult<impl serde::Serialize> {
+    Ok(axum::Json(s.sessions().await?))
 }
 
 async fn append(
-    State(b): State<AppState>,
+    State(s): State<AppState>,
     Key(key): Key,
-    Body(body): Body<AppendBody>,
+    Body(body): Body<AppendArgs>,
 ) -> Result<Response, ApiError> {
-    let out = b
-        .append(ops::AppendArgs {
-            key,
-            messages: body.messages,
-        })
-        .await?;
+    let out = s.append(key, body).await?;
     Ok((StatusCode::CREATED, axum::Json(out)).into_response())
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct HistoryQuery {
-    #[serde(default)]
-    since_cursor: bool,
-}
-
 async fn history(
-    State(b): State<AppState>,
+    State(s): State<AppState>,
     Key(key): Key,
-    q: Result<Query<HistoryQuery>, QueryRejection>,
-) -> ApiResult {
+    q: Result<Query<HistoryArgs>, QueryRejection>,
+) -> ApiResult<impl serde::Serialize> {
     let Query(q) = q.map_err(query_rejection)?;
-    Ok(axum::Json(b.history(key, q.since_cursor).await?))
-}
-
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct ContextBody {
-    #[serde(default)]
-    message: Option<String>,
+    Ok(axum::Json(s.history(key, q).await?))
 }
 
 async fn context(
-    State(b): State<AppState>,
+    State(s): State<AppState>,
     Key(key): Key,
     body: Result<Bytes, BytesRejection>,
-) -> ApiResult {
-    let message = optional_body::<ContextBody>(body)?.message;
-    Ok(axum::Json(
-        b.context(ops::ContextArgs { key, message }).await?,
-    ))
+) -> ApiResult<impl serde::Serialize> {
+    let args = optional_body::<ContextArgs>(body)?;
+    Ok(axum::Json(s.context(key, args).await?))
 }
 
-async fn consolidate(State(b): State<AppState>, Key(key): Key) -> ApiResult {
-    Ok(axum::Json(b.consolidate(key).await?))
-}
-
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct CompactBody {
-    #[serde(default)]
-    level: Option<u8>,
-    #[serde(default)]
-    focus: Option<String>,
+async fn consolidate(State(s): State<AppState>, Key(key): Key) -> ApiResult<impl serde::Serialize> {
+    Ok(axum::Json(s.consolidate(key).await?))
 }
 
 async fn compact(
-    State(b): State<AppState>,
+    State(s): State<AppState>,
     Key(key): Key,
     body: Result<Bytes, BytesRejection>,
-) -> ApiResult {
-    let body = optional_body::<CompactBody>(body)?;
-    Ok(axum::Json(b.compact(key, body.level, body.focus).await?))
+) -> ApiResult<impl serde::Serialize> {
+    let args = optional_body::<CompactArgs>(body)?;
+    Ok(axum::Json(s.compact(key, args).await?))
+}
+
+async fn close(State(s): State<AppState>, Key(key): Key) -> ApiResult<impl serde::Serialize> {
+    Ok(axum::Json(s.close(key).await?))
 }
 
 async fn turn(
-    State(b): State<AppState>,
+    State(s): State<AppState>,
     Key(key): Key,
-    Body(args): Body<ops::TurnArgs>,
-) -> ApiResult {
-    Ok(axum::Json(b.turn(key, args).await?))
+    Body(args): Body<TurnArgs>,
+) -> ApiResult<impl serde::Serialize> {
+    Ok(axum::Json(s.turn(key, args).await?))
 }
 
-async fn search(State(b): State<AppState>, Body(args): Body<ops::SearchArgs>) -> ApiResult {
-    Ok(axum::Json(b.search(args).await?))
+async fn search(
+    State(s): State<AppState>,
+    Body(args): Body<SearchArgs>,
+) -> ApiResult<impl serde::Serialize> {
+    Ok(axum::Json(s.search(args).await?))
 }
 
 async fn memory_get(
-    State(b): State<AppState>,
-    q: Result<Query<ops::GetArgs>, QueryRejection>,
-) -> ApiResult {
+    State(s): State<AppState>,
+    q: Result<Query<GetArgs>, QueryRejection>,
+) -> ApiResult<impl serde::Serialize> {
     let Query(args) = q.map_err(query_rejection)?;
-    let got = b.get(args).await?;
-    Ok(axum::Json(serde_json::to_value(got).map_err(|e| {
-        ApiError::from(mnemo_mcp::Error::Internal(e.to_string()))
-    })?))
+    Ok(axum::Json(s.get(args).await?))
 }
 
-async fn write(State(b): State<AppState>, Body(args): Body<ops::WriteArgs>) -> ApiResult {
-    Ok(axum::Json(b.write(args).await?))
+async fn write(
+    State(s): State<AppState>,
+    Body(args): Body<WriteArgs>,
+) -> ApiResult<impl serde::Serialize> {
+    Ok(axum::Json(s.write(args).await?))
+}
+
+async fn forget(
+    State(s): State<AppState>,
+    Body(args): Body<ForgetArgs>,
+) -> ApiResult<impl serde::Serialize> {
+    Ok(axum::Json(s.forget(args).await?))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tower::ServiceExt as _;
 
-    /// Every route of the router is in the OpenAPI document, and nothing else.
-    #[test]
-    fn openapi_lists_the_routes() {
-        let doc: Value = serde_json::from_str(OPENAPI).unwrap();
-        assert_eq!(
-            doc["openapi"].as_str().map(|s| s.starts_with("3.")),
-            Some(true)
-        );
-        let mut paths: Vec<String> = Vec::new();
-        for (p, ops) in doc["paths"].as_object().unwrap() {
-            for m in ops.as_object().unwrap().keys() {
-                paths.push(format!("{} {p}", m.to_uppercase()));
-            }
+    /// Every endpoint the OpenAPI document declares is routed (answers
+    /// something other than "no such endpoint"), and a path it does not
+    /// declare is not.
+    #[tokio::test]
+    async fn the_router_serves_what_the_document_declares() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = mnemo_core::Config::parse("[embedder]\nkind = \"none\"\n").unwrap();
+        let mnemo = mnemo::Mnemo::open(mnemo_core::Workspace::new(dir.path()), config).unwrap();
+        let app = router(Service::new(Arc::new(mnemo)), None);
+        for e in mnemo_service::openapi::ENDPOINTS {
+            let uri = e.path.replace("{key}", "cli%3Adirect");
+            let req = axum::http::Request::builder()
+                .method(e.method)
+                .uri(&uri)
+                .header("content-type", "application/json")
+                .body(axum::body::Body::from("{}"))
+                .unwrap();
+            let resp = app.clone().oneshot(req).await.unwrap();
+            let body = axum::body::to_bytes(resp.into_body(), 1 << 20)
+                .await
+                .unwrap();
+            let text = String::from_utf8_lossy(&body);
+            assert!(
+                !text.contains("no such endpoint") && !text.contains("is not allowed"),
+                "{} {uri}: {text}",
+                e.method
+            );
         }
-        paths.sort();
-        let mut want = vec![
-            "GET /openapi.json",
-            "GET /v1/sessions",
-            "POST /v1/sessions/{key}/messages",
-            "GET /v1/sessions/{key}/messages",
-            "POST /v1/sessions/{key}/context",
-            "POST /v1/sessions/{key}/consolidate",
-            "POST /v1/sessions/{key}/compact",
-            "POST /v1/sessions/{key}/turn",
-            "POST /v1/memory/search",
-            "GET /v1/memory/get",
-            "POST /v1/memory/write",
-        ];
-        want.sort();
-        assert_eq!(paths, want);
+        let req = axum::http::Request::builder()
+            .uri("/v1/nothing")
+            .body(axum::body::Body::empty())
+            .unwrap();
+        let resp = app.oneshot(req).await.unwrap();
+        assert_eq!(resp.status(), StatusCode::NOT_FOUND);
     }
 }

@@ -37,8 +37,8 @@ fn fuzz_http_routing() {
     let config = Config::parse("[embedder]\nkind = \"none\"\n").unwrap();
     let mnemo = Arc::new(mnemo::Mnemo::open(Workspace::new(dir.path()), config).unwrap());
     let local: SocketAddr = "127.0.0.1:8767".parse().unwrap();
-    let app = mnemo_mcp::guarded(
-        mnemo_http::router(mnemo_mcp::Backend::new(mnemo), None),
+    let app = mnemo_service::guard::guarded(
+        mnemo_http::router(mnemo_service::Service::new(mnemo), None),
         &local,
     );
     let rt = tokio::runtime::Builder::new_multi_thread()

@@ -1,5 +1,5 @@
 //! Cross-site requests to the HTTP API, on the router as `mnemo serve` runs
-//! it (behind `mnemo_mcp::guarded`): a foreign `Host` on a loopback address
+//! it (behind `mnemo_service::guard::guarded`): a foreign `Host` on a loopback address
 //! (DNS rebinding), a foreign `Origin` on a request that changes something,
 //! and a POST that is not JSON (an HTML form) are refused, and nothing is
 //! written.
@@ -19,8 +19,8 @@ fn app(root: &Path) -> axum::Router {
     let config = Config::parse("[embedder]\nkind = \"none\"\n").unwrap();
     let mnemo = Arc::new(mnemo::Mnemo::open(Workspace::new(root), config).unwrap());
     let local: SocketAddr = "127.0.0.1:8767".parse().unwrap();
-    mnemo_mcp::guarded(
-        mnemo_http::router(mnemo_mcp::Backend::new(mnemo), None),
+    mnemo_service::guard::guarded(
+        mnemo_http::router(mnemo_service::Service::new(mnemo), None),
         &local,
     )
 }

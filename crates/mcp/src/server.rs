@@ -8,16 +8,17 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ErrorData, Implementation,
     ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
     ReadResourceResponse, ReadResourceResult, Resource, ResourceContents, ServerCapabilities,
-    ServerConfig,
+    ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{RoleServer, ServerHandler};
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 
-use crate::error::Error;
-use crate::ops::{self, Backend};
-use crate::tools;
+use mnemo_service::agent::parse;
+use mnemo_service::args::{AppendArgs, ContextArgs, ForgetArgs, GetArgs, SearchArgs, WriteArgs};
+use mnemo_service::tools::{catalogue, split_key};
+use mnemo_service::{Error, Service};
 
 /// URI prefix of workspace files served as resources.
 pub const RESOURCE_PREFIX: &str = "mnemo://workspace/";
@@ -28,53 +29,35 @@ const MAX_RESOURCES: usize = 2_000;
 /// The MCP server of one workspace.
 #[derive(Clone)]
 pub struct MnemoServer {
-    backend: Arc<Backend>,
+    service: Arc<Service>,
 }
 
 impl MnemoServer {
-    /// A server over `backend`.
-    pub fn new(backend: Arc<Backend>) -> Self {
-        MnemoServer { backend }
+    /// A server over `service`.
+    pub fn new(service: Arc<Service>) -> Self {
+        MnemoServer { service }
     }
 
     /// Runs one tool call; errors become tool results with `isError: true`
     /// so the model sees the message and can correct itself.
     pub async fn call(&self, name: &str, args: Value) -> Result<CallToolResult, ErrorData> {
-        let b = &self.backend;
+        let s = &self.service;
         let out = match name {
-            "memory_search" => match parse::<ops::SearchArgs>(name, args) {
-                Ok(a) => b.search(a).await,
-                Err(e) => Err(e),
-            },
-            "memory_get" => match parse::<ops::GetArgs>(name, args) {
-                Ok(a) => b.get(a).await.and_then(|r| {
-                    serde_json::to_value(r).map_err(|e| Error::Internal(e.to_string()))
-                }),
-                Err(e) => Err(e),
-            },
-            "memory_write" => match parse::<ops::WriteArgs>(name, args) {
-                Ok(a) => b.write(a).await,
-                Err(e) => Err(e),
-            },
-            "memory_forget" => match parse::<ops::ForgetArgs>(name, args) {
-                Ok(a) => b.forget(a).await,
-                Err(e) => Err(e),
-            },
-            "session_append" => match parse::<ops::AppendArgs>(name, args) {
-                Ok(a) => b.append(a).await,
-                Err(e) => Err(e),
-            },
-            "session_context" => match parse::<ops::ContextArgs>(name, args) {
-                Ok(a) => b.context(a).await,
-                Err(e) => Err(e),
-            },
+            "memory_search" => run(parse::<SearchArgs>(name, args), |a| s.search(a)).await,
+            "memory_get" => run(parse::<GetArgs>(name, args), |a| s.get(a)).await,
+            "memory_write" => run(parse::<WriteArgs>(name, args), |a| s.write(a)).await,
+            "memory_forget" => run(parse::<ForgetArgs>(name, args), |a| s.forget(a)).await,
+            "session_append" => run(keyed::<AppendArgs>(name, args), |(k, a)| s.append(k, a)).await,
+            "session_context" => {
+                run(keyed::<ContextArgs>(name, args), |(k, a)| s.context(k, a)).await
+            }
             other => {
                 return Err(ErrorData::invalid_params(
                     format!(
                         "unknown tool `{other}`: the tools are {}",
-                        tools::tool_list()
+                        catalogue()
                             .iter()
-                            .map(|t| t.name.to_string())
+                            .map(|t| t.name)
                             .collect::<Vec<_>>()
                             .join(", ")
                     ),
@@ -89,8 +72,8 @@ impl MnemoServer {
     }
 
     async fn resources(&self) -> Result<Vec<Resource>, Error> {
-        let b = self.backend.clone();
-        ops::blocking(move || {
+        let b = self.service.clone();
+        mnemo_service::blocking(move || {
             let mnemo = b.mnemo();
             let mut out = Vec::new();
             let md = mnemo.workspace().memory_md();
@@ -123,12 +106,34 @@ impl MnemoServer {
     }
 }
 
-fn parse<T: DeserializeOwned>(tool: &str, args: Value) -> Result<T, Error> {
-    serde_json::from_value(args).map_err(|e| {
-        Error::Invalid(format!(
-            "bad arguments for {tool}: {e}; see the tool's input schema in tools/list"
-        ))
-    })
+/// A session tool's key and the rest of its arguments.
+fn keyed<T: DeserializeOwned>(tool: &str, args: Value) -> Result<(String, T), Error> {
+    let (key, rest) = split_key(args).map_err(Error::Invalid)?;
+    Ok((key, parse(tool, rest)?))
+}
+
+/// Runs an operation on parsed arguments; its answer as JSON.
+async fn run<A, T, F, Fut>(args: Result<A, Error>, op: F) -> Result<Value, Error>
+where
+    T: serde::Serialize,
+    F: FnOnce(A) -> Fut,
+    Fut: std::future::Future<Output = Result<T, Error>>,
+{
+    let out = op(args?).await?;
+    serde_json::to_value(out).map_err(|e| Error::Internal(e.to_string()))
+}
+
+/// The catalogue as MCP's tool list.
+pub fn tool_list() -> Vec<Tool> {
+    catalogue()
+        .into_iter()
+        .map(|t| {
+            let annotations = ToolAnnotations::new()
+                .read_only(t.read_only)
+                .destructive(t.destructive);
+            Tool::new(t.name, t.description, Arc::new(t.input_schema)).with_annotations(annotations)
+        })
+        .collect()
 }
 
 impl ServerHandler for MnemoServer {
@@ -140,7 +145,7 @@ impl ServerHandler for MnemoServer {
                 .build(),
         )
         .with_server_info(Implementation::new("mnemo", env!("CARGO_PKG_VERSION")))
-        .with_instructions(tools::INSTRUCTIONS)
+        .with_instructions(mnemo_service::tools::INSTRUCTIONS)
     }
 
     async fn list_tools(
@@ -148,7 +153,7 @@ impl ServerHandler for MnemoServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(tools::tool_list()))
+        Ok(ListToolsResult::with_all_items(tool_list()))
     }
 
     async fn call_tool(
@@ -188,8 +193,8 @@ impl ServerHandler for MnemoServer {
             ));
         };
         let got = self
-            .backend
-            .get(ops::GetArgs {
+            .service
+            .get(GetArgs {
                 path: rel.to_string(),
                 from: None,
                 lines: None,
@@ -203,7 +208,7 @@ impl ServerHandler for MnemoServer {
             })?;
         if got.total_lines == 0
             && !self
-                .backend
+                .service
                 .mnemo()
                 .workspace()
                 .root()

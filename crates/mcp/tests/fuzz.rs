@@ -9,7 +9,8 @@
 use std::sync::Arc;
 
 use mnemo_core::{Config, Workspace};
-use mnemo_mcp::{Backend, MnemoServer};
+use mnemo_mcp::MnemoServer;
+use mnemo_service::Service;
 use mnemo_test_support::fuzz::{fingerprint, Fuzz};
 use serde_json::Value;
 
@@ -33,7 +34,7 @@ fn fuzz_mcp_tool_arguments() {
     .unwrap();
     let config = Config::parse("[embedder]\nkind = \"none\"\n").unwrap();
     let mnemo = Arc::new(mnemo::Mnemo::open(Workspace::new(dir.path()), config).unwrap());
-    let server = MnemoServer::new(Backend::new(mnemo));
+    let server = MnemoServer::new(Service::new(mnemo));
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

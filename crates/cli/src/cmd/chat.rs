@@ -1,8 +1,7 @@
 //! `mnemo chat` (the interactive agent) and `mnemo run` (one turn, for
-//! scripts): a thin terminal layer over [`Engine::run_turn`]. This module
-//! owns the memory tools' executor on top of the MCP server's
-//! [`Backend`], the slash commands and how turns and engine events are
-//! printed.
+//! scripts): a thin terminal layer over [`Engine::run_turn`] with the
+//! service's memory tools ([`Service::tools`]). This module owns the slash
+//! commands and how turns and engine events are printed.
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -13,12 +12,12 @@ use clap::Args;
 use mnemo_engine::{
     AgentStep, AgentTurn, Engine, EngineEvent, TurnOptions, DEFAULT_MAX_ITERATIONS,
 };
-use mnemo_mcp::ops::{ForgetArgs, SearchArgs};
-use mnemo_mcp::{Backend, BackendTools};
+use mnemo_service::args::{ForgetArgs, SearchArgs};
+use mnemo_service::{Service, ServiceTools};
 use serde_json::{json, Value};
 use tokio::sync::Notify;
 
-use super::engine::{chat_model, describe, ModelArgs};
+use super::engine::{describe, service_with_model, ModelArgs};
 use crate::ctx::GlobalArgs;
 use crate::output::{with_download_bar, UsageError};
 
@@ -66,9 +65,9 @@ pub struct RunArgs {
 
 /// The engine, the tools and the runtime a turn needs.
 struct Agent {
-    engine: Engine,
-    backend: Arc<Backend>,
-    tools: BackendTools,
+    engine: Arc<Engine>,
+    service: Arc<Service>,
+    tools: ServiceTools,
     options: TurnOptions,
     rt: tokio::runtime::Runtime,
     /// Ctrl-C during a turn cancels it (interactive chat only).
@@ -109,17 +108,11 @@ impl Interrupt {
 }
 
 fn agent(global: &GlobalArgs, args: &TurnArgs) -> Result<Agent> {
-    let ctx = global.ctx()?;
-    ctx.require_initialised()?;
-    let chat = chat_model(&ctx.config, &args.model)?;
-    let engine = Engine::new(&ctx.workspace, &ctx.config, chat)?;
-    let mnemo = Arc::new(mnemo::Mnemo::open(ctx.workspace, ctx.config)?);
-    let backend = Backend::new(mnemo);
-    let engine = engine.with_memory_search(backend.memory_search());
+    let service = service_with_model(global, &args.model)?;
     Ok(Agent {
-        engine,
-        tools: BackendTools(backend.clone()),
-        backend,
+        engine: service.engine()?,
+        tools: service.tools(),
+        service,
         options: TurnOptions {
             max_iterations: usize::from(args.max_iterations),
             recall: !args.no_recall,
@@ -358,13 +351,13 @@ fn parse_line(line: &str) -> Line<'_> {
 pub fn chat(args: ChatArgs, global: &GlobalArgs) -> Result<()> {
     let mut a = agent(global, &args.turn)?;
     // A chat keeps running: files edited beside it are found at once.
-    a.backend.mnemo().keep_index_fresh();
+    a.service.mnemo().keep_index_fresh();
     let key = args.turn.session;
     let tty = std::io::stdin().is_terminal();
     if tty {
         a.interrupt = Some(Interrupt::install(&a.rt));
         // The first search would otherwise fetch a missing model in silence.
-        let choice = with_download_bar(|p| a.backend.mnemo().embedder_with_progress(p))?;
+        let choice = with_download_bar(|p| a.service.mnemo().embedder_with_progress(p))?;
         if let Some(w) = choice.warning {
             eprintln!("warning: {w}");
         }
@@ -439,12 +432,12 @@ pub fn chat(args: ChatArgs, global: &GlobalArgs) -> Result<()> {
             Line::Forget("") => {
                 outln!("usage: /forget NAME (a typed memory's name or memory/<name>.md)")
             }
-            Line::Forget(name) => match a.rt.block_on(a.backend.forget(ForgetArgs {
+            Line::Forget(name) => match a.rt.block_on(a.service.forget(ForgetArgs {
                 name: name.to_string(),
             })) {
                 Ok(v) => outln!(
                     "[mnemo] removed {} and its index line in MEMORY.md",
-                    v.get("removed").and_then(Value::as_str).unwrap_or(name)
+                    v.removed
                 ),
                 Err(e) => outln!("error: /forget: {e}"),
             },
@@ -496,56 +489,25 @@ fn turn(a: &Agent, key: &str, text: &str) -> Result<()> {
 }
 
 fn search(a: &Agent, query: &str) -> Result<()> {
-    let args = SearchArgs {
-        query: query.to_string(),
-        max_results: None,
-        min_score: None,
-    };
-    match a.rt.block_on(a.backend.search(args)) {
-        Ok(v) => {
-            let results = v
-                .get("results")
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default();
-            let dates: Vec<String> = v
-                .get("dates")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter_map(|d| d.as_str().map(str::to_string))
-                .collect();
-            if let Some(note) = super::recall::dates_note(&dates) {
+    match a.rt.block_on(a.service.search(SearchArgs::new(query))) {
+        Ok(found) => {
+            if let Some(note) = super::recall::dates_note(&found.dates) {
                 outln!("{note}");
             }
-            if results.is_empty() {
+            if found.results.is_empty() {
                 outln!("no results for {query:?}");
             }
-            for r in &results {
-                let citation = r
-                    .get("citation")
-                    .and_then(Value::as_str)
-                    .map(|c| c.trim_start_matches("Source: ").to_string())
-                    .unwrap_or_default();
-                let score = r.get("score").and_then(Value::as_f64).unwrap_or(0.0);
-                let snippet = r.get("snippet").and_then(Value::as_str).unwrap_or("");
+            for r in &found.results {
                 let date = r
-                    .get("date")
-                    .and_then(Value::as_str)
+                    .date
+                    .as_deref()
                     .map(|d| format!(", {d}"))
                     .unwrap_or_default();
-                outln!("{citation}  (score {score:.2}{date})");
-                outln!("    {}", clip(snippet.trim(), 200));
+                outln!("{}  (score {:.2}{date})", r.citation, r.score);
+                outln!("    {}", clip(r.snippet.trim(), 200));
             }
-            for w in v
-                .get("warnings")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
-                if let Some(w) = w.as_str() {
-                    outln!("warning: {w}");
-                }
+            for w in &found.warnings {
+                outln!("warning: {w}");
             }
         }
         Err(e) => outln!("error: /search: {e}"),

@@ -3,10 +3,12 @@
 
 use std::sync::Arc;
 
-use anyhow::{Context as _, Result};
+use anyhow::Result;
 use clap::Args;
-use mnemo_engine::{Engine, EngineEvent};
-use mnemo_llm::{ChatModel, ProviderConfig, ProviderOverrides};
+use mnemo_engine::EngineEvent;
+use mnemo_llm::ProviderOverrides;
+use mnemo_service::output::EventsOutput;
+use mnemo_service::Service;
 
 use crate::ctx::GlobalArgs;
 
@@ -35,6 +37,9 @@ pub struct ModelArgs {
 pub struct ConsolidateArgs {
     /// Session key
     pub key: String,
+    /// Print the answer as one JSON object (the HTTP API's shape)
+    #[arg(long)]
+    pub json: bool,
     #[command(flatten)]
     pub model: ModelArgs,
 }
@@ -53,6 +58,9 @@ pub struct CompactArgs {
     /// (levels 5 and 6; the others keep the messages as they are)
     #[arg(long)]
     pub focus: Option<String>,
+    /// Print the answer as one JSON object (the HTTP API's shape)
+    #[arg(long)]
+    pub json: bool,
     #[command(flatten)]
     pub model: ModelArgs,
 }
@@ -77,50 +85,31 @@ pub struct ContextArgs {
 pub struct NewArgs {
     /// Session key
     pub key: String,
+    /// Print the answer as one JSON object (the HTTP API's shape)
+    #[arg(long)]
+    pub json: bool,
     #[command(flatten)]
     pub model: ModelArgs,
 }
 
-/// What to do when no chat model is configured.
-pub(crate) const NO_MODEL_HINT: &str =
-    "no chat model configured: run one inside mnemo, offline and without a key, with --provider local \
-     (the first use downloads Qwen2.5-Coder-1.5B-Instruct, 1.1 GB; or set [provider] kind = \"local\" in \
-     mnemo.toml), or use a remote one with --provider openai|anthropic --model NAME (and --base-url for a \
-     server such as Ollama: --base-url http://127.0.0.1:11434/v1), the MNEMO_PROVIDER / MNEMO_MODEL / \
-     MNEMO_BASE_URL / MNEMO_API_KEY variables, or a [provider] section (kind, base_url, model, api_key_env)";
-
-/// The chat model the flags, the environment and mnemo.toml name, or an
-/// error that says how to configure one.
-pub(crate) fn chat_model(
-    config: &mnemo_core::Config,
-    model: &ModelArgs,
-) -> Result<Arc<dyn ChatModel>> {
-    let overrides = ProviderOverrides {
-        provider: model.provider.clone(),
-        base_url: model.base_url.clone(),
-        model: model.model.clone(),
-    };
-    let env = |k: &str| std::env::var(k).ok();
-    let provider =
-        ProviderConfig::resolve(config, None, &overrides, &env).context(NO_MODEL_HINT)?;
-    Ok(crate::output::with_download_bar_for(
-        "the chat model",
-        |progress| mnemo::build_chat_model(&provider, progress),
-    )?)
+impl ModelArgs {
+    /// The flags as provider overrides.
+    pub fn overrides(&self) -> ProviderOverrides {
+        ProviderOverrides {
+            provider: self.provider.clone(),
+            base_url: self.base_url.clone(),
+            model: self.model.clone(),
+        }
+    }
 }
 
-fn engine(global: &GlobalArgs, model: &ModelArgs) -> Result<Engine> {
-    let ctx = global.ctx()?;
-    ctx.require_initialised()?;
-    let chat = chat_model(&ctx.config, model)?;
-    let engine = Engine::new(&ctx.workspace, &ctx.config, chat)?;
-    // Recall (`mnemo context`) searches memory with the conversation.
-    let mnemo = std::sync::Arc::new(mnemo::Mnemo::open(ctx.workspace, ctx.config)?);
-    Ok(
-        engine.with_memory_search(std::sync::Arc::new(mnemo_mcp::ops::IndexMemorySearch(
-            mnemo,
-        ))),
-    )
+/// The service with the chat model the flags name, for a command that
+/// needs one: a local model is loaded (downloaded the first time, with a
+/// bar) now, and no model at all is an error that says how to set one.
+pub(crate) fn service_with_model(global: &GlobalArgs, model: &ModelArgs) -> Result<Arc<Service>> {
+    let service = global.ctx()?.service(model)?;
+    crate::output::with_download_bar_for("the chat model", |p| service.engine_with_progress(p))?;
+    Ok(service)
 }
 
 /// One line per event, saying what ran and what it freed.
@@ -191,41 +180,51 @@ pub fn describe(event: &EngineEvent) -> String {
     }
 }
 
-fn print_events(events: &[EngineEvent]) -> Result<()> {
-    if events.is_empty() {
+fn print_events(out: &EventsOutput, json: bool) -> Result<()> {
+    if json {
+        outln!("{}", serde_json::to_string(out)?);
+        return Ok(());
+    }
+    if out.events.is_empty() {
         outln!("nothing to do");
     }
-    for e in events {
+    for e in &out.events {
         outln!("{}", describe(e));
     }
     Ok(())
 }
 
 pub fn consolidate(args: ConsolidateArgs, global: &GlobalArgs) -> Result<()> {
-    let engine = engine(global, &args.model)?;
-    let events = crate::ctx::runtime()?.block_on(engine.consolidate_now(&args.key))?;
-    print_events(&events)?;
-    Ok(())
+    let service = service_with_model(global, &args.model)?;
+    let out = crate::ctx::runtime()?.block_on(service.consolidate(args.key))?;
+    print_events(&out, args.json)
 }
 
 pub fn compact(args: CompactArgs, global: &GlobalArgs) -> Result<()> {
-    let engine = engine(global, &args.model)?;
-    let events = crate::ctx::runtime()?.block_on(engine.compact_with_focus(
-        &args.key,
-        args.level,
-        args.focus.as_deref(),
+    let service = service_with_model(global, &args.model)?;
+    let out = crate::ctx::runtime()?.block_on(service.compact(
+        args.key,
+        mnemo_service::args::CompactArgs {
+            level: args.level,
+            focus: args.focus,
+        },
     ))?;
-    print_events(&events)?;
-    Ok(())
+    print_events(&out, args.json)
 }
 
 pub fn context(args: ContextArgs, global: &GlobalArgs) -> Result<()> {
-    let engine = engine(global, &args.model)?;
-    let report = crate::ctx::runtime()?.block_on(engine.build_context(&args.key, &args.message))?;
+    let service = service_with_model(global, &args.model)?;
+    let out = crate::ctx::runtime()?.block_on(service.context(
+        args.key,
+        mnemo_service::args::ContextArgs {
+            message: Some(args.message),
+        },
+    ))?;
     if args.json {
-        outln!("{}", serde_json::to_string_pretty(&report)?);
+        outln!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(());
     }
+    let report = &out.report;
     outln!("# context for {} ({})", report.key, report.model);
     for p in &report.parts {
         outln!("{:>20}  {:>8} tokens", p.name, p.tokens);
@@ -250,8 +249,29 @@ pub fn context(args: ContextArgs, global: &GlobalArgs) -> Result<()> {
 }
 
 pub fn new_session(args: NewArgs, global: &GlobalArgs) -> Result<()> {
-    let engine = engine(global, &args.model)?;
-    let report = crate::ctx::runtime()?.block_on(engine.new_session(&args.key))?;
-    outln!("{}", serde_json::to_string_pretty(&report)?);
+    let service = service_with_model(global, &args.model)?;
+    let out = crate::ctx::runtime()?.block_on(service.close(args.key))?;
+    if args.json {
+        outln!("{}", serde_json::to_string_pretty(&out)?);
+        return Ok(());
+    }
+    for e in &out.events {
+        outln!("{}", describe(e));
+    }
+    match &out.note {
+        Some(note) => outln!(
+            "session note written: {note}{}",
+            if out.slug_fallback {
+                " (the model gave no title, so the time names it)"
+            } else {
+                ""
+            }
+        ),
+        None => outln!("no session note: the conversation had no messages since the last one"),
+    }
+    outln!(
+        "the next turn starts a new conversation (cursor at message {})",
+        out.cursor
+    );
     Ok(())
 }

@@ -244,12 +244,15 @@ fn reranker(
     config: &mnemo_core::Config,
     model: &crate::cmd::engine::ModelArgs,
 ) -> Result<mnemo_eval::Rerank> {
-    let chat = crate::cmd::engine::chat_model(config, model)?;
+    let chat = crate::output::with_download_bar_for("the chat model", |p| {
+        mnemo_service::chat_model(config, &model.overrides(), p)
+    })
+    .map_err(|e| anyhow::Error::new(e).context(mnemo_service::NO_MODEL_HINT))?;
     let settings: mnemo_engine::EngineSettings = config.section("engine")?;
     let rt = crate::ctx::runtime()?;
     Ok(std::sync::Arc::new(
         move |query: &str, resp: &mut mnemo_index::SearchResponse| {
-            let passages = mnemo_mcp::ops::rerank_passages(resp, settings.rerank_candidates);
+            let passages = mnemo_service::rerank_passages(resp, settings.rerank_candidates);
             let outcome = rt.block_on(mnemo_engine::rerank::rerank(
                 chat.as_ref(),
                 query,
@@ -258,7 +261,7 @@ fn reranker(
                 settings.rerank_max_tokens,
                 std::time::Duration::from_millis(settings.rerank_timeout_ms),
             ));
-            mnemo_mcp::ops::apply_rerank(resp, outcome);
+            mnemo_service::apply_rerank(resp, outcome);
         },
     ))
 }

@@ -2,7 +2,8 @@
 
 use anyhow::Result;
 use clap::Args;
-use mnemo_store::MemoryStore;
+use mnemo_service::args::WriteArgs;
+use mnemo_service::output::WriteOutput;
 
 use crate::ctx::GlobalArgs;
 
@@ -13,18 +14,26 @@ pub struct LogArgs {
     /// log already holds are skipped.
     #[arg(required = true, num_args = 1..)]
     pub text: Vec<String>,
+    /// Print the answer as one JSON object (memory_write's)
+    #[arg(long)]
+    pub json: bool,
 }
 
 pub fn run(args: LogArgs, global: &GlobalArgs) -> Result<()> {
     let ctx = global.ctx()?;
     ctx.require_initialised()?;
-    let store = MemoryStore::from_config(&ctx.workspace, &ctx.config)?;
-    store.validate()?;
-    let outcome = store.append_daily(&args.text.join(" "), chrono::Utc::now(), true)?;
-    if outcome.written == 0 {
-        outln!("{} already has this; nothing appended", outcome.path);
-    } else {
-        outln!("appended {} line(s) to {}", outcome.written, outcome.path);
+    let (service, rt) = super::memory::service(ctx)?;
+    let out = rt.block_on(service.write(WriteArgs::daily(args.text.join(" "))))?;
+    if args.json {
+        outln!("{}", serde_json::to_string(&out)?);
+        return Ok(());
+    }
+    if let WriteOutput::Daily { path, written, .. } = &out {
+        if *written == 0 {
+            outln!("{path} already has this; nothing appended");
+        } else {
+            outln!("appended {written} line(s) to {path}");
+        }
     }
     Ok(())
 }

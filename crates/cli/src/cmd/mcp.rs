@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use anyhow::{Context as _, Result};
 use clap::Args;
+use mnemo_service::Service;
 
 use crate::ctx::GlobalArgs;
 
@@ -30,6 +31,7 @@ pub fn run(args: McpArgs, global: &GlobalArgs) -> Result<()> {
     let mnemo = Arc::new(mnemo::Mnemo::open(ctx.workspace, ctx.config)?);
     crate::output::warm_embedder(&mnemo);
     mnemo.keep_index_fresh();
+    let service = Service::new(mnemo.clone());
     let rt = crate::ctx::runtime()?;
     rt.block_on(async move {
         match args.http {
@@ -38,15 +40,15 @@ pub fn run(args: McpArgs, global: &GlobalArgs) -> Result<()> {
                     "mnemo mcp: serving MCP on stdio (workspace {})",
                     mnemo.workspace().root().display()
                 );
-                mnemo_mcp::serve_stdio(mnemo).await?;
+                mnemo_mcp::serve_stdio(service).await?;
             }
             Some(addr) => {
-                let listener = mnemo_mcp::auth::bind(addr, args.token.as_deref()).await?;
+                let listener = mnemo_service::guard::bind(addr, args.token.as_deref()).await?;
                 let local = listener
                     .local_addr()
                     .context("cannot read the listening address")?;
                 eprintln!("mnemo mcp: listening on http://{local}/mcp");
-                mnemo_mcp::serve_http_on(listener, mnemo, args.token).await?;
+                mnemo_mcp::serve_http_on(listener, service, args.token).await?;
             }
         }
         anyhow::Ok(())

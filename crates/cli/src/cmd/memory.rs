@@ -4,9 +4,15 @@ use std::io::Read;
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
-use mnemo_store::{FrontMatter, MemoryStore, MemoryType, SaveAction, SaveMode};
+use std::sync::Arc;
 
-use crate::ctx::GlobalArgs;
+use mnemo::Mnemo;
+use mnemo_service::args::{WriteArgs, WriteMode};
+use mnemo_service::output::{SaveActionOut, WriteOutput};
+use mnemo_service::Service;
+use mnemo_store::MemoryStore;
+
+use crate::ctx::{Ctx, GlobalArgs};
 use crate::output::UsageError;
 
 /// Memory commands.
@@ -50,6 +56,9 @@ pub struct AddArgs {
     /// name is an error and nothing is written)
     #[arg(long)]
     pub replace: bool,
+    /// Print the answer as one JSON object (memory_write's)
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Arguments of `mnemo memory list`.
@@ -65,6 +74,18 @@ pub struct ListArgs {
 pub struct ForgetArgs {
     /// The memory's name or its path (memory/<name>.md)
     pub name: String,
+    /// Print the answer as one JSON object (memory_forget's)
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The service over the workspace (no embedder: writes need none) and a
+/// runtime to call it on.
+pub(crate) fn service(ctx: Ctx) -> Result<(Arc<Service>, tokio::runtime::Runtime)> {
+    let mut config = ctx.config;
+    config.set("embedder.kind", "none");
+    let mnemo = Mnemo::open(ctx.workspace, config)?;
+    Ok((Service::new(Arc::new(mnemo)), crate::ctx::runtime()?))
 }
 
 pub fn run(command: MemoryCommand, global: &GlobalArgs) -> Result<()> {
@@ -78,7 +99,6 @@ pub fn run(command: MemoryCommand, global: &GlobalArgs) -> Result<()> {
             Ok(())
         }
         MemoryCommand::Add(args) => {
-            let kind: MemoryType = args.kind.parse().map_err(UsageError)?;
             let mut body = String::new();
             std::io::stdin()
                 .read_to_string(&mut body)
@@ -86,26 +106,38 @@ pub fn run(command: MemoryCommand, global: &GlobalArgs) -> Result<()> {
             if body.trim().is_empty() {
                 return Err(UsageError("the memory body is empty: pipe it on stdin".into()).into());
             }
-            let mode = if args.replace {
-                SaveMode::Replace
-            } else {
-                SaveMode::Create
+            let kind = serde_json::from_value(serde_json::json!(args.kind)).map_err(|_| {
+                UsageError(format!(
+                    "unknown memory type {:?}: use user, feedback, project or reference",
+                    args.kind
+                ))
+            })?;
+            let write = WriteArgs {
+                text: body,
+                mode: Some(WriteMode::Typed),
+                name: Some(args.name),
+                description: Some(args.description),
+                kind: Some(kind),
+                heading: None,
+                replace: args.replace,
             };
-            let saved = store.save_typed(
-                FrontMatter {
-                    name: args.name,
-                    description: args.description,
-                    kind,
-                },
-                &body,
-                mode,
-            )?;
-            let path = &saved.memory.path;
-            match saved.action {
-                SaveAction::Created => outln!("saved {path} and its index line in MEMORY.md"),
-                SaveAction::Replaced => outln!("updated {path} and its index line in MEMORY.md"),
-                SaveAction::Unchanged => {
-                    outln!("{path} already holds this memory; nothing changed")
+            let (service, rt) = service(ctx)?;
+            let out = rt.block_on(service.write(write))?;
+            if args.json {
+                outln!("{}", serde_json::to_string(&out)?);
+                return Ok(());
+            }
+            if let WriteOutput::Typed { path, action, .. } = &out {
+                match action {
+                    SaveActionOut::Created => {
+                        outln!("saved {path} and its index line in MEMORY.md")
+                    }
+                    SaveActionOut::Replaced => {
+                        outln!("updated {path} and its index line in MEMORY.md")
+                    }
+                    SaveActionOut::Unchanged => {
+                        outln!("{path} already holds this memory; nothing changed")
+                    }
                 }
             }
             Ok(())
@@ -149,8 +181,14 @@ pub fn run(command: MemoryCommand, global: &GlobalArgs) -> Result<()> {
             Ok(())
         }
         MemoryCommand::Forget(args) => {
-            let path = store.forget_typed(&args.name)?;
-            outln!("removed {path} and its index line");
+            let (service, rt) = service(ctx)?;
+            let out =
+                rt.block_on(service.forget(mnemo_service::args::ForgetArgs { name: args.name }))?;
+            if args.json {
+                outln!("{}", serde_json::to_string(&out)?);
+            } else {
+                outln!("removed {} and its index line", out.removed);
+            }
             Ok(())
         }
         MemoryCommand::Undo => {

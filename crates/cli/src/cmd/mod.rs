@@ -19,6 +19,8 @@ use clap::Subcommand;
 
 use crate::ctx::GlobalArgs;
 
+pub use engine::ModelArgs;
+
 /// Every `mnemo` command.
 #[derive(Debug, Subcommand)]
 pub enum Command {

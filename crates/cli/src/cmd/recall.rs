@@ -6,7 +6,9 @@ use std::sync::Arc;
 use anyhow::Result;
 use clap::Args;
 use mnemo::Mnemo;
-use mnemo_index::{MemoryIndex, SearchRequest, SyncProgress, SyncReport};
+use mnemo_index::{MemoryIndex, SyncProgress, SyncReport};
+use mnemo_service::output::{HitSource, Mode};
+use mnemo_service::Service;
 
 use crate::ctx::GlobalArgs;
 use crate::output::{stderr_bar, with_download_bar};
@@ -28,22 +30,36 @@ pub struct IndexArgs {
 pub struct SearchArgs {
     /// What to look for: words, a phrase, an identifier
     pub query: String,
-    /// Print one JSON object: {"mode", "results": [{"path", "start_line", "end_line", "score", "snippet", "source", "date", …}]}
+    /// Print one JSON object, the shape of the HTTP API and MCP's
+    /// memory_search: {"mode", "results": [{"path", "start_line", "end_line",
+    /// "score", "snippet", "source", "citation", "session_key"?, "date"?}],
+    /// "warnings", "dates"?, "reranked"?}
     #[arg(long)]
     pub json: bool,
-    /// Results at most
-    #[arg(long, short = 'n', default_value_t = 6)]
-    pub limit: usize,
-    /// Drop results scoring below this (0 to 1)
+    /// Results at most, 1 to 100 [default: [search] max_results, 6 unless configured]
+    #[arg(long, short = 'n')]
+    pub limit: Option<usize>,
+    /// Drop results scoring below this, 0 to 1 [default: [search] min_score]
     #[arg(long)]
     pub min_score: Option<f32>,
+    /// Let the chat model re-order the best hits ([engine] rerank_candidates
+    /// of them); needs a chat model (--provider, or [provider] in mnemo.toml)
+    #[arg(long)]
+    pub rerank: bool,
+    #[command(flatten)]
+    pub model: crate::cmd::ModelArgs,
 }
 
 /// Arguments of `mnemo get`.
 #[derive(Debug, Args)]
 pub struct GetArgs {
-    /// A memory path relative to the workspace: MEMORY.md or memory/…md
+    /// A path relative to the workspace (MEMORY.md, memory/…md, or a
+    /// session log sessions/…jsonl), or a citation a search printed
+    /// (memory/2026-01-31.md#L3-L4 reads just those lines)
     pub path: String,
+    /// Print one JSON object: {"path", "text", "from", "lines", "total_lines"}
+    #[arg(long)]
+    pub json: bool,
     /// First line to print (1-based)
     #[arg(long)]
     pub from: Option<usize>,
@@ -137,12 +153,21 @@ pub fn index(args: IndexArgs, global: &GlobalArgs) -> Result<()> {
 }
 
 pub fn search(args: SearchArgs, global: &GlobalArgs) -> Result<()> {
-    let (_m, index, warning) = open(global)?;
-    let mut req = SearchRequest::new(args.query).max_results(args.limit);
-    if let Some(s) = args.min_score {
-        req = req.min_score(s);
+    let (m, _index, warning) = open(global)?;
+    let service = Service::with_provider(Arc::new(m), args.model.overrides());
+    if args.rerank {
+        // A local model is loaded (and the first time downloaded) now, with a bar.
+        crate::output::with_download_bar_for("the chat model", |p| {
+            service.engine_with_progress(p)
+        })?;
     }
-    let found = index.search(&req)?;
+    let request = mnemo_service::args::SearchArgs {
+        query: args.query,
+        max_results: args.limit,
+        min_score: args.min_score,
+        rerank: args.rerank.then_some(true),
+    };
+    let found = crate::ctx::runtime()?.block_on(service.search(request))?;
     if args.json {
         outln!("{}", serde_json::to_string(&found)?);
         return Ok(());
@@ -158,8 +183,12 @@ pub fn search(args: SearchArgs, global: &GlobalArgs) -> Result<()> {
     if let Some(note) = dates_note(&found.dates) {
         writeln!(out, "{note}")?;
     }
+    let mode = match found.mode {
+        Mode::Hybrid => "hybrid",
+        Mode::Keyword => "keyword",
+    };
     if found.results.is_empty() {
-        writeln!(out, "no results ({} search)", mode_name(&found.mode))?;
+        writeln!(out, "no results ({mode} search)")?;
     }
     for hit in &found.results {
         let date = hit
@@ -167,12 +196,14 @@ pub fn search(args: SearchArgs, global: &GlobalArgs) -> Result<()> {
             .as_deref()
             .map(|d| format!("  {d}"))
             .unwrap_or_default();
+        let source = match hit.source {
+            HitSource::Memory => "memory",
+            HitSource::Sessions => "sessions",
+        };
         writeln!(
             out,
-            "{}  score {:.3}  [{}]{date}",
-            hit.citation,
-            hit.score,
-            hit.source.as_str()
+            "{}  score {:.3}  [{source}]{date}",
+            hit.citation, hit.score
         )?;
         for line in hit.snippet.lines().take(8) {
             writeln!(out, "    {line}")?;
@@ -205,8 +236,17 @@ pub fn get(args: GetArgs, global: &GlobalArgs) -> Result<()> {
     // Reading needs no embedder: keep `get` fast and offline.
     let mut config = ctx.config;
     config.set("embedder.kind", "none");
-    let m = Mnemo::open(ctx.workspace, config)?;
-    let got = m.index()?.get(&args.path, args.from, args.lines)?;
+    let service = Service::new(Arc::new(Mnemo::open(ctx.workspace, config)?));
+    let request = mnemo_service::args::GetArgs {
+        path: args.path,
+        from: args.from,
+        lines: args.lines,
+    };
+    let got = crate::ctx::runtime()?.block_on(service.read(request))?;
+    if args.json {
+        outln!("{}", serde_json::to_string(&got)?);
+        return Ok(());
+    }
     out!("{}", got.text);
     if !got.text.is_empty() && !got.text.ends_with('\n') {
         outln!();

@@ -29,14 +29,15 @@ pub fn run(args: ServeArgs, global: &GlobalArgs) -> Result<()> {
     let mnemo = Arc::new(mnemo::Mnemo::open(ctx.workspace, ctx.config)?);
     crate::output::warm_embedder(&mnemo);
     mnemo.keep_index_fresh();
+    let service = mnemo_service::Service::new(mnemo);
     let rt = crate::ctx::runtime()?;
     rt.block_on(async move {
-        let listener = mnemo_mcp::auth::bind(args.http, args.token.as_deref()).await?;
+        let listener = mnemo_service::guard::bind(args.http, args.token.as_deref()).await?;
         let local = listener
             .local_addr()
             .context("cannot read the listening address")?;
         eprintln!("mnemo serve: listening on http://{local} (OpenAPI at /openapi.json)");
-        mnemo_http::serve_on(listener, mnemo, args.token).await?;
+        mnemo_http::serve_on(listener, service, args.token).await?;
         anyhow::Ok(())
     })
 }

@@ -52,6 +52,23 @@ pub fn engine(
     Engine::new(&env.ws, &config, model(&env.server, window, max_output))
         .unwrap()
         .with_clock(Arc::new(move || now))
+        .with_tools(memory_tools())
+}
+
+/// The memory tools a turn offers, as mnemo's service declares them (the
+/// engine runs whatever its caller declares; these tests run them with
+/// their own executors).
+pub fn memory_tools() -> Vec<mnemo_llm::ToolSpec> {
+    ["memory_search", "memory_get", "memory_write"]
+        .into_iter()
+        .map(|name| {
+            mnemo_llm::ToolSpec::new(
+                name,
+                format!("{name} (test declaration)"),
+                serde_json::json!({"type": "object"}),
+            )
+        })
+        .collect()
 }
 
 pub fn t0() -> DateTime<Utc> {

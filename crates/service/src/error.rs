@@ -1,12 +1,13 @@
-//! The error type of the MCP server and of the shared operations, and its
-//! mapping to the wire-level codes.
+//! The error of every operation and its one mapping onto what each surface
+//! reports: the wire code (`ErrorCode`), the HTTP status, the CLI's exit
+//! code, and the JSON body `{"error": {"code", "message"}}`.
 
 use mnemo_core::ErrorCode;
 
 /// Result alias of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// Everything a tool call or a server start can fail with.
+/// Everything an operation or a server start can fail with.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// Opening the workspace's parts failed.
@@ -21,6 +22,12 @@ pub enum Error {
     /// The memory engine failed (context, consolidation, compaction).
     #[error(transparent)]
     Engine(#[from] mnemo_engine::Error),
+    /// The chat model could not be resolved or built.
+    #[error(transparent)]
+    Llm(#[from] mnemo_llm::LlmError),
+    /// A path would leave the workspace or the part of it it belongs to.
+    #[error(transparent)]
+    Path(#[from] mnemo_core::PathError),
     /// The caller's arguments cannot be used: the message says what to send instead.
     #[error("{0}")]
     Invalid(String),
@@ -57,6 +64,8 @@ impl Error {
             Error::Store(e) => e.code(),
             Error::Index(e) => e.code(),
             Error::Engine(e) => e.code(),
+            Error::Llm(e) => e.code(),
+            Error::Path(_) => ErrorCode::Forbidden,
             Error::Invalid(_) => ErrorCode::InvalidInput,
             Error::NotFound(_) => ErrorCode::NotFound,
             Error::NotConfigured(_) | Error::Unsafe(_) => ErrorCode::Config,
@@ -65,9 +74,33 @@ impl Error {
         }
     }
 
-    /// The error as the JSON body every surface returns:
-    /// `{"error": {"code": "...", "message": "..."}}`.
+    /// The HTTP status: the code's, except that an operation needing a
+    /// chat model where none is configured is 501 (not available here)
+    /// rather than a server failure.
+    pub fn http_status(&self) -> u16 {
+        match self {
+            Error::NotConfigured(_) => 501,
+            _ => self.code().http_status(),
+        }
+    }
+
+    /// The CLI's exit code.
+    pub fn exit_code(&self) -> i32 {
+        self.code().exit_code()
+    }
+
+    /// The error as every surface answers it.
+    pub fn to_body(&self) -> crate::output::ErrorBody {
+        crate::output::ErrorBody {
+            error: crate::output::ErrorDetail {
+                code: self.code().as_str().to_string(),
+                message: self.to_string(),
+            },
+        }
+    }
+
+    /// [`Error::to_body`] as JSON: `{"error": {"code": "...", "message": "..."}}`.
     pub fn to_json(&self) -> serde_json::Value {
-        serde_json::json!({"error": {"code": self.code().as_str(), "message": self.to_string()}})
+        serde_json::to_value(self.to_body()).unwrap_or_default()
     }
 }

@@ -227,6 +227,71 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
+/// Serves the router `build` makes for the listener's address until Ctrl-C
+/// or SIGTERM, behind [`guarded`], after checking that a non-loopback
+/// address has a token. The MCP server and the HTTP API both serve this way.
+pub async fn serve_router(
+    listener: tokio::net::TcpListener,
+    token: Option<&str>,
+    build: impl FnOnce(SocketAddr) -> axum::Router,
+) -> Result<()> {
+    let local = listener.local_addr().map_err(|source| Error::Io {
+        op: "cannot read the listening address".into(),
+        source,
+    })?;
+    check_bind(&local, token)?;
+    axum::serve(listener, guarded(build(local), &local))
+        .with_graceful_shutdown(shutdown_signal())
+        .await
+        .map_err(|source| Error::Io {
+            op: format!("serving {local}"),
+            source,
+        })
+}
+
+/// `router` behind [`guard`] for a server listening on `local`: no foreign
+/// `Host` on loopback, no foreign `Origin` on a request that changes
+/// something, JSON on every POST.
+pub fn guarded(router: axum::Router, local: &SocketAddr) -> axum::Router {
+    router.layer(axum::middleware::from_fn_with_state(
+        Guard::for_addr(local),
+        guard,
+    ))
+}
+
+/// `router` with the bearer check when a token is given.
+pub fn with_token(router: axum::Router, token: Option<String>) -> axum::Router {
+    match token {
+        Some(t) => router.layer(axum::middleware::from_fn_with_state(
+            Arc::<str>::from(t),
+            require_bearer,
+        )),
+        None => router,
+    }
+}
+
+/// Resolves on Ctrl-C or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = term => {},
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,316 @@
+//! The HTTP API's endpoints, declared once ([`ENDPOINTS`]), and the
+//! OpenAPI 3.1 document generated from them and from the argument and
+//! answer types: `GET /openapi.json` serves it, `mnemo serve --help`
+//! lists the same endpoints.
+
+use schemars::{JsonSchema, SchemaGenerator};
+use serde_json::{json, Map, Value};
+
+use crate::args::{
+    AppendArgs, CompactArgs, ContextArgs, ForgetArgs, GetArgs, HistoryArgs, SearchArgs, TurnArgs,
+    WriteArgs,
+};
+use crate::output::{
+    AppendOutput, CloseOutput, ContextOutput, ErrorBody, EventsOutput, ForgetOutput, GetOutput,
+    HealthOutput, HistoryOutput, SearchOutput, SessionsOutput, TurnOutput, WriteOutput,
+};
+use crate::schema::{components_generator, input_schema};
+
+type SchemaFn = fn(&mut SchemaGenerator) -> schemars::Schema;
+
+/// How an endpoint takes its arguments.
+#[derive(Clone, Copy)]
+pub enum Input {
+    /// None.
+    Nothing,
+    /// A JSON body of this type.
+    Body(SchemaFn),
+    /// A JSON body of this type, which may be left empty.
+    OptionalBody(SchemaFn),
+    /// Query parameters: the properties of this type.
+    Query(fn() -> Map<String, Value>),
+}
+
+/// One endpoint of the HTTP API.
+#[derive(Clone, Copy)]
+pub struct Endpoint {
+    /// GET or POST.
+    pub method: &'static str,
+    /// The path, with `{key}` for a session key.
+    pub path: &'static str,
+    /// What it does, in one line.
+    pub summary: &'static str,
+    /// Its arguments.
+    pub input: Input,
+    /// The status of a success.
+    pub status: u16,
+    /// Its answer.
+    pub output: SchemaFn,
+    /// It needs a chat model (501 without one).
+    pub needs_model: bool,
+}
+
+fn s<T: JsonSchema>(g: &mut SchemaGenerator) -> schemars::Schema {
+    g.subschema_for::<T>()
+}
+
+fn any(_: &mut SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"type": "object"})
+}
+
+const fn ep(
+    method: &'static str,
+    path: &'static str,
+    summary: &'static str,
+    input: Input,
+    output: SchemaFn,
+) -> Endpoint {
+    Endpoint {
+        method,
+        path,
+        summary,
+        input,
+        status: 200,
+        output,
+        needs_model: false,
+    }
+}
+
+const fn needs_model(mut e: Endpoint) -> Endpoint {
+    e.needs_model = true;
+    e
+}
+
+const fn created(mut e: Endpoint) -> Endpoint {
+    e.status = 201;
+    e
+}
+
+/// Every endpoint, in the order the documentation lists them.
+pub const ENDPOINTS: &[Endpoint] = &[
+    ep(
+        "GET",
+        "/health",
+        "The server is up",
+        Input::Nothing,
+        s::<HealthOutput>,
+    ),
+    ep("GET", "/openapi.json", "This document", Input::Nothing, any),
+    ep(
+        "GET",
+        "/v1/sessions",
+        "Every session, newest first",
+        Input::Nothing,
+        s::<SessionsOutput>,
+    ),
+    created(ep(
+        "POST",
+        "/v1/sessions/{key}/messages",
+        "Append messages to a session's log (`messages`, or one `message`)",
+        Input::Body(s::<AppendArgs>),
+        s::<AppendOutput>,
+    )),
+    ep(
+        "GET",
+        "/v1/sessions/{key}/messages",
+        "A session's messages (all, or since the consolidation cursor)",
+        Input::Query(input_schema::<HistoryArgs>),
+        s::<HistoryOutput>,
+    ),
+    ep(
+        "POST",
+        "/v1/sessions/{key}/context",
+        "The request the engine would send for the next turn, with tokens per part",
+        Input::OptionalBody(s::<ContextArgs>),
+        s::<ContextOutput>,
+    ),
+    needs_model(ep(
+        "POST",
+        "/v1/sessions/{key}/consolidate",
+        "Distil everything past the cursor into long-term memory now",
+        Input::Nothing,
+        s::<EventsOutput>,
+    )),
+    needs_model(ep(
+        "POST",
+        "/v1/sessions/{key}/compact",
+        "Run the compaction pipeline (or one level of it)",
+        Input::OptionalBody(s::<CompactArgs>),
+        s::<EventsOutput>,
+    )),
+    needs_model(ep(
+        "POST",
+        "/v1/sessions/{key}/close",
+        "Close the conversation: consolidate its tail and write a session note",
+        Input::Nothing,
+        s::<CloseOutput>,
+    )),
+    needs_model(ep(
+        "POST",
+        "/v1/sessions/{key}/turn",
+        "One agent turn with the memory tools",
+        Input::Body(s::<TurnArgs>),
+        s::<TurnOutput>,
+    )),
+    ep(
+        "POST",
+        "/v1/memory/search",
+        "Search memory and past sessions (hybrid BM25 + vectors)",
+        Input::Body(s::<SearchArgs>),
+        s::<SearchOutput>,
+    ),
+    ep(
+        "GET",
+        "/v1/memory/get",
+        "Lines of a memory file (a citation path#Lx-Ly works too)",
+        Input::Query(input_schema::<GetArgs>),
+        s::<GetOutput>,
+    ),
+    ep(
+        "POST",
+        "/v1/memory/write",
+        "Save to today's log, a typed memory or a section of MEMORY.md",
+        Input::Body(s::<WriteArgs>),
+        s::<WriteOutput>,
+    ),
+    ep(
+        "POST",
+        "/v1/memory/forget",
+        "Delete a typed memory (nothing else is ever deleted)",
+        Input::Body(s::<ForgetArgs>),
+        s::<ForgetOutput>,
+    ),
+];
+
+/// The OpenAPI 3.1 document of the HTTP API.
+pub fn document() -> Value {
+    let mut g = components_generator();
+    let error = g.subschema_for::<ErrorBody>().to_value();
+    let error_response = |what: &str| json!({"description": what, "content": {"application/json": {"schema": error}}});
+    let mut paths = Map::new();
+    for e in ENDPOINTS {
+        let mut op = Map::new();
+        op.insert("summary".into(), json!(e.summary));
+        op.insert("operationId".into(), json!(operation_id(e.method, e.path)));
+        let mut params = Vec::new();
+        if e.path.contains("{key}") {
+            params.push(json!({"name": "key", "in": "path", "required": true,
+                "description": "Session key, percent-encoded (e.g. telegram%3A123)", "schema": {"type": "string"}}));
+        }
+        match e.input {
+            Input::Nothing => {}
+            Input::Body(f) | Input::OptionalBody(f) => {
+                let required = matches!(e.input, Input::Body(_));
+                op.insert(
+                    "requestBody".into(),
+                    json!({"required": required, "content": {"application/json": {"schema": f(&mut g).to_value()}}}),
+                );
+            }
+            Input::Query(f) => {
+                let schema = f();
+                let required: Vec<&str> = schema
+                    .get("required")
+                    .and_then(Value::as_array)
+                    .map(|r| r.iter().filter_map(Value::as_str).collect())
+                    .unwrap_or_default();
+                if let Some(Value::Object(props)) = schema.get("properties") {
+                    for (name, p) in props {
+                        params.push(json!({"name": name, "in": "query", "required": required.contains(&name.as_str()),
+                            "description": p.get("description").cloned().unwrap_or(json!("")), "schema": p}));
+                    }
+                }
+            }
+        }
+        if !params.is_empty() {
+            op.insert("parameters".into(), Value::Array(params));
+        }
+        let mut responses = Map::new();
+        responses.insert(
+            e.status.to_string(),
+            json!({"description": "Success", "content": {"application/json": {"schema": (e.output)(&mut g).to_value()}}}),
+        );
+        if e.needs_model {
+            responses.insert(
+                "501".into(),
+                error_response("No chat model is configured (code config)"),
+            );
+        }
+        responses.insert(
+            "default".into(),
+            error_response(
+                "An error: 400 invalid_input, 401 without the token, 403 forbidden, 404 not_found, 409 busy, \
+                 413 too_large, 415 without JSON, 422 corrupt, 502 provider, 500 otherwise",
+            ),
+        );
+        op.insert("responses".into(), Value::Object(responses));
+        let entry = paths.entry(e.path.to_string()).or_insert_with(|| json!({}));
+        if let Some(obj) = entry.as_object_mut() {
+            obj.insert(e.method.to_ascii_lowercase(), Value::Object(op));
+        }
+    }
+    json!({
+        "openapi": "3.1.0",
+        "info": {
+            "title": "mnemo HTTP API",
+            "version": env!("CARGO_PKG_VERSION"),
+            "description": "Durable memory for LLM agents over one workspace: sessions (append, history, context, \
+                consolidation, compaction, close, an agent turn) and memory (search, get, write, forget). \
+                Loopback by default; off loopback every request needs `Authorization: Bearer TOKEN`. \
+                Errors are {\"error\": {\"code\", \"message\"}}."
+        },
+        "paths": paths,
+        "components": {
+            "schemas": g.take_definitions(true),
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}
+        }
+    })
+}
+
+/// `POST /v1/sessions/{key}/turn` → `post_sessions_turn`.
+fn operation_id(method: &str, path: &str) -> String {
+    let mut id = method.to_ascii_lowercase();
+    for part in path.split('/') {
+        if part.is_empty() || part == "v1" || part.starts_with('{') {
+            continue;
+        }
+        id.push('_');
+        id.push_str(&part.replace(['.', '-'], "_"));
+    }
+    id
+}
+
+/// One line per endpoint, `METHOD PATH  summary`, as `--help` lists them.
+pub fn endpoint_lines() -> Vec<String> {
+    ENDPOINTS
+        .iter()
+        .map(|e| format!("{} {}  {}", e.method, e.path, e.summary))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn openapi_snapshot() {
+        insta::assert_json_snapshot!("openapi", document());
+    }
+
+    #[test]
+    fn every_endpoint_is_documented_once_and_refs_resolve() {
+        let doc = document();
+        let mut seen = 0;
+        for (_, ops) in doc["paths"].as_object().unwrap() {
+            seen += ops.as_object().unwrap().len();
+        }
+        assert_eq!(seen, ENDPOINTS.len());
+        let text = doc.to_string();
+        let schemas = doc["components"]["schemas"].as_object().unwrap();
+        for piece in text.split("\"$ref\":\"#/components/schemas/").skip(1) {
+            let name = piece.split('"').next().unwrap();
+            assert!(schemas.contains_key(name), "unresolved $ref {name}");
+        }
+        assert!(schemas.contains_key("SearchOutput"));
+        assert!(schemas.contains_key("Hit"));
+    }
+}

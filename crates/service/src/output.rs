@@ -1,0 +1,350 @@
+//! What each operation answers, as one typed value per operation: the CLI
+//! renders it (or prints it with `--json`), the HTTP API and the MCP server
+//! send it as JSON, so a search hit has one shape everywhere.
+
+use mnemo_core::Message;
+use mnemo_engine::{AgentTurn, ContextReport, EngineEvent};
+use mnemo_index::{SearchHit, SearchResponse};
+use mnemo_store::SessionInfo;
+use schemars::JsonSchema;
+use serde::Serialize;
+
+/// How a search ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Keywords (BM25) and vectors.
+    Hybrid,
+    /// Keywords only (no embedding model).
+    Keyword,
+}
+
+/// Where a hit comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum HitSource {
+    /// MEMORY.md and memory/*.md.
+    Memory,
+    /// Session transcripts (sessions/*.jsonl).
+    Sessions,
+}
+
+/// One search hit, the same on every surface.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct Hit {
+    /// Workspace-relative path.
+    pub path: String,
+    /// First line (1-based): a block of a Markdown file, or the JSONL line of a message.
+    pub start_line: usize,
+    /// Last line (1-based, inclusive).
+    pub end_line: usize,
+    /// Final score in 0..=1, rounded to 4 places.
+    pub score: f32,
+    /// The text around the best-matching lines.
+    pub snippet: String,
+    /// memory or sessions.
+    pub source: HitSource,
+    /// `path#Lx-Ly`: quote it, or open it with `mnemo get` / `memory_get`.
+    pub citation: String,
+    /// The session's key, for a transcript hit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_key: Option<String>,
+    /// The day the hit speaks from (`YYYY-MM-DD`, or `first/last` for a span of days).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub date: Option<String>,
+}
+
+impl From<&SearchHit> for Hit {
+    fn from(h: &SearchHit) -> Self {
+        Hit {
+            path: h.path.clone(),
+            start_line: h.start_line,
+            end_line: h.end_line,
+            score: (h.score * 10_000.0).round() / 10_000.0,
+            snippet: h.snippet.clone(),
+            source: match h.source {
+                mnemo_index::Source::Memory => HitSource::Memory,
+                mnemo_index::Source::Sessions => HitSource::Sessions,
+            },
+            citation: h.citation.clone(),
+            session_key: h.session_key.clone(),
+            date: h.date.clone(),
+        }
+    }
+}
+
+/// The answer of `memory_search`.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct SearchOutput {
+    /// hybrid, or keyword (vectors were not used, and why is in `warnings`).
+    pub mode: Mode,
+    /// Hits, best first.
+    pub results: Vec<Hit>,
+    /// Anything the caller should know (keyword-only, a re-rank that failed, …).
+    pub warnings: Vec<String>,
+    /// How dates named in the query were read, as ISO 8601 days or intervals.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub dates: Vec<String>,
+    /// Whether the chat model re-ordered the hits (present when a re-rank was asked for).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reranked: Option<bool>,
+}
+
+impl SearchOutput {
+    /// The index's answer in the shape every surface sends.
+    pub fn from_response(resp: &SearchResponse, reranked: Option<bool>) -> Self {
+        SearchOutput {
+            mode: match resp.mode {
+                mnemo_index::SearchMode::Hybrid => Mode::Hybrid,
+                mnemo_index::SearchMode::Keyword => Mode::Keyword,
+            },
+            results: resp.results.iter().map(Hit::from).collect(),
+            warnings: resp.warnings.clone(),
+            dates: resp.dates.clone(),
+            reranked,
+        }
+    }
+}
+
+/// The answer of `memory_get`.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct GetOutput {
+    /// The path read (normalised to `/`).
+    pub path: String,
+    /// The lines, joined with `\n`; empty when the file is missing.
+    pub text: String,
+    /// First line returned (1-based).
+    pub from: usize,
+    /// Lines returned.
+    pub lines: usize,
+    /// Lines in the whole file (0 when missing).
+    pub total_lines: usize,
+}
+
+impl From<mnemo_index::GetResponse> for GetOutput {
+    fn from(g: mnemo_index::GetResponse) -> Self {
+        GetOutput {
+            path: g.path,
+            text: g.text,
+            from: g.from,
+            lines: g.lines,
+            total_lines: g.total_lines,
+        }
+    }
+}
+
+/// What a typed-memory save did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum SaveActionOut {
+    /// A new memory file.
+    Created,
+    /// The memory of that name was updated.
+    Replaced,
+    /// It was already there, word for word.
+    Unchanged,
+}
+
+impl From<mnemo_store::SaveAction> for SaveActionOut {
+    fn from(a: mnemo_store::SaveAction) -> Self {
+        match a {
+            mnemo_store::SaveAction::Created => SaveActionOut::Created,
+            mnemo_store::SaveAction::Replaced => SaveActionOut::Replaced,
+            mnemo_store::SaveAction::Unchanged => SaveActionOut::Unchanged,
+        }
+    }
+}
+
+/// What a section write did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum SectionAction {
+    /// The section was new.
+    Added,
+    /// An existing section's body was replaced.
+    Replaced,
+}
+
+/// The answer of `memory_write`, by mode.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(tag = "mode", rename_all = "snake_case")]
+pub enum WriteOutput {
+    /// Lines appended to today's log.
+    Daily {
+        /// The log, workspace-relative.
+        path: String,
+        /// Lines written.
+        written: usize,
+        /// Lines the log already had, skipped.
+        duplicates: usize,
+    },
+    /// A typed memory saved.
+    Typed {
+        /// Its file, workspace-relative.
+        path: String,
+        /// Its name.
+        name: String,
+        /// Its kind.
+        #[serde(rename = "type")]
+        kind: String,
+        /// What the save did.
+        action: SaveActionOut,
+    },
+    /// A section of MEMORY.md written.
+    MemorySection {
+        /// Always MEMORY.md.
+        path: String,
+        /// The heading, without `## `.
+        heading: String,
+        /// added or replaced.
+        action: SectionAction,
+        /// False when MEMORY.md already held exactly this.
+        changed: bool,
+    },
+}
+
+/// The answer of `memory_forget`.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct ForgetOutput {
+    /// The file removed, workspace-relative.
+    pub removed: String,
+}
+
+/// The answer of `session_append`.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct AppendOutput {
+    /// The session key.
+    pub key: String,
+    /// Messages stored by this call.
+    pub appended: usize,
+    /// Messages in the log now.
+    pub messages: usize,
+}
+
+/// A session's messages.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct HistoryOutput {
+    /// The session key.
+    pub key: String,
+    /// The consolidation cursor: messages already distilled into memory.
+    pub last_consolidated: usize,
+    /// Messages in the log.
+    pub total: usize,
+    /// The messages asked for.
+    #[schemars(with = "Vec<crate::args::MessageShape>")]
+    pub messages: Vec<Message>,
+    /// Lines of the log that could not be read (`line N: why`); they stay in the file.
+    pub warnings: Vec<String>,
+}
+
+/// One session, as listed.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct SessionEntry {
+    /// The session key.
+    pub key: String,
+    /// Its log, workspace-relative.
+    pub file: String,
+    /// When it was created.
+    pub created_at: String,
+    /// When its log was last written.
+    pub updated_at: String,
+    /// Messages in the log.
+    pub messages: usize,
+    /// The consolidation cursor.
+    pub last_consolidated: usize,
+}
+
+impl From<SessionInfo> for SessionEntry {
+    fn from(s: SessionInfo) -> Self {
+        SessionEntry {
+            key: s.key,
+            file: s.file,
+            created_at: s.created_at,
+            updated_at: s.updated_at,
+            messages: s.messages,
+            last_consolidated: s.last_consolidated,
+        }
+    }
+}
+
+/// Every session, newest first.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct SessionsOutput {
+    /// The sessions.
+    pub sessions: Vec<SessionEntry>,
+}
+
+/// The request the engine would send for the next turn.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ContextOutput {
+    /// The request and its accounting: key, model, system, messages, tools,
+    /// parts (tokens per part), total_tokens, exact, selected_memories, recall.
+    #[serde(flatten)]
+    #[schemars(with = "serde_json::Map<String, serde_json::Value>")]
+    pub report: ContextReport,
+    /// Why a part is missing (no recall without a chat model).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+/// What consolidation or compaction did.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct EventsOutput {
+    /// The session key.
+    pub key: String,
+    /// The engine's events, each `{"event": name, …}`.
+    #[schemars(with = "Vec<serde_json::Map<String, serde_json::Value>>")]
+    pub events: Vec<EngineEvent>,
+}
+
+/// What closing a session did.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct CloseOutput {
+    /// The session key.
+    pub key: String,
+    /// The consolidation of its tail, each `{"event": name, …}`.
+    #[schemars(with = "Vec<serde_json::Map<String, serde_json::Value>>")]
+    pub events: Vec<EngineEvent>,
+    /// The session note written, workspace-relative (none for an empty session).
+    pub note: Option<String>,
+    /// The note's slug.
+    pub slug: Option<String>,
+    /// True when the model gave no usable slug and the time was used.
+    pub slug_fallback: bool,
+    /// The cursor after: every message is consolidated.
+    pub cursor: usize,
+}
+
+/// One agent turn: the answer, the tool calls and what the engine did.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct TurnOutput {
+    /// key, answer, tool_calls, events, iterations, …
+    #[serde(flatten)]
+    #[schemars(with = "serde_json::Map<String, serde_json::Value>")]
+    pub turn: AgentTurn,
+}
+
+/// The server is up.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct HealthOutput {
+    /// Always "ok".
+    pub status: String,
+    /// mnemo's version.
+    pub version: String,
+}
+
+/// An error, as every surface answers it.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct ErrorBody {
+    /// The error.
+    pub error: ErrorDetail,
+}
+
+/// An error's code and message.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct ErrorDetail {
+    /// invalid_input, forbidden, not_found, corrupt, busy, provider, config, not_configured, io, internal.
+    pub code: String,
+    /// What went wrong and what to do instead.
+    pub message: String,
+}

@@ -1,0 +1,647 @@
+//! [`Service`]: every operation of mnemo over one workspace (search, get,
+//! write, forget, session append/history/list/context, consolidation,
+//! compaction, closing a session, an agent turn), with typed arguments
+//! ([`crate::args`]) and typed answers ([`crate::output`]). The CLI, the
+//! MCP server and the HTTP API all call these, so they validate, default
+//! and answer alike. The workspace parts are synchronous (SQLite, local
+//! models, files): every operation runs them on tokio's blocking pool.
+
+use std::sync::{Arc, OnceLock};
+
+use chrono::Utc;
+use mnemo::{DownloadProgress, Mnemo};
+use mnemo_engine::{Engine, Passage, RerankOutcome};
+use mnemo_index::{SearchHit, SearchRequest, SearchResponse};
+use mnemo_llm::{
+    BoxFuture, ChatModel, ChatRequest, ChatResponse, LlmError, ModelInfo, ProviderConfig,
+    ProviderOverrides,
+};
+use mnemo_store::{FrontMatter, SaveMode};
+
+use crate::args::{
+    AppendArgs, CompactArgs, ContextArgs, ForgetArgs, GetArgs, HistoryArgs, SearchArgs, TurnArgs,
+    Write, WriteArgs, MAX_RESULTS, MAX_TURN_ITERATIONS,
+};
+use crate::error::{Error, Result};
+use crate::output::{
+    AppendOutput, CloseOutput, ContextOutput, EventsOutput, ForgetOutput, GetOutput, HealthOutput,
+    HistoryOutput, SearchOutput, SectionAction, SessionsOutput, TurnOutput, WriteOutput,
+};
+
+/// What to do when no chat model is configured.
+pub const NO_MODEL_HINT: &str = "no chat model is configured: run one inside mnemo, offline and without a key, \
+with --provider local or [provider] kind = \"local\" in mnemo.toml (the first use downloads \
+Qwen2.5-Coder-1.5B-Instruct, 1.1 GB), or use a remote one with --provider openai|anthropic --model NAME \
+(and --base-url for a server such as Ollama: --base-url http://127.0.0.1:11434/v1), the MNEMO_PROVIDER / \
+MNEMO_MODEL / MNEMO_BASE_URL / MNEMO_API_KEY variables, or a [provider] section (kind, base_url, model, \
+api_key_env)";
+
+/// The engine, or why there is none.
+enum EngineSlot {
+    /// With a chat model: everything works.
+    Ready(Arc<Engine>),
+    /// Without one: the context builder works (no recall side query);
+    /// consolidation, compaction and turns are refused with this reason.
+    Offline(Arc<Engine>, String),
+}
+
+/// One opened workspace and the operations every surface calls.
+pub struct Service {
+    mnemo: Arc<Mnemo>,
+    overrides: ProviderOverrides,
+    engine: OnceLock<std::result::Result<EngineSlot, String>>,
+    search_permits: tokio::sync::Semaphore,
+    /// `[engine] rerank`, read once: a search without it never builds the engine.
+    rerank: bool,
+}
+
+impl Service {
+    /// The operations over an opened workspace, with the chat model of its
+    /// configuration (and the environment).
+    pub fn new(mnemo: Arc<Mnemo>) -> Arc<Self> {
+        Self::with_provider(mnemo, ProviderOverrides::default())
+    }
+
+    /// [`Service::new`] with the chat model named by flags (`--provider`,
+    /// `--base-url`, `--model`) over the configuration's.
+    pub fn with_provider(mnemo: Arc<Mnemo>, overrides: ProviderOverrides) -> Arc<Self> {
+        // Searches are CPU-bound (scoring, vector scan): running more at once
+        // than there are cores only makes every one of them slower.
+        let cores = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(2);
+        let rerank = mnemo
+            .config()
+            .section::<mnemo_engine::EngineSettings>("engine")
+            .is_ok_and(|s| s.rerank);
+        Arc::new(Service {
+            mnemo,
+            overrides,
+            rerank,
+            engine: OnceLock::new(),
+            search_permits: tokio::sync::Semaphore::new(cores),
+        })
+    }
+
+    /// The workspace handle.
+    pub fn mnemo(&self) -> &Arc<Mnemo> {
+        &self.mnemo
+    }
+
+    /// `memory_search`: the index's hits for `args.query`, re-ranked by the
+    /// chat model when asked (`args.rerank`, else `[engine] rerank`).
+    pub async fn search(self: &Arc<Self>, args: SearchArgs) -> Result<SearchOutput> {
+        args.validate()?;
+        let _permit = self
+            .search_permits
+            .acquire()
+            .await
+            .map_err(|e| Error::Internal(format!("search queue closed: {e}")))?;
+        let rerank = if args.rerank.unwrap_or(self.rerank) {
+            Some(match self.engine_slot() {
+                Ok(EngineSlot::Ready(e)) => Ok(e.clone()),
+                Ok(EngineSlot::Offline(_, why)) => Err(why.clone()),
+                Err(e) => Err(e.to_string()),
+            })
+        } else {
+            None
+        };
+        let wider = rerank
+            .as_ref()
+            .and_then(|r| r.as_ref().ok())
+            .map(|e| e.settings().rerank_candidates);
+        let me = self.clone();
+        let query = args.query.clone();
+        let (mut resp, wanted): (SearchResponse, usize) = blocking(move || {
+            let index = me.mnemo.index()?;
+            let wanted = args
+                .max_results
+                .unwrap_or(index.settings().search.max_results)
+                .clamp(1, MAX_RESULTS);
+            let mut req = SearchRequest::new(args.query);
+            req.max_results = Some(wider.map_or(wanted, |w| w.clamp(wanted, MAX_RESULTS)));
+            req.min_score = args.min_score;
+            Ok((index.search(&req)?, wanted))
+        })
+        .await?;
+        let reranked = match rerank {
+            None => None,
+            Some(Err(why)) => {
+                resp.warnings.push(format!(
+                    "re-ranking was asked for but is unavailable: {why}"
+                ));
+                Some(false)
+            }
+            Some(Ok(engine)) => {
+                let passages = rerank_passages(&resp, resp.results.len());
+                let outcome = engine.rerank(&query, &passages).await;
+                Some(apply_rerank(&mut resp, outcome))
+            }
+        };
+        resp.results.truncate(wanted);
+        Ok(SearchOutput::from_response(&resp, reranked))
+    }
+
+    /// `memory_get`: lines of a Markdown memory file (never a session log,
+    /// whose secrets only the index's redacted copy may put into a prompt).
+    pub async fn get(self: &Arc<Self>, args: GetArgs) -> Result<GetOutput> {
+        let (path, from, lines) = args.resolve()?;
+        let me = self.clone();
+        blocking(move || Ok(me.mnemo.index()?.get(&path, from, lines)?.into())).await
+    }
+
+    /// Lines of any file a search cites, for a person at the terminal
+    /// (`mnemo get`): memory files as [`Service::get`], and session logs
+    /// (`sessions/….jsonl`) as they are written.
+    pub async fn read(self: &Arc<Self>, args: GetArgs) -> Result<GetOutput> {
+        let (path, from, lines) = args.resolve()?;
+        if !path.replace('\\', "/").starts_with("sessions/") {
+            return self.get(args).await;
+        }
+        let me = self.clone();
+        blocking(move || {
+            let root = me.mnemo.workspace().root().to_path_buf();
+            let abs = mnemo_core::resolve_in_workspace(&root, &path)?;
+            let abs = mnemo_core::confine(&root, &abs, mnemo_core::Area::Sessions)?;
+            let text = match mnemo_core::files::read_regular(&abs) {
+                Ok(b) => String::from_utf8_lossy(&b).into_owned(),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+                Err(source) => {
+                    return Err(Error::Io {
+                        op: format!("cannot read {path}"),
+                        source,
+                    })
+                }
+            };
+            Ok(slice_lines(&path, &text, from, lines))
+        })
+        .await
+    }
+
+    /// `memory_write`.
+    pub async fn write(self: &Arc<Self>, args: WriteArgs) -> Result<WriteOutput> {
+        let write = args.into_write()?;
+        let me = self.clone();
+        blocking(move || me.write_sync(write)).await
+    }
+
+    fn write_sync(&self, write: Write) -> Result<WriteOutput> {
+        let memory = self.mnemo.memory();
+        match write {
+            Write::Daily { text } => {
+                let out = memory.append_daily(&text, Utc::now(), true)?;
+                Ok(WriteOutput::Daily {
+                    path: out.path,
+                    written: out.written,
+                    duplicates: out.duplicates,
+                })
+            }
+            Write::Typed {
+                name,
+                description,
+                kind,
+                body,
+                replace,
+            } => {
+                let front = FrontMatter {
+                    name,
+                    description,
+                    kind,
+                };
+                let mode = if replace {
+                    SaveMode::Replace
+                } else {
+                    SaveMode::Create
+                };
+                let saved = memory.save_typed(front, &body, mode)?;
+                let m = &saved.memory;
+                Ok(WriteOutput::Typed {
+                    path: m.path.clone(),
+                    name: m.front.name.clone(),
+                    kind: m.front.kind.as_str().to_string(),
+                    action: saved.action.into(),
+                })
+            }
+            Write::MemorySection { heading, body } => {
+                let out = memory.write_section(&heading, &body)?;
+                Ok(WriteOutput::MemorySection {
+                    path: "MEMORY.md".into(),
+                    heading: heading.trim().trim_start_matches('#').trim().to_string(),
+                    action: if out.replaced {
+                        SectionAction::Replaced
+                    } else {
+                        SectionAction::Added
+                    },
+                    changed: out.changed,
+                })
+            }
+        }
+    }
+
+    /// `memory_forget`: typed memories only.
+    pub async fn forget(self: &Arc<Self>, args: ForgetArgs) -> Result<ForgetOutput> {
+        if args.name.trim().is_empty() {
+            return Err(Error::Invalid(
+                "`name` is empty: give the typed memory's name".into(),
+            ));
+        }
+        let me = self.clone();
+        blocking(move || {
+            let removed = me.mnemo.memory().forget_typed(&args.name)?;
+            Ok(ForgetOutput { removed })
+        })
+        .await
+    }
+
+    /// `session_append`: the messages stored and the session's total.
+    pub async fn append(self: &Arc<Self>, key: String, args: AppendArgs) -> Result<AppendOutput> {
+        let messages = args.into_messages()?;
+        let me = self.clone();
+        blocking(move || {
+            let mut log = me.mnemo.sessions().open(&key)?;
+            let stored = log.append(&messages)?;
+            let total = log.load()?.messages.len();
+            Ok(AppendOutput {
+                key,
+                appended: stored.len(),
+                messages: total,
+            })
+        })
+        .await
+    }
+
+    /// A session's messages: all of them, or those since the consolidation
+    /// cursor replayed for a model. A missing session is not found.
+    pub async fn history(
+        self: &Arc<Self>,
+        key: String,
+        args: HistoryArgs,
+    ) -> Result<HistoryOutput> {
+        let me = self.clone();
+        blocking(move || {
+            let loaded = me.mnemo.sessions().load(&key)?;
+            let messages = if args.since_cursor {
+                loaded.replay()
+            } else {
+                loaded.messages.clone()
+            };
+            Ok(HistoryOutput {
+                last_consolidated: loaded.meta.last_consolidated,
+                total: loaded.messages.len(),
+                messages,
+                warnings: loaded
+                    .warnings
+                    .iter()
+                    .map(|w| format!("line {}: {}", w.line, w.message))
+                    .collect(),
+                key,
+            })
+        })
+        .await
+    }
+
+    /// Every session, newest first.
+    pub async fn sessions(self: &Arc<Self>) -> Result<SessionsOutput> {
+        let me = self.clone();
+        blocking(move || {
+            Ok(SessionsOutput {
+                sessions: me
+                    .mnemo
+                    .sessions()
+                    .list()?
+                    .into_iter()
+                    .map(Into::into)
+                    .collect(),
+            })
+        })
+        .await
+    }
+
+    /// `session_context`: the request the engine would send for the next
+    /// turn (system prompt with memory, replayed history, the message).
+    pub async fn context(
+        self: &Arc<Self>,
+        key: String,
+        args: ContextArgs,
+    ) -> Result<ContextOutput> {
+        self.require_session(&key).await?;
+        let message = args.message.unwrap_or_default();
+        let (engine, offline) = match self.engine_slot()? {
+            EngineSlot::Ready(e) => (e.clone(), None),
+            EngineSlot::Offline(e, why) => (e.clone(), Some(why.clone())),
+        };
+        let report = match &offline {
+            None => engine.build_context(&key, &message).await?,
+            Some(_) => {
+                blocking(move || Ok(engine.build_context_with(&key, &message, &[])?)).await?
+            }
+        };
+        Ok(ContextOutput {
+            report,
+            notes: offline
+                .map(|why| vec![format!("no recall side query: {why}")])
+                .unwrap_or_default(),
+        })
+    }
+
+    /// Consolidates a session now (needs a chat model).
+    pub async fn consolidate(self: &Arc<Self>, key: String) -> Result<EventsOutput> {
+        let engine = self.session_engine(&key).await?;
+        let events = engine.consolidate_now(&key).await?;
+        Ok(EventsOutput { key, events })
+    }
+
+    /// Runs the compaction pipeline (or one level of it) on a session
+    /// (needs a chat model).
+    pub async fn compact(self: &Arc<Self>, key: String, args: CompactArgs) -> Result<EventsOutput> {
+        if let Some(l) = args.level {
+            if !(1..=6).contains(&l) {
+                return Err(Error::Invalid(format!(
+                    "`level` is {l}: give 1 to 6, or omit it to run the whole pipeline"
+                )));
+            }
+        }
+        let engine = self.session_engine(&key).await?;
+        let events = engine
+            .compact_with_focus(&key, args.level, args.focus.as_deref())
+            .await?;
+        Ok(EventsOutput { key, events })
+    }
+
+    /// Closes a session's conversation: consolidates its tail, writes the
+    /// session note and moves the cursor to the end (needs a chat model).
+    pub async fn close(self: &Arc<Self>, key: String) -> Result<CloseOutput> {
+        let engine = self.session_engine(&key).await?;
+        let r = engine.new_session(&key).await?;
+        Ok(CloseOutput {
+            key,
+            events: r.events,
+            note: r.note,
+            slug: r.slug,
+            slug_fallback: r.slug_fallback,
+            cursor: r.cursor,
+        })
+    }
+
+    /// One agent turn: `message` from the user, answered by the chat model
+    /// with the memory tools run on this service. A new key starts a session.
+    pub async fn turn(self: &Arc<Self>, key: String, args: TurnArgs) -> Result<TurnOutput> {
+        if args.message.trim().is_empty() {
+            return Err(Error::Invalid(
+                "`message` is empty: give the user's message".into(),
+            ));
+        }
+        let engine = self.engine()?;
+        let defaults = mnemo_engine::TurnOptions::default();
+        let options = mnemo_engine::TurnOptions {
+            max_iterations: args
+                .max_iterations
+                .unwrap_or(defaults.max_iterations)
+                .clamp(1, MAX_TURN_ITERATIONS),
+            recall: args.recall.unwrap_or(defaults.recall),
+        };
+        let tools = self.tools();
+        let turn = engine
+            .run_turn(&key, &args.message, &tools, &options, &|_| {})
+            .await?;
+        Ok(TurnOutput { turn })
+    }
+
+    /// The server is up.
+    pub fn health(&self) -> HealthOutput {
+        HealthOutput {
+            status: "ok".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+        }
+    }
+
+    /// The memory tools of an agent turn, run on this service.
+    pub fn tools(self: &Arc<Self>) -> crate::agent::ServiceTools {
+        crate::agent::ServiceTools(self.clone())
+    }
+
+    /// The engine with its chat model, built on first use; without a chat
+    /// model, an error that says how to configure one.
+    pub fn engine(&self) -> Result<Arc<Engine>> {
+        self.engine_with_progress(&mut |_| {})
+    }
+
+    /// [`Service::engine`], reporting a local model's download when the
+    /// first call has to fetch it.
+    pub fn engine_with_progress(
+        &self,
+        progress: &mut dyn FnMut(&DownloadProgress),
+    ) -> Result<Arc<Engine>> {
+        match self.engine_slot_with(progress)? {
+            EngineSlot::Ready(e) => Ok(e.clone()),
+            EngineSlot::Offline(_, why) => Err(Error::NotConfigured(why.clone())),
+        }
+    }
+
+    /// The index as the engine's recall searches it.
+    pub fn memory_search(&self) -> Arc<dyn mnemo_engine::MemorySearch> {
+        Arc::new(IndexMemorySearch(self.mnemo.clone()))
+    }
+
+    /// The chat model the flags, the environment and mnemo.toml name.
+    pub fn chat_model(
+        &self,
+        progress: &mut dyn FnMut(&DownloadProgress),
+    ) -> std::result::Result<Arc<dyn ChatModel>, LlmError> {
+        chat_model(self.mnemo.config(), &self.overrides, progress)
+    }
+
+    async fn require_session(self: &Arc<Self>, key: &str) -> Result<()> {
+        let me = self.clone();
+        let k = key.to_string();
+        if blocking(move || Ok(me.mnemo.sessions().exists(&k)?)).await? {
+            return Ok(());
+        }
+        Err(Error::NotFound(format!(
+            "no session {key:?}: append messages to it first (session_append)"
+        )))
+    }
+
+    async fn session_engine(self: &Arc<Self>, key: &str) -> Result<Arc<Engine>> {
+        let engine = self.engine()?;
+        self.require_session(key).await?;
+        Ok(engine)
+    }
+
+    fn engine_slot(&self) -> Result<&EngineSlot> {
+        self.engine_slot_with(&mut |_| {})
+    }
+
+    fn engine_slot_with(&self, progress: &mut dyn FnMut(&DownloadProgress)) -> Result<&EngineSlot> {
+        let slot = self.engine.get_or_init(|| {
+            let ws = self.mnemo.workspace();
+            let config = self.mnemo.config();
+            let tools = crate::tools::agent_tools();
+            match self.chat_model(progress) {
+                Ok(model) => Engine::new(ws, config, model).map(|e| {
+                    EngineSlot::Ready(Arc::new(
+                        e.with_memory_search(self.memory_search()).with_tools(tools),
+                    ))
+                }),
+                Err(e) => {
+                    let why = format!("{NO_MODEL_HINT} ({e})");
+                    let model: Arc<dyn ChatModel> = Arc::new(NoModel::new(why.clone()));
+                    Engine::new(ws, config, model).map(|e| {
+                        EngineSlot::Offline(
+                            Arc::new(e.with_memory_search(self.memory_search()).with_tools(tools)),
+                            why,
+                        )
+                    })
+                }
+            }
+            .map_err(|e| e.to_string())
+        });
+        slot.as_ref()
+            .map_err(|e| Error::Invalid(format!("bad [engine] configuration: {e}")))
+    }
+}
+
+/// The chat model `overrides` (flags), the environment (`MNEMO_PROVIDER`,
+/// …) and `config`'s `[provider]` name, built (a local one loaded, and
+/// downloaded the first time with `progress` reporting).
+pub fn chat_model(
+    config: &mnemo_core::Config,
+    overrides: &ProviderOverrides,
+    progress: &mut dyn FnMut(&DownloadProgress),
+) -> std::result::Result<Arc<dyn ChatModel>, LlmError> {
+    let env = |k: &str| std::env::var(k).ok();
+    let provider = ProviderConfig::resolve(config, None, overrides, &env)?;
+    mnemo::build_chat_model(&provider, progress)
+}
+
+/// Lines `from..from+lines` of `text` (1-based), as `memory_get` answers.
+fn slice_lines(path: &str, text: &str, from: Option<usize>, lines: Option<usize>) -> GetOutput {
+    let all: Vec<&str> = text.lines().collect();
+    let from = from.unwrap_or(1).max(1);
+    let picked: Vec<&str> = all
+        .iter()
+        .skip(from - 1)
+        .take(lines.unwrap_or(usize::MAX))
+        .copied()
+        .collect();
+    GetOutput {
+        path: path.to_string(),
+        text: picked.join("\n"),
+        from,
+        lines: picked.len(),
+        total_lines: all.len(),
+    }
+}
+
+/// The workspace's index as the recall side query's memory search: Markdown
+/// memory only (the files recall can put into the prompt), the workspace's
+/// minimum score.
+pub struct IndexMemorySearch(pub Arc<Mnemo>);
+
+impl mnemo_engine::MemorySearch for IndexMemorySearch {
+    fn memory_files(&self, query: &str, limit: usize) -> std::result::Result<Vec<String>, String> {
+        let index = self.0.index().map_err(|e| e.to_string())?;
+        let req = SearchRequest::new(query)
+            .sources(&[mnemo_index::Source::Memory])
+            .max_results(limit.max(1));
+        Ok(index.search(&req).map_err(|e| e.to_string())?.files())
+    }
+}
+
+/// Stands in for a chat model when none is configured: the context builder
+/// only reads its name, and any call fails with the reason.
+struct NoModel {
+    info: ModelInfo,
+    why: String,
+}
+
+impl NoModel {
+    fn new(why: String) -> Self {
+        NoModel {
+            info: ModelInfo {
+                provider: "none".into(),
+                model: "none".into(),
+                context_window: 128_000,
+                max_output: 8_192,
+            },
+            why,
+        }
+    }
+}
+
+impl ChatModel for NoModel {
+    fn complete(
+        &self,
+        _req: ChatRequest,
+    ) -> BoxFuture<'_, std::result::Result<ChatResponse, LlmError>> {
+        let why = self.why.clone();
+        Box::pin(async move { Err(LlmError::Config(why)) })
+    }
+
+    fn info(&self) -> &ModelInfo {
+        &self.info
+    }
+}
+
+/// The first `n` hits as the re-rank model reads them.
+pub fn rerank_passages(resp: &SearchResponse, n: usize) -> Vec<Passage> {
+    resp.results
+        .iter()
+        .take(n)
+        .map(|h| Passage {
+            // The day helps the model with "when" questions.
+            label: match &h.date {
+                Some(d) => format!("{} ({d})", h.citation),
+                None => h.citation.clone(),
+            },
+            text: h.snippet.clone(),
+        })
+        .collect()
+}
+
+/// Applies a re-rank of the first hits (see [`mnemo_engine::rerank`]):
+/// the model's order first, hits past the re-ranked ones after them. On a
+/// failure the index's order stays and the warnings say why. True when the
+/// model's order was applied.
+pub fn apply_rerank(resp: &mut SearchResponse, outcome: RerankOutcome) -> bool {
+    if outcome.timed_out {
+        resp.warnings.push(
+            "the re-rank model did not answer in time ([engine] rerank_timeout_ms); hits are in the index's order"
+                .into(),
+        );
+        return false;
+    }
+    if let Some(e) = outcome.error {
+        resp.warnings.push(format!(
+            "the re-rank failed ({e}); hits are in the index's order"
+        ));
+        return false;
+    }
+    let mut slots: Vec<Option<SearchHit>> = std::mem::take(&mut resp.results)
+        .into_iter()
+        .map(Some)
+        .collect();
+    let mut out: Vec<SearchHit> = outcome
+        .order
+        .iter()
+        .filter_map(|&i| slots.get_mut(i).and_then(Option::take))
+        .collect();
+    out.extend(slots.into_iter().flatten());
+    resp.results = out;
+    true
+}
+
+/// Runs `f` on the blocking pool.
+pub async fn blocking<T, F>(f: F) -> Result<T>
+where
+    T: Send + 'static,
+    F: FnOnce() -> Result<T> + Send + 'static,
+{
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| Error::Internal(format!("blocking task failed: {e}")))?
+}
+
+#[cfg(test)]
+#[path = "service_tests.rs"]
+mod tests;

@@ -1,0 +1,208 @@
+//! The tool catalogue: each tool's name, the description that tells a model
+//! when to call it, and its input schema generated from its argument type
+//! ([`crate::args`]). The MCP server lists [`catalogue`]; an agent turn
+//! offers [`agent_tools`], the same declarations.
+
+use mnemo_llm::ToolSpec;
+use schemars::JsonSchema;
+use serde_json::{Map, Value};
+
+use crate::args::{AppendArgs, ContextArgs, ForgetArgs, GetArgs, SearchArgs, WriteArgs};
+use crate::schema::{input_schema, with_key};
+
+/// Instructions sent with MCP's `initialize`.
+pub const INSTRUCTIONS: &str = "mnemo keeps this agent's long-term memory as plain Markdown files \
+(MEMORY.md, memory/*.md) and its conversations as JSONL session logs. Before answering anything \
+about prior work, decisions, dates, people, preferences or todos, call memory_search, then \
+memory_get for the lines you need, and cite the hit's `citation` (path#Lx-Ly) you used. Save \
+durable facts with memory_write; never save secrets.";
+
+const MEMORY_SEARCH: &str = "Mandatory recall step: search long-term memory (MEMORY.md, \
+memory/*.md and past session transcripts) before answering about prior work, decisions, dates, \
+people, preferences or todos. Returns the best snippets with path, start_line, end_line, score, \
+source, the `date` each speaks from (when known) and a `citation` (path#Lx-Ly) to quote, and \
+says whether the search was hybrid (keywords + meaning) or keyword-only. Dates in the query \
+(\"on 3 June\", \"in May 2023\", \"yesterday\") find what was said or noted then, and `dates` \
+says how they were read. If nothing relevant comes back, say you checked and found nothing \
+rather than guessing. Follow up with memory_get to read more lines.";
+
+const MEMORY_GET: &str = "Read lines of a memory file after memory_search pointed at it (or \
+when you already know the path): MEMORY.md or memory/**/*.md only, Markdown only, paths relative \
+to the workspace; a hit's citation (path#Lx-Ly) reads just its lines. Use `from` and `lines` to \
+keep the read small. A file that does not exist yet gives empty text.";
+
+const MEMORY_WRITE: &str = "Save something worth remembering across sessions. By default (no \
+`name`, no `heading`) `text` is appended, one fact per line, to today's log memory/YYYY-MM-DD.md: \
+the place for things that happened today. With `name` and `type` it is a durable typed memory \
+file (user: who the user is and what they prefer; feedback: corrections and confirmations of how \
+to work; project: who/what/when of ongoing work, with absolute dates; reference: pointers to \
+external resources), listed in MEMORY.md; a name already taken is refused unless `replace` is \
+true. With `heading` it replaces the body of one `## heading` section of MEMORY.md (created if \
+missing), for core facts that belong in every prompt. Write in the conversation's language; never \
+save secrets, credentials or things that are already in the files.";
+
+const MEMORY_FORGET: &str = "Delete a typed memory (by its name, or its memory/… path) and its \
+line in MEMORY.md, when the user asks you to forget it or it has become wrong. Only typed \
+memories are deleted: the history, daily logs and session notes are append-only and are refused.";
+
+const SESSION_APPEND: &str = "Record messages of a conversation in its append-only session log \
+(one per session key), in the OpenAI message shape ({role, content, tool_calls?, tool_call_id?, \
+name?}): `messages` (a list) or `message` (one). Call it after each turn so the conversation can \
+be searched, consolidated and replayed later.";
+
+const SESSION_CONTEXT: &str = "Build the context for the next turn of a session: the system \
+prompt with long-term memory and recent daily logs, the conversation history since the last \
+consolidation, and the optional next user message, with token counts per part. Use it when \
+starting or resuming a conversation to load what the agent should know.";
+
+/// One tool, as every surface declares it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolDef {
+    /// Its name.
+    pub name: &'static str,
+    /// What it does and when to call it, for a model.
+    pub description: &'static str,
+    /// The JSON schema of its arguments (an object schema).
+    pub input_schema: Map<String, Value>,
+    /// It changes nothing.
+    pub read_only: bool,
+    /// It removes something.
+    pub destructive: bool,
+    /// An agent turn offers it too (the memory tools, not the session ones,
+    /// which the turn itself performs).
+    pub in_agent_turn: bool,
+}
+
+fn def<T: JsonSchema>(name: &'static str, description: &'static str) -> ToolDef {
+    ToolDef {
+        name,
+        description,
+        input_schema: input_schema::<T>(),
+        read_only: false,
+        destructive: false,
+        in_agent_turn: false,
+    }
+}
+
+impl ToolDef {
+    fn read_only(mut self) -> Self {
+        self.read_only = true;
+        self
+    }
+
+    fn destructive(mut self) -> Self {
+        self.destructive = true;
+        self
+    }
+
+    fn in_agent_turn(mut self) -> Self {
+        self.in_agent_turn = true;
+        self
+    }
+
+    fn keyed(mut self) -> Self {
+        self.input_schema = with_key(self.input_schema);
+        self
+    }
+
+    /// The tool as a chat model's function tool.
+    pub fn spec(&self) -> ToolSpec {
+        ToolSpec::new(
+            self.name,
+            self.description,
+            Value::Object(self.input_schema.clone()),
+        )
+    }
+}
+
+/// Every tool mnemo serves, in a stable order.
+pub fn catalogue() -> Vec<ToolDef> {
+    vec![
+        def::<SearchArgs>("memory_search", MEMORY_SEARCH)
+            .read_only()
+            .in_agent_turn(),
+        def::<GetArgs>("memory_get", MEMORY_GET)
+            .read_only()
+            .in_agent_turn(),
+        def::<WriteArgs>("memory_write", MEMORY_WRITE).in_agent_turn(),
+        def::<ForgetArgs>("memory_forget", MEMORY_FORGET).destructive(),
+        def::<AppendArgs>("session_append", SESSION_APPEND).keyed(),
+        def::<ContextArgs>("session_context", SESSION_CONTEXT)
+            .keyed()
+            .read_only(),
+    ]
+}
+
+/// The tools an agent turn offers the model.
+pub fn agent_tools() -> Vec<ToolSpec> {
+    catalogue()
+        .iter()
+        .filter(|t| t.in_agent_turn)
+        .map(ToolDef::spec)
+        .collect()
+}
+
+/// Takes a session tool's `key` out of its arguments, leaving the body.
+pub fn split_key(mut args: Value) -> Result<(String, Value), String> {
+    let key = args
+        .as_object_mut()
+        .and_then(|o| o.remove("key"))
+        .and_then(|k| k.as_str().map(str::to_string));
+    match key {
+        Some(k) => Ok((k, args)),
+        None => Err("`key` is missing: give the session key, e.g. telegram:12345".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The tool list as MCP clients and models see it: a change to what a
+    /// model is told shows up as one snapshot diff.
+    #[test]
+    fn catalogue_snapshot() {
+        let tools: Vec<Value> = catalogue()
+            .iter()
+            .map(|t| {
+                serde_json::json!({
+                    "name": t.name,
+                    "description": t.description,
+                    "inputSchema": t.input_schema,
+                    "readOnly": t.read_only,
+                    "destructive": t.destructive,
+                    "inAgentTurn": t.in_agent_turn,
+                })
+            })
+            .collect();
+        insta::assert_json_snapshot!("catalogue", tools);
+    }
+
+    #[test]
+    fn agent_tools_are_the_catalogue_s_memory_tools() {
+        let names: Vec<String> = agent_tools().into_iter().map(|t| t.name).collect();
+        assert_eq!(names, ["memory_search", "memory_get", "memory_write"]);
+        let search = &catalogue()[0].input_schema;
+        assert_eq!(search["required"], serde_json::json!(["query"]));
+        assert_eq!(search["additionalProperties"], serde_json::json!(false));
+        assert_eq!(
+            search["properties"]["max_results"]["maximum"],
+            serde_json::json!(100)
+        );
+    }
+
+    #[test]
+    fn session_tools_take_a_key() {
+        let append = catalogue()
+            .into_iter()
+            .find(|t| t.name == "session_append")
+            .unwrap();
+        assert_eq!(append.input_schema["required"][0], "key");
+        assert!(append.input_schema["properties"]["messages"].is_object());
+        let (key, rest) =
+            split_key(serde_json::json!({"key": "k", "message": {"role": "user"}})).unwrap();
+        assert_eq!(key, "k");
+        assert!(rest.get("key").is_none());
+        assert!(split_key(serde_json::json!({})).is_err());
+    }
+}

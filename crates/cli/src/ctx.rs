@@ -4,6 +4,8 @@
 use std::path::PathBuf;
 
 use anyhow::{Context as _, Result};
+
+use crate::output::UsageError;
 use clap::Args;
 use std::sync::Arc;
 
@@ -24,6 +26,33 @@ pub struct GlobalArgs {
     pub overrides: Vec<String>,
 }
 
+impl GlobalArgs {
+    /// Every `--set`, before and after the subcommand, in the order given:
+    /// clap keeps only the last place a global option appeared
+    /// (`mnemo --set a=1 search --set b=2 q` would lose `a=1`), so the
+    /// command line is read again for them.
+    fn all_overrides(&self) -> Vec<String> {
+        let mut found = Vec::new();
+        let mut args = std::env::args().skip(1);
+        while let Some(a) = args.next() {
+            if a == "--" {
+                break;
+            }
+            if a == "--set" {
+                found.extend(args.next());
+            } else if let Some(v) = a.strip_prefix("--set=") {
+                found.push(v.to_string());
+            }
+        }
+        // A library caller (or a test) builds GlobalArgs itself.
+        if self.overrides.iter().all(|o| found.contains(o)) && !found.is_empty() {
+            found
+        } else {
+            self.overrides.clone()
+        }
+    }
+}
+
 /// A resolved workspace plus its configuration.
 pub struct Ctx {
     pub workspace: Workspace,
@@ -39,10 +68,13 @@ impl GlobalArgs {
         )?;
         let mut config = Config::load(&workspace.config_path())?;
         config.apply_env(std::env::vars());
-        for o in &self.overrides {
-            let (k, v) = o.split_once('=').with_context(|| {
-                format!("--set {o:?} is not KEY=VALUE: write it like --set session.fsync=always")
+        for o in self.all_overrides() {
+            let (k, v) = o.split_once('=').ok_or_else(|| {
+                UsageError(format!(
+                    "--set {o:?} is not KEY=VALUE: write it like --set session.fsync=always"
+                ))
             })?;
+            mnemo::check_setting(k.trim()).map_err(|e| UsageError(format!("--set {o}: {e}")))?;
             config.set(k.trim(), v.trim());
         }
         Ok(Ctx { workspace, config })

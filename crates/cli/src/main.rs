@@ -26,7 +26,8 @@ use crate::ctx::GlobalArgs;
     name = "mnemo",
     version,
     propagate_version = true,
-    max_term_width = 100
+    max_term_width = 100,
+    after_help = EXIT_CODES
 )]
 struct Cli {
     #[command(flatten)]
@@ -35,14 +36,25 @@ struct Cli {
     command: Command,
 }
 
+/// What each exit code means (the same codes as the servers' error `code`s).
+const EXIT_CODES: &str = "Exit codes: 0 done; 1 I/O or internal error (io, internal); 2 invalid input or a \
+path outside the workspace (invalid_input, forbidden); 3 not found (not_found); 4 stored data could \
+not be read (corrupt); 5 another writer holds it, retry (busy); 6 the model provider failed (provider); \
+7 configuration missing or wrong (config). With --json, an error is also printed on stdout as \
+{\"error\": {\"code\", \"message\"}}.";
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // A command asked for JSON gets its error as JSON too.
+    let json = std::env::args()
+        .take_while(|a| a != "--")
+        .any(|a| a == "--json");
     match cmd::run(cli.command, &cli.global) {
         Ok(()) => ExitCode::SUCCESS,
         // The reader had what it wanted (`mnemo get … | head -1`).
         Err(err) if output::is_stdout_closed(&err) => ExitCode::SUCCESS,
         Err(err) => {
-            let code = output::report_error(&err);
+            let code = output::report_error(&err, json);
             ExitCode::from(code as u8)
         }
     }

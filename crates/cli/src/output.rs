@@ -139,12 +139,23 @@ pub fn warm_embedder(mnemo: &std::sync::Arc<mnemo::Mnemo>) {
     });
 }
 
-/// Prints `err` with its causes and returns the exit code for it.
-pub fn report_error(err: &anyhow::Error) -> i32 {
+/// Prints `err` with its causes (and, for a command run with `--json`, as
+/// `{"error": {"code", "message"}}` on stdout) and returns the exit code
+/// for it.
+pub fn report_error(err: &anyhow::Error, json: bool) -> i32 {
     let code = classify(err);
     eprintln!("error: {err}");
     for cause in err.chain().skip(1) {
         eprintln!("  caused by: {cause}");
+    }
+    if json {
+        let message: Vec<String> = err.chain().map(|c| c.to_string()).collect();
+        let body = serde_json::json!({"error": {
+            "code": code.unwrap_or(ErrorCode::Internal).as_str(),
+            "message": message.join(": "),
+        }});
+        // Nothing more can be done when stdout is closed too.
+        let _ = write_out(format_args!("{body}\n"));
     }
     code.map(ErrorCode::exit_code).unwrap_or(1)
 }

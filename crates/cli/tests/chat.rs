@@ -126,7 +126,7 @@ fn run_answers_after_a_memory_search_and_logs_every_step() {
     let call_id = &log[1].tool_calls.as_ref().unwrap()[0].id;
     assert_eq!(log[2].tool_call_id.as_ref(), Some(call_id));
     let result: Value = serde_json::from_str(&log[2].text()).unwrap();
-    let daily = format!("Source: memory/{}.md#L", today());
+    let daily = format!("memory/{}.md#L", today());
     assert!(
         result["results"]
             .as_array()

@@ -510,16 +510,8 @@ fn search_hits_are_reranked_by_the_side_model() {
     assert!(prompt.contains("[4] "), "all four hits are shown: {prompt}");
     let results = v["results"].as_array().unwrap();
     assert_eq!(results.len(), 2, "cut back to max_results: {v}");
-    assert_eq!(
-        results[0]["citation"],
-        format!("Source: {}", label(4)),
-        "{v}"
-    );
-    assert_eq!(
-        results[1]["citation"],
-        format!("Source: {}", label(2)),
-        "{v}"
-    );
+    assert_eq!(results[0]["citation"], label(4), "{v}");
+    assert_eq!(results[1]["citation"], label(2), "{v}");
 
     // An answer without a ranking: the index's order, and why.
     model.push(Reply::text("I am not sure."));
@@ -542,10 +534,7 @@ fn search_hits_are_reranked_by_the_side_model() {
     let shown: Vec<String> = (1..=4)
         .map(|n| {
             let at = prompt.find(&format!("[{n}] ")).unwrap();
-            format!(
-                "Source: {}",
-                &prompt[at..].lines().next().unwrap()[format!("[{n}] ").len()..]
-            )
+            prompt[at..].lines().next().unwrap()[format!("[{n}] ").len()..].to_string()
         })
         .collect();
     assert_eq!(order, shown, "the index's order is kept");
@@ -567,7 +556,7 @@ fn search_hits_are_reranked_by_the_side_model() {
     assert!(
         v["warnings"]
             .to_string()
-            .contains("rerank is on but unused"),
+            .contains("re-ranking was asked for but is unavailable"),
         "{v}"
     );
     assert_eq!(v["results"].as_array().unwrap().len(), 1);

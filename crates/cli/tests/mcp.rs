@@ -201,10 +201,7 @@ fn stdio_tools_resources_and_refusals() {
         hit["start_line"].as_u64().unwrap(),
         hit["end_line"].as_u64().unwrap(),
     );
-    assert_eq!(
-        hit["citation"],
-        format!("Source: {daily_path}#L{start}-L{end}")
-    );
+    assert_eq!(hit["citation"], format!("{daily_path}#L{start}-L{end}"));
     assert!(hit["snippet"].as_str().unwrap().contains("zebrafish"));
     assert!(found.get("dates").is_none(), "{found}");
 
@@ -582,4 +579,125 @@ fn stdio_forget_and_typed_writes_never_lose_history_or_memories() {
     assert!(!err && v["action"] == "replaced", "{v}");
     let text = std::fs::read_to_string(ws.join("memory/过敏.md")).unwrap();
     assert!(text.contains("对猫过敏"), "{text}");
+}
+
+/// The CLI with `args`; its stdout, after checking it succeeded.
+fn cli_ok(ws: &Path, args: &[&str]) -> String {
+    let out = command(ws, args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "mnemo {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// One service behind every surface: `mnemo search --json`, `POST
+/// /v1/memory/search` and MCP's `memory_search` answer the same query with
+/// the same JSON, hit for hit; the CLI honours `[search] max_results` and
+/// validates as the servers do; and `mnemo get` opens the citations a
+/// search printed, session logs included.
+#[test]
+fn every_surface_answers_a_search_alike() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path();
+    init(ws);
+    for i in 0..12 {
+        cli_ok(ws, &["log", &format!("zebrafish tank {i} needs cleaning")]);
+    }
+    cli_ok(ws, &["log", "the new cartridge arrived"]);
+    cli_ok(
+        ws,
+        &[
+            "session",
+            "append",
+            "cli:direct",
+            "--role",
+            "user",
+            "--content",
+            "the zebrafish tank filter is broken",
+        ],
+    );
+    fn with<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+        let mut a = vec!["--set", "embedder.kind=none"];
+        a.extend_from_slice(extra);
+        a
+    }
+
+    let cli: Value = serde_json::from_str(&cli_ok(
+        ws,
+        &with(&["search", "--json", "-n", "4", "zebrafish tank"]),
+    ))
+    .unwrap();
+    let args = json!({"query": "zebrafish tank", "max_results": 4});
+    let mut mcp = Stdio_::start(ws, &["embedder.kind=none"]);
+    let (is_error, over_mcp) = mcp.call("memory_search", args.clone());
+    assert!(!is_error, "{over_mcp}");
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let mut server = start_listening(command(ws, &with(&["serve", "--http", &addr])));
+    let (status, body) = post(port, "/v1/memory/search", None, &args);
+    let _ = server.kill();
+    let _ = server.wait();
+    assert_eq!(status, 200, "{body}");
+    let over_http: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(cli["results"].as_array().map(Vec::len), Some(4), "{cli}");
+    assert_eq!(cli, over_mcp, "CLI and MCP differ");
+    assert_eq!(cli, over_http, "CLI and HTTP differ");
+
+    // `[search] max_results` (here through --set) is the CLI's default too.
+    let count = |extra: &[&'static str]| -> usize {
+        let v: Value = serde_json::from_str(&cli_ok(ws, &with(extra))).unwrap();
+        v["results"].as_array().unwrap().len()
+    };
+    assert_eq!(count(&["search", "--json", "zebrafish"]), 6);
+    assert_eq!(
+        count(&[
+            "--set",
+            "search.max_results=9",
+            "search",
+            "--json",
+            "zebrafish"
+        ]),
+        9
+    );
+    // And it refuses what the servers refuse, with the same exit code.
+    for bad in [
+        with(&["search", "-n", "0", "zebrafish"]),
+        with(&["search", "--min-score", "2", "zebrafish"]),
+    ] {
+        let out = command(ws, &bad).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{bad:?}");
+    }
+
+    // Every citation a search printed opens with `mnemo get`.
+    let all: Value = serde_json::from_str(&cli_ok(
+        ws,
+        &with(&["search", "--json", "-n", "20", "cartridge broken"]),
+    ))
+    .unwrap();
+    let hits = all["results"].as_array().unwrap();
+    let session = hits
+        .iter()
+        .find(|h| h["source"] == "sessions")
+        .expect("the session message is found");
+    let memory = hits.iter().find(|h| h["source"] == "memory").unwrap();
+    for hit in [session, memory] {
+        let citation = hit["citation"].as_str().unwrap();
+        let got: Value = serde_json::from_str(&cli_ok(ws, &["get", "--json", citation])).unwrap();
+        let lines = hit["end_line"].as_u64().unwrap() - hit["start_line"].as_u64().unwrap() + 1;
+        assert_eq!(got["from"], hit["start_line"], "{citation}: {got}");
+        assert_eq!(got["lines"].as_u64(), Some(lines), "{citation}: {got}");
+        let text = got["text"].as_str().unwrap();
+        assert!(
+            text.contains("cartridge") || text.contains("broken"),
+            "{citation}: {got}"
+        );
+    }
+    // The agents' memory_get still never reads a session log.
+    let (is_error, refused) = mcp.call(
+        "memory_get",
+        json!({"path": session["citation"].as_str().unwrap()}),
+    );
+    assert!(is_error, "{refused}");
 }

@@ -32,7 +32,7 @@ pub enum ConfigError {
         message: String,
     },
     /// A section has a field of the wrong type.
-    #[error("bad value in [{section}] of mnemo.toml: {message}")]
+    #[error("bad value in [{section}] (from mnemo.toml, a MNEMO_<SECTION>__<KEY> variable or --set): {message}")]
     Section {
         /// Section name.
         section: String,

@@ -212,6 +212,26 @@ impl Default for ProviderConfig {
     }
 }
 
+/// The keys of a `[provider]` (or `[providers.NAME]`) section, for
+/// checking a `--set provider.KEY=…` before anything reads it.
+pub const PROVIDER_KEYS: &[&str] = &[
+    "kind",
+    "base_url",
+    "api_key_env",
+    "api_key",
+    "model",
+    "context_window",
+    "max_output",
+    "headers",
+    "timeout_secs",
+    "max_retries",
+    "retry_backoff_ms",
+    "path",
+    "download",
+    "cache_dir",
+    "max_response_bytes",
+];
+
 /// The file form: every field optional so that defaults can follow the
 /// final `kind` after overrides.
 #[derive(Debug, Clone, Default, Deserialize)]

@@ -394,3 +394,93 @@ fn section_as<T: serde::de::DeserializeOwned>(table: toml::Table) -> Result<T> {
             })
         })
 }
+
+/// The keys of each `mnemo.toml` section, for checking a `--set
+/// section.key=value` before any part reads it: `None` for a section mnemo
+/// does not have. `[providers.NAME]` takes a provider's keys.
+pub fn setting_keys(section: &str) -> Option<Vec<String>> {
+    fn keys_of<T: Serialize>(defaults: T) -> Vec<String> {
+        serde_json::to_value(defaults)
+            .ok()
+            .and_then(|v| v.as_object().map(|o| o.keys().cloned().collect()))
+            .unwrap_or_default()
+    }
+    let mut keys = match section {
+        "session" => keys_of(mnemo_store::SessionOptions::default()),
+        "memory" => keys_of(mnemo_store::MemorySettings::default()),
+        "index" => keys_of(mnemo_index::IndexOptions::default()),
+        "search" => keys_of(mnemo_index::SearchOptions::default()),
+        "engine" => keys_of(mnemo_engine::EngineSettings::default()),
+        "provider" => mnemo_llm::PROVIDER_KEYS
+            .iter()
+            .map(|k| k.to_string())
+            .collect(),
+        "embedder" => {
+            let mut k: Vec<String> = [
+                EmbedderKind::Local,
+                EmbedderKind::Openai,
+                EmbedderKind::Hash,
+            ]
+            .iter()
+            .flat_map(|kind| kind.keys())
+            .collect();
+            k.push("kind".into());
+            k
+        }
+        _ => return None,
+    };
+    keys.sort();
+    keys.dedup();
+    Some(keys)
+}
+
+/// Checks a dotted setting name (`search.max_results`): its section and key
+/// exist. The error says which are known.
+pub fn check_setting(dotted: &str) -> std::result::Result<(), String> {
+    let mut parts = dotted.split('.');
+    let section = parts.next().unwrap_or("");
+    if section == "providers" {
+        let key = dotted.splitn(3, '.').nth(2).unwrap_or("");
+        return match mnemo_llm::PROVIDER_KEYS.contains(&key) {
+            true => Ok(()),
+            false => Err(format!(
+                "unknown setting {dotted:?}: a [providers.NAME] section takes {}",
+                mnemo_llm::PROVIDER_KEYS.join(", ")
+            )),
+        };
+    }
+    let Some(keys) = setting_keys(section) else {
+        return Err(format!(
+            "unknown setting {dotted:?}: the sections are session, memory, embedder, index, search, provider, providers.NAME and engine"
+        ));
+    };
+    let key = parts.next().unwrap_or("");
+    if keys.iter().any(|k| k == key) {
+        Ok(())
+    } else {
+        Err(format!(
+            "unknown setting {dotted:?}: [{section}] takes {}",
+            keys.join(", ")
+        ))
+    }
+}
+
+#[cfg(test)]
+mod setting_tests {
+    use super::*;
+
+    #[test]
+    fn settings_are_checked_by_section_and_key() {
+        assert!(check_setting("search.max_results").is_ok());
+        assert!(check_setting("session.fsync").is_ok());
+        assert!(check_setting("embedder.engine").is_ok());
+        assert!(check_setting("embedder.base_url").is_ok());
+        assert!(check_setting("provider.kind").is_ok());
+        assert!(check_setting("providers.work.model").is_ok());
+        assert!(check_setting("engine.rerank").is_ok());
+        let e = check_setting("search.max_result").unwrap_err();
+        assert!(e.contains("max_results"), "{e}");
+        assert!(check_setting("serch.max_results").is_err());
+        assert!(check_setting("providers.work.modle").is_err());
+    }
+}

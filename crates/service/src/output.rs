@@ -39,7 +39,7 @@ pub struct Hit {
     /// Last line (1-based, inclusive).
     pub end_line: usize,
     /// Final score in 0..=1, rounded to 4 places.
-    pub score: f32,
+    pub score: f64,
     /// The text around the best-matching lines.
     pub snippet: String,
     /// memory or sessions.
@@ -60,7 +60,7 @@ impl From<&SearchHit> for Hit {
             path: h.path.clone(),
             start_line: h.start_line,
             end_line: h.end_line,
-            score: (h.score * 10_000.0).round() / 10_000.0,
+            score: (f64::from(h.score) * 10_000.0).round() / 10_000.0,
             snippet: h.snippet.clone(),
             source: match h.source {
                 mnemo_index::Source::Memory => HitSource::Memory,

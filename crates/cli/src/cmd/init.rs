@@ -65,5 +65,11 @@ mod tests {
         let index = mnemo_index::IndexSettings::from_config(&config).unwrap();
         assert_eq!(index.index, mnemo_index::IndexOptions::default());
         assert_eq!(index.search, mnemo_index::SearchOptions::default());
+        let engine: mnemo_engine::EngineSettings = config.section("engine").unwrap();
+        assert_eq!(engine, mnemo_engine::EngineSettings::default());
+        assert!(
+            config.table().get("provider").is_none(),
+            "no model is chosen for the user"
+        );
     }
 }

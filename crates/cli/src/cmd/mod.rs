@@ -89,12 +89,11 @@ pub enum Command {
     Mcp(mcp::McpArgs),
     /// Serve the HTTP API (JSON; the OpenAPI description at /openapi.json)
     ///
-    /// Endpoints: GET /v1/sessions; POST and GET /v1/sessions/{key}/messages
-    /// (append, history); POST /v1/sessions/{key}/context, /consolidate,
-    /// /compact and /turn (the last three need a chat model); POST
-    /// /v1/memory/search; GET /v1/memory/get?path=P&from=N&lines=M; POST
-    /// /v1/memory/write. Errors are {"error": {"code", "message"}}. Off
-    /// loopback every request needs `Authorization: Bearer TOKEN` (--token).
+    /// Every endpoint answers JSON, and errors are {"error": {"code",
+    /// "message"}} (the codes of `mnemo --help`). Consolidate, compact,
+    /// close and turn need a chat model (501 without one). Off loopback every
+    /// request needs `Authorization: Bearer TOKEN` (--token).
+    #[command(after_long_help = serve::endpoints_help())]
     Serve(serve::ServeArgs),
 }
 

@@ -24,6 +24,17 @@ pub struct ServeArgs {
     pub token: Option<String>,
 }
 
+/// The endpoints, as the OpenAPI document declares them.
+pub fn endpoints_help() -> String {
+    let mut out = String::from("Endpoints:\n");
+    for line in mnemo_service::openapi::endpoint_lines() {
+        out.push_str("  ");
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out
+}
+
 pub fn run(args: ServeArgs, global: &GlobalArgs) -> Result<()> {
     let ctx = global.ctx()?;
     let mnemo = Arc::new(mnemo::Mnemo::open(ctx.workspace, ctx.config)?);

@@ -9,8 +9,8 @@ use crate::output::UsageError;
 use clap::Args;
 use std::sync::Arc;
 
+use mnemo::core::{Config, Workspace};
 use mnemo::Mnemo;
-use mnemo_core::{Config, Workspace};
 use mnemo_service::Service;
 
 /// Options shared by every command.
@@ -62,7 +62,7 @@ pub struct Ctx {
 impl GlobalArgs {
     /// Resolves the workspace and loads its configuration.
     pub fn ctx(&self) -> Result<Ctx> {
-        let env = std::env::var(mnemo_core::workspace::WORKSPACE_ENV).ok();
+        let env = std::env::var(mnemo::core::workspace::WORKSPACE_ENV).ok();
         let workspace = Workspace::resolve(self.workspace.as_deref(), env.as_deref()).context(
             "no workspace: pass --workspace DIR or set MNEMO_WORKSPACE (no home folder was found)",
         )?;

@@ -6,8 +6,8 @@
 use std::io::Write;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use mnemo::core::ErrorCode;
 use mnemo::DownloadProgress;
-use mnemo_core::ErrorCode;
 
 /// Writes one result line to stdout (as `println!`); a closed stdout
 /// returns from the enclosing function with [`StdoutClosed`].
@@ -171,22 +171,22 @@ fn classify(err: &anyhow::Error) -> Option<ErrorCode> {
         if let Some(e) = cause.downcast_ref::<mnemo_import::Error>() {
             return Some(e.code());
         }
-        if let Some(e) = cause.downcast_ref::<mnemo_engine::Error>() {
+        if let Some(e) = cause.downcast_ref::<mnemo::engine::Error>() {
             return Some(e.code());
         }
-        if let Some(e) = cause.downcast_ref::<mnemo_llm::LlmError>() {
+        if let Some(e) = cause.downcast_ref::<mnemo::llm::LlmError>() {
             return Some(e.code());
         }
-        if let Some(e) = cause.downcast_ref::<mnemo_index::IndexError>() {
+        if let Some(e) = cause.downcast_ref::<mnemo::index::IndexError>() {
             return Some(e.code());
         }
-        if let Some(e) = cause.downcast_ref::<mnemo_store::Error>() {
+        if let Some(e) = cause.downcast_ref::<mnemo::store::Error>() {
             return Some(e.code());
         }
-        if cause.downcast_ref::<mnemo_core::PathError>().is_some() {
+        if cause.downcast_ref::<mnemo::core::PathError>().is_some() {
             return Some(ErrorCode::Forbidden);
         }
-        if cause.downcast_ref::<mnemo_core::ConfigError>().is_some() {
+        if cause.downcast_ref::<mnemo::core::ConfigError>().is_some() {
             return Some(ErrorCode::Config);
         }
         if cause.downcast_ref::<UsageError>().is_some() {

@@ -9,8 +9,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use mnemo_core::{Message, Workspace};
-use mnemo_store::{SessionOptions, SessionStore};
+use mnemo::core::{Message, Workspace};
+use mnemo::store::{SessionOptions, SessionStore};
 use mnemo_test_support::cli::{
     mnemo_command, run_with_stdin as piped, stdout_of_success as ok, SCRUBBED_ENV,
 };
@@ -348,7 +348,7 @@ fn the_iteration_bound_is_reported() {
     .output()
     .unwrap();
     let out = ok(&o);
-    assert_eq!(out.trim(), mnemo_engine::iteration_limit_notice(2));
+    assert_eq!(out.trim(), mnemo::engine::iteration_limit_notice(2));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("bound of 2 model calls"), "{err}");
     assert_eq!(server.requests().len(), 2);
@@ -356,7 +356,7 @@ fn the_iteration_bound_is_reported() {
     assert_eq!(log.len(), 6, "{log:#?}");
     assert_eq!(
         log[5],
-        format!("assistant: {}", mnemo_engine::iteration_limit_notice(2))
+        format!("assistant: {}", mnemo::engine::iteration_limit_notice(2))
     );
 }
 

@@ -184,3 +184,108 @@ fn help_explains_commands() {
     let out = ok(&mnemo(dir.path(), &["session", "append", "--help"], None));
     assert!(out.contains("JSON lines on stdin"), "{out}");
 }
+
+/// Settings and errors as a script relies on them: every `--set` counts,
+/// before and after the subcommand; an unknown key is refused at once; a
+/// command run with `--json` answers its error as JSON too, with the code
+/// that the exit status says.
+#[test]
+fn settings_and_errors_are_what_a_script_expects() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    ok(&mnemo(&ws, &["init"], None));
+    for i in 0..5 {
+        ok(&mnemo(
+            &ws,
+            &["log", &format!("apple pie number {i}")],
+            None,
+        ));
+    }
+    ok(&mnemo(
+        &ws,
+        &[
+            "session",
+            "append",
+            "k",
+            "--role",
+            "user",
+            "--content",
+            "pear",
+        ],
+        None,
+    ));
+    let out = ok(&mnemo(
+        &ws,
+        &[
+            "--set",
+            "embedder.kind=none",
+            "search",
+            "--set",
+            "search.max_results=2",
+            "--json",
+            "apple",
+        ],
+        None,
+    ));
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["mode"], "keyword", "the first --set counts: {v}");
+    assert_eq!(
+        v["results"].as_array().unwrap().len(),
+        2,
+        "the second counts: {v}"
+    );
+
+    let typo = mnemo(
+        &ws,
+        &["--set", "search.max_result=2", "search", "apple"],
+        None,
+    );
+    assert_eq!(typo.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&typo.stderr);
+    assert!(
+        err.contains("max_results"),
+        "names the keys it takes: {err}"
+    );
+
+    let bad = mnemo(
+        &ws,
+        &[
+            "--set",
+            "embedder.kind=none",
+            "search",
+            "--json",
+            "-n",
+            "0",
+            "apple",
+        ],
+        None,
+    );
+    assert_eq!(bad.status.code(), Some(2));
+    let v: serde_json::Value = serde_json::from_slice(&bad.stdout).unwrap();
+    assert_eq!(v["error"]["code"], "invalid_input", "{v}");
+    assert!(v["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("max_results"));
+
+    let missing = mnemo(
+        &ws,
+        &[
+            "--set",
+            "embedder.kind=none",
+            "consolidate",
+            "nope",
+            "--json",
+        ],
+        None,
+    );
+    assert_ne!(missing.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&missing.stdout).unwrap();
+    assert!(v["error"]["code"].is_string(), "{v}");
+
+    let help = ok(&mnemo(&ws, &["--help"], None));
+    assert!(
+        help.contains("Exit codes") && help.contains("6 the model provider failed"),
+        "{help}"
+    );
+}

@@ -8,9 +8,9 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use mnemo_core::Workspace;
-use mnemo_store::session::{read_session_file, WarningKind};
-use mnemo_store::{SessionOptions, SessionStore};
+use mnemo::core::Workspace;
+use mnemo::store::session::{read_session_file, WarningKind};
+use mnemo::store::{SessionOptions, SessionStore};
 use mnemo_test_support::cli::mnemo_command;
 use rand::{RngExt, SeedableRng};
 
@@ -107,7 +107,7 @@ fn sigkill_at_random_moments_loses_no_acknowledged_message() {
         }
         // The next writer sets any torn tail aside and appends cleanly.
         let mut log = store.open(&key).unwrap();
-        log.append(&[mnemo_core::Message::user("after crash")])
+        log.append(&[mnemo::core::Message::user("after crash")])
             .unwrap();
         let reloaded = store.load(&key).unwrap();
         assert!(

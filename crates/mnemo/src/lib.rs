@@ -13,7 +13,9 @@ use serde::{Deserialize, Serialize};
 
 pub use mnemo_core as core;
 pub use mnemo_embed::DownloadProgress;
+pub use mnemo_engine as engine;
 pub use mnemo_index as index;
+pub use mnemo_llm as llm;
 pub use mnemo_store as store;
 
 use mnemo_index::{IndexSettings, MemoryIndex};

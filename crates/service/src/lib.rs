@@ -32,3 +32,62 @@ pub use error::{Error, Result};
 pub use service::{
     apply_rerank, blocking, chat_model, rerank_passages, IndexMemorySearch, Service, NO_MODEL_HINT,
 };
+
+#[cfg(test)]
+mod architecture_tests {
+    use std::collections::BTreeMap;
+    use std::path::Path;
+
+    /// The `mnemo*` entries of a manifest's `[dependencies]`.
+    fn workspace_deps(manifest: &str) -> Vec<String> {
+        let Some(deps) = manifest.split("[dependencies]").nth(1) else {
+            return Vec::new();
+        };
+        let deps = deps.split("\n[").next().unwrap_or("");
+        let mut out: Vec<String> = deps
+            .lines()
+            .filter_map(|l| l.split(['.', ' ', '=']).next())
+            .filter(|n| *n == "mnemo" || n.starts_with("mnemo-"))
+            .map(str::to_string)
+            .collect();
+        out.sort();
+        out
+    }
+
+    /// docs/ARCHITECTURE.md draws the crates exactly as the manifests have them.
+    #[test]
+    fn the_architecture_picture_is_the_manifests() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let mut manifests = BTreeMap::new();
+        for entry in std::fs::read_dir(root.join("crates")).unwrap() {
+            let path = entry.unwrap().path().join("Cargo.toml");
+            let text = std::fs::read_to_string(&path).unwrap();
+            let name = text
+                .lines()
+                .find_map(|l| l.strip_prefix("name = "))
+                .unwrap()
+                .trim_matches('"')
+                .to_string();
+            manifests.insert(name, workspace_deps(&text));
+        }
+        let doc = std::fs::read_to_string(root.join("docs/ARCHITECTURE.md")).unwrap();
+        let block = doc
+            .split("## Crates and seams")
+            .nth(1)
+            .and_then(|s| s.split("```text\n").nth(1))
+            .and_then(|s| s.split("```").next())
+            .unwrap();
+        let mut drawn = BTreeMap::new();
+        for line in block.lines().filter(|l| !l.trim().is_empty()) {
+            let (name, deps) = line.split_once(" --> ").unwrap_or((line.trim(), ""));
+            let mut deps: Vec<String> = deps
+                .split(", ")
+                .filter(|d| !d.is_empty())
+                .map(str::to_string)
+                .collect();
+            deps.sort();
+            drawn.insert(name.trim().to_string(), deps);
+        }
+        assert_eq!(drawn, manifests);
+    }
+}

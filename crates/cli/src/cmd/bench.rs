@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
-use mnemo_core::{Message, Workspace};
-use mnemo_store::{FsyncPolicy, SessionOptions, SessionStore};
+use mnemo::core::{Message, Workspace};
+use mnemo::store::{FsyncPolicy, SessionOptions, SessionStore};
 use serde::Serialize;
 
 use crate::ctx::GlobalArgs;

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use anyhow::{Context as _, Result};
 use clap::Args;
-use mnemo_engine::{
+use mnemo::engine::{
     AgentStep, AgentTurn, Engine, EngineEvent, TurnOptions, DEFAULT_MAX_ITERATIONS,
 };
 use mnemo_service::args::{ForgetArgs, SearchArgs};
@@ -200,7 +200,7 @@ fn tool_line(name: &str, arguments: &Value) -> String {
 }
 
 /// One line for a tool's result.
-fn result_line(r: &mnemo_engine::ToolCallRecord) -> String {
+fn result_line(r: &mnemo::engine::ToolCallRecord) -> String {
     if r.is_error {
         return format!("    ✗ {}", clip(&r.result, 200));
     }

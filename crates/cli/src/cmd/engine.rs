@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use anyhow::Result;
 use clap::Args;
-use mnemo_engine::EngineEvent;
-use mnemo_llm::ProviderOverrides;
+use mnemo::engine::EngineEvent;
+use mnemo::llm::ProviderOverrides;
 use mnemo_service::output::EventsOutput;
 use mnemo_service::Service;
 

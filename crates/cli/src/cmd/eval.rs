@@ -172,7 +172,7 @@ fn retrieval(args: RetrievalArgs, global: &GlobalArgs) -> Result<()> {
     base.limit_conversations = args.limit_conversations;
     base.queries = args.queries.shape();
     base.engine_queries = args.query_from == QueryFromArg::Conversation;
-    base.index_settings = mnemo_index::IndexSettings::from_config(&ctx.config)?;
+    base.index_settings = mnemo::index::IndexSettings::from_config(&ctx.config)?;
     let modes: Vec<RetrievalMode> = match args.mode {
         ModeArg::Keyword => vec![RetrievalMode::Keyword],
         ModeArg::Vector => vec![RetrievalMode::Vector],
@@ -241,19 +241,19 @@ fn retrieval(args: RetrievalArgs, global: &GlobalArgs) -> Result<()> {
 /// The chat model re-ranking each response with the `[engine] rerank_*`
 /// settings, on a runtime of its own (the benchmark itself is synchronous).
 fn reranker(
-    config: &mnemo_core::Config,
+    config: &mnemo::core::Config,
     model: &crate::cmd::engine::ModelArgs,
 ) -> Result<mnemo_eval::Rerank> {
     let chat = crate::output::with_download_bar_for("the chat model", |p| {
         mnemo_service::chat_model(config, &model.overrides(), p)
     })
     .map_err(|e| anyhow::Error::new(e).context(mnemo_service::NO_MODEL_HINT))?;
-    let settings: mnemo_engine::EngineSettings = config.section("engine")?;
+    let settings: mnemo::engine::EngineSettings = config.section("engine")?;
     let rt = crate::ctx::runtime()?;
     Ok(std::sync::Arc::new(
-        move |query: &str, resp: &mut mnemo_index::SearchResponse| {
+        move |query: &str, resp: &mut mnemo::index::SearchResponse| {
             let passages = mnemo_service::rerank_passages(resp, settings.rerank_candidates);
-            let outcome = rt.block_on(mnemo_engine::rerank::rerank(
+            let outcome = rt.block_on(mnemo::engine::rerank::rerank(
                 chat.as_ref(),
                 query,
                 &passages,

@@ -34,7 +34,7 @@ pub fn run(_args: InitArgs, global: &GlobalArgs) -> Result<()> {
     }
     for (path, text) in [(ws.memory_md(), MEMORY_MD), (ws.config_path(), MNEMO_TOML)] {
         if !path.exists() {
-            mnemo_store::fsutil::atomic_write(&path, text.as_bytes())?;
+            mnemo::store::fsutil::atomic_write(&path, text.as_bytes())?;
             created.push(path.display().to_string());
         }
     }
@@ -61,12 +61,12 @@ mod tests {
     /// The commented file `init` writes states the defaults, not other values.
     #[test]
     fn template_states_the_defaults() {
-        let config = mnemo_core::Config::parse(MNEMO_TOML).unwrap();
-        let index = mnemo_index::IndexSettings::from_config(&config).unwrap();
-        assert_eq!(index.index, mnemo_index::IndexOptions::default());
-        assert_eq!(index.search, mnemo_index::SearchOptions::default());
-        let engine: mnemo_engine::EngineSettings = config.section("engine").unwrap();
-        assert_eq!(engine, mnemo_engine::EngineSettings::default());
+        let config = mnemo::core::Config::parse(MNEMO_TOML).unwrap();
+        let index = mnemo::index::IndexSettings::from_config(&config).unwrap();
+        assert_eq!(index.index, mnemo::index::IndexOptions::default());
+        assert_eq!(index.search, mnemo::index::SearchOptions::default());
+        let engine: mnemo::engine::EngineSettings = config.section("engine").unwrap();
+        assert_eq!(engine, mnemo::engine::EngineSettings::default());
         assert!(
             config.table().get("provider").is_none(),
             "no model is chosen for the user"

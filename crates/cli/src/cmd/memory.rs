@@ -6,11 +6,11 @@ use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use std::sync::Arc;
 
+use mnemo::store::MemoryStore;
 use mnemo::Mnemo;
 use mnemo_service::args::{WriteArgs, WriteMode};
 use mnemo_service::output::{SaveActionOut, WriteOutput};
 use mnemo_service::Service;
-use mnemo_store::MemoryStore;
 
 use crate::ctx::{Ctx, GlobalArgs};
 use crate::output::UsageError;
@@ -192,7 +192,7 @@ pub fn run(command: MemoryCommand, global: &GlobalArgs) -> Result<()> {
             Ok(())
         }
         MemoryCommand::Undo => {
-            let undone = mnemo_engine::undo_consolidation(&store, chrono::Utc::now())?;
+            let undone = mnemo::engine::undo_consolidation(&store, chrono::Utc::now())?;
             outln!(
                 "undid the consolidation of {}: {} line(s) of MEMORY.md changed back (recorded in memory/HISTORY.md)",
                 undone.consolidation, undone.lines

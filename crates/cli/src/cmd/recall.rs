@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use anyhow::Result;
 use clap::Args;
+use mnemo::index::{MemoryIndex, SyncProgress, SyncReport};
 use mnemo::Mnemo;
-use mnemo_index::{MemoryIndex, SyncProgress, SyncReport};
 use mnemo_service::output::{HitSource, Mode};
 use mnemo_service::Service;
 
@@ -223,7 +223,7 @@ pub(crate) fn dates_note(dates: &[String]) -> Option<String> {
     })
 }
 
-fn mode_name(mode: &mnemo_index::SearchMode) -> String {
+fn mode_name(mode: &mnemo::index::SearchMode) -> String {
     serde_json::to_value(mode)
         .ok()
         .and_then(|v| v.as_str().map(str::to_string))

@@ -4,8 +4,8 @@ use std::io::{BufRead, Write};
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
-use mnemo_core::{Message, Role};
-use mnemo_store::{session::replay, SessionStore};
+use mnemo::core::{Message, Role};
+use mnemo::store::{session::replay, SessionStore};
 
 use crate::ctx::GlobalArgs;
 use crate::output::UsageError;

@@ -98,8 +98,12 @@ impl GetArgs {
         }
         let path = self.path.trim();
         let path = path.strip_prefix("Source:").unwrap_or(path).trim();
-        let (path, range) = match path.rsplit_once("#L") {
-            Some((p, r)) => (p, parse_range(r)),
+        // A `#L` that is not a line range stays part of the name.
+        let (path, range) = match path
+            .rsplit_once("#L")
+            .and_then(|(p, r)| Some((p, parse_range(r)?)))
+        {
+            Some((p, r)) => (p, Some(r)),
             None => (path, None),
         };
         if path.is_empty() {
@@ -467,6 +471,7 @@ mod tests {
             .unwrap()
         };
         assert_eq!(get("MEMORY.md"), ("MEMORY.md".into(), None, None));
+        assert_eq!(get("memory/a#Lb.md"), ("memory/a#Lb.md".into(), None, None));
         assert_eq!(
             get("MEMORY.md#L4-L6"),
             ("MEMORY.md".into(), Some(4), Some(3))

@@ -125,7 +125,7 @@ mod tests {
         call.tool_calls = Some(vec![tool_call]);
         let long = "word ".repeat(200);
         let history = vec![
-            Message::user(long.clone()),
+            Message::user(long),
             call,
             Message::tool_result("c1", "exec", "output"),
         ];

@@ -2,6 +2,7 @@
 //! example: daily logs of `## Note` sections whose words come from a skewed
 //! vocabulary, from a seeded RNG (the same text on every machine).
 #![allow(dead_code)]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
 

@@ -1102,7 +1102,7 @@ mod tests {
         }
         assert!(!lean.has_exact_rows() && lean.data().is_empty());
         assert_eq!((&full.codes, &full.scales), (&lean.codes, &lean.scales));
-        assert_eq!(lean.memory_bytes() * 4 < full.memory_bytes() * 2, true);
+        assert!(lean.memory_bytes() * 4 < full.memory_bytes() * 2);
         let mut bytes = Vec::new();
         lean.write_to(&mut bytes).unwrap();
         assert_eq!(bytes.len(), VectorSet::encoded_len(d, 400, false));
@@ -1130,7 +1130,7 @@ mod tests {
         assert_eq!(rescored, full.search(VectorScan::Int8, &q, 10, None));
         lean.remove(&[3, 4].into());
         assert_eq!(lean.len(), 398);
-        assert_eq!(VectorSet::sized_for(384, 1_000_000).has_exact_rows(), false);
+        assert!(!VectorSet::sized_for(384, 1_000_000).has_exact_rows());
         assert!(VectorSet::sized_for(384, 10_000).has_exact_rows());
     }
 

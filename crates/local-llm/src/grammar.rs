@@ -349,7 +349,7 @@ impl JsonMatcher {
                 }
                 if b == b'"' {
                     if let Some(opts) = &options {
-                        if !opts.iter().any(|o| *o == buf) {
+                        if !opts.contains(&buf) {
                             return Step::Reject;
                         }
                     }

@@ -59,7 +59,7 @@ fn anything_else_is_refused_at_the_first_bad_byte() {
     // Order is the schema's: a later optional key cannot come first.
     assert!(!accepted_prefix(&n, r#"{"count""#));
     // Nothing after the value.
-    let mut m = JsonMatcher::new(n.clone());
+    let mut m = JsonMatcher::new(n);
     assert!(m.feed(br#"{"history_entry": "h", "memory_update": "m"}"#));
     assert!(m.is_done());
     assert!(!m.accepts(b" "));
@@ -69,7 +69,7 @@ fn anything_else_is_refused_at_the_first_bad_byte() {
 fn invalid_utf8_and_control_bytes_are_refused() {
     let n = Node::compile(&json!({"type": "string"}));
     assert!(!accepted_prefix(&n, "\"\u{1}"));
-    let m = JsonMatcher::new(n.clone());
+    let m = JsonMatcher::new(n);
     assert!(!m.accepts(&[b'"', 0xC3, b'a']));
     assert!(!m.accepts(&[b'"', 0xFF]));
     assert!(m.accepts(&[b'"', 0xC3, 0xA9]));

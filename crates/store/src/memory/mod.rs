@@ -900,7 +900,8 @@ pub fn replace_section(text: &str, heading: &str, body: &str) -> (String, bool) 
     let body = body.trim_end();
     // An existing heading keeps its spelling; only the body changes.
     let heading_line = start
-        .map(|s| lines[s].trim_end().to_string())
+        .and_then(|s| lines.get(s))
+        .map(|l| l.trim_end().to_string())
         .unwrap_or_else(|| format!("## {wanted}"));
     let mut section = format!("{heading_line}\n");
     if !body.is_empty() {
@@ -910,20 +911,21 @@ pub fn replace_section(text: &str, heading: &str, body: &str) -> (String, bool) 
     }
     match start {
         Some(s) => {
-            let end = lines[s + 1..]
+            let end = lines
                 .iter()
+                .skip(s + 1)
                 .position(|l| l.starts_with("## ") || l.starts_with("# "))
                 .map(|i| s + 1 + i)
                 .unwrap_or(lines.len());
             let mut out = String::new();
-            for l in &lines[..s] {
+            for l in lines.iter().take(s) {
                 out.push_str(l);
                 out.push('\n');
             }
             out.push_str(&section);
             if end < lines.len() {
                 out.push('\n');
-                for l in &lines[end..] {
+                for l in lines.iter().skip(end) {
                     out.push_str(l);
                     out.push('\n');
                 }
@@ -965,11 +967,12 @@ fn upsert_index_line(memory: &str, rel: &str, front: &FrontMatter) -> String {
         match out.iter().position(|l| l.trim() == "## Memory files") {
             // At the end of the index section, before whatever follows it.
             Some(h) => {
-                let mut end = out[h + 1..]
+                let mut end = out
                     .iter()
+                    .skip(h + 1)
                     .position(|l| l.starts_with("# ") || l.starts_with("## "))
                     .map_or(out.len(), |i| h + 1 + i);
-                while end > h + 1 && out[end - 1].trim().is_empty() {
+                while end > h + 1 && out.get(end - 1).is_some_and(|l| l.trim().is_empty()) {
                     end -= 1;
                 }
                 if end == h + 1 {

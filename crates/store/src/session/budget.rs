@@ -123,8 +123,9 @@ fn spill_stem(m: &Message) -> String {
     match m.tool_call_id.as_deref() {
         Some(id) => safe_id(id),
         None => {
-            let hash = hex::encode(sha2::Sha256::digest(m.text().as_bytes()));
-            format!("anon-{}", &hash[..16])
+            let mut hash = hex::encode(sha2::Sha256::digest(m.text().as_bytes()));
+            hash.truncate(16);
+            format!("anon-{hash}")
         }
     }
 }

@@ -108,38 +108,30 @@ impl Engine {
         if dropped.is_empty() {
             return Ok(());
         }
-        let before = self.measure(&loaded, message)?;
-        let after = self.after_record(
+        let changed = dropped.len();
+        self.project(
             log,
             &loaded,
             message,
-            kind::SNIP,
-            "dropped",
-            json!(dropped),
-            before,
-        )?;
-        events.push(EngineEvent::Compacted(CompactionReport {
-            kind: kind::SNIP.into(),
-            tokens_before: before,
-            tokens_after: after,
-            changed: dropped.len(),
-            first_kept: None,
-        }));
-        Ok(())
+            (kind::SNIP, "dropped", json!(dropped)),
+            changed,
+            events,
+        )
     }
 
-    /// Appends a projection record and measures the prompt it leaves.
-    #[allow(clippy::too_many_arguments)]
-    fn after_record(
+    /// Appends a projection record (its kind, and what it changed as
+    /// `field: value`), measuring the prompt before and after it, and
+    /// reports it with the count of what it changed.
+    fn project(
         &self,
         log: &mut SessionLog,
         loaded: &LoadedSession,
         message: &str,
-        kind: &str,
-        field: &str,
-        value: Value,
-        before: usize,
-    ) -> Result<usize> {
+        (kind, field, value): (&str, &str, Value),
+        changed: usize,
+        events: &mut Vec<EngineEvent>,
+    ) -> Result<()> {
+        let before = self.measure(loaded, message)?;
         let mut probe = loaded.clone();
         let mut extra = Map::new();
         extra.insert(field.into(), value);
@@ -148,7 +140,14 @@ impl Engine {
         let after = self.measure(&probe, message)?;
         rec.tokens_after = after;
         self.record(log, rec)?;
-        Ok(after)
+        events.push(EngineEvent::Compacted(CompactionReport {
+            kind: kind.into(),
+            tokens_before: before,
+            tokens_after: after,
+            changed,
+            first_kept: None,
+        }));
+        Ok(())
     }
 
     /// Level 3 on the log.
@@ -171,24 +170,15 @@ impl Engine {
         if cleared.is_empty() {
             return Ok(());
         }
-        let before = self.measure(&loaded, message)?;
-        let after = self.after_record(
+        let changed = cleared.len();
+        self.project(
             log,
             &loaded,
             message,
-            kind::MICROCOMPACT,
-            "cleared",
-            json!(cleared),
-            before,
-        )?;
-        events.push(EngineEvent::Compacted(CompactionReport {
-            kind: kind::MICROCOMPACT.into(),
-            tokens_before: before,
-            tokens_after: after,
-            changed: cleared.len(),
-            first_kept: None,
-        }));
-        Ok(())
+            (kind::MICROCOMPACT, "cleared", json!(cleared)),
+            changed,
+            events,
+        )
     }
 
     /// Level 4 on the log.
@@ -204,25 +194,15 @@ impl Engine {
         if spans.is_empty() {
             return Ok(());
         }
-        let before = self.measure(&loaded, message)?;
-        let n = spans.len();
-        let after = self.after_record(
+        let changed = spans.len();
+        self.project(
             log,
             &loaded,
             message,
-            kind::COLLAPSE,
-            "spans",
-            json!(spans),
-            before,
-        )?;
-        events.push(EngineEvent::Compacted(CompactionReport {
-            kind: kind::COLLAPSE.into(),
-            tokens_before: before,
-            tokens_after: after,
-            changed: n,
-            first_kept: None,
-        }));
-        Ok(())
+            (kind::COLLAPSE, "spans", json!(spans)),
+            changed,
+            events,
+        )
     }
 
     /// Level 5 (or 6 with `kind::REACTIVE`): flush first, then a summary of

@@ -501,14 +501,8 @@ impl Engine {
             .into());
         }
         let _lock = self.lock(key).await?;
-        let (mut log, mut loaded) = self.open(key)?;
         let mut events = Vec::new();
-        if self
-            .recover_round(key, &mut log, &loaded, &mut events)?
-            .is_some()
-        {
-            loaded = log.load()?;
-        }
+        let (mut log, loaded) = self.open_recovered(key, &mut events)?;
         let cursor = loaded.meta.last_consolidated;
         if let Some(to) = last_boundary(&loaded.messages, cursor) {
             self.consolidate_or_fail(key, &mut log, &loaded, cursor, to, &mut events)

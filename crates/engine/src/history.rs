@@ -9,7 +9,7 @@ use std::collections::{HashMap, HashSet};
 use mnemo_core::{Content, Message, Role};
 use mnemo_store::{CompactionRecord, LoadedSession};
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::templates;
 
@@ -305,17 +305,7 @@ pub fn well_formed(entries: Vec<Entry>) -> Vec<Entry> {
 }
 
 /// The message as sent to a model: only the protocol's fields.
-pub fn strip(m: &Message) -> Message {
-    Message {
-        role: m.role,
-        content: m.content.clone(),
-        tool_calls: m.tool_calls.clone(),
-        tool_call_id: m.tool_call_id.clone(),
-        name: m.name.clone(),
-        timestamp: None,
-        extra: Map::new(),
-    }
-}
+pub use mnemo_store::session::strip;
 
 /// One line per message, as nanobot formats a chunk for consolidation:
 /// `[YYYY-MM-DD HH:MM] ROLE [tools: a, b]: content`. Empty messages are

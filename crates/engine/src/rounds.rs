@@ -50,6 +50,24 @@ impl Engine {
         Ok(())
     }
 
+    /// Opens the session's log under its lock, first finishing a round an
+    /// earlier run left half-done (see [`Self::recover_round`]); what that
+    /// did goes to `events`.
+    pub(crate) fn open_recovered(
+        &self,
+        key: &str,
+        events: &mut Vec<EngineEvent>,
+    ) -> Result<(SessionLog, LoadedSession)> {
+        let (mut log, mut loaded) = self.open(key)?;
+        if self
+            .recover_round(key, &mut log, &loaded, events)?
+            .is_some()
+        {
+            loaded = log.load()?;
+        }
+        Ok((log, loaded))
+    }
+
     /// Finishes a round that crashed after its history entry but before
     /// its cursor move: when the entry is there, only the cursor moves.
     /// Returns the round when it did. Reads the engine state afresh first.

@@ -84,14 +84,8 @@ impl Engine {
     /// end so the next turn starts empty. Nothing is deleted from the log.
     pub async fn new_session(&self, key: &str) -> Result<NewSessionReport> {
         let _lock = self.lock(key).await?;
-        let (mut log, mut loaded) = self.open(key)?;
         let mut events = Vec::new();
-        if self
-            .recover_round(key, &mut log, &loaded, &mut events)?
-            .is_some()
-        {
-            loaded = log.load()?;
-        }
+        let (mut log, loaded) = self.open_recovered(key, &mut events)?;
         let cursor = loaded.meta.last_consolidated;
         let end = loaded.messages.len();
         let tail = &loaded.messages[cursor.min(end)..];

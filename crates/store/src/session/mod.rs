@@ -23,4 +23,4 @@ pub use log::{
     SessionLog, SessionOptions, SessionStore, WarningKind,
 };
 pub use record::{now_iso, CompactionRecord, Record, SessionMetadata};
-pub use replay::replay;
+pub use replay::{replay, strip};

@@ -61,7 +61,9 @@ pub fn replay(messages: &[Message], cursor: usize) -> Vec<Message> {
     out
 }
 
-fn strip(m: &Message) -> Message {
+/// The message as sent to a model: only the protocol's fields (no
+/// timestamp, no extra fields).
+pub fn strip(m: &Message) -> Message {
     Message {
         role: m.role,
         content: m.content.clone(),

@@ -1,8 +1,8 @@
 //! The `Embedder` conformance suite (mnemo-test-support) on every embedder
 //! of this crate, on the real models: the default multilingual-e5-small q4
 //! (through `LocalEmbedder` with the default engine, and as
-//! `E5Q4Embedder`), all-MiniLM-L6-v2 on the fast and the candle BERT
-//! passes, all-mpnet-base-v2, and the hashing embedder. A missing model
+//! `E5Q4Embedder`), all-MiniLM-L6-v2 on each BERT forward pass (fast,
+//! candle, int8), all-mpnet-base-v2, and the hashing embedder. A missing model
 //! fails the test with the command that fetches it.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -33,6 +33,11 @@ mnemo_test_support::embedder_suite!(minilm, || EmbedderCase::new(
 
 mnemo_test_support::embedder_suite!(minilm_candle, || EmbedderCase::new(
     LocalEmbedder::load_on(&model_dir(), Engine::Candle).unwrap(),
+    Kinds::Same
+));
+
+mnemo_test_support::embedder_suite!(minilm_int8, || EmbedderCase::new(
+    LocalEmbedder::load_on(&model_dir(), Engine::Int8).unwrap(),
     Kinds::Same
 ));
 

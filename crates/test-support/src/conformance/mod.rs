@@ -48,8 +48,8 @@ pub const EMBEDDERS: &[Implementation] = &[
         ty: "LocalEmbedder",
         tested_in: "embed",
         // The default model (multilingual-e5-small q4, default engine),
-        // all-MiniLM-L6-v2 on both BERT forward passes, all-mpnet-base-v2.
-        suites: &["e5_q4", "minilm", "minilm_candle", "mpnet"],
+        // all-MiniLM-L6-v2 on each BERT forward pass, all-mpnet-base-v2.
+        suites: &["e5_q4", "minilm", "minilm_candle", "minilm_int8", "mpnet"],
         exempt: None,
     },
     Implementation {

@@ -61,7 +61,7 @@ pub type MakeChat = fn(&ChatTarget) -> Result<Box<dyn ChatModel>, LlmError>;
 /// function or a closure without captures). `suite_is_complete` fails when
 /// the macro misses a scenario.
 ///
-/// ```ignore
+/// ```text
 /// mnemo_test_support::chat_model_suite!(openai, |t| Ok(Box::new(OpenAiChat::new(&config(t))?)));
 /// ```
 #[macro_export]

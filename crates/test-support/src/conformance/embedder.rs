@@ -74,7 +74,7 @@ impl EmbedderCase {
 /// and shared by the module's tests; `suite_is_complete` fails when the
 /// macro misses a scenario.
 ///
-/// ```ignore
+/// ```text
 /// mnemo_test_support::embedder_suite!(hash, || EmbedderCase::new(HashEmbedder::default(), Kinds::Same));
 /// ```
 #[macro_export]

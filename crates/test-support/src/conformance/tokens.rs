@@ -51,7 +51,7 @@ impl TokenCase {
 /// memo starts empty. `suite_is_complete` fails when the macro misses a
 /// scenario.
 ///
-/// ```ignore
+/// ```text
 /// mnemo_test_support::token_counter_suite!(estimate, || TokenCase::new(EstimateCounter, false));
 /// ```
 #[macro_export]

@@ -39,7 +39,9 @@ pub enum EmbedError {
     /// The request timed out after its retries.
     #[error("embedding request timed out: {0}")]
     Timeout(String),
-    /// The input was unusable (for instance, empty batch or dimension mismatch).
+    /// The input was unusable (for instance, a blank text, see
+    /// [`Embedder::embed`], or a dimension mismatch). Not retried: the
+    /// same input fails the same way.
     #[error("invalid embedding input: {0}")]
     Invalid(String),
     /// Inference failed inside a local model.
@@ -58,7 +60,9 @@ pub trait Embedder: Send + Sync {
     /// Dimension of the vectors.
     fn dims(&self) -> usize;
 
-    /// Largest batch the implementation takes in one call.
+    /// The batch size the implementation works in: callers that report
+    /// progress batch by it. [`embed`](Self::embed) takes larger batches
+    /// too and splits them itself.
     fn max_batch(&self) -> usize {
         32
     }
@@ -82,6 +86,26 @@ pub trait Embedder: Send + Sync {
         None
     }
 
-    /// Embeds `texts`, returning one L2-normalised vector per text, in order.
+    /// Embeds `texts`, returning one L2-normalised vector of
+    /// [`dims`](Self::dims) finite numbers per text, in order.
+    ///
+    /// - **Blank texts are refused.** When any text is empty or white space
+    ///   only, the whole call fails with [`EmbedError::Invalid`] (its
+    ///   message says "input N is blank") before any work or request. A
+    ///   blank text has no meaning to embed: a model would answer with the
+    ///   vector of its special tokens alone, which sits near unrelated
+    ///   texts, and hosted providers refuse it. Callers leave blank texts
+    ///   out (the index stores a blank chunk without a vector).
+    /// - **An empty batch** gives an empty answer, not an error.
+    /// - **Batches of any length** are taken: an implementation splits a
+    ///   batch larger than [`max_batch`](Self::max_batch) itself, and a
+    ///   text's vector does not depend on the batch it came in.
+    /// - **Texts over the input limit** are embedded cut to it, never
+    ///   refused ([`max_input_tokens`](Self::max_input_tokens)).
+    /// - **`kind`** selects the query or document prefix of models that
+    ///   have them; others ignore it.
+    ///
+    /// `mnemo-test-support`'s `embedder_suite!` checks all of this on every
+    /// implementation.
     fn embed(&self, texts: &[&str], kind: EmbedKind) -> Result<Vec<Vec<f32>>, EmbedError>;
 }

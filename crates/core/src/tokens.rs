@@ -15,6 +15,9 @@ pub struct TokenCount {
 ///
 /// Implementations: exact tiktoken encodings and a chars/4 estimate in
 /// `mnemo-tokens`; a provider's own counter can be plugged in later.
+/// `mnemo-test-support`'s `token_counter_suite!` checks every one (an empty
+/// text is 0 tokens, a message costs more than its text, tool calls count,
+/// lists add up, an edited message is counted afresh).
 pub trait TokenCounter: Send + Sync {
     /// Tokens in plain text.
     fn count_text(&self, text: &str) -> usize;

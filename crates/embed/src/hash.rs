@@ -3,7 +3,7 @@
 
 use mnemo_core::{EmbedError, EmbedKind, Embedder, EmbedderId};
 
-use crate::local::normalise;
+use crate::local::{normalise, refuse_blank};
 
 /// A deterministic, non-semantic embedder: lower-cased word unigrams and
 /// character trigrams of each word (plus character bigrams inside CJK text,
@@ -55,7 +55,8 @@ impl HashEmbedder {
             }
         }
         if !any {
-            // Empty or punctuation-only text still gets a unit vector.
+            // Punctuation-only text still gets a unit vector (blank text
+            // never reaches here through `Embedder::embed`).
             self.add(&mut v, b"empty", b"", 1.0);
         }
         normalise(&mut v);
@@ -112,7 +113,11 @@ impl Embedder for HashEmbedder {
         1024
     }
 
+    /// Refuses blank texts ([`Embedder::embed`]'s contract), although
+    /// [`embed_one`](HashEmbedder::embed_one) has a vector for them: every
+    /// embedder must agree on what a blank text gets.
     fn embed(&self, texts: &[&str], _kind: EmbedKind) -> Result<Vec<Vec<f32>>, EmbedError> {
+        refuse_blank(texts)?;
         Ok(texts.iter().map(|t| self.embed_one(t)).collect())
     }
 }
@@ -146,6 +151,10 @@ mod tests {
             let v = e.embed_one(t);
             assert!((cos(&v, &v) - 1.0).abs() < 1e-5);
         }
+        assert!(matches!(
+            e.embed(&["a", " "], EmbedKind::Document),
+            Err(EmbedError::Invalid(_))
+        ));
         let zh = e.embed_one("我每周二上钢琴课");
         assert!(cos(&zh, &e.embed_one("钢琴")) > 0.1);
     }

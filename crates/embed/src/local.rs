@@ -430,6 +430,19 @@ pub(crate) fn embed_sorted(
     Ok(out)
 }
 
+/// The blank-text contract of [`Embedder::embed`]: a batch holding a blank
+/// text (empty or white space only) is refused before any work, naming the
+/// first one. A model would give such a text the vector of its special
+/// tokens alone, which means nothing and lands near unrelated queries.
+pub(crate) fn refuse_blank(texts: &[&str]) -> std::result::Result<(), EmbedError> {
+    match texts.iter().position(|t| t.trim().is_empty()) {
+        None => Ok(()),
+        Some(i) => Err(EmbedError::Invalid(format!(
+            "input {i} is blank: a blank text has nothing to embed, so leave it out before embedding"
+        ))),
+    }
+}
+
 pub(crate) fn normalise(v: &mut [f32]) {
     let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
     if norm > 0.0 && norm.is_finite() {
@@ -487,9 +500,13 @@ impl Embedder for LocalEmbedder {
         }
     }
 
+    /// Refuses blank texts ([`Embedder::embed`]'s contract).
     fn embed(&self, texts: &[&str], kind: EmbedKind) -> Result<Vec<Vec<f32>>, EmbedError> {
         match &self.backend {
-            Backend::Bert(b) => Ok(b.embed_inner(texts, kind)?),
+            Backend::Bert(b) => {
+                refuse_blank(texts)?;
+                Ok(b.embed_inner(texts, kind)?)
+            }
             Backend::E5Q4(e) => e.embed(texts, kind),
         }
     }

@@ -60,9 +60,15 @@ fn default_load_uses_the_fast_path_and_reports_the_model() {
 }
 
 #[test]
-fn vectors_are_unit_length_with_384_dims_and_empty_text_embeds() {
+fn vectors_are_unit_length_with_384_dims_and_blank_text_is_refused() {
     for m in both() {
-        let v = m.embed(&["", "hello", "   "], EmbedKind::Document).unwrap();
+        let err = m
+            .embed(&["", "hello", "   "], EmbedKind::Document)
+            .unwrap_err();
+        assert!(matches!(err, mnemo_core::EmbedError::Invalid(_)), "{err}");
+        let v = m
+            .embed(&["?", "hello", "a b"], EmbedKind::Document)
+            .unwrap();
         assert_eq!(v.len(), 3);
         for x in &v {
             assert_eq!(x.len(), 384);

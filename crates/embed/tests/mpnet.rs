@@ -16,10 +16,11 @@ fn model() -> &'static LocalEmbedder {
     M.get_or_init(|| LocalEmbedder::load(&mpnet_model_dir()).unwrap())
 }
 
-/// The test's long text: the first sixteen test sentences, three times over
-/// (about 540 word pieces, cut to the model's 384).
+/// The test's long text: the first fifteen test sentences (sixteen with the
+/// blank one the reference was made with, which adds only white space),
+/// three times over (about 540 word pieces, cut to the model's 384).
 fn long_text() -> String {
-    vec![sentences()[..16].join(" "); 3].join(" ")
+    vec![sentences()[..15].join(" "); 3].join(" ")
 }
 
 /// From scripts/mpnet_reference.py: the first 8 values of each vector.

@@ -378,3 +378,43 @@ fn the_embedding_cache_stays_within_its_cap() {
     assert_eq!(total as usize, st.chunks);
     assert_eq!(st.vectors, st.chunks);
 }
+
+/// `Embedder::embed` refuses blank texts: blank and empty files still
+/// index (kept for `memory_get`, no vector for a blank chunk), the files
+/// count as embedded (no retry on every sync), and search stays hybrid.
+#[test]
+fn blank_and_empty_files_index_with_an_embedder_that_refuses_blank_text() {
+    let f = fixture(2);
+    f.write("memory/empty.md", "");
+    f.write("memory/blank.md", "\n   \n\t\n");
+    f.write(
+        "memory/spaces.md",
+        "# Title\n\n   \n\n- Dana keeps a spare key under the mat.\n",
+    );
+    let embedder: Arc<dyn mnemo_core::Embedder> = Arc::new(mnemo_embed::HashEmbedder::default());
+    let index = MemoryIndex::open(&f.ws, IndexSettings::default(), Some(embedder)).unwrap();
+    let report = index.sync(&|_| {}).unwrap();
+    assert!(report.issues.is_empty(), "{:?}", report.issues);
+    assert_eq!(report.indexed.len(), 6, "{report:?}");
+    assert!(
+        !index.is_dirty().unwrap(),
+        "a blank file must not stay due for vectors"
+    );
+    let again = index.sync(&|_| {}).unwrap();
+    assert!(
+        again.indexed.is_empty() && again.chunks_embedded == 0,
+        "{again:?}"
+    );
+    let hits = index
+        .search(&SearchRequest::new("where is the spare key"))
+        .unwrap();
+    assert_eq!(hits.mode, SearchMode::Hybrid);
+    assert!(
+        hits.warnings
+            .iter()
+            .all(|w| !w.contains("embedding failed")),
+        "{:?}",
+        hits.warnings
+    );
+    assert!(hits.results[0].snippet.contains("spare key"), "{hits:?}");
+}

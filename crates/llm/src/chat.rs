@@ -172,6 +172,9 @@ pub struct ModelInfo {
 ///
 /// Implementations retry transient failures themselves; errors carry an
 /// [`ErrorKind`](crate::ErrorKind) telling the caller how to react.
+/// `mnemo-test-support`'s `chat_model_suite!` checks both on every client
+/// over HTTP (429 with `Retry-After`, 5xx, timeouts, 400, 401, a refused
+/// connection, a malformed answer, the usage reported).
 pub trait ChatModel: Send + Sync {
     /// Sends one request and waits for the whole answer.
     fn complete(&self, req: ChatRequest) -> BoxFuture<'_, Result<ChatResponse, LlmError>>;

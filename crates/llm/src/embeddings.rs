@@ -19,7 +19,7 @@ use sha2::{Digest, Sha256};
 use crate::error::{classify, FailureContext, LlmError, Result};
 use crate::openai::short;
 use crate::provider::{is_loopback, process_env};
-use crate::retry::{parse_retry_after, RetryPolicy};
+use crate::retry::{parse_retry_after, Failure, RetryPolicy};
 use crate::transport::{
     describe, header_map, is_secret_header, read_capped_blocking, send_error, CappedBody,
 };
@@ -276,65 +276,56 @@ impl OpenAiEmbedder {
     }
 
     fn post(&self, body: &Value) -> Result<Value> {
-        let mut attempts = 0u32;
-        loop {
-            attempts += 1;
-            let sent = self
-                .client
-                .post(&self.url)
-                .headers(self.headers.clone())
-                .json(body)
-                .send();
-            let (err, retry_after) = match sent {
-                Err(e) => (send_error(&e, &self.label, self.timeout, attempts), None),
-                Ok(resp) => {
-                    let status = resp.status();
-                    let retry_after = parse_retry_after(resp.headers());
-                    match read_capped_blocking(resp, MAX_EMBEDDING_RESPONSE_BYTES) {
-                        Err(e) => (
-                            LlmError::Transient {
-                                provider: self.label.clone(),
-                                status: Some(status.as_u16()),
-                                attempts,
-                                message: format!("reading the answer failed: {e}"),
-                            },
-                            None,
-                        ),
-                        Ok(body) if body.cut && status.is_success() => {
-                            return Err(LlmError::TooLarge {
-                                provider: self.label.clone(),
-                                limit: MAX_EMBEDDING_RESPONSE_BYTES,
-                            });
-                        }
-                        Ok(CappedBody { text, .. }) if status.is_success() => {
-                            return serde_json::from_str(&text).map_err(|e| LlmError::Decode {
-                                provider: self.label.clone(),
-                                message: format!(
-                                    "HTTP {status} with a body that is not JSON ({e})"
-                                ),
-                            });
-                        }
-                        Ok(CappedBody { text, .. }) => {
-                            let cx = FailureContext {
-                                provider: &self.label,
-                                url: &self.url,
-                                key_env: &self.config.api_key_env,
-                                attempts,
-                                retry_after,
-                                tool_choice_forced: false,
-                            };
-                            (classify(Some(status.as_u16()), &text, &cx), retry_after)
-                        }
-                    }
-                }
-            };
-            if err.is_retryable() && attempts <= self.policy.max_retries {
-                let wait = self.policy.delay(attempts - 1, retry_after);
-                tracing::warn!(provider = %self.label, attempt = attempts, ?wait, error = %err, "retrying embedding request");
-                std::thread::sleep(wait);
-                continue;
+        self.policy
+            .run_blocking(&self.label, "embedding request", |attempts| {
+                self.attempt(body, attempts)
+            })
+    }
+
+    /// One POST of `body`: the parsed answer, or why it failed.
+    fn attempt(&self, body: &Value, attempts: u32) -> std::result::Result<Value, Failure> {
+        let sent = self
+            .client
+            .post(&self.url)
+            .headers(self.headers.clone())
+            .json(body)
+            .send();
+        let resp =
+            sent.map_err(|e| Failure::new(send_error(&e, &self.label, self.timeout, attempts)))?;
+        let status = resp.status();
+        let retry_after = parse_retry_after(resp.headers());
+        match read_capped_blocking(resp, MAX_EMBEDDING_RESPONSE_BYTES) {
+            Err(e) => Err(Failure::new(LlmError::Transient {
+                provider: self.label.clone(),
+                status: Some(status.as_u16()),
+                attempts,
+                message: format!("reading the answer failed: {e}"),
+            })),
+            Ok(body) if body.cut && status.is_success() => Err(Failure::new(LlmError::TooLarge {
+                provider: self.label.clone(),
+                limit: MAX_EMBEDDING_RESPONSE_BYTES,
+            })),
+            Ok(CappedBody { text, .. }) if status.is_success() => serde_json::from_str(&text)
+                .map_err(|e| {
+                    Failure::new(LlmError::Decode {
+                        provider: self.label.clone(),
+                        message: format!("HTTP {status} with a body that is not JSON ({e})"),
+                    })
+                }),
+            Ok(CappedBody { text, .. }) => {
+                let cx = FailureContext {
+                    provider: &self.label,
+                    url: &self.url,
+                    key_env: &self.config.api_key_env,
+                    attempts,
+                    retry_after,
+                    tool_choice_forced: false,
+                };
+                Err(Failure {
+                    error: classify(Some(status.as_u16()), &text, &cx),
+                    retry_after,
+                })
             }
-            return Err(err);
         }
     }
 
@@ -467,12 +458,13 @@ impl Embedder for OpenAiEmbedder {
     }
 
     /// Embeds `texts` in batches; the kind is ignored (OpenAI-compatible
-    /// models embed queries and documents alike). An empty input is refused
-    /// because providers reject it.
+    /// models embed queries and documents alike). A blank input is refused
+    /// before any request ([`Embedder::embed`]'s contract; providers reject
+    /// it anyway).
     fn embed(&self, texts: &[&str], _kind: EmbedKind) -> Result<Vec<Vec<f32>>, EmbedError> {
         if let Some(i) = texts.iter().position(|t| t.trim().is_empty()) {
             return Err(EmbedError::Invalid(format!(
-                "input {i} is empty: providers refuse empty texts, so leave it out before embedding"
+                "input {i} is blank: a blank text has nothing to embed (and providers refuse it), so leave it out before embedding"
             )));
         }
         let mut out = Vec::with_capacity(texts.len());

@@ -1,8 +1,16 @@
-//! Retry timing: exponential backoff with jitter, and `Retry-After`.
+//! The retry policy of every HTTP client of the crate: the one retry loop
+//! ([`RetryPolicy::run`], and [`RetryPolicy::run_blocking`] for the
+//! blocking embedder), its timing (exponential backoff with jitter) and the
+//! parsing of `Retry-After`.
 
 use std::collections::hash_map::RandomState;
+use std::future::Future;
 use std::hash::{BuildHasher, Hasher};
+use std::pin::pin;
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
+
+use crate::error::LlmError;
 
 /// The longest wait a `Retry-After` header can impose; longer asks are
 /// capped so a misbehaving server cannot park the caller for hours.
@@ -38,6 +46,97 @@ impl RetryPolicy {
         let exp = self.base.saturating_mul(1u32 << retry.min(16));
         let d = exp.min(self.cap);
         d + d.mul_f64(jitter_fraction() * 0.2)
+    }
+
+    /// Runs `attempt` (called with the attempt number, from 1) until it
+    /// succeeds, fails with an error that is not retryable, or the retries
+    /// run out, waiting [`delay`](Self::delay) with `sleep` between
+    /// attempts. The async chat clients pass tokio's sleep; the blocking
+    /// embedder goes through [`run_blocking`](Self::run_blocking), so both
+    /// share this one loop. `what` names the request in the retry log line.
+    pub(crate) async fn run<T, A, AF, S, SF>(
+        &self,
+        label: &str,
+        what: &str,
+        mut attempt: A,
+        sleep: S,
+    ) -> Result<T, LlmError>
+    where
+        A: FnMut(u32) -> AF,
+        AF: Future<Output = Result<T, Failure>>,
+        S: Fn(Duration) -> SF,
+        SF: Future<Output = ()>,
+    {
+        let mut attempts = 0u32;
+        loop {
+            attempts += 1;
+            let Failure { error, retry_after } = match attempt(attempts).await {
+                Ok(v) => return Ok(v),
+                Err(f) => f,
+            };
+            if error.is_retryable() && attempts <= self.max_retries {
+                let wait = self.delay(attempts - 1, retry_after);
+                tracing::warn!(provider = %label, attempt = attempts, ?wait, error = %error, "retrying {what}");
+                sleep(wait).await;
+                continue;
+            }
+            return Err(error);
+        }
+    }
+
+    /// [`run`](Self::run) for blocking clients: `attempt` blocks, and the
+    /// waits are `std::thread::sleep`.
+    pub(crate) fn run_blocking<T>(
+        &self,
+        label: &str,
+        what: &str,
+        mut attempt: impl FnMut(u32) -> Result<T, Failure>,
+    ) -> Result<T, LlmError> {
+        let fut = self.run(
+            label,
+            what,
+            |n| std::future::ready(attempt(n)),
+            |wait| {
+                std::thread::sleep(wait);
+                std::future::ready(())
+            },
+        );
+        complete_now(fut)
+    }
+}
+
+/// How one attempt failed: the error, and the server's `Retry-After` when
+/// it sent one.
+#[derive(Debug)]
+pub(crate) struct Failure {
+    /// What went wrong; retried when [`LlmError::is_retryable`].
+    pub error: LlmError,
+    /// The wait the server asked for.
+    pub retry_after: Option<Duration>,
+}
+
+impl Failure {
+    /// A failure without a `Retry-After`.
+    pub(crate) fn new(error: LlmError) -> Self {
+        Failure {
+            error,
+            retry_after: None,
+        }
+    }
+}
+
+/// Drives a future whose every await point is already ready (the blocking
+/// loop of [`RetryPolicy::run_blocking`]) to its end on this thread. It
+/// completes on the first poll; the loop only guards against a future that
+/// is not of that kind, which then still finishes, by polling again.
+fn complete_now<F: Future>(fut: F) -> F::Output {
+    let mut fut = pin!(fut);
+    let mut cx = Context::from_waker(Waker::noop());
+    loop {
+        if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
+            return v;
+        }
+        std::thread::yield_now();
     }
 }
 
@@ -121,6 +220,60 @@ mod tests {
             HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"),
         );
         assert_eq!(parse_retry_after(&h), None);
+    }
+
+    fn transient(attempts: u32) -> Failure {
+        Failure {
+            error: LlmError::Transient {
+                provider: "p".into(),
+                status: Some(503),
+                attempts,
+                message: "down".into(),
+            },
+            retry_after: Some(Duration::ZERO),
+        }
+    }
+
+    /// The blocking loop retries retryable errors until the retries run
+    /// out, and stops at once on any other error or on success.
+    #[test]
+    fn the_loop_retries_what_is_retryable_as_often_as_allowed() {
+        let p = RetryPolicy::new(2, 0);
+        let mut calls = Vec::new();
+        let err = p
+            .run_blocking("p", "test request", |n| -> Result<(), Failure> {
+                calls.push(n);
+                Err(transient(n))
+            })
+            .unwrap_err();
+        assert_eq!(calls, vec![1, 2, 3]);
+        assert!(
+            matches!(err, LlmError::Transient { attempts: 3, .. }),
+            "{err:?}"
+        );
+
+        let mut calls = 0;
+        let ok = p.run_blocking("p", "test request", |n| {
+            calls += 1;
+            if n < 3 {
+                Err(transient(n))
+            } else {
+                Ok(n)
+            }
+        });
+        assert_eq!((ok.unwrap(), calls), (3, 3));
+
+        let mut calls = 0;
+        let err = p
+            .run_blocking("p", "test request", |_| -> Result<(), Failure> {
+                calls += 1;
+                Err(Failure::new(LlmError::Decode {
+                    provider: "p".into(),
+                    message: "garbage".into(),
+                }))
+            })
+            .unwrap_err();
+        assert_eq!((err.kind(), calls), (crate::ErrorKind::Decode, 1));
     }
 
     /// Whatever a server sends, the wait is a duration within the cap.

@@ -8,7 +8,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
 
 use crate::error::{classify, FailureContext, LlmError, Result};
-use crate::retry::{parse_retry_after, RetryPolicy};
+use crate::retry::{parse_retry_after, Failure, RetryPolicy};
 
 /// Looks at a 2xx body and returns `(status, error text)` when it reports
 /// an error anyway (None status: the protocol's in-band error).
@@ -189,66 +189,78 @@ impl Transport {
         tool_choice_forced: bool,
         check: BodyCheck,
     ) -> Result<Value> {
-        let mut attempts = 0u32;
-        loop {
-            attempts += 1;
-            let sent = self
-                .client
-                .post(&self.url)
-                .headers(self.headers.clone())
-                .json(body)
-                .send()
-                .await;
-            let (err, retry_after) = match sent {
-                Err(e) => (send_error(&e, &self.label, self.timeout, attempts), None),
-                Ok(resp) => {
-                    let status = resp.status();
-                    let retry_after = parse_retry_after(resp.headers());
-                    match read_capped(resp, self.max_response_bytes).await {
-                        Err(e) => (send_error(&e, &self.label, self.timeout, attempts), None),
-                        Ok(body) if body.cut && status.is_success() => {
-                            return Err(LlmError::TooLarge {
-                                provider: self.label.clone(),
-                                limit: self.max_response_bytes,
-                            });
-                        }
-                        // An error answer is classified by its start.
-                        Ok(CappedBody { text, .. }) => {
-                            let cx = FailureContext {
-                                provider: &self.label,
-                                url: &self.url,
-                                key_env: &self.key_env,
-                                attempts,
-                                retry_after,
-                                tool_choice_forced,
-                            };
-                            if status.is_success() {
-                                let value: Value =
-                                    serde_json::from_str(&text).map_err(|e| LlmError::Decode {
-                                        provider: self.label.clone(),
-                                        message: format!(
-                                            "HTTP {status} with a body that is not JSON ({e}): {}",
-                                            text.chars().take(300).collect::<String>()
-                                        ),
-                                    })?;
-                                match check(&value) {
-                                    None => return Ok(value),
-                                    Some((st, msg)) => (classify(st, &msg, &cx), retry_after),
-                                }
-                            } else {
-                                (classify(Some(status.as_u16()), &text, &cx), retry_after)
-                            }
-                        }
-                    }
-                }
-            };
-            if err.is_retryable() && attempts <= self.policy.max_retries {
-                let wait = self.policy.delay(attempts - 1, retry_after);
-                tracing::warn!(provider = %self.label, attempt = attempts, ?wait, error = %err, "retrying model request");
-                tokio::time::sleep(wait).await;
-                continue;
+        self.policy
+            .run(
+                &self.label,
+                "model request",
+                |attempts| self.attempt(body, tool_choice_forced, check, attempts),
+                tokio::time::sleep,
+            )
+            .await
+    }
+
+    /// One POST of `body`: the parsed answer, or why it failed.
+    async fn attempt(
+        &self,
+        body: &Value,
+        tool_choice_forced: bool,
+        check: BodyCheck,
+        attempts: u32,
+    ) -> std::result::Result<Value, Failure> {
+        let sent = self
+            .client
+            .post(&self.url)
+            .headers(self.headers.clone())
+            .json(body)
+            .send()
+            .await;
+        let resp =
+            sent.map_err(|e| Failure::new(send_error(&e, &self.label, self.timeout, attempts)))?;
+        let status = resp.status();
+        let retry_after = parse_retry_after(resp.headers());
+        let text = match read_capped(resp, self.max_response_bytes).await {
+            Err(e) => {
+                return Err(Failure::new(send_error(
+                    &e,
+                    &self.label,
+                    self.timeout,
+                    attempts,
+                )))
             }
-            return Err(err);
-        }
+            Ok(body) if body.cut && status.is_success() => {
+                return Err(Failure::new(LlmError::TooLarge {
+                    provider: self.label.clone(),
+                    limit: self.max_response_bytes,
+                }));
+            }
+            // An error answer is classified by its start.
+            Ok(CappedBody { text, .. }) => text,
+        };
+        let cx = FailureContext {
+            provider: &self.label,
+            url: &self.url,
+            key_env: &self.key_env,
+            attempts,
+            retry_after,
+            tool_choice_forced,
+        };
+        let error = if status.is_success() {
+            let value: Value = serde_json::from_str(&text).map_err(|e| {
+                Failure::new(LlmError::Decode {
+                    provider: self.label.clone(),
+                    message: format!(
+                        "HTTP {status} with a body that is not JSON ({e}): {}",
+                        text.chars().take(300).collect::<String>()
+                    ),
+                })
+            })?;
+            match check(&value) {
+                None => return Ok(value),
+                Some((st, msg)) => classify(st, &msg, &cx),
+            }
+        } else {
+            classify(Some(status.as_u16()), &text, &cx)
+        };
+        Err(Failure { error, retry_after })
     }
 }

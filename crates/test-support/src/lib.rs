@@ -2,7 +2,9 @@
 //! chat-completions, Anthropic Messages and OpenAI embeddings protocols over
 //! real HTTP on `127.0.0.1`, so the LLM path is tested without a live API;
 //! a package index ([`pypi`]) that serves a model wheel the way PyPI does;
-//! and a mutational fuzzer ([`fuzz`]) that runs inside `cargo test`.
+//! a mutational fuzzer ([`fuzz`]) that runs inside `cargo test`; and the
+//! conformance suites of the seam traits ([`conformance`]), run on every
+//! implementation.
 //!
 //! ```
 //! use mnemo_test_support::{Reply, ScriptedServer};
@@ -19,6 +21,7 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod cli;
+pub mod conformance;
 pub mod fuzz;
 mod model;
 pub mod pypi;

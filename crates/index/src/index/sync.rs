@@ -553,6 +553,15 @@ impl MemoryIndex {
                 .collect();
             have = backend.cached_embeddings(&hashes)?;
             report.cache_hits += hashes.iter().filter(|h| have.contains_key(**h)).count();
+            // `Embedder::embed` refuses blank texts, and a blank chunk has no
+            // meaning to search by vector: it is stored without one (an empty
+            // vector, which `upsert_file` skips), and its file still counts
+            // as embedded.
+            for c in pending.iter().flat_map(|p| p.chunks.iter()) {
+                if c.text.trim().is_empty() {
+                    have.insert(c.hash.clone(), Vec::new());
+                }
+            }
             let mut todo: Vec<&NewChunk> = Vec::new();
             let mut queued = HashSet::new();
             for c in pending.iter().flat_map(|p| p.chunks.iter()) {

@@ -163,9 +163,7 @@ pub struct WriteArgs {
     /// typed: one specific line saying what the memory holds (default: the text's first line).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
-    /// typed: user (who the user is, what they prefer), feedback (how to
-    /// work), project (who/what/when of ongoing work, absolute dates) or
-    /// reference (pointers to external resources).
+    /// typed: user, feedback, project or reference.
     #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
     pub kind: Option<MemoryTypeArg>,
     /// memory_section: the section's heading without `## `, e.g. Preferences.

@@ -18,28 +18,23 @@ memory_get for the lines you need, and cite the hit's `citation` (path#Lx-Ly) yo
 durable facts with memory_write; never save secrets.";
 
 const MEMORY_SEARCH: &str = "Mandatory recall step: search long-term memory (MEMORY.md, \
-memory/*.md and past session transcripts) before answering about prior work, decisions, dates, \
-people, preferences or todos. Returns the best snippets with path, start_line, end_line, score, \
-source, the `date` each speaks from (when known) and a `citation` (path#Lx-Ly) to quote, and \
-says whether the search was hybrid (keywords + meaning) or keyword-only. Dates in the query \
-(\"on 3 June\", \"in May 2023\", \"yesterday\") find what was said or noted then, and `dates` \
-says how they were read. If nothing relevant comes back, say you checked and found nothing \
-rather than guessing. Follow up with memory_get to read more lines.";
+memory/*.md, past sessions) before answering about prior work, decisions, dates, people, \
+preferences or todos. Returns snippets with path, lines, score, source, the `date` each speaks \
+from and a `citation` (path#Lx-Ly) to quote; dates in the query (\"on 3 June\", \"yesterday\") \
+find what was said then. If nothing relevant comes back, say you checked and found nothing. \
+Follow up with memory_get to read more lines.";
 
-const MEMORY_GET: &str = "Read lines of a memory file after memory_search pointed at it (or \
-when you already know the path): MEMORY.md or memory/**/*.md only, Markdown only, paths relative \
-to the workspace; a hit's citation (path#Lx-Ly) reads just its lines. Use `from` and `lines` to \
-keep the read small. A file that does not exist yet gives empty text.";
+const MEMORY_GET: &str = "Read lines of a memory file (MEMORY.md or memory/**/*.md, paths \
+relative to the workspace) after memory_search pointed at it; a hit's citation (path#Lx-Ly) reads \
+just its lines. A file that does not exist yet gives empty text.";
 
-const MEMORY_WRITE: &str = "Save something worth remembering across sessions. By default (no \
-`name`, no `heading`) `text` is appended, one fact per line, to today's log memory/YYYY-MM-DD.md: \
-the place for things that happened today. With `name` and `type` it is a durable typed memory \
-file (user: who the user is and what they prefer; feedback: corrections and confirmations of how \
-to work; project: who/what/when of ongoing work, with absolute dates; reference: pointers to \
-external resources), listed in MEMORY.md; a name already taken is refused unless `replace` is \
-true. With `heading` it replaces the body of one `## heading` section of MEMORY.md (created if \
-missing), for core facts that belong in every prompt. Write in the conversation's language; never \
-save secrets, credentials or things that are already in the files.";
+const MEMORY_WRITE: &str = "Save something worth remembering across sessions. By default \
+`text` is appended, one fact per line, to today's log memory/YYYY-MM-DD.md. With `name` and \
+`type` it is a durable typed memory listed in MEMORY.md (user: who the user is and prefers; \
+feedback: how to work; project: who/what/when of ongoing work, absolute dates; reference: \
+pointers elsewhere); a taken name is refused unless `replace` is true. With `heading` it replaces \
+that `## heading` section of MEMORY.md, for core facts every prompt needs. Write in the \
+conversation's language; never save secrets.";
 
 const MEMORY_FORGET: &str = "Delete a typed memory (by its name, or its memory/… path) and its \
 line in MEMORY.md, when the user asks you to forget it or it has become wrong. Only typed \

@@ -66,7 +66,7 @@ async fn five_rounds_cut_before_user_turns() {
         cursor = r.to;
     }
     let positions: Vec<usize> = rounds.iter().map(|r| r.to).collect();
-    insta::assert_snapshot!(format!("{positions:?}"), @"[80, 84, 86, 88, 92]");
+    insta::assert_snapshot!(format!("{positions:?}"), @"[74, 76, 80, 82, 84]");
     assert_eq!(load(&env.ws).meta.last_consolidated, cursor);
     let history = engine.memory().read_history().unwrap();
     for k in 1..=5 {

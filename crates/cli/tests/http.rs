@@ -540,6 +540,34 @@ fn search_hits_are_reranked_by_the_side_model() {
     assert_eq!(order, shown, "the index's order is kept");
     drop(srv);
 
+    // The CLI re-ranks the same way with --rerank (without `[engine] rerank`).
+    model.push(Reply::text("{\"ranking\": [3]}"));
+    let mut args: Vec<String> = vec!["--set".into(), "embedder.kind=none".into()];
+    for s in model_sets(&model) {
+        args.push("--set".into());
+        args.push(s);
+    }
+    args.extend(["search", "--rerank", "--json", "-n", "2", "Ada"].map(String::from));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = command(ws, &args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let cli: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(cli["reranked"], json!(true), "{cli}");
+    let prompt = model.requests().last().unwrap().body["messages"][1]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let at = prompt.find("[3] ").unwrap();
+    let third = prompt[at + 4..].lines().next().unwrap().to_string();
+    assert!(
+        third.starts_with(cli["results"][0]["citation"].as_str().unwrap()),
+        "the model's pick comes first: {cli} / {third}"
+    );
+
     // No model configured: results, a warning, no re-rank.
     let other = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(other.path().join("memory")).unwrap();

@@ -76,12 +76,16 @@ fn compact(v: &mut Value) {
                 m.remove("default");
             }
             for key in ["oneOf", "anyOf"] {
-                let consts: Option<Vec<Value>> = m.get(key).and_then(Value::as_array).and_then(|alts| {
-                    alts.iter()
-                        .filter(|a| a.get("type") != Some(&Value::String("null".into())) && a.get("const") != Some(&Value::Null))
-                        .map(|a| a.get("const").cloned())
-                        .collect()
-                });
+                let consts: Option<Vec<Value>> =
+                    m.get(key).and_then(Value::as_array).and_then(|alts| {
+                        alts.iter()
+                            .filter(|a| {
+                                a.get("type") != Some(&Value::String("null".into()))
+                                    && a.get("const") != Some(&Value::Null)
+                            })
+                            .map(|a| a.get("const").cloned())
+                            .collect()
+                    });
                 if let Some(consts) = consts.filter(|c| !c.is_empty()) {
                     m.remove(key);
                     m.insert("type".into(), Value::String("string".into()));

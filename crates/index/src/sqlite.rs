@@ -46,7 +46,7 @@ const READER_MMAP_BYTES: i64 = 256 << 20;
 /// Version of the tables below; a change forces a full rebuild.
 pub(crate) const SCHEMA_VERSION: &str = "3";
 
-const SCHEMA: &str = "
+pub(crate) const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS files (
     path TEXT PRIMARY KEY, source TEXT NOT NULL, hash TEXT NOT NULL,
@@ -386,6 +386,8 @@ impl SqliteBackend {
                 // Capped, so a large index does not count against the
                 // process's memory beyond it.
                 c.pragma_update(None, "mmap_size", READER_MMAP_BYTES)?;
+                // Room for the padded row lists of `chunks` beside the rest.
+                c.set_prepared_statement_cache_capacity(32);
                 c
             }
         };
@@ -819,16 +821,26 @@ impl IndexBackend for SqliteBackend {
             return Ok(Vec::new());
         }
         let mut out = Vec::with_capacity(ids.len());
-        for batch in ids.chunks(500) {
+        for batch in ids.chunks(512) {
+            // The list is padded with an id no chunk has (ids start at 1) to
+            // a multiple of 64, so a few statements are prepared once and
+            // cached instead of one parsed for every search (a few percent
+            // of a search at 100,000 chunks).
+            let slots = batch.len().next_multiple_of(64);
             let sql = format!(
                 "SELECT c.id, c.path, c.source, c.start_line, c.end_line, c.text, c.msg_start, c.msg_end,
                         f.session_key, f.mtime, c.day_first, c.day_last, c.parts
                  FROM chunks c LEFT JOIN files f ON f.path = c.path WHERE c.id IN ({})",
-                vec!["?"; batch.len()].join(",")
+                vec!["?"; slots].join(",")
             );
+            let padded = batch
+                .iter()
+                .copied()
+                .chain(std::iter::repeat(0i64))
+                .take(slots);
             let part = self.with_reader(|c| {
-                let mut stmt = c.prepare(&sql)?;
-                let rows = stmt.query_map(params_from_iter(batch.iter()), |r| {
+                let mut stmt = c.prepare_cached(&sql)?;
+                let rows = stmt.query_map(params_from_iter(padded.clone()), |r| {
                     let ms: Option<i64> = r.get(6)?;
                     let me: Option<i64> = r.get(7)?;
                     Ok(ChunkRecord {

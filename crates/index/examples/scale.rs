@@ -242,8 +242,7 @@ fn main() {
     }
 }
 
-/// recall@10 of the `Int8` scan (a sign-bit pre-filter from
-/// `vectors::BINARY_MIN_ROWS` rows, the int8 pass, the exact re-rank of its
+/// recall@10 of the `Int8` scan (the int8 pass, the exact re-rank of its
 /// pool) against the exact f32 scan, on the stored vectors of the index.
 fn vector_recall(root: &std::path::Path, emb: &HashEmbedder, qs: &[String]) {
     use mnemo_index::vectors::VectorSet;
@@ -290,10 +289,8 @@ fn vector_recall(root: &std::path::Path, emb: &HashEmbedder, qs: &[String]) {
         total += want.len();
     }
     println!(
-        "recall@10 of the int8 scan (pre-filter from {} rows, pool {} of {}) against the exact scan: \
+        "recall@10 of the int8 scan (pool {}) against the exact scan: \
          {:.4} over {} queries; {:.2?} against {:.2?} per query (f32 rows in memory here)",
-        mnemo_index::vectors::BINARY_MIN_ROWS,
-        mnemo_index::vectors::prefilter_pool(mnemo_index::vectors::rerank_pool(k)),
         mnemo_index::vectors::rerank_pool(k),
         hit as f64 / total.max(1) as f64,
         qs.len(),

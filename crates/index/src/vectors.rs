@@ -110,8 +110,6 @@ struct Kernels {
     i8_rows: fn(&[i8], usize, &[i8], &mut [i32]),
     dot: fn(&[f32], &[f32]) -> f32,
     sum: fn(&[f32]) -> f32,
-    /// Hamming distances of consecutive rows of `w` words against `q`.
-    hamming_rows: fn(&[u64], usize, &[u64], &mut [u32]),
 }
 
 fn kernels() -> Kernels {
@@ -121,14 +119,12 @@ fn kernels() -> Kernels {
         {
             if std::arch::is_x86_feature_detected!("avx2")
                 && std::arch::is_x86_feature_detected!("fma")
-                && std::arch::is_x86_feature_detected!("popcnt")
             {
                 return Kernels {
                     f32_rows: avx2::f32_rows_entry,
                     i8_rows: avx2::i8_rows_entry,
                     dot: avx2::dot_entry,
                     sum: avx2::sum_entry,
-                    hamming_rows: avx2::hamming_rows_entry,
                 };
             }
         }
@@ -137,7 +133,6 @@ fn kernels() -> Kernels {
             i8_rows: portable::i8_rows,
             dot: portable::dot,
             sum: portable::sum,
-            hamming_rows: portable::hamming_rows,
         }
     })
 }
@@ -211,12 +206,6 @@ mod portable {
         }
     }
 
-    pub fn hamming_rows(bits: &[u64], w: usize, q: &[u64], out: &mut [u32]) {
-        for (row, o) in bits.chunks_exact(w).zip(out.iter_mut()) {
-            *o = row.iter().zip(q).map(|(a, b)| (a ^ b).count_ones()).sum();
-        }
-    }
-
     pub fn sum(data: &[f32]) -> f32 {
         let mut acc = [0f32; 8];
         let c = data.chunks_exact(8);
@@ -256,20 +245,6 @@ mod avx2 {
     pub fn sum_entry(data: &[f32]) -> f32 {
         // SAFETY: as in `dot_entry`.
         unsafe { sum(data) }
-    }
-
-    pub fn hamming_rows_entry(bits: &[u64], w: usize, q: &[u64], out: &mut [u32]) {
-        // SAFETY: as in `dot_entry` (popcnt is detected with them).
-        unsafe { hamming_rows(bits, w, q, out) }
-    }
-
-    /// The portable loop, compiled with the `popcnt` instruction (without
-    /// it, `count_ones` is a dozen shifts and masks per word).
-    #[target_feature(enable = "popcnt")]
-    fn hamming_rows(bits: &[u64], w: usize, q: &[u64], out: &mut [u32]) {
-        for (row, o) in bits.chunks_exact(w).zip(out.iter_mut()) {
-            *o = row.iter().zip(q).map(|(a, b)| (a ^ b).count_ones()).sum();
-        }
     }
 
     #[target_feature(enable = "avx2,fma")]
@@ -474,36 +449,6 @@ fn quantize(v: &[f32], out: &mut Vec<i8>) -> f32 {
     scale
 }
 
-/// u64 words of sign bits per row of `dims` dimensions.
-pub fn sign_words(dims: usize) -> usize {
-    dims.div_ceil(64)
-}
-
-/// Appends the sign bits of one row of codes (bit set: code above 0).
-fn sign_bits(codes: &[i8], out: &mut Vec<u64>) {
-    for part in codes.chunks(64) {
-        let mut word = 0u64;
-        for (j, c) in part.iter().enumerate() {
-            if *c > 0 {
-                word |= 1 << j;
-            }
-        }
-        out.push(word);
-    }
-}
-
-/// Rows from which the `Int8` scan pre-filters by sign bits before its
-/// int8 pass. Every index of the retrieval benchmarks is far smaller, so
-/// their results are those of the full int8 pass.
-pub const BINARY_MIN_ROWS: usize = 50_000;
-
-/// Rows the sign-bit pre-filter keeps for an int8 pool of `keep`: 25 times
-/// as many, at least 5,000 (recall@10 against the exact scan in
-/// docs/BENCHMARKS.md, item 26).
-pub fn prefilter_pool(keep: usize) -> usize {
-    (25 * keep).max(5_000)
-}
-
 /// Above this many bytes of f32 rows a loaded set keeps only its int8
 /// codes (see the module docs).
 pub const EXACT_ROWS_MAX_BYTES: usize = 256 << 20;
@@ -522,9 +467,6 @@ pub struct VectorSet {
     data: Vec<f32>,
     codes: Vec<i8>,
     scales: Vec<f32>,
-    /// Sign bits of the codes, [`sign_words`] words a row (the pre-filter
-    /// of a large set's int8 pass).
-    bits: Vec<u64>,
     exact: bool,
 }
 
@@ -549,7 +491,6 @@ impl VectorSet {
             data: Vec::with_capacity(rows * dims),
             codes: Vec::with_capacity(rows * dims),
             scales: Vec::with_capacity(rows),
-            bits: Vec::with_capacity(rows * sign_words(dims)),
             exact: true,
         }
     }
@@ -566,7 +507,6 @@ impl VectorSet {
             data: Vec::new(),
             codes: Vec::with_capacity(rows * dims),
             scales: Vec::with_capacity(rows),
-            bits: Vec::with_capacity(rows * sign_words(dims)),
             exact: false,
         }
     }
@@ -609,11 +549,7 @@ impl VectorSet {
 
     /// Bytes held (f32 rows, int8 rows, scales, ids, tags).
     pub fn memory_bytes(&self) -> usize {
-        self.data.len() * 4
-            + self.codes.len()
-            + self.scales.len() * 4
-            + self.bits.len() * 8
-            + self.ids.len() * 9
+        self.data.len() * 4 + self.codes.len() + self.scales.len() * 4 + self.ids.len() * 9
     }
 
     /// Adds one vector; `source` is a small tag used by filters. A vector of
@@ -629,14 +565,7 @@ impl VectorSet {
         }
         let scale = quantize(v, &mut self.codes);
         self.scales.push(scale);
-        self.push_bits();
         true
-    }
-
-    /// The sign bits of the last row's codes.
-    fn push_bits(&mut self) {
-        let start = self.codes.len() - self.dims;
-        sign_bits(&self.codes[start..], &mut self.bits);
     }
 
     /// Adds one vector stored as little-endian f32 bytes (the SQLite blob
@@ -660,7 +589,6 @@ impl VectorSet {
         self.scales.push(scale);
         self.ids.push(id);
         self.sources.push(source);
-        self.push_bits();
         true
     }
 
@@ -807,12 +735,6 @@ impl VectorSet {
         section(r, &mut buf, rows * dims, |b| {
             set.codes.extend(b.iter().map(|x| *x as i8))
         })?;
-        if dims > 0 {
-            // Derived, not stored: one pass over the codes.
-            for row in set.codes.chunks_exact(dims) {
-                sign_bits(row, &mut set.bits);
-            }
-        }
         let f32_bytes = if exact { rows * dims * 4 } else { 0 };
         section(r, &mut buf, f32_bytes, |b| {
             set.data.extend(
@@ -857,8 +779,6 @@ impl VectorSet {
                     self.data.copy_within(r * d..(r + 1) * d, w * d);
                 }
                 self.codes.copy_within(r * d..(r + 1) * d, w * d);
-                let sw = sign_words(d);
-                self.bits.copy_within(r * sw..(r + 1) * sw, w * sw);
             }
             w += 1;
         }
@@ -869,7 +789,6 @@ impl VectorSet {
             self.data.truncate(w * d);
         }
         self.codes.truncate(w * d);
-        self.bits.truncate(w * sign_words(d));
     }
 
     /// Top `k` with the given scan; the `Int8` scan re-ranks
@@ -884,11 +803,7 @@ impl VectorSet {
         allow: SourceFilter<'_>,
     ) -> Vec<(i64, f32)> {
         if !self.exact {
-            let keep = rerank_pool(k).max(k);
-            let mut pool = match scan {
-                VectorScan::Int8 => self.pool(query, keep, allow),
-                VectorScan::Exact => self.pool_int8(query, keep, allow),
-            };
+            let mut pool = self.pool_int8(query, rerank_pool(k).max(k), allow);
             pool.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
             let q_scale = quantize(query, &mut Vec::with_capacity(self.dims));
             return pool
@@ -947,7 +862,7 @@ impl VectorSet {
             return self.top_k(query, k, allow);
         }
         let kern = kernels();
-        let pool = self.pool(query, keep, allow);
+        let pool = self.pool_int8(query, keep, allow);
         let exact: Vec<(f32, u32)> = pool
             .into_iter()
             .map(|(_, r)| {
@@ -990,60 +905,6 @@ impl VectorSet {
             best.finish()
         });
         parts.into_iter().flatten().collect()
-    }
-
-    /// The int8 pool of `keep` rows: from every row, or in a large set
-    /// (at least [`BINARY_MIN_ROWS`]) from the sign-bit pre-filter's.
-    fn pool(&self, query: &[f32], keep: usize, allow: SourceFilter<'_>) -> Vec<(f32, u32)> {
-        if self.len() >= BINARY_MIN_ROWS {
-            self.pool_binary(query, keep, prefilter_pool(keep), allow)
-        } else {
-            self.pool_int8(query, keep, allow)
-        }
-    }
-
-    /// The best `keep` rows by their int8 scores, like
-    /// [`VectorSet::pool_int8`], among the `prefilter` rows whose sign bits
-    /// differ least from the query's: a pass over 48 bytes a row (at 384
-    /// dimensions) instead of 384, then int8 scores of the survivors only.
-    fn pool_binary(
-        &self,
-        query: &[f32],
-        keep: usize,
-        prefilter: usize,
-        allow: SourceFilter<'_>,
-    ) -> Vec<(f32, u32)> {
-        let n = self.ids.len();
-        let d = self.dims;
-        let w = sign_words(d);
-        if keep == 0 || n == 0 || query.len() != d || self.bits.len() != n * w {
-            return self.pool_int8(query, keep, allow);
-        }
-        let mut q = Vec::with_capacity(d);
-        quantize(query, &mut q);
-        let mut qbits = Vec::with_capacity(w);
-        sign_bits(&q, &mut qbits);
-        let kern = kernels();
-        let parts = split(n, scan_threads(self.bits.len() * 8), |lo, hi| {
-            let mut best = Best::new(prefilter);
-            let mut buf = [0u32; BLOCK_ROWS];
-            let mut r = lo;
-            while r < hi {
-                let m = (hi - r).min(BLOCK_ROWS);
-                (kern.hamming_rows)(&self.bits[r * w..(r + m) * w], w, &qbits, &mut buf[..m]);
-                self.offer_block(&mut best, r, &buf[..m], allow, |h| -(h as f32));
-                r += m;
-            }
-            best.finish()
-        });
-        let mut best = Best::new(keep);
-        let mut one = [0i32; 1];
-        for (_, r) in parts.into_iter().flatten() {
-            let row = r as usize;
-            (kern.i8_rows)(&self.codes[row * d..(row + 1) * d], d, &q, &mut one);
-            best.offer(one[0] as f32 * self.scales[row], r);
-        }
-        best.finish()
     }
 
     /// Offers a block of scores (rows `lo..lo + scores.len()`) to `best`.
@@ -1275,59 +1136,6 @@ mod tests {
         assert_eq!(lean.len(), 398);
         assert_eq!(VectorSet::sized_for(384, 1_000_000).has_exact_rows(), false);
         assert!(VectorSet::sized_for(384, 10_000).has_exact_rows());
-    }
-
-    /// The sign-bit pre-filter of a large set keeps the rows whose exact
-    /// cosines are best: on clustered vectors (like embeddings, unlike
-    /// uniform noise), the pool it hands on, re-scored exactly, has the
-    /// exact scan's top 10; and it survives removals.
-    #[test]
-    fn binary_prefilter_recall_on_clustered_vectors() {
-        let (d, n, centres) = (384, 40_000, 400);
-        let mut rnd = rng(11);
-        let cs: Vec<Vec<f32>> = (0..centres)
-            .map(|_| unit((0..d).map(|_| rnd()).collect()))
-            .collect();
-        let mut full = VectorSet::with_capacity(d, n);
-        let mut lean = VectorSet::codes_only(d, n);
-        for i in 0..n {
-            let c = &cs[i % centres];
-            let v = unit(
-                c.iter()
-                    .map(|x| x + 0.9 * rnd() / (d as f32).sqrt() * 3.0)
-                    .collect(),
-            );
-            full.push(i as i64, 0, &v);
-            lean.push(i as i64, 0, &v);
-        }
-        let gone: HashSet<i64> = (0..n as i64).step_by(7).collect();
-        full.remove(&gone);
-        lean.remove(&gone);
-        assert_eq!(lean.bits.len(), lean.len() * sign_words(d));
-        let (mut hit, mut total) = (0usize, 0usize);
-        for t in 0..50 {
-            let c = &cs[(t * 37) % centres];
-            let q = unit(
-                c.iter()
-                    .map(|x| x + 0.5 * rnd() / (d as f32).sqrt() * 3.0)
-                    .collect(),
-            );
-            let want: HashSet<i64> = full.top_k(&q, 10, None).into_iter().map(|x| x.0).collect();
-            let pool = lean.pool_binary(&q, 40, 800, None);
-            let mut rescored: Vec<(f32, u32)> = pool
-                .into_iter()
-                .map(|(_, r)| (dot(&full.data[r as usize * d..(r as usize + 1) * d], &q), r))
-                .collect();
-            rescored.sort_by(|a, b| b.0.total_cmp(&a.0));
-            hit += rescored
-                .iter()
-                .take(10)
-                .filter(|(_, r)| want.contains(&lean.ids[*r as usize]))
-                .count();
-            total += 10;
-        }
-        let recall = hit as f64 / total as f64;
-        assert!(recall >= 0.98, "recall@10 {recall}");
     }
 
     #[test]

@@ -491,7 +491,12 @@ impl SqliteBackend {
         let mut scored: Vec<(i64, f32)> = Vec::with_capacity(pool.len());
         for batch in pool.chunks(500) {
             let sql = format!(
-                "SELECT c.id, e.embedding FROM chunks c JOIN embedding_cache e
+                // CROSS JOIN keeps the pool's chunks (by id) as the outer
+                // loop: with a plain JOIN, SQLite may walk the whole
+                // embedding cache and look each row's chunk up by hash
+                // instead, measured at about 1.5 s of CPU per search at a
+                // million chunks (docs/BENCHMARKS.md, item 26).
+                "SELECT c.id, e.embedding FROM chunks c CROSS JOIN embedding_cache e
                    ON e.provider = ?1 AND e.model = ?2 AND e.provider_key = ?3 AND e.hash = c.hash
                  WHERE c.id IN ({})",
                 vec!["?"; batch.len()].join(",")

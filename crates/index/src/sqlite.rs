@@ -492,10 +492,11 @@ impl SqliteBackend {
         for batch in pool.chunks(500) {
             let sql = format!(
                 // CROSS JOIN keeps the pool's chunks (by id) as the outer
-                // loop: with a plain JOIN, SQLite may walk the whole
-                // embedding cache and look each row's chunk up by hash
-                // instead, measured at about 1.5 s of CPU per search at a
-                // million chunks (docs/BENCHMARKS.md, item 26).
+                // loop. With a plain JOIN and a pool of 200 ids, SQLite's
+                // plan walks the model's whole embedding cache and looks
+                // each row's chunk up by hash: a profile of searches over a
+                // million chunks spent nearly all their time there
+                // (docs/BENCHMARKS.md, item 26).
                 "SELECT c.id, e.embedding FROM chunks c CROSS JOIN embedding_cache e
                    ON e.provider = ?1 AND e.model = ?2 AND e.provider_key = ?3 AND e.hash = c.hash
                  WHERE c.id IN ({})",

@@ -12,8 +12,13 @@
 //! file (100; 1 gives one file per chunk), `--queries Q` (300), `--dims D`
 //! (384), `--fresh` keeps `sync_on_search` on (the default setting; off
 //! measures the search alone), `--scan exact|int8`, `--keyword` (no
-//! embedder). Each search's time is split into the query's embedding (the
-//! embedder is wrapped and timed) and the rest.
+//! embedder), `--recall Q` (after the searches: recall@10 of the vector
+//! scan against an exact f32 scan, over Q queries, on the index's own
+//! stored vectors, all loaded in f32 for the comparison). Each search's
+//! time is split into the query's embedding (the embedder is wrapped and
+//! timed) and the rest. A baseline (a fixed sum over a 64 MB buffer) is
+//! timed between the searches, so that runs on a loaded machine compare
+//! by ratio.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::PathBuf;
@@ -104,6 +109,7 @@ fn main() {
     let mut build_only = false;
     let mut search_only = false;
     let mut scan = VectorScan::Int8;
+    let mut recall = 0usize;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let mut val = || args.next().expect("a value after the flag");
@@ -117,6 +123,7 @@ fn main() {
             "--keyword" => keyword = true,
             "--build-only" => build_only = true,
             "--search-only" => search_only = true,
+            "--recall" => recall = val().parse().unwrap(),
             "--scan" => {
                 scan = match val().as_str() {
                     "exact" => VectorScan::Exact,
@@ -188,15 +195,28 @@ fn main() {
     }
     timed.query_ns.store(0, Ordering::Relaxed);
     let mut lat = Vec::with_capacity(qs.len());
-    let cpu0 = cpu();
+    let mut base = Vec::with_capacity(qs.len());
+    let buf: Vec<f32> = (0..16 << 20).map(|i| (i % 7) as f32).collect();
+    let mut search_cpu = Duration::ZERO;
+    let mut base_cpu = Duration::ZERO;
     for q in &qs {
+        let c = cpu();
         let t = Instant::now();
         let r = index.search(&SearchRequest::new(q.as_str())).unwrap();
         lat.push(t.elapsed());
+        search_cpu += cpu() - c;
         std::hint::black_box(r);
+        // The baseline: one thread, a fixed amount of arithmetic and memory.
+        let c = cpu();
+        let t = Instant::now();
+        std::hint::black_box(buf.iter().sum::<f32>());
+        base.push(t.elapsed());
+        base_cpu += cpu() - c;
     }
-    let cpu_ms = (cpu() - cpu0).as_secs_f64() * 1e3 / qs.len() as f64;
+    let cpu_ms = search_cpu.as_secs_f64() * 1e3 / qs.len() as f64;
+    let base_cpu_ms = base_cpu.as_secs_f64() * 1e3 / qs.len() as f64;
     lat.sort();
+    base.sort();
     let embed_ms = timed.query_ns.load(Ordering::Relaxed) as f64 / 1e6 / qs.len() as f64;
     let (now, peak) = rss();
     println!(
@@ -209,5 +229,72 @@ fn main() {
         pct(&lat, 0.5),
         pct(&lat, 0.95),
         pct(&lat, 0.99),
+    );
+    println!(
+        "baseline (sum of 64 MB, one thread), same loop: p50 {:.2?}, CPU {base_cpu_ms:.1} ms; \
+         search p50 / baseline p50 = {:.2}, search CPU / baseline CPU = {:.2}",
+        pct(&base, 0.5),
+        pct(&lat, 0.5).as_secs_f64() / pct(&base, 0.5).as_secs_f64(),
+        cpu_ms / base_cpu_ms.max(1e-9)
+    );
+    if recall > 0 && !keyword {
+        vector_recall(&root, &timed.inner, &qs[..recall.min(qs.len())]);
+    }
+}
+
+/// recall@10 of the `Int8` scan (the int8 pass, the exact re-rank of its
+/// pool) against the exact f32 scan, on the stored vectors of the index.
+fn vector_recall(root: &std::path::Path, emb: &HashEmbedder, qs: &[String]) {
+    use mnemo_index::vectors::VectorSet;
+    let db = root.join(".mnemo").join("index.sqlite");
+    let c = rusqlite::Connection::open_with_flags(&db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+        .unwrap();
+    let n: usize = c
+        .query_row("SELECT count(*) FROM chunks", [], |r| r.get::<_, i64>(0))
+        .unwrap() as usize;
+    let d = emb.dims();
+    let t = Instant::now();
+    let mut set = VectorSet::with_capacity(d, n);
+    let mut stmt = c
+        .prepare("SELECT c.id, e.embedding FROM chunks c JOIN embedding_cache e ON e.hash = c.hash")
+        .unwrap();
+    let mut rows = stmt.query([]).unwrap();
+    while let Some(r) = rows.next().unwrap() {
+        set.push_le_bytes(
+            r.get(0).unwrap(),
+            0,
+            r.get_ref(1).unwrap().as_blob().unwrap(),
+        );
+    }
+    println!(
+        "recall: {} vectors loaded in f32 in {:.1?}",
+        set.len(),
+        t.elapsed()
+    );
+    let k = 50; // the candidates a default search asks the vector side for
+    let (mut hit, mut total) = (0usize, 0usize);
+    let (mut t_int8, mut t_exact) = (Duration::ZERO, Duration::ZERO);
+    for q in qs {
+        let v = emb
+            .embed(&[q.as_str()], EmbedKind::Query)
+            .unwrap()
+            .remove(0);
+        let t = Instant::now();
+        let want: Vec<i64> = set.top_k(&v, 10, None).into_iter().map(|x| x.0).collect();
+        t_exact += t.elapsed();
+        let t = Instant::now();
+        let got = set.search(VectorScan::Int8, &v, k, None);
+        t_int8 += t.elapsed();
+        hit += got.iter().take(10).filter(|x| want.contains(&x.0)).count();
+        total += want.len();
+    }
+    println!(
+        "recall@10 of the int8 scan (pool {}) against the exact scan: \
+         {:.4} over {} queries; {:.2?} against {:.2?} per query (f32 rows in memory here)",
+        mnemo_index::vectors::rerank_pool(k),
+        hit as f64 / total.max(1) as f64,
+        qs.len(),
+        t_int8 / qs.len() as u32,
+        t_exact / qs.len() as u32,
     );
 }

@@ -46,7 +46,7 @@ const READER_MMAP_BYTES: i64 = 256 << 20;
 /// Version of the tables below; a change forces a full rebuild.
 pub(crate) const SCHEMA_VERSION: &str = "3";
 
-const SCHEMA: &str = "
+pub(crate) const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS files (
     path TEXT PRIMARY KEY, source TEXT NOT NULL, hash TEXT NOT NULL,
@@ -263,6 +263,21 @@ fn write_cache(path: &Path, key: &CacheKey, set: &VectorSet) -> std::io::Result<
     res
 }
 
+/// The query re-scoring a pool of `n` chunk ids with their stored vectors.
+fn rescore_sql(n: usize) -> String {
+    format!(
+        // CROSS JOIN keeps the pool's chunks (by id) as the outer loop. With
+        // a plain JOIN and a pool of 200 ids, SQLite's plan walks the
+        // model's whole embedding cache and looks each row's chunk up by
+        // hash: a profile of searches over a million chunks spent nearly
+        // all their time there (docs/BENCHMARKS.md, item 26).
+        "SELECT c.id, e.embedding FROM chunks c CROSS JOIN embedding_cache e
+           ON e.provider = ?1 AND e.model = ?2 AND e.provider_key = ?3 AND e.hash = c.hash
+         WHERE c.id IN ({})",
+        vec!["?"; n].join(",")
+    )
+}
+
 fn meta_value(conn: &Connection, key: &str) -> rusqlite::Result<Option<String>> {
     conn.query_row("SELECT value FROM meta WHERE key = ?1", params![key], |r| {
         r.get(0)
@@ -386,6 +401,8 @@ impl SqliteBackend {
                 // Capped, so a large index does not count against the
                 // process's memory beyond it.
                 c.pragma_update(None, "mmap_size", READER_MMAP_BYTES)?;
+                // Room for the padded row lists of `chunks` beside the rest.
+                c.set_prepared_statement_cache_capacity(32);
                 c
             }
         };
@@ -488,12 +505,7 @@ impl SqliteBackend {
         };
         let mut scored: Vec<(i64, f32)> = Vec::with_capacity(pool.len());
         for batch in pool.chunks(500) {
-            let sql = format!(
-                "SELECT c.id, e.embedding FROM chunks c JOIN embedding_cache e
-                   ON e.provider = ?1 AND e.model = ?2 AND e.provider_key = ?3 AND e.hash = c.hash
-                 WHERE c.id IN ({})",
-                vec!["?"; batch.len()].join(",")
-            );
+            let sql = rescore_sql(batch.len());
             let rows: Vec<(i64, Vec<u8>)> = self.with_reader(|c| {
                 let mut stmt = c.prepare_cached(&sql)?;
                 let mut p: Vec<&dyn rusqlite::ToSql> =
@@ -819,16 +831,26 @@ impl IndexBackend for SqliteBackend {
             return Ok(Vec::new());
         }
         let mut out = Vec::with_capacity(ids.len());
-        for batch in ids.chunks(500) {
+        for batch in ids.chunks(512) {
+            // The list is padded with an id no chunk has (ids start at 1) to
+            // a multiple of 64, so a few statements are prepared once and
+            // cached instead of one parsed for every search (a few percent
+            // of a search at 100,000 chunks).
+            let slots = batch.len().next_multiple_of(64);
             let sql = format!(
                 "SELECT c.id, c.path, c.source, c.start_line, c.end_line, c.text, c.msg_start, c.msg_end,
                         f.session_key, f.mtime, c.day_first, c.day_last, c.parts
                  FROM chunks c LEFT JOIN files f ON f.path = c.path WHERE c.id IN ({})",
-                vec!["?"; batch.len()].join(",")
+                vec!["?"; slots].join(",")
             );
+            let padded = batch
+                .iter()
+                .copied()
+                .chain(std::iter::repeat(0i64))
+                .take(slots);
             let part = self.with_reader(|c| {
-                let mut stmt = c.prepare(&sql)?;
-                let rows = stmt.query_map(params_from_iter(batch.iter()), |r| {
+                let mut stmt = c.prepare_cached(&sql)?;
+                let rows = stmt.query_map(params_from_iter(padded.clone()), |r| {
                     let ms: Option<i64> = r.get(6)?;
                     let me: Option<i64> = r.get(7)?;
                     Ok(ChunkRecord {
@@ -907,6 +929,36 @@ impl IndexBackend for SqliteBackend {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The re-score of a large set's pool looks its chunks up by id, then
+    /// their vectors by key; it never walks the embedding cache.
+    #[test]
+    fn the_pool_rescore_looks_up_rows_and_never_walks_the_cache() {
+        let dir = tempfile::tempdir().unwrap();
+        let b = SqliteBackend::open(&dir.path().join("i.sqlite"), None).unwrap();
+        let conn = lock(&b.writer);
+        for n in [1, 200, 500] {
+            let sql = format!("EXPLAIN QUERY PLAN {}", rescore_sql(n));
+            let mut stmt = conn.prepare(&sql).unwrap();
+            let mut p: Vec<Box<dyn rusqlite::ToSql>> =
+                vec![Box::new("p"), Box::new("m"), Box::new("k")];
+            p.extend((1..=n as i64).map(|i| Box::new(i) as Box<dyn rusqlite::ToSql>));
+            let plan: Vec<String> = stmt
+                .query_map(params_from_iter(p.iter()), |r| r.get::<_, String>(3))
+                .unwrap()
+                .collect::<rusqlite::Result<_>>()
+                .unwrap();
+            assert_eq!(plan.len(), 2, "{plan:?}");
+            assert!(
+                plan[0].starts_with("SEARCH c USING INTEGER PRIMARY KEY"),
+                "{plan:?}"
+            );
+            assert!(
+                plan[1].starts_with("SEARCH e USING INDEX") && plan[1].contains("hash=?"),
+                "{plan:?}"
+            );
+        }
+    }
 
     #[test]
     fn a_schema_1_database_gets_the_new_columns_and_keeps_its_rows() {

@@ -26,6 +26,13 @@ pub struct EngineSettings {
     pub consolidation_max_failures: u32,
     /// Consolidation runs before a turn; off leaves it to `consolidate_now`.
     pub consolidation_enabled: bool,
+    /// How consolidation writes long-term memory: `"memory_md"` (one model
+    /// call rewrites MEMORY.md through the merge guard, nanobot's design)
+    /// or `"facts"` (facts extracted, compared with the most similar ones
+    /// and added, updated, ended or left, in `memory/facts.md`).
+    pub consolidation_mode: String,
+    /// Existing facts shown to the model per new fact (5).
+    pub facts_similar: usize,
     /// Lines MEMORY.md may have after a consolidation.
     pub memory_max_lines: usize,
     /// Bytes MEMORY.md may have after a consolidation.
@@ -130,6 +137,8 @@ impl Default for EngineSettings {
             consolidation_max_rounds: 5,
             consolidation_max_failures: 3,
             consolidation_enabled: true,
+            consolidation_mode: "memory_md".into(),
+            facts_similar: 5,
             memory_max_lines: 200,
             memory_max_bytes: 25_000,
             flush_reserve_floor: 20_000,
@@ -193,6 +202,12 @@ impl EngineSettings {
             return Err(format!(
                 "[engine] consolidation_ratio = {} is out of range: use a value from 0.1 to 0.95",
                 self.consolidation_ratio
+            ));
+        }
+        if !matches!(self.consolidation_mode.as_str(), "memory_md" | "facts") {
+            return Err(format!(
+                "[engine] consolidation_mode = {:?} is unknown: use \"memory_md\" or \"facts\"",
+                self.consolidation_mode
             ));
         }
         if self.consolidation_max_failures == 0 || self.breaker_failures == 0 {

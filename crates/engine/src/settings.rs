@@ -33,6 +33,9 @@ pub struct EngineSettings {
     pub consolidation_mode: String,
     /// Existing facts shown to the model per new fact (5).
     pub facts_similar: usize,
+    /// Daily logs at least this many days old are folded into the facts
+    /// by `mnemo dream` (7).
+    pub dream_fold_days: u32,
     /// Lines MEMORY.md may have after a consolidation.
     pub memory_max_lines: usize,
     /// Bytes MEMORY.md may have after a consolidation.
@@ -139,6 +142,7 @@ impl Default for EngineSettings {
             consolidation_enabled: true,
             consolidation_mode: "memory_md".into(),
             facts_similar: 5,
+            dream_fold_days: 7,
             memory_max_lines: 200,
             memory_max_bytes: 25_000,
             flush_reserve_floor: 20_000,

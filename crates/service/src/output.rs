@@ -274,6 +274,26 @@ pub struct MemoryHistoryOutput {
     pub changes: Vec<MemoryChange>,
 }
 
+/// The answer of `mnemo dream`.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct DreamOutput {
+    /// The dream's id (its time).
+    pub id: String,
+    /// False when there was nothing to do (nothing written).
+    pub changed: bool,
+    /// Duplicates merged: `[ended, kept]` fact ids.
+    pub merged: Vec<(String, String)>,
+    /// Daily logs folded into facts.
+    pub folded_logs: Vec<String>,
+    /// Facts added from them.
+    pub added: Vec<String>,
+    /// Current facts after the dream.
+    pub current: usize,
+    /// Lines of memory/facts.md changed back (`--undo`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub undone_lines: Option<usize>,
+}
+
 /// The answer of `session_append`.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct AppendOutput {

@@ -24,9 +24,9 @@ use crate::args::{
 };
 use crate::error::{Error, Result};
 use crate::output::{
-    AppendOutput, CloseOutput, ContextOutput, EventsOutput, FactState, ForgetOutput, GetOutput,
-    HealthOutput, HistoryOutput, MemoryChange, MemoryHistoryOutput, SearchOutput, SectionAction,
-    SessionsOutput, TurnOutput, WriteOutput,
+    AppendOutput, CloseOutput, ContextOutput, DreamOutput, EventsOutput, FactState, ForgetOutput,
+    GetOutput, HealthOutput, HistoryOutput, MemoryChange, MemoryHistoryOutput, SearchOutput,
+    SectionAction, SessionsOutput, TurnOutput, WriteOutput,
 };
 
 /// What to do when no chat model is configured.
@@ -340,6 +340,39 @@ impl Service {
                 )));
             }
             Ok(MemoryHistoryOutput { name, fact, changes })
+        })
+        .await
+    }
+
+    /// `mnemo dream`: tidies memory/facts.md (no model needed); with
+    /// `undo`, reverses the newest dream instead.
+    pub async fn dream(self: &Arc<Self>, undo: bool) -> Result<DreamOutput> {
+        let engine = match self.engine_slot()? {
+            EngineSlot::Ready(e) | EngineSlot::Offline(e, _) => e.clone(),
+        };
+        blocking(move || {
+            if undo {
+                let u = mnemo_engine::undo_dream(engine.memory(), chrono::Utc::now())?;
+                return Ok(DreamOutput {
+                    id: u.id,
+                    changed: true,
+                    merged: Vec::new(),
+                    folded_logs: Vec::new(),
+                    added: Vec::new(),
+                    current: engine.memory().read_facts()?.current().count(),
+                    undone_lines: Some(u.lines),
+                });
+            }
+            let r = engine.dream()?;
+            Ok(DreamOutput {
+                id: r.id,
+                changed: r.changed,
+                merged: r.merged,
+                folded_logs: r.folded_logs,
+                added: r.added,
+                current: r.current,
+                undone_lines: None,
+            })
         })
         .await
     }

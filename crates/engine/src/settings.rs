@@ -199,6 +199,44 @@ impl Default for EngineSettings {
     }
 }
 
+/// Sets the `[engine]` defaults of a `[memory] profile` (see the README's
+/// table), leaving every key `given` says the file sets.
+pub fn apply_profile(
+    s: &mut EngineSettings,
+    profile: &str,
+    given: &dyn Fn(&str) -> bool,
+) -> Result<(), String> {
+    let (mode, consolidate, flush) = match profile {
+        // Consolidation rewrites MEMORY.md, the flush saves to daily logs
+        // before compaction, typed memories and the fact file are read.
+        "mnemo" => ("memory_md", true, true),
+        // save_memory rewrites MEMORY.md; no pre-compaction flush.
+        "nanobot" => ("memory_md", true, false),
+        // No consolidation: the flush writes durable facts to daily logs.
+        "openclaw" => ("memory_md", false, true),
+        // Memory is written by the agent's own tool calls (typed memories)
+        // and found by the recall side query; nothing in the background.
+        "claude-code" => ("memory_md", false, false),
+        // Facts extracted and added, updated, ended per fact.
+        "mem0" => ("facts", true, false),
+        other => {
+            return Err(format!(
+            "unknown [memory] profile {other:?}: use mnemo, nanobot, openclaw, claude-code or mem0"
+        ))
+        }
+    };
+    if !given("consolidation_mode") {
+        s.consolidation_mode = mode.into();
+    }
+    if !given("consolidation_enabled") {
+        s.consolidation_enabled = consolidate;
+    }
+    if !given("flush_enabled") {
+        s.flush_enabled = flush;
+    }
+    Ok(())
+}
+
 impl EngineSettings {
     /// Checks ranges; the message names the field to fix.
     pub fn validate(&self) -> Result<(), String> {

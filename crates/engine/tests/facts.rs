@@ -346,3 +346,42 @@ async fn similar_memories_come_from_the_search_seam() {
     assert!(user.contains("- [f2] Employed by Acme."), "{user}");
     assert!(!user.contains("[f1]"), "{user}");
 }
+
+#[tokio::test]
+async fn the_mem0_profile_consolidates_facts_and_engine_settings_win() {
+    let env = env().await;
+    let build = |toml: &str| {
+        let config = mnemo_core::Config::parse(toml).unwrap();
+        mnemo_engine::Engine::new(&env.ws, &config, model(&env.server, 8_000, 1_000))
+    };
+    let mem0 = build("[memory]\nprofile = \"mem0\"\ntimezone = \"UTC\"\n").unwrap();
+    assert_eq!(mem0.settings().consolidation_mode, "facts");
+    assert!(!mem0.settings().flush_enabled);
+    let nanobot = build("[memory]\nprofile = \"nanobot\"\n").unwrap();
+    assert_eq!(nanobot.settings().consolidation_mode, "memory_md");
+    assert!(nanobot.settings().consolidation_enabled && !nanobot.settings().flush_enabled);
+    let openclaw = build("[memory]\nprofile = \"openclaw\"\n").unwrap();
+    assert!(!openclaw.settings().consolidation_enabled && openclaw.settings().flush_enabled);
+    let given =
+        build("[memory]\nprofile = \"mem0\"\n[engine]\nconsolidation_mode = \"memory_md\"\n")
+            .unwrap();
+    assert_eq!(given.settings().consolidation_mode, "memory_md");
+    let default = build("").unwrap();
+    assert_eq!(default.settings().consolidation_mode, "memory_md");
+    assert!(default.settings().flush_enabled && default.settings().consolidation_enabled);
+    let err = build("[memory]\nprofile = \"letta\"\n").unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("unknown [memory] profile \"letta\""),
+        "{err}"
+    );
+
+    // A mem0 workspace consolidates facts.
+    said(&env.ws, "2026-03-01", &["I live in Paris."]);
+    env.server.push(extract(&["Lives in Paris."]));
+    env.server.push(decide(
+        json!([{"fact": 0, "event": "ADD", "text": "Lives in Paris."}]),
+    ));
+    let r = round(&mem0.consolidate_now(KEY).await.unwrap());
+    assert_eq!(r.added, vec!["f1".to_string()]);
+}

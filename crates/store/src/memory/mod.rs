@@ -47,7 +47,14 @@ pub struct MemorySettings {
     pub daily_log_max_bytes: usize,
     /// Characters one daily-log append may add.
     pub daily_append_max_chars: usize,
+    /// The strategy profile: `mnemo` (the default), `nanobot`, `openclaw`,
+    /// `claude-code` or `mem0`; it sets the `[engine]` defaults of how
+    /// memory is written (settings given in `[engine]` win).
+    pub profile: String,
 }
+
+/// The strategy profiles `[memory] profile` accepts.
+pub const PROFILES: &[&str] = &["mnemo", "nanobot", "openclaw", "claude-code", "mem0"];
 
 impl Default for MemorySettings {
     fn default() -> Self {
@@ -57,6 +64,7 @@ impl Default for MemorySettings {
             memory_md_max_bytes: 25_000,
             daily_log_max_bytes: 8_000,
             daily_append_max_chars: 4_000,
+            profile: "mnemo".into(),
         }
     }
 }
@@ -394,6 +402,13 @@ impl MemoryStore {
 
     /// Checks the configured time zone.
     pub fn validate(&self) -> Result<()> {
+        if !PROFILES.contains(&self.settings.profile.as_str()) {
+            return Err(Error::Invalid(format!(
+                "unknown [memory] profile {:?}: use one of {}",
+                self.settings.profile,
+                PROFILES.join(", ")
+            )));
+        }
         let tz = self.settings.timezone.trim();
         if !(tz.is_empty() || tz.eq_ignore_ascii_case("local"))
             && tz.parse::<chrono_tz::Tz>().is_err()

@@ -159,6 +159,17 @@ async fn facts_are_added_updated_ended_and_the_old_value_stays() {
         "{block}"
     );
     assert!(!block.contains("Paris"), "{block}");
+    // And so does the request of the next turn.
+    let ctx = engine
+        .build_context_with(KEY, "where do I live?", &[])
+        .unwrap();
+    assert!(
+        ctx.system
+            .contains("## Facts (memory/facts.md)\n\n- Lives in Berlin. (f3)"),
+        "{}",
+        ctx.system
+    );
+    assert!(!ctx.system.contains("Paris"), "{}", ctx.system);
 }
 
 #[tokio::test]

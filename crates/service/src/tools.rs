@@ -44,8 +44,9 @@ missing), for core facts that belong in every prompt. Write in the conversation'
 save secrets, credentials or things that are already in the files.";
 
 const MEMORY_FORGET: &str = "Delete a typed memory (by its name, or its memory/… path) and its \
-line in MEMORY.md, when the user asks you to forget it or it has become wrong. Only typed \
-memories are deleted: the history, daily logs and session notes are append-only and are refused.";
+line in MEMORY.md, or a fact of memory/facts.md (by its id, f12), when the user asks you to forget \
+it: it is gone from the files, the audit log's text and the index. Only typed memories and facts \
+are deleted: the history, daily logs and session notes are append-only and are refused.";
 
 const MEMORY_HISTORY: &str = "Every recorded change of one memory, oldest first: a fact's id \
 from memory/facts.md (f12) or a typed memory's name. Each change says what was done (add, update, \

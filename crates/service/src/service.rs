@@ -225,8 +225,25 @@ impl Service {
                 } else {
                     SaveMode::Create
                 };
+                // The text before, for the audit log (a replace's old body).
+                let old = memory
+                    .find_typed(&front.name)
+                    .ok()
+                    .flatten()
+                    .map(|m| m.body);
                 let saved = memory.save_typed(front, &body, mode)?;
                 let m = &saved.memory;
+                if saved.action != mnemo_store::SaveAction::Unchanged {
+                    memory.append_audit(&[mnemo_store::memory::facts::AuditRecord {
+                        at: Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+                        op: "write".into(),
+                        memory: m.front.name.clone(),
+                        old: old.map(|b| b.trim().to_string()),
+                        new: Some(m.body.trim().to_string()),
+                        by: "memory_write".into(),
+                        ..Default::default()
+                    }])?;
+                }
                 Ok(WriteOutput::Typed {
                     path: m.path.clone(),
                     name: m.front.name.clone(),
@@ -647,32 +664,28 @@ pub fn order_by_validity(
     as_of: Option<chrono::NaiveDate>,
 ) {
     use mnemo_store::memory::facts::FACTS_FILE;
-    // A block hit may open with a heading: its facts are the fact lines in
-    // its range, and it is as current as the best of them.
-    let fact_of = |h: &mnemo_index::SearchHit| {
+    // A block hit may open with a heading or hold several items: its facts
+    // are the fact lines in its range.
+    let facts_of = |h: &mnemo_index::SearchHit| -> Vec<&mnemo_store::memory::facts::Fact> {
         if h.path != FACTS_FILE {
-            return None;
+            return Vec::new();
         }
-        let found: Vec<&mnemo_store::memory::facts::Fact> = (h.start_line
-            ..=h.end_line.max(h.start_line))
+        (h.start_line..=h.end_line.max(h.start_line))
             .filter_map(|l| facts.fact_at_line(l))
-            .collect();
-        found
-            .iter()
-            .find(|f| f.is_current())
-            .or(found.first())
-            .copied()
+            .collect()
     };
     let hits = std::mem::take(&mut resp.results);
     let (mut now, mut past) = (Vec::new(), Vec::new());
     for h in hits {
-        match (as_of, fact_of(&h)) {
-            (Some(day), Some(f)) => {
-                if f.valid_on(day) {
+        let found = facts_of(&h);
+        match as_of {
+            // As of a day: a fact hit holds if one of its facts held then.
+            Some(day) if !found.is_empty() => {
+                if found.iter().any(|f| f.valid_on(day)) {
                     now.push(h);
                 }
             }
-            (Some(day), None) => {
+            Some(day) => {
                 let first = h
                     .date
                     .as_deref()
@@ -682,8 +695,9 @@ pub fn order_by_validity(
                     now.push(h);
                 }
             }
-            (None, Some(f)) if !f.is_current() => past.push(h),
-            (None, _) => now.push(h),
+            // Now: a hit whose facts all ended goes after the others.
+            None if !found.is_empty() && found.iter().all(|f| !f.is_current()) => past.push(h),
+            None => now.push(h),
         }
     }
     now.extend(past);

@@ -168,3 +168,33 @@ async fn a_forgotten_fact_is_found_by_no_search() {
         .unwrap_err();
     assert_eq!(err.code(), mnemo_core::ErrorCode::NotFound);
 }
+
+#[tokio::test]
+async fn typed_memory_writes_are_in_their_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let svc = service(dir.path());
+    for (text, replace) in [
+        ("Prefers green tea.", false),
+        ("Prefers oolong.", true),
+        ("Prefers oolong.", true),
+    ] {
+        let args: mnemo_service::args::WriteArgs = serde_json::from_value(serde_json::json!({
+            "name": "Tea", "type": "user", "text": text, "replace": replace
+        }))
+        .unwrap();
+        svc.write(args).await.unwrap();
+    }
+    let h = svc
+        .memory_history(mnemo_service::args::MemoryHistoryArgs { name: "tea".into() })
+        .await
+        .unwrap();
+    // The third write changed nothing and is not a change.
+    assert_eq!(h.changes.len(), 2, "{:#?}", h.changes);
+    assert_eq!(h.changes[0].old, None);
+    assert_eq!(h.changes[1].old.as_deref(), Some("Prefers green tea."));
+    assert_eq!(h.changes[1].new.as_deref(), Some("Prefers oolong."));
+    assert!(h
+        .changes
+        .iter()
+        .all(|c| c.op == "write" && c.by == "memory_write"));
+}

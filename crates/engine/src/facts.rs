@@ -386,27 +386,30 @@ impl Engine {
     /// The existing current facts most like each new fact: the index's
     /// hits in the facts file first, then the word-overlap ranking; at
     /// most `facts_similar` per fact, each memory once.
-    pub(crate) fn similar_facts(&self, file: &FactsFile, new: &[String]) -> Vec<Fact> {
+    pub(crate) fn similar_facts(
+        &self,
+        file: &FactsFile,
+        new: &[String],
+        hits: &[Vec<crate::recall::MemoryHit>],
+    ) -> Vec<Fact> {
         let per = self.settings.facts_similar.max(1);
         let mut out: Vec<Fact> = Vec::new();
         let mut seen = HashSet::new();
-        for text in new {
+        for (n, text) in new.iter().enumerate() {
             let mut picked = 0;
-            if let Some(search) = &self.searcher {
-                match search.memory_hits(text, per * 3) {
-                    Ok(hits) => {
-                        for h in hits.iter().filter(|h| h.path == facts::FACTS_FILE) {
-                            for line in h.start_line..=h.end_line.max(h.start_line) {
-                                if let Some(f) = file.fact_at_line(line) {
-                                    if f.is_current() && picked < per && seen.insert(f.id.clone()) {
-                                        out.push(f.clone());
-                                        picked += 1;
-                                    }
-                                }
-                            }
+            for h in hits
+                .get(n)
+                .into_iter()
+                .flatten()
+                .filter(|h| h.path == facts::FACTS_FILE)
+            {
+                for line in h.start_line..=h.end_line.max(h.start_line) {
+                    if let Some(f) = file.fact_at_line(line) {
+                        if f.is_current() && picked < per && seen.insert(f.id.clone()) {
+                            out.push(f.clone());
+                            picked += 1;
                         }
                     }
-                    Err(e) => tracing::debug!("fact search: {e}; using word overlap only"),
                 }
             }
             for f in lexical_similar(file, text, per) {
@@ -439,8 +442,30 @@ impl Engine {
         if extracted.facts.is_empty() {
             return Ok((extracted, Vec::new(), fb1, c1));
         }
+        // The index is synchronous (SQLite, the embedding model): searched
+        // off the async threads, one search per new fact.
+        let hits = match self.searcher.clone() {
+            Some(search) => {
+                let texts = extracted.facts.clone();
+                let limit = self.settings.facts_similar.max(1) * 3;
+                tokio::task::spawn_blocking(move || {
+                    texts
+                        .iter()
+                        .map(|t| {
+                            search.memory_hits(t, limit).unwrap_or_else(|e| {
+                                tracing::debug!("fact search: {e}; using word overlap only");
+                                Vec::new()
+                            })
+                        })
+                        .collect::<Vec<_>>()
+                })
+                .await
+                .unwrap_or_default()
+            }
+            None => Vec::new(),
+        };
         let file = self.memory.read_facts()?;
-        let similar = self.similar_facts(&file, &extracted.facts);
+        let similar = self.similar_facts(&file, &extracted.facts, &hits);
         let (args, fb2, c2) = self
             .ask_tool(
                 &|choice| self.update_request(&extracted.facts, &similar, choice),

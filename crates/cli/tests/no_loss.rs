@@ -648,3 +648,63 @@ fn random_kills_lose_and_repeat_nothing_acknowledged() {
         assert!(hits.contains("memory/fault-"), "{hits}");
     }
 }
+
+#[test]
+fn a_dream_killed_after_its_history_leaves_the_facts_as_before() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path();
+    init(ws);
+    let before = "# Facts\n\n- Likes tea. (f1; since 2026-02-01)\n- likes tea (f2; since 2026-02-03)\n- Works at Acme. (f3)\n";
+    std::fs::write(ws.join("memory/facts.md"), before).unwrap();
+    let o = mnemo(ws, &["dream"])
+        .env("MNEMO_FAILPOINTS", "dream.after_history")
+        .output()
+        .unwrap();
+    assert!(!o.status.success(), "the dream was not stopped");
+    assert_eq!(
+        read(ws, "memory/facts.md"),
+        before,
+        "a killed dream leaves the file as it was"
+    );
+    let out = stdout_of_success(&mnemo(ws, &["dream", "--json"]).output().unwrap());
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["changed"], true, "{out}");
+    assert_eq!(v["merged"], serde_json::json!([["f2", "f1"]]), "{out}");
+    let after = read(ws, "memory/facts.md");
+    assert!(
+        after.contains("- ~~likes tea~~ (f2;") && after.contains("superseded by f1"),
+        "{after}"
+    );
+    let out = stdout_of_success(
+        &mnemo(ws, &["memory", "history", "f2", "--json"])
+            .output()
+            .unwrap(),
+    );
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["fact"]["current"], false, "{out}");
+    assert_eq!(v["changes"][0]["op"], "merge", "{out}");
+    assert_eq!(v["changes"][0]["by"], "dream", "{out}");
+    let text = stdout_of_success(&mnemo(ws, &["memory", "history", "f2"]).output().unwrap());
+    assert!(
+        text.contains("no longer true") && text.contains("merge"),
+        "{text}"
+    );
+    // Undo gives back the file; the killed dream never landed, so there is
+    // nothing more it could undo, and it says why.
+    stdout_of_success(&mnemo(ws, &["dream", "--undo"]).output().unwrap());
+    assert_eq!(read(ws, "memory/facts.md"), before);
+    let o = mnemo(ws, &["dream", "--undo"]).output().unwrap();
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("cannot undo dream"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // Forgetting a fact removes its line.
+    stdout_of_success(&mnemo(ws, &["memory", "forget", "f3"]).output().unwrap());
+    assert!(!read(ws, "memory/facts.md").contains("Acme"));
+    let o = mnemo(ws, &["memory", "history", "nothing-here"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(3), "not found");
+}

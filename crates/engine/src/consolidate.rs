@@ -293,6 +293,44 @@ impl Engine {
     ) -> Result<ChunkOutcome> {
         let chunk = &loaded.messages[from..to];
         let now = self.now();
+        if self.settings.consolidation_mode == "facts" {
+            return match self.ask_facts(chunk).await {
+                Ok((extracted, ops, fell_back, calls)) => {
+                    self.begin_round(key, from, to)?;
+                    let since = self.chunk_day(chunk, now);
+                    let mut round = self.apply_fact_operations(
+                        &extracted,
+                        &ops,
+                        Some(since),
+                        Some((key, from, to)),
+                        "consolidation",
+                    )?;
+                    round.model_calls = calls;
+                    failpoint::hit("consolidate.after_memory");
+                    let stamp = now.format("%Y-%m-%d %H:%M").to_string();
+                    let mut entry = crate::facts::history_entry(&extracted, &round, &stamp);
+                    entry.push('\n');
+                    entry.push_str(&round_marker(key, from, to));
+                    self.memory.append_history(&entry, now)?;
+                    failpoint::hit("consolidate.after_history");
+                    self.end_round(key, log, to)?;
+                    let changed = !(round.added.is_empty()
+                        && round.updated.is_empty()
+                        && round.deleted.is_empty());
+                    events.push(EngineEvent::Consolidated(ConsolidationRound {
+                        from,
+                        to,
+                        fell_back_to_auto: fell_back,
+                        memory_changed: changed,
+                        duplicates_dropped: round.duplicates,
+                        facts: Some(round),
+                        ..Default::default()
+                    }));
+                    Ok(ChunkOutcome::Done)
+                }
+                Err(e) => self.failed_chunk(key, log, chunk, from, to, e, events, now),
+            };
+        }
         let seen = self.memory.read_memory_md()?;
         match self.ask_save_memory(chunk, &seen).await {
             Ok((save, fell_back)) => {
@@ -326,36 +364,52 @@ impl Engine {
                     lines_dropped: applied.merged.dropped.len(),
                     update_refused: applied.merged.refused,
                     recovered: false,
+                    facts: None,
                 }));
                 Ok(ChunkOutcome::Done)
             }
-            Err(e) => {
-                let failures = self.with_state(key, |s| {
-                    s.consolidation_failures += 1;
-                    s.consolidation_failures
-                });
-                events.push(EngineEvent::ConsolidationFailed {
-                    from,
-                    to,
-                    failures,
-                    error: e.to_string(),
-                });
-                if failures < self.settings.consolidation_max_failures {
-                    return Ok(ChunkOutcome::Failed { failures, error: e });
-                }
-                self.begin_round(key, from, to)?;
-                self.archive_raw(key, chunk, from, to, now)?;
-                failpoint::hit("consolidate.after_history");
-                self.end_round(key, log, to)?;
-                events.push(EngineEvent::Consolidated(ConsolidationRound {
-                    from,
-                    to,
-                    raw: true,
-                    ..Default::default()
-                }));
-                Ok(ChunkOutcome::Done)
-            }
+            Err(e) => self.failed_chunk(key, log, chunk, from, to, e, events, now),
         }
+    }
+
+    /// A failed model call: one more failed run, and at
+    /// `consolidation_max_failures` the chunk archived raw.
+    #[allow(clippy::too_many_arguments)]
+    fn failed_chunk(
+        &self,
+        key: &str,
+        log: &mut SessionLog,
+        chunk: &[Message],
+        from: usize,
+        to: usize,
+        e: Error,
+        events: &mut Vec<EngineEvent>,
+        now: DateTime<Utc>,
+    ) -> Result<ChunkOutcome> {
+        let failures = self.with_state(key, |s| {
+            s.consolidation_failures += 1;
+            s.consolidation_failures
+        });
+        events.push(EngineEvent::ConsolidationFailed {
+            from,
+            to,
+            failures,
+            error: e.to_string(),
+        });
+        if failures < self.settings.consolidation_max_failures {
+            return Ok(ChunkOutcome::Failed { failures, error: e });
+        }
+        self.begin_round(key, from, to)?;
+        self.archive_raw(key, chunk, from, to, now)?;
+        failpoint::hit("consolidate.after_history");
+        self.end_round(key, log, to)?;
+        events.push(EngineEvent::Consolidated(ConsolidationRound {
+            from,
+            to,
+            raw: true,
+            ..Default::default()
+        }));
+        Ok(ChunkOutcome::Done)
     }
 
     /// Merges the model's MEMORY.md into the file under the memory lock

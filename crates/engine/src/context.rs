@@ -106,7 +106,26 @@ impl Engine {
         } else {
             rendered.text.trim_end().to_string()
         };
-        let memory_md = format!("# Memory\n\n## Long-term Memory (MEMORY.md)\n\n{memory_body}");
+        let mut memory_md = format!("# Memory\n\n## Long-term Memory (MEMORY.md)\n\n{memory_body}");
+        // The facts that are true now (fact-level consolidation); those
+        // that stopped being true are found by search, not shown.
+        let facts = self.memory.read_facts()?;
+        let current: String = facts
+            .current()
+            .map(|f| format!("- {} ({})\n", f.text, f.id))
+            .collect();
+        if !current.is_empty() {
+            let capped = mnemo_store::memory::cap_memory(
+                &current,
+                self.memory.settings().memory_md_max_lines,
+                self.memory.settings().memory_md_max_bytes,
+            );
+            memory_md.push_str(&format!(
+                "\n\n## Facts ({})\n\n{}",
+                mnemo_store::memory::facts::FACTS_FILE,
+                capped.text.trim_end()
+            ));
+        }
         let mut daily = String::new();
         let today = self.memory.today(now);
         for (label, date) in [("today", Some(today)), ("yesterday", today.pred_opt())] {

@@ -20,6 +20,18 @@ use crate::error::{Error, Result};
 use crate::lock::SessionLock;
 use crate::settings::EngineSettings;
 
+mod toml_free {
+    /// Any value of a setting: only which keys are given is read.
+    #[derive(Debug, Default)]
+    pub struct Any;
+
+    impl<'de> serde::Deserialize<'de> for Any {
+        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            serde::de::IgnoredAny::deserialize(d).map(|_| Any)
+        }
+    }
+}
+
 /// A clock, so tests can move time (microcompact's gap, dates of logs).
 pub type Clock = Arc<dyn Fn() -> DateTime<Utc> + Send + Sync>;
 
@@ -93,10 +105,16 @@ impl Engine {
     /// flush, summaries, slugs and (unless [`with_side_model`](Self::with_side_model))
     /// the recall side query.
     pub fn new(workspace: &Workspace, config: &Config, model: Arc<dyn ChatModel>) -> Result<Self> {
-        let settings: EngineSettings = config.section("engine")?;
-        settings.validate().map_err(Error::Invalid)?;
+        let mut settings: EngineSettings = config.section("engine")?;
         let sessions = SessionStore::from_config(workspace, config)?;
         let memory = MemoryStore::from_config(workspace, config)?;
+        // The profile's defaults, under whatever [engine] says itself.
+        let given: std::collections::BTreeMap<String, toml_free::Any> = config.section("engine")?;
+        crate::settings::apply_profile(&mut settings, &memory.settings().profile, &|k| {
+            given.contains_key(k)
+        })
+        .map_err(Error::Invalid)?;
+        settings.validate().map_err(Error::Invalid)?;
         let counter = mnemo_tokens::counter_for(&model.info().model, settings.exact_tokens);
         let compactor: Arc<dyn Compactor> =
             Arc::new(ModelCompactor::new(model.clone(), counter.clone()));

@@ -32,6 +32,10 @@ pub struct ConsolidationRound {
     /// True when a run that crashed after writing this round's history
     /// entry is finished by moving the cursor (nothing written twice).
     pub recovered: bool,
+    /// What a fact-level round (`consolidation_mode = "facts"`) did to
+    /// `memory/facts.md`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub facts: Option<crate::facts::FactRound>,
 }
 
 /// What a memory flush did.

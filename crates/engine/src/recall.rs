@@ -50,6 +50,32 @@ pub trait MemorySearch: Send + Sync {
     /// best first, at most `limit`; an error says why (recall goes on
     /// without it).
     fn memory_files(&self, query: &str, limit: usize) -> std::result::Result<Vec<String>, String>;
+
+    /// The Markdown memory blocks that best match `query` (hybrid search),
+    /// best first, at most `limit`: what fact-level consolidation compares
+    /// a new fact with. The default has none (the engine then ranks the
+    /// facts file by shared words alone).
+    fn memory_hits(
+        &self,
+        query: &str,
+        limit: usize,
+    ) -> std::result::Result<Vec<MemoryHit>, String> {
+        let _ = (query, limit);
+        Err("this memory search finds files only".into())
+    }
+}
+
+/// One block of Markdown memory a search found.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MemoryHit {
+    /// Workspace-relative path.
+    pub path: String,
+    /// First line (1-based).
+    pub start_line: usize,
+    /// Last line.
+    pub end_line: usize,
+    /// The search's score.
+    pub score: f32,
 }
 
 /// One manifest line: `- [type] file (ISO mtime): description`.

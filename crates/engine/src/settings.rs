@@ -26,6 +26,16 @@ pub struct EngineSettings {
     pub consolidation_max_failures: u32,
     /// Consolidation runs before a turn; off leaves it to `consolidate_now`.
     pub consolidation_enabled: bool,
+    /// How consolidation writes long-term memory: `"memory_md"` (one model
+    /// call rewrites MEMORY.md through the merge guard, nanobot's design)
+    /// or `"facts"` (facts extracted, compared with the most similar ones
+    /// and added, updated, ended or left, in `memory/facts.md`).
+    pub consolidation_mode: String,
+    /// Existing facts shown to the model per new fact (5).
+    pub facts_similar: usize,
+    /// Daily logs at least this many days old are folded into the facts
+    /// by `mnemo dream` (7).
+    pub dream_fold_days: u32,
     /// Lines MEMORY.md may have after a consolidation.
     pub memory_max_lines: usize,
     /// Bytes MEMORY.md may have after a consolidation.
@@ -130,6 +140,9 @@ impl Default for EngineSettings {
             consolidation_max_rounds: 5,
             consolidation_max_failures: 3,
             consolidation_enabled: true,
+            consolidation_mode: "memory_md".into(),
+            facts_similar: 5,
+            dream_fold_days: 7,
             memory_max_lines: 200,
             memory_max_bytes: 25_000,
             flush_reserve_floor: 20_000,
@@ -186,6 +199,44 @@ impl Default for EngineSettings {
     }
 }
 
+/// Sets the `[engine]` defaults of a `[memory] profile` (see the README's
+/// table), leaving every key `given` says the file sets.
+pub fn apply_profile(
+    s: &mut EngineSettings,
+    profile: &str,
+    given: &dyn Fn(&str) -> bool,
+) -> Result<(), String> {
+    let (mode, consolidate, flush) = match profile {
+        // Consolidation rewrites MEMORY.md, the flush saves to daily logs
+        // before compaction, typed memories and the fact file are read.
+        "mnemo" => ("memory_md", true, true),
+        // save_memory rewrites MEMORY.md; no pre-compaction flush.
+        "nanobot" => ("memory_md", true, false),
+        // No consolidation: the flush writes durable facts to daily logs.
+        "openclaw" => ("memory_md", false, true),
+        // Memory is written by the agent's own tool calls (typed memories)
+        // and found by the recall side query; nothing in the background.
+        "claude-code" => ("memory_md", false, false),
+        // Facts extracted and added, updated, ended per fact.
+        "mem0" => ("facts", true, false),
+        other => {
+            return Err(format!(
+            "unknown [memory] profile {other:?}: use mnemo, nanobot, openclaw, claude-code or mem0"
+        ))
+        }
+    };
+    if !given("consolidation_mode") {
+        s.consolidation_mode = mode.into();
+    }
+    if !given("consolidation_enabled") {
+        s.consolidation_enabled = consolidate;
+    }
+    if !given("flush_enabled") {
+        s.flush_enabled = flush;
+    }
+    Ok(())
+}
+
 impl EngineSettings {
     /// Checks ranges; the message names the field to fix.
     pub fn validate(&self) -> Result<(), String> {
@@ -193,6 +244,12 @@ impl EngineSettings {
             return Err(format!(
                 "[engine] consolidation_ratio = {} is out of range: use a value from 0.1 to 0.95",
                 self.consolidation_ratio
+            ));
+        }
+        if !matches!(self.consolidation_mode.as_str(), "memory_md" | "facts") {
+            return Err(format!(
+                "[engine] consolidation_mode = {:?} is unknown: use \"memory_md\" or \"facts\"",
+                self.consolidation_mode
             ));
         }
         if self.consolidation_max_failures == 0 || self.breaker_failures == 0 {

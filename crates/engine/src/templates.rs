@@ -4,6 +4,14 @@
 pub const CONSOLIDATION_PROMPT: &str = include_str!("../templates/consolidate/system.md");
 /// User message of consolidation (memory plus excerpt).
 pub const CONSOLIDATION_USER: &str = include_str!("../templates/consolidate/user.md");
+/// System prompt of fact extraction (`consolidation_mode = "facts"`).
+pub const FACTS_EXTRACT_PROMPT: &str = include_str!("../templates/facts/extract.md");
+/// User message of fact extraction (the excerpt).
+pub const FACTS_EXTRACT_USER: &str = include_str!("../templates/facts/extract_user.md");
+/// System prompt of the per-fact decisions.
+pub const FACTS_UPDATE_PROMPT: &str = include_str!("../templates/facts/update.md");
+/// User message of the decisions (similar memories, new facts).
+pub const FACTS_UPDATE_USER: &str = include_str!("../templates/facts/update_user.md");
 /// System prompt of the memory flush.
 pub const FLUSH_PROMPT: &str = include_str!("../templates/flush/system.md");
 /// User message that starts the memory flush.

@@ -10,8 +10,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
 use mnemo_service::args::{
-    AppendArgs, CompactArgs, ContextArgs, ForgetArgs, GetArgs, HistoryArgs, SearchArgs, TurnArgs,
-    WriteArgs,
+    AppendArgs, CompactArgs, ContextArgs, ForgetArgs, GetArgs, HistoryArgs, MemoryHistoryArgs,
+    SearchArgs, TurnArgs, WriteArgs,
 };
 use mnemo_service::{guard, Service};
 use serde::de::DeserializeOwned;
@@ -38,6 +38,7 @@ pub fn router(service: Arc<Service>, token: Option<String>) -> Router {
         .route("/v1/memory/get", get(memory_get))
         .route("/v1/memory/write", post(write))
         .route("/v1/memory/forget", post(forget))
+        .route("/v1/memory/history", get(memory_history))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
@@ -285,6 +286,14 @@ async fn write(
     Body(args): Body<WriteArgs>,
 ) -> ApiResult<impl serde::Serialize> {
     Ok(axum::Json(s.write(args).await?))
+}
+
+async fn memory_history(
+    State(s): State<AppState>,
+    q: Result<Query<MemoryHistoryArgs>, QueryRejection>,
+) -> ApiResult<impl serde::Serialize> {
+    let Query(args) = q.map_err(query_rejection)?;
+    Ok(axum::Json(s.memory_history(args).await?))
 }
 
 async fn forget(

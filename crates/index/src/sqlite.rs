@@ -563,6 +563,18 @@ impl SqliteBackend {
         Ok(n?)
     }
 
+    /// Rewrites the database so that no deleted row survives in it: FTS5
+    /// segments merged (a contentless table keeps deleted tokens until
+    /// then), free pages dropped by `VACUUM`, the write-ahead log
+    /// checkpointed and truncated. For a forget; it costs a full rewrite.
+    pub fn scrub(&self) -> Result<()> {
+        let conn = lock(&self.writer);
+        conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES('optimize')", [])?;
+        conn.execute("VACUUM", [])?;
+        conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+        Ok(())
+    }
+
     /// Runs a WAL checkpoint (after a full rebuild, before the swap).
     pub fn checkpoint(&self) -> Result<()> {
         let conn = lock(&self.writer);

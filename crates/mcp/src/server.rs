@@ -16,7 +16,9 @@ use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 
 use mnemo_service::agent::parse;
-use mnemo_service::args::{AppendArgs, ContextArgs, ForgetArgs, GetArgs, SearchArgs, WriteArgs};
+use mnemo_service::args::{
+    AppendArgs, ContextArgs, ForgetArgs, GetArgs, MemoryHistoryArgs, SearchArgs, WriteArgs,
+};
 use mnemo_service::tools::{catalogue, split_key};
 use mnemo_service::{Error, Service};
 
@@ -47,6 +49,12 @@ impl MnemoServer {
             "memory_get" => run(parse::<GetArgs>(name, args), |a| s.get(a)).await,
             "memory_write" => run(parse::<WriteArgs>(name, args), |a| s.write(a)).await,
             "memory_forget" => run(parse::<ForgetArgs>(name, args), |a| s.forget(a)).await,
+            "memory_history" => {
+                run(parse::<MemoryHistoryArgs>(name, args), |a| {
+                    s.memory_history(a)
+                })
+                .await
+            }
             "session_append" => run(keyed::<AppendArgs>(name, args), |(k, a)| s.append(k, a)).await,
             "session_context" => {
                 run(keyed::<ContextArgs>(name, args), |(k, a)| s.context(k, a)).await

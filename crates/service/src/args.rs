@@ -33,9 +33,25 @@ pub struct SearchArgs {
     /// Let the chat model re-order the best hits (default: the workspace's `[engine] rerank`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rerank: Option<bool>,
+    /// Answer as of this day (`YYYY-MM-DD`): facts that were true then, and
+    /// nothing said after it (default: now, current facts first).
+    #[serde(default, alias = "asOf", skip_serializing_if = "Option::is_none")]
+    pub as_of: Option<String>,
 }
 
 impl SearchArgs {
+    /// The `as_of` day, checked.
+    pub fn as_of_day(&self) -> Result<Option<chrono::NaiveDate>> {
+        match self.as_of.as_deref().map(str::trim) {
+            None | Some("") => Ok(None),
+            Some(d) => d.parse().map(Some).map_err(|_| {
+                Error::Invalid(format!(
+                    "`as_of` is {d:?}: give a day as YYYY-MM-DD, e.g. 2026-03-01"
+                ))
+            }),
+        }
+    }
+
     /// A search for `query` with the workspace's settings.
     pub fn new(query: impl Into<String>) -> Self {
         SearchArgs {
@@ -52,6 +68,7 @@ impl SearchArgs {
                 "`query` is empty: give a few words to search for".into(),
             ));
         }
+        self.as_of_day()?;
         if let Some(s) = self.min_score {
             if !(0.0..=1.0).contains(&s) {
                 return Err(Error::Invalid(format!(
@@ -311,8 +328,17 @@ fn first_line(text: &str) -> String {
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ForgetArgs {
-    /// The typed memory's name, or its path memory/<name>.md. Nothing else
-    /// is ever removed.
+    /// A fact's id in memory/facts.md (`f12`), or a typed memory's name or
+    /// path memory/<name>.md. Nothing else is ever removed.
+    pub name: String,
+}
+
+/// Arguments of `memory_history`.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryHistoryArgs {
+    /// The memory: a fact's id in memory/facts.md (`f12`) or a typed
+    /// memory's name.
     pub name: String,
 }
 

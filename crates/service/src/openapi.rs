@@ -7,12 +7,13 @@ use schemars::{JsonSchema, SchemaGenerator};
 use serde_json::{json, Map, Value};
 
 use crate::args::{
-    AppendArgs, CompactArgs, ContextArgs, ForgetArgs, GetArgs, HistoryArgs, SearchArgs, TurnArgs,
-    WriteArgs,
+    AppendArgs, CompactArgs, ContextArgs, ForgetArgs, GetArgs, HistoryArgs, MemoryHistoryArgs,
+    SearchArgs, TurnArgs, WriteArgs,
 };
 use crate::output::{
     AppendOutput, CloseOutput, ContextOutput, ErrorBody, EventsOutput, ForgetOutput, GetOutput,
-    HealthOutput, HistoryOutput, SearchOutput, SessionsOutput, TurnOutput, WriteOutput,
+    HealthOutput, HistoryOutput, MemoryHistoryOutput, SearchOutput, SessionsOutput, TurnOutput,
+    WriteOutput,
 };
 use crate::schema::{components_generator, input_schema};
 
@@ -179,6 +180,13 @@ pub const ENDPOINTS: &[Endpoint] = &[
         "Delete a typed memory (nothing else is ever deleted)",
         Input::Body(s::<ForgetArgs>),
         s::<ForgetOutput>,
+    ),
+    ep(
+        "GET",
+        "/v1/memory/history",
+        "Every recorded change of a memory (a fact's id or a typed memory's name)",
+        Input::Query(input_schema::<MemoryHistoryArgs>),
+        s::<MemoryHistoryOutput>,
     ),
 ];
 

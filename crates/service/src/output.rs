@@ -210,6 +210,90 @@ pub struct ForgetOutput {
     pub removed: String,
 }
 
+/// One change to a memory (the audit log's record).
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct MemoryChange {
+    /// When (RFC 3339, UTC).
+    pub at: String,
+    /// `add`, `update`, `delete` (ended, kept as no longer true), `forget`
+    /// (removed, its text scrubbed), `write` (a typed memory saved).
+    pub op: String,
+    /// The memory changed.
+    pub memory: String,
+    /// The memory an update replaced.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub supersedes: Option<String>,
+    /// The text before.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub old: Option<String>,
+    /// The text after.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub new: Option<String>,
+    /// The session that caused it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+    /// Its messages, `from..to`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub messages: Option<String>,
+    /// `consolidation`, `dream`, `memory_write`, `forget`.
+    pub by: String,
+}
+
+/// The state of a fact in memory/facts.md.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct FactState {
+    /// Its id.
+    pub id: String,
+    /// Its text.
+    pub text: String,
+    /// True while it has not stopped being true.
+    pub current: bool,
+    /// The day it became true.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub valid_from: Option<String>,
+    /// The day it stopped being true.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub valid_until: Option<String>,
+    /// The fact that replaced it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub superseded_by: Option<String>,
+    /// When mnemo recorded it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recorded: Option<String>,
+}
+
+/// The answer of `memory_history`: every recorded change, oldest first.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct MemoryHistoryOutput {
+    /// The memory asked about.
+    pub name: String,
+    /// The fact as it stands, when the name is a fact's id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fact: Option<FactState>,
+    /// The changes, oldest first.
+    pub changes: Vec<MemoryChange>,
+}
+
+/// The answer of `mnemo dream`.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct DreamOutput {
+    /// The dream's id (its time).
+    pub id: String,
+    /// False when there was nothing to do (nothing written).
+    pub changed: bool,
+    /// Duplicates merged: `[ended, kept]` fact ids.
+    pub merged: Vec<(String, String)>,
+    /// Daily logs folded into facts.
+    pub folded_logs: Vec<String>,
+    /// Facts added from them.
+    pub added: Vec<String>,
+    /// Current facts after the dream.
+    pub current: usize,
+    /// Lines of memory/facts.md changed back (`--undo`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub undone_lines: Option<usize>,
+}
+
 /// The answer of `session_append`.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct AppendOutput {

@@ -19,13 +19,14 @@ use mnemo_llm::{
 use mnemo_store::{FrontMatter, SaveMode};
 
 use crate::args::{
-    AppendArgs, CompactArgs, ContextArgs, ForgetArgs, GetArgs, HistoryArgs, SearchArgs, TurnArgs,
-    Write, WriteArgs, MAX_RESULTS, MAX_TURN_ITERATIONS,
+    AppendArgs, CompactArgs, ContextArgs, ForgetArgs, GetArgs, HistoryArgs, MemoryHistoryArgs,
+    SearchArgs, TurnArgs, Write, WriteArgs, MAX_RESULTS, MAX_TURN_ITERATIONS,
 };
 use crate::error::{Error, Result};
 use crate::output::{
-    AppendOutput, CloseOutput, ContextOutput, EventsOutput, ForgetOutput, GetOutput, HealthOutput,
-    HistoryOutput, SearchOutput, SectionAction, SessionsOutput, TurnOutput, WriteOutput,
+    AppendOutput, CloseOutput, ContextOutput, DreamOutput, EventsOutput, FactState, ForgetOutput,
+    GetOutput, HealthOutput, HistoryOutput, MemoryChange, MemoryHistoryOutput, SearchOutput,
+    SectionAction, SessionsOutput, TurnOutput, WriteOutput,
 };
 
 /// What to do when no chat model is configured.
@@ -112,6 +113,7 @@ impl Service {
             .map(|e| e.settings().rerank_candidates);
         let me = self.clone();
         let query = args.query.clone();
+        let as_of = args.as_of_day()?;
         let (mut resp, wanted): (SearchResponse, usize) = blocking(move || {
             let index = me.mnemo.index()?;
             let wanted = args
@@ -119,9 +121,19 @@ impl Service {
                 .unwrap_or(index.settings().search.max_results)
                 .clamp(1, MAX_RESULTS);
             let mut req = SearchRequest::new(args.query);
-            req.max_results = Some(wider.map_or(wanted, |w| w.clamp(wanted, MAX_RESULTS)));
+            // Facts that ended (or, as of a day, did not hold then) go last
+            // or go: ask for more so that the answer still has `wanted`.
+            let asked = wider.map_or(wanted, |w| w.clamp(wanted, MAX_RESULTS));
+            req.max_results = Some(if as_of.is_some() {
+                (asked * 3).min(MAX_RESULTS)
+            } else {
+                asked
+            });
             req.min_score = args.min_score;
-            Ok((index.search(&req)?, wanted))
+            let mut resp = index.search(&req)?;
+            let facts = me.mnemo.memory().read_facts()?;
+            order_by_validity(&mut resp, &facts, as_of);
+            Ok((resp, wanted))
         })
         .await?;
         let reranked = match rerank {
@@ -213,8 +225,25 @@ impl Service {
                 } else {
                     SaveMode::Create
                 };
+                // The text before, for the audit log (a replace's old body).
+                let old = memory
+                    .find_typed(&front.name)
+                    .ok()
+                    .flatten()
+                    .map(|m| m.body);
                 let saved = memory.save_typed(front, &body, mode)?;
                 let m = &saved.memory;
+                if saved.action != mnemo_store::SaveAction::Unchanged {
+                    memory.append_audit(&[mnemo_store::memory::facts::AuditRecord {
+                        at: Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+                        op: "write".into(),
+                        memory: m.front.name.clone(),
+                        old: old.map(|b| b.trim().to_string()),
+                        new: Some(m.body.trim().to_string()),
+                        by: "memory_write".into(),
+                        ..Default::default()
+                    }])?;
+                }
                 Ok(WriteOutput::Typed {
                     path: m.path.clone(),
                     name: m.front.name.clone(),
@@ -247,8 +276,120 @@ impl Service {
         }
         let me = self.clone();
         blocking(move || {
-            let removed = me.mnemo.memory().forget_typed(&args.name)?;
+            let memory = me.mnemo.memory();
+            let name = args.name.trim();
+            // A fact's id (f12) names a line of memory/facts.md; anything
+            // else a typed memory.
+            let removed = if memory.read_facts()?.get(name).is_some() {
+                let fact = memory.forget_fact(name, chrono::Utc::now())?;
+                format!("{}#{}", mnemo_store::memory::facts::FACTS_FILE, fact.id)
+            } else {
+                let rel = memory.forget_typed(name)?;
+                memory.append_audit(&[mnemo_store::memory::facts::AuditRecord {
+                    at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+                    op: "forget".into(),
+                    memory: name.to_string(),
+                    by: "forget".into(),
+                    ..Default::default()
+                }])?;
+                rel
+            };
+            // Gone from the index, its vectors and the embedding cache now,
+            // not at the next search. An index that cannot be opened (no
+            // embedder configured, say) drops the file at its next sync.
+            match me.mnemo.index() {
+                Ok(index) => {
+                    if let Err(e) = index.forget_unused() {
+                        tracing::warn!("the index could not drop {removed} yet: {e}");
+                    }
+                }
+                Err(e) => tracing::debug!("no index to update after forget: {e}"),
+            }
             Ok(ForgetOutput { removed })
+        })
+        .await
+    }
+
+    /// `memory_history`: every recorded change of a memory (a fact's id or
+    /// a typed memory's name), oldest first; a name nothing is recorded
+    /// about is not found.
+    pub async fn memory_history(
+        self: &Arc<Self>,
+        args: MemoryHistoryArgs,
+    ) -> Result<MemoryHistoryOutput> {
+        let name = args.name.trim().to_string();
+        if name.is_empty() {
+            return Err(Error::Invalid(
+                "`name` is empty: give a fact's id (f12) or a typed memory's name".into(),
+            ));
+        }
+        let me = self.clone();
+        blocking(move || {
+            let memory = me.mnemo.memory();
+            let facts = memory.read_facts()?;
+            let fact = facts.get(&name).map(|f| FactState {
+                id: f.id.clone(),
+                text: f.text.clone(),
+                current: f.is_current(),
+                valid_from: f.since.map(|d| d.to_string()),
+                valid_until: f.until.map(|d| d.to_string()),
+                superseded_by: f.superseded_by.clone(),
+                recorded: f.recorded.clone(),
+            });
+            let changes: Vec<MemoryChange> = memory
+                .memory_history(&name)?
+                .into_iter()
+                .map(|r| MemoryChange {
+                    at: r.at,
+                    op: r.op,
+                    memory: r.memory,
+                    supersedes: r.supersedes,
+                    old: r.old,
+                    new: r.new,
+                    session: r.session,
+                    messages: r.messages,
+                    by: r.by,
+                })
+                .collect();
+            if fact.is_none() && changes.is_empty() {
+                return Err(Error::NotFound(format!(
+                    "nothing is recorded about {name:?}: give a fact's id from memory/facts.md or a typed memory's name"
+                )));
+            }
+            Ok(MemoryHistoryOutput { name, fact, changes })
+        })
+        .await
+    }
+
+    /// `mnemo dream`: tidies memory/facts.md (no model needed); with
+    /// `undo`, reverses the newest dream instead.
+    pub async fn dream(self: &Arc<Self>, undo: bool) -> Result<DreamOutput> {
+        let engine = match self.engine_slot()? {
+            EngineSlot::Ready(e) | EngineSlot::Offline(e, _) => e.clone(),
+        };
+        blocking(move || {
+            if undo {
+                let u = mnemo_engine::undo_dream(engine.memory(), chrono::Utc::now())?;
+                return Ok(DreamOutput {
+                    id: u.id,
+                    changed: true,
+                    merged: Vec::new(),
+                    folded_logs: Vec::new(),
+                    added: Vec::new(),
+                    current: engine.memory().read_facts()?.current().count(),
+                    undone_lines: Some(u.lines),
+                });
+            }
+            let r = engine.dream()?;
+            Ok(DreamOutput {
+                id: r.id,
+                changed: r.changed,
+                merged: r.merged,
+                folded_logs: r.folded_logs,
+                added: r.added,
+                current: r.current,
+                undone_lines: None,
+            })
         })
         .await
     }
@@ -514,6 +655,55 @@ pub fn chat_model(
     mnemo::build_chat_model(&provider, progress)
 }
 
+/// Current facts before facts that stopped being true (which stay, after
+/// every other hit, so history is still found); as of a day, only the facts
+/// that held on it and nothing dated after it.
+pub fn order_by_validity(
+    resp: &mut SearchResponse,
+    facts: &mnemo_store::memory::facts::FactsFile,
+    as_of: Option<chrono::NaiveDate>,
+) {
+    use mnemo_store::memory::facts::FACTS_FILE;
+    // A block hit may open with a heading or hold several items: its facts
+    // are the fact lines in its range.
+    let facts_of = |h: &mnemo_index::SearchHit| -> Vec<&mnemo_store::memory::facts::Fact> {
+        if h.path != FACTS_FILE {
+            return Vec::new();
+        }
+        (h.start_line..=h.end_line.max(h.start_line))
+            .filter_map(|l| facts.fact_at_line(l))
+            .collect()
+    };
+    let hits = std::mem::take(&mut resp.results);
+    let (mut now, mut past) = (Vec::new(), Vec::new());
+    for h in hits {
+        let found = facts_of(&h);
+        match as_of {
+            // As of a day: a fact hit holds if one of its facts held then.
+            Some(day) if !found.is_empty() => {
+                if found.iter().any(|f| f.valid_on(day)) {
+                    now.push(h);
+                }
+            }
+            Some(day) => {
+                let first = h
+                    .date
+                    .as_deref()
+                    .and_then(|d| d.get(..10))
+                    .and_then(|d| d.parse::<chrono::NaiveDate>().ok());
+                if first.is_none_or(|d| d <= day) {
+                    now.push(h);
+                }
+            }
+            // Now: a hit whose facts all ended goes after the others.
+            None if !found.is_empty() && found.iter().all(|f| !f.is_current()) => past.push(h),
+            None => now.push(h),
+        }
+    }
+    now.extend(past);
+    resp.results = now;
+}
+
 /// Lines `from..from+lines` of `text` (1-based), as `memory_get` answers.
 fn slice_lines(path: &str, text: &str, from: Option<usize>, lines: Option<usize>) -> GetOutput {
     let all: Vec<&str> = text.lines().collect();
@@ -545,6 +735,29 @@ impl mnemo_engine::MemorySearch for IndexMemorySearch {
             .sources(&[mnemo_index::Source::Memory])
             .max_results(limit.max(1));
         Ok(index.search(&req).map_err(|e| e.to_string())?.files())
+    }
+
+    fn memory_hits(
+        &self,
+        query: &str,
+        limit: usize,
+    ) -> std::result::Result<Vec<mnemo_engine::MemoryHit>, String> {
+        let index = self.0.index().map_err(|e| e.to_string())?;
+        let req = SearchRequest::new(query)
+            .sources(&[mnemo_index::Source::Memory])
+            .max_results(limit.clamp(1, MAX_RESULTS));
+        Ok(index
+            .search(&req)
+            .map_err(|e| e.to_string())?
+            .results
+            .into_iter()
+            .map(|h| mnemo_engine::MemoryHit {
+                path: h.path,
+                start_line: h.start_line,
+                end_line: h.end_line,
+                score: h.score,
+            })
+            .collect())
     }
 }
 

@@ -7,7 +7,9 @@ use mnemo_llm::ToolSpec;
 use schemars::JsonSchema;
 use serde_json::{Map, Value};
 
-use crate::args::{AppendArgs, ContextArgs, ForgetArgs, GetArgs, SearchArgs, WriteArgs};
+use crate::args::{
+    AppendArgs, ContextArgs, ForgetArgs, GetArgs, MemoryHistoryArgs, SearchArgs, WriteArgs,
+};
 use crate::schema::{input_schema, with_key};
 
 /// Instructions sent with MCP's `initialize`.
@@ -37,8 +39,14 @@ that `## heading` section of MEMORY.md, for core facts every prompt needs. Write
 conversation's language; never save secrets.";
 
 const MEMORY_FORGET: &str = "Delete a typed memory (by its name, or its memory/… path) and its \
-line in MEMORY.md, when the user asks you to forget it or it has become wrong. Only typed \
-memories are deleted: the history, daily logs and session notes are append-only and are refused.";
+line in MEMORY.md, or a fact of memory/facts.md (by its id, f12), when the user asks you to forget \
+it: it is gone from the files, the audit log's text and the index. Only typed memories and facts \
+are deleted: the history, daily logs and session notes are append-only and are refused.";
+
+const MEMORY_HISTORY: &str = "Every recorded change of one memory, oldest first: a fact's id \
+from memory/facts.md (f12) or a typed memory's name. Each change says what was done (add, update, \
+delete, forget, write), the old and new text, when, and which session and messages caused it; for a \
+fact, also whether it is still true and since when.";
 
 const SESSION_APPEND: &str = "Record messages of a conversation in its append-only session log \
 (one per session key), in the OpenAI message shape ({role, content, tool_calls?, tool_call_id?, \
@@ -121,6 +129,7 @@ pub fn catalogue() -> Vec<ToolDef> {
             .in_agent_turn(),
         def::<WriteArgs>("memory_write", MEMORY_WRITE).in_agent_turn(),
         def::<ForgetArgs>("memory_forget", MEMORY_FORGET).destructive(),
+        def::<MemoryHistoryArgs>("memory_history", MEMORY_HISTORY).read_only(),
         def::<AppendArgs>("session_append", SESSION_APPEND).keyed(),
         def::<ContextArgs>("session_context", SESSION_CONTEXT)
             .keyed()

@@ -44,6 +44,17 @@ pub struct ConsolidateArgs {
     pub model: ModelArgs,
 }
 
+/// Arguments of `mnemo dream`.
+#[derive(Debug, Args)]
+pub struct DreamArgs {
+    /// Reverse the newest dream instead (from memory/HISTORY.md)
+    #[arg(long)]
+    pub undo: bool,
+    /// Print the answer as one JSON object
+    #[arg(long)]
+    pub json: bool,
+}
+
 /// Arguments of `mnemo compact`.
 #[derive(Debug, Args)]
 pub struct CompactArgs {
@@ -198,6 +209,37 @@ pub fn consolidate(args: ConsolidateArgs, global: &GlobalArgs) -> Result<()> {
     let service = service_with_model(global, &args.model)?;
     let out = crate::ctx::runtime()?.block_on(service.consolidate(args.key))?;
     print_events(&out, args.json)
+}
+
+pub fn dream(args: DreamArgs, global: &GlobalArgs) -> Result<()> {
+    let ctx = global.ctx()?;
+    ctx.require_initialised()?;
+    let (service, rt) = crate::cmd::memory::service(ctx)?;
+    let out = rt.block_on(service.dream(args.undo))?;
+    if args.json {
+        outln!("{}", serde_json::to_string(&out)?);
+    } else if let Some(n) = out.undone_lines {
+        outln!(
+            "undid dream {}: {n} line(s) of memory/facts.md changed back",
+            out.id
+        );
+    } else if !out.changed {
+        outln!(
+            "dream {}: nothing to change ({} current facts)",
+            out.id,
+            out.current
+        );
+    } else {
+        outln!(
+            "dream {}: {} duplicate(s) merged, {} fact(s) added from {} daily log(s), {} current facts (undo: mnemo dream --undo)",
+            out.id,
+            out.merged.len(),
+            out.added.len(),
+            out.folded_logs.len(),
+            out.current
+        );
+    }
+    Ok(())
 }
 
 pub fn compact(args: CompactArgs, global: &GlobalArgs) -> Result<()> {

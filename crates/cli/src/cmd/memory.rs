@@ -34,6 +34,10 @@ pub enum MemoryCommand {
     /// Remove a typed memory file and its index line (the history, daily logs
     /// and session notes are append-only and never removed)
     Forget(ForgetArgs),
+    /// Every recorded change of a memory (a fact's id in memory/facts.md,
+    /// such as f12, or a typed memory's name): what was done, the old and
+    /// new text, when, and which session and messages caused it
+    History(HistoryArgs),
     /// Undo the newest consolidation's change to MEMORY.md (run it again to
     /// go further back); each change and each undo is in memory/HISTORY.md
     Undo,
@@ -75,6 +79,18 @@ pub struct ForgetArgs {
     /// The memory's name or its path (memory/<name>.md)
     pub name: String,
     /// Print the answer as one JSON object (memory_forget's)
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Arguments of `mnemo memory history`.
+#[derive(Debug, Args)]
+pub struct HistoryArgs {
+    /// The fact's id (f12) or the typed memory's name
+    pub name: String,
+    /// Print the answer as one JSON object (memory_history's): {"name",
+    /// "fact"?, "changes": [{"at", "op", "memory", "supersedes"?, "old"?,
+    /// "new"?, "session"?, "messages"?, "by"}]}
     #[arg(long)]
     pub json: bool,
 }
@@ -188,6 +204,61 @@ pub fn run(command: MemoryCommand, global: &GlobalArgs) -> Result<()> {
                 outln!("{}", serde_json::to_string(&out)?);
             } else {
                 outln!("removed {} and its index line", out.removed);
+            }
+            Ok(())
+        }
+        MemoryCommand::History(args) => {
+            let (service, rt) = service(ctx)?;
+            let out = rt.block_on(
+                service.memory_history(mnemo_service::args::MemoryHistoryArgs { name: args.name }),
+            )?;
+            if args.json {
+                outln!("{}", serde_json::to_string(&out)?);
+                return Ok(());
+            }
+            if let Some(f) = &out.fact {
+                let span = match (&f.valid_from, &f.valid_until) {
+                    (Some(a), Some(b)) => format!("{a} to {b}"),
+                    (Some(a), None) => format!("since {a}"),
+                    (None, Some(b)) => format!("until {b}"),
+                    (None, None) => String::new(),
+                };
+                let state = if f.current {
+                    "current"
+                } else {
+                    "no longer true"
+                };
+                outln!(
+                    "{}: {} ({state}{}{})",
+                    f.id,
+                    f.text,
+                    if span.is_empty() {
+                        String::new()
+                    } else {
+                        format!(", {span}")
+                    },
+                    f.superseded_by
+                        .as_deref()
+                        .map(|s| format!(", superseded by {s}"))
+                        .unwrap_or_default()
+                );
+            }
+            for c in &out.changes {
+                let cause = match (&c.session, &c.messages) {
+                    (Some(s), Some(m)) => format!(" ({} of {s}, messages {m})", c.by),
+                    _ => format!(" ({})", c.by),
+                };
+                let what = match (&c.old, &c.new) {
+                    (Some(o), Some(n)) => format!("{o:?} -> {n:?}"),
+                    (None, Some(n)) => format!("{n:?}"),
+                    (Some(o), None) => format!("{o:?}"),
+                    (None, None) => String::new(),
+                };
+                let memory = match &c.supersedes {
+                    Some(s) => format!("{} (replacing {s})", c.memory),
+                    None => c.memory.clone(),
+                };
+                outln!("{}  {:<7} {memory} {what}{cause}", c.at, c.op);
             }
             Ok(())
         }

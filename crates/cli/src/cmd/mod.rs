@@ -51,6 +51,10 @@ pub enum Command {
     Status(recall::StatusArgs),
     /// Distil everything past the cursor into long-term memory now (as /new does)
     Consolidate(engine::ConsolidateArgs),
+    /// Tidy long-term memory (memory/facts.md): merge duplicate facts, fold
+    /// old daily logs in; refused when it would lose anything; --undo
+    /// reverses the newest dream
+    Dream(engine::DreamArgs),
     /// Run the compaction pipeline (or one level of it) on a session
     Compact(engine::CompactArgs),
     /// Show the request that would be sent for a message, with the tokens of each part
@@ -112,6 +116,7 @@ pub fn run(command: Command, global: &GlobalArgs) -> Result<()> {
         Command::Eval(c) => eval::run(c, global),
         Command::Consolidate(a) => engine::consolidate(a, global),
         Command::Compact(a) => engine::compact(a, global),
+        Command::Dream(a) => engine::dream(a, global),
         Command::Context(a) => engine::context(a, global),
         Command::New(a) => engine::new_session(a, global),
         Command::Chat(a) => chat::chat(a, global),

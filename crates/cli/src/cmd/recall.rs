@@ -46,6 +46,10 @@ pub struct SearchArgs {
     /// of them); needs a chat model (--provider, or [provider] in mnemo.toml)
     #[arg(long)]
     pub rerank: bool,
+    /// Answer as of this day (YYYY-MM-DD): the facts that were true then
+    /// (memory/facts.md) and nothing said after it
+    #[arg(long)]
+    pub as_of: Option<String>,
     #[command(flatten)]
     pub model: crate::cmd::ModelArgs,
 }
@@ -166,6 +170,7 @@ pub fn search(args: SearchArgs, global: &GlobalArgs) -> Result<()> {
         max_results: args.limit,
         min_score: args.min_score,
         rerank: args.rerank.then_some(true),
+        as_of: args.as_of,
     };
     let found = crate::ctx::runtime()?.block_on(service.search(request))?;
     if args.json {

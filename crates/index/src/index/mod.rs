@@ -116,6 +116,19 @@ impl MemoryIndex {
         &self.inner.settings
     }
 
+    /// After a forget: syncs what changed (the chunks and vectors of text
+    /// that is gone are deleted), then drops every cached embedding that no
+    /// chunk uses any more, so nothing derived from the forgotten text stays
+    /// in the index, nor in its free pages or write-ahead log. Returns the
+    /// cached embeddings dropped.
+    pub fn forget_unused(&self) -> Result<usize> {
+        self.sync(&|_| {})?;
+        let backend = self.backend()?;
+        let dropped = backend.prune_embedding_cache(0)?;
+        backend.scrub()?;
+        Ok(dropped)
+    }
+
     /// The live backend, switching to a newer generation if another process
     /// swapped one in.
     fn backend(&self) -> Result<Arc<SqliteBackend>> {

@@ -10,6 +10,7 @@
 //! threads and processes never undo each other. History, daily logs and
 //! session notes are never deleted: forgetting removes typed memories only.
 
+pub mod facts;
 mod frontmatter;
 mod lock;
 
@@ -46,7 +47,14 @@ pub struct MemorySettings {
     pub daily_log_max_bytes: usize,
     /// Characters one daily-log append may add.
     pub daily_append_max_chars: usize,
+    /// The strategy profile: `mnemo` (the default), `nanobot`, `openclaw`,
+    /// `claude-code` or `mem0`; it sets the `[engine]` defaults of how
+    /// memory is written (settings given in `[engine]` win).
+    pub profile: String,
 }
+
+/// The strategy profiles `[memory] profile` accepts.
+pub const PROFILES: &[&str] = &["mnemo", "nanobot", "openclaw", "claude-code", "mem0"];
 
 impl Default for MemorySettings {
     fn default() -> Self {
@@ -56,6 +64,7 @@ impl Default for MemorySettings {
             memory_md_max_bytes: 25_000,
             daily_log_max_bytes: 8_000,
             daily_append_max_chars: 4_000,
+            profile: "mnemo".into(),
         }
     }
 }
@@ -275,6 +284,76 @@ impl MemoryStore {
         ))
     }
 
+    // ----- facts (memory/facts.md) and the audit log -----
+
+    /// Path of the facts file.
+    pub fn facts_path(&self) -> Result<PathBuf> {
+        self.memory_file(&self.workspace.root().join(facts::FACTS_FILE))
+    }
+
+    /// The facts file, parsed (empty when missing). Hold
+    /// [`lock`](Self::lock) from this read to the write that depends on it.
+    pub fn read_facts(&self) -> Result<facts::FactsFile> {
+        let path = self.facts_path()?;
+        Ok(facts::FactsFile::parse(
+            &fsutil::read_text_opt(&path)?.unwrap_or_default(),
+        ))
+    }
+
+    /// Replaces the facts file atomically (temp, fsync, rename, fsync dir)
+    /// when its text changes; a blind write: hold the memory lock.
+    pub fn write_facts(&self, file: &facts::FactsFile) -> Result<bool> {
+        let path = self.facts_path()?;
+        let text = file.render();
+        if fsutil::read_text_opt(&path)?.as_deref() == Some(text.as_str()) {
+            return Ok(false);
+        }
+        fsutil::atomic_write(&path, text.as_bytes())?;
+        Ok(true)
+    }
+
+    /// Path of the audit log.
+    pub fn audit_path(&self) -> Result<PathBuf> {
+        self.memory_file(&self.workspace.root().join(facts::AUDIT_FILE))
+    }
+
+    /// Appends records to the audit log.
+    pub fn append_audit(&self, records: &[facts::AuditRecord]) -> Result<()> {
+        facts::append_audit(&self.audit_path()?, records)
+    }
+
+    /// The audit records about `name` (a fact id or a typed memory's
+    /// name), oldest first.
+    pub fn memory_history(&self, name: &str) -> Result<Vec<facts::AuditRecord>> {
+        Ok(facts::read_audit(&self.audit_path()?)?
+            .into_iter()
+            .filter(|r| r.concerns(name))
+            .collect())
+    }
+
+    /// Removes fact `id` from the facts file and its text from the audit
+    /// log, under the memory lock (a person's forget: gone from the files;
+    /// the index drops it at its next sync). Returns the removed fact.
+    pub fn forget_fact(&self, id: &str, now: DateTime<Utc>) -> Result<facts::Fact> {
+        let _lock = self.lock()?;
+        let mut file = self.read_facts()?;
+        let removed = file.forget(id)?;
+        self.write_facts(&file)?;
+        let audit = self.audit_path()?;
+        facts::scrub_audit(&audit, &removed.id)?;
+        facts::append_audit(
+            &audit,
+            &[facts::AuditRecord {
+                at: now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+                op: "forget".into(),
+                memory: removed.id.clone(),
+                by: "forget".into(),
+                ..Default::default()
+            }],
+        )?;
+        Ok(removed)
+    }
+
     // ----- history -----
 
     /// Appends an entry to the history log. The entry gets a
@@ -323,6 +402,13 @@ impl MemoryStore {
 
     /// Checks the configured time zone.
     pub fn validate(&self) -> Result<()> {
+        if !PROFILES.contains(&self.settings.profile.as_str()) {
+            return Err(Error::Invalid(format!(
+                "unknown [memory] profile {:?}: use one of {}",
+                self.settings.profile,
+                PROFILES.join(", ")
+            )));
+        }
         let tz = self.settings.timezone.trim();
         if !(tz.is_empty() || tz.eq_ignore_ascii_case("local"))
             && tz.parse::<chrono_tz::Tz>().is_err()
@@ -679,6 +765,23 @@ impl MemoryStore {
             out.push_str("(empty)\n");
         } else {
             out.push_str(memory.text.trim_end());
+            out.push('\n');
+        }
+        // The current facts of fact-level consolidation, when there are any
+        // (the facts that stopped being true are searched, not shown).
+        let facts = self.read_facts()?;
+        let current: Vec<String> = facts
+            .current()
+            .map(|f| format!("- {} ({})", f.text, f.id))
+            .collect();
+        if !current.is_empty() {
+            let text = cap_memory(
+                &(current.join("\n") + "\n"),
+                self.settings.memory_md_max_lines,
+                self.settings.memory_md_max_bytes,
+            );
+            out.push_str(&format!("\n## Facts ({})\n\n", facts::FACTS_FILE));
+            out.push_str(text.text.trim_end());
             out.push('\n');
         }
         let today = self.today(now);

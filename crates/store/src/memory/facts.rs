@@ -1,0 +1,778 @@
+//! The facts file, `memory/facts.md`: long-term memory as one Markdown list
+//! item per fact, written by fact-level consolidation and readable and
+//! editable by a person.
+//!
+//! ```markdown
+//! - Lives in Berlin. (f2; since 2026-03-05; recorded 2026-03-05 10:00; by cli:direct 4..8)
+//!
+//! ## No longer true
+//!
+//! - ~~Lives in Paris.~~ (f1; since 2026-03-01; until 2026-03-05; superseded by f2; recorded 2026-03-01 10:00; by cli:direct 0..4)
+//! ```
+//!
+//! A fact is never deleted by consolidation: an update or a contradiction
+//! ends the old fact (`until`, struck through, moved under `## No longer
+//! true`) and adds the new one; only [`FactsFile::forget`] (a person's
+//! explicit forget) removes a line. Every other line of the file (headings,
+//! prose, a list item a person typed without the trailing metadata) is kept
+//! exactly where it is; a person's list item is a current fact with a
+//! stable id derived from its text (`h…`), so the model can refer to it.
+//!
+//! Every change is appended to the audit log `memory/audit.jsonl` (one JSON
+//! object per line, [`AuditRecord`]), listed per memory by
+//! [`read_audit`].
+
+use std::collections::HashSet;
+use std::path::Path;
+
+use chrono::{DateTime, NaiveDate, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::fsutil;
+
+/// Workspace-relative path of the facts file.
+pub const FACTS_FILE: &str = "memory/facts.md";
+/// Workspace-relative path of the audit log.
+pub const AUDIT_FILE: &str = "memory/audit.jsonl";
+/// The heading under which facts that stopped being true are kept.
+pub const PAST_HEADING: &str = "## No longer true";
+
+const HEADER: &str = "# Facts\n\nWhat mnemo knows, one fact per line: `(id; since; until; recorded; by session messages)`. \
+Edit or add lines freely; facts that stopped being true move under \"No longer true\".\n";
+
+/// One fact.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fact {
+    /// Stable id: `f<N>` for facts mnemo wrote, `h<hash>` for a list item a
+    /// person typed.
+    pub id: String,
+    /// The fact, one line.
+    pub text: String,
+    /// The day it became true (as far as the conversation says).
+    pub since: Option<NaiveDate>,
+    /// The day it stopped being true; `None` while current.
+    pub until: Option<NaiveDate>,
+    /// The fact that replaced it.
+    pub superseded_by: Option<String>,
+    /// Retracted (deleted in the conversation) rather than replaced.
+    pub retracted: bool,
+    /// When mnemo recorded it (`YYYY-MM-DD HH:MM`, UTC).
+    pub recorded: Option<String>,
+    /// What caused it: `<session> <from>..<to>`, `dream`, `person`.
+    pub by: Option<String>,
+    /// The line as it was read, written back unchanged while the fact is.
+    #[serde(skip)]
+    raw: Option<String>,
+}
+
+impl Fact {
+    /// A new current fact.
+    pub fn new(
+        id: String,
+        text: &str,
+        since: Option<NaiveDate>,
+        now: DateTime<Utc>,
+        by: Option<String>,
+    ) -> Fact {
+        Fact {
+            id,
+            text: one_line(text),
+            since,
+            until: None,
+            superseded_by: None,
+            retracted: false,
+            recorded: Some(now.format("%Y-%m-%d %H:%M").to_string()),
+            by,
+            raw: None,
+        }
+    }
+
+    /// True while it has not stopped being true.
+    pub fn is_current(&self) -> bool {
+        self.until.is_none() && !self.retracted && self.superseded_by.is_none()
+    }
+
+    /// True when it was true on `day`: started on or before it (or has no
+    /// start) and had not ended by it.
+    pub fn valid_on(&self, day: NaiveDate) -> bool {
+        self.since.is_none_or(|s| s <= day)
+            && match self.until {
+                Some(u) => day < u,
+                None => self.is_current(),
+            }
+    }
+
+    /// The list item.
+    pub fn render(&self) -> String {
+        if let Some(raw) = &self.raw {
+            return raw.clone();
+        }
+        let mut meta = vec![self.id.clone()];
+        if let Some(s) = self.since {
+            meta.push(format!("since {s}"));
+        }
+        if let Some(u) = self.until {
+            meta.push(format!("until {u}"));
+        }
+        if let Some(by) = &self.superseded_by {
+            meta.push(format!("superseded by {by}"));
+        }
+        if self.retracted {
+            meta.push("retracted".into());
+        }
+        if let Some(r) = &self.recorded {
+            meta.push(format!("recorded {r}"));
+        }
+        if let Some(b) = &self.by {
+            meta.push(format!("by {b}"));
+        }
+        let text = if self.is_current() {
+            self.text.clone()
+        } else {
+            format!("~~{}~~", self.text)
+        };
+        format!("- {text} ({})", meta.join("; "))
+    }
+
+    fn touched(&mut self) {
+        self.raw = None;
+    }
+}
+
+/// A fact line, or any other line kept as it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Line {
+    Fact(usize),
+    Other(String),
+}
+
+/// The facts file, parsed: its facts and every other line in place.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FactsFile {
+    facts: Vec<Fact>,
+    lines: Vec<Line>,
+    /// Facts current when the file was read (they move under "No longer
+    /// true" when they end).
+    was_current: HashSet<String>,
+}
+
+impl FactsFile {
+    /// Parses the file's text (empty: no facts).
+    pub fn parse(text: &str) -> FactsFile {
+        let mut f = FactsFile::default();
+        let mut ids: HashSet<String> = HashSet::new();
+        for line in text.lines() {
+            match parse_fact_line(line) {
+                Some(mut fact) => {
+                    if !ids.insert(fact.id.clone()) {
+                        // Two lines with one id (a person copied a line):
+                        // the copy gets an id of its own.
+                        fact.id = unique_id(&format!("{}#{}", fact.text, f.facts.len()), &ids);
+                        ids.insert(fact.id.clone());
+                        fact.raw = None;
+                    }
+                    if fact.is_current() {
+                        f.was_current.insert(fact.id.clone());
+                    }
+                    f.lines.push(Line::Fact(f.facts.len()));
+                    f.facts.push(fact);
+                }
+                None => f.lines.push(Line::Other(line.to_string())),
+            }
+        }
+        f
+    }
+
+    /// Every fact, in file order.
+    pub fn facts(&self) -> &[Fact] {
+        &self.facts
+    }
+
+    /// The facts still true.
+    pub fn current(&self) -> impl Iterator<Item = &Fact> {
+        self.facts.iter().filter(|f| f.is_current())
+    }
+
+    /// The fact with this id (ids compare without case).
+    pub fn get(&self, id: &str) -> Option<&Fact> {
+        self.facts
+            .iter()
+            .find(|f| f.id.eq_ignore_ascii_case(id.trim()))
+    }
+
+    fn get_mut(&mut self, id: &str) -> Option<&mut Fact> {
+        self.facts
+            .iter_mut()
+            .find(|f| f.id.eq_ignore_ascii_case(id.trim()))
+    }
+
+    /// The fact whose list item is line `line` (1-based) of the file as
+    /// parsed.
+    pub fn fact_at_line(&self, line: usize) -> Option<&Fact> {
+        match self.lines.get(line.checked_sub(1)?)? {
+            Line::Fact(i) => self.facts.get(*i),
+            Line::Other(_) => None,
+        }
+    }
+
+    /// The next `f<N>` id.
+    pub fn next_id(&self) -> String {
+        let max = self
+            .facts
+            .iter()
+            .filter_map(|f| f.id.strip_prefix('f').and_then(|n| n.parse::<u64>().ok()))
+            .max()
+            .unwrap_or(0);
+        format!("f{}", max + 1)
+    }
+
+    /// Adds a current fact; returns its id.
+    pub fn add(
+        &mut self,
+        text: &str,
+        since: Option<NaiveDate>,
+        now: DateTime<Utc>,
+        by: Option<String>,
+    ) -> String {
+        let id = self.next_id();
+        let fact = Fact::new(id.clone(), text, since, now, by);
+        self.facts.push(fact);
+        // Placed after the last current fact (or at the end of the facts
+        // before "No longer true") when rendered.
+        self.lines.push(Line::Fact(self.facts.len() - 1));
+        id
+    }
+
+    /// Ends the current fact `id` (it stopped being true on `until`),
+    /// replaced by `by` or retracted. Errors when there is no such current
+    /// fact.
+    pub fn end(
+        &mut self,
+        id: &str,
+        until: Option<NaiveDate>,
+        superseded_by: Option<&str>,
+    ) -> Result<Fact> {
+        let fact = self
+            .get_mut(id)
+            .ok_or_else(|| Error::NotFound(format!("no fact {id:?} in {FACTS_FILE}")))?;
+        if !fact.is_current() {
+            return Err(Error::Invalid(format!(
+                "fact {} is no longer true already",
+                fact.id
+            )));
+        }
+        let old = fact.clone();
+        fact.until = until.or(fact.since).or(Some(Utc::now().date_naive()));
+        if let (Some(s), Some(u)) = (fact.since, fact.until) {
+            if u < s {
+                fact.until = Some(s);
+            }
+        }
+        match superseded_by {
+            Some(by) => fact.superseded_by = Some(by.to_string()),
+            None => fact.retracted = true,
+        }
+        fact.touched();
+        Ok(old)
+    }
+
+    /// Removes the fact `id` from the file (a person's explicit forget).
+    pub fn forget(&mut self, id: &str) -> Result<Fact> {
+        let idx = self
+            .facts
+            .iter()
+            .position(|f| f.id.eq_ignore_ascii_case(id.trim()))
+            .ok_or_else(|| Error::NotFound(format!("no fact {id:?} in {FACTS_FILE}")))?;
+        self.lines.retain(|l| *l != Line::Fact(idx));
+        for l in &mut self.lines {
+            if let Line::Fact(i) = l {
+                if *i > idx {
+                    *i -= 1;
+                }
+            }
+        }
+        if idx >= self.facts.len() {
+            return Err(Error::NotFound(id.to_string()));
+        }
+        let removed = self.facts.remove(idx);
+        self.was_current.remove(&removed.id);
+        Ok(removed)
+    }
+
+    /// The file's text: the lines in place, new facts after the last
+    /// current one, facts that ended since the file was read moved under
+    /// [`PAST_HEADING`].
+    pub fn render(&self) -> String {
+        let listed: HashSet<usize> = self
+            .lines
+            .iter()
+            .filter_map(|l| match l {
+                Line::Fact(i) => Some(*i),
+                Line::Other(_) => None,
+            })
+            .collect();
+        let moved = |i: usize| {
+            self.facts
+                .get(i)
+                .is_some_and(|f| !f.is_current() && f.raw.is_none())
+        };
+        let new: Vec<usize> = (0..self.facts.len())
+            .filter(|i| {
+                listed.contains(i)
+                    && self.facts.get(*i).is_some_and(|f| {
+                        !self.was_current.contains(&f.id) && f.raw.is_none() && f.is_current()
+                    })
+            })
+            .collect();
+        let new_set: HashSet<usize> = new.iter().copied().collect();
+        // Where new facts go: after the last current fact line that was
+        // read, else before the past heading, else at the end.
+        let mut out: Vec<String> = Vec::new();
+        let last_current = self.lines.iter().rposition(|l| match l {
+            Line::Fact(i) => {
+                !new_set.contains(i)
+                    && self
+                        .facts
+                        .get(*i)
+                        .is_some_and(|f| f.is_current() || moved(*i))
+            }
+            Line::Other(_) => false,
+        });
+        let past_at = self
+            .lines
+            .iter()
+            .position(|l| matches!(l, Line::Other(s) if s.trim() == PAST_HEADING));
+        let insert_after = last_current;
+        let mut inserted = false;
+        let render_new = |out: &mut Vec<String>| {
+            for i in &new {
+                if let Some(f) = self.facts.get(*i) {
+                    out.push(f.render());
+                }
+            }
+        };
+        let has_prose = self
+            .lines
+            .iter()
+            .any(|l| matches!(l, Line::Other(s) if !s.trim().is_empty()));
+        if !has_prose {
+            out.extend(HEADER.lines().map(str::to_string));
+            out.push(String::new());
+        }
+        for (n, line) in self.lines.iter().enumerate() {
+            match line {
+                Line::Other(s) => {
+                    if Some(n) == past_at && !inserted && insert_after.is_none() {
+                        render_new(&mut out);
+                        if !new.is_empty() {
+                            out.push(String::new());
+                        }
+                        inserted = true;
+                    }
+                    out.push(s.clone());
+                }
+                Line::Fact(i) => {
+                    if new_set.contains(i) {
+                        continue;
+                    }
+                    if !moved(*i) {
+                        if let Some(f) = self.facts.get(*i) {
+                            out.push(f.render());
+                        }
+                    }
+                }
+            }
+            if Some(n) == insert_after && !inserted {
+                render_new(&mut out);
+                inserted = true;
+            }
+        }
+        if !inserted {
+            render_new(&mut out);
+        }
+        let ended: Vec<String> = (0..self.facts.len())
+            .filter(|i| listed.contains(i) && moved(*i))
+            .filter_map(|i| self.facts.get(i).map(Fact::render))
+            .collect();
+        if !ended.is_empty() {
+            let has_past = past_at.is_some();
+            if !has_past {
+                while out.last().is_some_and(|l| l.trim().is_empty()) {
+                    out.pop();
+                }
+                out.push(String::new());
+                out.push(PAST_HEADING.to_string());
+                out.push(String::new());
+                out.extend(ended);
+            } else {
+                // Right under the heading: newest endings first.
+                let at = out
+                    .iter()
+                    .position(|l| l.trim() == PAST_HEADING)
+                    .map_or(out.len(), |p| p + 1);
+                let at = if out.get(at).is_some_and(|l| l.trim().is_empty()) {
+                    at + 1
+                } else {
+                    at
+                };
+                for (k, l) in ended.into_iter().enumerate() {
+                    out.insert(at + k, l);
+                }
+            }
+        }
+        while out.last().is_some_and(|l| l.trim().is_empty()) {
+            out.pop();
+        }
+        let mut text = out.join("\n");
+        text.push('\n');
+        text
+    }
+}
+
+/// A fact line: `- text (id; since …; …)`, or a plain list item (a
+/// person's, id from its text). Headings, prose and blank lines are not.
+fn parse_fact_line(line: &str) -> Option<Fact> {
+    let body = line
+        .strip_prefix("- ")
+        .or_else(|| line.strip_prefix("* "))?
+        .trim_end();
+    if body.is_empty() {
+        return None;
+    }
+    if let Some(open) = body.rfind(" (") {
+        if let (Some(meta), Some(text)) = (
+            body.get(open + 2..).and_then(|m| m.strip_suffix(')')),
+            body.get(..open),
+        ) {
+            let mut parts = meta.split("; ");
+            let id = parts.next().unwrap_or_default().trim();
+            if is_id(id) {
+                let text = text.trim();
+                let struck = text
+                    .strip_prefix("~~")
+                    .and_then(|t| t.strip_suffix("~~"))
+                    .map(str::to_string);
+                let mut fact = Fact {
+                    id: id.to_string(),
+                    text: struck.clone().unwrap_or_else(|| text.to_string()),
+                    since: None,
+                    until: None,
+                    superseded_by: None,
+                    retracted: false,
+                    recorded: None,
+                    by: None,
+                    raw: Some(line.to_string()),
+                };
+                for p in parts {
+                    let p = p.trim();
+                    if let Some(d) = p.strip_prefix("since ") {
+                        fact.since = d.trim().parse().ok();
+                    } else if let Some(d) = p.strip_prefix("until ") {
+                        fact.until = d.trim().parse().ok();
+                    } else if let Some(b) = p.strip_prefix("superseded by ") {
+                        fact.superseded_by = Some(b.trim().to_string());
+                    } else if p == "retracted" {
+                        fact.retracted = true;
+                    } else if let Some(r) = p.strip_prefix("recorded ") {
+                        fact.recorded = Some(r.trim().to_string());
+                    } else if let Some(b) = p.strip_prefix("by ") {
+                        fact.by = Some(b.trim().to_string());
+                    }
+                }
+                // Struck through by a person: no longer true.
+                if struck.is_some() && fact.is_current() {
+                    fact.retracted = true;
+                }
+                return Some(fact);
+            }
+        }
+    }
+    let text = body.trim();
+    Some(Fact {
+        id: format!("h{}", short_hash(text)),
+        text: text.to_string(),
+        since: None,
+        until: None,
+        superseded_by: None,
+        retracted: false,
+        recorded: None,
+        by: None,
+        raw: Some(line.to_string()),
+    })
+}
+
+fn is_id(s: &str) -> bool {
+    let mut chars = s.chars();
+    matches!(chars.next(), Some('f' | 'h'))
+        && s.len() > 1
+        && s.len() <= 16
+        && chars.all(|c| c.is_ascii_alphanumeric())
+}
+
+fn short_hash(text: &str) -> String {
+    // FNV-1a: stable across runs and platforms (std's hasher is not).
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in text.trim().to_lowercase().bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{:06x}", h & 0xff_ffff)
+}
+
+fn unique_id(seed: &str, taken: &HashSet<String>) -> String {
+    let mut n = 0u32;
+    loop {
+        let id = format!("h{}", short_hash(&format!("{seed}{n}")));
+        if !taken.contains(&id) {
+            return id;
+        }
+        n += 1;
+    }
+}
+
+/// One line of text: a fact never spans lines (newlines become spaces).
+pub fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// One change to a memory, as the audit log records it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct AuditRecord {
+    /// When (RFC 3339, UTC).
+    pub at: String,
+    /// `add`, `update`, `delete` (ended, kept as no longer true), `forget`
+    /// (removed), `write` (a typed memory saved), `merge` (dream).
+    pub op: String,
+    /// The memory changed: a fact id or a typed memory's name.
+    pub memory: String,
+    /// The memory this one replaced (an update's old fact).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub supersedes: Option<String>,
+    /// The text before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub old: Option<String>,
+    /// The text after.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub new: Option<String>,
+    /// The session that caused it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+    /// The messages of that session (`from..to`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub messages: Option<String>,
+    /// Who: `consolidation`, `dream`, `memory_write`, `forget`.
+    pub by: String,
+}
+
+impl AuditRecord {
+    /// True when the record is about `name` (as the memory, or the one it
+    /// replaced; without case).
+    pub fn concerns(&self, name: &str) -> bool {
+        let n = name.trim();
+        self.memory.eq_ignore_ascii_case(n)
+            || self
+                .supersedes
+                .as_deref()
+                .is_some_and(|s| s.eq_ignore_ascii_case(n))
+    }
+}
+
+/// Appends records to the audit log (one line each, fsynced).
+pub fn append_audit(path: &Path, records: &[AuditRecord]) -> Result<()> {
+    if records.is_empty() {
+        return Ok(());
+    }
+    let mut text = String::new();
+    for r in records {
+        let line = serde_json::to_string(r)
+            .map_err(|e| Error::Invalid(format!("cannot encode an audit record: {e}")))?;
+        text.push_str(&line);
+        text.push('\n');
+    }
+    fsutil::append(path, text.as_bytes(), true)
+}
+
+/// Every record of the audit log, oldest first; a line that cannot be read
+/// is skipped with a warning (the file stays as it is).
+pub fn read_audit(path: &Path) -> Result<Vec<AuditRecord>> {
+    let Some(text) = fsutil::read_text_opt(path)? else {
+        return Ok(Vec::new());
+    };
+    let mut out = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<AuditRecord>(line) {
+            Ok(r) => out.push(r),
+            Err(e) => tracing::warn!("{}:{}: unreadable audit record: {e}", path.display(), n + 1),
+        }
+    }
+    Ok(out)
+}
+
+/// Rewrites the audit log without the text of `name` (a forget: the
+/// records stay, saying what happened when, without what was said).
+pub fn scrub_audit(path: &Path, name: &str) -> Result<usize> {
+    let Some(text) = fsutil::read_text_opt(path)? else {
+        return Ok(0);
+    };
+    let mut scrubbed = 0;
+    let mut out = String::new();
+    for line in text.lines() {
+        match serde_json::from_str::<AuditRecord>(line) {
+            Ok(mut r) if r.memory.eq_ignore_ascii_case(name.trim()) => {
+                if r.old.is_some() || r.new.is_some() {
+                    scrubbed += 1;
+                }
+                r.old = None;
+                r.new = None;
+                out.push_str(
+                    &serde_json::to_string(&r).map_err(|e| Error::Invalid(e.to_string()))?,
+                );
+            }
+            Ok(mut r)
+                if r.supersedes
+                    .as_deref()
+                    .is_some_and(|s| s.eq_ignore_ascii_case(name.trim())) =>
+            {
+                // The replacing fact's record keeps its new text, not the
+                // forgotten old one.
+                if r.old.take().is_some() {
+                    scrubbed += 1;
+                }
+                out.push_str(
+                    &serde_json::to_string(&r).map_err(|e| Error::Invalid(e.to_string()))?,
+                );
+            }
+            _ => out.push_str(line),
+        }
+        out.push('\n');
+    }
+    fsutil::atomic_write(path, out.as_bytes())?;
+    Ok(scrubbed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn now() -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339("2026-03-05T10:00:00Z")
+            .unwrap()
+            .with_timezone(&Utc)
+    }
+
+    fn day(s: &str) -> NaiveDate {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn add_update_round_trip_and_keep_other_lines() {
+        let mut f = FactsFile::parse("");
+        let a = f.add(
+            "Lives in Paris.",
+            Some(day("2026-03-01")),
+            now(),
+            Some("cli:t 0..4".into()),
+        );
+        assert_eq!(a, "f1");
+        let text = f.render();
+        assert!(text.starts_with("# Facts\n"), "{text}");
+        assert!(text.contains("- Lives in Paris. (f1; since 2026-03-01; recorded 2026-03-05 10:00; by cli:t 0..4)"), "{text}");
+        // A person adds a line of their own and a note.
+        let edited = format!("{text}- Has a cat named Biscuit.\n\nSome note a person wrote.\n");
+        let mut f = FactsFile::parse(&edited);
+        assert_eq!(f.current().count(), 2);
+        let b = f.add("Lives in Berlin.", Some(day("2026-03-05")), now(), None);
+        f.end("f1", Some(day("2026-03-05")), Some(&b)).unwrap();
+        let text = f.render();
+        assert!(text.contains("- Has a cat named Biscuit.\n"), "{text}");
+        assert!(text.contains("Some note a person wrote."), "{text}");
+        assert!(text.contains("## No longer true\n\n- ~~Lives in Paris.~~ (f1; since 2026-03-01; until 2026-03-05; superseded by f2;"), "{text}");
+        let again = FactsFile::parse(&text);
+        assert_eq!(
+            again.render(),
+            text,
+            "rendering what was read changes nothing"
+        );
+        let old = again.get("f1").unwrap();
+        assert!(!old.is_current());
+        assert!(old.valid_on(day("2026-03-02")) && !old.valid_on(day("2026-03-05")));
+        let new = again.get("F2").unwrap();
+        assert!(
+            new.is_current() && new.valid_on(day("2026-03-06")) && !new.valid_on(day("2026-03-02"))
+        );
+        // The person's item has a stable id.
+        let h = again
+            .current()
+            .find(|f| f.text.contains("Biscuit"))
+            .unwrap()
+            .id
+            .clone();
+        assert!(h.starts_with('h'));
+        assert_eq!(
+            FactsFile::parse(&text)
+                .current()
+                .find(|f| f.text.contains("Biscuit"))
+                .unwrap()
+                .id,
+            h
+        );
+    }
+
+    #[test]
+    fn forget_removes_the_line() {
+        let mut f = FactsFile::parse("");
+        f.add("Secret code is 1234.", None, now(), None);
+        f.add("Likes tea.", None, now(), None);
+        let text = f.render();
+        let mut f = FactsFile::parse(&text);
+        f.forget("f1").unwrap();
+        let text = f.render();
+        assert!(!text.contains("1234"), "{text}");
+        assert!(text.contains("Likes tea."));
+        assert!(f.forget("f9").is_err());
+        assert!(f.end("f9", None, None).is_err());
+    }
+
+    #[test]
+    fn audit_scrub_keeps_records_without_text() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        append_audit(
+            &path,
+            &[
+                AuditRecord {
+                    op: "add".into(),
+                    memory: "f1".into(),
+                    new: Some("code 1234".into()),
+                    by: "consolidation".into(),
+                    ..Default::default()
+                },
+                AuditRecord {
+                    op: "update".into(),
+                    memory: "f2".into(),
+                    supersedes: Some("f1".into()),
+                    old: Some("code 1234".into()),
+                    new: Some("code 5678".into()),
+                    by: "consolidation".into(),
+                    ..Default::default()
+                },
+            ],
+        )
+        .unwrap();
+        assert_eq!(scrub_audit(&path, "f1").unwrap(), 2);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(!text.contains("1234") && text.contains("5678"), "{text}");
+        assert_eq!(
+            read_audit(&path)
+                .unwrap()
+                .iter()
+                .filter(|r| r.concerns("f1"))
+                .count(),
+            2
+        );
+    }
+}

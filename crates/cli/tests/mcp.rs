@@ -144,6 +144,7 @@ fn stdio_tools_resources_and_refusals() {
             "memory_get",
             "memory_write",
             "memory_forget",
+            "memory_history",
             "session_append",
             "session_context"
         ]

@@ -36,10 +36,12 @@ enum Runner {
 /// responsible for not sending them (use [`Embedder::count_tokens`], which
 /// counts the special tokens and the document prefix).
 pub struct LocalEmbedder {
-    backend: Backend,
+    model: Model,
 }
 
-enum Backend {
+/// Which forward pass runs the model: a sentence-transformers folder
+/// (BERT family, MPNet) or e5's 4-bit file.
+enum Model {
     Bert(Box<BertModel>),
     E5Q4(Box<E5Q4Embedder>),
 }
@@ -63,9 +65,9 @@ struct BertModel {
 
 impl std::fmt::Debug for LocalEmbedder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match &self.backend {
-            Backend::Bert(b) => b.fmt(f),
-            Backend::E5Q4(e) => e.fmt(f),
+        match &self.model {
+            Model::Bert(b) => b.fmt(f),
+            Model::E5Q4(e) => e.fmt(f),
         }
     }
 }
@@ -119,7 +121,7 @@ impl LocalEmbedder {
 
     fn e5(e: E5Q4Embedder) -> Self {
         LocalEmbedder {
-            backend: Backend::E5Q4(Box::new(e)),
+            model: Model::E5Q4(Box::new(e)),
         }
     }
 
@@ -324,7 +326,7 @@ impl LocalEmbedder {
             provider_key: hex::encode(key.finalize()),
         };
         Ok(LocalEmbedder {
-            backend: Backend::Bert(Box::new(BertModel {
+            model: Model::Bert(Box::new(BertModel {
                 files,
                 tokenizer,
                 counter,
@@ -343,33 +345,33 @@ impl LocalEmbedder {
     /// The folder the model was loaded from (for the e5 4-bit file, the
     /// folder holding it).
     pub fn model_dir(&self) -> &Path {
-        match &self.backend {
-            Backend::Bert(b) => &b.files.dir,
-            Backend::E5Q4(e) => e.model_file().parent().unwrap_or(Path::new(".")),
+        match &self.model {
+            Model::Bert(b) => &b.files.dir,
+            Model::E5Q4(e) => e.model_file().parent().unwrap_or(Path::new(".")),
         }
     }
 
     /// The forward-pass implementation in use (`Candle` or `Fast`).
     pub fn engine(&self) -> Engine {
-        match &self.backend {
-            Backend::Bert(b) => b.engine,
-            Backend::E5Q4(e) => e.engine(),
+        match &self.model {
+            Model::Bert(b) => b.engine,
+            Model::E5Q4(e) => e.engine(),
         }
     }
 
     /// The pooling mode read from the model folder.
     pub fn pooling(&self) -> Pooling {
-        match &self.backend {
-            Backend::Bert(b) => b.files.pooling,
-            Backend::E5Q4(_) => Pooling::Mean,
+        match &self.model {
+            Model::Bert(b) => b.files.pooling,
+            Model::E5Q4(_) => Pooling::Mean,
         }
     }
 
     /// The e5 4-bit model, when that is what was loaded.
     pub fn as_e5_q4(&self) -> Option<&E5Q4Embedder> {
-        match &self.backend {
-            Backend::E5Q4(e) => Some(e),
-            Backend::Bert(_) => None,
+        match &self.model {
+            Model::E5Q4(e) => Some(e),
+            Model::Bert(_) => None,
         }
     }
 }
@@ -452,38 +454,38 @@ pub(crate) fn normalise(v: &mut [f32]) {
 
 impl Embedder for LocalEmbedder {
     fn id(&self) -> EmbedderId {
-        match &self.backend {
-            Backend::Bert(b) => b.id.clone(),
-            Backend::E5Q4(e) => e.id(),
+        match &self.model {
+            Model::Bert(b) => b.id.clone(),
+            Model::E5Q4(e) => e.id(),
         }
     }
 
     fn dims(&self) -> usize {
-        match &self.backend {
-            Backend::Bert(b) => b.files.bert.hidden_size,
-            Backend::E5Q4(e) => e.dims(),
+        match &self.model {
+            Model::Bert(b) => b.files.bert.hidden_size,
+            Model::E5Q4(e) => e.dims(),
         }
     }
 
     fn max_batch(&self) -> usize {
-        match &self.backend {
-            Backend::Bert(b) => b.batch_size,
-            Backend::E5Q4(e) => e.max_batch(),
+        match &self.model {
+            Model::Bert(b) => b.batch_size,
+            Model::E5Q4(e) => e.max_batch(),
         }
     }
 
     fn multilingual(&self) -> Option<bool> {
-        match &self.backend {
-            Backend::Bert(b) => b.multilingual,
-            Backend::E5Q4(_) => Some(true),
+        match &self.model {
+            Model::Bert(b) => b.multilingual,
+            Model::E5Q4(_) => Some(true),
         }
     }
 
     /// The model's limit in word pieces, special tokens included.
     fn max_input_tokens(&self) -> Option<usize> {
-        match &self.backend {
-            Backend::Bert(b) => Some(b.files.max_seq_len),
-            Backend::E5Q4(e) => e.max_input_tokens(),
+        match &self.model {
+            Model::Bert(b) => Some(b.files.max_seq_len),
+            Model::E5Q4(e) => e.max_input_tokens(),
         }
     }
 
@@ -491,23 +493,23 @@ impl Embedder for LocalEmbedder {
     /// prefix included, so `count_tokens(t) <= max_input_tokens()` means `t`
     /// is embedded whole.
     fn count_tokens(&self, text: &str) -> Option<usize> {
-        match &self.backend {
-            Backend::Bert(b) => {
+        match &self.model {
+            Model::Bert(b) => {
                 let input = format!("{}{}", b.document_prefix, text);
                 b.counter.encode(input, true).ok().map(|e| e.len())
             }
-            Backend::E5Q4(e) => e.count_tokens(text),
+            Model::E5Q4(e) => e.count_tokens(text),
         }
     }
 
     /// Refuses blank texts ([`Embedder::embed`]'s contract).
     fn embed(&self, texts: &[&str], kind: EmbedKind) -> Result<Vec<Vec<f32>>, EmbedError> {
-        match &self.backend {
-            Backend::Bert(b) => {
+        match &self.model {
+            Model::Bert(b) => {
                 refuse_blank(texts)?;
                 Ok(b.embed_inner(texts, kind)?)
             }
-            Backend::E5Q4(e) => e.embed(texts, kind),
+            Model::E5Q4(e) => e.embed(texts, kind),
         }
     }
 }

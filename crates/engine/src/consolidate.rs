@@ -96,17 +96,15 @@ pub struct SaveMemory {
     pub memory_update: String,
 }
 
-/// Reads the arguments of a `save_memory` call as nanobot does: a string
-/// is parsed as JSON, a list yields its first object; non-string values are
-/// kept as JSON text; a missing key, a null or a blank history entry is an
-/// error.
-pub fn parse_save_memory(args: &Value) -> Result<SaveMemory> {
+/// A forced tool call's arguments as an object: JSON text is parsed (some
+/// providers encode the arguments twice, so a few times), and a list
+/// yields its first object.
+pub(crate) fn tool_arguments(args: &Value, tool: &str) -> Result<serde_json::Map<String, Value>> {
     let mut v = args.clone();
-    // Some providers encode the arguments twice: unwrap strings a few times.
     for _ in 0..3 {
         let Value::String(s) = &v else { break };
         v = serde_json::from_str(s)
-            .map_err(|e| Error::BadAnswer(format!("save_memory arguments are not JSON: {e}")))?;
+            .map_err(|e| Error::BadAnswer(format!("{tool} arguments are not JSON: {e}")))?;
     }
     if let Value::Array(items) = &v {
         v = items
@@ -114,12 +112,23 @@ pub fn parse_save_memory(args: &Value) -> Result<SaveMemory> {
             .find(|i| i.is_object())
             .cloned()
             .ok_or_else(|| {
-                Error::BadAnswer("save_memory arguments: a list without an object".into())
+                Error::BadAnswer(format!("{tool} arguments: a list without an object"))
             })?;
     }
-    let obj = v
-        .as_object()
-        .ok_or_else(|| Error::BadAnswer("save_memory arguments are not an object".into()))?;
+    match v {
+        Value::Object(m) => Ok(m),
+        _ => Err(Error::BadAnswer(format!(
+            "{tool} arguments are not an object"
+        ))),
+    }
+}
+
+/// Reads the arguments of a `save_memory` call as nanobot does: a string
+/// is parsed as JSON, a list yields its first object; non-string values are
+/// kept as JSON text; a missing key, a null or a blank history entry is an
+/// error.
+pub fn parse_save_memory(args: &Value) -> Result<SaveMemory> {
+    let obj = &tool_arguments(args, "save_memory")?;
     let field = |k: &str| -> Result<String> {
         match obj.get(k) {
             None | Some(Value::Null) => {

@@ -126,30 +126,6 @@ pub struct FactRound {
     pub model_calls: usize,
 }
 
-fn unwrap_args(args: &Value, tool: &str) -> Result<serde_json::Map<String, Value>> {
-    let mut v = args.clone();
-    for _ in 0..3 {
-        let Value::String(s) = &v else { break };
-        v = serde_json::from_str(s)
-            .map_err(|e| Error::BadAnswer(format!("{tool} arguments are not JSON: {e}")))?;
-    }
-    if let Value::Array(items) = &v {
-        v = items
-            .iter()
-            .find(|i| i.is_object())
-            .cloned()
-            .ok_or_else(|| {
-                Error::BadAnswer(format!("{tool} arguments: a list without an object"))
-            })?;
-    }
-    match v {
-        Value::Object(m) => Ok(m),
-        _ => Err(Error::BadAnswer(format!(
-            "{tool} arguments are not an object"
-        ))),
-    }
-}
-
 fn as_text(v: &Value) -> Option<String> {
     match v {
         Value::String(s) => Some(s.clone()),
@@ -164,7 +140,7 @@ fn as_text(v: &Value) -> Option<String> {
 /// Reads `extract_facts` arguments: `facts` must be a list (of strings, or
 /// objects with a `text`); `history_entry` is optional.
 pub fn parse_extracted(args: &Value) -> Result<Extracted> {
-    let obj = unwrap_args(args, "extract_facts")?;
+    let obj = crate::consolidate::tool_arguments(args, "extract_facts")?;
     let list = match obj.get("facts") {
         Some(Value::Array(a)) => a.clone(),
         // One fact as a string: a weak model's shortcut.
@@ -200,7 +176,7 @@ pub fn parse_extracted(args: &Value) -> Result<Extracted> {
 /// Reads `update_memory` arguments: `operations` must be a list of
 /// objects; each is checked later, against the facts file.
 pub fn parse_operations(args: &Value) -> Result<Vec<Operation>> {
-    let obj = unwrap_args(args, "update_memory")?;
+    let obj = crate::consolidate::tool_arguments(args, "update_memory")?;
     let Some(Value::Array(list)) = obj.get("operations").or_else(|| obj.get("memory")) else {
         return Err(Error::BadAnswer(
             "update_memory: `operations` is missing or not a list".into(),

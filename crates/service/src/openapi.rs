@@ -177,7 +177,7 @@ pub const ENDPOINTS: &[Endpoint] = &[
     ep(
         "POST",
         "/v1/memory/forget",
-        "Delete a typed memory (nothing else is ever deleted)",
+        "Delete a typed memory or a fact (nothing else is ever deleted)",
         Input::Body(s::<ForgetArgs>),
         s::<ForgetOutput>,
     ),
@@ -287,11 +287,12 @@ fn operation_id(method: &str, path: &str) -> String {
     id
 }
 
-/// One line per endpoint, `METHOD PATH  summary`, as `--help` lists them.
+/// Each endpoint as `--help` lists it: `METHOD PATH`, then its summary on
+/// an indented line (so that a narrow terminal wraps nothing).
 pub fn endpoint_lines() -> Vec<String> {
     ENDPOINTS
         .iter()
-        .map(|e| format!("{} {}  {}", e.method, e.path, e.summary))
+        .map(|e| format!("{:<4} {}\n      {}", e.method, e.path, e.summary))
         .collect()
 }
 

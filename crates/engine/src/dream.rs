@@ -140,15 +140,8 @@ impl Engine {
                       memory: &str,
                       supersedes: Option<&str>,
                       old: Option<&str>,
-                      new: Option<&str>| AuditRecord {
-            at: now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-            op: op.into(),
-            memory: memory.into(),
-            supersedes: supersedes.map(str::to_string),
-            old: old.map(str::to_string),
-            new: new.map(str::to_string),
-            by: "dream".into(),
-            ..Default::default()
+                      new: Option<&str>| {
+            AuditRecord::change(now, "dream", op, memory, supersedes, old, new)
         };
 
         // Fold old daily logs not folded yet.

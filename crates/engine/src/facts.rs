@@ -477,15 +477,9 @@ impl Engine {
                       supersedes: Option<&str>,
                       old: Option<&str>,
                       new: Option<&str>| AuditRecord {
-            at: now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-            op: op.into(),
-            memory: memory.into(),
-            supersedes: supersedes.map(str::to_string),
-            old: old.map(str::to_string),
-            new: new.map(str::to_string),
             session: session.map(|(k, _, _)| k.to_string()),
             messages: session.map(|(_, a, b)| format!("{a}..{b}")),
-            by: by.into(),
+            ..AuditRecord::change(now, by, op, memory, supersedes, old, new)
         };
         // Facts some valid operation accounted for.
         let mut covered: HashSet<usize> = HashSet::new();

@@ -566,6 +566,29 @@ pub struct AuditRecord {
 }
 
 impl AuditRecord {
+    /// The change `op` of `memory` at `at`, made by `by`, with the memory
+    /// it replaced and the texts before and after.
+    pub fn change(
+        at: DateTime<Utc>,
+        by: &str,
+        op: &str,
+        memory: &str,
+        supersedes: Option<&str>,
+        old: Option<&str>,
+        new: Option<&str>,
+    ) -> Self {
+        AuditRecord {
+            at: at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            op: op.into(),
+            memory: memory.into(),
+            supersedes: supersedes.map(str::to_string),
+            old: old.map(str::to_string),
+            new: new.map(str::to_string),
+            by: by.into(),
+            ..Default::default()
+        }
+    }
+
     /// True when the record is about `name` (as the memory, or the one it
     /// replaced; without case).
     pub fn concerns(&self, name: &str) -> bool {

@@ -96,6 +96,35 @@ pub struct SaveMemory {
     pub memory_update: String,
 }
 
+/// The arguments of the model's call of `tool`: only a call under that
+/// name counts (arguments of the same shape under another tool's name are
+/// not an answer), and its absence says what the model did instead.
+pub(crate) fn forced_call_arguments<'a>(
+    resp: &'a mnemo_llm::ChatResponse,
+    tool: &str,
+) -> Result<&'a Value> {
+    let call = resp
+        .tool_calls()
+        .iter()
+        .find(|c| c.function.name == tool)
+        .ok_or_else(|| {
+            let called: Vec<&str> = resp
+                .tool_calls()
+                .iter()
+                .map(|c| c.function.name.as_str())
+                .collect();
+            Error::BadAnswer(if called.is_empty() {
+                format!(
+                    "the model did not call {tool} (finish_reason {:?})",
+                    resp.finish_reason
+                )
+            } else {
+                format!("the model called {} instead of {tool}", called.join(", "))
+            })
+        })?;
+    Ok(&call.function.arguments)
+}
+
 /// A forced tool call's arguments as an object: JSON text is parsed (some
 /// providers encode the arguments twice, so a few times), and a list
 /// yields its first object.
@@ -262,29 +291,8 @@ impl Engine {
         };
         // Only a call of save_memory counts: arguments of the same shape
         // under another tool's name are not a consolidation.
-        let call = resp
-            .tool_calls()
-            .iter()
-            .find(|c| c.function.name == "save_memory")
-            .ok_or_else(|| {
-                let called: Vec<&str> = resp
-                    .tool_calls()
-                    .iter()
-                    .map(|c| c.function.name.as_str())
-                    .collect();
-                Error::BadAnswer(if called.is_empty() {
-                    format!(
-                        "the model did not call save_memory (finish_reason {:?})",
-                        resp.finish_reason
-                    )
-                } else {
-                    format!(
-                        "the model called {} instead of save_memory",
-                        called.join(", ")
-                    )
-                })
-            })?;
-        Ok((parse_save_memory(&call.function.arguments)?, fell_back))
+        let arguments = forced_call_arguments(&resp, "save_memory")?;
+        Ok((parse_save_memory(arguments)?, fell_back))
     }
 
     /// Consolidates `messages[from..to]` once (one model call). On failure

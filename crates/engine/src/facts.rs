@@ -286,26 +286,8 @@ impl Engine {
             }
             Err(e) => return Err(e.into()),
         };
-        let call = resp
-            .tool_calls()
-            .iter()
-            .find(|c| c.function.name == tool)
-            .ok_or_else(|| {
-                let called: Vec<&str> = resp
-                    .tool_calls()
-                    .iter()
-                    .map(|c| c.function.name.as_str())
-                    .collect();
-                Error::BadAnswer(if called.is_empty() {
-                    format!(
-                        "the model did not call {tool} (finish_reason {:?})",
-                        resp.finish_reason
-                    )
-                } else {
-                    format!("the model called {} instead of {tool}", called.join(", "))
-                })
-            })?;
-        Ok((call.function.arguments.clone(), calls > 1, calls))
+        let arguments = crate::consolidate::forced_call_arguments(&resp, tool)?;
+        Ok((arguments.clone(), calls > 1, calls))
     }
 
     /// The extraction request for a chunk.

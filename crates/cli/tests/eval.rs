@@ -1,7 +1,7 @@
 //! `mnemo eval retrieval` through the real binary: keyword mode on a small
 //! handmade file, and `--rerank`, which asks the configured chat model (a
 //! scripted OpenAI-compatible server on loopback) to order each question's
-//! hits.
+//! hits; and `mnemo eval consolidation` with the local SmolLM2 model.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
@@ -107,4 +107,88 @@ fn rerank_orders_each_questions_hits_with_the_chat_model() {
         "{prompt}"
     );
     assert!(prompt.contains("[3] "), "every hit is shown: {prompt}");
+}
+
+/// Three short sessions, two of them replayed (`--limit-sessions 2`); one
+/// question per session, one adversarial question (category 5) on s1.
+const CONSOLIDATION_DATA: &str = r#"{
+  "dataset": "handmade", "language": "en",
+  "conversations": [
+    {"conv_id": "c", "speakers": ["Ann", "Bob"], "sessions": [
+      {"session_id": "s1", "date_time": "2023-05-08", "turns": [
+        {"turn_id": "c1", "speaker": "Ann", "text": "My sister Beatrice adopted a grey cat named Pepper."},
+        {"turn_id": "c2", "speaker": "Bob", "text": "What a lovely name for a cat."}]},
+      {"session_id": "s2", "date_time": "2023-05-20", "turns": [
+        {"turn_id": "c3", "speaker": "Ann", "text": "I started learning the cello in March."},
+        {"turn_id": "c4", "speaker": "Bob", "text": "The cello sounds wonderful."}]},
+      {"session_id": "s3", "date_time": "2023-06-01", "turns": [
+        {"turn_id": "c5", "speaker": "Ann", "text": "We booked a trip to Porto in July."}]}]}
+  ],
+  "questions": [
+    {"qid": "q1", "conv_id": "c", "question": "What is the name of the cat Beatrice adopted?",
+     "answer": "Pepper", "category": 4, "evidence_turns": ["c1"], "evidence_sessions": ["s1"]},
+    {"qid": "q2", "conv_id": "c", "question": "Which instrument did Ann start learning in March?",
+     "answer": "the cello", "category": 4, "evidence_turns": ["c3"], "evidence_sessions": ["s2"]},
+    {"qid": "q3", "conv_id": "c", "question": "Where is the trip booked for July?",
+     "answer": "Porto", "category": 4, "evidence_turns": ["c5"], "evidence_sessions": ["s3"]},
+    {"qid": "q4", "conv_id": "c", "question": "What is the name of Bob's dog?",
+     "answer": "no dog", "category": 5, "evidence_turns": ["c1"], "evidence_sessions": ["s1"]}
+  ]
+}"#;
+
+/// The real consolidation path on the local model, then the three searches:
+/// the transcript and the raw archive hold every answer word for word, so
+/// both keep both questions asked (s3's question and the adversarial one
+/// are not asked); what SmolLM2 keeps in memory is its own affair.
+#[test]
+fn eval_consolidation_scores_a_local_model_against_the_transcript_and_the_raw_archive() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    let file = dir.path().join("data.json");
+    std::fs::write(&file, CONSOLIDATION_DATA).unwrap();
+    let gguf = mnemo_test_support::smollm2_gguf();
+    let o = mnemo_command(env!("CARGO_BIN_EXE_mnemo"), &ws, &["init"])
+        .output()
+        .unwrap();
+    stdout_of_success(&o);
+    let o = mnemo_command(
+        env!("CARGO_BIN_EXE_mnemo"),
+        &ws,
+        &[
+            "--set",
+            "embedder.kind=none",
+            "--set",
+            "provider.context_window=2048",
+            "--set",
+            "provider.max_output=160",
+            "eval",
+            "consolidation",
+            file.to_str().unwrap(),
+            "--limit-sessions",
+            "2",
+            "--provider",
+            "local",
+            "--model",
+            gguf.to_str().unwrap(),
+            "--json",
+        ],
+    )
+    .output()
+    .unwrap();
+    let r: Value = serde_json::from_str(&stdout_of_success(&o)).unwrap();
+    assert_eq!(r["conversations"], 1, "{r}");
+    assert_eq!(r["sessions"], 2, "{r}");
+    let (valid, failed) = (
+        r["valid_calls"].as_u64().unwrap(),
+        r["failed"].as_u64().unwrap(),
+    );
+    assert_eq!(valid + failed, 2, "{r}");
+    assert_eq!(r["round_seconds"].as_array().unwrap().len(), 2, "{r}");
+    assert_eq!(r["transcript"]["asked"], 2, "{r}");
+    assert_eq!(r["transcript"]["kept"], 2, "{r}");
+    assert_eq!(r["raw_archive"]["asked"], 2, "{r}");
+    assert_eq!(r["raw_archive"]["kept"], 2, "{r}");
+    assert_eq!(r["memory"]["asked"], 2, "{r}");
+    assert!(r["memory"]["kept"].as_u64().unwrap() <= 2, "{r}");
+    assert!(r["model"].as_str().unwrap().starts_with("local/"), "{r}");
 }

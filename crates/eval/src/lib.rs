@@ -3,11 +3,14 @@
 //! each question through the index's search, and scores the rankings of
 //! sessions or turns (any@k, all@k, recall@k, MRR, NDCG, evidence recall
 //! within a token budget). Nothing in it knows which dataset it reads: any
-//! file in the schema of `dataset` is scored the same way.
+//! file in the schema of `dataset` is scored the same way. `consolidation`
+//! scores what a chat model's consolidation keeps of the same
+//! conversations.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
+pub mod consolidation;
 pub mod dataset;
 pub mod dates;
 pub mod dialogue;
@@ -17,6 +20,10 @@ pub mod replay;
 pub mod report;
 pub mod run;
 
+pub use consolidation::{
+    render_consolidation, run_consolidation_eval, ConsolidationOptions, ConsolidationProgress,
+    ConsolidationReport, Retention,
+};
 pub use dataset::{Conversation, Dataset, Question, SessionData, Turn};
 pub use dialogue::{as_engine_queries, derive, QueryShape};
 pub use error::{EvalError, Result};

@@ -111,7 +111,13 @@ fn plan(terms: &[String], docs: &[i64], chunks: i64) -> Plan {
     let mut with: Vec<(&String, i64)> = terms.iter().zip(docs.iter().copied()).collect();
     if !phrases && with.len() > 1 {
         // Found in more than half of the chunks: an IDF of about 0. The
-        // rarest term is always kept.
+        // rarest term found at all is always kept: a term no chunk holds
+        // must not count as the rare one, or a query whose other words are
+        // all common (any query in a tiny index) would find nothing.
+        let present: Vec<(&String, i64)> = with.iter().copied().filter(|(_, d)| *d > 0).collect();
+        if !present.is_empty() {
+            with = present;
+        }
         let kept: Vec<(&String, i64)> = with
             .iter()
             .copied()
@@ -346,6 +352,14 @@ mod tests {
             plan(&s(&["a", "b"]), &[900, 600], 1000),
             Plan::All(s(&["b"]))
         );
+        // A word no chunk holds is not the rare one: the rarest word found
+        // is kept ("which instrument did ann start learning" in a tiny index
+        // where every other word is in most chunks).
+        assert_eq!(
+            plan(&s(&["instrument", "ann", "learn"]), &[0, 6, 4], 6),
+            Plan::All(s(&["learn"]))
+        );
+        assert_eq!(plan(&s(&["x", "y"]), &[0, 0], 6), Plan::All(s(&["x", "y"])));
         // Large: the rarest within the budget, scored with the rest.
         assert_eq!(
             plan(

@@ -1,5 +1,6 @@
 //! `mnemo eval retrieval`: the retrieval benchmark on any file in the
-//! benchmark schema.
+//! benchmark schema; `mnemo eval consolidation`: what a chat model's
+//! consolidation keeps of the same conversations.
 
 use std::path::PathBuf;
 
@@ -32,6 +33,43 @@ pub enum EvalCommand {
     /// come from in `exclude_sessions` (the conversation happening now, not
     /// memory); questions without a query of the shape are left out.
     Derive(DeriveArgs),
+    /// Score what consolidation keeps: valid forced calls, seconds per
+    /// consolidation, and answers still found
+    ///
+    /// Each conversation (a sample: --limit-conversations, --limit-sessions)
+    /// is replayed into a fresh workspace one session at a time, and each
+    /// session is consolidated by the chat model (--provider / --model, or
+    /// the configured [provider]; `--provider local` runs the GGUF model
+    /// offline). Then every question whose evidence was replayed is searched
+    /// in what consolidation wrote, in the raw session logs, and in the raw
+    /// archive a model outage leaves (the real fallback, against a provider
+    /// that cannot be reached): an answer is kept when the top hits hold
+    /// three fifths of its words.
+    Consolidation(ConsolidationArgs),
+}
+
+/// Arguments of `mnemo eval consolidation`.
+#[derive(Debug, Args)]
+pub struct ConsolidationArgs {
+    /// The benchmark file (JSON, see the README's data schema)
+    pub file: PathBuf,
+    /// Only the first N conversations
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub limit_conversations: usize,
+    /// Only the first N sessions of each conversation
+    #[arg(long, value_name = "N")]
+    pub limit_sessions: Option<usize>,
+    /// Hits read per question
+    #[arg(long, value_name = "K", default_value_t = 5)]
+    pub top_k: usize,
+    /// Skip the raw-archive baseline
+    #[arg(long)]
+    pub no_raw_archive: bool,
+    /// Print one JSON object
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub model: crate::cmd::engine::ModelArgs,
 }
 
 /// The shape of the queries asked.
@@ -142,7 +180,39 @@ pub fn run(command: EvalCommand, global: &GlobalArgs) -> Result<()> {
     match command {
         EvalCommand::Retrieval(args) => retrieval(args, global),
         EvalCommand::Derive(args) => derive(args),
+        EvalCommand::Consolidation(args) => consolidation(args, global),
     }
+}
+
+fn consolidation(args: ConsolidationArgs, global: &GlobalArgs) -> Result<()> {
+    let ctx = global.ctx()?;
+    let chat = crate::output::with_download_bar_for("the chat model", |p| {
+        mnemo_service::chat_model(&ctx.config, &args.model.overrides(), p)
+    })
+    .map_err(|e| anyhow::Error::new(e).context(mnemo_service::NO_MODEL_HINT))?;
+    let mut opts = mnemo_eval::ConsolidationOptions::new(&args.file);
+    opts.limit_conversations = Some(args.limit_conversations);
+    opts.limit_sessions = args.limit_sessions;
+    opts.top_k = args.top_k;
+    opts.skip_raw_archive = args.no_raw_archive;
+    opts.config = ctx.config.clone();
+    opts.embedder =
+        with_download_bar(|p| mnemo::build_embedder_with_progress(&ctx.config, p))?.embedder;
+    let bar = stderr_bar("{msg:>28} [{bar:30}] {pos}/{len} sessions {elapsed}");
+    let progress = |p: &mnemo_eval::ConsolidationProgress| {
+        bar.set_length(p.total as u64);
+        bar.set_position(p.done as u64);
+        bar.set_message(p.at.clone());
+    };
+    let report = crate::ctx::runtime()?
+        .block_on(mnemo_eval::run_consolidation_eval(&opts, chat, &progress))?;
+    bar.finish_and_clear();
+    if args.json {
+        outln!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        out!("{}", mnemo_eval::render_consolidation(&report));
+    }
+    Ok(())
 }
 
 fn derive(args: DeriveArgs) -> Result<()> {

@@ -516,8 +516,13 @@ impl Engine {
                 return Err(Error::Cancelled);
             }
             if *generated >= budget {
+                let text = String::from_utf8_lossy(&bytes);
+                let tail: String = {
+                    let chars: Vec<char> = text.chars().collect();
+                    chars[chars.len().saturating_sub(160)..].iter().collect()
+                };
                 return Err(Error::BadAnswer(format!(
-                    "the model spent its budget of {budget} tokens inside {what} without closing its JSON ({} bytes so far); raise max_tokens / max_output",
+                    "the model spent its budget of {budget} tokens inside {what} without closing its JSON ({} bytes so far, ending {tail:?}); raise max_tokens / max_output",
                     bytes.len()
                 )));
             }

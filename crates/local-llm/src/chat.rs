@@ -529,7 +529,9 @@ impl Engine {
             penalize(&mut logits, &recent);
             let ok = |id: usize| {
                 !self.tokenizer.is_control(id as u32)
-                    && matcher.accepts(self.tokenizer.token_bytes(id as u32))
+                    && matcher
+                        .usable_prefix(self.tokenizer.token_bytes(id as u32))
+                        .is_some()
             };
             let best = crate::model::argmax(&logits[..vocab]) as usize;
             let choice = if temperature <= 0.0 && ok(best) {
@@ -553,12 +555,17 @@ impl Engine {
                 }
             };
             recent.push(choice as u32);
-            let tb = self.tokenizer.token_bytes(choice as u32).to_vec();
+            let tb = self.tokenizer.token_bytes(choice as u32);
+            // The bytes past the value's end (`}` of the call, a new line)
+            // are not part of it.
+            let take = matcher.usable_prefix(tb).unwrap_or(tb.len());
+            let past_end = take < tb.len();
+            let tb = tb[..take].to_vec();
             matcher.feed(&tb);
             bytes.extend_from_slice(&tb);
             *generated += 1;
             logits = self.model.step(choice as u32)?;
-            if matcher.is_done() {
+            if matcher.is_done() || past_end {
                 return Ok((String::from_utf8_lossy(&bytes).into_owned(), logits));
             }
         }

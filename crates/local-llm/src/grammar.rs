@@ -235,6 +235,30 @@ impl JsonMatcher {
         !bytes.is_empty() && self.clone().feed(bytes)
     }
 
+    /// How many of `bytes` a token may give: all of them when they continue
+    /// the value ([`JsonMatcher::accepts`]), or the first `n` when those
+    /// complete it and the rest comes after it. A model closes a tool call
+    /// with tokens such as `"}}` or `"}\n` (the arguments, then the call's
+    /// own braces or a new line); refusing them would leave it nothing but
+    /// worse tokens, and some models then never close the value at all.
+    /// `None` when the token cannot be taken.
+    pub fn usable_prefix(&self, bytes: &[u8]) -> Option<usize> {
+        if bytes.is_empty() {
+            return None;
+        }
+        let mut m = self.clone();
+        for (i, &b) in bytes.iter().enumerate() {
+            if m.done {
+                return Some(i);
+            }
+            if !m.feed_byte(b) {
+                // A number ends at the first byte that is not part of it.
+                return m.done.then_some(i);
+            }
+        }
+        Some(bytes.len())
+    }
+
     fn whitespace(&mut self, b: u8) -> bool {
         if matches!(b, b' ' | b'\n' | b'\t' | b'\r') && self.ws < MAX_WS_RUN {
             self.ws += 1;

@@ -90,3 +90,30 @@ fn max_length_and_free_values() {
         assert!(complete(&any, ok) || ok == "1", "{ok}");
     }
 }
+
+/// A token may close the value and go on past it (`"}}`: the arguments,
+/// then the call's own brace); only the bytes up to the end count. A token
+/// that does not complete the value must fit it whole.
+#[test]
+fn a_closing_token_may_carry_bytes_past_the_value() {
+    let n = save_memory();
+    let mut m = JsonMatcher::new(n.clone());
+    assert!(m.feed(br#"{"history_entry": "h", "memory_update": "m"#));
+    assert!(!m.accepts(b"\"}}"));
+    assert_eq!(m.usable_prefix(b"\"}}"), Some(2));
+    assert_eq!(m.usable_prefix(b"\"}\n</tool_call>"), Some(2));
+    assert_eq!(m.usable_prefix(b"\", \""), Some(4));
+    assert_eq!(m.usable_prefix(b"xyz"), Some(3));
+    assert_eq!(m.usable_prefix(b"\"]"), None);
+    assert_eq!(m.usable_prefix(b""), None);
+    let mut done = m.clone();
+    assert!(done.feed(b"\"}"));
+    assert!(done.is_done());
+    assert_eq!(done.usable_prefix(b"}"), Some(0));
+    // A number is complete at the first byte after it.
+    let num = Node::compile(&json!({"type": "integer"}));
+    let mut m = JsonMatcher::new(num);
+    assert!(m.feed(b"12"));
+    assert_eq!(m.usable_prefix(b"3}"), Some(1));
+    assert_eq!(m.usable_prefix(b"}"), Some(0));
+}

@@ -51,6 +51,10 @@ use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::merge;
 
+/// A current fact as the contradiction pass orders it: its day, its id's
+/// number, its id and its text.
+type Dated = (Option<NaiveDate>, u64, String, String);
+
 const DREAM: &str = "] [memory/facts.md] dream ";
 const UNDO: &str = "] [memory/facts.md] undo of dream ";
 const FOLDED: &str = "[folded ";
@@ -282,8 +286,7 @@ impl Engine {
             }
         }
         // Contradictions: per subject, the newest current fact stays.
-        let mut by_subject: HashMap<String, Vec<(Option<NaiveDate>, u64, String, String)>> =
-            HashMap::new();
+        let mut by_subject: HashMap<String, Vec<Dated>> = HashMap::new();
         for f in file.current() {
             if let Some(key) = subject(&f.text) {
                 let n = f.id.trim_start_matches('f').parse().unwrap_or(0);

@@ -536,7 +536,7 @@ async fn replay_profile(
         "[memory]\nprofile = \"{profile}\"\ntimezone = \"UTC\"\n\n[engine]\nmemory_max_lines = {}\nmemory_max_bytes = {}\nconsolidation_max_failures = 1\n",
         opts.cap_lines, opts.cap_bytes
     ))
-    .map_err(|e| EvalError::Options(e.to_string()))?;
+    .map_err(EvalError::Options)?;
     let clock = Arc::new(AtomicI64::new(0));
     let c = clock.clone();
     let engine = mnemo_engine::Engine::new(&ws, &config, model)

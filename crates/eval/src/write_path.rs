@@ -793,3 +793,41 @@ pub fn render_text(report: &WritePathReport) -> String {
 pub fn render_json(report: &WritePathReport) -> String {
     serde_json::to_string_pretty(report).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_stage_of_a_subject_is_in_a_later_session() {
+        let p = plan(6, 3);
+        assert_eq!(p.statements.len(), 7 + 8 + 4 + 3);
+        for s in p.subjects.iter().filter(|s| s.scenario != Scenario::Filler) {
+            let sessions: Vec<usize> = p
+                .statements
+                .iter()
+                .filter(|x| x.text.contains(&format!("my {} is", s.subject)))
+                .map(|x| x.session)
+                .collect();
+            assert!(
+                sessions.windows(2).all(|w| w[0] < w[1]),
+                "{}: {sessions:?}",
+                s.subject
+            );
+        }
+        // Every statement is one the rule-based model reads back.
+        for s in &p.statements {
+            assert_eq!(
+                crate::rule_model::statements(&s.text).len(),
+                1,
+                "{}",
+                s.text
+            );
+        }
+        let retracted = p
+            .subjects
+            .iter()
+            .find(|s| s.scenario == Scenario::Retracted);
+        assert_eq!(retracted.and_then(Subject::current), None);
+    }
+}

@@ -123,3 +123,83 @@ fn a_missing_provider_says_how_to_configure_one() {
         "{err}"
     );
 }
+
+#[test]
+fn a_weak_models_fact_operations_are_refused_with_a_warning_and_lose_nothing() {
+    let server = ScriptedServer::start_blocking();
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path();
+    ok(mnemo(ws, &server, &["init"]));
+    let facts = |args: &[&str]| {
+        let mut a = args.to_vec();
+        a.extend(["--set", "engine.consolidation_mode=facts"]);
+        mnemo(ws, &server, &a)
+    };
+    let said = [
+        "I live in Paris.",
+        "Noted.",
+        "I work at Acme.",
+        "Noted.",
+        "Bye.",
+    ];
+    for (i, text) in said.iter().enumerate() {
+        let role = if i % 2 == 0 { "user" } else { "assistant" };
+        ok(mnemo(
+            ws,
+            &server,
+            &[
+                "session",
+                "append",
+                "cli:direct",
+                "--role",
+                role,
+                "--content",
+                text,
+            ],
+        ));
+    }
+    // No tool call at all: an error, the cursor stays, nothing written.
+    server.push(Reply::text("Sure, I will remember that!"));
+    let o = facts(&["consolidate", "cli:direct"]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("did not call extract_facts"), "{err}");
+    assert!(!ws.join("memory/facts.md").exists());
+    // Ids that do not exist, an UPDATE with empty text, an unknown event:
+    // each refused with a warning, each fact added instead.
+    server.push(Reply::tool_call(
+        "extract_facts",
+        json!({"facts": ["Lives in Paris.", "Works at Acme.", "Likes tea."], "history_entry": "[2026-11-29 10:00] home and work"}),
+    ));
+    server.push(Reply::tool_call(
+        "update_memory",
+        json!({"operations": [
+            {"fact": 0, "event": "UPDATE", "id": "f9", "text": "Lives in Paris."},
+            {"fact": 1, "event": "UPDATE", "id": "f9", "text": ""},
+            {"fact": 2, "event": "REPLACE", "id": "f1"}
+        ]}),
+    ));
+    let out = ok(facts(&["consolidate", "cli:direct"]));
+    assert!(out.contains("memory/facts.md: 3 added"), "{out}");
+    assert_eq!(
+        out.matches("warning: the model's operation").count(),
+        3,
+        "{out}"
+    );
+    assert!(
+        out.contains("UPDATE of \"f9\": no such current memory"),
+        "{out}"
+    );
+    assert!(out.contains("unknown operation \"REPLACE\""), "{out}");
+    let text = std::fs::read_to_string(ws.join("memory/facts.md")).unwrap();
+    for f in ["Lives in Paris.", "Works at Acme.", "Likes tea."] {
+        assert!(text.contains(f), "{f} missing from {text}");
+    }
+    // Every message is still in the session log.
+    let all = ok(mnemo(
+        ws,
+        &server,
+        &["session", "show", "cli:direct", "--json"],
+    ));
+    assert_eq!(all.lines().count(), said.len(), "{all}");
+}

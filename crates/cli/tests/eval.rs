@@ -1,7 +1,9 @@
 //! `mnemo eval retrieval` through the real binary: keyword mode on a small
 //! handmade file, and `--rerank`, which asks the configured chat model (a
 //! scripted OpenAI-compatible server on loopback) to order each question's
-//! hits; and `mnemo eval consolidation` with the local SmolLM2 model.
+//! hits; `mnemo eval consolidation` with the local SmolLM2 model; and
+//! `mnemo eval write-path` against the rule-based model served on loopback,
+//! whose numbers on a handmade conversation follow from the script.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
@@ -191,4 +193,117 @@ fn eval_consolidation_scores_a_local_model_against_the_transcript_and_the_raw_ar
     assert_eq!(r["memory"]["asked"], 2, "{r}");
     assert!(r["memory"]["kept"].as_u64().unwrap() <= 2, "{r}");
     assert!(r["model"].as_str().unwrap().starts_with("local/"), "{r}");
+}
+
+/// Six short sessions between Ann (the user) and Bob, none of whose turns
+/// states a `my ... is ...` fact: every fact comes from the script.
+const SIX_SESSIONS: &str = r#"{
+  "dataset": "handmade", "language": "en",
+  "conversations": [
+    {"conv_id": "c", "speakers": ["Ann", "Bob"], "sessions": [
+      {"session_id": "s1", "date_time": "2023-05-01", "turns": [
+        {"turn_id": "c1", "speaker": "Ann", "text": "Morning! The garden looks lovely today."},
+        {"turn_id": "c2", "speaker": "Bob", "text": "It does, the roses came out."}]},
+      {"session_id": "s2", "date_time": "2023-05-02", "turns": [
+        {"turn_id": "c3", "speaker": "Ann", "text": "I finished the novel about sailing to Lisbon."},
+        {"turn_id": "c4", "speaker": "Bob", "text": "Was the ending good?"}]},
+      {"session_id": "s3", "date_time": "2023-05-03", "turns": [
+        {"turn_id": "c5", "speaker": "Ann", "text": "We shipped the billing migration at work."},
+        {"turn_id": "c6", "speaker": "Bob", "text": "Congratulations to the team."}]},
+      {"session_id": "s4", "date_time": "2023-05-04", "turns": [
+        {"turn_id": "c7", "speaker": "Ann", "text": "Baking sourdough again this Sunday."},
+        {"turn_id": "c8", "speaker": "Bob", "text": "Save me a slice."}]},
+      {"session_id": "s5", "date_time": "2023-05-05", "turns": [
+        {"turn_id": "c9", "speaker": "Ann", "text": "The fence needs a new coat of paint."},
+        {"turn_id": "c10", "speaker": "Bob", "text": "I can help on Saturday."}]},
+      {"session_id": "s6", "date_time": "2023-05-06", "turns": [
+        {"turn_id": "c11", "speaker": "Ann", "text": "Off to the coast for the weekend."},
+        {"turn_id": "c12", "speaker": "Bob", "text": "Have a good trip."}]}]}
+  ],
+  "questions": []
+}"#;
+
+#[test]
+fn write_path_scores_each_profile_against_the_rule_based_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("six.json");
+    std::fs::write(&file, SIX_SESSIONS).unwrap();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    let model = ScriptedServer::start_blocking();
+    model.respond_with(|req| match mnemo_eval::rule_model::answer(&req.body) {
+        mnemo_eval::rule_model::RuleAnswer::Tool { name, arguments } => {
+            Reply::tool_call(name, arguments)
+        }
+        mnemo_eval::rule_model::RuleAnswer::Text(t) => Reply::text(t),
+    });
+    let base = format!("provider.base_url={}", model.openai_base());
+    let args = [
+        "--set",
+        "embedder.kind=none",
+        "--set",
+        "provider.kind=openai",
+        "--set",
+        &base,
+        "--set",
+        "provider.model=rule-based",
+        "--set",
+        "provider.max_retries=0",
+        "eval",
+        "write-path",
+        file.to_str().unwrap(),
+        "--fillers",
+        "4",
+        "--json",
+    ];
+    let out = mnemo_command(env!("CARGO_BIN_EXE_mnemo"), &ws, &args)
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_str(stdout_of_success(&out).trim()).unwrap();
+    assert_eq!(report["sessions"], 6, "{report:#}");
+    // 3 changed subjects (7 statements), 2 repeated (8), 2 retracted (4),
+    // 4 fillers.
+    assert_eq!(report["statements"], 23, "{report:#}");
+    let profile = |name: &str| {
+        report["profiles"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["profile"] == name)
+            .unwrap_or_else(|| panic!("no {name} in {report:#}"))
+            .clone()
+    };
+    let row = |p: &Value| {
+        (
+            p["current_correct"].as_u64().unwrap(),
+            p["subjects"].as_u64().unwrap(),
+            p["retractions_honoured"].as_u64().unwrap(),
+            p["duplicates"].as_u64().unwrap(),
+            p["contradictions"].as_u64().unwrap(),
+            p["old_values_in_history"].as_u64().unwrap(),
+            p["model_calls"].as_u64().unwrap(),
+        )
+    };
+    // Facts: every value current, the old ones ended (in history), the
+    // retractions ended, nothing twice; extract + update per session.
+    let mem0 = profile("mem0");
+    assert_eq!(row(&mem0), (9, 9, 2, 0, 0, 4, 12), "{mem0:#}");
+    assert_eq!(mem0["writes"], "facts");
+    // MEMORY.md rewritten per session: the same, old values in the diffs.
+    let nanobot = profile("nanobot");
+    assert_eq!(row(&nanobot), (9, 9, 2, 0, 0, 4, 6), "{nanobot:#}");
+    assert_eq!(nanobot["within_caps"], true);
+    // Daily logs are append-only: every value ever stated stays, so the
+    // changed subjects contradict themselves, retractions are not honoured
+    // and a repeated fact is in every day's log.
+    let openclaw = profile("openclaw");
+    assert_eq!(row(&openclaw), (6, 9, 0, 6, 3, 4, 6), "{openclaw:#}");
+    // mnemo: MEMORY.md as nanobot, plus the flush's daily logs.
+    let mnemo = profile("mnemo");
+    assert_eq!(row(&mnemo), (6, 9, 0, 15, 3, 4, 12), "{mnemo:#}");
+    // claude-code writes nothing in the background.
+    let cc = profile("claude-code");
+    assert_eq!(row(&cc), (0, 9, 2, 0, 0, 0, 0), "{cc:#}");
+    assert_eq!(cc["writes"], "none");
+    assert!(mem0["tokens_per_100_turns"].as_f64().unwrap() > 0.0);
 }

@@ -708,3 +708,45 @@ fn a_dream_killed_after_its_history_leaves_the_facts_as_before() {
         .unwrap();
     assert_eq!(o.status.code(), Some(3), "not found");
 }
+
+#[test]
+fn a_dream_killed_between_its_two_files_loses_no_memory_md_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path();
+    init(ws);
+    let md = "# Memory\n\n- Prefers tabs.\n- Has two kids.\n- Likes tea.\n- Runs on Sundays.\n- Deploys on Fridays.\n";
+    std::fs::write(ws.join("MEMORY.md"), md).unwrap();
+    let dream = |fail: Option<&str>| {
+        let mut c = mnemo(
+            ws,
+            &["--set", "engine.memory_max_lines=5", "dream", "--json"],
+        );
+        if let Some(f) = fail {
+            c.env("MNEMO_FAILPOINTS", f);
+        }
+        c.output().unwrap()
+    };
+    // Killed after the facts file, before MEMORY.md: the moved lines are in
+    // both, none in neither.
+    assert!(!dream(Some("dream.after_facts")).status.success());
+    assert_eq!(read(ws, "MEMORY.md"), md);
+    let facts = read(ws, "memory/facts.md");
+    assert!(
+        facts.contains("- Prefers tabs. (f1") && facts.contains("- Has two kids. (f2"),
+        "{facts}"
+    );
+    // The next dream finishes the move without adding them again.
+    let out = stdout_of_success(&dream(None));
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(
+        v["moved"],
+        serde_json::json!([["- Prefers tabs.", "f1"], ["- Has two kids.", "f2"]]),
+        "{out}"
+    );
+    assert_eq!(
+        read(ws, "MEMORY.md"),
+        "# Memory\n\n- Likes tea.\n- Runs on Sundays.\n- Deploys on Fridays.\n"
+    );
+    let facts = read(ws, "memory/facts.md");
+    assert_eq!(facts.matches("Prefers tabs.").count(), 1, "{facts}");
+}

@@ -492,7 +492,7 @@ impl Engine {
         Ok(applied)
     }
 
-    fn provenance_path(&self) -> std::path::PathBuf {
+    pub(crate) fn provenance_path(&self) -> std::path::PathBuf {
         self.workspace
             .state_dir()
             .join("engine")
@@ -670,7 +670,7 @@ struct Provenance {
 
 /// The lines consolidation wrote; empty (every line protected) when the
 /// file is missing or unreadable.
-fn read_provenance(path: &std::path::Path) -> HashSet<String> {
+pub(crate) fn read_provenance(path: &std::path::Path) -> HashSet<String> {
     match std::fs::read(path) {
         Ok(bytes) => match serde_json::from_slice::<Provenance>(&bytes) {
             Ok(p) => p.consolidated_lines.into_iter().collect(),

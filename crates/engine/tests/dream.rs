@@ -132,3 +132,157 @@ fn the_loss_guard_names_what_would_be_lost() {
         "Lives in Berlin."
     ));
 }
+
+const CONTRADICTIONS: &str = "# Facts\n\n\
+- The user's city is Paris. (f1; since 2026-01-05)\n\
+- Employer: Initech (f2; since 2026-02-01)\n\
+- The user's city is Berlin. (f3; since 2026-02-10)\n\
+- Employer: Acme (f4; since 2026-01-01)\n\
+- Caroline is a counselor. (f5; since 2026-01-01)\n\
+- Caroline is happy. (f6; since 2026-02-01)\n\
+- The user's dog is Rex, a beagle who loves long walks on the beach every morning. (f7; since 2026-01-01)\n\
+- The user's dog is Max. (f8; since 2026-02-01)\n";
+
+#[tokio::test]
+async fn dream_resolves_contradictions_by_supersession_and_undoes_them() {
+    let env = env().await;
+    let mem = env.ws.root().join("memory");
+    std::fs::create_dir_all(&mem).unwrap();
+    std::fs::write(mem.join("facts.md"), CONTRADICTIONS).unwrap();
+    let engine = engine(&env, 8_000, 1_000, "", t0());
+
+    let r = engine.dream().unwrap();
+    assert!(r.changed, "{r:#?}");
+    assert!(r.merged.is_empty(), "{r:#?}");
+    // The newer fact about each subject stays, whatever the order of the
+    // file; a one-word key (Caroline) and a long value (the beagle) are
+    // not clear enough to call a contradiction.
+    assert_eq!(
+        r.superseded,
+        vec![
+            ("f4".to_string(), "f2".to_string()),
+            ("f1".to_string(), "f3".to_string())
+        ]
+    );
+    let text = std::fs::read_to_string(mem.join("facts.md")).unwrap();
+    let file = FactsFile::parse(&text);
+    let current: Vec<&str> = file.current().map(|f| f.id.as_str()).collect();
+    assert_eq!(current, vec!["f2", "f3", "f5", "f6", "f7", "f8"], "{text}");
+    // The older value ends on the day the newer one began, kept as history.
+    let paris = file.get("f1").unwrap();
+    assert_eq!(paris.until, Some("2026-02-10".parse().unwrap()));
+    assert_eq!(paris.superseded_by.as_deref(), Some("f3"));
+    assert!(paris.valid_on("2026-01-20".parse().unwrap()));
+    assert_eq!(
+        file.get("f4").unwrap().until,
+        Some("2026-02-01".parse().unwrap())
+    );
+    let h = engine.memory().memory_history("f1").unwrap();
+    assert_eq!(h.last().map(|c| c.op.as_str()), Some("supersede"), "{h:#?}");
+    assert_eq!(
+        h.last().unwrap().new.as_deref(),
+        Some("The user's city is Berlin.")
+    );
+
+    // Nothing left to resolve.
+    assert!(!engine.dream().unwrap().changed);
+    mnemo_engine::undo_dream(engine.memory(), t0()).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(mem.join("facts.md")).unwrap(),
+        CONTRADICTIONS
+    );
+}
+
+#[test]
+fn subjects_are_decided_conservatively() {
+    use mnemo_engine::dream::subject;
+    assert_eq!(
+        subject("The user's city is Paris."),
+        Some("the user s city".into())
+    );
+    assert_eq!(subject("Employer: Acme"), Some("employer".into()));
+    assert_eq!(subject("生日：五月三日"), Some("生 日".into()));
+    assert_eq!(subject("Caroline is a counselor."), None);
+    assert_eq!(subject("Likes tea."), None);
+    assert_eq!(subject("Employer:"), None);
+    assert_eq!(
+        subject("The user's dog is Rex, a beagle who loves long walks on the beach."),
+        None
+    );
+}
+
+const MEMORY_MD: &str = "# Memory\n\n\
+## Memory files\n\
+- [Deploy notes](memory/deploy.md): how we ship\n\n\
+## About the user\n\
+- Prefers tabs over spaces.\n\
+- Has two kids.\n\
+- Likes tea.\n\
+- Runs on Sundays.\n\
+Some prose a person typed.\n";
+
+#[tokio::test]
+async fn dream_moves_memory_md_over_its_caps_into_facts() {
+    let env = env().await;
+    let mem = env.ws.root().join("memory");
+    std::fs::create_dir_all(&mem).unwrap();
+    std::fs::write(env.ws.root().join("MEMORY.md"), MEMORY_MD).unwrap();
+    std::fs::write(mem.join("facts.md"), "# Facts\n\n- Likes tea. (f1)\n").unwrap();
+    // 11 lines; the cap is 8: three bullets move, the oldest first.
+    let engine = engine(&env, 8_000, 1_000, "memory_max_lines = 8", t0());
+    let r = engine.dream().unwrap();
+    assert!(r.changed, "{r:#?}");
+    assert_eq!(
+        r.moved,
+        vec![
+            ("- Prefers tabs over spaces.".to_string(), "f2".to_string()),
+            ("- Has two kids.".to_string(), "f3".to_string()),
+            // Already a current fact: accounted for, not added again.
+            ("- Likes tea.".to_string(), "f1".to_string()),
+        ]
+    );
+    let md = std::fs::read_to_string(env.ws.root().join("MEMORY.md")).unwrap();
+    assert_eq!(md.lines().count(), 8, "{md}");
+    assert!(md.contains("- [Deploy notes](memory/deploy.md)"), "{md}");
+    assert!(
+        md.contains("- Runs on Sundays.\nSome prose a person typed.\n"),
+        "{md}"
+    );
+    let file = engine.memory().read_facts().unwrap();
+    let current: Vec<&str> = file.current().map(|f| f.text.as_str()).collect();
+    assert_eq!(
+        current,
+        vec!["Likes tea.", "Prefers tabs over spaces.", "Has two kids."]
+    );
+    // Under its caps now: a second dream changes nothing.
+    assert!(!engine.dream().unwrap().changed);
+    // Undo puts both files back.
+    let undone = mnemo_engine::undo_dream(engine.memory(), t0()).unwrap();
+    assert_eq!(undone.id, r.id);
+    assert_eq!(
+        std::fs::read_to_string(env.ws.root().join("MEMORY.md")).unwrap(),
+        MEMORY_MD
+    );
+    assert_eq!(
+        std::fs::read_to_string(mem.join("facts.md")).unwrap(),
+        "# Facts\n\n- Likes tea. (f1)\n"
+    );
+}
+
+#[test]
+fn the_loss_guard_accounts_for_every_memory_md_line() {
+    let facts = FactsFile::parse(
+        "# Facts\n\n- Has two kids. (f1)\n- ~~Likes tea.~~ (f2; until 2026-02-01)\n",
+    );
+    let after = MEMORY_MD
+        .replace("- Has two kids.\n", "")
+        .replace("- Likes tea.\n", "")
+        .replace("Some prose a person typed.\n", "");
+    let lost = mnemo_engine::dream::unaccounted_memory_md(MEMORY_MD, &after, &facts);
+    // The kids moved (a current fact); tea is a fact no longer true, so
+    // it would be lost; the prose is not a bullet and cannot move.
+    assert_eq!(lost.len(), 2, "{lost:?}");
+    assert!(lost[0].contains("\"- Likes tea.\" is gone"), "{lost:?}");
+    assert!(lost[1].contains("Some prose a person typed."), "{lost:?}");
+    assert!(mnemo_engine::dream::unaccounted_memory_md(MEMORY_MD, MEMORY_MD, &facts).is_empty());
+}

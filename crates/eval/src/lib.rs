@@ -6,6 +6,12 @@
 //! file in the schema of `dataset` is scored the same way. `consolidation`
 //! scores what a chat model's consolidation keeps of the same
 //! conversations.
+//!
+//! It also holds the write-path suite ([`write_path`]): scripted facts
+//! interleaved into the same conversations, replayed through each memory
+//! profile's consolidation, and scored on what memory holds afterwards,
+//! with a deterministic rule-based model ([`rule_model`]) to serve for a
+//! reproducible baseline.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
@@ -18,7 +24,9 @@ pub mod error;
 pub mod metrics;
 pub mod replay;
 pub mod report;
+pub mod rule_model;
 pub mod run;
+pub mod write_path;
 
 pub use consolidation::{
     render_consolidation, run_consolidation_eval, ConsolidationOptions, ConsolidationProgress,
@@ -33,3 +41,4 @@ pub use report::{
     EvalSettings, EvalTimings, EvalUnit, Layout, QuestionReport, RetrievalMode,
 };
 pub use run::{run_on_dataset, run_retrieval_eval, EvalOptions, EvalProgress, EvalStage, Rerank};
+pub use write_path::{run_write_path, ProfileReport, WritePathOptions, WritePathReport};

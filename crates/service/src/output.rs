@@ -287,6 +287,12 @@ pub struct DreamOutput {
     pub folded_logs: Vec<String>,
     /// Facts added from them.
     pub added: Vec<String>,
+    /// Contradictions resolved: `[ended, kept]` fact ids (the older fact
+    /// about a subject ended in favour of the newer).
+    pub superseded: Vec<(String, String)>,
+    /// MEMORY.md lines moved into the facts file to bring it under its
+    /// caps: `[line, fact id]`.
+    pub moved: Vec<(String, String)>,
     /// Current facts after the dream.
     pub current: usize,
     /// Lines of memory/facts.md changed back (`--undo`).

@@ -376,6 +376,8 @@ impl Service {
                     merged: Vec::new(),
                     folded_logs: Vec::new(),
                     added: Vec::new(),
+                    superseded: Vec::new(),
+                    moved: Vec::new(),
                     current: engine.memory().read_facts()?.current().count(),
                     undone_lines: Some(u.lines),
                 });
@@ -387,6 +389,8 @@ impl Service {
                 merged: r.merged,
                 folded_logs: r.folded_logs,
                 added: r.added,
+                superseded: r.superseded,
+                moved: r.moved,
                 current: r.current,
                 undone_lines: None,
             })

@@ -139,7 +139,20 @@ pub fn describe(event: &EngineEvent) -> String {
             if r.raw {
                 line.push_str(" (archived raw after repeated failed runs; secrets redacted)");
             }
-            if r.memory_changed {
+            if let Some(f) = &r.facts {
+                line.push_str(&format!(
+                    "; memory/facts.md: {} added, {} updated, {} ended, {} unchanged (every change is in memory/audit.jsonl)",
+                    f.added.len(),
+                    f.updated.len(),
+                    f.deleted.len(),
+                    f.unchanged
+                ));
+                for x in &f.refused {
+                    line.push_str(&format!(
+                        "\nwarning: the model's {x}; refused, nothing changed by it (a fact it carried was added instead)"
+                    ));
+                }
+            } else if r.memory_changed {
                 line.push_str("; MEMORY.md updated (the change is in memory/HISTORY.md)");
             }
             if r.update_refused {
@@ -220,7 +233,7 @@ pub fn dream(args: DreamArgs, global: &GlobalArgs) -> Result<()> {
         outln!("{}", serde_json::to_string(&out)?);
     } else if let Some(n) = out.undone_lines {
         outln!(
-            "undid dream {}: {n} line(s) of memory/facts.md changed back",
+            "undid dream {}: {n} line(s) of memory/facts.md and MEMORY.md changed back",
             out.id
         );
     } else if !out.changed {
@@ -231,11 +244,13 @@ pub fn dream(args: DreamArgs, global: &GlobalArgs) -> Result<()> {
         );
     } else {
         outln!(
-            "dream {}: {} duplicate(s) merged, {} fact(s) added from {} daily log(s), {} current facts (undo: mnemo dream --undo)",
+            "dream {}: {} duplicate(s) merged, {} contradiction(s) resolved, {} fact(s) added from {} daily log(s), {} MEMORY.md line(s) moved into memory/facts.md, {} current facts (undo: mnemo dream --undo)",
             out.id,
             out.merged.len(),
+            out.superseded.len(),
             out.added.len(),
             out.folded_logs.len(),
+            out.moved.len(),
             out.current
         );
     }

@@ -1,6 +1,8 @@
 //! `mnemo eval retrieval`: the retrieval benchmark on any file in the
-//! benchmark schema; `mnemo eval consolidation`: what a chat model's
-//! consolidation keeps of the same conversations.
+//! benchmark schema; `mnemo eval write-path`: the write-path suite
+//! (`mnemo_eval::write_path`) with the chat model the user picks; `mnemo
+//! eval consolidation`: what a chat model's consolidation keeps of the
+//! same conversations.
 
 use std::path::PathBuf;
 
@@ -33,6 +35,19 @@ pub enum EvalCommand {
     /// come from in `exclude_sessions` (the conversation happening now, not
     /// memory); questions without a query of the shape are left out.
     Derive(DeriveArgs),
+    /// Score the write path of every memory profile on a conversation file
+    ///
+    /// Scripted statements with known truth (facts stated then changed, the
+    /// same fact stated many times, a fact retracted, many distinct facts)
+    /// are interleaved into the file's real turns; for each `[memory]
+    /// profile` a fresh workspace replays the conversation session by
+    /// session through that profile's real write path (flush,
+    /// consolidation) with the chat model given by --provider / the
+    /// configuration. Prints, per profile: current-value accuracy,
+    /// retractions honoured, duplicates, contradictions left, old values
+    /// kept in history, memory size, whether MEMORY.md stayed within its
+    /// caps, model calls and tokens per 100 turns.
+    WritePath(WritePathArgs),
     /// Score what consolidation keeps: valid forced calls, seconds per
     /// consolidation, and answers still found
     ///
@@ -65,6 +80,36 @@ pub struct ConsolidationArgs {
     /// Skip the raw-archive baseline
     #[arg(long)]
     pub no_raw_archive: bool,
+    /// Print one JSON object
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub model: crate::cmd::engine::ModelArgs,
+}
+
+/// Arguments of `mnemo eval write-path`.
+#[derive(Debug, Args)]
+pub struct WritePathArgs {
+    /// The conversation file (JSON, see the README's data schema)
+    pub file: PathBuf,
+    /// Profiles to score, comma-separated (default: all five)
+    #[arg(long, value_delimiter = ',')]
+    pub profiles: Vec<String>,
+    /// Only the first N conversations
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub limit_conversations: usize,
+    /// Only the first N sessions of each conversation
+    #[arg(long, value_name = "N")]
+    pub limit_sessions: Option<usize>,
+    /// Distinct extra facts stated over the conversation (the long scenario)
+    #[arg(long, value_name = "N", default_value_t = 40)]
+    pub fillers: usize,
+    /// `[engine] memory_max_lines` of the replay workspaces
+    #[arg(long, value_name = "LINES", default_value_t = 30)]
+    pub cap_lines: usize,
+    /// `[engine] memory_max_bytes` of the replay workspaces
+    #[arg(long, value_name = "BYTES", default_value_t = 25_000)]
+    pub cap_bytes: usize,
     /// Print one JSON object
     #[arg(long)]
     pub json: bool,
@@ -180,8 +225,37 @@ pub fn run(command: EvalCommand, global: &GlobalArgs) -> Result<()> {
     match command {
         EvalCommand::Retrieval(args) => retrieval(args, global),
         EvalCommand::Derive(args) => derive(args),
+        EvalCommand::WritePath(args) => write_path(args, global),
         EvalCommand::Consolidation(args) => consolidation(args, global),
     }
+}
+
+fn write_path(args: WritePathArgs, global: &GlobalArgs) -> Result<()> {
+    let ctx = global.ctx()?;
+    let chat = crate::output::with_download_bar_for("the chat model", |p| {
+        mnemo_service::chat_model(&ctx.config, &args.model.overrides(), p)
+    })
+    .map_err(|e| anyhow::Error::new(e).context(mnemo_service::NO_MODEL_HINT))?;
+    let mut opts = mnemo_eval::WritePathOptions::new(&args.file);
+    if !args.profiles.is_empty() {
+        opts.profiles = args.profiles;
+    }
+    opts.limit_conversations = Some(args.limit_conversations);
+    opts.limit_sessions = args.limit_sessions;
+    opts.fillers = args.fillers;
+    opts.cap_lines = args.cap_lines;
+    opts.cap_bytes = args.cap_bytes;
+    let bar = stderr_bar("{msg:>28} {elapsed}");
+    let progress = |m: &str| bar.set_message(m.to_string());
+    let report =
+        crate::ctx::runtime()?.block_on(mnemo_eval::run_write_path(&opts, chat, &progress))?;
+    bar.finish_and_clear();
+    if args.json {
+        outln!("{}", mnemo_eval::write_path::render_json(&report));
+    } else {
+        out!("{}", mnemo_eval::write_path::render_text(&report));
+    }
+    Ok(())
 }
 
 fn consolidation(args: ConsolidationArgs, global: &GlobalArgs) -> Result<()> {

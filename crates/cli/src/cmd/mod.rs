@@ -77,7 +77,7 @@ pub enum Command {
     ///
     /// Example: mnemo run --session cli:direct "what did we decide about deploys?"
     Run(chat::RunArgs),
-    /// Measure retrieval quality on conversation benchmarks
+    /// Measure retrieval and write-path quality on conversation benchmarks
     #[command(subcommand)]
     Eval(eval::EvalCommand),
     /// Measure mnemo's speed on this machine

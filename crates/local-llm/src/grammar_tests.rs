@@ -97,7 +97,7 @@ fn max_length_and_free_values() {
 #[test]
 fn a_closing_token_may_carry_bytes_past_the_value() {
     let n = save_memory();
-    let mut m = JsonMatcher::new(n.clone());
+    let mut m = JsonMatcher::new(n);
     assert!(m.feed(br#"{"history_entry": "h", "memory_update": "m"#));
     assert!(!m.accepts(b"\"}}"));
     assert_eq!(m.usable_prefix(b"\"}}"), Some(2));

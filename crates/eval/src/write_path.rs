@@ -318,12 +318,30 @@ pub fn interleave(conv: &Conversation, plan: &Plan, limit: Option<usize>) -> Vec
         .collect()
 }
 
-/// A chat model that counts the calls and tokens of another.
-struct Counting {
+/// A chat model that counts the calls and tokens of another (the eval's
+/// "model calls and tokens per 100 turns").
+pub struct Counting {
     inner: Arc<dyn ChatModel>,
     calls: AtomicUsize,
     input: AtomicU64,
     output: AtomicU64,
+}
+
+impl Counting {
+    /// Counts what `inner` is asked and answers.
+    pub fn new(inner: Arc<dyn ChatModel>) -> Self {
+        Counting {
+            inner,
+            calls: AtomicUsize::new(0),
+            input: AtomicU64::new(0),
+            output: AtomicU64::new(0),
+        }
+    }
+
+    /// Calls so far.
+    pub fn calls(&self) -> usize {
+        self.calls.load(Ordering::Relaxed)
+    }
 }
 
 impl ChatModel for Counting {
@@ -480,12 +498,7 @@ pub async fn run_write_path(
         .sum();
     for profile in &opts.profiles {
         let started = Instant::now();
-        let counting = Arc::new(Counting {
-            inner: model.clone(),
-            calls: AtomicUsize::new(0),
-            input: AtomicU64::new(0),
-            output: AtomicU64::new(0),
-        });
+        let counting = Arc::new(Counting::new(model.clone()));
         let mut r = ProfileReport {
             profile: profile.clone(),
             within_caps: true,
@@ -496,7 +509,7 @@ pub async fn run_write_path(
             replay_profile(opts, profile, plan, sessions, counting.clone(), &mut r).await?;
         }
         r.turns = report.turns;
-        r.model_calls = counting.calls.load(Ordering::Relaxed);
+        r.model_calls = counting.calls();
         r.tokens = counting.input.load(Ordering::Relaxed) + counting.output.load(Ordering::Relaxed);
         let per = |x: f64| {
             if r.turns == 0 {

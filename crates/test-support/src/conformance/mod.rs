@@ -81,6 +81,12 @@ pub const CHAT_MODELS: &[Implementation] = &[
         exempt: None,
     },
     Implementation {
+        ty: "Counting",
+        tested_in: "eval",
+        suites: &["counting"],
+        exempt: None,
+    },
+    Implementation {
         ty: "LocalChat",
         tested_in: "local-llm",
         suites: &[],

@@ -38,7 +38,7 @@ use mnemo_core::{Config, Embedder, Workspace};
 use mnemo_engine::{Engine, EngineEvent};
 use mnemo_index::{IndexSettings, MemoryIndex, SearchRequest, Source};
 use mnemo_llm::ChatModel;
-use mnemo_store::{SessionOptions, SessionStore};
+use mnemo_store::SessionStore;
 use serde::Serialize;
 
 use crate::dataset::{Conversation, Dataset, Question};
@@ -228,6 +228,7 @@ pub async fn run_consolidation_eval(
                             report.valid_calls += 1;
                             report.auto_fallbacks += usize::from(r.fell_back_to_auto);
                         }
+                        // Archived raw: the model failed its last allowed run.
                         Some(_) => report.failed += 1,
                         // Nothing past the cursor to consolidate.
                         None => report.sessions -= 1,
@@ -390,7 +391,7 @@ fn append(
     session: &crate::dataset::SessionData,
 ) -> Result<()> {
     let store = SessionStore::from_config(ws, config)
-        .unwrap_or_else(|_| SessionStore::new(ws, SessionOptions::default()));
+        .map_err(|e| EvalError::Options(format!("the [session] settings: {e}")))?;
     let mut log = store.open(key).map_err(EvalError::Store)?;
     log.append(&session_messages(conv, session))
         .map_err(EvalError::Store)?;

@@ -298,9 +298,16 @@ fn write_path_scores_each_profile_against_the_rule_based_model() {
     // and a repeated fact is in every day's log.
     let openclaw = profile("openclaw");
     assert_eq!(row(&openclaw), (6, 9, 0, 6, 3, 4, 6), "{openclaw:#}");
-    // mnemo: MEMORY.md as nanobot, plus the flush's daily logs.
+    assert_eq!(openclaw["writes"], "flush");
+    // mnemo: MEMORY.md as nanobot, and the flush through the fact
+    // decisions: every value current, the old ones and the retractions
+    // ended in the facts file, no contradiction; each current subject is
+    // both in MEMORY.md and a fact (one duplicate each); flush, decision
+    // and consolidation per session.
     let mnemo = profile("mnemo");
-    assert_eq!(row(&mnemo), (6, 9, 0, 15, 3, 4, 12), "{mnemo:#}");
+    assert_eq!(row(&mnemo), (9, 9, 2, 9, 0, 4, 18), "{mnemo:#}");
+    assert_eq!(mnemo["writes"], "memory_md+facts flush");
+    assert_eq!(mnemo["refused_operations"], 0, "{mnemo:#}");
     // claude-code writes nothing in the background.
     let cc = profile("claude-code");
     assert_eq!(row(&cc), (0, 9, 2, 0, 0, 0, 0), "{cc:#}");

@@ -58,6 +58,14 @@ pub struct FlushReport {
     pub ignored: usize,
     /// Prompt tokens when it ran.
     pub tokens: usize,
+    /// What the items did to `memory/facts.md` (`flush_mode = "facts"`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub facts: Option<crate::facts::FactRound>,
+    /// Why the items went to the daily log although `flush_mode =
+    /// "facts"`: the decision call failed (the model gave no usable
+    /// `update_memory` call), so they were appended rather than lost.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decision_error: Option<String>,
 }
 
 /// What one compaction level did.

@@ -400,6 +400,23 @@ impl Engine {
         if extracted.facts.is_empty() {
             return Ok((extracted, Vec::new(), fb1, c1));
         }
+        let (ops, fb2, c2) = self.decide_facts(&extracted.facts).await?;
+        Ok((extracted, ops, fb1 || fb2, c1 + c2))
+    }
+
+    /// Asks the model what to do with each new fact, shown with the most
+    /// similar current facts (no lock held): the `update_memory` call of
+    /// consolidation and of the flush in `flush_mode = "facts"`. Returns
+    /// the operations (unchecked), whether the call fell back to `auto`,
+    /// and the model calls made.
+    pub(crate) async fn decide_facts(
+        &self,
+        new: &[String],
+    ) -> Result<(Vec<Operation>, bool, usize)> {
+        let extracted = Extracted {
+            facts: new.to_vec(),
+            history_entry: None,
+        };
         // The index is synchronous (SQLite, the embedding model): searched
         // off the async threads, one search per new fact.
         let hits = match self.searcher.clone() {
@@ -431,7 +448,7 @@ impl Engine {
             )
             .await?;
         let ops = parse_operations(&args)?;
-        Ok((extracted, ops, fb1 || fb2, c1 + c2))
+        Ok((ops, fb2, c2))
     }
 
     /// Applies the operations to the facts file under the memory lock,

@@ -1,15 +1,33 @@
 //! The pre-compaction memory flush (OpenClaw): one silent turn in which the
-//! model appends durable memories to today's daily log, once per compaction
-//! cycle, recorded in the session log so it survives restarts.
+//! model writes down durable memories, once per compaction cycle, recorded
+//! in the session log so it survives restarts.
+//!
+//! Where the items go is `[engine] flush_mode`:
+//!
+//! - `"daily_log"` (the `openclaw` profile): appended to today's daily log,
+//!   which is append-only (duplicates of its lines skipped);
+//! - `"facts"` (the default `mnemo` profile): each item is a new fact,
+//!   shown to the model with the most similar current facts, and the
+//!   model's ADD / UPDATE / DELETE / NOOP decisions are checked and applied
+//!   to `memory/facts.md` exactly as fact-level consolidation applies them
+//!   ([`crate::facts`]): a changed value supersedes the old fact (kept
+//!   under "No longer true" with the day it ended), a retraction ends it,
+//!   a fact already saved changes nothing, every change goes into the
+//!   audit log and the round into `memory/HISTORY.md`. When the decision
+//!   call fails (the model never calls `update_memory`, or its answer is
+//!   not a list of operations) the items are appended to the daily log
+//!   instead, so a weak model loses nothing, and the report says why.
 
 use mnemo_core::Message;
 use mnemo_llm::ChatRequest;
+use mnemo_store::memory::facts::{self as facts_file, FACTS_FILE};
 use mnemo_store::{CompactionRecord, LoadedSession, Record, SessionLog};
 use serde_json::{json, Map};
 
 use crate::engine::Engine;
 use crate::error::Result;
 use crate::events::{EngineEvent, FlushReport};
+use crate::facts::{Extracted, FactRound};
 use crate::history::{kind, strip, Entry};
 use crate::templates;
 
@@ -87,10 +105,19 @@ impl Engine {
     pub(crate) fn flush_request(&self, history: &[Entry]) -> Result<ChatRequest> {
         let now = self.now();
         let daily = format!("memory/{}.md", self.memory.today(now).format("%Y-%m-%d"));
+        let destination = if self.settings.flush_mode == "facts" {
+            format!(
+                "Each line is compared with the facts already saved ({FACTS_FILE}): a new fact is added, a line that changes a saved fact replaces it and one that retracts it ends it (the old value is kept as no longer true), a fact already saved changes nothing. Write a change as the complete new fact, and a retraction as what the user asked to forget."
+            )
+        } else {
+            format!(
+                "They are appended to today's daily log ({daily}); existing lines are never overwritten and duplicates are skipped."
+            )
+        };
         let prompt = templates::render(
             templates::FLUSH_PROMPT,
             &[
-                ("daily_path", &daily),
+                ("destination", &destination),
                 (
                     "max_chars",
                     &self.memory.settings().daily_append_max_chars.to_string(),
@@ -177,6 +204,8 @@ impl Engine {
             truncated: 0,
             ignored: 0,
             tokens,
+            facts: None,
+            decision_error: None,
         };
         if !no_reply {
             let (items, ignored) = bullet_items(trimmed);
@@ -184,7 +213,20 @@ impl Engine {
             let (bounded, dropped) =
                 bound_lines(&items, self.memory.settings().daily_append_max_chars);
             report.truncated = dropped;
-            if !bounded.trim().is_empty() {
+            let mut to_log = !bounded.trim().is_empty();
+            if to_log && self.settings.flush_mode == "facts" {
+                match self.flush_facts(log.key(), &history, &bounded).await {
+                    Ok(round) => {
+                        report.path = Some(FACTS_FILE.to_string());
+                        report.written = round.added.len() + round.updated.len();
+                        report.duplicates = round.unchanged;
+                        report.facts = Some(round);
+                        to_log = false;
+                    }
+                    Err(e) => report.decision_error = Some(e.to_string()),
+                }
+            }
+            if to_log {
                 let outcome = self.memory.append_daily(&bounded, self.now(), true)?;
                 report.path = Some(outcome.path);
                 report.written = outcome.written;
@@ -205,6 +247,42 @@ impl Engine {
             extra,
         }))?;
         Ok(report)
+    }
+
+    /// The items of a flush answer (one per line) through the fact-level
+    /// decisions (see the module docs): one `update_memory` call, then the
+    /// checked operations applied under the memory lock, the round in
+    /// `memory/HISTORY.md`. An error means nothing was written.
+    async fn flush_facts(&self, key: &str, history: &[Entry], items: &str) -> Result<FactRound> {
+        let mut new: Vec<String> = Vec::new();
+        for item in items.lines().map(facts_file::one_line) {
+            if !item.is_empty() && !new.contains(&item) {
+                new.push(item);
+            }
+        }
+        let (ops, _, calls) = self.decide_facts(&new).await?;
+        let now = self.now();
+        let messages: Vec<Message> = history.iter().map(|e| e.message.clone()).collect();
+        let since = self.chunk_day(&messages, now);
+        let ordinals = || history.iter().filter_map(|e| e.ordinal);
+        let range = ordinals()
+            .min()
+            .zip(ordinals().max())
+            .map(|(a, b)| (key, a, b + 1));
+        let stamp = now.format("%Y-%m-%d %H:%M").to_string();
+        let extracted = Extracted {
+            history_entry: Some(format!(
+                "[{stamp}] memory flush of {key}: {} fact(s)",
+                new.len()
+            )),
+            facts: new,
+        };
+        let mut round =
+            self.apply_fact_operations(&extracted, &ops, Some(since), range, "flush")?;
+        round.model_calls = calls;
+        let entry = crate::facts::history_entry(&extracted, &round, &stamp);
+        self.memory.append_history(&entry, now)?;
+        Ok(round)
     }
 
     /// Runs the flush now (unless this compaction cycle already flushed).

@@ -47,6 +47,13 @@ pub struct EngineSettings {
     pub flush_soft_threshold: usize,
     /// The flush turn runs at all.
     pub flush_enabled: bool,
+    /// Where the flush writes: `"daily_log"` (its items appended to
+    /// today's daily log, OpenClaw's design) or `"facts"` (each item
+    /// compared with the most similar current facts and added, updated,
+    /// ended or left in `memory/facts.md`, as fact-level consolidation
+    /// does; the items go to the daily log instead when the model gives no
+    /// decision).
+    pub flush_mode: String,
     /// A session log this large forces the flush whatever the tokens
     /// (OpenClaw: 2 MB).
     pub flush_transcript_bytes: u64,
@@ -148,6 +155,7 @@ impl Default for EngineSettings {
             flush_reserve_floor: 20_000,
             flush_soft_threshold: 4_000,
             flush_enabled: true,
+            flush_mode: "daily_log".into(),
             flush_transcript_bytes: 2 * 1024 * 1024,
             autocompact_output_cap: 20_000,
             autocompact_buffer: 13_000,
@@ -206,19 +214,22 @@ pub fn apply_profile(
     profile: &str,
     given: &dyn Fn(&str) -> bool,
 ) -> Result<(), String> {
-    let (mode, consolidate, flush) = match profile {
-        // Consolidation rewrites MEMORY.md, the flush saves to daily logs
-        // before compaction, typed memories and the fact file are read.
-        "mnemo" => ("memory_md", true, true),
+    let (mode, consolidate, flush, flush_mode) = match profile {
+        // Consolidation rewrites MEMORY.md; the flush before compaction
+        // saves durable facts through the fact-level decisions (a changed
+        // value supersedes the old one, a retraction ends it), typed
+        // memories and the fact file are read.
+        "mnemo" => ("memory_md", true, true, "facts"),
         // save_memory rewrites MEMORY.md; no pre-compaction flush.
-        "nanobot" => ("memory_md", true, false),
-        // No consolidation: the flush writes durable facts to daily logs.
-        "openclaw" => ("memory_md", false, true),
+        "nanobot" => ("memory_md", true, false, "daily_log"),
+        // No consolidation: the flush appends durable facts to the daily
+        // logs, which stay append-only.
+        "openclaw" => ("memory_md", false, true, "daily_log"),
         // Memory is written by the agent's own tool calls (typed memories)
         // and found by the recall side query; nothing in the background.
-        "claude-code" => ("memory_md", false, false),
+        "claude-code" => ("memory_md", false, false, "daily_log"),
         // Facts extracted and added, updated, ended per fact.
-        "mem0" => ("facts", true, false),
+        "mem0" => ("facts", true, false, "facts"),
         other => {
             return Err(format!(
             "unknown [memory] profile {other:?}: use mnemo, nanobot, openclaw, claude-code or mem0"
@@ -233,6 +244,9 @@ pub fn apply_profile(
     }
     if !given("flush_enabled") {
         s.flush_enabled = flush;
+    }
+    if !given("flush_mode") {
+        s.flush_mode = flush_mode.into();
     }
     Ok(())
 }
@@ -250,6 +264,12 @@ impl EngineSettings {
             return Err(format!(
                 "[engine] consolidation_mode = {:?} is unknown: use \"memory_md\" or \"facts\"",
                 self.consolidation_mode
+            ));
+        }
+        if !matches!(self.flush_mode.as_str(), "daily_log" | "facts") {
+            return Err(format!(
+                "[engine] flush_mode = {:?} is unknown: use \"daily_log\" or \"facts\"",
+                self.flush_mode
             ));
         }
         if self.consolidation_max_failures == 0 || self.breaker_failures == 0 {

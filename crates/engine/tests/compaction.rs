@@ -24,7 +24,10 @@ fn compactions(events: &[EngineEvent]) -> Vec<CompactionReport> {
         .collect()
 }
 
+/// OpenClaw's flush (to the daily log); the default `mnemo` profile's
+/// flush through the fact-level decisions is tested in `facts.rs`.
 const PROACTIVE: &str = "consolidation_enabled = false
+flush_mode = \"daily_log\"
 autocompact_buffer = 4000
 flush_reserve_floor = 2500
 flush_soft_threshold = 1500
@@ -118,7 +121,13 @@ async fn flush_runs_before_reactive_compaction() {
     env.server
         .push(Reply::text("<summary>## Goal\nkeep going</summary>"));
     env.server.push(Reply::text("ok"));
-    let engine = engine(&env, 100_000, 1_000, "tail_tokens = 1000", t0());
+    let engine = engine(
+        &env,
+        100_000,
+        1_000,
+        "tail_tokens = 1000\nflush_mode = \"daily_log\"",
+        t0(),
+    );
     let out = engine.send(KEY, "continue", &[]).await.unwrap();
     assert_eq!(out.response.text(), "ok");
     let reqs = env.server.requests();

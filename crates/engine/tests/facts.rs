@@ -396,3 +396,272 @@ async fn the_mem0_profile_consolidates_facts_and_engine_settings_win() {
     let r = round(&mem0.consolidate_now(KEY).await.unwrap());
     assert_eq!(r.added, vec!["f1".to_string()]);
 }
+
+/// `lines` said by the user in session `key` on `day`, each acknowledged.
+fn said_in(engine: &mnemo_engine::Engine, key: &str, day: &str, lines: &[&str]) {
+    let mut msgs = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        let at = format!("{day}T10:{:02}:00Z", i * 2);
+        msgs.push(Message::user(*l).with_timestamp(at.clone()));
+        msgs.push(Message::assistant("Noted.").with_timestamp(at));
+    }
+    let mut log = engine.sessions().open(key).unwrap();
+    log.append(&msgs).unwrap();
+}
+
+fn flushed(events: &[EngineEvent]) -> mnemo_engine::FlushReport {
+    events
+        .iter()
+        .find_map(|e| match e {
+            EngineEvent::Flushed(f) => Some(f.clone()),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no flush in {events:#?}"))
+}
+
+#[tokio::test]
+async fn the_default_flush_supersedes_and_ends_facts_and_a_weak_model_loses_nothing() {
+    let env = env().await;
+    let engine = engine(&env, 8_000, 1_000, "", t0());
+    // The default profile (mnemo) flushes through the fact decisions.
+    assert_eq!(engine.settings().flush_mode, "facts");
+
+    // Day 1: two facts, both new.
+    said_in(
+        &engine,
+        "cli:one",
+        "2026-02-10",
+        &[
+            "My parking spot is B4.",
+            "The spare key is under the flowerpot.",
+        ],
+    );
+    env.server.push(Reply::text(
+        "- Parking spot is B4.\n- The spare key is under the flowerpot.",
+    ));
+    env.server.push(decide(json!([
+        {"fact": 0, "event": "ADD", "text": "Parking spot is B4."},
+        {"fact": 1, "event": "ADD", "text": "The spare key is under the flowerpot."}
+    ])));
+    let f = flushed(&engine.flush("cli:one").await.unwrap());
+    assert_eq!(f.path.as_deref(), Some("memory/facts.md"));
+    let r = f.facts.clone().unwrap();
+    assert_eq!(r.added, vec!["f1".to_string(), "f2".to_string()]);
+    assert_eq!((f.written, f.decision_error.clone()), (2, None));
+    let reqs = env.server.requests();
+    assert!(system_text(&reqs[0].body).contains("memory/facts.md"));
+    assert!(!system_text(&reqs[0].body).contains("appended to today's daily log"));
+    assert_eq!(
+        reqs[1].body["tool_choice"]["function"]["name"],
+        "update_memory"
+    );
+    // Nothing went to a daily log.
+    assert!(engine
+        .memory()
+        .read_daily(engine.memory().today(t0()))
+        .unwrap()
+        .is_none());
+
+    // Day 2: one value changes, the other is retracted; the decision call
+    // is shown the facts they are about.
+    said_in(
+        &engine,
+        "cli:two",
+        "2026-02-20",
+        &[
+            "My parking spot is now C9.",
+            "Please forget where the spare key is.",
+        ],
+    );
+    env.server.push(Reply::text(
+        "- Parking spot is C9.\n- The user asked to forget where the spare key is.",
+    ));
+    env.server.push(decide(json!([
+        {"fact": 0, "event": "UPDATE", "id": "f1", "text": "Parking spot is C9."},
+        {"fact": 1, "event": "DELETE", "id": "f2"}
+    ])));
+    let f = flushed(&engine.flush("cli:two").await.unwrap());
+    let r = f.facts.clone().unwrap();
+    assert_eq!(r.updated, vec![("f1".to_string(), "f3".to_string())]);
+    assert_eq!(r.deleted, vec!["f2".to_string()]);
+    let decision = env.server.requests()[3].body["messages"][1]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(decision.contains("[f1] Parking spot is B4."), "{decision}");
+    assert!(
+        decision.contains("[f2] The spare key is under the flowerpot."),
+        "{decision}"
+    );
+    let file = mnemo_store::memory::facts::FactsFile::parse(&facts_md(&env));
+    let current: Vec<&str> = file.current().map(|f| f.text.as_str()).collect();
+    assert_eq!(current, vec!["Parking spot is C9."]);
+    // Supersession, not deletion: the old value and the retracted fact
+    // stay, ended on the day they stopped being true.
+    let old = file.get("f1").unwrap();
+    assert_eq!(
+        old.until.map(|d| d.to_string()).as_deref(),
+        Some("2026-02-20")
+    );
+    assert_eq!(old.superseded_by.as_deref(), Some("f3"));
+    assert!(file.get("f2").unwrap().retracted);
+    insta::assert_snapshot!("facts_md_after_flushes", facts_md(&env));
+    // Every change is in the audit log, with the flush and its session.
+    let audit = std::fs::read_to_string(env.ws.root().join("memory/audit.jsonl")).unwrap();
+    let ops: Vec<serde_json::Value> = audit
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(ops.len(), 4, "{audit}");
+    assert!(ops.iter().all(|o| o["by"] == "flush"), "{audit}");
+    assert_eq!(ops[2]["session"], "cli:two", "{audit}");
+    let history = engine.memory().read_history().unwrap();
+    assert!(
+        history.contains("memory flush of cli:two: 2 fact(s)"),
+        "{history}"
+    );
+    assert!(history.contains("updated f1 -> f3"), "{history}");
+
+    // Day 3: an operation on a memory that does not exist is refused and
+    // its fact added instead.
+    said_in(&engine, "cli:three", "2026-02-25", &["I drink oolong."]);
+    env.server.push(Reply::text("- Drinks oolong."));
+    env.server.push(decide(json!([
+        {"fact": 0, "event": "UPDATE", "id": "f99", "text": "Drinks oolong."}
+    ])));
+    let r = flushed(&engine.flush("cli:three").await.unwrap())
+        .facts
+        .unwrap();
+    assert_eq!(r.added, vec!["f4".to_string()]);
+    assert!(
+        r.refused[0].contains("\"f99\": no such current memory"),
+        "{:?}",
+        r.refused
+    );
+
+    // Day 4: a model that never calls update_memory: the items go to the
+    // daily log instead of being lost, and the report says why.
+    said_in(
+        &engine,
+        "cli:four",
+        "2026-03-01",
+        &["I have a cat named Miso."],
+    );
+    env.server.push(Reply::text("- Has a cat named Miso."));
+    env.server.push(Reply::text("ADD it, I suppose."));
+    let before = facts_md(&env);
+    let f = flushed(&engine.flush("cli:four").await.unwrap());
+    assert!(f.facts.is_none());
+    assert!(
+        f.decision_error
+            .as_deref()
+            .unwrap()
+            .contains("update_memory"),
+        "{f:?}"
+    );
+    assert_eq!(f.path.as_deref(), Some("memory/2026-03-01.md"));
+    let daily = engine
+        .memory()
+        .read_daily(engine.memory().today(t0()))
+        .unwrap()
+        .unwrap();
+    assert!(
+        daily.text.contains("Has a cat named Miso."),
+        "{}",
+        daily.text
+    );
+    assert_eq!(facts_md(&env), before);
+}
+
+#[tokio::test]
+async fn the_openclaw_profile_flushes_to_the_append_only_daily_log() {
+    let env = env().await;
+    let config =
+        mnemo_core::Config::parse("[memory]\nprofile = \"openclaw\"\ntimezone = \"UTC\"\n")
+            .unwrap();
+    let engine = mnemo_engine::Engine::new(&env.ws, &config, model(&env.server, 8_000, 1_000))
+        .unwrap()
+        .with_clock(std::sync::Arc::new(t0));
+    assert_eq!(engine.settings().flush_mode, "daily_log");
+    said_in(
+        &engine,
+        "cli:one",
+        "2026-03-01",
+        &["My parking spot is B4."],
+    );
+    env.server.push(Reply::text("- Parking spot is B4."));
+    let f = flushed(&engine.flush("cli:one").await.unwrap());
+    assert_eq!(
+        (f.path.as_deref(), f.written),
+        (Some("memory/2026-03-01.md"), 1)
+    );
+    // One model call: no decisions, no facts file.
+    assert_eq!(env.server.request_count(), 1);
+    assert!(facts_md(&env).is_empty());
+    let bad = mnemo_core::Config::parse("[engine]\nflush_mode = \"journal\"\n").unwrap();
+    let err = mnemo_engine::Engine::new(&env.ws, &bad, model(&env.server, 8_000, 1_000))
+        .err()
+        .unwrap();
+    assert!(
+        err.to_string()
+            .contains("flush_mode = \"journal\" is unknown"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn two_consolidations_of_one_session_at_once_make_one_round() {
+    let env = env().await;
+    said(&env.ws, "2026-03-01", &["I live in Paris."]);
+    // Every answer comes late, so the second run starts while the first
+    // waits for the model.
+    env.server.respond_with(|req| {
+        let reply = if req.raw_body.contains("\"update_memory\"") {
+            decide(json!([{"fact": 0, "event": "ADD", "text": "Lives in Paris."}]))
+        } else {
+            extract(&["Lives in Paris."])
+        };
+        Reply::delay(std::time::Duration::from_millis(600), reply)
+    });
+    let engine = engine(&env, 8_000, 1_000, FACTS, t0());
+    let (a, b) = tokio::join!(engine.consolidate_now(KEY), engine.consolidate_now(KEY));
+    let (a, b) = (a.unwrap(), b.unwrap());
+    // One run did the round; the other waited for the session lock and
+    // found nothing past the cursor: no model call, nothing written twice.
+    let rounds = [&a, &b]
+        .iter()
+        .filter(|e| e.iter().any(|e| matches!(e, EngineEvent::Consolidated(_))))
+        .count();
+    assert_eq!(rounds, 1, "{a:#?} {b:#?}");
+    assert_eq!(env.server.request_count(), 2);
+    assert_eq!(facts_md(&env).matches("Lives in Paris.").count(), 1);
+    let history = engine.memory().read_history().unwrap();
+    assert_eq!(
+        history
+            .matches("[consolidated from cli:test messages 0..2]")
+            .count(),
+        1,
+        "{history}"
+    );
+    assert_eq!(load(&env.ws).meta.last_consolidated, 2);
+
+    // A second process that will not wait is told the session is busy,
+    // and the round of the first is untouched.
+    said(&env.ws, "2026-03-02", &["I moved to Lyon."]);
+    let impatient = common::engine(
+        &env,
+        8_000,
+        1_000,
+        &format!("{FACTS}\nlock_wait_secs = 0"),
+        t0(),
+    );
+    let (a, b) = tokio::join!(engine.consolidate_now(KEY), async {
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        impatient.consolidate_now(KEY).await
+    });
+    a.unwrap();
+    let err = b.unwrap_err();
+    assert_eq!(err.code(), mnemo_core::ErrorCode::Busy, "{err}");
+    assert!(err.to_string().contains("is busy"), "{err}");
+    assert_eq!(env.server.request_count(), 4);
+}

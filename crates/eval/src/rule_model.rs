@@ -13,7 +13,9 @@
 //! VALUE` (`now` allowed before the value, the value one word) sets a
 //! subject; a user sentence with `forget` and `my SUBJECT` retracts it.
 //! Facts are written `The user's SUBJECT is VALUE.`; a retraction becomes
-//! the fact `Forget that the user's SUBJECT is VALUE.`
+//! the fact `Forget that the user's SUBJECT is VALUE.` (extraction) or the
+//! item `The user asked to forget their SUBJECT.` (the flush), and both
+//! are read back as retractions when it decides the fact-level operations.
 
 use serde_json::{json, Value};
 
@@ -135,6 +137,9 @@ pub fn statements(text: &str) -> Vec<Statement> {
 /// the value `None` for a retraction.
 pub fn parse_fact(text: &str) -> Option<(String, Option<String>, bool)> {
     let t = text.trim().trim_end_matches('.');
+    if let Some(subject) = t.strip_prefix("The user asked to forget their ") {
+        return Some((subject.to_lowercase(), None, true));
+    }
     let forget = t.starts_with("Forget ");
     let rest = t
         .strip_prefix("Forget that the user's ")
@@ -404,6 +409,11 @@ mod tests {
             parse_fact("The user's parking spot is C9."),
             Some(("parking spot".into(), Some("C9".into()), false))
         );
+        // The flush's retraction item.
+        assert_eq!(
+            parse_fact("The user asked to forget their spare key spot."),
+            Some(("spare key spot".into(), None, true))
+        );
     }
 
     #[test]
@@ -418,5 +428,14 @@ mod tests {
         assert_eq!(ops[1]["event"], "NOOP");
         assert_eq!(ops[2]["event"], "DELETE");
         assert_eq!(ops[3]["event"], "ADD");
+        // A flush's retraction item ends the fact it names.
+        let user = "## Existing memories\n\n- [f2] The user's bike lock code is 4417.\n\n## New facts\n\n0. The user asked to forget their bike lock code.";
+        let RuleAnswer::Tool { arguments, .. } = update(user) else {
+            panic!("no tool call")
+        };
+        assert_eq!(
+            arguments["operations"],
+            json!([{"fact": 0, "event": "DELETE", "id": "f2"}])
+        );
     }
 }

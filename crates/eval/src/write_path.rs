@@ -26,7 +26,9 @@
 //! the memory flush when the profile flushes (`Engine::flush`), then
 //! consolidation when it consolidates (`Engine::consolidate_now`). A
 //! profile that does neither (claude-code: memory is written by the
-//! agent's own tool calls) writes nothing here.
+//! agent's own tool calls) writes nothing here. With `dream`, one dream
+//! pass (`Engine::dream`, at the time the last session ends) runs after
+//! the replay, and the scores are those of the memory it leaves.
 //!
 //! The memory scored is every line a later turn could take as true: the
 //! lines of MEMORY.md, the current facts of `memory/facts.md` and the items
@@ -70,6 +72,8 @@ pub struct WritePathOptions {
     pub cap_lines: usize,
     /// `[engine] memory_max_bytes` of the workspaces.
     pub cap_bytes: usize,
+    /// Run one dream pass at the end of each replay and score after it.
+    pub dream: bool,
 }
 
 impl WritePathOptions {
@@ -83,6 +87,7 @@ impl WritePathOptions {
             fillers: 40,
             cap_lines: 30,
             cap_bytes: 25_000,
+            dream: false,
         }
     }
 }
@@ -370,7 +375,9 @@ impl ChatModel for Counting {
 pub struct ProfileReport {
     /// The `[memory] profile`.
     pub profile: String,
-    /// How it writes: `facts`, `memory_md`, `flush`, `memory_md+flush` or `none`.
+    /// How it writes: `facts`, `memory_md`, `flush` (to the daily logs),
+    /// `memory_md+facts flush` (the flush through the fact-level
+    /// decisions), `memory_md+flush` or `none`.
     pub writes: String,
     /// Messages replayed.
     pub turns: usize,
@@ -419,6 +426,18 @@ pub struct ProfileReport {
     pub failed_rounds: usize,
     /// Operations of the model refused by the checks (facts mode).
     pub refused_operations: usize,
+    /// What the dream passes did (with `dream`): duplicates merged.
+    pub dream_merged: usize,
+    /// Contradictions resolved by supersession.
+    pub dream_superseded: usize,
+    /// Facts added from old daily logs.
+    pub dream_added: usize,
+    /// Daily logs folded.
+    pub dream_folded_logs: usize,
+    /// MEMORY.md lines moved into the facts file.
+    pub dream_moved: usize,
+    /// Dreams refused by the loss guard (or failed).
+    pub dream_refused: usize,
     /// The first few errors and refusals, to read.
     pub warnings: Vec<String>,
     /// Seconds the profile took.
@@ -444,6 +463,8 @@ pub struct WritePathReport {
     pub cap_lines: usize,
     /// The caps of scenario (d).
     pub cap_bytes: usize,
+    /// Scored after a dream pass.
+    pub dream: bool,
     /// One per profile.
     pub profiles: Vec<ProfileReport>,
 }
@@ -476,6 +497,7 @@ pub async fn run_write_path(
         conversations: convs.len(),
         cap_lines: opts.cap_lines,
         cap_bytes: opts.cap_bytes,
+        dream: opts.dream,
         ..Default::default()
     };
     let replays: Vec<(Plan, Vec<ReplaySession>)> = convs
@@ -558,12 +580,20 @@ async fn replay_profile(
             DateTime::from_timestamp(c.load(Ordering::Relaxed), 0).unwrap_or_default()
         }));
     let s = engine.settings().clone();
+    let flush = if s.flush_mode == "facts" {
+        "facts flush"
+    } else {
+        "flush"
+    };
     r.writes = match (s.consolidation_enabled, s.flush_enabled) {
-        (true, true) => format!("{}+flush", s.consolidation_mode),
+        (true, true) => format!("{}+{flush}", s.consolidation_mode),
         (true, false) => s.consolidation_mode.clone(),
-        (false, true) => "flush".into(),
+        (false, true) => flush.into(),
         (false, false) => "none".into(),
     };
+    if opts.dream {
+        r.writes.push_str("+dream");
+    }
     let warn = |r: &mut ProfileReport, w: String| {
         if r.warnings.len() < 5 {
             r.warnings.push(w);
@@ -581,9 +611,30 @@ async fn replay_profile(
             match engine.flush(&session.key).await {
                 Ok(events) => {
                     for e in events {
-                        if let mnemo_engine::EngineEvent::FlushFailed { error } = e {
-                            r.failed_rounds += 1;
-                            warn(r, format!("{}: flush: {error}", session.key));
+                        match e {
+                            mnemo_engine::EngineEvent::FlushFailed { error } => {
+                                r.failed_rounds += 1;
+                                warn(r, format!("{}: flush: {error}", session.key));
+                            }
+                            mnemo_engine::EngineEvent::Flushed(f) => {
+                                if let Some(error) = f.decision_error {
+                                    r.failed_rounds += 1;
+                                    warn(
+                                        r,
+                                        format!(
+                                            "{}: flush: no fact decisions ({error}), items appended to the daily log",
+                                            session.key
+                                        ),
+                                    );
+                                }
+                                if let Some(round) = f.facts {
+                                    r.refused_operations += round.refused.len();
+                                    for x in round.refused {
+                                        warn(r, format!("{}: flush: refused {x}", session.key));
+                                    }
+                                }
+                            }
+                            _ => {}
                         }
                     }
                 }
@@ -620,6 +671,21 @@ async fn replay_profile(
                     r.failed_rounds += 1;
                     warn(r, format!("{}: {e}", session.key));
                 }
+            }
+        }
+    }
+    if opts.dream {
+        match engine.dream() {
+            Ok(d) => {
+                r.dream_merged += d.merged.len();
+                r.dream_superseded += d.superseded.len();
+                r.dream_added += d.added.len();
+                r.dream_folded_logs += d.folded_logs.len();
+                r.dream_moved += d.moved.len();
+            }
+            Err(e) => {
+                r.dream_refused += 1;
+                warn(r, format!("dream: {e}"));
             }
         }
     }
@@ -753,7 +819,7 @@ fn score(
 /// The report as Markdown: one row per profile.
 pub fn render_text(report: &WritePathReport) -> String {
     let mut out = format!(
-        "write path: {} ({} conversation(s), {} sessions, {} messages per profile, {} scripted statements), model {}, MEMORY.md caps {} lines / {} bytes\n\n",
+        "write path: {} ({} conversation(s), {} sessions, {} messages per profile, {} scripted statements), model {}, MEMORY.md caps {} lines / {} bytes{}\n\n",
         if report.dataset.is_empty() { "benchmark" } else { &report.dataset },
         report.conversations,
         report.sessions,
@@ -761,7 +827,12 @@ pub fn render_text(report: &WritePathReport) -> String {
         report.statements,
         report.model,
         report.cap_lines,
-        report.cap_bytes
+        report.cap_bytes,
+        if report.dream {
+            ", scored after a dream pass"
+        } else {
+            ""
+        }
     );
     out.push_str("| profile | writes | current value | (a)+(b) | retractions | duplicates | contradictions | old values in history | memory bytes / lines | MEMORY.md lines | within caps | calls / 100 turns | tokens / 100 turns | failed rounds | refused ops |\n");
     out.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
@@ -790,6 +861,21 @@ pub fn render_text(report: &WritePathReport) -> String {
             p.failed_rounds,
             p.refused_operations
         ));
+    }
+    if report.dream {
+        out.push('\n');
+        for p in &report.profiles {
+            out.push_str(&format!(
+                "dream ({}): {} merged, {} superseded, {} added from {} daily log(s), {} moved from MEMORY.md, {} refused\n",
+                p.profile,
+                p.dream_merged,
+                p.dream_superseded,
+                p.dream_added,
+                p.dream_folded_logs,
+                p.dream_moved,
+                p.dream_refused
+            ));
+        }
     }
     for p in &report.profiles {
         for w in &p.warnings {

@@ -181,7 +181,25 @@ pub fn describe(event: &EngineEvent) -> String {
                 f.ignored
             ),
             (_, true) | (None, _) => "memory flush: nothing new to save".to_string(),
-            (Some(p), false) => format!("memory flush: {} line(s) saved to {p}", f.written),
+            (Some(p), false) => match (&f.decision_error, &f.facts) {
+                (Some(e), _) => format!(
+                    "memory flush: {} line(s) saved to {p} (no fact decisions: {e})",
+                    f.written
+                ),
+                (None, Some(r)) => format!(
+                    "memory flush: {p}: {} added, {} updated, {} ended, {} unchanged{}",
+                    r.added.len(),
+                    r.updated.len(),
+                    r.deleted.len(),
+                    r.unchanged,
+                    if r.refused.is_empty() {
+                        String::new()
+                    } else {
+                        format!(", {} operation(s) refused", r.refused.len())
+                    }
+                ),
+                (None, None) => format!("memory flush: {} line(s) saved to {p}", f.written),
+            },
         },
         EngineEvent::FlushFailed { error } => format!("memory flush failed: {error}"),
         EngineEvent::Compacted(c) => format!(

@@ -110,6 +110,9 @@ pub struct WritePathArgs {
     /// `[engine] memory_max_bytes` of the replay workspaces
     #[arg(long, value_name = "BYTES", default_value_t = 25_000)]
     pub cap_bytes: usize,
+    /// Run one dream pass (`mnemo dream`) at the end of each replay and score the memory it leaves
+    #[arg(long)]
+    pub dream: bool,
     /// Print one JSON object
     #[arg(long)]
     pub json: bool,
@@ -245,6 +248,7 @@ fn write_path(args: WritePathArgs, global: &GlobalArgs) -> Result<()> {
     opts.fillers = args.fillers;
     opts.cap_lines = args.cap_lines;
     opts.cap_bytes = args.cap_bytes;
+    opts.dream = args.dream;
     let bar = stderr_bar("{msg:>28} {elapsed}");
     let progress = |m: &str| bar.set_message(m.to_string());
     let report =

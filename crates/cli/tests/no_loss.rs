@@ -750,3 +750,125 @@ fn a_dream_killed_between_its_two_files_loses_no_memory_md_line() {
     let facts = read(ws, "memory/facts.md");
     assert_eq!(facts.matches("Prefers tabs.").count(), 1, "{facts}");
 }
+
+/// A facts file, a MEMORY.md over a 20-line cap and an old daily log that
+/// give every pass of a dream work: duplicates, contradictions, a log to
+/// fold, lines to move.
+fn dream_workspace(ws: &Path) -> (String, String) {
+    let mut facts = String::from("# Facts\n\n");
+    for i in 0..150 {
+        facts.push_str(&format!(
+            "- Storage box {i} label is L{i}. (f{}; since 2026-01-01)\n",
+            i + 1
+        ));
+    }
+    for i in 0..50 {
+        facts.push_str(&format!(
+            "- storage box {i} label is L{i} (f{}; since 2026-01-02)\n",
+            151 + i
+        ));
+    }
+    for i in 50..100 {
+        facts.push_str(&format!(
+            "- Storage box {i} label is M{i}. (f{}; since 2026-02-01)\n",
+            151 + i
+        ));
+    }
+    let mut md = String::from("# Memory\n\n");
+    for i in 0..60 {
+        md.push_str(&format!("- Note {i}: something durable about topic {i}.\n"));
+    }
+    let log: String = (0..30)
+        .map(|i| format!("- [10:00] Old log item number {i}.\n"))
+        .collect();
+    std::fs::write(ws.join("memory/facts.md"), &facts).unwrap();
+    std::fs::write(ws.join("MEMORY.md"), &md).unwrap();
+    std::fs::write(ws.join("memory/2026-01-05.md"), log).unwrap();
+    for f in ["memory/HISTORY.md", "memory/audit.jsonl"] {
+        let _ = std::fs::remove_file(ws.join(f));
+    }
+    (facts, md)
+}
+
+/// The facts file without the minute each new fact was recorded (the
+/// only part of a dream's result that depends on when it ran).
+fn without_recorded(text: &str) -> String {
+    text.lines()
+        .map(|l| match l.find("recorded ") {
+            Some(i) => format!("{}{}", &l[..i], l.get(i + 25..).unwrap_or("")),
+            None => l.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `mnemo dream` killed with SIGKILL at random moments (not at a chosen
+/// crash point): each memory file is as it was before or as a whole dream
+/// leaves it, never half-written; MEMORY.md is never past the facts file
+/// (a moved line is at worst in both); and the loss guard's accounting
+/// holds for whatever a kill left.
+#[test]
+fn a_dream_killed_at_random_moments_leaves_each_file_before_or_after() {
+    use mnemo::engine::dream::{unaccounted, unaccounted_memory_md};
+    use mnemo::store::memory::facts::FactsFile;
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path();
+    init(ws);
+    let dream = || mnemo(ws, &["--set", "engine.memory_max_lines=20", "dream"]);
+    // The whole dream, once, as the reference.
+    let (facts_before, md_before) = dream_workspace(ws);
+    let started = std::time::Instant::now();
+    stdout_of_success(&dream().output().unwrap());
+    let took = started.elapsed();
+    let (facts_after, md_after) = (read(ws, "memory/facts.md"), read(ws, "MEMORY.md"));
+    assert_ne!(facts_after, facts_before);
+    assert_ne!(md_after, md_before);
+    let mut rng = XorShift::new(20);
+    let (mut killed, mut states) = (0, HashMap::new());
+    for _ in 0..24 {
+        dream_workspace(ws);
+        let mut child = dream()
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        // Most of a run is the process starting: the kills fall in the
+        // later part of it, where the dream reads and writes.
+        let at = took.as_micros() as u64 * (50 + rng.below(60)) as u64 / 100;
+        std::thread::sleep(Duration::from_micros(at));
+        unsafe {
+            libc::kill(child.id() as i32, libc::SIGKILL);
+        }
+        if !child.wait().unwrap().success() {
+            killed += 1;
+        }
+        let (facts, md) = (read(ws, "memory/facts.md"), read(ws, "MEMORY.md"));
+        let facts_state = if facts == facts_before {
+            "before"
+        } else if without_recorded(&facts) == without_recorded(&facts_after) {
+            "after"
+        } else {
+            panic!("the facts file is neither before nor after the dream:\n{facts}")
+        };
+        let md_state = if md == md_before {
+            "before"
+        } else if md == md_after {
+            "after"
+        } else {
+            panic!("MEMORY.md is neither before nor after the dream:\n{md}")
+        };
+        assert!(
+            !(facts_state == "before" && md_state == "after"),
+            "MEMORY.md lost lines the facts file does not hold yet"
+        );
+        let (before, now) = (FactsFile::parse(&facts_before), FactsFile::parse(&facts));
+        let mut lost = unaccounted(&before, &now, &facts_before, &facts);
+        lost.extend(unaccounted_memory_md(&md_before, &md, &now));
+        assert!(lost.is_empty(), "{lost:?}");
+        *states
+            .entry(format!("{facts_state}/{md_state}"))
+            .or_insert(0) += 1;
+    }
+    assert!(killed > 0, "no dream was killed: {states:?}");
+    eprintln!("{killed} of 24 dreams killed; states {states:?}");
+}

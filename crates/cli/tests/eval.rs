@@ -314,3 +314,113 @@ fn write_path_scores_each_profile_against_the_rule_based_model() {
     assert_eq!(cc["writes"], "none");
     assert!(mem0["tokens_per_100_turns"].as_f64().unwrap() > 0.0);
 }
+
+#[test]
+fn write_path_with_dream_scores_the_memory_a_dream_leaves() {
+    let dir = tempfile::tempdir().unwrap();
+    // The six sessions ten days apart: every log but the last is older
+    // than `dream_fold_days` (7) when the replay ends.
+    let mut data = SIX_SESSIONS.to_string();
+    for (from, to) in [
+        ("2023-05-02", "2023-05-11"),
+        ("2023-05-03", "2023-05-21"),
+        ("2023-05-04", "2023-05-31"),
+        ("2023-05-05", "2023-06-10"),
+        ("2023-05-06", "2023-06-20"),
+    ] {
+        data = data.replace(from, to);
+    }
+    let file = dir.path().join("spread.json");
+    std::fs::write(&file, data).unwrap();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    let model = ScriptedServer::start_blocking();
+    model.respond_with(|req| match mnemo_eval::rule_model::answer(&req.body) {
+        mnemo_eval::rule_model::RuleAnswer::Tool { name, arguments } => {
+            Reply::tool_call(name, arguments)
+        }
+        mnemo_eval::rule_model::RuleAnswer::Text(t) => Reply::text(t),
+    });
+    let base = format!("provider.base_url={}", model.openai_base());
+    let args = [
+        "--set",
+        "embedder.kind=none",
+        "--set",
+        "provider.kind=openai",
+        "--set",
+        &base,
+        "--set",
+        "provider.model=rule-based",
+        "--set",
+        "provider.max_retries=0",
+        "eval",
+        "write-path",
+        file.to_str().unwrap(),
+        "--fillers",
+        "4",
+        "--profiles",
+        "openclaw,mnemo",
+        "--dream",
+        "--json",
+    ];
+    let out = mnemo_command(env!("CARGO_BIN_EXE_mnemo"), &ws, &args)
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_str(stdout_of_success(&out).trim()).unwrap();
+    assert_eq!(report["dream"], true, "{report:#}");
+    let profile = |name: &str| {
+        report["profiles"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["profile"] == name)
+            .unwrap_or_else(|| panic!("no {name} in {report:#}"))
+            .clone()
+    };
+    let n = |p: &Value, k: &str| p[k].as_u64().unwrap_or_else(|| panic!("{k} in {p:#}"));
+    // openclaw: the five old logs fold into facts, and the dream supersedes
+    // the older values of the changed subjects among them (gym locker 14
+    // and 27 by 33, parking spot B4 by C9); the logs stay (append-only,
+    // still searched), so the contradictions stay and each folded item is
+    // now a log line and a fact.
+    let openclaw = profile("openclaw");
+    assert_eq!(openclaw["writes"], "flush+dream");
+    assert_eq!(
+        [
+            "dream_folded_logs",
+            "dream_added",
+            "dream_superseded",
+            "dream_merged",
+            "dream_refused"
+        ]
+        .map(|k| n(&openclaw, k)),
+        [5, 15, 3, 0, 0],
+        "{openclaw:#}"
+    );
+    assert_eq!(
+        [
+            "current_correct",
+            "retractions_honoured",
+            "duplicates",
+            "contradictions"
+        ]
+        .map(|k| n(&openclaw, k)),
+        [6, 0, 14, 3],
+        "{openclaw:#}"
+    );
+    // mnemo: nothing for the dream to do (no daily log, no contradiction).
+    let mnemo = profile("mnemo");
+    assert_eq!(mnemo["writes"], "memory_md+facts flush+dream");
+    assert_eq!(
+        [
+            "dream_folded_logs",
+            "dream_added",
+            "dream_superseded",
+            "current_correct",
+            "contradictions"
+        ]
+        .map(|k| n(&mnemo, k)),
+        [0, 0, 0, 9, 0],
+        "{mnemo:#}"
+    );
+}

@@ -39,6 +39,16 @@ use crate::error::{Error, Result};
 use crate::history::format_lines;
 use crate::templates;
 
+/// Most facts one extraction may list. The bounds below are part of the
+/// schema, so a local model's constrained decoding must close the call
+/// within them: a small model otherwise copies the excerpt into the call
+/// line by line until its budget runs out.
+pub const MAX_FACTS: usize = 16;
+/// Longest fact, in characters.
+pub const MAX_FACT_CHARS: usize = 300;
+/// Longest one-line history entry of an extraction, in characters.
+pub const MAX_ENTRY_CHARS: usize = 400;
+
 /// The `extract_facts` tool.
 pub fn extract_facts_tool() -> ToolSpec {
     ToolSpec::new(
@@ -47,16 +57,18 @@ pub fn extract_facts_tool() -> ToolSpec {
         json!({
             "type": "object",
             "properties": {
-                "facts": {"type": "array", "items": {"type": "string"}, "description": "Short self-contained facts, one per item, in the conversation's language; empty when there is nothing durable."},
-                "history_entry": {"type": "string", "description": "One line on what the excerpt was about, starting with [YYYY-MM-DD HH:MM]."}
+                "facts": {"type": "array", "items": {"type": "string", "maxLength": MAX_FACT_CHARS}, "maxItems": MAX_FACTS, "description": "Short self-contained facts, one per item, in the conversation's language; empty when there is nothing durable."},
+                "history_entry": {"type": "string", "maxLength": MAX_ENTRY_CHARS, "description": "One line on what the excerpt was about, starting with [YYYY-MM-DD HH:MM]."}
             },
             "required": ["facts", "history_entry"]
         }),
     )
 }
 
-/// The `update_memory` tool.
-pub fn update_memory_tool() -> ToolSpec {
+/// The `update_memory` tool for `facts` new facts: at most two operations
+/// each (a retraction may delete two memories), which the schema says, so
+/// a local model is held to it.
+pub fn update_memory_tool(facts: usize) -> ToolSpec {
     ToolSpec::new(
         "update_memory",
         "Decide, for each new fact, how the memory changes.",
@@ -65,13 +77,14 @@ pub fn update_memory_tool() -> ToolSpec {
             "properties": {
                 "operations": {
                     "type": "array",
+                    "maxItems": facts.max(1) * 2,
                     "items": {
                         "type": "object",
                         "properties": {
                             "fact": {"type": "integer", "description": "The new fact's number."},
                             "event": {"type": "string", "enum": ["ADD", "UPDATE", "DELETE", "NOOP"]},
-                            "id": {"type": "string", "description": "The existing memory's id (UPDATE, DELETE, NOOP)."},
-                            "text": {"type": "string", "description": "The fact as it is to be stored (ADD, UPDATE)."}
+                            "id": {"type": "string", "maxLength": 40, "description": "The existing memory's id (UPDATE, DELETE, NOOP)."},
+                            "text": {"type": "string", "maxLength": MAX_FACT_CHARS, "description": "The fact as it is to be stored (ADD, UPDATE)."}
                         },
                         "required": ["fact", "event"]
                     }
@@ -337,7 +350,7 @@ impl Engine {
         );
         ChatRequest::new(vec![Message::user(user.trim_end().to_string())])
             .with_system(templates::FACTS_UPDATE_PROMPT.trim_end().to_string())
-            .with_tools(vec![update_memory_tool()])
+            .with_tools(vec![update_memory_tool(new.len())])
             .with_tool_choice(choice)
     }
 

@@ -6,7 +6,7 @@
 //! What is enforced: types (object, array, string, number, integer,
 //! boolean, null), `properties` in their declared order with every
 //! `required` one present and no others, `enum` / `const` of strings,
-//! `items`, `maxLength`; strings are valid JSON (escapes, UTF-8, no raw
+//! `items`, `maxItems`, `maxLength`; strings are valid JSON (escapes, UTF-8, no raw
 //! control characters). A schema part it does not understand (`anyOf`,
 //! `$ref`, …) accepts any JSON value there. Runs of whitespace between
 //! tokens are limited, so a model cannot pad forever.
@@ -41,8 +41,13 @@ pub enum Node {
     Bool,
     /// `null`.
     Null,
-    /// An array of `items`.
-    Array(Arc<Node>),
+    /// An array of `items`, perhaps bounded.
+    Array {
+        /// The schema of every item.
+        items: Arc<Node>,
+        /// Most items allowed.
+        max_items: Option<usize>,
+    },
     /// An object with these properties, in order; `None` for any keys.
     Object(Option<Vec<Prop>>),
 }
@@ -115,11 +120,16 @@ impl Node {
             "integer" => Node::Number { integer: true },
             "boolean" => Node::Bool,
             "null" => Node::Null,
-            "array" => Node::Array(
-                obj.get("items")
+            "array" => Node::Array {
+                items: obj
+                    .get("items")
                     .map(Node::compile)
                     .unwrap_or_else(|| Arc::new(Node::Any)),
-            ),
+                max_items: obj
+                    .get("maxItems")
+                    .and_then(Value::as_u64)
+                    .map(|n| n as usize),
+            },
             "object" => {
                 let Some(props) = obj.get("properties").and_then(Value::as_object) else {
                     return Node::Object(None);
@@ -183,11 +193,12 @@ enum Frame {
         len: usize,
         integer: bool,
     },
-    /// In an array: `first` right after `[`.
+    /// In an array: `first` right after `[`; `left` items still allowed.
     Arr {
         items: Arc<Node>,
         first: bool,
         after_value: bool,
+        left: Option<usize>,
     },
     /// In an object: `next` is the first property not yet passed.
     Obj {
@@ -407,32 +418,39 @@ impl JsonMatcher {
                 items,
                 first,
                 after_value,
+                left,
             } => {
                 if self.whitespace(b) {
                     self.stack.push(Frame::Arr {
                         items,
                         first,
                         after_value,
+                        left,
                     });
                     return Step::Consumed;
                 }
+                // A bounded array closes once its last allowed item is in.
+                let room = left.is_none_or(|n| n > 0);
+                let next_left = left.map(|n| n.saturating_sub(1));
                 match b {
                     b']' if first || after_value => Step::Consumed,
-                    b',' if after_value => {
+                    b',' if after_value && room => {
                         // The value pushed above comes back here with `after_value`.
                         self.stack.push(Frame::Arr {
                             items: items.clone(),
                             first: false,
                             after_value: true,
+                            left: next_left,
                         });
                         self.stack.push(Frame::Value(items));
                         Step::Consumed
                     }
-                    _ if first => {
+                    _ if first && room => {
                         self.stack.push(Frame::Arr {
                             items: items.clone(),
                             first: false,
                             after_value: true,
+                            left: next_left,
                         });
                         self.start_value(items, b)
                     }
@@ -587,11 +605,12 @@ impl JsonMatcher {
                 self.number(NumState::Start, 0, *integer, b)
             }
             (Node::Any, b'-' | b'0'..=b'9') => self.number(NumState::Start, 0, false, b),
-            (Node::Array(items), b'[') => {
+            (Node::Array { items, max_items }, b'[') => {
                 self.stack.push(Frame::Arr {
                     items: items.clone(),
                     first: true,
                     after_value: false,
+                    left: *max_items,
                 });
                 Step::Consumed
             }
@@ -600,6 +619,7 @@ impl JsonMatcher {
                     items: Arc::new(Node::Any),
                     first: true,
                     after_value: false,
+                    left: None,
                 });
                 Step::Consumed
             }

@@ -91,6 +91,20 @@ fn max_length_and_free_values() {
     }
 }
 
+/// `maxItems` closes the array after its last allowed item, so a model
+/// cannot list facts forever.
+#[test]
+fn max_items_bounds_an_array() {
+    let n = Node::compile(&json!({"type": "array", "items": {"type": "string"}, "maxItems": 2}));
+    assert!(complete(&n, "[]"));
+    assert!(complete(&n, r#"["a"]"#));
+    assert!(complete(&n, r#"["a", "b"]"#));
+    assert!(!accepted_prefix(&n, r#"["a", "b","#));
+    let none = Node::compile(&json!({"type": "array", "maxItems": 0}));
+    assert!(complete(&none, "[]"));
+    assert!(!accepted_prefix(&none, "[1"));
+}
+
 /// A token may close the value and go on past it (`"}}`: the arguments,
 /// then the call's own brace); only the bytes up to the end count. A token
 /// that does not complete the value must fit it whole.

@@ -355,7 +355,7 @@ unsafe extern "C" fn mnemo_bm25(
         for (idf, f) in d.idf.iter().zip(&d.freq) {
             score += idf * ((f * (K1 + 1.0)) / (f + K1 * (1.0 - B + B * dl / d.avgdl)));
         }
-        ffi::sqlite3_result_double(ctx, -1.0 * score);
+        ffi::sqlite3_result_double(ctx, -score);
     }
 }
 

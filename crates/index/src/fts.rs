@@ -76,14 +76,19 @@ impl StatsCache {
         rev: i64,
         terms: &[String],
     ) -> rusqlite::Result<(i64, Vec<i64>)> {
-        self.1.at_rev(rev);
         let mut s = self.0.lock().unwrap_or_else(|e| e.into_inner());
         if s.rev != Some(rev) {
+            // Apart: `count(*)` alone is SQLite's count of the B-tree, and
+            // `max(id)` alone one step down it.
+            let chunks: i64 = c.query_row("SELECT count(*) FROM chunks", [], |r| r.get(0))?;
+            let max_id: i64 =
+                c.query_row("SELECT coalesce(max(id), 0) FROM chunks", [], |r| r.get(0))?;
             *s = TermStats {
                 rev: Some(rev),
-                chunks: c.query_row("SELECT count(*) FROM chunks", [], |r| r.get(0))?,
+                chunks,
                 docs: HashMap::new(),
             };
+            self.1.at_rev(rev, max_id, chunks);
         }
         let mut stmt = c.prepare_cached("SELECT doc FROM chunks_vocab WHERE term = ?1")?;
         let mut out = Vec::with_capacity(terms.len());

@@ -18,8 +18,9 @@
 //! A row's length in tokens is read once per revision of the index: FTS5
 //! reads it from its `docsize` table for every row it scores (a B-tree
 //! lookup, a quarter of the keyword side once the counts were given), so
-//! the lengths seen are kept in [`DocLens`], shared by the index's reading
-//! connections and emptied when the index's revision changes.
+//! the lengths seen are kept in [`DocLens`], a table by chunk id shared by
+//! the index's reading connections and replaced when the index's revision
+//! changes.
 //!
 //! It is only used for expressions of single tokens that FTS5's tokenizer
 //! keeps as they are (ASCII letters and digits, CJK ideographs), whose
@@ -30,10 +31,9 @@
 //! (`fts5_api.xCreateFunction`), which rusqlite does not wrap: this module
 //! is the one place the index calls SQLite's C interface directly.
 
-use std::collections::HashMap;
 use std::ffi::{c_int, c_void, CStr};
-use std::hash::{BuildHasherDefault, Hasher};
 use std::ptr;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rusqlite::ffi;
@@ -60,51 +60,48 @@ pub(crate) fn counts_blob(counts: &[i64]) -> Vec<u8> {
     counts.iter().flat_map(|n| n.to_le_bytes()).collect()
 }
 
-/// Hashes a chunk id with one multiplication: ids are distinct integers,
-/// and SipHash was most of a lookup's cost.
-#[derive(Default)]
-struct IdHasher(u64);
+/// One revision's row lengths by chunk id (0: not read yet; a row without
+/// tokens matches nothing, so it is never scored), shared without a lock:
+/// every slot is written with the one length its row has at the revision.
+#[derive(Debug, Default)]
+pub(crate) struct LenTable(Vec<AtomicU32>);
 
-impl Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3);
-        }
-    }
-
-    fn write_i64(&mut self, id: i64) {
-        self.0 = (id as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+impl LenTable {
+    fn slot(&self, id: i64) -> Option<&AtomicU32> {
+        usize::try_from(id).ok().and_then(|i| self.0.get(i))
     }
 }
 
-type Lens = HashMap<i64, u32, BuildHasherDefault<IdHasher>>;
-
-/// Row lengths in tokens (chunk id to length) of one revision of the
-/// index, filled as rows are scored.
+/// Row lengths in tokens of one revision of the index, filled as rows are
+/// scored. A statement takes the current table once, on its first row.
 #[derive(Debug, Default)]
-pub(crate) struct DocLens(Mutex<(Option<i64>, Lens)>);
+pub(crate) struct DocLens(Mutex<(Option<i64>, Arc<LenTable>)>);
 
 impl DocLens {
-    /// Empties the lengths unless they are of revision `rev`.
-    pub fn at_rev(&self, rev: i64) {
+    /// Starts revision `rev`, unless it is the current one, with a slot for
+    /// every id up to `max_id` among `rows` chunks. Ids far sparser than the
+    /// rows (more than 8 per chunk) get no table: their lengths are read
+    /// from FTS5 each time, as before.
+    pub fn at_rev(&self, rev: i64, max_id: i64, rows: i64) {
         let mut g = self.0.lock().unwrap_or_else(|e| e.into_inner());
         if g.0 != Some(rev) {
-            *g = (Some(rev), Lens::default());
+            let slots = usize::try_from(max_id.saturating_add(1)).unwrap_or(0);
+            let cap = usize::try_from(rows)
+                .unwrap_or(0)
+                .saturating_mul(8)
+                .saturating_add(1 << 16);
+            let table = if slots <= cap {
+                (0..slots).map(|_| AtomicU32::new(0)).collect()
+            } else {
+                Vec::new()
+            };
+            *g = (Some(rev), Arc::new(LenTable(table)));
         }
     }
 
-    fn get(&self, id: i64) -> Option<u32> {
+    fn table(&self) -> Arc<LenTable> {
         let g = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        g.1.get(&id).copied()
-    }
-
-    fn put(&self, id: i64, len: u32) {
-        let mut g = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        g.1.insert(id, len);
+        Arc::clone(&g.1)
     }
 }
 
@@ -199,6 +196,7 @@ struct Data {
     idf: Vec<f64>,
     avgdl: f64,
     freq: Vec<f64>,
+    lens: Arc<LenTable>,
 }
 
 unsafe extern "C" fn drop_data(p: *mut c_void) {
@@ -221,6 +219,7 @@ unsafe fn data(
     api: &ffi::Fts5ExtensionApi,
     fts: *mut ffi::Fts5Context,
     arg: *mut ffi::sqlite3_value,
+    lens: *const DocLens,
 ) -> Result<*mut Data, &'static CStr> {
     let (Some(get), Some(set), Some(phrases), Some(rows), Some(total)) = (
         api.xGetAuxdata,
@@ -272,6 +271,11 @@ unsafe fn data(
             idf,
             avgdl: n_token as f64 / n_row as f64,
             freq: vec![0.0; n_phrase],
+            lens: if lens.is_null() {
+                Arc::default()
+            } else {
+                (*lens).table()
+            },
         }));
         if set(fts, d.cast::<c_void>(), Some(drop_data)) != ffi::SQLITE_OK {
             // FTS5 has already called the destructor on failure.
@@ -311,7 +315,8 @@ unsafe extern "C" fn mnemo_bm25(
         ) else {
             return error(ctx, c"mnemo_bm25: an FTS5 function is missing");
         };
-        let d = match data(api, fts, *vals) {
+        let lens = user(fts).cast::<DocLens>().cast_const();
+        let d = match data(api, fts, *vals, lens) {
             Ok(d) => &mut *d,
             Err(msg) => return error(ctx, msg),
         };
@@ -329,23 +334,17 @@ unsafe extern "C" fn mnemo_bm25(
                 *f += 1.0;
             }
         }
-        let lens = user(fts).cast::<DocLens>().cast_const();
-        let id = rowid(fts);
-        let known = if lens.is_null() {
-            None
-        } else {
-            (*lens).get(id)
-        };
-        let n_tok = match known {
-            Some(n) => n,
-            None => {
+        let slot = d.lens.slot(rowid(fts));
+        let n_tok = match slot.map(|a| a.load(Ordering::Relaxed)) {
+            Some(n) if n > 0 => n,
+            _ => {
                 let mut n_tok: c_int = 0;
                 if column_size(fts, -1, &mut n_tok) != ffi::SQLITE_OK {
                     return error(ctx, c"mnemo_bm25: xColumnSize failed");
                 }
                 let n = u32::try_from(n_tok).unwrap_or(0);
-                if !lens.is_null() {
-                    (*lens).put(id, n);
+                if let Some(a) = slot {
+                    a.store(n, Ordering::Relaxed);
                 }
                 n
             }
@@ -385,7 +384,7 @@ mod tests {
         c.execute_batch(crate::sqlite::SCHEMA).unwrap();
         let lens = Arc::new(DocLens::default());
         register(&c, &lens).unwrap();
-        lens.at_rev(0);
+        lens.at_rev(0, 3_000, 3_000);
         let mut rng = StdRng::seed_from_u64(3);
         let word = |rng: &mut StdRng| {
             if rng.random::<f32>() < 0.3 {
@@ -428,8 +427,9 @@ mod tests {
                     )
                     .unwrap();
                 }
-                assert!(lens.get(5).is_some(), "row 5's length was kept");
-                lens.at_rev(1);
+                let kept = lens.table().slot(5).map(|a| a.load(Ordering::Relaxed));
+                assert!(kept.is_some_and(|n| n > 0), "row 5's length was kept");
+                lens.at_rev(1, 3_000, 3_000);
             }
             let terms: Vec<String> = (0..1 + q % 5).map(|_| word(&mut rng)).collect();
             let quoted: Vec<String> = terms.iter().map(|t| format!("\"{t}\"")).collect();

@@ -121,7 +121,7 @@ pub(crate) fn register(conn: &Connection, lens: &Arc<DocLens>) -> rusqlite::Resu
     // SAFETY: `api` is the live `fts5_api` of this connection (checked non
     // null by `fts5_api`); the name is a NUL-terminated static string; the
     // user data is an `Arc` FTS5 hands back to `drop_lens` when the
-    // connection closes (or at once if the function cannot be created).
+    // connection closes.
     let rc = unsafe {
         match (*api).xCreateFunction {
             Some(create) => create(
@@ -131,13 +131,13 @@ pub(crate) fn register(conn: &Connection, lens: &Arc<DocLens>) -> rusqlite::Resu
                 Some(mnemo_bm25),
                 Some(drop_lens),
             ),
-            None => {
-                drop_lens(user);
-                ffi::SQLITE_MISUSE
-            }
+            None => ffi::SQLITE_MISUSE,
         }
     };
     if rc != ffi::SQLITE_OK {
+        // SAFETY: FTS5 keeps the user data only when it created the
+        // function (`fts5CreateAux`), so this reference is still ours.
+        unsafe { drop_lens(user) };
         return Err(rusqlite::Error::SqliteFailure(
             ffi::Error::new(rc),
             Some(format!("registering the FTS5 function {NAME}")),

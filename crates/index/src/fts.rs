@@ -28,11 +28,17 @@
 //!
 //! Phrases (adjacent query words, `[search] phrase_weight`) are bounded the
 //! same way by the rarer word of each pair.
+//!
+//! Single words are ranked with `mnemo_bm25` ([`crate::fts_rank`]): the
+//! same score as FTS5's `bm25()`, from the cached document counts instead
+//! of a count of every phrase's chunks in each statement.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use rusqlite::{params, Connection, OptionalExtension};
+
+use crate::fts_rank::DocLens;
 
 /// Most postings (summed document counts of the terms) scored exactly.
 pub(crate) const BUDGET: i64 = 5_000;
@@ -45,12 +51,21 @@ pub(crate) struct TermStats {
     docs: HashMap<String, i64>,
 }
 
-/// The statistics, cached for the index's current revision.
-pub(crate) struct StatsCache(Mutex<TermStats>);
+/// The statistics, cached for the index's current revision, and the row
+/// lengths `mnemo_bm25` has read at that revision.
+pub(crate) struct StatsCache(Mutex<TermStats>, Arc<DocLens>);
 
 impl StatsCache {
     pub fn new() -> Self {
-        StatsCache(Mutex::new(TermStats::default()))
+        StatsCache(
+            Mutex::new(TermStats::default()),
+            Arc::new(DocLens::default()),
+        )
+    }
+
+    /// The row lengths, for [`crate::fts_rank::register`].
+    pub fn lens(&self) -> &Arc<DocLens> {
+        &self.1
     }
 
     /// The number of chunks and the document count of each term (a phrase
@@ -63,11 +78,17 @@ impl StatsCache {
     ) -> rusqlite::Result<(i64, Vec<i64>)> {
         let mut s = self.0.lock().unwrap_or_else(|e| e.into_inner());
         if s.rev != Some(rev) {
+            // Apart: `count(*)` alone is SQLite's count of the B-tree, and
+            // `max(id)` alone one step down it.
+            let chunks: i64 = c.query_row("SELECT count(*) FROM chunks", [], |r| r.get(0))?;
+            let max_id: i64 =
+                c.query_row("SELECT coalesce(max(id), 0) FROM chunks", [], |r| r.get(0))?;
             *s = TermStats {
                 rev: Some(rev),
-                chunks: c.query_row("SELECT count(*) FROM chunks", [], |r| r.get(0))?,
+                chunks,
                 docs: HashMap::new(),
             };
+            self.1.at_rev(rev, max_id, chunks);
         }
         let mut stmt = c.prepare_cached("SELECT doc FROM chunks_vocab WHERE term = ?1")?;
         let mut out = Vec::with_capacity(terms.len());
@@ -183,10 +204,27 @@ pub(crate) fn search(
         return Ok(Vec::new());
     }
     let (chunks, docs) = stats.lookup(c, rev, terms)?;
-    let run = |expr: &str| ranked(c, expr, limit, sources);
+    // Each term's document count, for `mnemo_bm25`: known exactly for
+    // single words FTS5 keeps as they are; otherwise `bm25()` counts.
+    let count_of: HashMap<&str, i64> = terms
+        .iter()
+        .map(String::as_str)
+        .zip(docs.iter().copied())
+        .collect();
+    let counts = |ts: &[&[String]]| -> Option<Vec<i64>> {
+        ts.iter()
+            .flat_map(|t| t.iter())
+            .map(|t| {
+                crate::fts_rank::kept_as_is(t)
+                    .then(|| count_of.get(t.as_str()).copied())
+                    .flatten()
+            })
+            .collect()
+    };
+    let run = |expr: &str, counts: Option<Vec<i64>>| ranked(c, expr, counts, limit, sources);
     match plan(terms, &docs, chunks) {
         Plan::All(t) => match crate::text::fts_query(&t) {
-            Some(q) => run(&q),
+            Some(q) => run(&q, counts(&[t.as_slice()])),
             None => Ok(Vec::new()),
         },
         Plan::Bounded { rare, common } => {
@@ -206,13 +244,16 @@ pub(crate) fn search(
             // the exact ranking, and FTS5 reads the common terms' posting
             // lists once (its BM25 counts each term's chunks in a pass over
             // its whole list), not again for a `rare NOT common` query.
-            let mut out = run(&format!("({r}) AND ({o})"))?;
+            let mut out = run(
+                &format!("({r}) AND ({o})"),
+                counts(&[rare.as_slice(), common.as_slice()]),
+            )?;
             let seen: HashMap<i64, usize> = out
                 .iter()
                 .enumerate()
                 .map(|(i, (id, _))| (*id, i))
                 .collect();
-            for (id, score) in run(&r)? {
+            for (id, score) in run(&r, counts(&[rare.as_slice()]))? {
                 match seen.get(&id) {
                     Some(&i) => out[i].1 = out[i].1.max(score),
                     None => out.push((id, score)),
@@ -225,27 +266,42 @@ pub(crate) fn search(
     }
 }
 
-/// One FTS5 query ranked by BM25, best first.
+/// One FTS5 query ranked by BM25, best first: with `mnemo_bm25` when
+/// `counts` holds each phrase's document count (in the expression's
+/// order), else with FTS5's `bm25()`.
 fn ranked(
     c: &Connection,
     expr: &str,
+    counts: Option<Vec<i64>>,
     limit: usize,
     sources: Option<&str>,
 ) -> rusqlite::Result<Vec<(i64, f64)>> {
+    let score = match counts {
+        Some(_) => "mnemo_bm25(chunks_fts, ?3)",
+        None => "bm25(chunks_fts)",
+    };
     let sql = match sources {
         // FTS5 sorts by rank with a LIMIT itself, without the join.
-        None => "SELECT rowid, bm25(chunks_fts) AS r FROM chunks_fts WHERE chunks_fts MATCH ?1
-                 ORDER BY r LIMIT ?2"
-            .to_string(),
+        None => format!(
+            "SELECT rowid, {score} AS r FROM chunks_fts WHERE chunks_fts MATCH ?1
+             ORDER BY r LIMIT ?2"
+        ),
         Some(f) => format!(
-            "SELECT c.id, bm25(chunks_fts) AS r FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid
+            "SELECT c.id, {score} AS r FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid
              WHERE chunks_fts MATCH ?1 AND c.source IN ({f}) ORDER BY r LIMIT ?2"
         ),
     };
     let mut stmt = c.prepare_cached(&sql)?;
-    let rows = stmt.query_map(params![expr, limit as i64], |r| {
+    let row = |r: &rusqlite::Row| -> rusqlite::Result<(i64, f64)> {
         Ok((r.get(0)?, -r.get::<_, f64>(1)?))
-    })?;
+    };
+    let rows = match counts {
+        Some(n) => stmt.query_map(
+            params![expr, limit as i64, crate::fts_rank::counts_blob(&n)],
+            row,
+        )?,
+        None => stmt.query_map(params![expr, limit as i64], row)?,
+    };
     rows.collect()
 }
 
@@ -306,6 +362,7 @@ mod tests {
         use rand::SeedableRng;
         let c = generated(30_000);
         let stats = StatsCache::new();
+        crate::fts_rank::register(&c, stats.lens()).unwrap();
         let mut rng = rand::rngs::StdRng::seed_from_u64(9);
         let (mut same, mut total, mut bounded) = (0usize, 0usize, 0usize);
         for _ in 0..200 {
@@ -319,7 +376,9 @@ mod tests {
                     rare.iter().chain(common).cloned().collect()
                 }
             };
-            let exact = ranked(&c, &crate::text::fts_query(&kept).unwrap(), 10, None).unwrap();
+            // FTS5's own `bm25()` (no counts given).
+            let exact =
+                ranked(&c, &crate::text::fts_query(&kept).unwrap(), None, 10, None).unwrap();
             let got = search(&c, &stats, 0, &terms, 10, None).unwrap();
             let want: HashMap<i64, f64> = exact.iter().copied().collect();
             for (id, score) in &got {

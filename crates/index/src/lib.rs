@@ -29,6 +29,7 @@ mod dialogue;
 mod error;
 mod fresh;
 mod fts;
+mod fts_rank;
 mod index;
 // Shared with the raw consolidation archive: one set of rules.
 use mnemo_core::redact;

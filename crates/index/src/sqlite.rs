@@ -401,6 +401,7 @@ impl SqliteBackend {
                 // Capped, so a large index does not count against the
                 // process's memory beyond it.
                 c.pragma_update(None, "mmap_size", READER_MMAP_BYTES)?;
+                crate::fts_rank::register(&c, self.terms.lens())?;
                 // Room for the padded row lists of `chunks` beside the rest.
                 c.set_prepared_statement_cache_capacity(32);
                 c

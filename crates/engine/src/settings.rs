@@ -207,6 +207,15 @@ impl Default for EngineSettings {
     }
 }
 
+/// The `[engine]` keys a `[memory] profile` sets when the file leaves
+/// them out.
+pub const PROFILE_KEYS: &[&str] = &[
+    "consolidation_mode",
+    "consolidation_enabled",
+    "flush_enabled",
+    "flush_mode",
+];
+
 /// Sets the `[engine]` defaults of a `[memory] profile` (see the README's
 /// table), leaving every key `given` says the file sets.
 pub fn apply_profile(

@@ -72,4 +72,19 @@ mod tests {
             "no model is chosen for the user"
         );
     }
+
+    /// A key the file sets wins over the `[memory] profile`, so the
+    /// template leaves the profile's keys out: a workspace switched to
+    /// `profile = "openclaw"` must stop consolidating.
+    #[test]
+    fn template_leaves_the_profile_keys_to_the_profile() {
+        let config = mnemo::core::Config::parse(MNEMO_TOML).unwrap();
+        let engine = config.table().get("engine").and_then(|e| e.as_table());
+        for key in mnemo::engine::settings::PROFILE_KEYS {
+            assert!(
+                engine.is_none_or(|e| !e.contains_key(*key)),
+                "the template sets [engine] {key}"
+            );
+        }
+    }
 }

@@ -55,6 +55,44 @@ fn eval(ws: &Path, file: &Path, extra: &[&str]) -> Value {
     serde_json::from_str(stdout_of_success(&out).trim()).unwrap()
 }
 
+/// `mnemo eval write-path FILE --fillers 4 --json` with `extra`, against
+/// the rule-based model on a scripted server, in a workspace under `dir`.
+fn write_path(dir: &Path, file: &Path, extra: &[&str]) -> Value {
+    let ws = dir.join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    let model = ScriptedServer::start_blocking();
+    model.respond_with(|req| match mnemo_eval::rule_model::answer(&req.body) {
+        mnemo_eval::rule_model::RuleAnswer::Tool { name, arguments } => {
+            Reply::tool_call(name, arguments)
+        }
+        mnemo_eval::rule_model::RuleAnswer::Text(t) => Reply::text(t),
+    });
+    let base = format!("provider.base_url={}", model.openai_base());
+    let mut args = vec![
+        "--set",
+        "embedder.kind=none",
+        "--set",
+        "provider.kind=openai",
+        "--set",
+        &base,
+        "--set",
+        "provider.model=rule-based",
+        "--set",
+        "provider.max_retries=0",
+        "eval",
+        "write-path",
+        file.to_str().unwrap(),
+        "--fillers",
+        "4",
+        "--json",
+    ];
+    args.extend_from_slice(extra);
+    let out = mnemo_command(env!("CARGO_BIN_EXE_mnemo"), &ws, &args)
+        .output()
+        .unwrap();
+    serde_json::from_str(stdout_of_success(&out).trim()).unwrap()
+}
+
 fn top_units(report: &Value) -> Vec<String> {
     report["questions"][0]["top_units"]
         .as_array()
@@ -228,38 +266,7 @@ fn write_path_scores_each_profile_against_the_rule_based_model() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("six.json");
     std::fs::write(&file, SIX_SESSIONS).unwrap();
-    let ws = dir.path().join("ws");
-    std::fs::create_dir_all(&ws).unwrap();
-    let model = ScriptedServer::start_blocking();
-    model.respond_with(|req| match mnemo_eval::rule_model::answer(&req.body) {
-        mnemo_eval::rule_model::RuleAnswer::Tool { name, arguments } => {
-            Reply::tool_call(name, arguments)
-        }
-        mnemo_eval::rule_model::RuleAnswer::Text(t) => Reply::text(t),
-    });
-    let base = format!("provider.base_url={}", model.openai_base());
-    let args = [
-        "--set",
-        "embedder.kind=none",
-        "--set",
-        "provider.kind=openai",
-        "--set",
-        &base,
-        "--set",
-        "provider.model=rule-based",
-        "--set",
-        "provider.max_retries=0",
-        "eval",
-        "write-path",
-        file.to_str().unwrap(),
-        "--fillers",
-        "4",
-        "--json",
-    ];
-    let out = mnemo_command(env!("CARGO_BIN_EXE_mnemo"), &ws, &args)
-        .output()
-        .unwrap();
-    let report: Value = serde_json::from_str(stdout_of_success(&out).trim()).unwrap();
+    let report = write_path(dir.path(), &file, &[]);
     assert_eq!(report["sessions"], 6, "{report:#}");
     // 3 changed subjects (7 statements), 2 repeated (8), 2 retracted (4),
     // 4 fillers.
@@ -332,41 +339,11 @@ fn write_path_with_dream_scores_the_memory_a_dream_leaves() {
     }
     let file = dir.path().join("spread.json");
     std::fs::write(&file, data).unwrap();
-    let ws = dir.path().join("ws");
-    std::fs::create_dir_all(&ws).unwrap();
-    let model = ScriptedServer::start_blocking();
-    model.respond_with(|req| match mnemo_eval::rule_model::answer(&req.body) {
-        mnemo_eval::rule_model::RuleAnswer::Tool { name, arguments } => {
-            Reply::tool_call(name, arguments)
-        }
-        mnemo_eval::rule_model::RuleAnswer::Text(t) => Reply::text(t),
-    });
-    let base = format!("provider.base_url={}", model.openai_base());
-    let args = [
-        "--set",
-        "embedder.kind=none",
-        "--set",
-        "provider.kind=openai",
-        "--set",
-        &base,
-        "--set",
-        "provider.model=rule-based",
-        "--set",
-        "provider.max_retries=0",
-        "eval",
-        "write-path",
-        file.to_str().unwrap(),
-        "--fillers",
-        "4",
-        "--profiles",
-        "openclaw,mnemo",
-        "--dream",
-        "--json",
-    ];
-    let out = mnemo_command(env!("CARGO_BIN_EXE_mnemo"), &ws, &args)
-        .output()
-        .unwrap();
-    let report: Value = serde_json::from_str(stdout_of_success(&out).trim()).unwrap();
+    let report = write_path(
+        dir.path(),
+        &file,
+        &["--profiles", "openclaw,mnemo", "--dream"],
+    );
     assert_eq!(report["dream"], true, "{report:#}");
     let profile = |name: &str| {
         report["profiles"]

@@ -615,8 +615,13 @@ fn interactive_chat_in_tmux() {
     assert!(reqs[0].body.to_string().contains("hello there"));
 
     tmux.send("/search deploy key");
-    let screen = tmux.wait_for(&format!("memory/{}.md#L", today()), 1);
-    assert!(screen.contains("vault/ops"), "{screen}");
+    // The hit's text is printed after its citation line: waiting for the
+    // citation alone can catch the screen between the two.
+    let screen = tmux.wait_for("vault/ops", 1);
+    assert!(
+        screen.contains(&format!("memory/{}.md#L", today())),
+        "{screen}"
+    );
     assert!(screen.contains(&format!(", {})", today())), "{screen}");
     assert!(!screen.contains("dates understood"), "{screen}");
     tmux.send(&format!("/search deploy key on {}", today()));

@@ -52,9 +52,12 @@ fn the_memory_pipeline_runs_offline_on_the_local_model() {
         append(ws, "cli:direct", role, text);
     }
 
-    // Consolidation: a forced save_memory call, constrained to its schema.
+    // Consolidation: with the local model the default profile works per
+    // fact (forced extract_facts and update_memory calls, constrained to
+    // their bounded schemas).
     let out = ok(mnemo(ws, &["consolidate", "cli:direct"]));
     assert!(out.contains("consolidated messages 0..4"), "{out}");
+    assert!(out.contains("memory/facts.md:"), "{out}");
     let history = std::fs::read_to_string(ws.join("memory/HISTORY.md")).unwrap();
     assert!(!history.trim().is_empty());
 

@@ -70,6 +70,33 @@ impl ContextReport {
     }
 }
 
+/// The largest `n` in `0..=total` with `fits(n)`, for a `fits` that holds up
+/// to some `n` and fails after it (a binary search: a few token counts
+/// instead of one per line).
+fn longest(total: usize, fits: impl Fn(usize) -> bool) -> usize {
+    if fits(total) {
+        return total;
+    }
+    let (mut lo, mut hi) = (0, total); // fits(lo), !fits(hi)
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if fits(mid) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}
+
+/// The line that says what the prompt left out of a memory file.
+fn left_out_note(lines: usize, which: &str, file: &str) -> String {
+    format!(
+        "> {lines} {which} lines of {file} are not shown: the model's context window leaves no \
+         more room for memory. memory_search and memory_get find them."
+    )
+}
+
 /// The system prompt's parts before history.
 pub(crate) struct SystemParts {
     pub identity: String,
@@ -106,7 +133,21 @@ impl Engine {
         } else {
             rendered.text.trim_end().to_string()
         };
-        let mut memory_md = format!("# Memory\n\n## Long-term Memory (MEMORY.md)\n\n{memory_body}");
+        // Memory takes at most its share of the prompt budget, spent in
+        // order of trust: MEMORY.md (curated), the current facts, then the
+        // daily logs (newest first). A small model's window would otherwise
+        // fill with memory before the conversation starts (SmolLM2's 2,048
+        // tokens did); what is cut is named, and search still finds it.
+        let mut left = self.memory_prompt_tokens();
+        let (part, memory_cut) = self.fit_part(
+            "# Memory\n\n## Long-term Memory (MEMORY.md)\n\n",
+            &memory_body,
+            "MEMORY.md",
+            false,
+            &mut left,
+        );
+        let memory_truncated = rendered.truncated || memory_cut;
+        let mut memory_md = part;
         // The facts that are true now (fact-level consolidation); those
         // that stopped being true are found by search, not shown.
         let facts = self.memory.read_facts()?;
@@ -115,16 +156,16 @@ impl Engine {
             .map(|f| format!("- {} ({})\n", f.text, f.id))
             .collect();
         if !current.is_empty() {
+            let file = mnemo_store::memory::facts::FACTS_FILE;
             let capped = mnemo_store::memory::cap_memory(
                 &current,
                 self.memory.settings().memory_md_max_lines,
                 self.memory.settings().memory_md_max_bytes,
             );
-            memory_md.push_str(&format!(
-                "\n\n## Facts ({})\n\n{}",
-                mnemo_store::memory::facts::FACTS_FILE,
-                capped.text.trim_end()
-            ));
+            let header = format!("## Facts ({file})\n\n");
+            let (part, _) = self.fit_part(&header, capped.text.trim_end(), file, false, &mut left);
+            memory_md.push_str("\n\n");
+            memory_md.push_str(&part);
         }
         let mut daily = String::new();
         let today = self.memory.today(now);
@@ -135,12 +176,14 @@ impl Engine {
                     &log.text,
                     self.memory.settings().daily_log_max_bytes,
                 );
-                daily.push_str(&format!(
-                    "## Daily log {} ({label}, {})\n\n{}\n\n",
+                let header = format!(
+                    "## Daily log {} ({label}, {})\n\n",
                     date.format("%Y-%m-%d"),
-                    log.path,
-                    body.trim_end()
-                ));
+                    log.path
+                );
+                let (part, _) = self.fit_part(&header, body.trim_end(), &log.path, true, &mut left);
+                daily.push_str(&part);
+                daily.push_str("\n\n");
             }
         }
         let mut sel = String::new();
@@ -163,8 +206,92 @@ impl Engine {
             memory_md,
             daily,
             selected: sel,
-            memory_truncated: rendered.truncated,
+            memory_truncated,
         })
+    }
+
+    /// Tokens memory may take in the system prompt: `[engine]
+    /// prompt_memory_share` of the prompt budget, at least 64.
+    pub(crate) fn memory_prompt_tokens(&self) -> usize {
+        let budget = self.thresholds().budget as f64;
+        ((budget * self.settings.prompt_memory_share) as usize).max(64)
+    }
+
+    /// One memory part of the prompt within `left` tokens: `header` and
+    /// `body` whole if they fit; else the lines of `body` that fit (from
+    /// its start, or from its end for a log) with a note naming `file` and
+    /// what was left out; only the note when no line fits. `left` goes
+    /// down by what the part takes, so the parts together stay within the
+    /// share, give or take the notes of parts that got no line.
+    fn fit_part(
+        &self,
+        header: &str,
+        body: &str,
+        file: &str,
+        from_end: bool,
+        left: &mut usize,
+    ) -> (String, bool) {
+        let whole = format!("{header}{body}");
+        let tokens = self.counter.count_text(&whole);
+        if tokens <= *left {
+            *left -= tokens;
+            return (whole, false);
+        }
+        let which = if from_end { "earlier" } else { "more" };
+        let lines = body.lines().count();
+        let reserve = self.counter.count_text(&left_out_note(lines, which, file));
+        let room = left.saturating_sub(self.counter.count_text(header) + reserve);
+        let (kept, cut) = if from_end {
+            self.tail_within_tokens(body, room)
+        } else {
+            self.head_within(body, room)
+        };
+        let note = left_out_note(cut, which, file);
+        let part = match (kept.is_empty(), from_end) {
+            (true, _) => note,
+            (false, false) => format!("{header}{kept}\n\n{note}"),
+            (false, true) => format!("{header}{note}\n\n{kept}"),
+        };
+        *left = left.saturating_sub(self.counter.count_text(&part));
+        (part, true)
+    }
+
+    /// The longest run of whole lines from the start of `text` within
+    /// `max_tokens`, and how many lines were left out.
+    fn head_within(&self, text: &str, max_tokens: usize) -> (String, usize) {
+        let ends: Vec<usize> = text
+            .split_inclusive('\n')
+            .scan(0, |at, l| {
+                *at += l.len();
+                Some(*at)
+            })
+            .collect();
+        let fits = |n: usize| n == 0 || self.counter.count_text(&text[..ends[n - 1]]) <= max_tokens;
+        let n = longest(ends.len(), fits);
+        let kept = if n == 0 { "" } else { &text[..ends[n - 1]] };
+        (kept.trim_end().to_string(), ends.len() - n)
+    }
+
+    /// The longest run of whole lines from the end of `text` within
+    /// `max_tokens`, and how many lines were left out.
+    fn tail_within_tokens(&self, text: &str, max_tokens: usize) -> (String, usize) {
+        let starts: Vec<usize> = {
+            let mut v: Vec<usize> = text
+                .split_inclusive('\n')
+                .scan(0, |at, l| {
+                    let s = *at;
+                    *at += l.len();
+                    Some(s)
+                })
+                .collect();
+            v.reverse();
+            v
+        };
+        let fits =
+            |n: usize| n == 0 || self.counter.count_text(&text[starts[n - 1]..]) <= max_tokens;
+        let n = longest(starts.len(), fits);
+        let kept = if n == 0 { "" } else { &text[starts[n - 1]..] };
+        (kept.trim_end().to_string(), starts.len() - n)
     }
 
     /// History entries of `loaded` as the next prompt carries them.

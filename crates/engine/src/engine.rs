@@ -114,6 +114,18 @@ impl Engine {
             given.contains_key(k)
         })
         .map_err(Error::Invalid)?;
+        // A small local model cannot rewrite a whole MEMORY.md inside its
+        // budget (Qwen2.5-1.5B copies the excerpt into the call until the
+        // budget runs out), but it does write a bounded list of facts; so
+        // the default profile consolidates per fact on the local provider.
+        // The facts' share of the prompt is bounded by the window
+        // (`prompt_memory_share`), which a 2,048-token model needs.
+        if memory.settings().profile == "mnemo"
+            && model.info().provider == "local"
+            && !given.contains_key("consolidation_mode")
+        {
+            settings.consolidation_mode = "facts".into();
+        }
         settings.validate().map_err(Error::Invalid)?;
         let counter = mnemo_tokens::counter_for(&model.info().model, settings.exact_tokens);
         let compactor: Arc<dyn Compactor> =

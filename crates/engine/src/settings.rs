@@ -40,6 +40,11 @@ pub struct EngineSettings {
     pub memory_max_lines: usize,
     /// Bytes MEMORY.md may have after a consolidation.
     pub memory_max_bytes: usize,
+    /// Share of the prompt budget (context window minus output and safety
+    /// buffer) that memory may take in the system prompt: MEMORY.md, then
+    /// the current facts, then the daily logs, each cut with a note saying
+    /// where the rest is (0.25).
+    pub prompt_memory_share: f64,
 
     /// OpenClaw's reserve floor (20,000).
     pub flush_reserve_floor: usize,
@@ -152,6 +157,7 @@ impl Default for EngineSettings {
             dream_fold_days: 7,
             memory_max_lines: 200,
             memory_max_bytes: 25_000,
+            prompt_memory_share: 0.25,
             flush_reserve_floor: 20_000,
             flush_soft_threshold: 4_000,
             flush_enabled: true,
@@ -267,6 +273,12 @@ impl EngineSettings {
             return Err(format!(
                 "[engine] consolidation_ratio = {} is out of range: use a value from 0.1 to 0.95",
                 self.consolidation_ratio
+            ));
+        }
+        if !(self.prompt_memory_share > 0.0 && self.prompt_memory_share <= 1.0) {
+            return Err(format!(
+                "[engine] prompt_memory_share = {} is out of range: use a value above 0 and at most 1",
+                self.prompt_memory_share
             ));
         }
         if !matches!(self.consolidation_mode.as_str(), "memory_md" | "facts") {

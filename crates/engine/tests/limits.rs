@@ -83,3 +83,99 @@ async fn an_endless_answer_is_refused_and_the_turn_keeps_its_log() {
         .unwrap();
     assert_eq!(out.answer, "short answer");
 }
+
+/// A small window gets a bounded share of memory in its prompt: MEMORY.md
+/// first, then the current facts, then the daily log's newest lines, each
+/// cut at a line with a note naming the file; a large window shows all of
+/// it. What was cut stays in the files.
+#[tokio::test]
+async fn memory_in_the_prompt_keeps_within_its_share_of_the_window() {
+    let env = env().await;
+    let now = chrono::DateTime::parse_from_rfc3339("2026-03-02T10:00:00Z")
+        .unwrap()
+        .with_timezone(&chrono::Utc);
+    let memory_md: String = (0..120)
+        .map(|i| {
+            format!("- Core fact number {i}: the user keeps project {i} notes in folder p{i}.\n")
+        })
+        .collect();
+    let small = engine(&env, 2_048, 256, "", now);
+    small.memory().write_memory_md(&memory_md).unwrap();
+    let mut facts = mnemo_store::memory::facts::FactsFile::parse("");
+    for i in 0..80 {
+        facts.add(
+            &format!("The user's locker {i} code is {}", 1000 + i),
+            None,
+            now,
+            None,
+        );
+    }
+    small.memory().write_facts(&facts).unwrap();
+    for i in 0..60 {
+        small
+            .memory()
+            .append_daily(&format!("Daily item {i} about the garden"), now, false)
+            .unwrap();
+    }
+
+    let report = small.build_context_from_log(KEY, &[]).unwrap();
+    let share = small.thresholds().budget / 4;
+    let memory: usize = report
+        .parts
+        .iter()
+        .filter(|p| p.name == "memory_md" || p.name == "daily_logs")
+        .map(|p| p.tokens)
+        .sum();
+    // Give or take the notes of the parts that got no line (about 40
+    // tokens each).
+    assert!(
+        memory <= share + 100,
+        "{memory} tokens of memory, share {share}"
+    );
+    assert!(report.memory_truncated);
+    // MEMORY.md is cut from its end and says so; the facts and the log get
+    // what is left (here: nothing but the notes).
+    assert!(
+        report.system.contains("Core fact number 0:"),
+        "{}",
+        report.system
+    );
+    assert!(!report.system.contains("Core fact number 119:"));
+    assert!(report
+        .system
+        .contains("more lines of MEMORY.md are not shown"));
+    assert!(report
+        .system
+        .contains("more lines of memory/facts.md are not shown"));
+    assert!(report
+        .system
+        .contains("earlier lines of memory/2026-03-02.md are not shown"));
+    // Nothing was cut from the files themselves.
+    let on_disk = std::fs::read_to_string(env.ws.root().join("MEMORY.md")).unwrap();
+    assert!(on_disk.contains("Core fact number 119:"));
+
+    // With room, the newest daily lines come before the older ones go.
+    let mid = engine(&env, 2_048, 256, "prompt_memory_share = 1.0", now);
+    std::fs::write(env.ws.root().join("MEMORY.md"), "- One core fact.\n").unwrap();
+    let mut few = mnemo_store::memory::facts::FactsFile::parse("");
+    few.add("The user's bike is blue", None, now, None);
+    mid.memory().write_facts(&few).unwrap();
+    let report = mid.build_context_from_log(KEY, &[]).unwrap();
+    assert!(report.system.contains("bike is blue"), "{}", report.system);
+    assert!(report.system.contains("Daily item 59 about the garden"));
+    mid.memory().write_facts(&facts).unwrap();
+
+    // A large window shows every fact and every daily line.
+    let large = engine(&env, 200_000, 8_192, "", now);
+    let report = large.build_context_from_log(KEY, &[]).unwrap();
+    assert!(!report.memory_truncated);
+    assert!(report.system.contains("locker 79 code is 1079"));
+    assert!(report.system.contains("Daily item 0 about the garden"));
+    assert!(!report.system.contains("are not shown"));
+
+    let bad = Config::parse("[engine]\nprompt_memory_share = 0\n").unwrap();
+    let err = Engine::new(&env.ws, &bad, model(&env.server, 2_048, 256))
+        .err()
+        .unwrap();
+    assert!(err.to_string().contains("prompt_memory_share"), "{err}");
+}

@@ -127,6 +127,7 @@ fn main() {
             "--scan" => {
                 scan = match val().as_str() {
                     "exact" => VectorScan::Exact,
+                    "full_int8" => VectorScan::FullInt8,
                     _ => VectorScan::Int8,
                 }
             }
@@ -242,10 +243,14 @@ fn main() {
     }
 }
 
-/// recall@10 of the `Int8` scan (the int8 pass, the exact re-rank of its
-/// pool) against the exact f32 scan, on the stored vectors of the index.
+/// recall@10 of the vector scans against the exact f32 scan, on the
+/// stored vectors of the index: the `Int8` scan of a set with its f32 rows
+/// (the int8 pass, the exact re-rank of its pool) and of a codes-only set
+/// (the 4-bit first pass, the int8 pass over what it keeps, then the pool
+/// re-scored exactly, as the SQLite backend does), and the codes-only set's
+/// int8 pass over every row.
 fn vector_recall(root: &std::path::Path, emb: &HashEmbedder, qs: &[String]) {
-    use mnemo_index::vectors::VectorSet;
+    use mnemo_index::vectors::{dot, first_pass_kernel_name, VectorSet};
     let db = root.join(".mnemo").join("index.sqlite");
     let c = rusqlite::Connection::open_with_flags(&db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
         .unwrap();
@@ -255,25 +260,44 @@ fn vector_recall(root: &std::path::Path, emb: &HashEmbedder, qs: &[String]) {
     let d = emb.dims();
     let t = Instant::now();
     let mut set = VectorSet::with_capacity(d, n);
+    let mut lean = VectorSet::codes_only(d, n);
     let mut stmt = c
         .prepare("SELECT c.id, e.embedding FROM chunks c JOIN embedding_cache e ON e.hash = c.hash")
         .unwrap();
     let mut rows = stmt.query([]).unwrap();
+    let mut row_of = std::collections::HashMap::new();
     while let Some(r) = rows.next().unwrap() {
-        set.push_le_bytes(
-            r.get(0).unwrap(),
-            0,
-            r.get_ref(1).unwrap().as_blob().unwrap(),
-        );
+        let id: i64 = r.get(0).unwrap();
+        let blob = r.get_ref(1).unwrap().as_blob().unwrap();
+        row_of.insert(id, set.len());
+        set.push_le_bytes(id, 0, blob);
+        lean.push_le_bytes(id, 0, blob);
     }
+    let t_load = t.elapsed();
+    let t = Instant::now();
+    lean.finish_loading();
     println!(
-        "recall: {} vectors loaded in f32 in {:.1?}",
+        "recall: {} vectors loaded in f32 in {t_load:.1?}; the 4-bit copy built in {:.1?} ({})",
         set.len(),
-        t.elapsed()
+        t.elapsed(),
+        first_pass_kernel_name(),
     );
     let k = 50; // the candidates a default search asks the vector side for
-    let (mut hit, mut total) = (0usize, 0usize);
-    let (mut t_int8, mut t_exact) = (Duration::ZERO, Duration::ZERO);
+                // Re-scores a codes-only pool exactly, as `SqliteBackend::rescore` does.
+    let rescore = |pool: Vec<(i64, f32)>, q: &[f32]| -> Vec<i64> {
+        let mut exact: Vec<(i64, f32)> = pool
+            .into_iter()
+            .map(|(id, _)| {
+                let r = row_of[&id];
+                (id, dot(&set.data()[r * d..(r + 1) * d], q))
+            })
+            .collect();
+        exact.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        exact.into_iter().take(10).map(|x| x.0).collect()
+    };
+    let mut hits = [0usize; 3];
+    let mut times = [Duration::ZERO; 4];
+    let mut total = 0usize;
     for q in qs {
         let v = emb
             .embed(&[q.as_str()], EmbedKind::Query)
@@ -281,20 +305,42 @@ fn vector_recall(root: &std::path::Path, emb: &HashEmbedder, qs: &[String]) {
             .remove(0);
         let t = Instant::now();
         let want: Vec<i64> = set.top_k(&v, 10, None).into_iter().map(|x| x.0).collect();
-        t_exact += t.elapsed();
+        times[0] += t.elapsed();
         let t = Instant::now();
         let got = set.search(VectorScan::Int8, &v, k, None);
-        t_int8 += t.elapsed();
-        hit += got.iter().take(10).filter(|x| want.contains(&x.0)).count();
+        times[1] += t.elapsed();
+        let t = Instant::now();
+        let first = lean.search(VectorScan::Int8, &v, k, None);
+        times[2] += t.elapsed();
+        let t = Instant::now();
+        let full = lean.search(VectorScan::FullInt8, &v, k, None);
+        times[3] += t.elapsed();
+        let lists = [
+            got.iter().take(10).map(|x| x.0).collect::<Vec<_>>(),
+            rescore(first, &v),
+            rescore(full, &v),
+        ];
+        for (h, l) in hits.iter_mut().zip(&lists) {
+            *h += l.iter().filter(|id| want.contains(id)).count();
+        }
         total += want.len();
     }
+    let per = |t: Duration| t / qs.len().max(1) as u32;
+    let r = |h: usize| h as f64 / total.max(1) as f64;
     println!(
-        "recall@10 of the int8 scan (pool {}) against the exact scan: \
-         {:.4} over {} queries; {:.2?} against {:.2?} per query (f32 rows in memory here)",
-        mnemo_index::vectors::rerank_pool(k),
-        hit as f64 / total.max(1) as f64,
+        "recall@10 against the exact scan over {} queries (exact scan {:.2?} a query):\n  \
+         int8 scan, f32 rows (pool {}): {:.4} ({:.2?})\n  \
+         codes only, 4-bit first pass (keeps {}), int8, exact re-score: {:.4} ({:.2?} before the re-score)\n  \
+         codes only, int8 over every row, exact re-score: {:.4} ({:.2?} before the re-score)",
         qs.len(),
-        t_int8 / qs.len() as u32,
-        t_exact / qs.len() as u32,
+        per(times[0]),
+        mnemo_index::vectors::rerank_pool(k),
+        r(hits[0]),
+        per(times[1]),
+        mnemo_index::vectors::first_pass_pool(mnemo_index::vectors::rerank_pool(k)),
+        r(hits[1]),
+        per(times[2]),
+        r(hits[2]),
+        per(times[3]),
     );
 }

@@ -145,8 +145,14 @@ fn hash_key(hex_hash: &str) -> Option<[u8; 32]> {
 /// the model's rows of `embedding_cache` (a full scan, `NOT INDEXED`: the
 /// primary-key index would add a row lookup per vector), joined by hash.
 fn load_vectors(c: &Connection, id: &EmbedderId, dims: usize) -> rusqlite::Result<VectorSet> {
-    let mut by_hash: HashMap<[u8; 32], Vec<(i64, u8)>> = HashMap::new();
-    let mut rows = 0usize;
+    // Chunks by hash as chains through one vector (most hashes have one
+    // chunk): a `Vec` per hash cost a small allocation each, which at a
+    // million chunks left about 100 MB of heap behind after the load.
+    // Each hash maps to its chain's first and last chunk, so the chunks of a
+    // hash keep the order of the scan.
+    const END: u32 = u32::MAX;
+    let mut first: HashMap<[u8; 32], (u32, u32)> = HashMap::new();
+    let mut chunks: Vec<(i64, u8, u32)> = Vec::new();
     {
         let mut stmt = c.prepare("SELECT id, source, hash FROM chunks")?;
         let mut q = stmt.query([])?;
@@ -155,11 +161,20 @@ fn load_vectors(c: &Connection, id: &EmbedderId, dims: usize) -> rusqlite::Resul
                 continue;
             };
             let tag = source_tag(Source::parse(r.get_ref(1)?.as_str()?));
-            by_hash.entry(key).or_default().push((r.get(0)?, tag));
-            rows += 1;
+            let at = chunks.len() as u32;
+            match first.entry(key) {
+                std::collections::hash_map::Entry::Vacant(v) => {
+                    v.insert((at, at));
+                }
+                std::collections::hash_map::Entry::Occupied(mut o) => {
+                    chunks[o.get().1 as usize].2 = at;
+                    o.get_mut().1 = at;
+                }
+            }
+            chunks.push((r.get(0)?, tag, END));
         }
     }
-    let mut set = VectorSet::sized_for(dims, rows);
+    let mut set = VectorSet::sized_for(dims, chunks.len());
     let mut stmt = c.prepare(
         "SELECT hash, embedding FROM embedding_cache NOT INDEXED
          WHERE provider = ?1 AND model = ?2 AND provider_key = ?3",
@@ -169,13 +184,19 @@ fn load_vectors(c: &Connection, id: &EmbedderId, dims: usize) -> rusqlite::Resul
         let Some(key) = hash_key(r.get_ref(0)?.as_str()?) else {
             continue;
         };
-        if let Some(chunks) = by_hash.get(&key) {
-            let blob = r.get_ref(1)?.as_blob()?;
-            for (cid, tag) in chunks {
-                set.push_le_bytes(*cid, *tag, blob);
-            }
+        let Some(&(head, _)) = first.get(&key) else {
+            continue;
+        };
+        let blob = r.get_ref(1)?.as_blob()?;
+        let mut at = head;
+        while at != END {
+            let (cid, tag, next) = chunks[at as usize];
+            set.push_le_bytes(cid, tag, blob);
+            at = next;
         }
     }
+    drop((first, chunks));
+    set.finish_loading();
     Ok(set)
 }
 

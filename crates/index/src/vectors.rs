@@ -29,11 +29,18 @@
 //! set is loaded without its f32 rows ([`VectorSet::codes_only`]); its scan
 //! returns the int8 pool with approximate scores, and the caller re-scores
 //! the pool from the stored vectors (the SQLite backend does, in one query),
-//! so the results are the same as with the rows in memory.
+//! so the results are the same as with the rows in memory. Such a set also
+//! keeps a 4-bit copy of its rows ([`coarse`]): its scan first keeps the
+//! best [`first_pass_pool`] rows of that copy, scores only those in int8,
+//! and hands the best of them on, so a search reads half the bytes.
 
 use std::collections::HashSet;
 
 use serde::{Deserialize, Serialize};
+
+mod coarse;
+
+pub use coarse::kernel_name as first_pass_kernel_name;
 
 /// Which scan answers vector search (`[index] vector_scan`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -45,6 +52,9 @@ pub enum VectorScan {
     Int8,
     /// f32 dot product with every row (slower, for comparison).
     Exact,
+    /// As `Int8`, but a set that keeps codes only skips its 4-bit first
+    /// pass and scores every row in int8 (for comparison).
+    FullInt8,
 }
 
 /// Candidates re-scored exactly by the int8 scan for a top-`k` request: 4k,
@@ -52,6 +62,13 @@ pub enum VectorScan {
 /// vectors; the margin covers real embeddings, which cluster more.
 pub fn rerank_pool(k: usize) -> usize {
     (4 * k).max(100)
+}
+
+/// Rows the 4-bit first pass of a codes-only set keeps for the int8 pass,
+/// for an int8 pool of `keep`: 20 times as many, at least 4,000. Measured
+/// at a million hash-embedder rows (docs/BENCHMARKS.md, item 32).
+pub fn first_pass_pool(keep: usize) -> usize {
+    (20 * keep).max(4_000)
 }
 
 /// Bytes scanned per thread below which a scan stays on the calling thread:
@@ -468,6 +485,9 @@ pub struct VectorSet {
     codes: Vec<i8>,
     scales: Vec<f32>,
     exact: bool,
+    /// The 4-bit first pass of a codes-only set, built by
+    /// [`VectorSet::finish_loading`]; dropped by any change to the rows.
+    coarse: Option<coarse::Coarse>,
 }
 
 impl Default for VectorSet {
@@ -492,6 +512,7 @@ impl VectorSet {
             codes: Vec::with_capacity(rows * dims),
             scales: Vec::with_capacity(rows),
             exact: true,
+            coarse: None,
         }
     }
 
@@ -508,6 +529,7 @@ impl VectorSet {
             codes: Vec::with_capacity(rows * dims),
             scales: Vec::with_capacity(rows),
             exact: false,
+            coarse: None,
         }
     }
 
@@ -547,9 +569,29 @@ impl VectorSet {
         &self.data
     }
 
-    /// Bytes held (f32 rows, int8 rows, scales, ids, tags).
+    /// Bytes held (f32 rows, int8 rows, scales, ids, tags, the 4-bit copy).
     pub fn memory_bytes(&self) -> usize {
-        self.data.len() * 4 + self.codes.len() + self.scales.len() * 4 + self.ids.len() * 9
+        self.data.len() * 4
+            + self.codes.len()
+            + self.scales.len() * 4
+            + self.ids.len() * 9
+            + self.coarse.as_ref().map_or(0, |c| c.memory_bytes())
+    }
+
+    /// Builds what the scans need besides the rows once a set is loaded:
+    /// the 4-bit copy of a codes-only set (about 0.2 s and half the codes'
+    /// memory at a million rows of 384 dimensions). A set with its f32 rows
+    /// needs nothing. Any later push or removal drops the copy again (the
+    /// scan then scores every row in int8) until this is called again.
+    pub fn finish_loading(&mut self) {
+        if !self.exact && !self.is_empty() {
+            self.coarse = Some(coarse::Coarse::build(&self.codes, &self.scales, self.dims));
+        }
+    }
+
+    /// Whether a 4-bit first pass is in place (see [`VectorSet::finish_loading`]).
+    pub fn has_first_pass(&self) -> bool {
+        self.coarse.is_some()
     }
 
     /// Adds one vector; `source` is a small tag used by filters. A vector of
@@ -558,6 +600,7 @@ impl VectorSet {
         if v.len() != self.dims || self.dims == 0 {
             return false;
         }
+        self.coarse = None;
         self.ids.push(id);
         self.sources.push(source);
         if self.exact {
@@ -575,6 +618,7 @@ impl VectorSet {
         if blob.len() != self.dims * 4 || self.dims == 0 {
             return false;
         }
+        self.coarse = None;
         let decoded = blob
             .chunks_exact(4)
             .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]));
@@ -748,6 +792,7 @@ impl VectorSet {
                 "trailing bytes after the vectors",
             ));
         }
+        set.finish_loading();
         Ok(set)
     }
 
@@ -765,6 +810,7 @@ impl VectorSet {
         if ids.is_empty() {
             return;
         }
+        self.coarse = None;
         let d = self.dims;
         let mut w = 0usize;
         for r in 0..self.ids.len() {
@@ -803,7 +849,14 @@ impl VectorSet {
         allow: SourceFilter<'_>,
     ) -> Vec<(i64, f32)> {
         if !self.exact {
-            let mut pool = self.pool_int8(query, rerank_pool(k).max(k), allow);
+            let keep = rerank_pool(k).max(k);
+            let mut pool = match &self.coarse {
+                Some(c) if scan != VectorScan::FullInt8 && first_pass_pool(keep) < self.len() => {
+                    let first = c.pool(query, first_pass_pool(keep), &self.sources, allow);
+                    self.refine_int8(query, first, keep)
+                }
+                _ => self.pool_int8(query, keep, allow),
+            };
             pool.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
             let q_scale = quantize(query, &mut Vec::with_capacity(self.dims));
             return pool
@@ -813,7 +866,9 @@ impl VectorSet {
         }
         match scan {
             VectorScan::Exact => self.top_k(query, k, allow),
-            VectorScan::Int8 => self.top_k_int8(query, k, rerank_pool(k), allow),
+            VectorScan::Int8 | VectorScan::FullInt8 => {
+                self.top_k_int8(query, k, rerank_pool(k), allow)
+            }
         }
     }
 
@@ -905,6 +960,23 @@ impl VectorSet {
             best.finish()
         });
         parts.into_iter().flatten().collect()
+    }
+
+    /// The best `keep` of the first pass's rows by their int8 scores, as
+    /// [`VectorSet::pool_int8`] gives them.
+    fn refine_int8(&self, query: &[f32], rows: Vec<(f32, u32)>, keep: usize) -> Vec<(f32, u32)> {
+        let d = self.dims;
+        let mut q = Vec::with_capacity(d);
+        quantize(query, &mut q);
+        let kern = kernels();
+        let mut best = Best::new(keep);
+        let mut out = [0i32; 1];
+        for (_, r) in rows {
+            let r = r as usize;
+            (kern.i8_rows)(&self.codes[r * d..(r + 1) * d], d, &q, &mut out);
+            best.offer(out[0] as f32 * self.scales[r], r as u32);
+        }
+        best.finish()
     }
 
     /// Offers a block of scores (rows `lo..lo + scores.len()`) to `best`.
@@ -1136,6 +1208,72 @@ mod tests {
         assert_eq!(lean.len(), 398);
         assert!(!VectorSet::sized_for(384, 1_000_000).has_exact_rows());
         assert!(VectorSet::sized_for(384, 10_000).has_exact_rows());
+    }
+
+    /// A codes-only set past the first pass's pool narrows with its 4-bit
+    /// copy, and its pool, re-scored exactly, gives the full set's top 10;
+    /// any change to the rows drops the copy, and the scan then scores
+    /// every row in int8 (the same pool as `FullInt8`).
+    #[test]
+    fn the_first_pass_keeps_the_top_rows() {
+        let d = 96;
+        let n = first_pass_pool(rerank_pool(10)) * 3;
+        let mut rnd = rng(21);
+        let mut full = VectorSet::with_capacity(d, n);
+        let mut lean = VectorSet::codes_only(d, n);
+        for i in 0..n {
+            // A few dominant dimensions shared by every row, as in the
+            // hash embedder's vectors, where per-row codes failed.
+            let mut v: Vec<f32> = (0..d).map(|_| rnd() * 0.2).collect();
+            v[3] += 2.0;
+            v[40] -= 1.5;
+            let v = unit(v);
+            full.push(i as i64, (i % 2) as u8, &v);
+            lean.push(i as i64, (i % 2) as u8, &v);
+        }
+        assert!(!lean.has_first_pass());
+        lean.finish_loading();
+        assert!(lean.has_first_pass());
+        assert!(lean.memory_bytes() > full.memory_bytes() / 5 + n * d / 2);
+        let rescore = |pool: Vec<(i64, f32)>, q: &[f32]| {
+            let mut exact: Vec<(i64, f32)> = pool
+                .into_iter()
+                .map(|(id, _)| {
+                    let r = id as usize;
+                    (id, dot(&full.data()[r * d..(r + 1) * d], q))
+                })
+                .collect();
+            exact.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            exact.truncate(10);
+            exact
+        };
+        let odd: &(dyn Fn(u8) -> bool + Sync) = &|s| s == 1;
+        let (mut hit, queries) = (0, 40);
+        for i in 0..queries {
+            let q = unit((0..d).map(|_| rnd()).collect());
+            let allow = if i % 4 == 0 { Some(odd) } else { None };
+            let want = full.search(VectorScan::Exact, &q, 10, allow);
+            let pool = lean.search(VectorScan::Int8, &q, 10, allow);
+            assert_eq!(pool.len(), rerank_pool(10));
+            if let Some(f) = allow {
+                assert!(pool.iter().all(|(id, _)| f((*id % 2) as u8)));
+            }
+            let got = rescore(pool, &q);
+            hit += got
+                .iter()
+                .filter(|g| want.iter().any(|w| w.0 == g.0))
+                .count();
+        }
+        let recall = hit as f64 / (queries * 10) as f64;
+        assert!(recall >= 0.98, "recall@10 = {recall}");
+
+        let q = unit((0..d).map(|_| rnd()).collect());
+        let everything = lean.search(VectorScan::FullInt8, &q, 10, None);
+        lean.remove(&[0].into());
+        assert!(!lean.has_first_pass());
+        let after: Vec<(i64, f32)> = lean.search(VectorScan::Int8, &q, 10, None);
+        let before: Vec<(i64, f32)> = everything.into_iter().filter(|x| x.0 != 0).collect();
+        assert_eq!(after[..10], before[..10]);
     }
 
     #[test]

@@ -106,6 +106,11 @@ fn vector_scan_setting_parses_and_defaults_to_int8() {
         IndexSettings::from_config(&c).unwrap().index.vector_scan,
         VectorScan::Exact
     );
+    let c = Config::parse("[index]\nvector_scan = \"full_int8\"\n").unwrap();
+    assert_eq!(
+        IndexSettings::from_config(&c).unwrap().index.vector_scan,
+        VectorScan::FullInt8
+    );
     let c = Config::parse("[index]\nvector_scan = \"int4\"\n").unwrap();
     assert!(IndexSettings::from_config(&c).is_err());
 }

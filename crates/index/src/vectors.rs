@@ -716,7 +716,15 @@ impl VectorSet {
             }
         }
         let rest: Vec<u8> = rest.iter().map(|x| *x as u8).collect();
-        h[2] = step(h[2], words(&rest));
+        // Eight bytes per word: a longer remainder (a set of fewer than 32
+        // codes, e.g. a few rows of 8 dimensions) overflowed the shift. An
+        // empty one steps once with 0, as before, so existing caches match.
+        if rest.is_empty() {
+            h[2] = step(h[2], 0);
+        }
+        for c in rest.chunks(8) {
+            h[2] = step(h[2], words(c));
+        }
         let data = self.data.chunks_exact(8);
         let rest = data.remainder();
         for c in data {

@@ -9,7 +9,8 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use mnemo_test_support::conformance::{
-    chat, embedder, tokens, Implementation, CHAT_MODELS, EMBEDDERS, TOKEN_COUNTERS,
+    chat, embedder, index, tokens, Implementation, CHAT_MODELS, EMBEDDERS, INDEX_BACKENDS,
+    TOKEN_COUNTERS,
 };
 
 fn crates_dir() -> PathBuf {
@@ -35,6 +36,7 @@ fn every_scenario_function_is_listed() {
         ("embedder.rs", embedder::SCENARIOS),
         ("chat.rs", chat::SCENARIOS),
         ("tokens.rs", tokens::SCENARIOS),
+        ("index.rs", index::SCENARIOS),
     ] {
         let found = scenario_functions(file);
         assert_eq!(
@@ -177,4 +179,9 @@ fn every_chat_model_runs_the_chat_model_suite() {
 #[test]
 fn every_token_counter_runs_the_token_counter_suite() {
     check("TokenCounter", "token_counter_suite", TOKEN_COUNTERS);
+}
+
+#[test]
+fn every_index_backend_runs_the_index_backend_suite() {
+    check("IndexBackend", "index_backend_suite", INDEX_BACKENDS);
 }

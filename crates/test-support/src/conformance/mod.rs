@@ -3,13 +3,15 @@
 //! generates one `#[test]` per scenario for a given implementation
 //! ([`embedder_suite!`](crate::embedder_suite),
 //! [`chat_model_suite!`](crate::chat_model_suite),
+//! [`index_backend_suite!`](crate::index_backend_suite),
 //! [`token_counter_suite!`](crate::token_counter_suite)).
 //!
 //! Two lists keep the suites from shrinking unnoticed. Each module's
 //! `SCENARIOS` names every scenario function; the macro's generated
 //! `suite_is_complete` test fails when the macro skips one, and
 //! test-support's own tests fail when a scenario function is missing from
-//! the list. [`EMBEDDERS`], [`CHAT_MODELS`] and [`TOKEN_COUNTERS`] name every
+//! the list. [`EMBEDDERS`], [`CHAT_MODELS`], [`TOKEN_COUNTERS`] and
+//! [`INDEX_BACKENDS`] name every
 //! implementation in the workspace and the suite instances that run it;
 //! test-support's tests read the sources and fail when an implementation is
 //! missing from them or a named suite instance is not invoked.
@@ -20,6 +22,7 @@
 
 pub mod chat;
 pub mod embedder;
+pub mod index;
 pub mod tokens;
 
 /// One implementation of a seam trait and where its suite runs.
@@ -123,6 +126,14 @@ pub const TOKEN_COUNTERS: &[Implementation] = &[
         exempt: None,
     },
 ];
+
+/// Every `mnemo_index::IndexBackend` in the workspace's libraries.
+pub const INDEX_BACKENDS: &[Implementation] = &[Implementation {
+    ty: "SqliteBackend",
+    tested_in: "index",
+    suites: &["sqlite"],
+    exempt: None,
+}];
 
 /// Fails unless `covered` (what a suite macro generates) is exactly
 /// `scenarios` (what its module defines), naming the difference.

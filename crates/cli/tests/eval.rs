@@ -306,13 +306,14 @@ fn write_path_scores_each_profile_against_the_rule_based_model() {
     let openclaw = profile("openclaw");
     assert_eq!(row(&openclaw), (6, 9, 0, 6, 3, 4, 6), "{openclaw:#}");
     assert_eq!(openclaw["writes"], "flush");
-    // mnemo: MEMORY.md as nanobot, and the flush through the fact
-    // decisions: every value current, the old ones and the retractions
-    // ended in the facts file, no contradiction; each current subject is
-    // both in MEMORY.md and a fact (one duplicate each); flush, decision
-    // and consolidation per session.
+    // mnemo: the flush through the fact decisions: every value current,
+    // the old ones and the retractions ended in the facts file, no
+    // contradiction; consolidation leaves to the facts file what a current
+    // fact says (one home per fact: no duplicate); flush, decision and
+    // consolidation per session.
     let mnemo = profile("mnemo");
-    assert_eq!(row(&mnemo), (9, 9, 2, 9, 0, 4, 18), "{mnemo:#}");
+    assert_eq!(row(&mnemo), (9, 9, 2, 0, 0, 4, 18), "{mnemo:#}");
+    assert_eq!(mnemo["memory_md_lines"], 0, "{mnemo:#}");
     assert_eq!(mnemo["writes"], "memory_md+facts flush");
     assert_eq!(mnemo["refused_operations"], 0, "{mnemo:#}");
     // claude-code writes nothing in the background.

@@ -231,6 +231,47 @@ pub fn enforce_memory(
     (out, dups, cut)
 }
 
+/// One home per fact (the `mnemo` profile writes both MEMORY.md, by
+/// consolidation, and `memory/facts.md`, by the flush's fact decisions):
+/// the bullet lines of `text` that consolidation wrote (their
+/// [`merge::line_key`] is in `consolidated`) and whose every word is in one
+/// current fact of `facts` are left out, because that fact already holds
+/// all they say and is in the prompt too. Nothing is lost by it: the fact
+/// keeps the words, and the history's diff keeps the line. Index lines of
+/// typed memories and lines that people, tools or `memory_write` wrote
+/// are never left out, nor a line that says anything more than a fact.
+/// Returns the text and the lines left out.
+pub fn leave_to_facts(
+    text: &str,
+    facts: &mnemo_store::memory::facts::FactsFile,
+    consolidated: &HashSet<String>,
+) -> (String, Vec<String>) {
+    let current: Vec<HashSet<String>> = facts
+        .current()
+        .map(|f| crate::dream::words(&f.text).into_iter().collect())
+        .collect();
+    if current.is_empty() {
+        return (text.to_string(), Vec::new());
+    }
+    let mut out = String::new();
+    let mut left = Vec::new();
+    for line in text.lines() {
+        let held = !merge::is_index_line(line)
+            && merge::line_key(line).is_some_and(|k| consolidated.contains(&k))
+            && crate::dream::bullet_text(line).is_some_and(|t| {
+                let w = crate::dream::words(t);
+                !w.is_empty() && current.iter().any(|f| w.iter().all(|x| f.contains(x)))
+            });
+        if held {
+            left.push(line.to_string());
+        } else {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    (out, left)
+}
+
 impl Engine {
     /// The consolidation request for a chunk.
     pub(crate) fn consolidation_request(
@@ -382,6 +423,7 @@ impl Engine {
                     update_refused: applied.merged.refused,
                     recovered: false,
                     facts: None,
+                    lines_held_by_facts: applied.held_by_facts.len(),
                 }));
                 Ok(ChunkOutcome::Done)
             }
@@ -445,8 +487,12 @@ impl Engine {
             update,
             consolidated: &consolidated,
         });
+        // One home per fact: what a current fact already says is not kept
+        // in MEMORY.md a second time (both would reach the prompt).
+        let facts = self.memory.read_facts()?;
+        let (text, held_by_facts) = leave_to_facts(&merged.text, &facts, &merged.consolidated);
         let (text, duplicates, cut) = enforce_memory(
-            &merged.text,
+            &text,
             self.settings.memory_max_lines,
             self.settings.memory_max_bytes,
             &|l| {
@@ -460,6 +506,7 @@ impl Engine {
             duplicates,
             cut,
             merged,
+            held_by_facts,
         };
         if !applied.diff.is_empty() {
             let now = self.now();
@@ -633,6 +680,7 @@ struct AppliedUpdate {
     duplicates: usize,
     cut: Vec<String>,
     merged: merge::Merged,
+    held_by_facts: Vec<String>,
 }
 
 impl AppliedUpdate {
@@ -652,6 +700,13 @@ impl AppliedUpdate {
             s.push_str(&format!(
                 ", {} line(s) the model left out kept (not written by consolidation, or new since it read MEMORY.md)",
                 self.merged.kept
+            ));
+        }
+        if !self.held_by_facts.is_empty() {
+            s.push_str(&format!(
+                ", {} line(s) left to {} (a current fact there says all they say)",
+                self.held_by_facts.len(),
+                mnemo_store::memory::facts::FACTS_FILE
             ));
         }
         if self.merged.refused {

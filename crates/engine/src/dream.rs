@@ -91,7 +91,9 @@ pub struct DreamUndone {
     pub lines: usize,
 }
 
-fn words(text: &str) -> Vec<String> {
+/// The words of `text` as the dream compares them: lower-cased runs of
+/// letters and digits, and each character of scripts without spaces.
+pub(crate) fn words(text: &str) -> Vec<String> {
     text.split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
         .flat_map(|w| {
@@ -157,7 +159,7 @@ pub fn unaccounted_memory_md(before: &str, after: &str, facts: &FactsFile) -> Ve
 }
 
 /// The text of a MEMORY.md bullet line (`- text` or `* text`).
-fn bullet_text(line: &str) -> Option<&str> {
+pub(crate) fn bullet_text(line: &str) -> Option<&str> {
     let t = line.trim_start();
     t.strip_prefix("- ")
         .or_else(|| t.strip_prefix("* "))

@@ -36,6 +36,14 @@ pub struct ConsolidationRound {
     /// `memory/facts.md`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub facts: Option<crate::facts::FactRound>,
+    /// Lines of consolidation's MEMORY.md left out because a current fact
+    /// of `memory/facts.md` already says all they say (one home per fact).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub lines_held_by_facts: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// What a memory flush did.

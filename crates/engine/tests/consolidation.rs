@@ -198,3 +198,49 @@ async fn one_consolidation_per_session_at_a_time() {
     engine.consolidate_now(KEY).await.unwrap();
     assert_eq!(env.server.request_count(), 1);
 }
+
+/// One home per fact: consolidation's own lines that a current fact of
+/// memory/facts.md already says are left to the facts file; a line that
+/// says more, and a line someone else wrote, stay in MEMORY.md.
+#[tokio::test]
+async fn memory_md_leaves_to_the_facts_what_a_current_fact_says() {
+    let env = env().await;
+    write_session(&env.ws, &chat_turns(3, 20));
+    let mem = env.ws.root().join("memory");
+    std::fs::create_dir_all(&mem).unwrap();
+    std::fs::write(
+        mem.join("facts.md"),
+        "# Facts\n\n- The user's city is Lyon. (f1; since 2026-02-01)\n- ~~The user's city is Paris.~~ (f2; since 2026-01-01; until 2026-02-01; superseded by f1)\n",
+    )
+    .unwrap();
+    // Typed by a person: kept although the fact says it too.
+    std::fs::write(
+        env.ws.root().join("MEMORY.md"),
+        "- The user's city is Lyon\n",
+    )
+    .unwrap();
+    env.server.push(Reply::tool_call(
+        "save_memory",
+        json!(json!({
+            "history_entry": "[2026-03-01 10:00] talked",
+            "memory_update": "- The user's city is Lyon\n- The user's city is Lyon.\n- The user's city is Paris.\n- The user's city is Lyon and they cycle to work.\n- Likes hiking.\n"
+        })
+        .to_string()),
+    ));
+    let engine = engine(&env, 8_000, 1_000, "", t0());
+    let events = engine.consolidate_now(KEY).await.unwrap();
+    match &events[..] {
+        [EngineEvent::Consolidated(r)] => assert_eq!(r.lines_held_by_facts, 1, "{r:#?}"),
+        other => panic!("{other:#?}"),
+    }
+    assert_eq!(
+        engine.memory().read_memory_md().unwrap(),
+        "- The user's city is Lyon\n- The user's city is Paris.\n- The user's city is Lyon and they cycle to work.\n- Likes hiking.\n",
+        "only the line the current fact says word for word, and that consolidation wrote, is left out"
+    );
+    let history = engine.memory().read_history().unwrap();
+    assert!(
+        history.contains("1 line(s) left to memory/facts.md"),
+        "{history}"
+    );
+}

@@ -266,7 +266,7 @@ class MemPalace:
         for k in ("HOME", "MEMPALACE_EMBEDDING_MODEL", "MEMPALACE_EMBEDDING_API_URL", "MEMPALACE_EMBEDDING_API_MODEL",
                   "MEMPALACE_EMBEDDING_API_KEY", "HF_HUB_OFFLINE", "ANONYMIZED_TELEMETRY"):
             os.environ[k] = self.env[k]
-        from mempalace.searcher.query import search_memories
+        from mempalace.searcher import search_memories
 
         self.search = search_memories
 
@@ -380,7 +380,13 @@ def main():
                             took, paths = s.warm(q)
                             row[s.name]["warm"].append(took)
                         s.stop()
-                    print(f"[{n}] round {r + 1}: {s.name} done", flush=True)
+                    v = row[s.name]
+                    warm = f"{statistics.median(v['warm']) * 1e3:.1f} ms" if v["warm"] else "n/a"
+                    print(
+                        f"[{n}] round {r + 1}: {s.name} done (so far: cold p50 {statistics.median(v['cold']) * 1e3:.0f} ms, "
+                        f"warm p50 {warm}, top-3 {v['ok']}/{v['asked']})",
+                        flush=True,
+                    )
             results[n] = row
     finally:
         server.kill()

@@ -241,11 +241,7 @@ impl Engine {
         let lines = body.lines().count();
         let reserve = self.counter.count_text(&left_out_note(lines, which, file));
         let room = left.saturating_sub(self.counter.count_text(header) + reserve);
-        let (kept, cut) = if from_end {
-            self.tail_within_tokens(body, room)
-        } else {
-            self.head_within(body, room)
-        };
+        let (kept, cut) = self.lines_within(body, room, from_end);
         let note = left_out_note(cut, which, file);
         let part = match (kept.is_empty(), from_end) {
             (true, _) => note,
@@ -256,42 +252,25 @@ impl Engine {
         (part, true)
     }
 
-    /// The longest run of whole lines from the start of `text` within
-    /// `max_tokens`, and how many lines were left out.
-    fn head_within(&self, text: &str, max_tokens: usize) -> (String, usize) {
-        let ends: Vec<usize> = text
-            .split_inclusive('\n')
-            .scan(0, |at, l| {
-                *at += l.len();
-                Some(*at)
-            })
-            .collect();
-        let fits = |n: usize| n == 0 || self.counter.count_text(&text[..ends[n - 1]]) <= max_tokens;
-        let n = longest(ends.len(), fits);
-        let kept = if n == 0 { "" } else { &text[..ends[n - 1]] };
-        (kept.trim_end().to_string(), ends.len() - n)
-    }
-
-    /// The longest run of whole lines from the end of `text` within
-    /// `max_tokens`, and how many lines were left out.
-    fn tail_within_tokens(&self, text: &str, max_tokens: usize) -> (String, usize) {
-        let starts: Vec<usize> = {
-            let mut v: Vec<usize> = text
-                .split_inclusive('\n')
-                .scan(0, |at, l| {
-                    let s = *at;
-                    *at += l.len();
-                    Some(s)
-                })
-                .collect();
-            v.reverse();
-            v
+    /// The longest run of whole lines of `text` within `max_tokens`, from
+    /// its start (or its end, `from_end`), and how many lines were left out.
+    fn lines_within(&self, text: &str, max_tokens: usize, from_end: bool) -> (String, usize) {
+        // Line boundaries; `n` lines are `..bounds[n]` from the start or
+        // `bounds[total - n]..` from the end.
+        let mut bounds = vec![0];
+        bounds.extend(text.split_inclusive('\n').scan(0, |at, l| {
+            *at += l.len();
+            Some(*at)
+        }));
+        let total = bounds.len() - 1;
+        let part = |n: usize| match from_end {
+            false => &text[..bounds[n]],
+            true => &text[bounds[total - n]..],
         };
-        let fits =
-            |n: usize| n == 0 || self.counter.count_text(&text[starts[n - 1]..]) <= max_tokens;
-        let n = longest(starts.len(), fits);
-        let kept = if n == 0 { "" } else { &text[starts[n - 1]..] };
-        (kept.trim_end().to_string(), starts.len() - n)
+        let n = longest(total, |n| {
+            n == 0 || self.counter.count_text(part(n)) <= max_tokens
+        });
+        (part(n).trim_end().to_string(), total - n)
     }
 
     /// History entries of `loaded` as the next prompt carries them.

@@ -1045,7 +1045,7 @@ mod tests {
         v.into_iter().map(|x| x / n).collect()
     }
 
-    fn rng(seed: u64) -> impl FnMut() -> f32 {
+    pub(super) fn rng(seed: u64) -> impl FnMut() -> f32 {
         let mut seed = seed;
         move || {
             seed = seed

@@ -314,16 +314,7 @@ mod x86 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn rng(seed: u64) -> impl FnMut() -> f32 {
-        let mut seed = seed;
-        move || {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((seed >> 33) as f32 / (1u64 << 31) as f32) - 0.5
-        }
-    }
+    use crate::vectors::tests::rng;
 
     fn random_codes(rows: usize, dims: usize, seed: u64) -> (Vec<i8>, Vec<f32>) {
         let mut rnd = rng(seed);

@@ -153,6 +153,18 @@ pub fn import(
     source: &Path,
     options: &ImportOptions,
 ) -> Result<Report> {
+    import_watched(workspace, tool, source, options, None)
+}
+
+/// [`import`], telling `watch` of each action as it is recorded (for a
+/// progress display: a large history takes a while).
+pub fn import_watched(
+    workspace: &Workspace,
+    tool: Tool,
+    source: &Path,
+    options: &ImportOptions,
+    watch: Option<std::sync::Arc<dyn Fn(&Action) + Send + Sync>>,
+) -> Result<Report> {
     let src = source::Source::open(source)?;
     let manifest = manifest::Manifest::load(workspace)?;
     let sessions = SessionStore::new(workspace, options.session.clone());
@@ -164,6 +176,7 @@ pub fn import(
         options.dry_run,
         manifest,
     );
+    imp.report.watcher = report::Watcher(watch);
     let looked_in = match tool {
         Tool::Nanobot => nanobot::run(&mut imp, src, &options.select)?,
         Tool::OpenClaw => openclaw::run(&mut imp, src, &options.select)?,

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 
 use serde::Serialize;
 
@@ -134,6 +135,23 @@ pub struct Report {
     /// Conversations (session logs, transcripts) found in the source,
     /// imported or already there.
     pub conversations: usize,
+    /// Told of each action as it is recorded (a progress bar).
+    #[serde(skip)]
+    pub(crate) watcher: Watcher,
+}
+
+/// A callback told of every action as the import records it.
+#[derive(Clone, Default)]
+pub(crate) struct Watcher(pub(crate) Option<Arc<dyn Fn(&Action) + Send + Sync>>);
+
+impl fmt::Debug for Watcher {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "Watcher(..)"
+        } else {
+            "Watcher(None)"
+        })
+    }
 }
 
 impl Report {
@@ -169,13 +187,17 @@ impl Report {
         source: impl Into<String>,
         detail: impl Into<String>,
     ) {
-        self.actions.push(Action {
+        let action = Action {
             verb,
             kind,
             target: target.into(),
             source: source.into(),
             detail: detail.into(),
-        });
+        };
+        if let Some(watch) = &self.watcher.0 {
+            watch(&action);
+        }
+        self.actions.push(action);
     }
 
     /// Number of actions with this verb.

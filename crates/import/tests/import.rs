@@ -11,7 +11,7 @@ use std::path::Path;
 
 use fixtures::*;
 use mnemo_core::{Message, Workspace};
-use mnemo_import::{import, ImportOptions, Kind, Report, Tool, Verb};
+use mnemo_import::{import, import_watched, ImportOptions, Kind, Report, Tool, Verb};
 use mnemo_store::Record;
 use pretty_assertions::assert_eq;
 use serde_json::{json, Value};
@@ -49,6 +49,31 @@ fn import_twice_opts(ws: &Path, tool: Tool, src: &Path, memory_only: bool) -> Re
     assert_eq!(tree(ws), after_first);
     assert_eq!(tree(src), source_before, "the source was modified");
     first
+}
+
+/// The progress display is told of every action, in the report's order,
+/// as it is recorded.
+#[test]
+fn the_watcher_sees_every_action_as_it_happens() {
+    use std::sync::{Arc, Mutex};
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("nanobot");
+    let ws = dir.path().join("ws");
+    nanobot_classic(&src);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    let watch = Arc::new(move |a: &mnemo_import::Action| log.lock().unwrap().push(a.to_string()));
+    let report = import_watched(
+        &Workspace::new(&ws),
+        Tool::Nanobot,
+        &src,
+        &ImportOptions::default(),
+        Some(watch),
+    )
+    .unwrap();
+    let all: Vec<String> = report.actions.iter().map(|a| a.to_string()).collect();
+    assert!(all.len() > 2, "{all:?}");
+    assert_eq!(*seen.lock().unwrap(), all);
 }
 
 #[test]

@@ -5,10 +5,12 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::{Args, Subcommand};
-use mnemo_import::{export_nanobot, import, ExportOptions, ImportOptions, Report, Select, Tool};
+use mnemo_import::{
+    export_nanobot, import_watched, ExportOptions, ImportOptions, Report, Select, Tool,
+};
 
 use crate::ctx::GlobalArgs;
-use crate::output::UsageError;
+use crate::output::{stderr_bar, UsageError};
 
 /// Arguments of `mnemo import`.
 #[derive(Debug, Args)]
@@ -112,7 +114,22 @@ pub fn run(args: ImportArgs, global: &GlobalArgs) -> Result<()> {
         select,
         allow_no_sessions: args.allow_no_sessions,
     };
-    let report = import(&ctx.workspace, tool, &args.path, &options).map_err(library_error)?;
+    // The number of files is not known before the source is read: a
+    // spinner that counts what was handled, with the latest target.
+    let bar = stderr_bar("{spinner} importing: {pos} done {elapsed} {wide_msg}");
+    bar.enable_steady_tick(std::time::Duration::from_millis(120));
+    let ticks = bar.clone();
+    let watch = std::sync::Arc::new(move |a: &mnemo_import::Action| {
+        ticks.inc(1);
+        ticks.set_message(if a.target.is_empty() {
+            a.source.clone()
+        } else {
+            a.target.clone()
+        });
+    });
+    let result = import_watched(&ctx.workspace, tool, &args.path, &options, Some(watch));
+    bar.finish_and_clear();
+    let report = result.map_err(library_error)?;
     print_report(&report, "the import finished with problems (the `error` and `refuse` lines above); what could be imported was")
 }
 

@@ -150,13 +150,14 @@ impl Walker<'_> {
             return;
         };
         self.dirs.push((rel.to_string(), before));
-        let mut entries: Vec<_> = entries.flatten().collect();
-        entries.sort_by_key(|e| e.file_name());
-        for e in entries {
-            let name = e.file_name().to_string_lossy().into_owned();
-            if name.starts_with('.') {
-                continue;
-            }
+        // Names are read once (`sort_by_key` would build one per comparison).
+        let mut entries: Vec<(String, std::fs::DirEntry)> = entries
+            .flatten()
+            .map(|e| (e.file_name().to_string_lossy().into_owned(), e))
+            .filter(|(name, _)| !name.starts_with('.'))
+            .collect();
+        entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        for (name, e) in entries {
             let child_rel = format!("{rel}/{name}");
             let child = e.path();
             let named = name.len() > ext.len() && name.to_ascii_lowercase().ends_with(ext);

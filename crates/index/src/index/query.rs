@@ -16,14 +16,39 @@ impl MemoryIndex {
         }
         let mut warnings = Vec::new();
         let opts = &self.inner.settings.search;
-        if opts.sync_on_search {
-            self.refresh(&mut warnings);
-        }
-        match self.search_once(query, req, &mut warnings) {
+        let readings = readings(query, opts.dialogue_focus);
+        // The query's embedding does not depend on the index: it is
+        // computed on a second thread while the freshness check runs (in a
+        // one-shot process whose check compares every file, the two take
+        // about as long as each other).
+        let wanted = self.inner.embedder.as_ref().filter(|e| {
+            opts.vector_weight > 0.0
+                && !(text::mostly_cjk(query) && e.multilingual() == Some(false))
+        });
+        let embed = |emb: &Arc<dyn Embedder>| embed_readings(emb.as_ref(), &readings);
+        let embedded = match (wanted, opts.sync_on_search) {
+            (Some(emb), true) => std::thread::scope(|s| {
+                let job = s.spawn(|| embed(emb));
+                self.refresh(&mut warnings);
+                job.join()
+                    .unwrap_or_else(|_| Err("the embedding thread stopped".into()))
+            }),
+            (Some(emb), false) => embed(emb),
+            (None, sync) => {
+                if sync {
+                    self.refresh(&mut warnings);
+                }
+                // Unused: the search is keyword-only (`vectors_usable`).
+                Err("no query embedding".into())
+            }
+        };
+        match self.search_once(query, req, &readings, &embedded, &mut warnings) {
             Ok(r) => Ok(r),
             // A generation swapped by another process can vanish under an
             // old connection; resolve the live one and retry once.
-            Err(IndexError::Sqlite(_)) => self.search_once(query, req, &mut warnings),
+            Err(IndexError::Sqlite(_)) => {
+                self.search_once(query, req, &readings, &embedded, &mut warnings)
+            }
             Err(e) => Err(e),
         }
     }
@@ -32,6 +57,8 @@ impl MemoryIndex {
         &self,
         query: &str,
         req: &SearchRequest,
+        readings: &[Reading],
+        embedded: &Embedded,
         warnings: &mut Vec<String>,
     ) -> Result<SearchResponse> {
         let opts = &self.inner.settings.search;
@@ -47,7 +74,6 @@ impl MemoryIndex {
         // Candidates: keyword and phrase hits, vector hits, and what was
         // said in the periods the query names.
         let today = chrono::Local::now().date_naive();
-        let readings = readings(query, opts.dialogue_focus);
         // Dates count where the need is: in the focus of a dialogue.
         let periods = if opts.date_boost > 0.0 {
             when::dates(&readings[0].text, today).periods
@@ -56,7 +82,7 @@ impl MemoryIndex {
         };
         let mut keyword: Vec<(i64, f64)> = Vec::new();
         let mut tokens: Vec<String> = Vec::new();
-        for r in &readings {
+        for r in readings {
             let keyword_query = if opts.date_boost > 0.0 {
                 when::dates(&r.text, today).rest
             } else {
@@ -75,7 +101,7 @@ impl MemoryIndex {
             }
         }
         let vector = if hybrid {
-            self.vector_candidates(&backend, &readings, n_cand, &sources, warnings)?
+            self.vector_candidates(&backend, readings, embedded, n_cand, &sources, warnings)?
         } else {
             None
         };
@@ -225,15 +251,15 @@ impl MemoryIndex {
         &self,
         backend: &SqliteBackend,
         readings: &[Reading],
+        embedded: &Embedded,
         n_cand: usize,
         sources: &[Source],
         warnings: &mut Vec<String>,
     ) -> Result<Option<Vec<(i64, f32)>>> {
-        let Some(emb) = &self.inner.embedder else {
+        if self.inner.embedder.is_none() {
             return Ok(None);
-        };
-        let texts: Vec<&str> = readings.iter().map(|r| r.text.as_str()).collect();
-        match emb.embed(&texts, EmbedKind::Query) {
+        }
+        match embedded {
             Ok(vs) if vs.len() == readings.len() => {
                 let mut out: Vec<(i64, f32)> = Vec::new();
                 for (v, r) in vs.iter().zip(readings) {
@@ -256,6 +282,15 @@ impl MemoryIndex {
             }
         }
     }
+}
+
+/// The query's readings embedded, or why not (said in the warnings).
+type Embedded = std::result::Result<Vec<Vec<f32>>, String>;
+
+fn embed_readings(emb: &dyn Embedder, readings: &[Reading]) -> Embedded {
+    let texts: Vec<&str> = readings.iter().map(|r| r.text.as_str()).collect();
+    emb.embed(&texts, EmbedKind::Query)
+        .map_err(|e| e.to_string())
 }
 
 /// One way of reading the query, and how much its ranking weighs.

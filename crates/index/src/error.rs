@@ -36,10 +36,8 @@ pub enum IndexError {
     #[error("index database error: {0}\nthe index is derived data: if this persists, run `mnemo index --force` to rebuild it")]
     Sqlite(#[from] rusqlite::Error),
     /// Another process holds the sync lock and the caller asked not to wait.
-    #[error(
-        "another sync is running on this workspace (lock file {0}); retry when it has finished"
-    )]
-    Busy(PathBuf),
+    #[error("another sync is running on this index (lock {0}); retry when it has finished")]
+    Busy(String),
     /// The embedder failed; the file stays marked for embedding and the next
     /// sync retries it.
     #[error(transparent)]

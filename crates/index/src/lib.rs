@@ -37,6 +37,8 @@ mod scan;
 mod search;
 mod settings;
 pub mod sqlite;
+mod sqlite_store;
+pub mod store;
 mod text;
 mod transcript;
 mod types;
@@ -50,6 +52,8 @@ pub use backend::IndexBackend;
 pub use error::{IndexError, Result};
 pub use index::{MemoryIndex, WatchHandle};
 pub use settings::{Fusion, IndexOptions, IndexSettings, SearchOptions, VectorScale};
+pub use sqlite_store::SqliteStore;
+pub use store::{Generation, IndexStore, LockWait, WriterLock};
 pub use types::{
     FileIssue, GetResponse, IndexStatus, SearchHit, SearchMode, SearchRequest, SearchResponse,
     Source, SyncProgress, SyncReport,

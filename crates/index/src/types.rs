@@ -186,8 +186,9 @@ pub struct IndexStatus {
     pub dims: Option<usize>,
     /// The mode searches run in.
     pub mode: SearchMode,
-    /// The live database file.
-    pub db_path: String,
+    /// Where the live index is (the SQLite file, or a database URL without
+    /// its password).
+    pub location: String,
     /// True when files changed since the last sync (or the index was built
     /// with other settings and needs a full reindex).
     pub dirty: bool,

@@ -117,7 +117,7 @@ fn stale_index_generations_are_collected_on_open() {
     f.write("MEMORY.md", "# Core\n- Dana lives in Porto.\n");
     let index = keyword_index(&f);
     index.reindex(true, &|_| {}).unwrap();
-    let live = index.status().unwrap().db_path;
+    let live = index.status().unwrap().location;
     drop(index);
     let state = f.root().join(".mnemo");
     let orphans = [
@@ -149,6 +149,6 @@ fn stale_index_generations_are_collected_on_open() {
         assert!(!state.join(o).exists(), "{o} left behind");
     }
     assert!(state.join("index-notes.txt").exists());
-    assert_eq!(index.status().unwrap().db_path, live);
+    assert_eq!(index.status().unwrap().location, live);
     assert!(!hits(&index, "Porto").is_empty());
 }

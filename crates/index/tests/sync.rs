@@ -154,7 +154,7 @@ fn chunking_change_rebuilds_into_a_new_database_while_old_one_answers() {
     assert!(report.full_rebuild);
     let st = new.status().unwrap();
     assert!(!st.needs_full_reindex && !st.dirty);
-    assert_ne!(st.db_path, old_status.db_path);
+    assert_ne!(st.location, old_status.location);
     assert!(
         st.chunks > old_status.chunks,
         "{} vs {}",
@@ -162,7 +162,7 @@ fn chunking_change_rebuilds_into_a_new_database_while_old_one_answers() {
         old_status.chunks
     );
     assert!(
-        !std::path::Path::new(&old_status.db_path).exists(),
+        !std::path::Path::new(&old_status.location).exists(),
         "old generation removed"
     );
     // The old handle follows the swap and still answers (with a warning that
@@ -332,7 +332,7 @@ fn the_embedding_cache_stays_within_its_cap() {
     settings.index.embedding_cache_max = 3;
     let index = MemoryIndex::open(&f.ws, settings, Some(model())).unwrap();
     let rows = |index: &MemoryIndex| -> (i64, i64) {
-        let db = rusqlite::Connection::open(index.status().unwrap().db_path).unwrap();
+        let db = rusqlite::Connection::open(index.status().unwrap().location).unwrap();
         let total = db
             .query_row("SELECT count(*) FROM embedding_cache", [], |r| r.get(0))
             .unwrap();
@@ -417,4 +417,82 @@ fn blank_and_empty_files_index_with_an_embedder_that_refuses_blank_text() {
         hits.warnings
     );
     assert!(hits.results[0].snippet.contains("spare key"), "{hits:?}");
+}
+
+/// A store of the caller's own: SQLite underneath, every lifecycle call
+/// counted, so the test sees `MemoryIndex` go through the seam.
+struct CountingStore {
+    inner: mnemo_index::SqliteStore,
+    locks: AtomicUsize,
+    generations: AtomicUsize,
+    scrubs: AtomicUsize,
+}
+
+impl mnemo_index::IndexStore for CountingStore {
+    fn location(&self) -> String {
+        format!("counted:{}", self.inner.location())
+    }
+    fn live(&self) -> mnemo_index::Result<Arc<dyn mnemo_index::IndexBackend>> {
+        self.inner.live()
+    }
+    fn lock(
+        &self,
+        wait: mnemo_index::LockWait,
+    ) -> mnemo_index::Result<Option<mnemo_index::WriterLock>> {
+        self.locks.fetch_add(1, Ordering::SeqCst);
+        self.inner.lock(wait)
+    }
+    fn lock_location(&self) -> String {
+        self.inner.lock_location()
+    }
+    fn new_generation(&self) -> mnemo_index::Result<Box<dyn mnemo_index::Generation>> {
+        self.generations.fetch_add(1, Ordering::SeqCst);
+        self.inner.new_generation()
+    }
+    fn scrub(&self) -> mnemo_index::Result<()> {
+        self.scrubs.fetch_add(1, Ordering::SeqCst);
+        self.inner.scrub()
+    }
+}
+
+#[test]
+fn the_index_runs_over_a_store_of_the_callers_own() {
+    use mnemo_index::IndexStore;
+    let f = fixture(3);
+    let emb = model();
+    let store = Arc::new(CountingStore {
+        inner: mnemo_index::SqliteStore::open(
+            &f.ws.state_dir(),
+            Some((emb.id(), emb.dims())),
+            Default::default(),
+        )
+        .unwrap(),
+        locks: AtomicUsize::new(0),
+        generations: AtomicUsize::new(0),
+        scrubs: AtomicUsize::new(0),
+    });
+    let index =
+        MemoryIndex::with_store(&f.ws, IndexSettings::default(), Some(emb), store.clone()).unwrap();
+    assert_eq!(index.sync(&|_| {}).unwrap().indexed.len(), 4);
+    assert_eq!(store.locks.load(Ordering::SeqCst), 1);
+    assert_eq!(store.generations.load(Ordering::SeqCst), 0);
+    let hits = index.search(&SearchRequest::new("Porto")).unwrap();
+    assert_eq!(hits.results[0].path, "MEMORY.md");
+    // A forced rebuild fills a new generation and swaps it in.
+    let before = index.status().unwrap().location;
+    assert!(before.starts_with("counted:"), "{before}");
+    assert!(index.reindex(true, &|_| {}).unwrap().full_rebuild);
+    assert_eq!(store.generations.load(Ordering::SeqCst), 1);
+    assert_ne!(index.status().unwrap().location, before);
+    let hits = index.search(&SearchRequest::new("Porto")).unwrap();
+    assert_eq!(hits.results[0].path, "MEMORY.md");
+    index.forget_unused().unwrap();
+    assert_eq!(store.scrubs.load(Ordering::SeqCst), 1);
+    // The lock keeps a second writer out until it is dropped.
+    let now = || mnemo_index::LockWait::Until(std::time::Instant::now());
+    let held = store.lock(mnemo_index::LockWait::Forever).unwrap();
+    assert!(held.is_some());
+    assert!(store.lock(now()).unwrap().is_none());
+    drop(held);
+    assert!(store.lock(now()).unwrap().is_some());
 }

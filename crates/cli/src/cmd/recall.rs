@@ -295,7 +295,7 @@ pub fn status(args: StatusArgs, global: &GlobalArgs) -> Result<()> {
     outln!("chunks:  {} ({} with vectors)", st.chunks, st.vectors);
     outln!(
         "index:   {}{}",
-        st.db_path,
+        st.location,
         if st.dirty {
             " (files changed since the last sync)"
         } else {

@@ -1,9 +1,8 @@
 //! `MemoryIndex`: the facade over one workspace's index. This module owns
-//! opening it, its generations (the live database named by a pointer file,
-//! replaced by a full rebuild) and its metadata; the work is split by
-//! concern:
+//! opening it (over an [`IndexStore`]: SQLite files by default) and its
+//! metadata; the work is split by concern:
 //! - `sync`: bringing the index up to date (incremental by content hash,
-//!   full rebuilds into a new database swapped in atomically);
+//!   full rebuilds into a new generation swapped in atomically);
 //! - `query`: answering `memory_search`;
 //! - `get`: `memory_get`;
 //! - `watch`: re-indexing on file-system events.
@@ -19,7 +18,7 @@ use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use mnemo_core::{EmbedKind, Embedder, Workspace};
@@ -32,18 +31,13 @@ use crate::redact;
 use crate::scan::{self, Found};
 use crate::search;
 use crate::settings::{IndexSettings, SearchOptions};
-use crate::sqlite::{SqliteBackend, SCHEMA_VERSION};
+use crate::sqlite::SCHEMA_VERSION;
+use crate::sqlite_store::SqliteStore;
+use crate::store::{IndexStore, LockWait};
 use crate::text;
 use crate::transcript;
 use crate::types::*;
 use crate::when;
-
-/// Name of the first database file; later generations are `index-<ms>.sqlite`.
-const FIRST_DB: &str = "index.sqlite";
-/// File naming the live database (replaced atomically by rename).
-const POINTER: &str = "index.current";
-/// Lock file held during a sync.
-const LOCK: &str = "sync.lock";
 
 /// The memory index of one workspace. Cheap to clone (shared state); safe to
 /// use from many threads: searches never wait for a sync.
@@ -60,7 +54,9 @@ struct Inner {
     /// Tokens the embedder's counter adds to any text (special tokens,
     /// document prefix): subtracted so per-line counts add up.
     token_base: usize,
-    current: RwLock<Arc<SqliteBackend>>,
+    store: Arc<dyn IndexStore>,
+    /// This process's syncs, one at a time (the store's lock keeps other
+    /// processes out).
     sync_lock: Mutex<()>,
     /// The watcher keeping this index fresh, while one runs.
     watching: Mutex<std::sync::Weak<watch::WatchState>>,
@@ -85,14 +81,23 @@ impl MemoryIndex {
         embedder: Option<Arc<dyn Embedder>>,
     ) -> Result<MemoryIndex> {
         settings.validate()?;
+        let emb_id = embedder.as_ref().map(|e| (e.id(), e.dims()));
+        let store = SqliteStore::open(&ws.state_dir(), emb_id, settings.index.vector_scan)?;
+        Self::with_store(ws, settings, embedder, Arc::new(store))
+    }
+
+    /// [`MemoryIndex::open`] over another store (a database server, or a
+    /// store of the caller's own). The workspace's `.mnemo/` still holds
+    /// the freshness journal and the watcher's fence.
+    pub fn with_store(
+        ws: &Workspace,
+        settings: IndexSettings,
+        embedder: Option<Arc<dyn Embedder>>,
+        store: Arc<dyn IndexStore>,
+    ) -> Result<MemoryIndex> {
+        settings.validate()?;
         let state_dir = ws.state_dir();
         std::fs::create_dir_all(&state_dir).map_err(|e| IndexError::io(&state_dir, e))?;
-        let emb_id = embedder.as_ref().map(|e| (e.id(), e.dims()));
-        let live = read_pointer(&state_dir).unwrap_or_else(|| FIRST_DB.to_string());
-        collect_stale_generations(&state_dir, &live);
-        let db = state_dir.join(live);
-        let backend =
-            SqliteBackend::open(&db, emb_id)?.with_vector_scan(settings.index.vector_scan);
         let token_base = embedder
             .as_ref()
             .and_then(|e| e.count_tokens(""))
@@ -104,7 +109,7 @@ impl MemoryIndex {
                 embedder,
                 state_dir,
                 token_base,
-                current: RwLock::new(Arc::new(backend)),
+                store,
                 sync_lock: Mutex::new(()),
                 watching: Mutex::new(std::sync::Weak::new()),
             }),
@@ -125,47 +130,14 @@ impl MemoryIndex {
         self.sync(&|_| {})?;
         let backend = self.backend()?;
         let dropped = backend.prune_embedding_cache(0)?;
-        backend.scrub()?;
+        self.inner.store.scrub()?;
         Ok(dropped)
     }
 
     /// The live backend, switching to a newer generation if another process
     /// swapped one in.
-    fn backend(&self) -> Result<Arc<SqliteBackend>> {
-        let cur = self
-            .inner
-            .current
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
-        let Some(name) = read_pointer(&self.inner.state_dir) else {
-            return Ok(cur);
-        };
-        if cur
-            .path()
-            .file_name()
-            .is_some_and(|n| n.to_string_lossy() == name)
-        {
-            return Ok(cur);
-        }
-        let path = self.inner.state_dir.join(&name);
-        if !path.exists() {
-            return Ok(cur);
-        }
-        let fresh = Arc::new(
-            SqliteBackend::open(&path, self.emb_id())?
-                .with_vector_scan(self.inner.settings.index.vector_scan),
-        );
-        *self
-            .inner
-            .current
-            .write()
-            .unwrap_or_else(|e| e.into_inner()) = fresh.clone();
-        Ok(fresh)
-    }
-
-    fn emb_id(&self) -> Option<(mnemo_core::EmbedderId, usize)> {
-        self.inner.embedder.as_ref().map(|e| (e.id(), e.dims()))
+    fn backend(&self) -> Result<Arc<dyn IndexBackend>> {
+        self.inner.store.live()
     }
 
     /// Chunk size actually used: the configured size, capped by the model's
@@ -255,7 +227,7 @@ impl MemoryIndex {
 
     /// True when the live index was built with another model, chunking or
     /// schema (an empty index never needs a rebuild).
-    fn needs_full_reindex(&self, backend: &SqliteBackend) -> Result<bool> {
+    fn needs_full_reindex(&self, backend: &dyn IndexBackend) -> Result<bool> {
         let meta = backend.meta()?;
         if !meta.contains_key("schema_version") {
             return Ok(backend.counts()?.files > 0);
@@ -270,7 +242,7 @@ impl MemoryIndex {
     pub fn status(&self) -> Result<IndexStatus> {
         let backend = self.backend()?;
         let counts = backend.counts()?;
-        let needs_full = self.needs_full_reindex(&backend)?;
+        let needs_full = self.needs_full_reindex(backend.as_ref())?;
         let dirty = needs_full || self.is_dirty()?;
         let (model, dims) = match &self.inner.embedder {
             Some(e) => {
@@ -295,77 +267,9 @@ impl MemoryIndex {
             model,
             dims,
             mode,
-            db_path: backend.path().to_string_lossy().into_owned(),
+            location: self.inner.store.location(),
             dirty,
             needs_full_reindex: needs_full,
         })
-    }
-}
-
-fn read_pointer(state_dir: &Path) -> Option<String> {
-    let name = std::fs::read_to_string(state_dir.join(POINTER)).ok()?;
-    let name = name.trim();
-    // Only a plain file name inside .mnemo/ is accepted.
-    (!name.is_empty() && !name.contains(['/', '\\']) && name.ends_with(".sqlite"))
-        .then(|| name.to_string())
-}
-
-fn write_pointer(state_dir: &Path, name: &str) -> Result<()> {
-    let tmp = state_dir.join(format!("{POINTER}.tmp"));
-    std::fs::write(&tmp, format!("{name}\n")).map_err(|e| IndexError::io(&tmp, e))?;
-    if let Ok(f) = File::open(&tmp) {
-        let _ = f.sync_all();
-    }
-    let dst = state_dir.join(POINTER);
-    std::fs::rename(&tmp, &dst).map_err(|e| IndexError::io(&dst, e))
-}
-
-/// Removes index generations that are not the live one: a full rebuild
-/// killed before its swap leaves its `index-<ms>.sqlite` (and WAL) behind.
-/// Only while no sync runs (the sync lock is free), since a running rebuild's
-/// new generation looks just like an orphan; otherwise the next open does it.
-fn collect_stale_generations(state_dir: &Path, live: &str) {
-    let lock_path = state_dir.join(LOCK);
-    let Ok(lock) = File::options()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&lock_path)
-    else {
-        return;
-    };
-    if lock.try_lock().is_err() {
-        return;
-    }
-    let Ok(entries) = std::fs::read_dir(state_dir) else {
-        let _ = lock.unlock();
-        return;
-    };
-    for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let base = ["-wal", "-shm", "-journal"]
-            .iter()
-            .find_map(|s| name.strip_suffix(s))
-            .unwrap_or(&name);
-        let generation = base == FIRST_DB
-            || base
-                .strip_prefix("index-")
-                .and_then(|r| r.strip_suffix(".sqlite"))
-                .is_some_and(|ms| !ms.is_empty() && ms.bytes().all(|b| b.is_ascii_digit()));
-        if generation && base != live {
-            if let Err(e) = std::fs::remove_file(entry.path()) {
-                tracing::warn!("cannot remove the stale index file {name}: {e}");
-            }
-        }
-    }
-    let _ = lock.unlock();
-}
-
-fn remove_db_files(path: &Path) {
-    let _ = std::fs::remove_file(path);
-    for suffix in ["-wal", "-shm", "-journal"] {
-        let mut p = path.as_os_str().to_owned();
-        p.push(suffix);
-        let _ = std::fs::remove_file(PathBuf::from(p));
     }
 }

@@ -63,13 +63,14 @@ impl MemoryIndex {
     ) -> Result<SearchResponse> {
         let opts = &self.inner.settings.search;
         let backend = self.backend()?;
+        let backend = backend.as_ref();
         let max_results = req.max_results.unwrap_or(opts.max_results).max(1);
         let min_score = req.min_score.unwrap_or(opts.min_score);
         let sources: Vec<Source> = req.sources.clone().unwrap_or_default();
         let n_cand = (max_results * opts.candidate_multiplier)
             .clamp(50, 1000)
             .max(max_results);
-        let mut hybrid = self.vectors_usable(&backend, query, warnings)?;
+        let mut hybrid = self.vectors_usable(backend, query, warnings)?;
 
         // Candidates: keyword and phrase hits, vector hits, and what was
         // said in the periods the query names.
@@ -91,7 +92,7 @@ impl MemoryIndex {
             let toks = text::query_tokens(&keyword_query);
             if !toks.is_empty() && (opts.text_weight > 0.0 || !hybrid) {
                 let hits =
-                    keyword_candidates(&backend, &toks, &keyword_query, opts, n_cand, &sources)?;
+                    keyword_candidates(backend, &toks, &keyword_query, opts, n_cand, &sources)?;
                 search::blend_keyword(&mut keyword, &hits, r.weight);
             }
             for t in toks {
@@ -101,7 +102,7 @@ impl MemoryIndex {
             }
         }
         let vector = if hybrid {
-            self.vector_candidates(&backend, readings, embedded, n_cand, &sources, warnings)?
+            self.vector_candidates(backend, readings, embedded, n_cand, &sources, warnings)?
         } else {
             None
         };
@@ -111,13 +112,13 @@ impl MemoryIndex {
         }
         let mut cands = search::merge(&keyword, vector.as_deref().unwrap_or_default());
         if !periods.is_empty() {
-            period_candidates(&backend, &periods, &mut cands, n_cand, &sources)?;
+            period_candidates(backend, &periods, &mut cands, n_cand, &sources)?;
         }
 
         // Scores: fusion, then what the chunks' files, identifiers, dates
         // and ages say about them.
         search::fuse(&mut cands, opts, hybrid);
-        let mut records = records_of(&backend, &cands)?;
+        let mut records = records_of(backend, &cands)?;
         cands.retain(|c| records.contains_key(&c.id));
         if opts.file_context > 0.0 {
             let file_of: HashMap<i64, &str> = records
@@ -216,7 +217,7 @@ impl MemoryIndex {
     /// knows the query's language. Says why not in `warnings`.
     fn vectors_usable(
         &self,
-        backend: &SqliteBackend,
+        backend: &dyn IndexBackend,
         query: &str,
         warnings: &mut Vec<String>,
     ) -> Result<bool> {
@@ -249,7 +250,7 @@ impl MemoryIndex {
     /// warning) when the query could not be embedded.
     fn vector_candidates(
         &self,
-        backend: &SqliteBackend,
+        backend: &dyn IndexBackend,
         readings: &[Reading],
         embedded: &Embedded,
         n_cand: usize,
@@ -324,7 +325,7 @@ fn readings(query: &str, focus: f32) -> Vec<Reading> {
 /// Keyword candidates `(chunk id, -bm25)`, best first, with the BM25 of the
 /// query's adjacent word pairs added (`phrase_weight`).
 fn keyword_candidates(
-    backend: &SqliteBackend,
+    backend: &dyn IndexBackend,
     tokens: &[String],
     keyword_query: &str,
     opts: &SearchOptions,
@@ -345,7 +346,7 @@ fn keyword_candidates(
 /// What was said in the periods the query names is a candidate even when
 /// no word or vector matched ("what did we talk about on 3 June?").
 fn period_candidates(
-    backend: &SqliteBackend,
+    backend: &dyn IndexBackend,
     periods: &[when::Period],
     cands: &mut Vec<search::Candidate>,
     n_cand: usize,
@@ -367,7 +368,7 @@ fn period_candidates(
 
 /// The candidates' chunks by id.
 fn records_of(
-    backend: &SqliteBackend,
+    backend: &dyn IndexBackend,
     cands: &[search::Candidate],
 ) -> Result<HashMap<i64, ChunkRecord>> {
     let ids: Vec<i64> = cands.iter().map(|c| c.id).collect();

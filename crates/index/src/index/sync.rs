@@ -65,18 +65,18 @@ impl MemoryIndex {
     /// Waits for a sync running in another thread or process.
     pub fn sync(&self, progress: &dyn Fn(SyncProgress)) -> Result<SyncReport> {
         self.run_sync(false, Wait::Forever, true, Scope::All, progress)?
-            .ok_or_else(|| IndexError::Busy(self.inner.state_dir.join(LOCK)))
+            .ok_or_else(|| IndexError::Busy(self.inner.store.lock_location()))
     }
 
     /// Like [`MemoryIndex::sync`]; with `force` the whole index is rebuilt
     /// into a new database (and swapped in) even if nothing changed.
     pub fn reindex(&self, force: bool, progress: &dyn Fn(SyncProgress)) -> Result<SyncReport> {
         self.run_sync(force, Wait::Forever, true, Scope::All, progress)?
-            .ok_or_else(|| IndexError::Busy(self.inner.state_dir.join(LOCK)))
+            .ok_or_else(|| IndexError::Busy(self.inner.store.lock_location()))
     }
 
     /// The freshness stamp of `backend` (`None` before its first sync).
-    pub(super) fn stamp(backend: &SqliteBackend) -> Result<Option<Stamp>> {
+    pub(super) fn stamp(backend: &dyn IndexBackend) -> Result<Option<Stamp>> {
         Ok(backend
             .meta()?
             .get(fresh::META_KEY)
@@ -94,14 +94,7 @@ impl MemoryIndex {
         scope: Scope,
         progress: &dyn Fn(SyncProgress),
     ) -> Result<Option<SyncReport>> {
-        let lock_path = self.inner.state_dir.join(LOCK);
-        let lock_file = File::options()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .map_err(|e| IndexError::io(&lock_path, e))?;
-        // This process's syncs, then other processes' (the file lock).
+        // This process's syncs, then other processes' (the store's lock).
         let deadline = match wait {
             Wait::UpTo(d) => Some(Instant::now() + d),
             _ => None,
@@ -124,39 +117,31 @@ impl MemoryIndex {
             }
             std::thread::sleep(Duration::from_millis(5));
         };
-        loop {
-            if wait == Wait::Forever {
-                lock_file
-                    .lock()
-                    .map_err(|e| IndexError::io(&lock_path, e))?;
-                break;
-            }
-            match lock_file.try_lock() {
-                Ok(()) => break,
-                Err(std::fs::TryLockError::WouldBlock) => {}
-                Err(std::fs::TryLockError::Error(e)) => return Err(IndexError::io(&lock_path, e)),
-            }
-            if deadline.is_none_or(|d| Instant::now() >= d) {
-                return Ok(None);
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        let lock_wait = match (wait, deadline) {
+            (Wait::Forever, _) => LockWait::Forever,
+            (_, Some(d)) => LockWait::Until(d),
+            (_, None) => LockWait::Until(Instant::now()),
+        };
+        let Some(writer) = self.inner.store.lock(lock_wait)? else {
+            return Ok(None);
+        };
         let backend = self.backend()?;
-        let full = force || self.needs_full_reindex(&backend)?;
+        let full = force || self.needs_full_reindex(backend.as_ref())?;
         if full && !allow_full {
-            let _ = lock_file.unlock();
             return Ok(None);
         }
         let report = if full {
-            self.full_rebuild(&backend, progress)
+            self.full_rebuild(progress)
         } else {
             let mut report = SyncReport::default();
             let r = match scope {
-                Scope::All => self.sync_into(&backend, false, &mut report, progress),
+                Scope::All => self.sync_into(backend.as_ref(), false, &mut report, progress),
                 Scope::Changed {
                     reconcile_ms,
                     extra,
-                } => self.sync_changed(&backend, reconcile_ms, extra, &mut report, progress),
+                } => {
+                    self.sync_changed(backend.as_ref(), reconcile_ms, extra, &mut report, progress)
+                }
             };
             r.and_then(|()| {
                 if !backend.meta()?.contains_key("schema_version") {
@@ -165,46 +150,24 @@ impl MemoryIndex {
                 Ok(report)
             })
         };
-        let _ = lock_file.unlock();
+        drop(writer);
         progress(SyncProgress::Finished);
         report.map(Some)
     }
 
-    fn full_rebuild(
-        &self,
-        old: &Arc<SqliteBackend>,
-        progress: &dyn Fn(SyncProgress),
-    ) -> Result<SyncReport> {
-        let name = format!("index-{}.sqlite", chrono::Utc::now().timestamp_millis());
-        let path = self.inner.state_dir.join(&name);
-        remove_db_files(&path);
-        let fresh = Arc::new(
-            SqliteBackend::open(&path, self.emb_id())?
-                .with_vector_scan(self.inner.settings.index.vector_scan),
-        );
-        fresh.import_cache_from(old.path())?;
+    /// Builds every file into a new generation and swaps it in; searches
+    /// keep using the old one meanwhile.
+    fn full_rebuild(&self, progress: &dyn Fn(SyncProgress)) -> Result<SyncReport> {
+        let generation = self.inner.store.new_generation()?;
+        let fresh = generation.backend();
         let mut report = SyncReport {
             full_rebuild: true,
             ..Default::default()
         };
-        if let Err(e) = self.sync_into(&fresh, true, &mut report, progress) {
-            drop(fresh);
-            remove_db_files(&path);
-            return Err(e);
-        }
+        // On an error the generation is dropped, and with it its data.
+        self.sync_into(fresh.as_ref(), true, &mut report, progress)?;
         fresh.set_meta(&self.desired_meta())?;
-        fresh.checkpoint()?;
-        write_pointer(&self.inner.state_dir, &name)?;
-        *self
-            .inner
-            .current
-            .write()
-            .unwrap_or_else(|e| e.into_inner()) = fresh;
-        // Searches that still hold the old generation keep their open
-        // connections (the file stays readable until they finish on Unix).
-        if old.path() != path {
-            remove_db_files(old.path());
-        }
+        generation.swap_in()?;
         Ok(report)
     }
 
@@ -212,7 +175,7 @@ impl MemoryIndex {
     /// the freshness check starts from next time.
     fn sync_into(
         &self,
-        backend: &SqliteBackend,
+        backend: &dyn IndexBackend,
         full: bool,
         report: &mut SyncReport,
         progress: &dyn Fn(SyncProgress),
@@ -244,7 +207,7 @@ impl MemoryIndex {
     /// when the check says so.
     fn sync_changed(
         &self,
-        backend: &SqliteBackend,
+        backend: &dyn IndexBackend,
         reconcile_ms: i64,
         extra: BTreeSet<String>,
         report: &mut SyncReport,
@@ -275,7 +238,7 @@ impl MemoryIndex {
     /// index; then moves the stamp on.
     fn sync_changes(
         &self,
-        backend: &SqliteBackend,
+        backend: &dyn IndexBackend,
         stamp: Stamp,
         changes: fresh::Changes,
         extra: BTreeSet<String>,
@@ -344,7 +307,7 @@ impl MemoryIndex {
     /// files are left without vectors (the embedder failed).
     fn apply(
         &self,
-        backend: &SqliteBackend,
+        backend: &dyn IndexBackend,
         found: &[Found],
         known: &HashMap<String, FileRecord>,
         full: bool,
@@ -537,7 +500,7 @@ impl MemoryIndex {
     /// keyword search and marked so the next sync retries their vectors.
     fn flush(
         &self,
-        backend: &SqliteBackend,
+        backend: &dyn IndexBackend,
         pending: &mut Vec<Prepared>,
         report: &mut SyncReport,
         embedded_so_far: &mut usize,

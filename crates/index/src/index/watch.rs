@@ -292,7 +292,7 @@ impl MemoryIndex {
     /// A sync of `scope` that waits for other syncs (never a full rebuild).
     fn sync_scoped(&self, scope: Scope) -> Result<SyncReport> {
         self.run_sync(false, Wait::Forever, true, scope, &|_| {})?
-            .ok_or_else(|| IndexError::Busy(self.inner.state_dir.join(LOCK)))
+            .ok_or_else(|| IndexError::Busy(self.inner.store.lock_location()))
     }
 
     fn watching(&self) -> Option<Arc<WatchState>> {
@@ -322,7 +322,7 @@ impl MemoryIndex {
         if extra.is_empty() && !rescan {
             let due = self
                 .backend()
-                .and_then(|b| Self::stamp(&b))
+                .and_then(|b| Self::stamp(b.as_ref()))
                 .map(|s| fresh::due(&self.inner.ws, s.as_ref(), now_ms(), reconcile_ms));
             match due {
                 Ok(Due::Nothing) => return,

@@ -29,6 +29,11 @@ pub const REPEAT_PENALTY: f32 = 1.1;
 /// How many recent tokens [`REPEAT_PENALTY`] looks at.
 pub const REPEAT_WINDOW: usize = 64;
 
+/// Tokens before the end of a forced call's budget at which each token is
+/// checked to leave room for closing the value: more than one token can
+/// add to what closing takes (`{"` of an object with required keys).
+const CLOSE_MARGIN: usize = 48;
+
 /// Smallest output budget a prompt must leave free in the context window;
 /// below it the prompt is reported as too long (so the engine compacts)
 /// rather than answered in a few tokens.
@@ -515,23 +520,41 @@ impl Engine {
             if cancel.load(Ordering::Relaxed) {
                 return Err(Error::Cancelled);
             }
-            if *generated >= budget {
-                let text = String::from_utf8_lossy(&bytes);
+            let over_budget = |bytes: &[u8]| {
+                let text = String::from_utf8_lossy(bytes);
                 let tail: String = {
                     let chars: Vec<char> = text.chars().collect();
                     chars[chars.len().saturating_sub(160)..].iter().collect()
                 };
-                return Err(Error::BadAnswer(format!(
+                Error::BadAnswer(format!(
                     "the model spent its budget of {budget} tokens inside {what} without closing its JSON ({} bytes so far, ending {tail:?}); raise max_tokens / max_output",
                     bytes.len()
-                )));
+                ))
+            };
+            if *generated >= budget {
+                return Err(over_budget(&bytes));
             }
             penalize(&mut logits, &recent);
+            // Near the end of the budget, a token must leave room to close
+            // the value (one token per byte of `closing` at worst): a small
+            // model that writes on is steered to close its call in time
+            // rather than fail at the limit.
+            let left = budget - *generated;
+            let tight = matcher.closing().len() + CLOSE_MARGIN >= left;
             let ok = |id: usize| {
-                !self.tokenizer.is_control(id as u32)
-                    && matcher
-                        .usable_prefix(self.tokenizer.token_bytes(id as u32))
-                        .is_some()
+                if self.tokenizer.is_control(id as u32) {
+                    return false;
+                }
+                let tb = self.tokenizer.token_bytes(id as u32);
+                match matcher.usable_prefix(tb) {
+                    None => false,
+                    Some(n) if tight && n == tb.len() => {
+                        let mut m = matcher.clone();
+                        m.feed(tb);
+                        m.is_done() || m.closing().len() < left
+                    }
+                    Some(_) => true,
+                }
             };
             let best = crate::model::argmax(&logits[..vocab]) as usize;
             let choice = if temperature <= 0.0 && ok(best) {
@@ -544,6 +567,10 @@ impl Engine {
                     .filter(|&i| ok(i))
                     .take(if temperature > 0.0 { 40 } else { 1 })
                     .collect();
+                if allowed.is_empty() && tight {
+                    // Not even the shortest way to close fits any more.
+                    return Err(over_budget(&bytes));
+                }
                 if allowed.is_empty() {
                     return Err(Error::BadAnswer(format!("no token can continue {what}")));
                 }

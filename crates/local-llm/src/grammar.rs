@@ -270,6 +270,136 @@ impl JsonMatcher {
         Some(bytes.len())
     }
 
+    /// The shortest text (near enough: required properties only, the
+    /// shortest option, `0` for a number) that completes the value from
+    /// here. Decoding with a budget keeps this within the tokens left, so
+    /// a forced call always closes: every byte of it is a token of a
+    /// byte-level vocabulary.
+    pub fn closing(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        // A key being written: the property it names, for the object below.
+        let mut key: Option<Vec<u8>> = None;
+        for frame in self.stack.iter().rev() {
+            match frame {
+                Frame::Value(node) => min_value(node, &mut out),
+                Frame::Lit { text, at } => out.extend_from_slice(text.get(*at..).unwrap_or(&[])),
+                Frame::Num { state, .. } => {
+                    if matches!(
+                        state,
+                        NumState::Start
+                            | NumState::Minus
+                            | NumState::Dot
+                            | NumState::E
+                            | NumState::ESign
+                    ) {
+                        out.push(b'0');
+                    }
+                }
+                Frame::Str {
+                    options,
+                    buf,
+                    escape,
+                    utf8_left,
+                    key_of,
+                    ..
+                } => {
+                    let mut text = buf.clone();
+                    match *escape {
+                        0 => {}
+                        1 => text.push(b'n'),
+                        n => text.extend(std::iter::repeat_n(b'0', usize::from(n - 1))),
+                    }
+                    if *utf8_left > 0 {
+                        // A continuation that makes a valid character for
+                        // the lead byte (no overlong forms or surrogates).
+                        let lead = buf.iter().rev().find(|b| **b >= 0xC0).copied().unwrap_or(0);
+                        let first = match lead {
+                            0xE0 => 0xA0,
+                            0xF0 => 0x90,
+                            _ => 0x80,
+                        };
+                        let started = buf
+                            .iter()
+                            .rev()
+                            .take_while(|b| (0x80..0xC0).contains(*b))
+                            .count();
+                        for i in 0..usize::from(*utf8_left) {
+                            text.push(if started == 0 && i == 0 { first } else { 0x80 });
+                        }
+                    }
+                    if let Some(opts) = options {
+                        if let Some(o) = opts
+                            .iter()
+                            .filter(|o| o.starts_with(buf))
+                            .min_by_key(|o| o.len())
+                        {
+                            text = o.clone();
+                        }
+                    }
+                    out.extend_from_slice(text.get(buf.len()..).unwrap_or(&[]));
+                    out.push(b'"');
+                    if key_of.is_some() {
+                        key = Some(text);
+                    }
+                }
+                Frame::Arr { .. } => out.push(b']'),
+                Frame::Obj {
+                    node,
+                    next,
+                    after_value,
+                    first,
+                    pending,
+                    ..
+                } => {
+                    let props = match &**node {
+                        Node::Object(Some(p)) => Some(p.as_slice()),
+                        _ => None,
+                    };
+                    let mut next = *next;
+                    let mut after_value = *after_value;
+                    let mut first = *first;
+                    let mut value = pending.clone();
+                    if let Some(k) = key.take() {
+                        // The key above closes: its value follows.
+                        match props.and_then(|p| {
+                            p.get(next..)?
+                                .iter()
+                                .position(|q| q.key == k)
+                                .map(|i| (p, i))
+                        }) {
+                            Some((p, i)) => {
+                                value = p.get(next + i).map(|q| q.node.clone());
+                                next += i + 1;
+                            }
+                            None => value = Some(Arc::new(Node::Any)),
+                        }
+                    }
+                    if let Some(v) = value {
+                        out.push(b':');
+                        min_value(&v, &mut out);
+                        after_value = true;
+                        first = false;
+                    }
+                    let rest = props.map(|p| p.get(next..).unwrap_or(&[])).unwrap_or(&[]);
+                    let mut needed: Vec<&Prop> = rest.iter().filter(|q| q.required).collect();
+                    if needed.is_empty() && !first && !after_value {
+                        // After a comma a key must come.
+                        needed.extend(rest.first());
+                    }
+                    for q in needed {
+                        if after_value {
+                            out.push(b',');
+                        }
+                        min_prop(q, &mut out);
+                        after_value = true;
+                    }
+                    out.push(b'}');
+                }
+            }
+        }
+        out
+    }
+
     fn whitespace(&mut self, b: u8) -> bool {
         if matches!(b, b' ' | b'\n' | b'\t' | b'\r') && self.ws < MAX_WS_RUN {
             self.ws += 1;
@@ -684,6 +814,45 @@ enum Step {
     Consumed,
     Reject,
     Finished,
+}
+
+/// The shortest value of `node` (see [`JsonMatcher::closing`]).
+fn min_value(node: &Node, out: &mut Vec<u8>) {
+    match node {
+        Node::Any | Node::Number { .. } => out.push(b'0'),
+        Node::String { options, .. } => {
+            out.push(b'"');
+            if let Some(o) = options
+                .as_ref()
+                .and_then(|o| o.iter().min_by_key(|o| o.len()))
+            {
+                out.extend_from_slice(o);
+            }
+            out.push(b'"');
+        }
+        Node::Bool => out.extend_from_slice(b"true"),
+        Node::Null => out.extend_from_slice(b"null"),
+        Node::Array { .. } => out.extend_from_slice(b"[]"),
+        Node::Object(props) => {
+            out.push(b'{');
+            let mut first = true;
+            for q in props.iter().flatten().filter(|q| q.required) {
+                if !first {
+                    out.push(b',');
+                }
+                min_prop(q, out);
+                first = false;
+            }
+            out.push(b'}');
+        }
+    }
+}
+
+fn min_prop(q: &Prop, out: &mut Vec<u8>) {
+    out.push(b'"');
+    out.extend_from_slice(&q.key);
+    out.extend_from_slice(b"\":");
+    min_value(&q.node, out);
 }
 
 fn prefix_ok(options: &Option<Arc<Vec<Vec<u8>>>>, buf: &[u8]) -> bool {

@@ -131,3 +131,65 @@ fn a_closing_token_may_carry_bytes_past_the_value() {
     assert_eq!(m.usable_prefix(b"3}"), Some(1));
     assert_eq!(m.usable_prefix(b"}"), Some(0));
 }
+
+/// From any point of a valid value, `closing` completes it (and a value
+/// the schema accepts), so a budget can always be kept.
+#[test]
+fn closing_completes_every_prefix() {
+    let facts = Node::compile(&json!({
+        "type": "object",
+        "properties": {
+            "facts": {"type": "array", "items": {"type": "string", "maxLength": 30}, "maxItems": 4},
+            "history_entry": {"type": "string"},
+            "ops": {"type": "array", "items": {
+                "type": "object",
+                "properties": {
+                    "fact": {"type": "integer"},
+                    "event": {"type": "string", "enum": ["ADD", "UPDATE", "NOOP"]},
+                    "ok": {"type": "boolean"}
+                },
+                "required": ["fact", "event"]
+            }}
+        },
+        "required": ["facts", "history_entry"]
+    }));
+    let n = save_memory();
+    let docs: [(&Arc<Node>, &str); 4] = [
+        (
+            &n,
+            r#"{"history_entry": "caf\u00e9 \n 咖啡 😀", "memory_update": "m", "tags": ["b\"c"], "count": -15}"#,
+        ),
+        (&n, r#"{"history_entry":"h","memory_update":"","count":0}"#),
+        (
+            &facts,
+            r#"{"facts": ["Lives in Porto", "咖啡"], "history_entry": "[2026-01-01] x", "ops": [{"fact": 12, "event": "UPDATE", "ok": true}]}"#,
+        ),
+        (
+            &facts,
+            r#"{"facts":[],"history_entry":"","ops":[{"fact":-3,"event":"NOOP"}]}"#,
+        ),
+    ];
+    for (node, doc) in docs {
+        let bytes = doc.as_bytes();
+        for cut in 0..bytes.len() {
+            let mut m = JsonMatcher::new(node.clone());
+            assert!(m.feed(&bytes[..cut]), "{doc} cut at {cut}");
+            let close = m.closing();
+            let mut done = m.clone();
+            assert!(
+                done.feed(&close) && done.is_done(),
+                "{:?} + {:?} does not complete",
+                String::from_utf8_lossy(&bytes[..cut]),
+                String::from_utf8_lossy(&close)
+            );
+            let mut text = bytes[..cut].to_vec();
+            text.extend_from_slice(&close);
+            let v: Value = serde_json::from_slice(&text)
+                .unwrap_or_else(|e| panic!("{e}: {:?}", String::from_utf8_lossy(&text)));
+            assert!(v.is_object());
+        }
+    }
+    // The closing of a fresh matcher is the schema's smallest value.
+    let m = JsonMatcher::new(facts);
+    assert_eq!(m.closing(), br#"{"facts":[],"history_entry":""}"#.to_vec());
+}

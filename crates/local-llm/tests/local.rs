@@ -73,6 +73,42 @@ fn a_forced_call_that_runs_out_of_budget_is_an_error_not_a_cut_call() {
     assert_eq!(llm.kind(), ErrorKind::Decode);
 }
 
+/// A budget that leaves room for the call's shortest form is kept: near
+/// its end the decoder steers the model to close its JSON, so the call
+/// arrives whole and valid instead of failing at the limit.
+#[test]
+fn a_forced_call_closes_within_a_small_budget() {
+    let m = common::smollm2(2048);
+    let note = mnemo_llm::ToolSpec::new(
+        "note",
+        "Write down what the user said.",
+        serde_json::json!({
+            "type": "object",
+            "properties": {"text": {"type": "string"}},
+            "required": ["text"]
+        }),
+    );
+    let call = |budget: u32| {
+        let r = ChatRequest::new(common::dialogue())
+            .with_tools(vec![note.clone()])
+            .with_tool_choice(ToolChoice::Function("note".into()))
+            .with_max_tokens(budget);
+        m.complete_blocking(&r, &AtomicBool::new(false))
+    };
+    // Left alone, the model writes more than the small budget holds.
+    let free = call(200).unwrap();
+    assert!(free.usage.output_tokens > 12, "{:?}", free.usage);
+    let resp = call(12).unwrap();
+    assert!(resp.usage.output_tokens <= 12, "{:?}", resp.usage);
+    let calls = resp.tool_calls();
+    assert_eq!(calls.len(), 1, "{resp:?}");
+    assert_eq!(calls[0].function.name, "note");
+    // OpenAI-shaped: the arguments are JSON text.
+    let args: serde_json::Value =
+        serde_json::from_str(calls[0].function.arguments.as_str().unwrap()).unwrap();
+    assert!(args["text"].is_string(), "{args}");
+}
+
 #[test]
 fn forcing_a_tool_that_is_not_offered_is_refused() {
     let m = common::smollm2(2048);

@@ -49,7 +49,7 @@ mod fuzz_tests;
 pub use backend::IndexBackend;
 pub use error::{IndexError, Result};
 pub use index::{MemoryIndex, WatchHandle};
-pub use settings::{Fusion, IndexOptions, IndexSettings, SearchOptions, VectorScale};
+pub use settings::{BackendKind, Fusion, IndexOptions, IndexSettings, SearchOptions, VectorScale};
 pub use types::{
     FileIssue, GetResponse, IndexStatus, SearchHit, SearchMode, SearchRequest, SearchResponse,
     Source, SyncProgress, SyncReport,

@@ -94,6 +94,14 @@ fn valid_schema(name: &str) -> bool {
         && !name.starts_with("pg_")
 }
 
+/// A stored source name (as [`Source::as_str`] wrote it).
+fn source_of(s: &str) -> Source {
+    match s {
+        "sessions" => Source::Sessions,
+        _ => Source::Memory,
+    }
+}
+
 /// The sources of a filter, `None` for all (an empty filter or both).
 fn source_list(sources: &[Source]) -> Option<Vec<String>> {
     let set: HashSet<&str> = sources.iter().map(|s| s.as_str()).collect();
@@ -364,7 +372,7 @@ async fn upsert(
     // Ids first, so the postings can be written in one statement.
     let ids: Vec<i64> = tx
         .query(
-            "SELECT nextval(pg_get_serial_sequence('chunks', 'id')) FROM generate_series(1, $1)",
+            "SELECT nextval(pg_get_serial_sequence('chunks', 'id')) FROM generate_series(1::bigint, $1::bigint)",
             &[&(chunks.len() as i64)],
         )
         .await
@@ -695,7 +703,7 @@ fn chunk_record(r: &tokio_postgres::Row) -> ChunkRecord {
     ChunkRecord {
         id: r.get(0),
         path: r.get(1),
-        source: Source::parse(r.get::<_, &str>(2)),
+        source: source_of(r.get::<_, &str>(2)),
         start_line: r.get::<_, i32>(3) as usize,
         end_line: r.get::<_, i32>(4) as usize,
         text: r.get(5),
@@ -757,7 +765,7 @@ impl IndexBackend for PostgresBackend {
                     rows.iter()
                         .map(|r| FileRecord {
                             path: r.get(0),
-                            source: Source::parse(r.get::<_, &str>(1)),
+                            source: source_of(r.get::<_, &str>(1)),
                             hash: r.get(2),
                             mtime_ms: r.get(3),
                             size: r.get::<_, i64>(4) as u64,
@@ -914,7 +922,7 @@ impl IndexBackend for PostgresBackend {
                     )
                     .await?;
                 tx.commit().await?;
-                Ok(n as usize)
+                Ok::<_, tokio_postgres::Error>(n as usize)
             }
             .await
             .map_err(|e| pool.db(e));
@@ -981,7 +989,7 @@ impl IndexBackend for PostgresBackend {
                 } else {
                     0
                 };
-                Ok(Counts {
+                Ok::<_, tokio_postgres::Error>(Counts {
                     files: files as usize,
                     chunks: chunks as usize,
                     vectors: vectors as usize,

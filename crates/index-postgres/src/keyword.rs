@@ -115,7 +115,10 @@ mod tests {
 
     #[test]
     fn words_split_and_fold_as_unicode61() {
-        assert_eq!(words("err-4711 Café  naïve"), ["err", "4711", "cafe", "naive"]);
+        assert_eq!(
+            words("err-4711 Café  naïve"),
+            ["err", "4711", "cafe", "naive"]
+        );
         assert_eq!(words("我们 去 北京"), ["我们", "去", "北京"]);
         assert!(words(" - ").is_empty());
     }

@@ -74,7 +74,10 @@ fn location(config: &Config) -> String {
         })
         .unwrap_or_else(|| "localhost".into());
     let port = config.get_ports().first().copied().unwrap_or(5432);
-    let user = config.get_user().map(|u| format!("{u}@")).unwrap_or_default();
+    let user = config
+        .get_user()
+        .map(|u| format!("{u}@"))
+        .unwrap_or_default();
     let db = config.get_dbname().unwrap_or("");
     format!("postgres://{user}{host}:{port}/{db}")
 }
@@ -159,7 +162,8 @@ impl PostgresBackend {
         let schema = opts.schema.clone();
         let model = embedder.map(|(id, dims)| (model_key(&id), dims));
         let (cfg, loc, m) = (config.clone(), location.clone(), model.clone());
-        let (search_path, lock_key) = rt.run(async move { prepare(&cfg, &loc, &schema, m).await })?;
+        let (search_path, lock_key) =
+            rt.run(async move { prepare(&cfg, &loc, &schema, m).await })?;
         let pool = Arc::new(Pool::new(config, location, search_path));
         Ok(PostgresBackend {
             rt,
@@ -236,13 +240,18 @@ async fn prepare(
         location: location.to_string(),
         message: pool::describe(&e),
     };
-    let ext = "SELECT n.nspname::text FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
+    let ext =
+        "SELECT n.nspname::text FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
                WHERE e.extname = 'vector'";
-    let mut vector_schema: Option<String> = c.query_opt(ext, &[]).await.map_err(db)?.map(|r| r.get(0));
+    let mut vector_schema: Option<String> =
+        c.query_opt(ext, &[]).await.map_err(db)?.map(|r| r.get(0));
     if vector_schema.is_none() {
         // Allowed for a superuser or the database's owner on PostgreSQL 13+
         // when pgvector is installed on the server.
-        if c.batch_execute("CREATE EXTENSION IF NOT EXISTS vector").await.is_ok() {
+        if c.batch_execute("CREATE EXTENSION IF NOT EXISTS vector")
+            .await
+            .is_ok()
+        {
             vector_schema = c.query_opt(ext, &[]).await.map_err(db)?.map(|r| r.get(0));
         }
     }
@@ -255,7 +264,10 @@ async fn prepare(
     };
     let search_path = format!("\"{schema}\", \"{vector_schema}\"");
     let lock_key: i64 = c
-        .query_one("SELECT hashtextextended('mnemo-index:' || $1, 0)", &[&schema])
+        .query_one(
+            "SELECT hashtextextended('mnemo-index:' || $1, 0)",
+            &[&schema],
+        )
         .await
         .map_err(db)?
         .get(0);
@@ -465,7 +477,13 @@ async fn upsert(
                 }
                 tx.execute(
                     &cache,
-                    &[m, &r.chunk.hash, &(*dims as i32), &Vector::from(v.clone()), &now],
+                    &[
+                        m,
+                        &r.chunk.hash,
+                        &(*dims as i32),
+                        &Vector::from(v.clone()),
+                        &now,
+                    ],
                 )
                 .await
                 .map_err(db)?;
@@ -550,7 +568,7 @@ async fn keyword(
         return Ok(Vec::new());
     }
     // Each term as the phrase of words FTS5 would make of it.
-    let phrases: Vec<Vec<String>> = terms.iter().map(|t| keyword::words(t)).collect();
+    let phrases: Vec<Vec<String>> = terms.iter().map(String::as_str).map(keyword::words).collect();
     let singles: Vec<&str> = phrases
         .iter()
         .filter(|p| p.len() == 1)
@@ -571,13 +589,18 @@ async fn keyword(
     }
     // The shared rule (as for SQLite): common words of a query without
     // phrases are dropped.
-    let mut keep: Vec<usize> = (0..terms.len()).filter(|&i| !phrases[i].is_empty()).collect();
+    let mut keep: Vec<usize> = (0..terms.len())
+        .filter(|&i| !phrases[i].is_empty())
+        .collect();
     if !terms.iter().any(|t| t.contains(' ')) {
         let with: Vec<(usize, i64)> = keep
             .iter()
             .map(|&i| (i, docs.get(&phrases[i][0]).copied().unwrap_or(0)))
             .collect();
-        keep = informative_terms(&with, rows).into_iter().map(|(i, _)| i).collect();
+        keep = informative_terms(&with, rows)
+            .into_iter()
+            .map(|(i, _)| i)
+            .collect();
         keep.sort_unstable();
     }
     let mut hits: Vec<TermHits> = Vec::with_capacity(keep.len());
@@ -633,7 +656,10 @@ async fn keyword(
     }
     let n = rows as f64;
     let avgdl = tokens as f64 / n;
-    let idfs: Vec<f64> = hits.iter().map(|h| keyword::idf(n, h.docs as f64)).collect();
+    let idfs: Vec<f64> = hits
+        .iter()
+        .map(|h| keyword::idf(n, h.docs as f64))
+        .collect();
     let mut out: Vec<(i64, f64)> = lens
         .iter()
         .filter(|(_, (_, s))| sources.as_ref().is_none_or(|f| f.iter().any(|x| x == s)))
@@ -902,7 +928,8 @@ impl IndexBackend for PostgresBackend {
         self.with(move |pool, mut c| async move {
             let r = async {
                 let tx = c.transaction().await?;
-                tx.execute("SELECT pg_advisory_xact_lock($1)", &[&key]).await?;
+                tx.execute("SELECT pg_advisory_xact_lock($1)", &[&key])
+                    .await?;
                 let rows: i64 = tx
                     .query_one("SELECT count(*) FROM embedding_cache", &[])
                     .await?

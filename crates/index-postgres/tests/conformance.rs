@@ -85,7 +85,10 @@ fn chunk(text: &str) -> NewChunk {
     NewChunk {
         start_line: 1,
         end_line: 1,
-        hash: format!("{:x}", text.len() * 7919 + text.bytes().map(usize::from).sum::<usize>()),
+        hash: format!(
+            "{:x}",
+            text.len() * 7919 + text.bytes().map(usize::from).sum::<usize>()
+        ),
         text: text.into(),
         tokens: text.to_lowercase(),
         messages: None,
@@ -106,7 +109,8 @@ fn file(path: &str) -> FileRecord {
     }
 }
 
-/// A small runtime for statements the backend has no method for.
+/// Runs `sql` (statements separated by "; ") on the server, for what the
+/// backend has no method for.
 fn admin(url: &str, sql: &str) {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -117,7 +121,11 @@ fn admin(url: &str, sql: &str) {
             .await
             .unwrap();
         tokio::spawn(conn);
-        c.batch_execute(sql).await.unwrap();
+        // One at a time: CREATE DATABASE may not run in the implicit
+        // transaction of a batch.
+        for statement in sql.split("; ") {
+            c.batch_execute(statement).await.unwrap();
+        }
     });
 }
 
@@ -140,7 +148,10 @@ fn a_schema_from_a_newer_mnemo_is_refused() {
         &format!("UPDATE \"{}\".mnemo_schema SET version = 999", opts.schema),
     );
     let e = PostgresBackend::open(&opts, None).unwrap_err().to_string();
-    assert!(e.contains("version 999") && e.contains("newer mnemo"), "{e}");
+    assert!(
+        e.contains("version 999") && e.contains("newer mnemo"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -179,17 +190,28 @@ fn another_model_never_mixes_its_vectors_with_the_first() {
     let first = PostgresBackend::open(&opts, Some((model("a"), 4))).unwrap();
     let c = chunk("alpha bravo");
     first
-        .upsert_file(&file("memory/a.md"), &[c.clone()], Some(&[vec![1.0, 0.0, 0.0, 0.0]]))
+        .upsert_file(
+            &file("memory/a.md"),
+            std::slice::from_ref(&c),
+            Some(&[vec![1.0, 0.0, 0.0, 0.0]]),
+        )
         .unwrap();
     assert_eq!(first.counts().unwrap().vectors, 1);
     // Another model of another dimension: none of the first's vectors.
     let second = PostgresBackend::open(&opts, Some((model("b"), 3))).unwrap();
     assert_eq!(second.counts().unwrap().vectors, 0);
-    assert!(second.vector_search(&[1.0, 0.0, 0.0], 5, &[]).unwrap().is_empty());
+    assert!(second
+        .vector_search(&[1.0, 0.0, 0.0], 5, &[])
+        .unwrap()
+        .is_empty());
     assert!(second.cached_embeddings(&[&c.hash]).unwrap().is_empty());
     // The first, still open, is told rather than writing into the second's.
     let e = first
-        .upsert_file(&file("memory/b.md"), &[chunk("charlie")], Some(&[vec![0.0, 1.0, 0.0, 0.0]]))
+        .upsert_file(
+            &file("memory/b.md"),
+            &[chunk("charlie")],
+            Some(&[vec![0.0, 1.0, 0.0, 0.0]]),
+        )
         .unwrap_err()
         .to_string();
     assert!(e.contains("never mixed"), "{e}");

@@ -10,14 +10,46 @@ use mnemo_index::{IndexBackend, Source};
 use mnemo_index_postgres::{PostgresBackend, PostgresOptions};
 
 const DOCS: &[(&str, Source, &str)] = &[
-    ("memory/a.md", Source::Memory, "err4711 err 4711 deploy fail on the build server"),
-    ("memory/a.md", Source::Memory, "the build server is back after the deploy"),
-    ("memory/b.md", Source::Memory, "ice cream with caroline at the café on friday"),
-    ("memory/b.md", Source::Memory, "cream cheese and ice in the cooler ice cream"),
-    ("sessions/s.jsonl", Source::Sessions, "user we talked about ice cream and the support group"),
-    ("sessions/s.jsonl", Source::Sessions, "assistant the support group meets on friday at the cafe"),
-    ("sessions/t.jsonl", Source::Sessions, "我们 我 们 去 北京 北 京 the"),
-    ("memory/c.md", Source::Memory, "naïve resume résumé the the the"),
+    (
+        "memory/a.md",
+        Source::Memory,
+        "err4711 err 4711 deploy fail on the build server",
+    ),
+    (
+        "memory/a.md",
+        Source::Memory,
+        "the build server is back after the deploy",
+    ),
+    (
+        "memory/b.md",
+        Source::Memory,
+        "ice cream with caroline at the café on friday",
+    ),
+    (
+        "memory/b.md",
+        Source::Memory,
+        "cream cheese and ice in the cooler ice cream",
+    ),
+    (
+        "sessions/s.jsonl",
+        Source::Sessions,
+        "user we talked about ice cream and the support group",
+    ),
+    (
+        "sessions/s.jsonl",
+        Source::Sessions,
+        "assistant the support group meets on friday at the cafe",
+    ),
+    (
+        "sessions/t.jsonl",
+        Source::Sessions,
+        "我们 我 们 去 北京 北 京 the",
+    ),
+    (
+        "memory/c.md",
+        Source::Memory,
+        "naïve resume résumé the the the",
+    ),
 ];
 
 fn chunks_of(path: &str) -> Vec<NewChunk> {
@@ -115,7 +147,10 @@ fn keyword_rankings_match_sqlite() {
                 "{q:?} in {sources:?}"
             );
             for (g, w) in got.iter().zip(&want) {
-                assert!((g.1 - w.1).abs() <= 1e-9 * w.1.abs().max(1.0), "{q:?}: {g:?} vs {w:?}");
+                assert!(
+                    (g.1 - w.1).abs() <= 1e-9 * w.1.abs().max(1.0),
+                    "{q:?}: {g:?} vs {w:?}"
+                );
             }
         }
     }

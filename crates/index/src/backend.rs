@@ -1,5 +1,6 @@
 //! The storage seam: what the indexer and search need from a backend
-//! (SQLite today, PostgreSQL + pgvector later).
+//! (SQLite in `sqlite`, PostgreSQL + pgvector in the crate
+//! mnemo-index-postgres).
 
 use std::collections::HashMap;
 

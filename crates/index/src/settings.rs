@@ -387,11 +387,15 @@ mod tests {
         let mut s = IndexSettings::default();
         s.index.backend = BackendKind::Postgres;
         let e = s.validate().unwrap_err().to_string();
-        assert!(e.contains("[index] url") && e.contains("DATABASE_URL"), "{e}");
+        assert!(
+            e.contains("[index] url") && e.contains("DATABASE_URL"),
+            "{e}"
+        );
         s.index.url = Some("postgres://u:p@127.0.0.1/db".into());
         let e = s.validate().unwrap_err().to_string();
         assert!(e.contains("not available yet") && !e.contains("u:p"), "{e}");
-        let c = Config::parse("[index]\nbackend = \"postgres\"\nurl = \"postgres://h/db\"").unwrap();
+        let c =
+            Config::parse("[index]\nbackend = \"postgres\"\nurl = \"postgres://h/db\"").unwrap();
         let e = IndexSettings::from_config(&c).unwrap_err().to_string();
         assert!(e.contains("not available yet"), "{e}");
     }

@@ -1,5 +1,6 @@
 //! The storage seam: what the indexer and search need from a backend
-//! (SQLite today, PostgreSQL + pgvector later).
+//! (SQLite in `sqlite`, PostgreSQL + pgvector in the crate
+//! mnemo-index-postgres).
 
 use std::collections::HashMap;
 
@@ -146,4 +147,38 @@ pub trait IndexBackend: Send + Sync {
     fn cached_embeddings(&self, hashes: &[&str]) -> Result<HashMap<String, Vec<f32>>>;
     /// File, chunk and vector counts.
     fn counts(&self) -> Result<Counts>;
+}
+
+/// The words of a keyword query worth ranking, with their document counts
+/// (`docs`, among `chunks` chunks): a search rule every backend applies to
+/// a query of single words before BM25, so that the backends rank alike.
+/// Words found in more than half of the chunks are dropped (an IDF of
+/// about 0: they change no ranking but cost a pass over long posting
+/// lists), always keeping the rarest word found at all; a word no chunk
+/// holds must not count as the rare one, or a query whose other words are
+/// all common (any query in a tiny index) would find nothing. Phrases are
+/// not subject to it.
+pub fn informative_terms<T: Copy>(terms: &[(T, i64)], chunks: i64) -> Vec<(T, i64)> {
+    let mut with = terms.to_vec();
+    if with.len() < 2 {
+        return with;
+    }
+    let present: Vec<(T, i64)> = with.iter().copied().filter(|(_, d)| *d > 0).collect();
+    if !present.is_empty() {
+        with = present;
+    }
+    let kept: Vec<(T, i64)> = with
+        .iter()
+        .copied()
+        .filter(|(_, d)| d * 2 <= chunks)
+        .collect();
+    if kept.is_empty() {
+        with.iter()
+            .copied()
+            .min_by_key(|(_, d)| *d)
+            .into_iter()
+            .collect()
+    } else {
+        kept
+    }
 }

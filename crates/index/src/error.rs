@@ -35,6 +35,16 @@ pub enum IndexError {
     /// at the failing file and leaves earlier files committed.
     #[error("index database error: {0}\nthe index is derived data: if this persists, run `mnemo index --force` to rebuild it")]
     Sqlite(#[from] rusqlite::Error),
+    /// A database server holding the index (PostgreSQL) failed a statement
+    /// or the connection to it broke. `location` is the server's URL
+    /// without its password.
+    #[error("index database error at {location}: {message}")]
+    Database {
+        /// Where the database is (no password).
+        location: String,
+        /// What the server or the client library said.
+        message: String,
+    },
     /// Another process holds the sync lock and the caller asked not to wait.
     #[error("another sync is running on this index (lock {0}); retry when it has finished")]
     Busy(String),
@@ -85,6 +95,7 @@ impl IndexError {
                 | Some(rusqlite::ErrorCode::NotADatabase) => ErrorCode::Corrupt,
                 _ => ErrorCode::Internal,
             },
+            IndexError::Database { .. } => ErrorCode::Internal,
             IndexError::Busy(_) => ErrorCode::Busy,
             IndexError::Embed(_) | IndexError::EmbedShape { .. } => ErrorCode::Provider,
             IndexError::Io { .. } | IndexError::Watch(_) => ErrorCode::Io,

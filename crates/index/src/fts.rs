@@ -130,29 +130,8 @@ enum Plan {
 fn plan(terms: &[String], docs: &[i64], chunks: i64) -> Plan {
     let phrases = terms.iter().any(|t| t.contains(' '));
     let mut with: Vec<(&String, i64)> = terms.iter().zip(docs.iter().copied()).collect();
-    if !phrases && with.len() > 1 {
-        // Found in more than half of the chunks: an IDF of about 0. The
-        // rarest term found at all is always kept: a term no chunk holds
-        // must not count as the rare one, or a query whose other words are
-        // all common (any query in a tiny index) would find nothing.
-        let present: Vec<(&String, i64)> = with.iter().copied().filter(|(_, d)| *d > 0).collect();
-        if !present.is_empty() {
-            with = present;
-        }
-        let kept: Vec<(&String, i64)> = with
-            .iter()
-            .copied()
-            .filter(|(_, d)| d * 2 <= chunks)
-            .collect();
-        with = if kept.is_empty() {
-            with.iter()
-                .copied()
-                .min_by_key(|(_, d)| *d)
-                .into_iter()
-                .collect()
-        } else {
-            kept
-        };
+    if !phrases {
+        with = crate::backend::informative_terms(&with, chunks);
     }
     let total: i64 = with.iter().map(|(_, d)| d).sum();
     if total <= BUDGET || with.len() < 2 {

@@ -20,10 +20,13 @@ impl IndexSettings {
     /// Reads `[index]` and `[search]` from the configuration (defaults for
     /// anything missing) and validates them.
     pub fn from_config(config: &Config) -> Result<Self> {
-        let s = IndexSettings {
+        let mut s = IndexSettings {
             index: config.section("index")?,
             search: config.section("search")?,
         };
+        if s.index.backend == BackendKind::Postgres && s.index.url.is_none() {
+            s.index.url = std::env::var("DATABASE_URL").ok().filter(|u| !u.is_empty());
+        }
         s.validate()?;
         Ok(s)
     }
@@ -51,6 +54,23 @@ impl IndexSettings {
                      (move or link the folder into the workspace)"
                 )));
             }
+        }
+        if i.backend == BackendKind::Postgres {
+            if i.url.is_none() {
+                return Err(IndexError::Config(
+                    "[index] backend = \"postgres\" needs the database: set [index] url \
+                     (or MNEMO_INDEX__URL, or DATABASE_URL) to postgres://user:password@host:5432/database"
+                        .into(),
+                ));
+            }
+            // The backend (crate mnemo-index-postgres) passes the backend
+            // suite, but `MemoryIndex` still runs over SQLite only.
+            return Err(IndexError::Config(
+                "[index] backend = \"postgres\" is not available yet: mnemo's index does not run \
+                 over PostgreSQL in this release (issue 22); remove [index] backend to use the \
+                 embedded SQLite index"
+                    .into(),
+            ));
         }
         let s = &self.search;
         if !(s.vector_weight >= 0.0
@@ -150,6 +170,24 @@ pub struct IndexOptions {
     /// are deleted after a sync beyond this many, oldest first; vectors in
     /// use always stay. About 1.6 KB per 384-dimension row.
     pub embedding_cache_max: usize,
+    /// Where the index lives: `"sqlite"` (default: `.mnemo/` in the
+    /// workspace) or `"postgres"` (the database at `url`).
+    pub backend: BackendKind,
+    /// The PostgreSQL database of `backend = "postgres"`:
+    /// `postgres://user:password@host:5432/database`; also
+    /// `MNEMO_INDEX__URL`, or `DATABASE_URL` when unset.
+    pub url: Option<String>,
+}
+
+/// Which store holds the index (`[index] backend`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BackendKind {
+    /// One SQLite file per index generation in `.mnemo/`.
+    #[default]
+    Sqlite,
+    /// A PostgreSQL database with pgvector.
+    Postgres,
 }
 
 impl Default for IndexOptions {
@@ -170,6 +208,8 @@ impl Default for IndexOptions {
             // OpenClaw's cap: room for edits and reverts without growing
             // forever (about 80 MB of 384-d rows at the cap).
             embedding_cache_max: 50_000,
+            backend: BackendKind::Sqlite,
+            url: None,
         }
     }
 }
@@ -340,5 +380,23 @@ mod tests {
         assert!(s.validate().is_ok());
         s.search.mmr_lambda = -0.1;
         assert!(s.validate().unwrap_err().to_string().contains("mmr_lambda"));
+    }
+
+    #[test]
+    fn a_postgres_backend_is_refused_clearly_for_now() {
+        let mut s = IndexSettings::default();
+        s.index.backend = BackendKind::Postgres;
+        let e = s.validate().unwrap_err().to_string();
+        assert!(
+            e.contains("[index] url") && e.contains("DATABASE_URL"),
+            "{e}"
+        );
+        s.index.url = Some("postgres://u:p@127.0.0.1/db".into());
+        let e = s.validate().unwrap_err().to_string();
+        assert!(e.contains("not available yet") && !e.contains("u:p"), "{e}");
+        let c =
+            Config::parse("[index]\nbackend = \"postgres\"\nurl = \"postgres://h/db\"").unwrap();
+        let e = IndexSettings::from_config(&c).unwrap_err().to_string();
+        assert!(e.contains("not available yet"), "{e}");
     }
 }

@@ -1,5 +1,6 @@
 //! The `IndexBackend` conformance suite (mnemo-test-support) on the SQLite
-//! backend: a fresh database in a temporary folder per scenario.
+//! backend: a fresh database in a temporary folder per scenario (the same
+//! suite runs on PostgreSQL in crates/index-postgres/tests/conformance.rs).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use mnemo_core::EmbedderId;

@@ -128,12 +128,20 @@ pub const TOKEN_COUNTERS: &[Implementation] = &[
 ];
 
 /// Every `mnemo_index::IndexBackend` in the workspace's libraries.
-pub const INDEX_BACKENDS: &[Implementation] = &[Implementation {
-    ty: "SqliteBackend",
-    tested_in: "index",
-    suites: &["sqlite"],
-    exempt: None,
-}];
+pub const INDEX_BACKENDS: &[Implementation] = &[
+    Implementation {
+        ty: "SqliteBackend",
+        tested_in: "index",
+        suites: &["sqlite"],
+        exempt: None,
+    },
+    Implementation {
+        ty: "PostgresBackend",
+        tested_in: "index-postgres",
+        suites: &["postgres"],
+        exempt: None,
+    },
+];
 
 /// Fails unless `covered` (what a suite macro generates) is exactly
 /// `scenarios` (what its module defines), naming the difference.

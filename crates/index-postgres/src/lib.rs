@@ -1,0 +1,1030 @@
+//! mnemo-index-postgres: the PostgreSQL + pgvector implementation of
+//! mnemo's [`IndexBackend`], for indexes that outgrow one machine and one
+//! file.
+//!
+//! One index is one PostgreSQL schema (default `mnemo`) in a database with
+//! the `vector` extension: files, chunks, mnemo's own BM25 postings (see
+//! [`keyword`](crate::keyword): the same ranking as SQLite's FTS5 over the
+//! same tokens), the chunk vectors with an HNSW index (cosine), the
+//! embedding cache and metadata. The schema is created and migrated by
+//! mnemo (`mnemo_schema` holds its version). Writes are short transactions
+//! serialised by an advisory lock on the schema, so two writers (two
+//! `mnemo index` processes) never duplicate or lose a chunk.
+//!
+//! ```no_run
+//! use mnemo_index::IndexBackend;
+//! use mnemo_index_postgres::{PostgresBackend, PostgresOptions};
+//!
+//! let opts = PostgresOptions::new("postgres://mnemo:secret@db.example:5432/mnemo");
+//! let backend = PostgresBackend::open(&opts, None)?;
+//! println!("{} chunks", backend.counts()?.chunks);
+//! # Ok::<(), mnemo_index::IndexError>(())
+//! ```
+
+mod keyword;
+mod pool;
+mod schema;
+
+use std::collections::{HashMap, HashSet};
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::NaiveDate;
+use mnemo_core::EmbedderId;
+use mnemo_index::backend::{informative_terms, ChunkRecord, Counts, FileRecord, NewChunk};
+use mnemo_index::chunk::MessagePart;
+use mnemo_index::{IndexBackend, IndexError, Result, Source};
+use pgvector::Vector;
+use tokio_postgres::config::Host;
+use tokio_postgres::{Client, Config};
+
+use crate::pool::{Pool, Runtime};
+
+/// Where an index lives in PostgreSQL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PostgresOptions {
+    /// `postgres://user:password@host:port/database` (or a libpq key=value
+    /// string). TLS is not supported yet: use a server on loopback or a
+    /// private network.
+    pub url: String,
+    /// The schema holding the index's tables (created if missing): several
+    /// indexes can share a database. Lower-case letters, digits and `_`.
+    pub schema: String,
+}
+
+impl PostgresOptions {
+    /// `url` with the default schema, `mnemo`.
+    pub fn new(url: impl Into<String>) -> Self {
+        PostgresOptions {
+            url: url.into(),
+            schema: "mnemo".into(),
+        }
+    }
+}
+
+/// The URL of `config` without its password, for messages.
+fn location(config: &Config) -> String {
+    let host = config
+        .get_hosts()
+        .first()
+        .map(|h| match h {
+            Host::Tcp(s) => s.clone(),
+            Host::Unix(p) => p.display().to_string(),
+        })
+        .unwrap_or_else(|| "localhost".into());
+    let port = config.get_ports().first().copied().unwrap_or(5432);
+    let user = config
+        .get_user()
+        .map(|u| format!("{u}@"))
+        .unwrap_or_default();
+    let db = config.get_dbname().unwrap_or("");
+    format!("postgres://{user}{host}:{port}/{db}")
+}
+
+/// The model key vectors are stored under.
+fn model_key(id: &EmbedderId) -> String {
+    format!("{}/{}/{}", id.provider, id.model, id.provider_key)
+}
+
+fn valid_schema(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 63
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+        && !name.starts_with("pg_")
+}
+
+/// A stored source name (as [`Source::as_str`] wrote it).
+fn source_of(s: &str) -> Source {
+    match s {
+        "sessions" => Source::Sessions,
+        _ => Source::Memory,
+    }
+}
+
+/// The sources of a filter, `None` for all (an empty filter or both).
+fn source_list(sources: &[Source]) -> Option<Vec<String>> {
+    let set: HashSet<&str> = sources.iter().map(|s| s.as_str()).collect();
+    (!set.is_empty() && set.len() < 2).then(|| set.into_iter().map(String::from).collect())
+}
+
+/// One index in a PostgreSQL schema.
+pub struct PostgresBackend {
+    rt: Runtime,
+    pool: Arc<Pool>,
+    /// The model served and its dimension.
+    embedder: Option<(String, usize)>,
+    /// The advisory lock key of the schema (its writers' lock).
+    lock_key: i64,
+}
+
+impl std::fmt::Debug for PostgresBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostgresBackend")
+            .field("location", &self.pool.location)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PostgresBackend {
+    /// Connects to the database, checks for pgvector, creates or migrates
+    /// the schema, and binds the chunk vectors to `embedder`'s model (its
+    /// id and dimension): vectors of another model or dimension are never
+    /// mixed with them (the chunk vectors are made anew from the embedding
+    /// cache when the model changes).
+    pub fn open(opts: &PostgresOptions, embedder: Option<(EmbedderId, usize)>) -> Result<Self> {
+        let mut config = Config::from_str(&opts.url).map_err(|e| {
+            IndexError::Config(format!(
+                "the PostgreSQL URL of [index] url is not valid ({e}); write it as \
+                 postgres://user:password@host:5432/database"
+            ))
+        })?;
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(Duration::from_secs(10));
+        }
+        if config.get_application_name().is_none() {
+            config.application_name("mnemo");
+        }
+        let location = location(&config);
+        if !valid_schema(&opts.schema) {
+            return Err(IndexError::Config(format!(
+                "PostgreSQL schema name `{}` for the index: use lower-case letters, digits and _",
+                opts.schema
+            )));
+        }
+        let rt = Runtime::start().map_err(|e| IndexError::Database {
+            location: location.clone(),
+            message: format!("cannot start the client's runtime: {e}"),
+        })?;
+        let schema = opts.schema.clone();
+        let model = embedder.map(|(id, dims)| (model_key(&id), dims));
+        let (cfg, loc, m) = (config.clone(), location.clone(), model.clone());
+        let (search_path, lock_key) =
+            rt.run(async move { prepare(&cfg, &loc, &schema, m).await })?;
+        let pool = Arc::new(Pool::new(config, location, search_path));
+        Ok(PostgresBackend {
+            rt,
+            pool,
+            embedder: model,
+            lock_key,
+        })
+    }
+
+    /// Deletes the index's schema and everything in it.
+    pub fn drop_schema(opts: &PostgresOptions) -> Result<()> {
+        if !valid_schema(&opts.schema) {
+            return Err(IndexError::Config(format!(
+                "PostgreSQL schema name `{}`: use lower-case letters, digits and _",
+                opts.schema
+            )));
+        }
+        let config = Config::from_str(&opts.url)
+            .map_err(|e| IndexError::Config(format!("invalid PostgreSQL URL: {e}")))?;
+        let location = location(&config);
+        let rt = Runtime::start().map_err(|e| IndexError::Database {
+            location: location.clone(),
+            message: e,
+        })?;
+        let schema = opts.schema.clone();
+        rt.run(async move {
+            let c = pool::connect(&config, &location).await?;
+            c.batch_execute(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"))
+                .await
+                .map_err(|e| IndexError::Database {
+                    location: location.clone(),
+                    message: pool::describe(&e),
+                })
+        })
+    }
+
+    /// Where the index is: the URL without its password.
+    pub fn location(&self) -> &str {
+        &self.pool.location
+    }
+
+    /// Runs `f` with a pooled connection on the private runtime.
+    fn with<T, F, Fut>(&self, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(Arc<Pool>, pool::Pooled) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = (pool::Pooled, Result<T>)> + Send + 'static,
+    {
+        let pool = self.pool.clone();
+        self.rt.run(async move {
+            let c = pool.get().await?;
+            let (c, r) = f(pool.clone(), c).await;
+            pool.put(c, r)
+        })
+    }
+
+    /// The model served and its dimension, or `None`.
+    fn model(&self) -> Option<(String, usize)> {
+        self.embedder.clone()
+    }
+}
+
+/// What [`PostgresBackend::open`] does on the server: the `vector`
+/// extension, the schema and its migrations, the model's vectors. Returns
+/// the search path and the advisory lock key.
+async fn prepare(
+    config: &Config,
+    location: &str,
+    schema: &str,
+    model: Option<(String, usize)>,
+) -> Result<(String, i64)> {
+    let mut c = pool::connect(config, location).await?;
+    let db = |e: tokio_postgres::Error| IndexError::Database {
+        location: location.to_string(),
+        message: pool::describe(&e),
+    };
+    let ext =
+        "SELECT n.nspname::text FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
+               WHERE e.extname = 'vector'";
+    let mut vector_schema: Option<String> =
+        c.query_opt(ext, &[]).await.map_err(db)?.map(|r| r.get(0));
+    if vector_schema.is_none() {
+        // Allowed for a superuser or the database's owner on PostgreSQL 13+
+        // when pgvector is installed on the server.
+        if c.batch_execute("CREATE EXTENSION IF NOT EXISTS vector")
+            .await
+            .is_ok()
+        {
+            vector_schema = c.query_opt(ext, &[]).await.map_err(db)?.map(|r| r.get(0));
+        }
+    }
+    let Some(vector_schema) = vector_schema else {
+        return Err(IndexError::Config(format!(
+            "the database at {location} has no `vector` extension (pgvector), and mnemo may not \
+             create it: install pgvector on the server and run `CREATE EXTENSION vector;` in the \
+             database as a superuser"
+        )));
+    };
+    let search_path = format!("\"{schema}\", \"{vector_schema}\"");
+    let lock_key: i64 = c
+        .query_one(
+            "SELECT hashtextextended('mnemo-index:' || $1, 0)",
+            &[&schema],
+        )
+        .await
+        .map_err(db)?
+        .get(0);
+    let tx = c.transaction().await.map_err(db)?;
+    // One opener at a time migrates; writers wait for the same lock.
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&lock_key])
+        .await
+        .map_err(db)?;
+    tx.batch_execute(&format!(
+        "CREATE SCHEMA IF NOT EXISTS \"{schema}\"; SET LOCAL search_path TO {search_path}"
+    ))
+    .await
+    .map_err(db)?;
+    match schema::migrate(&tx).await {
+        Ok(()) => {}
+        Err(schema::Migration::Newer(v)) => {
+            return Err(IndexError::Config(format!(
+                "the index in schema `{schema}` at {location} has version {v}, written by a newer \
+                 mnemo (this one knows versions up to {}): upgrade mnemo, or point it at another \
+                 schema or database",
+                schema::current()
+            )))
+        }
+        Err(schema::Migration::Db(e)) => return Err(db(e)),
+    }
+    if let Some((model, dims)) = &model {
+        if schema::bind_model(&tx, model, *dims).await.map_err(db)? {
+            tracing::info!("index at {location}: chunk vectors now of {model} ({dims} dimensions)");
+        }
+    }
+    tx.commit().await.map_err(db)?;
+    Ok((search_path, lock_key))
+}
+
+/// Checks, inside a write transaction, that the chunk vectors are still
+/// those of `model`: another process may have bound them to another model
+/// since this one opened.
+async fn check_model(
+    tx: &tokio_postgres::Transaction<'_>,
+    pool: &Pool,
+    model: &str,
+    dims: usize,
+) -> Result<()> {
+    let bound = tx
+        .query_opt("SELECT model, dims FROM vector_model", &[])
+        .await
+        .map_err(|e| pool.db(e))?
+        .map(|r| (r.get::<_, String>(0), r.get::<_, i32>(1) as usize));
+    match bound {
+        Some((m, d)) if m == model && d == dims => Ok(()),
+        Some((m, d)) => Err(IndexError::Config(format!(
+            "the index at {} now holds vectors of {m} ({d} dimensions), not of {model} \
+             ({dims}): another mnemo with another embedding model opened it; reopen the index \
+             (vectors of two models are never mixed)",
+            pool.location
+        ))),
+        None => Err(pool.error("the index has no vector model recorded: reopen it")),
+    }
+}
+
+/// One chunk's row as written.
+struct ChunkRow {
+    id: i64,
+    chunk: NewChunk,
+    postings: Vec<(String, Vec<i32>)>,
+    len: i32,
+}
+
+async fn upsert(
+    pool: &Pool,
+    c: &mut Client,
+    lock_key: i64,
+    model: Option<(String, usize)>,
+    file: FileRecord,
+    chunks: Vec<NewChunk>,
+    vectors: Option<Vec<Vec<f32>>>,
+) -> Result<()> {
+    let db = |e| pool.db(e);
+    let now = chrono::Utc::now().timestamp();
+    let tx = c.transaction().await.map_err(db)?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&lock_key])
+        .await
+        .map_err(db)?;
+    if let Some((m, d)) = &model {
+        check_model(&tx, pool, m, *d).await?;
+    }
+    let gone = tx
+        .query(
+            "DELETE FROM chunks WHERE path = $1 RETURNING ntokens",
+            &[&file.path],
+        )
+        .await
+        .map_err(db)?;
+    let gone_tokens: i64 = gone.iter().map(|r| r.get::<_, i32>(0) as i64).sum();
+    let gone_chunks = gone.len() as i64;
+    tx.execute(
+        "INSERT INTO files(path, source, hash, mtime_ms, size, embedded, session_key)
+         VALUES ($1, $2, $3, $4, $5, $6, $7)
+         ON CONFLICT (path) DO UPDATE SET source = EXCLUDED.source, hash = EXCLUDED.hash,
+             mtime_ms = EXCLUDED.mtime_ms, size = EXCLUDED.size, embedded = EXCLUDED.embedded,
+             session_key = EXCLUDED.session_key",
+        &[
+            &file.path,
+            &file.source.as_str(),
+            &file.hash,
+            &file.mtime_ms,
+            &(file.size as i64),
+            &file.embedded,
+            &file.session_key,
+        ],
+    )
+    .await
+    .map_err(db)?;
+    // Ids first, so the postings can be written in one statement.
+    let ids: Vec<i64> = tx
+        .query(
+            "SELECT nextval(pg_get_serial_sequence('chunks', 'id')) FROM generate_series(1::bigint, $1::bigint)",
+            &[&(chunks.len() as i64)],
+        )
+        .await
+        .map_err(db)?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let rows: Vec<ChunkRow> = chunks
+        .into_iter()
+        .zip(ids)
+        .map(|(chunk, id)| {
+            let (postings, len) = keyword::postings(&chunk.tokens);
+            ChunkRow {
+                id,
+                chunk,
+                postings,
+                len,
+            }
+        })
+        .collect();
+    let ins = tx
+        .prepare(
+            "INSERT INTO chunks(id, path, source, start_line, end_line, hash, text, msg_start, msg_end,
+                                day_first, day_last, parts, ntokens)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+        )
+        .await
+        .map_err(db)?;
+    let source = file.source.as_str();
+    for r in &rows {
+        let ch = &r.chunk;
+        let parts = (!ch.parts.is_empty()).then(|| MessagePart::encode(&ch.parts));
+        tx.execute(
+            &ins,
+            &[
+                &r.id,
+                &file.path,
+                &source,
+                &(ch.start_line as i32),
+                &(ch.end_line as i32),
+                &ch.hash,
+                &ch.text,
+                &ch.messages.map(|m| m.0 as i32),
+                &ch.messages.map(|m| m.1 as i32),
+                &ch.days.map(|d| d.0),
+                &ch.days.map(|d| d.1),
+                &parts,
+                &r.len,
+            ],
+        )
+        .await
+        .map_err(db)?;
+    }
+    let (mut tok, mut cid, mut tf, mut len, mut pos) = (vec![], vec![], vec![], vec![], vec![]);
+    for r in &rows {
+        for (t, p) in &r.postings {
+            tok.push(t.as_str());
+            cid.push(r.id);
+            tf.push(p.len() as i32);
+            len.push(r.len);
+            let list: Vec<String> = p.iter().map(i32::to_string).collect();
+            pos.push(format!("{{{}}}", list.join(",")));
+        }
+    }
+    if !tok.is_empty() {
+        tx.execute(
+            "INSERT INTO postings(token, chunk_id, source, tf, len, positions)
+             SELECT t, c, $6, f, l, p::integer[]
+             FROM unnest($1::text[], $2::bigint[], $3::integer[], $4::integer[], $5::text[])
+                  AS u(t, c, f, l, p)",
+            &[&tok, &cid, &tf, &len, &pos, &source],
+        )
+        .await
+        .map_err(db)?;
+    }
+    if let Some((m, dims)) = &model {
+        if let Some(vs) = &vectors {
+            let cache = tx
+                .prepare(
+                    "INSERT INTO embedding_cache(model, hash, dims, embedding, updated_at)
+                     VALUES ($1, $2, $3, $4, $5)
+                     ON CONFLICT (model, hash) DO UPDATE SET dims = EXCLUDED.dims,
+                         embedding = EXCLUDED.embedding, updated_at = EXCLUDED.updated_at",
+                )
+                .await
+                .map_err(db)?;
+            for (r, v) in rows.iter().zip(vs) {
+                if v.len() != *dims {
+                    continue;
+                }
+                tx.execute(
+                    &cache,
+                    &[
+                        m,
+                        &r.chunk.hash,
+                        &(*dims as i32),
+                        &Vector::from(v.clone()),
+                        &now,
+                    ],
+                )
+                .await
+                .map_err(db)?;
+            }
+        }
+        // The file's chunks get the model's cached vectors of their hashes,
+        // given now or earlier (as SQLite joins the cache by hash).
+        tx.execute(
+            &format!(
+                "INSERT INTO chunk_vectors(chunk_id, source, embedding)
+                 SELECT c.id, c.source, e.embedding::vector({dims}) FROM chunks c
+                 JOIN embedding_cache e ON e.model = $1 AND e.hash = c.hash AND e.dims = $2
+                 WHERE c.path = $3"
+            ),
+            &[m, &(*dims as i32), &file.path],
+        )
+        .await
+        .map_err(db)?;
+    }
+    let new_tokens: i64 = rows.iter().map(|r| r.len as i64).sum();
+    tx.execute(
+        "UPDATE totals SET chunks = chunks + $1, tokens = tokens + $2",
+        &[
+            &(rows.len() as i64 - gone_chunks),
+            &(new_tokens - gone_tokens),
+        ],
+    )
+    .await
+    .map_err(db)?;
+    tx.commit().await.map_err(db)
+}
+
+async fn delete(pool: &Pool, c: &mut Client, lock_key: i64, path: String) -> Result<()> {
+    let db = |e| pool.db(e);
+    let tx = c.transaction().await.map_err(db)?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&lock_key])
+        .await
+        .map_err(db)?;
+    let gone = tx
+        .query(
+            "DELETE FROM chunks WHERE path = $1 RETURNING ntokens",
+            &[&path],
+        )
+        .await
+        .map_err(db)?;
+    let tokens: i64 = gone.iter().map(|r| r.get::<_, i32>(0) as i64).sum();
+    tx.execute("DELETE FROM files WHERE path = $1", &[&path])
+        .await
+        .map_err(db)?;
+    tx.execute(
+        "UPDATE totals SET chunks = chunks - $1, tokens = tokens - $2",
+        &[&(gone.len() as i64), &tokens],
+    )
+    .await
+    .map_err(db)?;
+    tx.commit().await.map_err(db)
+}
+
+/// Per-chunk frequencies of one query term, and its document count.
+struct TermHits {
+    freq: HashMap<i64, f64>,
+    docs: i64,
+}
+
+async fn keyword(
+    pool: &Pool,
+    c: &Client,
+    terms: Vec<String>,
+    limit: usize,
+    sources: Option<Vec<String>>,
+) -> Result<Vec<(i64, f64)>> {
+    let db = |e| pool.db(e);
+    if terms.is_empty() || limit == 0 {
+        return Ok(Vec::new());
+    }
+    let totals = c
+        .query_one("SELECT chunks, tokens FROM totals", &[])
+        .await
+        .map_err(db)?;
+    let (rows, tokens): (i64, i64) = (totals.get(0), totals.get(1));
+    if rows == 0 {
+        return Ok(Vec::new());
+    }
+    // Each term as the phrase of words FTS5 would make of it.
+    let phrases: Vec<Vec<String>> = terms.iter().map(String::as_str).map(keyword::words).collect();
+    let singles: Vec<&str> = phrases
+        .iter()
+        .filter(|p| p.len() == 1)
+        .map(|p| p[0].as_str())
+        .collect();
+    let mut docs: HashMap<String, i64> = HashMap::new();
+    if !singles.is_empty() {
+        for r in c
+            .query(
+                "SELECT token, count(*) FROM postings WHERE token = ANY($1) GROUP BY token",
+                &[&singles],
+            )
+            .await
+            .map_err(db)?
+        {
+            docs.insert(r.get(0), r.get(1));
+        }
+    }
+    // The shared rule (as for SQLite): common words of a query without
+    // phrases are dropped.
+    let mut keep: Vec<usize> = (0..terms.len())
+        .filter(|&i| !phrases[i].is_empty())
+        .collect();
+    if !terms.iter().any(|t| t.contains(' ')) {
+        let with: Vec<(usize, i64)> = keep
+            .iter()
+            .map(|&i| (i, docs.get(&phrases[i][0]).copied().unwrap_or(0)))
+            .collect();
+        keep = informative_terms(&with, rows)
+            .into_iter()
+            .map(|(i, _)| i)
+            .collect();
+        keep.sort_unstable();
+    }
+    let mut hits: Vec<TermHits> = Vec::with_capacity(keep.len());
+    let mut lens: HashMap<i64, (i32, String)> = HashMap::new();
+    for &i in &keep {
+        let words = &phrases[i];
+        let mut freq = HashMap::new();
+        if words.len() == 1 {
+            for r in c
+                .query(
+                    "SELECT chunk_id, tf, len, source FROM postings WHERE token = $1",
+                    &[&words[0]],
+                )
+                .await
+                .map_err(db)?
+            {
+                let id: i64 = r.get(0);
+                freq.insert(id, r.get::<_, i32>(1) as f64);
+                lens.entry(id).or_insert_with(|| (r.get(2), r.get(3)));
+            }
+        } else {
+            // A phrase: the chunks holding all its words, counted where
+            // they stand side by side.
+            let mut sql = String::from("SELECT p0.chunk_id, p0.len, p0.source");
+            for j in 0..words.len() {
+                sql.push_str(&format!(", p{j}.positions"));
+            }
+            sql.push_str(" FROM postings p0");
+            for j in 1..words.len() {
+                sql.push_str(&format!(
+                    " JOIN postings p{j} ON p{j}.chunk_id = p0.chunk_id AND p{j}.token = ${}",
+                    j + 1
+                ));
+            }
+            sql.push_str(" WHERE p0.token = $1");
+            let params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = words
+                .iter()
+                .map(|w| w as &(dyn tokio_postgres::types::ToSql + Sync))
+                .collect();
+            for r in c.query(&sql, &params).await.map_err(db)? {
+                let lists: Vec<Vec<i32>> = (0..words.len()).map(|j| r.get(3 + j)).collect();
+                let refs: Vec<&[i32]> = lists.iter().map(Vec::as_slice).collect();
+                let n = keyword::phrase_count(&refs);
+                if n > 0 {
+                    let id: i64 = r.get(0);
+                    freq.insert(id, n as f64);
+                    lens.entry(id).or_insert_with(|| (r.get(1), r.get(2)));
+                }
+            }
+        }
+        let docs = freq.len() as i64;
+        hits.push(TermHits { freq, docs });
+    }
+    let n = rows as f64;
+    let avgdl = tokens as f64 / n;
+    let idfs: Vec<f64> = hits
+        .iter()
+        .map(|h| keyword::idf(n, h.docs as f64))
+        .collect();
+    let mut out: Vec<(i64, f64)> = lens
+        .iter()
+        .filter(|(_, (_, s))| sources.as_ref().is_none_or(|f| f.iter().any(|x| x == s)))
+        .map(|(&id, (len, _))| {
+            let freqs: Vec<f64> = hits
+                .iter()
+                .map(|h| h.freq.get(&id).copied().unwrap_or(0.0))
+                .collect();
+            (id, keyword::bm25(&idfs, &freqs, *len as f64, avgdl))
+        })
+        .collect();
+    out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    out.truncate(limit);
+    Ok(out)
+}
+
+async fn vectors(
+    pool: &Pool,
+    c: &mut Client,
+    query: Vec<f32>,
+    k: usize,
+    sources: Option<Vec<String>>,
+) -> Result<Vec<(i64, f32)>> {
+    let db = |e| pool.db(e);
+    // Candidates beyond k, ranked again by their exact cosine: HNSW may
+    // miss or misorder a few (and returns them loosely ordered when a
+    // source filter makes it scan on), the candidates' distances are exact.
+    let pool_size = (k * 2).max(40) as i64;
+    let tx = c.transaction().await.map_err(db)?;
+    tx.execute(
+        "SELECT set_config('hnsw.ef_search', $1, true), set_config('hnsw.iterative_scan', 'relaxed_order', true)",
+        &[&pool_size.clamp(40, 1000).to_string()],
+    )
+    .await
+    .map_err(db)?;
+    let q = Vector::from(query);
+    let rows = match &sources {
+        None => tx
+            .query(
+                "SELECT chunk_id, (1 - (embedding <=> $1))::real FROM chunk_vectors
+                 ORDER BY embedding <=> $1 LIMIT $2",
+                &[&q, &pool_size],
+            )
+            .await
+            .map_err(db)?,
+        Some(s) => tx
+            .query(
+                "SELECT chunk_id, (1 - (embedding <=> $1))::real FROM chunk_vectors
+                 WHERE source = ANY($3) ORDER BY embedding <=> $1 LIMIT $2",
+                &[&q, &pool_size, s],
+            )
+            .await
+            .map_err(db)?,
+    };
+    tx.commit().await.map_err(db)?;
+    let mut out: Vec<(i64, f32)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+    out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    out.truncate(k);
+    Ok(out)
+}
+
+fn chunk_record(r: &tokio_postgres::Row) -> ChunkRecord {
+    let ms: Option<i32> = r.get(6);
+    let me: Option<i32> = r.get(7);
+    let first: Option<NaiveDate> = r.get(10);
+    let last: Option<NaiveDate> = r.get(11);
+    ChunkRecord {
+        id: r.get(0),
+        path: r.get(1),
+        source: source_of(r.get::<_, &str>(2)),
+        start_line: r.get::<_, i32>(3) as usize,
+        end_line: r.get::<_, i32>(4) as usize,
+        text: r.get(5),
+        messages: ms.zip(me).map(|(a, b)| (a as usize, b as usize)),
+        session_key: r.get(8),
+        mtime_ms: r.get::<_, Option<i64>>(9).unwrap_or(0),
+        days: first.zip(last),
+        parts: r
+            .get::<_, Option<&str>>(12)
+            .map(MessagePart::decode)
+            .unwrap_or_default(),
+    }
+}
+
+impl IndexBackend for PostgresBackend {
+    fn meta(&self) -> Result<HashMap<String, String>> {
+        self.with(|pool, c| async move {
+            let r = c.query("SELECT key, value FROM meta", &[]).await;
+            let r = r
+                .map(|rows| rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+                .map_err(|e| pool.db(e));
+            (c, r)
+        })
+    }
+
+    fn set_meta(&self, entries: &[(&str, String)]) -> Result<()> {
+        let entries: Vec<(String, String)> = entries
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect();
+        self.with(|pool, mut c| async move {
+            let r = async {
+                let tx = c.transaction().await?;
+                for (k, v) in &entries {
+                    tx.execute(
+                        "INSERT INTO meta(key, value) VALUES ($1, $2)
+                         ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+                        &[k, v],
+                    )
+                    .await?;
+                }
+                tx.commit().await
+            }
+            .await
+            .map_err(|e| pool.db(e));
+            (c, r)
+        })
+    }
+
+    fn files(&self) -> Result<Vec<FileRecord>> {
+        self.with(|pool, c| async move {
+            let r = c
+                .query(
+                    "SELECT path, source, hash, mtime_ms, size, embedded, session_key FROM files",
+                    &[],
+                )
+                .await
+                .map(|rows| {
+                    rows.iter()
+                        .map(|r| FileRecord {
+                            path: r.get(0),
+                            source: source_of(r.get::<_, &str>(1)),
+                            hash: r.get(2),
+                            mtime_ms: r.get(3),
+                            size: r.get::<_, i64>(4) as u64,
+                            embedded: r.get(5),
+                            session_key: r.get(6),
+                        })
+                        .collect()
+                })
+                .map_err(|e| pool.db(e));
+            (c, r)
+        })
+    }
+
+    fn upsert_file(
+        &self,
+        file: &FileRecord,
+        chunks: &[NewChunk],
+        vectors: Option<&[Vec<f32>]>,
+    ) -> Result<()> {
+        let (file, chunks, vectors) = (file.clone(), chunks.to_vec(), vectors.map(<[_]>::to_vec));
+        let (key, model) = (self.lock_key, self.model());
+        self.with(move |pool, mut c| async move {
+            let r = upsert(&pool, &mut c, key, model, file, chunks, vectors).await;
+            (c, r)
+        })
+    }
+
+    fn touch_file(&self, path: &str, mtime_ms: i64, size: u64) -> Result<()> {
+        let path = path.to_string();
+        self.with(move |pool, c| async move {
+            let r = c
+                .execute(
+                    "UPDATE files SET mtime_ms = $2, size = $3 WHERE path = $1",
+                    &[&path, &mtime_ms, &(size as i64)],
+                )
+                .await
+                .map(|_| ())
+                .map_err(|e| pool.db(e));
+            (c, r)
+        })
+    }
+
+    fn delete_file(&self, path: &str) -> Result<()> {
+        let (path, key) = (path.to_string(), self.lock_key);
+        self.with(move |pool, mut c| async move {
+            let r = delete(&pool, &mut c, key, path).await;
+            (c, r)
+        })
+    }
+
+    fn keyword_search(
+        &self,
+        tokens: &[String],
+        limit: usize,
+        sources: &[Source],
+    ) -> Result<Vec<(i64, f64)>> {
+        let (terms, filter) = (tokens.to_vec(), source_list(sources));
+        self.with(move |pool, c| async move {
+            let r = keyword(&pool, &c, terms, limit, filter).await;
+            (c, r)
+        })
+    }
+
+    fn vector_search(
+        &self,
+        query: &[f32],
+        k: usize,
+        sources: &[Source],
+    ) -> Result<Vec<(i64, f32)>> {
+        let Some((_, dims)) = self.model() else {
+            return Ok(Vec::new());
+        };
+        if k == 0 {
+            return Ok(Vec::new());
+        }
+        if query.len() != dims {
+            return Err(IndexError::InvalidInput(format!(
+                "a query vector of {} dimensions for an index of {dims}-dimension vectors",
+                query.len()
+            )));
+        }
+        let (q, filter) = (query.to_vec(), source_list(sources));
+        self.with(move |pool, mut c| async move {
+            let r = vectors(&pool, &mut c, q, k, filter).await;
+            (c, r)
+        })
+    }
+
+    fn chunks_in_days(
+        &self,
+        first: NaiveDate,
+        last: NaiveDate,
+        limit: usize,
+        sources: &[Source],
+    ) -> Result<Vec<i64>> {
+        let filter = source_list(sources);
+        let from = first - chrono::Days::new(31);
+        self.with(move |pool, c| async move {
+            // The lower bound keeps the range scan short, as in SQLite: a
+            // chunk whose messages span more than a month before the
+            // window is left to the other signals.
+            let r = c
+                .query(
+                    "SELECT id FROM chunks
+                     WHERE day_first BETWEEN $1 AND $2 AND day_last >= $3
+                       AND ($5::text[] IS NULL OR source = ANY($5))
+                     ORDER BY day_first, id LIMIT $4",
+                    &[&from, &last, &first, &(limit as i64), &filter],
+                )
+                .await
+                .map(|rows| rows.iter().map(|r| r.get(0)).collect())
+                .map_err(|e| pool.db(e));
+            (c, r)
+        })
+    }
+
+    fn day_range(&self) -> Result<Option<(NaiveDate, NaiveDate)>> {
+        self.with(|pool, c| async move {
+            let r = c
+                .query_one("SELECT min(day_first), max(day_first) FROM chunks", &[])
+                .await
+                .map(|r| {
+                    let a: Option<NaiveDate> = r.get(0);
+                    let b: Option<NaiveDate> = r.get(1);
+                    a.zip(b)
+                })
+                .map_err(|e| pool.db(e));
+            (c, r)
+        })
+    }
+
+    fn prune_embedding_cache(&self, keep: usize) -> Result<usize> {
+        let key = self.lock_key;
+        self.with(move |pool, mut c| async move {
+            let r = async {
+                let tx = c.transaction().await?;
+                tx.execute("SELECT pg_advisory_xact_lock($1)", &[&key])
+                    .await?;
+                let rows: i64 = tx
+                    .query_one("SELECT count(*) FROM embedding_cache", &[])
+                    .await?
+                    .get(0);
+                let excess = rows.saturating_sub(i64::try_from(keep).unwrap_or(i64::MAX));
+                if excess <= 0 {
+                    tx.commit().await?;
+                    return Ok(0);
+                }
+                let n = tx
+                    .execute(
+                        "DELETE FROM embedding_cache WHERE (model, hash) IN (
+                             SELECT e.model, e.hash FROM embedding_cache e
+                             WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.hash = e.hash)
+                             ORDER BY e.updated_at LIMIT $1)",
+                        &[&excess],
+                    )
+                    .await?;
+                tx.commit().await?;
+                Ok::<_, tokio_postgres::Error>(n as usize)
+            }
+            .await
+            .map_err(|e| pool.db(e));
+            (c, r)
+        })
+    }
+
+    fn chunks(&self, ids: &[i64]) -> Result<Vec<ChunkRecord>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids = ids.to_vec();
+        self.with(move |pool, c| async move {
+            let r = c
+                .query(
+                    "SELECT c.id, c.path, c.source, c.start_line, c.end_line, c.text, c.msg_start,
+                            c.msg_end, f.session_key, f.mtime_ms, c.day_first, c.day_last, c.parts
+                     FROM chunks c LEFT JOIN files f ON f.path = c.path WHERE c.id = ANY($1)",
+                    &[&ids],
+                )
+                .await
+                .map(|rows| rows.iter().map(chunk_record).collect())
+                .map_err(|e| pool.db(e));
+            (c, r)
+        })
+    }
+
+    fn cached_embeddings(&self, hashes: &[&str]) -> Result<HashMap<String, Vec<f32>>> {
+        let Some((model, dims)) = self.model() else {
+            return Ok(HashMap::new());
+        };
+        if hashes.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let hashes: Vec<String> = hashes.iter().map(|h| h.to_string()).collect();
+        self.with(move |pool, c| async move {
+            let r = c
+                .query(
+                    "SELECT hash, embedding FROM embedding_cache
+                     WHERE model = $1 AND dims = $2 AND hash = ANY($3)",
+                    &[&model, &(dims as i32), &hashes],
+                )
+                .await
+                .map(|rows| {
+                    rows.iter()
+                        .map(|r| (r.get(0), r.get::<_, Vector>(1).to_vec()))
+                        .collect()
+                })
+                .map_err(|e| pool.db(e));
+            (c, r)
+        })
+    }
+
+    fn counts(&self) -> Result<Counts> {
+        let with_vectors = self.embedder.is_some();
+        self.with(move |pool, c| async move {
+            let r = async {
+                let files: i64 = c.query_one("SELECT count(*) FROM files", &[]).await?.get(0);
+                let chunks: i64 = c.query_one("SELECT chunks FROM totals", &[]).await?.get(0);
+                let vectors: i64 = if with_vectors {
+                    c.query_one("SELECT count(*) FROM chunk_vectors", &[])
+                        .await?
+                        .get(0)
+                } else {
+                    0
+                };
+                Ok::<_, tokio_postgres::Error>(Counts {
+                    files: files as usize,
+                    chunks: chunks as usize,
+                    vectors: vectors as usize,
+                })
+            }
+            .await
+            .map_err(|e| pool.db(e));
+            (c, r)
+        })
+    }
+}

@@ -1,0 +1,213 @@
+//! The bridge between the synchronous [`IndexBackend`] trait and the async
+//! `tokio-postgres` client: a private tokio runtime on its own thread owns
+//! the connections (a small pool), callers hand it a future and wait on a
+//! standard channel for the answer.
+//!
+//! Why not the blocking `postgres` crate: it runs its own runtime with
+//! `block_on`, which panics when called from inside a tokio runtime (the
+//! servers and `mnemo chat` call the index from async code). Spawning onto
+//! another runtime's handle and waiting on a `std::sync::mpsc` channel is
+//! safe from any thread, async or not; like a SQLite call, it blocks the
+//! calling thread for the statement's time.
+//!
+//! [`IndexBackend`]: mnemo_index::IndexBackend
+
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+
+use mnemo_index::IndexError;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio_postgres::{Client, Config, NoTls};
+
+/// Connections a backend keeps open at most.
+const POOL_SIZE: usize = 4;
+
+/// A private runtime on a thread of its own; stopped when dropped.
+pub(crate) struct Runtime {
+    handle: tokio::runtime::Handle,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl Runtime {
+    pub(crate) fn start() -> Result<Runtime, String> {
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        std::thread::Builder::new()
+            .name("mnemo-postgres".into())
+            .spawn(move || {
+                let rt = match tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(2)
+                    .thread_name("mnemo-postgres-io")
+                    .enable_all()
+                    .build()
+                {
+                    Ok(rt) => rt,
+                    Err(e) => {
+                        let _ = tx.send(Err(e.to_string()));
+                        return;
+                    }
+                };
+                let _ = tx.send(Ok(rt.handle().clone()));
+                // The runtime lives until the backend is dropped, and is
+                // dropped here, on its own thread, never in an async context.
+                rt.block_on(async {
+                    let _ = stopped.await;
+                });
+            })
+            .map_err(|e| e.to_string())?;
+        let handle = rx
+            .recv()
+            .map_err(|_| "the runtime thread stopped".to_string())??;
+        Ok(Runtime {
+            handle,
+            stop: Some(stop),
+        })
+    }
+
+    /// Runs `fut` on the runtime and waits for its result.
+    pub(crate) fn run<T, F>(&self, fut: F) -> Result<T, IndexError>
+    where
+        F: Future<Output = Result<T, IndexError>> + Send + 'static,
+        T: Send + 'static,
+    {
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        self.handle.spawn(async move {
+            let _ = tx.send(fut.await);
+        });
+        rx.recv().map_err(|_| IndexError::Database {
+            location: "postgres".into(),
+            message: "the PostgreSQL client's thread stopped (a bug: see the log)".into(),
+        })?
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+/// A small pool of connections to one database, each with the index's
+/// `search_path` set.
+pub(crate) struct Pool {
+    config: Config,
+    /// The URL without its password, for messages.
+    pub(crate) location: String,
+    search_path: String,
+    idle: Mutex<Vec<Client>>,
+    permits: Arc<Semaphore>,
+}
+
+impl Pool {
+    pub(crate) fn new(config: Config, location: String, search_path: String) -> Pool {
+        Pool {
+            config,
+            location,
+            search_path,
+            idle: Mutex::new(Vec::new()),
+            permits: Arc::new(Semaphore::new(POOL_SIZE)),
+        }
+    }
+
+    /// A connection: an idle one, or a new one while fewer than
+    /// [`POOL_SIZE`] are out.
+    pub(crate) async fn get(self: &Arc<Self>) -> Result<Pooled, IndexError> {
+        let permit = self
+            .permits
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|_| self.error("the connection pool was closed"))?;
+        let idle = {
+            let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+            std::iter::from_fn(|| idle.pop()).find(|c| !c.is_closed())
+        };
+        let client = match idle {
+            Some(c) => c,
+            None => {
+                let c = connect(&self.config, &self.location).await?;
+                c.batch_execute(&format!("SET search_path TO {}", self.search_path))
+                    .await
+                    .map_err(|e| self.db(e))?;
+                c
+            }
+        };
+        Ok(Pooled {
+            client,
+            _permit: permit,
+        })
+    }
+
+    /// Gives `c` back when `result` is a success, and passes `result` on.
+    pub(crate) fn put<T>(&self, c: Pooled, result: Result<T, IndexError>) -> Result<T, IndexError> {
+        if result.is_ok() && !c.client.is_closed() {
+            self.idle
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(c.client);
+        }
+        result
+    }
+
+    pub(crate) fn error(&self, message: impl Into<String>) -> IndexError {
+        IndexError::Database {
+            location: self.location.clone(),
+            message: message.into(),
+        }
+    }
+
+    pub(crate) fn db(&self, e: tokio_postgres::Error) -> IndexError {
+        self.error(describe(&e))
+    }
+}
+
+/// A client's error with the server's message and detail, when it has them.
+pub(crate) fn describe(e: &tokio_postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => match db.detail() {
+            Some(d) => format!("{} ({d})", db.message()),
+            None => db.message().to_string(),
+        },
+        None => e.to_string(),
+    }
+}
+
+/// One new connection, its I/O driven by a task of the runtime.
+pub(crate) async fn connect(config: &Config, location: &str) -> Result<Client, IndexError> {
+    let (client, conn) = config.connect(NoTls).await.map_err(|e| {
+        IndexError::Config(format!(
+            "cannot connect to the index database at {location}: {} \
+             (is the server running, and are the URL, user and password right?)",
+            describe(&e)
+        ))
+    })?;
+    tokio::spawn(async move {
+        if let Err(e) = conn.await {
+            tracing::debug!("PostgreSQL connection closed: {e}");
+        }
+    });
+    Ok(client)
+}
+
+/// A connection borrowed from the pool. [`Pool::put`] gives it back after
+/// a statement that succeeded; after an error it is simply dropped (closed),
+/// so a broken connection or an aborted transaction never goes back.
+pub(crate) struct Pooled {
+    client: Client,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl std::ops::Deref for Pooled {
+    type Target = Client;
+    fn deref(&self) -> &Client {
+        &self.client
+    }
+}
+
+impl std::ops::DerefMut for Pooled {
+    fn deref_mut(&mut self) -> &mut Client {
+        &mut self.client
+    }
+}

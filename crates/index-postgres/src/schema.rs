@@ -1,0 +1,148 @@
+//! The index's tables in its PostgreSQL schema, created and migrated by
+//! mnemo: `mnemo_schema` holds the version, [`MIGRATIONS`] lead from each
+//! version to the next, and a schema written by a newer mnemo is refused.
+//!
+//! The chunk vectors' table is not a migration: its column has the
+//! dimension of the model the index serves (pgvector's HNSW index needs a
+//! fixed one), so it is made by [`bind_model`] when a model is first seen,
+//! and made anew from the embedding cache when the model changes.
+
+use tokio_postgres::Transaction;
+
+/// Each migration, in order: migration `i` takes the schema from version
+/// `i` to `i + 1`. Append only; never edit a released one.
+pub(crate) const MIGRATIONS: &[&str] = &["
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE files (
+    path TEXT PRIMARY KEY, source TEXT NOT NULL, hash TEXT NOT NULL,
+    mtime_ms BIGINT NOT NULL, size BIGINT NOT NULL, embedded BOOLEAN NOT NULL,
+    session_key TEXT);
+CREATE TABLE chunks (
+    id BIGSERIAL PRIMARY KEY, path TEXT NOT NULL REFERENCES files(path) ON DELETE CASCADE,
+    source TEXT NOT NULL, start_line INTEGER NOT NULL, end_line INTEGER NOT NULL,
+    hash TEXT NOT NULL, text TEXT NOT NULL, msg_start INTEGER, msg_end INTEGER,
+    day_first DATE, day_last DATE, parts TEXT, ntokens INTEGER NOT NULL);
+CREATE INDEX chunks_path ON chunks(path);
+CREATE INDEX chunks_hash ON chunks(hash);
+CREATE INDEX chunks_days ON chunks(day_first, day_last);
+-- BM25's inputs, kept by mnemo (see keyword.rs): one row per token and chunk.
+CREATE TABLE postings (
+    token TEXT NOT NULL, chunk_id BIGINT NOT NULL REFERENCES chunks(id) ON DELETE CASCADE,
+    source TEXT NOT NULL, tf INTEGER NOT NULL, len INTEGER NOT NULL, positions INTEGER[] NOT NULL,
+    PRIMARY KEY (token, chunk_id));
+CREATE INDEX postings_chunk ON postings(chunk_id);
+-- Chunks and tokens of the whole index (FTS5's row count and total size).
+CREATE TABLE totals (
+    one BOOLEAN PRIMARY KEY DEFAULT true CHECK (one),
+    chunks BIGINT NOT NULL, tokens BIGINT NOT NULL);
+INSERT INTO totals(one, chunks, tokens) VALUES (true, 0, 0);
+-- Vectors by model and chunk hash, of any dimension.
+CREATE TABLE embedding_cache (
+    model TEXT NOT NULL, hash TEXT NOT NULL, dims INTEGER NOT NULL,
+    embedding vector NOT NULL, updated_at BIGINT NOT NULL,
+    PRIMARY KEY (model, hash));
+-- The model whose vectors chunk_vectors holds.
+CREATE TABLE vector_model (
+    one BOOLEAN PRIMARY KEY DEFAULT true CHECK (one),
+    model TEXT NOT NULL, dims INTEGER NOT NULL);
+"];
+
+/// The version this mnemo writes.
+pub(crate) fn current() -> i32 {
+    MIGRATIONS.len() as i32
+}
+
+/// pgvector's HNSW index takes vectors of at most this many dimensions;
+/// larger ones are searched by an exact scan.
+const HNSW_MAX_DIMS: usize = 2000;
+
+/// Creates `schema` if needed and brings it to [`current`]; `Err` names
+/// the version when the schema is newer than this mnemo.
+pub(crate) async fn migrate(tx: &Transaction<'_>) -> Result<(), Migration> {
+    tx.batch_execute("CREATE TABLE IF NOT EXISTS mnemo_schema (version INTEGER NOT NULL)")
+        .await?;
+    let row = tx
+        .query_opt("SELECT version FROM mnemo_schema", &[])
+        .await?;
+    let have: i32 = match row {
+        Some(r) => r.get(0),
+        None => {
+            tx.execute("INSERT INTO mnemo_schema(version) VALUES (0)", &[])
+                .await?;
+            0
+        }
+    };
+    if have > current() {
+        return Err(Migration::Newer(have));
+    }
+    for sql in &MIGRATIONS[have as usize..] {
+        tx.batch_execute(sql).await?;
+    }
+    tx.execute("UPDATE mnemo_schema SET version = $1", &[&current()])
+        .await?;
+    Ok(())
+}
+
+/// Why a migration did not happen.
+#[derive(Debug)]
+pub(crate) enum Migration {
+    /// The schema's version, newer than this mnemo's.
+    Newer(i32),
+    /// The server refused a statement.
+    Db(tokio_postgres::Error),
+}
+
+impl From<tokio_postgres::Error> for Migration {
+    fn from(e: tokio_postgres::Error) -> Self {
+        Migration::Db(e)
+    }
+}
+
+/// Makes `chunk_vectors` hold the vectors of `model` (`dims` wide): kept
+/// when it already does, else made anew and filled from the embedding
+/// cache (the model's vectors of the chunks' hashes), so vectors of two
+/// models or dimensions are never searched together. Returns whether it
+/// was rebuilt.
+pub(crate) async fn bind_model(
+    tx: &Transaction<'_>,
+    model: &str,
+    dims: usize,
+) -> Result<bool, tokio_postgres::Error> {
+    let bound = tx
+        .query_opt("SELECT model, dims FROM vector_model", &[])
+        .await?
+        .map(|r| (r.get::<_, String>(0), r.get::<_, i32>(1)));
+    if bound.as_ref().map(|(m, d)| (m.as_str(), *d as usize)) == Some((model, dims)) {
+        return Ok(false);
+    }
+    // `dims` is a number: safe to format into the statement.
+    let mut sql = format!(
+        "DROP TABLE IF EXISTS chunk_vectors;
+         CREATE TABLE chunk_vectors (
+             chunk_id BIGINT PRIMARY KEY REFERENCES chunks(id) ON DELETE CASCADE,
+             source TEXT NOT NULL, embedding vector({dims}) NOT NULL);"
+    );
+    if dims <= HNSW_MAX_DIMS {
+        sql.push_str(
+            "CREATE INDEX chunk_vectors_hnsw ON chunk_vectors
+                 USING hnsw (embedding vector_cosine_ops);",
+        );
+    }
+    tx.batch_execute(&sql).await?;
+    tx.execute(
+        &format!(
+            "INSERT INTO chunk_vectors(chunk_id, source, embedding)
+             SELECT c.id, c.source, e.embedding::vector({dims}) FROM chunks c
+             JOIN embedding_cache e ON e.model = $1 AND e.hash = c.hash AND e.dims = $2"
+        ),
+        &[&model, &(dims as i32)],
+    )
+    .await?;
+    tx.execute("DELETE FROM vector_model", &[]).await?;
+    tx.execute(
+        "INSERT INTO vector_model(one, model, dims) VALUES (true, $1, $2)",
+        &[&model, &(dims as i32)],
+    )
+    .await?;
+    Ok(true)
+}

@@ -89,8 +89,7 @@ fn linear_many(ws: &[&Linear], h: &Tensor, kernel: Kernel) -> Result<Vec<Tensor>
     };
     let mut dims = h.dims().to_vec();
     let x = h.flatten_all()?.to_dtype(DType::F32)?.to_vec1::<f32>()?;
-    let outs =
-        quant::matmul_many(&own, &x, kernel).map_err(|e| Error::Inference(e.to_string()))?;
+    let outs = quant::matmul_many(&own, &x, kernel).map_err(|e| Error::Inference(e.to_string()))?;
     dims.pop();
     own.iter()
         .zip(outs)
@@ -104,8 +103,10 @@ fn linear_many(ws: &[&Linear], h: &Tensor, kernel: Kernel) -> Result<Vec<Tensor>
 
 /// Products of this many tokens or more run on candle: its tiled product
 /// reuses each decoded weight across tokens, where these kernels decode a
-/// row once per token. `MNEMO_LLM_CANDLE_FROM` overrides (1: candle for
-/// everything, to compare).
+/// row once per token (measured: candle 3x faster on a 276-token prompt,
+/// these 1.4-1.8x faster for one token; BENCHMARKS item 33).
+/// `MNEMO_LLM_CANDLE_FROM` overrides (1: candle for everything, as before
+/// the kernels; a large number: the kernels for everything).
 fn candle_from() -> usize {
     static N: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *N.get_or_init(|| {
@@ -117,7 +118,7 @@ fn candle_from() -> usize {
 }
 
 /// See [`candle_from`].
-const CANDLE_FROM: usize = usize::MAX;
+const CANDLE_FROM: usize = 2;
 
 fn linear(w: &Linear, h: &Tensor, kernel: Kernel) -> Result<Tensor> {
     linear_many(&[w], h, kernel)?

@@ -132,7 +132,11 @@ impl Acts {
         let mut d = Vec::with_capacity(rows * nb);
         let mut qs = vec![0i8; rows * k];
         let mut sums = Vec::with_capacity(rows * nb * spb);
-        for (src, dst) in x.chunks_exact(bs).zip(qs.chunks_exact_mut(bs)).take(rows * nb) {
+        for (src, dst) in x
+            .chunks_exact(bs)
+            .zip(qs.chunks_exact_mut(bs))
+            .take(rows * nb)
+        {
             let amax = src.iter().fold(0f32, |m, v| m.max(v.abs()));
             let inv = if amax > 0.0 { 127.0 / amax } else { 0.0 };
             for (q, v) in dst.iter_mut().zip(src) {
@@ -346,10 +350,7 @@ pub(crate) fn matmul_many(
         vec![run(&parts[0])]
     } else {
         std::thread::scope(|s| {
-            let handles: Vec<_> = parts[1..]
-                .iter()
-                .map(|p| s.spawn(|| run(p)))
-                .collect();
+            let handles: Vec<_> = parts[1..].iter().map(|p| s.spawn(|| run(p))).collect();
             let mut all = vec![run(&parts[0])];
             // A worker that panicked leaves its outputs NaN rather than
             // taking the process down.
@@ -659,7 +660,8 @@ mod avx2 {
             let u2 = w1 & K1;
             let u1 = (w2 & K2) | (((w0 >> 6) & K3) << 4);
             let u0 = w0 & K1;
-            let ms = _mm256_cvtepu8_epi16(_mm_set_epi32(u3 as i32, u2 as i32, u1 as i32, u0 as i32));
+            let ms =
+                _mm256_cvtepu8_epi16(_mm_set_epi32(u3 as i32, u2 as i32, u1 as i32, u0 as i32));
             // SAFETY: `bs` is 16 values, `blk` 144 bytes (d at 0, dmin at 2).
             let (bsum, d, dmin) = unsafe {
                 (
@@ -762,7 +764,8 @@ mod avx2 {
                     // Bytes 0..16 of each vector are sub-block 8 half + 2i,
                     // 16..32 the next: their scales, widened to 16 bits.
                     let j = (8 * half + 2 * i) as i64;
-                    let pick = _mm_set_epi64x((j + 1) * 0x0101_0101_0101_0101, j * 0x0101_0101_0101_0101);
+                    let pick =
+                        _mm_set_epi64x((j + 1) * 0x0101_0101_0101_0101, j * 0x0101_0101_0101_0101);
                     let scales = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(s8, pick));
                     let p = _mm256_madd_epi16(_mm256_maddubs_epi16(*q, *y), scales);
                     sum = _mm256_add_epi32(sum, p);
@@ -847,7 +850,9 @@ mod tests {
 
     /// Deterministic values in roughly [-1, 1).
     fn values(n: usize, seed: u64) -> Vec<f32> {
-        let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        let mut s = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         (0..n)
             .map(|_| {
                 s = s

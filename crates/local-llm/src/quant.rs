@@ -238,7 +238,7 @@ impl QWeight {
     pub(crate) fn new(tensor: Arc<QTensor>) -> Option<Self> {
         let format = Format::from_ggml(tensor.dtype())?;
         let (rows, cols) = tensor.shape().dims2().ok()?;
-        if cols == 0 || cols % format.block_elems() != 0 {
+        if cols == 0 || !cols.is_multiple_of(format.block_elems()) {
             return None;
         }
         let row_bytes = cols / format.block_elems() * format.block_bytes();
@@ -295,7 +295,7 @@ pub(crate) fn matmul_many(
     let Some(cols) = ws.first().map(|w| w.cols) else {
         return Ok(Vec::new());
     };
-    if ws.iter().any(|w| w.cols != cols) || x.len() % cols != 0 {
+    if ws.iter().any(|w| w.cols != cols) || !x.len().is_multiple_of(cols) {
         return Err(ProductError::Shape {
             given: x.len(),
             cols,

@@ -4,17 +4,21 @@
 //! the next prompt shares with the last one, and prompts run in batches.
 //!
 //! Weights stay quantized as the file stores them: the token embedding is
-//! read one row at a time rather than expanded to `f32`.
+//! read one row at a time rather than expanded to `f32`, and the matrix
+//! products run on [`crate::quant`]'s kernels, which read the blocks in
+//! place (candle's `QMatMul` is kept for the block types they lack).
 
 use std::fs::File;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use candle_core::quantized::gguf_file::{Content, Value};
 use candle_core::quantized::{ggml_file::qtensor_from_ggml, GgmlDType, QMatMul};
 use candle_core::{DType, Device, Module, Tensor};
 
 use crate::error::{Error, Result};
+use crate::quant::{self, Kernel, QWeight};
 
 /// Prompt tokens processed per forward pass: large enough that each weight
 /// matrix is read once for many tokens, small enough to bound the attention
@@ -53,19 +57,88 @@ pub struct ModelConfig {
     pub train_context: usize,
 }
 
+/// A weight matrix: this crate's kernels when they run its block type,
+/// else candle's product.
+struct Linear {
+    own: Option<QWeight>,
+    candle: QMatMul,
+}
+
+impl Linear {
+    fn new(t: candle_core::quantized::QTensor) -> Result<Self> {
+        let t = Arc::new(t);
+        Ok(Linear {
+            own: QWeight::new(Arc::clone(&t)),
+            candle: QMatMul::QTensor(t),
+        })
+    }
+}
+
+/// `h · wᵀ` for each of `ws` (which share the input `h`, `[b, n, k]`): one
+/// pass of the kernels over all of them when they all have one, else
+/// candle's product for each.
+fn linear_many(ws: &[&Linear], h: &Tensor, kernel: Kernel) -> Result<Vec<Tensor>> {
+    let tokens = h.elem_count() / h.dims().last().copied().unwrap_or(1).max(1);
+    let own: Option<Vec<&QWeight>> = ws.iter().map(|w| w.own.as_ref()).collect();
+    let own = own.filter(|_| tokens < candle_from());
+    let Some(own) = own else {
+        return ws
+            .iter()
+            .map(|w| Ok(w.candle.forward(h)?))
+            .collect::<Result<Vec<_>>>();
+    };
+    let mut dims = h.dims().to_vec();
+    let x = h.flatten_all()?.to_dtype(DType::F32)?.to_vec1::<f32>()?;
+    let outs = quant::matmul_many(&own, &x, kernel).map_err(|e| Error::Inference(e.to_string()))?;
+    dims.pop();
+    own.iter()
+        .zip(outs)
+        .map(|(w, out)| {
+            let mut shape = dims.clone();
+            shape.push(w.rows());
+            Ok(Tensor::from_vec(out, shape, h.device())?)
+        })
+        .collect()
+}
+
+/// Products of this many tokens or more run on candle: its tiled product
+/// reuses each decoded weight across tokens, where these kernels decode a
+/// row once per token (measured: candle 3x faster on a 276-token prompt,
+/// these 1.4-1.8x faster for one token; BENCHMARKS item 33).
+/// `MNEMO_LLM_CANDLE_FROM` overrides (1: candle for everything, as before
+/// the kernels; a large number: the kernels for everything).
+fn candle_from() -> usize {
+    static N: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *N.get_or_init(|| {
+        std::env::var("MNEMO_LLM_CANDLE_FROM")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(CANDLE_FROM)
+    })
+}
+
+/// See [`candle_from`].
+const CANDLE_FROM: usize = 2;
+
+fn linear(w: &Linear, h: &Tensor, kernel: Kernel) -> Result<Tensor> {
+    linear_many(&[w], h, kernel)?
+        .pop()
+        .ok_or_else(|| Error::Inference("no product".into()))
+}
+
 struct Layer {
     attn_norm: Tensor,
-    wq: QMatMul,
-    wk: QMatMul,
-    wv: QMatMul,
+    wq: Linear,
+    wk: Linear,
+    wv: Linear,
     bq: Option<Tensor>,
     bk: Option<Tensor>,
     bv: Option<Tensor>,
-    wo: QMatMul,
+    wo: Linear,
     ffn_norm: Tensor,
-    gate: QMatMul,
-    up: QMatMul,
-    down: QMatMul,
+    gate: Linear,
+    up: Linear,
+    down: Linear,
 }
 
 /// One layer's keys and values, preallocated and grown by doubling;
@@ -121,7 +194,8 @@ pub struct Model {
     embd_dtype: GgmlDType,
     embd_row_bytes: usize,
     norm: Tensor,
-    output: QMatMul,
+    output: Linear,
+    kernel: Kernel,
     cos: Tensor,
     sin: Tensor,
     cache: Vec<KvCache>,
@@ -247,24 +321,24 @@ impl Model {
             );
             layers.push(Layer {
                 attn_norm: tensor(&n("attn_norm.weight"))?.dequantize(&device)?,
-                wq: QMatMul::from_qtensor(tensor(&n("attn_q.weight"))?)?,
-                wk: QMatMul::from_qtensor(tensor(&n("attn_k.weight"))?)?,
-                wv: QMatMul::from_qtensor(tensor(&n("attn_v.weight"))?)?,
+                wq: Linear::new(tensor(&n("attn_q.weight"))?)?,
+                wk: Linear::new(tensor(&n("attn_k.weight"))?)?,
+                wv: Linear::new(tensor(&n("attn_v.weight"))?)?,
                 bq,
                 bk,
                 bv,
-                wo: QMatMul::from_qtensor(tensor(&n("attn_output.weight"))?)?,
+                wo: Linear::new(tensor(&n("attn_output.weight"))?)?,
                 ffn_norm: tensor(&n("ffn_norm.weight"))?.dequantize(&device)?,
-                gate: QMatMul::from_qtensor(tensor(&n("ffn_gate.weight"))?)?,
-                up: QMatMul::from_qtensor(tensor(&n("ffn_up.weight"))?)?,
-                down: QMatMul::from_qtensor(tensor(&n("ffn_down.weight"))?)?,
+                gate: Linear::new(tensor(&n("ffn_gate.weight"))?)?,
+                up: Linear::new(tensor(&n("ffn_up.weight"))?)?,
+                down: Linear::new(tensor(&n("ffn_down.weight"))?)?,
             });
         }
         let norm = tensor("output_norm.weight")?.dequantize(&device)?;
         let output = match ct.tensor_infos.contains_key("output.weight") {
-            true => QMatMul::from_qtensor(tensor("output.weight")?)?,
+            true => Linear::new(tensor("output.weight")?)?,
             // Tied embeddings (SmolLM2): the embedding is the output matrix.
-            false => QMatMul::from_qtensor(tensor("token_embd.weight")?)?,
+            false => Linear::new(tensor("token_embd.weight")?)?,
         };
         let info = ct
             .tensor_infos
@@ -298,6 +372,7 @@ impl Model {
             embd_row_bytes,
             norm,
             output,
+            kernel: quant::kernel(),
             cos,
             sin,
             cache,
@@ -400,6 +475,7 @@ impl Model {
             )));
         }
         let cfg = self.config.clone();
+        let kernel = self.kernel;
         let mut x = self.embed(tokens)?;
         let mask = if n > 1 {
             Some(causal_mask(
@@ -417,6 +493,7 @@ impl Model {
             let h = candle_nn::ops::rms_norm(&x, &layer.attn_norm, cfg.eps as f32)?;
             let attn = attention(
                 &cfg,
+                kernel,
                 layer,
                 cache,
                 &h,
@@ -427,15 +504,15 @@ impl Model {
             )?;
             x = (x + attn)?;
             let h = candle_nn::ops::rms_norm(&x, &layer.ffn_norm, cfg.eps as f32)?;
-            let g = layer.gate.forward(&h)?;
-            let u = layer.up.forward(&h)?;
-            let ff = layer.down.forward(&(candle_nn::ops::silu(&g)? * u)?)?;
+            let gu = linear_many(&[&layer.gate, &layer.up], &h, kernel)?;
+            let (g, u) = (&gu[0], &gu[1]);
+            let ff = linear(&layer.down, &(candle_nn::ops::silu(g)? * u)?, kernel)?;
             x = (x + ff)?;
         }
         self.cached.extend_from_slice(tokens);
         let last = x.narrow(1, n - 1, 1)?;
         let last = candle_nn::ops::rms_norm(&last, &self.norm, cfg.eps as f32)?;
-        let logits = self.output.forward(&last)?;
+        let logits = linear(&self.output, &last, kernel)?;
         Ok(logits
             .flatten_all()?
             .to_dtype(DType::F32)?
@@ -446,6 +523,7 @@ impl Model {
 #[allow(clippy::too_many_arguments)]
 fn attention(
     cfg: &ModelConfig,
+    kernel: Kernel,
     layer: &Layer,
     cache: &mut KvCache,
     h: &Tensor,
@@ -455,8 +533,9 @@ fn attention(
     limit: usize,
 ) -> Result<Tensor> {
     let (b, n, _) = h.dims3()?;
-    let proj = |w: &QMatMul, bias: &Option<Tensor>| -> Result<Tensor> {
-        let y = w.forward(h)?;
+    let qkv = linear_many(&[&layer.wq, &layer.wk, &layer.wv], h, kernel)?;
+    let proj = |y: &Tensor, bias: &Option<Tensor>| -> Result<Tensor> {
+        let y = y.clone();
         Ok(match bias {
             Some(bias) => y.broadcast_add(bias)?,
             None => y,
@@ -467,9 +546,9 @@ fn attention(
             .transpose(1, 2)?
             .contiguous()?)
     };
-    let q = heads(proj(&layer.wq, &layer.bq)?, cfg.n_head)?;
-    let k = heads(proj(&layer.wk, &layer.bk)?, cfg.n_kv_head)?;
-    let v = heads(proj(&layer.wv, &layer.bv)?, cfg.n_kv_head)?;
+    let q = heads(proj(&qkv[0], &layer.bq)?, cfg.n_head)?;
+    let k = heads(proj(&qkv[1], &layer.bk)?, cfg.n_kv_head)?;
+    let v = heads(proj(&qkv[2], &layer.bv)?, cfg.n_kv_head)?;
     let rope = |t: &Tensor| -> Result<Tensor> {
         Ok(match cfg.arch {
             Arch::Qwen2 => candle_nn::rotary_emb::rope(t, cos, sin)?,
@@ -494,7 +573,7 @@ fn attention(
         .reshape((b, cfg.n_head, n, cfg.head_dim))?
         .transpose(1, 2)?
         .reshape((b, n, cfg.n_embd))?;
-    Ok(layer.wo.forward(&y)?)
+    linear(&layer.wo, &y, kernel)
 }
 
 /// `(rep * n, pos + n)`: row `r` is query `r % n`, which sees positions up

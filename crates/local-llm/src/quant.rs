@@ -1,0 +1,1004 @@
+//! Matrix products on the GGUF's quantized weights as the file stores them
+//! (Q4_K, Q6_K, Q8_0, Q4_1), against activations quantized to 8 bits: the
+//! kernels, the blocks' layouts, and the split of output rows across the
+//! cores.
+//!
+//! Why not candle's `QMatMul`: for one token candle 0.11 reads a repacked
+//! copy of the Q4_K weights (a third larger, kept beside the originals) and
+//! keeps its own spinning thread pools; a token's generation is one read of
+//! every weight, so its speed is the bytes read. These kernels read the
+//! blocks in place, one pass for the matrices that share an input (q, k, v;
+//! gate, up).
+//!
+//! Activations are quantized per block the way ggml does for these types
+//! (symmetric, 127 levels: 256 values with sums per 16 for the K types, 32
+//! for the others). Each block's integer sum is exact, so the AVX2 kernel and
+//! the portable one compute the same integers and combine them with the same
+//! float operations in the same order: they give the same bits, and the tests
+//! compare them directly.
+
+use std::borrow::Cow;
+use std::sync::{Arc, OnceLock};
+
+use candle_core::quantized::{GgmlDType, QTensor};
+
+/// Values in a K-type super-block.
+const QK_K: usize = 256;
+/// Values in a Q8_0 / Q4_1 block.
+const QK: usize = 32;
+
+/// The weight block types with kernels here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Format {
+    /// 256 values: 8 sub-blocks of 32 with 6-bit scales and mins, 4-bit values.
+    Q4K,
+    /// 256 values: 16 sub-blocks of 16 with 8-bit scales, 6-bit values.
+    Q6K,
+    /// 32 values: one `f16` scale, 8-bit values.
+    Q8_0,
+    /// 32 values: `f16` scale and minimum, 4-bit values.
+    Q4_1,
+}
+
+impl Format {
+    /// The format of a GGML type, if there is a kernel for it.
+    pub(crate) fn from_ggml(t: GgmlDType) -> Option<Self> {
+        match t {
+            GgmlDType::Q4K => Some(Format::Q4K),
+            GgmlDType::Q6K => Some(Format::Q6K),
+            GgmlDType::Q8_0 => Some(Format::Q8_0),
+            GgmlDType::Q4_1 => Some(Format::Q4_1),
+            _ => None,
+        }
+    }
+
+    fn block_elems(self) -> usize {
+        match self {
+            Format::Q4K | Format::Q6K => QK_K,
+            Format::Q8_0 | Format::Q4_1 => QK,
+        }
+    }
+
+    fn block_bytes(self) -> usize {
+        match self {
+            Format::Q4K => 144,
+            Format::Q6K => 210,
+            Format::Q8_0 => 34,
+            Format::Q4_1 => 20,
+        }
+    }
+
+    fn acts(self) -> ActKind {
+        match self {
+            Format::Q4K | Format::Q6K => ActKind::K,
+            Format::Q8_0 | Format::Q4_1 => ActKind::B32,
+        }
+    }
+}
+
+/// How activations are quantized for a weight format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ActKind {
+    /// Blocks of 256, with the sum of each 16 (ggml's Q8_K).
+    K,
+    /// Blocks of 32, with their sum (ggml's Q8_0 / Q8_1).
+    B32,
+}
+
+impl ActKind {
+    fn block(self) -> usize {
+        match self {
+            ActKind::K => QK_K,
+            ActKind::B32 => QK,
+        }
+    }
+
+    fn sums_per_block(self) -> usize {
+        match self {
+            ActKind::K => QK_K / 16,
+            ActKind::B32 => 1,
+        }
+    }
+}
+
+/// Rows of activations quantized to 8 bits for one [`ActKind`].
+pub(crate) struct Acts {
+    kind: ActKind,
+    k: usize,
+    rows: usize,
+    /// Scale of each block, row after row.
+    d: Vec<f32>,
+    qs: Vec<i8>,
+    /// Integer sums of each block's groups (see [`ActKind`]); at most
+    /// 32 × 127, so `i16` (what the vector kernels load).
+    sums: Vec<i16>,
+}
+
+/// One row of [`Acts`].
+#[derive(Clone, Copy)]
+struct ActRow<'a> {
+    d: &'a [f32],
+    qs: &'a [i8],
+    sums: &'a [i16],
+}
+
+impl Acts {
+    /// Quantizes `rows` rows of `k` values (`k` a multiple of the block).
+    fn quantize(kind: ActKind, x: &[f32], rows: usize, k: usize) -> Self {
+        let bs = kind.block();
+        let nb = k / bs;
+        let spb = kind.sums_per_block();
+        let group = bs / spb;
+        let mut d = Vec::with_capacity(rows * nb);
+        let mut qs = vec![0i8; rows * k];
+        let mut sums = Vec::with_capacity(rows * nb * spb);
+        for (src, dst) in x
+            .chunks_exact(bs)
+            .zip(qs.chunks_exact_mut(bs))
+            .take(rows * nb)
+        {
+            let amax = src.iter().fold(0f32, |m, v| m.max(v.abs()));
+            let inv = if amax > 0.0 { 127.0 / amax } else { 0.0 };
+            for (q, v) in dst.iter_mut().zip(src) {
+                *q = (v * inv).round().clamp(-127.0, 127.0) as i8;
+            }
+            d.push(amax / 127.0);
+            for g in dst.chunks_exact(group) {
+                sums.push(g.iter().map(|&q| i16::from(q)).sum());
+            }
+        }
+        Acts {
+            kind,
+            k,
+            rows,
+            d,
+            qs,
+            sums,
+        }
+    }
+
+    fn row(&self, r: usize) -> ActRow<'_> {
+        let nb = self.k / self.kind.block();
+        let spb = self.kind.sums_per_block();
+        ActRow {
+            d: &self.d[r * nb..(r + 1) * nb],
+            qs: &self.qs[r * self.k..(r + 1) * self.k],
+            sums: &self.sums[r * nb * spb..(r + 1) * nb * spb],
+        }
+    }
+}
+
+/// The code path the products run on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+pub(crate) enum Kernel {
+    /// 256-bit integer multiply-adds (`vpmaddubsw`) and F16C for the
+    /// scales, on every x86-64 CPU since Haswell / Zen 1.
+    Avx2,
+    /// Plain loops: the reference, and what other CPUs run.
+    Portable,
+}
+
+impl Kernel {
+    /// Whether this CPU has what the kernel needs.
+    fn supported(self) -> bool {
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx2 => is_x86_feature_detected!("avx2") && is_x86_feature_detected!("f16c"),
+            #[cfg(not(target_arch = "x86_64"))]
+            Kernel::Avx2 => false,
+            Kernel::Portable => true,
+        }
+    }
+}
+
+/// The fastest kernel this CPU runs; `MNEMO_LLM_PORTABLE` forces the
+/// portable one (to measure or test it on a CPU that has AVX2).
+pub(crate) fn kernel() -> Kernel {
+    static K: OnceLock<Kernel> = OnceLock::new();
+    *K.get_or_init(|| {
+        if std::env::var_os("MNEMO_LLM_PORTABLE").is_none() && Kernel::Avx2.supported() {
+            Kernel::Avx2
+        } else {
+            Kernel::Portable
+        }
+    })
+}
+
+/// Threads a product is split across: the cores (`MNEMO_LLM_THREADS`
+/// overrides).
+fn threads() -> usize {
+    static N: OnceLock<usize> = OnceLock::new();
+    *N.get_or_init(|| {
+        std::env::var("MNEMO_LLM_THREADS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| {
+                std::thread::available_parallelism()
+                    .map(|n| n.get())
+                    .unwrap_or(1)
+            })
+            .clamp(1, 16)
+    })
+}
+
+/// A weight matrix `[rows, cols]` (output by input) in one of the
+/// [`Format`]s, read in place from candle's tensor: row `r` is the
+/// `row_bytes` bytes at `r * row_bytes`.
+pub(crate) struct QWeight {
+    tensor: Arc<QTensor>,
+    format: Format,
+    rows: usize,
+    cols: usize,
+    row_bytes: usize,
+}
+
+impl QWeight {
+    /// Wraps `tensor` if a kernel runs its type and shape.
+    pub(crate) fn new(tensor: Arc<QTensor>) -> Option<Self> {
+        let format = Format::from_ggml(tensor.dtype())?;
+        let (rows, cols) = tensor.shape().dims2().ok()?;
+        if cols == 0 || !cols.is_multiple_of(format.block_elems()) {
+            return None;
+        }
+        let row_bytes = cols / format.block_elems() * format.block_bytes();
+        let len = tensor.data().ok()?.len();
+        (len == rows * row_bytes).then_some(QWeight {
+            tensor,
+            format,
+            rows,
+            cols,
+            row_bytes,
+        })
+    }
+
+    /// Output size.
+    pub(crate) fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// candle's tensor (the tests compare with candle's product).
+    #[cfg(test)]
+    fn tensor(&self) -> &Arc<QTensor> {
+        &self.tensor
+    }
+
+    fn bytes(&self) -> Cow<'_, [u8]> {
+        // A CPU tensor lends its bytes; `new` checked that it has them.
+        self.tensor.data().unwrap_or(Cow::Borrowed(&[]))
+    }
+}
+
+/// Why a product could not run.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ProductError {
+    /// The weights given together do not share the input size, or the
+    /// input is not whole rows.
+    #[error("quantized product: inputs of {given} values do not fit weights of {cols} columns")]
+    Shape {
+        /// The input's length.
+        given: usize,
+        /// The weights' input size.
+        cols: usize,
+    },
+}
+
+/// `outs[i] = x · ws[i]ᵀ` for `t` rows of `x` (each `cols` long): each
+/// output `[t, ws[i].rows]` row-major. The input is quantized once per
+/// activation kind and the rows of all the weights are split across the
+/// cores together, so matrices sharing an input are one pass.
+pub(crate) fn matmul_many(
+    ws: &[&QWeight],
+    x: &[f32],
+    kernel: Kernel,
+) -> Result<Vec<Vec<f32>>, ProductError> {
+    let Some(cols) = ws.first().map(|w| w.cols) else {
+        return Ok(Vec::new());
+    };
+    if ws.iter().any(|w| w.cols != cols) || !x.len().is_multiple_of(cols) {
+        return Err(ProductError::Shape {
+            given: x.len(),
+            cols,
+        });
+    }
+    let t = x.len() / cols;
+    let need = |kind: ActKind| ws.iter().any(|w| w.format.acts() == kind);
+    let acts_k = need(ActKind::K).then(|| Acts::quantize(ActKind::K, x, t, cols));
+    let acts_32 = need(ActKind::B32).then(|| Acts::quantize(ActKind::B32, x, t, cols));
+    let bytes: Vec<Cow<'_, [u8]>> = ws.iter().map(|w| w.bytes()).collect();
+
+    // Work items: a range of rows of one weight, cut so each thread gets
+    // about the same number of bytes to read.
+    let total: usize = ws.iter().map(|w| w.rows * w.row_bytes).sum();
+    let n_threads = if total * t < 1 << 16 { 1 } else { threads() };
+    let share = total.div_ceil(n_threads).max(1);
+    let mut parts: Vec<Vec<(usize, usize, usize)>> = vec![Vec::new(); n_threads];
+    let (mut th, mut used) = (0usize, 0usize);
+    for (i, w) in ws.iter().enumerate() {
+        let mut r = 0;
+        while r < w.rows {
+            let room = share.saturating_sub(used).max(w.row_bytes);
+            let n = (room / w.row_bytes).clamp(1, w.rows - r);
+            parts[th].push((i, r, r + n));
+            used += n * w.row_bytes;
+            r += n;
+            if used >= share && th + 1 < n_threads {
+                th += 1;
+                used = 0;
+            }
+        }
+    }
+    let run = |items: &[(usize, usize, usize)]| -> Vec<Vec<f32>> {
+        items
+            .iter()
+            .map(|&(i, r0, r1)| {
+                let w = ws[i];
+                let acts = match w.format.acts() {
+                    ActKind::K => acts_k.as_ref(),
+                    ActKind::B32 => acts_32.as_ref(),
+                };
+                let mut out = vec![0f32; (r1 - r0) * t];
+                if let Some(acts) = acts {
+                    let rows = &bytes[i][r0 * w.row_bytes..r1 * w.row_bytes];
+                    product_rows(w.format, rows, w.row_bytes, acts, &mut out, kernel);
+                }
+                out
+            })
+            .collect()
+    };
+    let results: Vec<Vec<Vec<f32>>> = if n_threads == 1 {
+        vec![run(&parts[0])]
+    } else {
+        std::thread::scope(|s| {
+            let handles: Vec<_> = parts[1..].iter().map(|p| s.spawn(|| run(p))).collect();
+            let mut all = vec![run(&parts[0])];
+            // A worker that panicked leaves its outputs NaN rather than
+            // taking the process down.
+            all.extend(handles.into_iter().map(|h| h.join().unwrap_or_default()));
+            all
+        })
+    };
+    let mut outs: Vec<Vec<f32>> = ws.iter().map(|w| vec![f32::NAN; t * w.rows]).collect();
+    for (items, res) in parts.iter().zip(&results) {
+        for (&(i, r0, r1), part) in items.iter().zip(res) {
+            let n = ws[i].rows;
+            for (r, vals) in (r0..r1).zip(part.chunks_exact(t)) {
+                for (tok, v) in vals.iter().enumerate() {
+                    outs[i][tok * n + r] = *v;
+                }
+            }
+        }
+    }
+    Ok(outs)
+}
+
+/// `out[r * t + tok]` = row `r` of `rows` · activation row `tok`.
+fn product_rows(
+    format: Format,
+    rows: &[u8],
+    row_bytes: usize,
+    acts: &Acts,
+    out: &mut [f32],
+    kernel: Kernel,
+) {
+    #[cfg(target_arch = "x86_64")]
+    if kernel == Kernel::Avx2 {
+        // SAFETY: `kernel()` names AVX2 only on CPUs that have it; the
+        // kernels read whole blocks of `rows` and of `acts`, whose lengths
+        // `QWeight::new` and `Acts::quantize` made agree.
+        return unsafe { avx2::product_rows(format, rows, row_bytes, acts, out) };
+    }
+    let _ = kernel;
+    let t = acts.rows;
+    for (row, o) in rows.chunks_exact(row_bytes).zip(out.chunks_exact_mut(t)) {
+        for (tok, v) in o.iter_mut().enumerate() {
+            let a = acts.row(tok);
+            *v = match format {
+                Format::Q4K => dot_q4k(row, a),
+                Format::Q6K => dot_q6k(row, a),
+                Format::Q8_0 => dot_q8_0(row, a),
+                Format::Q4_1 => dot_q4_1(row, a),
+            };
+        }
+    }
+}
+
+/// IEEE half to single precision (the blocks' scales).
+fn f16(lo: u8, hi: u8) -> f32 {
+    let h = u16::from_le_bytes([lo, hi]);
+    let sign = u32::from(h & 0x8000) << 16;
+    let exp = u32::from((h >> 10) & 0x1f);
+    let man = u32::from(h & 0x3ff);
+    let bits = match exp {
+        0 if man == 0 => sign,
+        0 => {
+            // Subnormal: shift the mantissa up to an implicit leading one.
+            let (mut e, mut m) = (113u32, man);
+            while m & 0x400 == 0 {
+                m <<= 1;
+                e -= 1;
+            }
+            sign | (e << 23) | ((m & 0x3ff) << 13)
+        }
+        0x1f => sign | 0x7f80_0000 | (man << 13),
+        _ => sign | ((exp + 112) << 23) | (man << 13),
+    };
+    f32::from_bits(bits)
+}
+
+/// Scale and minimum of sub-block `j` of a Q4_K block (ggml's
+/// `get_scale_min_k4`: eight 6-bit pairs packed in 12 bytes).
+#[inline(always)]
+fn scale_min_k4(j: usize, s: &[u8]) -> (i32, i32) {
+    let (sc, m) = if j < 4 {
+        (s[j] & 63, s[j + 4] & 63)
+    } else {
+        (
+            (s[j + 4] & 0xf) | ((s[j - 4] >> 6) << 4),
+            (s[j + 4] >> 4) | ((s[j] >> 6) << 4),
+        )
+    };
+    (i32::from(sc), i32::from(m))
+}
+
+/// The part of a Q4_K block's sum that needs no vector work: its scales
+/// and the minimums times the activations' sums per 32.
+#[inline(always)]
+fn q4k_scales(blk: &[u8], sums: &[i16]) -> ([i32; 8], i32) {
+    let mut sc = [0i32; 8];
+    let mut imin = 0;
+    for (j, s) in sc.iter_mut().enumerate() {
+        let (a, m) = scale_min_k4(j, &blk[4..16]);
+        *s = a;
+        imin += m * (i32::from(sums[2 * j]) + i32::from(sums[2 * j + 1]));
+    }
+    (sc, imin)
+}
+
+/// Layout (ggml `block_q4_K`): `d`, `dmin` (`f16`), 12 bytes of scales,
+/// 128 bytes of values: bytes `32c..32c+32` hold sub-block `2c` in their low
+/// nibbles and `2c + 1` in their high ones.
+fn dot_q4k(row: &[u8], a: ActRow<'_>) -> f32 {
+    let mut acc = 0f32;
+    for (b, blk) in row.chunks_exact(144).enumerate() {
+        let (sc, imin) = q4k_scales(blk, &a.sums[b * 16..]);
+        let y = &a.qs[b * QK_K..(b + 1) * QK_K];
+        let mut isum = 0i32;
+        for c in 0..4 {
+            let q = &blk[16 + 32 * c..16 + 32 * (c + 1)];
+            let (mut lo, mut hi) = (0i32, 0i32);
+            for l in 0..32 {
+                lo += i32::from(q[l] & 0xf) * i32::from(y[64 * c + l]);
+                hi += i32::from(q[l] >> 4) * i32::from(y[64 * c + 32 + l]);
+            }
+            isum += sc[2 * c] * lo + sc[2 * c + 1] * hi;
+        }
+        let (d, dmin) = (f16(blk[0], blk[1]), f16(blk[2], blk[3]));
+        acc += q4k_combine(a.d[b], d, dmin, isum, imin);
+    }
+    acc
+}
+
+/// A Q4_K block's share of a dot product from its integer sums (the vector
+/// kernel ends each block with the same operations).
+#[inline(always)]
+fn q4k_combine(ad: f32, d: f32, dmin: f32, isum: i32, imin: i32) -> f32 {
+    ad * (d * isum as f32 - dmin * imin as f32)
+}
+
+/// Σ scale × (sum of the activations) over a Q6_K block's 16 sub-blocks:
+/// the values are stored plus 32, and this takes the 32 back out.
+#[inline(always)]
+fn q6k_offset(blk: &[u8], sums: &[i16]) -> i32 {
+    let sc = &blk[192..208];
+    (0..16)
+        .map(|j| i32::from(sc[j] as i8) * i32::from(sums[j]))
+        .sum::<i32>()
+        * 32
+}
+
+/// Layout (ggml `block_q6_K`): 128 bytes of low nibbles, 64 of high bit
+/// pairs, 16 `i8` scales (one per 16 values), `d` (`f16`). Each half of 128
+/// values takes 64 low-nibble bytes and 32 high-bit bytes.
+fn dot_q6k(row: &[u8], a: ActRow<'_>) -> f32 {
+    let mut acc = 0f32;
+    for (b, blk) in row.chunks_exact(210).enumerate() {
+        let y = &a.qs[b * QK_K..(b + 1) * QK_K];
+        let sc = &blk[192..208];
+        let mut isum = 0i32;
+        for half in 0..2 {
+            let ql = &blk[64 * half..64 * half + 64];
+            let qh = &blk[128 + 32 * half..128 + 32 * half + 32];
+            let y = &y[128 * half..];
+            let sc = &sc[8 * half..];
+            let mut s = [0i32; 8];
+            for l in 0..32 {
+                let is = l / 16;
+                let q1 = (ql[l] & 0xf) | ((qh[l] & 3) << 4);
+                let q2 = (ql[l + 32] & 0xf) | (((qh[l] >> 2) & 3) << 4);
+                let q3 = (ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4);
+                let q4 = (ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4);
+                s[is] += i32::from(q1) * i32::from(y[l]);
+                s[is + 2] += i32::from(q2) * i32::from(y[l + 32]);
+                s[is + 4] += i32::from(q3) * i32::from(y[l + 64]);
+                s[is + 6] += i32::from(q4) * i32::from(y[l + 96]);
+            }
+            for (j, v) in s.iter().enumerate() {
+                isum += i32::from(sc[j] as i8) * v;
+            }
+        }
+        isum -= q6k_offset(blk, &a.sums[b * 16..]);
+        acc += a.d[b] * (f16(blk[208], blk[209]) * isum as f32);
+    }
+    acc
+}
+
+/// Layout (ggml `block_q8_0`): `d` (`f16`), 32 `i8` values.
+fn dot_q8_0(row: &[u8], a: ActRow<'_>) -> f32 {
+    let mut acc = 0f32;
+    for (b, blk) in row.chunks_exact(34).enumerate() {
+        let y = &a.qs[b * QK..(b + 1) * QK];
+        let isum: i32 = blk[2..]
+            .iter()
+            .zip(y)
+            .map(|(&w, &y)| i32::from(w as i8) * i32::from(y))
+            .sum();
+        acc += a.d[b] * (f16(blk[0], blk[1]) * isum as f32);
+    }
+    acc
+}
+
+#[inline(always)]
+fn q4_1_combine(ad: f32, d: f32, m: f32, isum: i32, asum: i16) -> f32 {
+    ad * (d * isum as f32 + m * f32::from(asum))
+}
+
+/// Layout (ggml `block_q4_1`): `d`, `m` (`f16`), 16 bytes: values `0..16`
+/// in the low nibbles, `16..32` in the high ones; a value is `d * q + m`.
+fn dot_q4_1(row: &[u8], a: ActRow<'_>) -> f32 {
+    let mut acc = 0f32;
+    for (b, blk) in row.chunks_exact(20).enumerate() {
+        let y = &a.qs[b * QK..(b + 1) * QK];
+        let mut isum = 0i32;
+        for l in 0..16 {
+            isum += i32::from(blk[4 + l] & 0xf) * i32::from(y[l]);
+            isum += i32::from(blk[4 + l] >> 4) * i32::from(y[l + 16]);
+        }
+        let (d, m) = (f16(blk[0], blk[1]), f16(blk[2], blk[3]));
+        acc += q4_1_combine(a.d[b], d, m, isum, a.sums[b]);
+    }
+    acc
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use std::arch::x86_64::*;
+
+    use super::{q4_1_combine, q4k_combine, ActRow, Acts, Format, QK, QK_K};
+
+    /// # Safety
+    /// The CPU has AVX2 and F16C; `rows` is whole rows of `row_bytes` in
+    /// `format` for inputs of `acts.k` values, and `out` holds
+    /// `rows × acts.rows`.
+    #[target_feature(enable = "avx2,f16c")]
+    pub(super) unsafe fn product_rows(
+        format: Format,
+        rows: &[u8],
+        row_bytes: usize,
+        acts: &Acts,
+        out: &mut [f32],
+    ) {
+        let t = acts.rows;
+        for (row, o) in rows.chunks_exact(row_bytes).zip(out.chunks_exact_mut(t)) {
+            for (tok, v) in o.iter_mut().enumerate() {
+                let a = acts.row(tok);
+                // SAFETY: as the caller promised.
+                *v = unsafe {
+                    match format {
+                        Format::Q4K => dot_q4k(row, a),
+                        Format::Q6K => dot_q6k(row, a),
+                        Format::Q8_0 => dot_q8_0(row, a),
+                        Format::Q4_1 => dot_q4_1(row, a),
+                    }
+                };
+            }
+        }
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn hsum128(s: __m128i) -> i32 {
+        let s = _mm_add_epi32(s, _mm_shuffle_epi32::<0b01_00_11_10>(s));
+        let s = _mm_add_epi32(s, _mm_shuffle_epi32::<0b10_11_00_01>(s));
+        _mm_cvtsi128_si32(s)
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn hsum(v: __m256i) -> i32 {
+        hsum128(_mm_add_epi32(
+            _mm256_castsi256_si128(v),
+            _mm256_extracti128_si256::<1>(v),
+        ))
+    }
+
+    /// The half float at `p` (exact, as the portable conversion).
+    ///
+    /// # Safety
+    /// F16C; `p` has two readable bytes.
+    #[inline]
+    #[target_feature(enable = "avx2,f16c")]
+    unsafe fn f16_at(p: *const u8) -> f32 {
+        // SAFETY: as the caller promised.
+        let h = unsafe { p.cast::<u16>().read_unaligned() };
+        _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(i32::from(h))))
+    }
+
+    /// Same sums as [`super::dot_q4k`]: `vpmaddubsw` multiplies the
+    /// unsigned nibbles by the signed activations (pairs at most
+    /// 2 × 15 × 127, no saturation), `vpmaddwd` by the sub-block's scale.
+    /// The scales and minimums are unpacked with ggml's 32-bit masks, and
+    /// the minimums meet the activations' sums per 16 in one `vpmaddwd`.
+    ///
+    /// # Safety
+    /// AVX2 and F16C; `row` whole Q4_K blocks for `a`.
+    #[inline]
+    #[target_feature(enable = "avx2,f16c")]
+    unsafe fn dot_q4k(row: &[u8], a: ActRow<'_>) -> f32 {
+        const K1: u32 = 0x3f3f_3f3f;
+        const K2: u32 = 0x0f0f_0f0f;
+        const K3: u32 = 0x0303_0303;
+        let mask = _mm256_set1_epi8(0x0f);
+        let mut acc = 0f32;
+        for (b, blk) in row.chunks_exact(144).enumerate() {
+            let y = &a.qs[b * QK_K..(b + 1) * QK_K];
+            let bs = &a.sums[b * 16..(b + 1) * 16];
+            let word = |i: usize| u32::from_le_bytes([blk[i], blk[i + 1], blk[i + 2], blk[i + 3]]);
+            let (w0, w1, w2) = (word(4), word(8), word(12));
+            // Bytes of u0, u1: the eight scales; of u2, u3: the eight mins.
+            let u3 = ((w2 >> 4) & K2) | (((w1 >> 6) & K3) << 4);
+            let u2 = w1 & K1;
+            let u1 = (w2 & K2) | (((w0 >> 6) & K3) << 4);
+            let u0 = w0 & K1;
+            let ms =
+                _mm256_cvtepu8_epi16(_mm_set_epi32(u3 as i32, u2 as i32, u1 as i32, u0 as i32));
+            // SAFETY: `bs` is 16 values, `blk` 144 bytes (d at 0, dmin at 2).
+            let (bsum, d, dmin) = unsafe {
+                (
+                    _mm256_loadu_si256(bs.as_ptr().cast()),
+                    f16_at(blk.as_ptr()),
+                    f16_at(blk.as_ptr().add(2)),
+                )
+            };
+            let pairs = _mm_hadd_epi16(
+                _mm256_castsi256_si128(bsum),
+                _mm256_extracti128_si256::<1>(bsum),
+            );
+            let imin = hsum128(_mm_madd_epi16(_mm256_extracti128_si256::<1>(ms), pairs));
+            let scales = _mm256_broadcastsi128_si256(_mm256_castsi256_si128(ms));
+            let mut sum = _mm256_setzero_si256();
+            for c in 0..4 {
+                // SAFETY: bytes 16 + 32c .. 48 + 32c of the 144 exist, and
+                // values 64c .. 64c + 64 of the 256.
+                let (q, y0, y1) = unsafe {
+                    (
+                        _mm256_loadu_si256(blk.as_ptr().add(16 + 32 * c).cast()),
+                        _mm256_loadu_si256(y.as_ptr().add(64 * c).cast()),
+                        _mm256_loadu_si256(y.as_ptr().add(64 * c + 32).cast()),
+                    )
+                };
+                // Scale 2c (bytes 4c, 4c + 1) and 2c + 1 broadcast.
+                let pick = |j: usize| {
+                    let lo = (2 * j) as i16;
+                    _mm256_set1_epi16(lo | ((lo + 1) << 8))
+                };
+                let s0 = _mm256_shuffle_epi8(scales, pick(2 * c));
+                let s1 = _mm256_shuffle_epi8(scales, pick(2 * c + 1));
+                let lo = _mm256_and_si256(q, mask);
+                let hi = _mm256_and_si256(_mm256_srli_epi16::<4>(q), mask);
+                let p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, y0), s0);
+                let p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, y1), s1);
+                sum = _mm256_add_epi32(sum, _mm256_add_epi32(p0, p1));
+            }
+            acc += q4k_combine(a.d[b], d, dmin, hsum(sum), imin);
+        }
+        acc
+    }
+
+    /// Same sums as [`super::dot_q6k`]: the 6-bit values (0..63, pairs at
+    /// most 2 × 63 × 127) times the activations, each 16 by its scale; the
+    /// stored +32 comes back out through the scales times the activations'
+    /// sums per 16.
+    ///
+    /// # Safety
+    /// AVX2 and F16C; `row` whole Q6_K blocks for `a`.
+    #[inline]
+    #[target_feature(enable = "avx2,f16c")]
+    unsafe fn dot_q6k(row: &[u8], a: ActRow<'_>) -> f32 {
+        let m4 = _mm256_set1_epi8(0x0f);
+        let m2 = _mm256_set1_epi8(3);
+        let mut acc = 0f32;
+        for (b, blk) in row.chunks_exact(210).enumerate() {
+            let y = &a.qs[b * QK_K..(b + 1) * QK_K];
+            let bs = &a.sums[b * 16..(b + 1) * 16];
+            // SAFETY: `blk` is 210 bytes (scales at 192..208, d at 208);
+            // `bs` is 16 values.
+            let (s8, bsum, d) = unsafe {
+                (
+                    _mm_loadu_si128(blk.as_ptr().add(192).cast()),
+                    _mm256_loadu_si256(bs.as_ptr().cast()),
+                    f16_at(blk.as_ptr().add(208)),
+                )
+            };
+            let offset = hsum(_mm256_madd_epi16(_mm256_cvtepi8_epi16(s8), bsum)) * 32;
+            let mut sum = _mm256_setzero_si256();
+            for half in 0..2 {
+                // SAFETY: ql is bytes 0..128 and qh 128..192 of the 210;
+                // values 128 half .. 128 half + 128 of the 256.
+                let (ql0, ql1, qh, ys) = unsafe {
+                    let yp = y.as_ptr().add(128 * half);
+                    (
+                        _mm256_loadu_si256(blk.as_ptr().add(64 * half).cast()),
+                        _mm256_loadu_si256(blk.as_ptr().add(64 * half + 32).cast()),
+                        _mm256_loadu_si256(blk.as_ptr().add(128 + 32 * half).cast()),
+                        [
+                            _mm256_loadu_si256(yp.cast()),
+                            _mm256_loadu_si256(yp.add(32).cast()),
+                            _mm256_loadu_si256(yp.add(64).cast()),
+                            _mm256_loadu_si256(yp.add(96).cast()),
+                        ],
+                    )
+                };
+                // The two high bits of each value, moved to bits 4 and 5.
+                let h0 = _mm256_slli_epi16::<4>(_mm256_and_si256(qh, m2));
+                let h1 = _mm256_slli_epi16::<2>(_mm256_and_si256(qh, _mm256_slli_epi16::<2>(m2)));
+                let h2 = _mm256_and_si256(qh, _mm256_slli_epi16::<4>(m2));
+                let h3 = _mm256_srli_epi16::<2>(_mm256_and_si256(qh, _mm256_slli_epi16::<6>(m2)));
+                let q = [
+                    _mm256_or_si256(_mm256_and_si256(ql0, m4), h0),
+                    _mm256_or_si256(_mm256_and_si256(ql1, m4), h1),
+                    _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16::<4>(ql0), m4), h2),
+                    _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16::<4>(ql1), m4), h3),
+                ];
+                for (i, (q, y)) in q.iter().zip(&ys).enumerate() {
+                    // Bytes 0..16 of each vector are sub-block 8 half + 2i,
+                    // 16..32 the next: their scales, widened to 16 bits.
+                    let j = (8 * half + 2 * i) as i64;
+                    let pick =
+                        _mm_set_epi64x((j + 1) * 0x0101_0101_0101_0101, j * 0x0101_0101_0101_0101);
+                    let scales = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(s8, pick));
+                    let p = _mm256_madd_epi16(_mm256_maddubs_epi16(*q, *y), scales);
+                    sum = _mm256_add_epi32(sum, p);
+                }
+            }
+            acc += a.d[b] * (d * (hsum(sum) - offset) as f32);
+        }
+        acc
+    }
+
+    /// Same sums as [`super::dot_q8_0`]: `vpmaddubsw` wants one unsigned
+    /// side, so the weights' signs move onto the activations (pairs at most
+    /// 2 × 128 × 127).
+    ///
+    /// # Safety
+    /// AVX2 and F16C; `row` whole Q8_0 blocks for `a`.
+    #[inline]
+    #[target_feature(enable = "avx2,f16c")]
+    unsafe fn dot_q8_0(row: &[u8], a: ActRow<'_>) -> f32 {
+        let ones = _mm256_set1_epi16(1);
+        let mut acc = 0f32;
+        for (b, blk) in row.chunks_exact(34).enumerate() {
+            let y = &a.qs[b * QK..(b + 1) * QK];
+            // SAFETY: `blk` is 34 bytes (32 after the scale), `y` 32 values.
+            let (w, y, d) = unsafe {
+                (
+                    _mm256_loadu_si256(blk.as_ptr().add(2).cast()),
+                    _mm256_loadu_si256(y.as_ptr().cast()),
+                    f16_at(blk.as_ptr()),
+                )
+            };
+            let p = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(y, w));
+            let isum = hsum(_mm256_madd_epi16(p, ones));
+            acc += a.d[b] * (d * isum as f32);
+        }
+        acc
+    }
+
+    /// Same sums as [`super::dot_q4_1`].
+    ///
+    /// # Safety
+    /// AVX2 and F16C; `row` whole Q4_1 blocks for `a`.
+    #[inline]
+    #[target_feature(enable = "avx2,f16c")]
+    unsafe fn dot_q4_1(row: &[u8], a: ActRow<'_>) -> f32 {
+        let ones = _mm256_set1_epi16(1);
+        let mask = _mm_set1_epi8(0x0f);
+        let mut acc = 0f32;
+        for (b, blk) in row.chunks_exact(20).enumerate() {
+            let y = &a.qs[b * QK..(b + 1) * QK];
+            // SAFETY: `blk` is 20 bytes (d, m, then 16), `y` 32 values.
+            let (q, y, d, m) = unsafe {
+                (
+                    _mm_loadu_si128(blk.as_ptr().add(4).cast()),
+                    _mm256_loadu_si256(y.as_ptr().cast()),
+                    f16_at(blk.as_ptr()),
+                    f16_at(blk.as_ptr().add(2)),
+                )
+            };
+            let w = _mm256_set_m128i(
+                _mm_and_si128(_mm_srli_epi16::<4>(q), mask),
+                _mm_and_si128(q, mask),
+            );
+            let isum = hsum(_mm256_madd_epi16(_mm256_maddubs_epi16(w, y), ones));
+            acc += q4_1_combine(a.d[b], d, m, isum, a.sums[b]);
+        }
+        acc
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use candle_core::{Device, Module, Tensor};
+
+    fn available() -> Vec<Kernel> {
+        [Kernel::Avx2, Kernel::Portable]
+            .into_iter()
+            .filter(|k| k.supported())
+            .collect()
+    }
+
+    /// Deterministic values in roughly [-1, 1).
+    fn values(n: usize, seed: u64) -> Vec<f32> {
+        let mut s = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (0..n)
+            .map(|_| {
+                s = s
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+            })
+            .collect()
+    }
+
+    /// Random weights quantized by candle (ggml's own quantizers).
+    fn weight(dtype: GgmlDType, rows: usize, cols: usize, seed: u64) -> QWeight {
+        let w = Tensor::from_vec(values(rows * cols, seed), (rows, cols), &Device::Cpu).unwrap();
+        let q = QTensor::quantize(&w, dtype).unwrap();
+        QWeight::new(Arc::new(q)).unwrap()
+    }
+
+    /// Dequantize the weights and the quantized activations, then dot in
+    /// `f64`: what the kernels compute, without their integer tricks.
+    fn reference(w: &QWeight, x: &[f32]) -> Vec<f32> {
+        let wf = w
+            .tensor
+            .dequantize(&Device::Cpu)
+            .unwrap()
+            .flatten_all()
+            .unwrap()
+            .to_vec1::<f32>()
+            .unwrap();
+        let kind = w.format.acts();
+        let t = x.len() / w.cols;
+        let acts = Acts::quantize(kind, x, t, w.cols);
+        let mut out = vec![0f32; t * w.rows];
+        for tok in 0..t {
+            let a = acts.row(tok);
+            let xf: Vec<f64> = (0..w.cols)
+                .map(|i| f64::from(a.qs[i]) * f64::from(a.d[i / kind.block()]))
+                .collect();
+            for r in 0..w.rows {
+                let s: f64 = (0..w.cols)
+                    .map(|i| f64::from(wf[r * w.cols + i]) * xf[i])
+                    .sum();
+                out[tok * w.rows + r] = s as f32;
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn half_floats_convert() {
+        for (bits, v) in [
+            (0x3c00u16, 1.0f32),
+            (0xc000, -2.0),
+            (0x3555, 0.333_251_95),
+            (0x0001, 5.960_464_5e-8),
+            (0x03ff, 6.097_555e-5),
+            (0x7bff, 65504.0),
+            (0x0000, 0.0),
+        ] {
+            let [lo, hi] = bits.to_le_bytes();
+            assert_eq!(f16(lo, hi), v, "{bits:#06x}");
+        }
+        assert!(f16(0x00, 0x7c).is_infinite());
+    }
+
+    #[test]
+    fn every_format_and_kernel_matches_the_dequantized_reference() {
+        for dtype in [
+            GgmlDType::Q4K,
+            GgmlDType::Q6K,
+            GgmlDType::Q8_0,
+            GgmlDType::Q4_1,
+        ] {
+            for (rows, cols, t) in [(7, 256, 1), (33, 512, 3), (5, 1536, 2)] {
+                let w = weight(dtype, rows, cols, rows as u64);
+                let x: Vec<f32> = values(t * cols, 99)
+                    .iter()
+                    .enumerate()
+                    // Uneven magnitudes, like real activations.
+                    .map(|(i, v)| v * if i % 37 == 0 { 8.0 } else { 1.0 })
+                    .collect();
+                let want = reference(&w, &x);
+                let mut first: Option<Vec<f32>> = None;
+                for k in available() {
+                    let got = matmul_many(&[&w], &x, k).unwrap().remove(0);
+                    for (g, r) in got.iter().zip(&want) {
+                        let tol = 1e-4 * (1.0 + r.abs()) * (cols as f32).sqrt();
+                        assert!(
+                            (g - r).abs() <= tol,
+                            "{dtype:?} {k:?} {rows}x{cols}: {g} vs {r}"
+                        );
+                    }
+                    // The integer sums are exact and combined in the same
+                    // order: every kernel gives the same bits.
+                    match &first {
+                        None => first = Some(got),
+                        Some(f) => assert_eq!(f, &got, "{dtype:?} {k:?}"),
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn several_weights_share_one_pass_and_threads_change_nothing() {
+        let ws = [
+            weight(GgmlDType::Q4K, 300, 512, 1),
+            weight(GgmlDType::Q6K, 40, 512, 2),
+            weight(GgmlDType::Q8_0, 90, 512, 3),
+        ];
+        let refs: Vec<&QWeight> = ws.iter().collect();
+        let x = values(2 * 512, 5);
+        for k in available() {
+            let together = matmul_many(&refs, &x, k).unwrap();
+            for (w, got) in ws.iter().zip(&together) {
+                let alone = matmul_many(&[w], &x, k).unwrap().remove(0);
+                assert_eq!(&alone, got);
+                assert!(got.iter().all(|v| v.is_finite()));
+            }
+        }
+    }
+
+    #[test]
+    fn kernels_agree_with_candle_on_its_own_product() {
+        // candle quantizes activations its own way (ggml's Q8_K rounding),
+        // so only closeness is expected.
+        let w = weight(GgmlDType::Q4K, 64, 1024, 11);
+        let x = values(1024, 3);
+        let xt = Tensor::from_vec(x.clone(), (1, 1024), &Device::Cpu).unwrap();
+        let want = candle_core::quantized::QMatMul::QTensor(Arc::clone(w.tensor()))
+            .forward(&xt)
+            .unwrap()
+            .flatten_all()
+            .unwrap()
+            .to_vec1::<f32>()
+            .unwrap();
+        let got = matmul_many(&[&w], &x, kernel()).unwrap().remove(0);
+        for (g, c) in got.iter().zip(&want) {
+            assert!((g - c).abs() < 0.05 * (1.0 + c.abs()), "{g} vs {c}");
+        }
+    }
+
+    #[test]
+    fn mismatched_shapes_are_refused() {
+        let a = weight(GgmlDType::Q8_0, 4, 64, 1);
+        let b = weight(GgmlDType::Q8_0, 4, 96, 1);
+        assert!(matmul_many(&[&a, &b], &values(64, 1), Kernel::Portable).is_err());
+        assert!(matmul_many(&[&a], &values(65, 1), Kernel::Portable).is_err());
+    }
+}

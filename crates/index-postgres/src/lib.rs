@@ -568,7 +568,11 @@ async fn keyword(
         return Ok(Vec::new());
     }
     // Each term as the phrase of words FTS5 would make of it.
-    let phrases: Vec<Vec<String>> = terms.iter().map(String::as_str).map(keyword::words).collect();
+    let phrases: Vec<Vec<String>> = terms
+        .iter()
+        .map(String::as_str)
+        .map(keyword::words)
+        .collect();
     let singles: Vec<&str> = phrases
         .iter()
         .filter(|p| p.len() == 1)

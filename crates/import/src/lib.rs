@@ -51,7 +51,7 @@ use mnemo_store::{SessionOptions, SessionStore};
 
 pub use error::{Error, Result};
 pub use export::{export_nanobot, ExportOptions};
-pub use report::{Action, Kind, Report, Verb};
+pub use report::{Action, Kind, Report, Verb, Watch};
 
 /// The tools whose memory can be imported.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -163,7 +163,7 @@ pub fn import_watched(
     tool: Tool,
     source: &Path,
     options: &ImportOptions,
-    watch: Option<std::sync::Arc<dyn Fn(&Action) + Send + Sync>>,
+    watch: Option<report::Watch>,
 ) -> Result<Report> {
     let src = source::Source::open(source)?;
     let manifest = manifest::Manifest::load(workspace)?;

@@ -140,9 +140,12 @@ pub struct Report {
     pub(crate) watcher: Watcher,
 }
 
-/// A callback told of every action as the import records it.
+/// A callback told of each action as the import records it.
+pub type Watch = Arc<dyn Fn(&Action) + Send + Sync>;
+
+/// The import's [`Watch`], if any.
 #[derive(Clone, Default)]
-pub(crate) struct Watcher(pub(crate) Option<Arc<dyn Fn(&Action) + Send + Sync>>);
+pub(crate) struct Watcher(pub(crate) Option<Watch>);
 
 impl fmt::Debug for Watcher {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

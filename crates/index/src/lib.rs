@@ -51,7 +51,9 @@ mod fuzz_tests;
 pub use backend::IndexBackend;
 pub use error::{IndexError, Result};
 pub use index::{MemoryIndex, WatchHandle};
-pub use settings::{BackendKind, Fusion, IndexOptions, IndexSettings, SearchOptions, VectorScale};
+pub use settings::{
+    BackendKind, DatabaseUrl, Fusion, IndexOptions, IndexSettings, SearchOptions, VectorScale,
+};
 pub use sqlite_store::SqliteStore;
 pub use store::{Generation, IndexStore, LockWait, WriterLock};
 pub use types::{

@@ -25,7 +25,10 @@ impl IndexSettings {
             search: config.section("search")?,
         };
         if s.index.backend == BackendKind::Postgres && s.index.url.is_none() {
-            s.index.url = std::env::var("DATABASE_URL").ok().filter(|u| !u.is_empty());
+            s.index.url = std::env::var("DATABASE_URL")
+                .ok()
+                .filter(|u| !u.is_empty())
+                .map(DatabaseUrl);
         }
         s.validate()?;
         Ok(s)
@@ -176,7 +179,36 @@ pub struct IndexOptions {
     /// The PostgreSQL database of `backend = "postgres"`:
     /// `postgres://user:password@host:5432/database`; also
     /// `MNEMO_INDEX__URL`, or `DATABASE_URL` when unset.
-    pub url: Option<String>,
+    pub url: Option<DatabaseUrl>,
+}
+
+/// A database URL, which may hold a password: shown without it in debug
+/// output (logs, panics), kept whole everywhere else.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct DatabaseUrl(pub String);
+
+impl std::fmt::Debug for DatabaseUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // `scheme://user:password@host...`: the part between the first `:`
+        // after `//` and the last `@` of the authority is the password.
+        let u = &self.0;
+        let shown = match u.split_once("://") {
+            Some((scheme, rest)) => {
+                let authority_end = rest.find('/').unwrap_or(rest.len());
+                let (authority, path) = rest.split_at(authority_end);
+                match authority
+                    .rsplit_once('@')
+                    .and_then(|(creds, host)| Some((creds.split_once(':')?.0, host)))
+                {
+                    Some((user, host)) => format!("{scheme}://{user}:***@{host}{path}"),
+                    None => u.clone(),
+                }
+            }
+            None => "***".to_string(),
+        };
+        write!(f, "{shown:?}")
+    }
 }
 
 /// Which store holds the index (`[index] backend`).
@@ -391,7 +423,9 @@ mod tests {
             e.contains("[index] url") && e.contains("DATABASE_URL"),
             "{e}"
         );
-        s.index.url = Some("postgres://u:p@127.0.0.1/db".into());
+        s.index.url = Some(DatabaseUrl("postgres://u:p@127.0.0.1/db".into()));
+        let shown = format!("{:?}", s.index);
+        assert!(shown.contains("postgres://u:***@127.0.0.1/db"), "{shown}");
         let e = s.validate().unwrap_err().to_string();
         assert!(e.contains("not available yet") && !e.contains("u:p"), "{e}");
         let c =

@@ -126,7 +126,7 @@ fn import_asks_which_agent_then_takes_one_or_all_and_exports_to_nanobot() {
 
     // A memory folder alone: imported, but the missing conversations fail
     // the command unless allowed.
-    let memory = peers().join("claude-code-2.1.332/.claude/projects/-tmp-home-src-garden/memory");
+    let memory = peers().join("claude-code-2.1.332/.claude/projects/-ex-ample-src-garden/memory");
     let memory = memory.to_str().unwrap();
     let strict = mnemo(&ws, &["import", "claude-code", memory]);
     assert_eq!(strict.status.code(), Some(1));
@@ -180,7 +180,7 @@ fn import_asks_which_agent_then_takes_one_or_all_and_exports_to_nanobot() {
             "claude-code",
             project.to_str().unwrap(),
             "--only",
-            "-tmp-home-src-garden",
+            "-ex-ample-src-garden",
             "--dry-run",
         ],
     ));

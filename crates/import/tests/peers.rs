@@ -595,7 +595,7 @@ fn claude_code_2_1_home_arrives_whole() {
     let (ws, report) = import_checked(dir.path(), Tool::ClaudeCode, &src, Select::Single);
     assert_eq!(report.conversations, 2, "{}", lines(&report));
 
-    let project = src.join("projects/-tmp-home-src-garden");
+    let project = src.join("projects/-ex-ample-src-garden");
     let transcript = fs::read_dir(&project)
         .unwrap()
         .flatten()
@@ -607,7 +607,7 @@ fn claude_code_2_1_home_arrives_whole() {
         .unwrap()
         .to_string_lossy()
         .into_owned();
-    let key = format!("claude-code:-tmp-home-src-garden:{session}");
+    let key = format!("claude-code:-ex-ample-src-garden:{session}");
     assert_transcript_kept(&ws, &key, &transcript, &report);
     let subagent = fs::read_dir(project.join(&session).join("subagents"))
         .unwrap()
@@ -705,7 +705,7 @@ fn claude_code_2_1_home_arrives_whole() {
 fn claude_code_memory_folder_alone_says_where_the_conversations_are() {
     let dir = tempfile::tempdir().unwrap();
     let home = copy_fixture("claude-code-2.1.332", &dir.path().join("home"));
-    let memory = home.join(".claude/projects/-tmp-home-src-garden/memory");
+    let memory = home.join(".claude/projects/-ex-ample-src-garden/memory");
     let report = import(
         &Workspace::new(dir.path().join("ws")),
         Tool::ClaudeCode,
@@ -720,7 +720,7 @@ fn claude_code_memory_folder_alone_says_where_the_conversations_are() {
         "{text}"
     );
     assert!(
-        text.contains("-tmp-home-src-garden: import that folder"),
+        text.contains("-ex-ample-src-garden: import that folder"),
         "{text}"
     );
     // The project folder brings both.

@@ -14,7 +14,7 @@
 #                          `claude -p` turns, a subagent and a compaction
 #
 # Every model reply comes from loopback_model.py, scripted by the *.script.json
-# files here. The tools run with HOME set to a fixture home (/tmp/home unless
+# files here. The tools run with HOME set to a fixture home (/ex/ample unless
 # FIXTURE_HOME says otherwise, which must not exist yet), so the paths inside
 # the fixtures are that home's; the tools are installed there too, and it is
 # all removed at the end. Needs python3 (3.11+),
@@ -33,7 +33,7 @@ NODE_VERSION=24.22.3
 CLAUDE_CODE_VERSION=2.1.332
 
 here="$(cd "$(dirname "$0")" && pwd)"
-home="${FIXTURE_HOME:-/tmp/home}"
+home="${FIXTURE_HOME:-/ex/ample}"
 targets=("${@:-all}")
 if [ -e "$home" ]; then
   echo "$home exists: remove it or set FIXTURE_HOME to a folder that does not exist" >&2

@@ -80,6 +80,7 @@ impl MemoryIndex {
         settings: IndexSettings,
         embedder: Option<Arc<dyn Embedder>>,
     ) -> Result<MemoryIndex> {
+        // Checked before any file is touched (`with_store` checks again: cheap).
         settings.validate()?;
         let emb_id = embedder.as_ref().map(|e| (e.id(), e.dims()));
         let store = SqliteStore::open(&ws.state_dir(), emb_id, settings.index.vector_scan)?;

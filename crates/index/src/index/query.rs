@@ -25,22 +25,25 @@ impl MemoryIndex {
             opts.vector_weight > 0.0
                 && !(text::mostly_cjk(query) && e.multilingual() == Some(false))
         });
-        let embed = |emb: &Arc<dyn Embedder>| embed_readings(emb.as_ref(), &readings);
-        let embedded = match (wanted, opts.sync_on_search) {
-            (Some(emb), true) => std::thread::scope(|s| {
-                let job = s.spawn(|| embed(emb));
+        let embed = || match wanted {
+            Some(emb) => embed_readings(emb.as_ref(), &readings),
+            // Unused: the search is keyword-only (`vectors_usable`).
+            None => Err("no query embedding".into()),
+        };
+        // A process that watches the workspace never compares every file in
+        // a search: it needs no second thread.
+        let embedded = if opts.sync_on_search && wanted.is_some() && self.watching().is_none() {
+            std::thread::scope(|s| {
+                let job = s.spawn(embed);
                 self.refresh(&mut warnings);
                 job.join()
                     .unwrap_or_else(|_| Err("the embedding thread stopped".into()))
-            }),
-            (Some(emb), false) => embed(emb),
-            (None, sync) => {
-                if sync {
-                    self.refresh(&mut warnings);
-                }
-                // Unused: the search is keyword-only (`vectors_usable`).
-                Err("no query embedding".into())
+            })
+        } else {
+            if opts.sync_on_search {
+                self.refresh(&mut warnings);
             }
+            embed()
         };
         match self.search_once(query, req, &readings, &embedded, &mut warnings) {
             Ok(r) => Ok(r),

@@ -295,7 +295,7 @@ impl MemoryIndex {
             .ok_or_else(|| IndexError::Busy(self.inner.store.lock_location()))
     }
 
-    fn watching(&self) -> Option<Arc<WatchState>> {
+    pub(super) fn watching(&self) -> Option<Arc<WatchState>> {
         self.inner
             .watching
             .lock()

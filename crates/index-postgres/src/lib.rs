@@ -24,6 +24,9 @@
 mod keyword;
 mod pool;
 mod schema;
+mod store;
+
+pub use store::PostgresStore;
 
 use std::collections::{HashMap, HashSet};
 use std::str::FromStr;
@@ -61,6 +64,25 @@ impl PostgresOptions {
             schema: "mnemo".into(),
         }
     }
+}
+
+/// The client's settings for `url` (a connect timeout and mnemo's
+/// application name unless the URL sets them), and its location.
+pub(crate) fn client_config(url: &str) -> Result<(Config, String)> {
+    let mut config = Config::from_str(url).map_err(|e| {
+        IndexError::Config(format!(
+            "the PostgreSQL URL of [index] url is not valid ({e}); write it as \
+             postgres://user:password@host:5432/database"
+        ))
+    })?;
+    if config.get_connect_timeout().is_none() {
+        config.connect_timeout(Duration::from_secs(10));
+    }
+    if config.get_application_name().is_none() {
+        config.application_name("mnemo");
+    }
+    let location = location(&config);
+    Ok((config, location))
 }
 
 /// The URL of `config` without its password, for messages.
@@ -136,28 +158,18 @@ impl PostgresBackend {
     /// mixed with them (the chunk vectors are made anew from the embedding
     /// cache when the model changes).
     pub fn open(opts: &PostgresOptions, embedder: Option<(EmbedderId, usize)>) -> Result<Self> {
-        let mut config = Config::from_str(&opts.url).map_err(|e| {
-            IndexError::Config(format!(
-                "the PostgreSQL URL of [index] url is not valid ({e}); write it as \
-                 postgres://user:password@host:5432/database"
-            ))
-        })?;
-        if config.get_connect_timeout().is_none() {
-            config.connect_timeout(Duration::from_secs(10));
-        }
-        if config.get_application_name().is_none() {
-            config.application_name("mnemo");
-        }
-        let location = location(&config);
+        let (config, location) = client_config(&opts.url)?;
         if !valid_schema(&opts.schema) {
             return Err(IndexError::Config(format!(
                 "PostgreSQL schema name `{}` for the index: use lower-case letters, digits and _",
                 opts.schema
             )));
         }
-        let rt = Runtime::start().map_err(|e| IndexError::Database {
-            location: location.clone(),
-            message: format!("cannot start the client's runtime: {e}"),
+        let rt = Runtime::start().map_err(|e| {
+            IndexError::database(
+                location.clone(),
+                format!("cannot start the client's runtime: {e}"),
+            )
         })?;
         let schema = opts.schema.clone();
         let model = embedder.map(|(id, dims)| (model_key(&id), dims));
@@ -181,22 +193,14 @@ impl PostgresBackend {
                 opts.schema
             )));
         }
-        let config = Config::from_str(&opts.url)
-            .map_err(|e| IndexError::Config(format!("invalid PostgreSQL URL: {e}")))?;
-        let location = location(&config);
-        let rt = Runtime::start().map_err(|e| IndexError::Database {
-            location: location.clone(),
-            message: e,
-        })?;
+        let (config, location) = client_config(&opts.url)?;
+        let rt = Runtime::start().map_err(|e| IndexError::database(location.clone(), e))?;
         let schema = opts.schema.clone();
         rt.run(async move {
             let c = pool::connect(&config, &location).await?;
             c.batch_execute(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"))
                 .await
-                .map_err(|e| IndexError::Database {
-                    location: location.clone(),
-                    message: pool::describe(&e),
-                })
+                .map_err(|e| IndexError::database(location.clone(), pool::describe(&e)))
         })
     }
 
@@ -236,10 +240,7 @@ async fn prepare(
     model: Option<(String, usize)>,
 ) -> Result<(String, i64)> {
     let mut c = pool::connect(config, location).await?;
-    let db = |e: tokio_postgres::Error| IndexError::Database {
-        location: location.to_string(),
-        message: pool::describe(&e),
-    };
+    let db = |e: tokio_postgres::Error| pool::db_error(location, &e);
     let ext =
         "SELECT n.nspname::text FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
                WHERE e.extname = 'vector'";
@@ -1002,6 +1003,57 @@ impl IndexBackend for PostgresBackend {
                         .map(|r| (r.get(0), r.get::<_, Vector>(1).to_vec()))
                         .collect()
                 })
+                .map_err(|e| pool.db(e));
+            (c, r)
+        })
+    }
+
+    fn embedding_cache_page(&self, after: &str, limit: usize) -> Result<Vec<(String, Vec<f32>)>> {
+        let Some((model, dims)) = self.model() else {
+            return Ok(Vec::new());
+        };
+        let after = after.to_string();
+        self.with(move |pool, c| async move {
+            let r = c
+                .query(
+                    "SELECT hash, embedding FROM embedding_cache
+                     WHERE model = $1 AND dims = $2 AND hash > $3 ORDER BY hash LIMIT $4",
+                    &[&model, &(dims as i32), &after, &(limit as i64)],
+                )
+                .await
+                .map(|rows| {
+                    rows.iter()
+                        .map(|r| (r.get(0), r.get::<_, Vector>(1).to_vec()))
+                        .collect()
+                })
+                .map_err(|e| pool.db(e));
+            (c, r)
+        })
+    }
+
+    fn put_cached_embeddings(&self, rows: &[(String, Vec<f32>)]) -> Result<()> {
+        let Some((model, dims)) = self.model() else {
+            return Ok(());
+        };
+        let (hashes, vectors): (Vec<String>, Vec<Vector>) = rows
+            .iter()
+            .filter(|(_, v)| v.len() == dims)
+            .map(|(h, v)| (h.clone(), Vector::from(v.clone())))
+            .unzip();
+        if hashes.is_empty() {
+            return Ok(());
+        }
+        let now = chrono::Utc::now().timestamp_millis();
+        self.with(move |pool, c| async move {
+            let r = c
+                .execute(
+                    "INSERT INTO embedding_cache(model, hash, dims, embedding, updated_at)
+                     SELECT $1, h, $2, e, $3 FROM unnest($4::text[], $5::vector[]) AS t(h, e)
+                     ON CONFLICT DO NOTHING",
+                    &[&model, &(dims as i32), &now, &hashes, &vectors],
+                )
+                .await
+                .map(|_| ())
                 .map_err(|e| pool.db(e));
             (c, r)
         })

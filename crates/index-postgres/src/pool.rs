@@ -15,7 +15,7 @@
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 
-use mnemo_index::IndexError;
+use mnemo_index::{DbFailure, IndexError};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_postgres::{Client, Config, NoTls};
 
@@ -74,9 +74,11 @@ impl Runtime {
         self.handle.spawn(async move {
             let _ = tx.send(fut.await);
         });
-        rx.recv().map_err(|_| IndexError::Database {
-            location: "postgres".into(),
-            message: "the PostgreSQL client's thread stopped (a bug: see the log)".into(),
+        rx.recv().map_err(|_| {
+            IndexError::database(
+                "postgres",
+                "the PostgreSQL client's thread stopped (a bug: see the log)",
+            )
         })?
     }
 }
@@ -152,14 +154,36 @@ impl Pool {
     }
 
     pub(crate) fn error(&self, message: impl Into<String>) -> IndexError {
-        IndexError::Database {
-            location: self.location.clone(),
-            message: message.into(),
-        }
+        IndexError::database(self.location.clone(), message)
     }
 
     pub(crate) fn db(&self, e: tokio_postgres::Error) -> IndexError {
-        self.error(describe(&e))
+        db_error(&self.location, &e)
+    }
+}
+
+/// A client's error as the index's error: the server's words, and its
+/// SQLSTATE read as busy (a lock not granted, a deadlock, a serialisation
+/// failure: worth a retry) or corrupt (damaged data).
+pub(crate) fn db_error(location: &str, e: &tokio_postgres::Error) -> IndexError {
+    use tokio_postgres::error::SqlState;
+    let failure = match e.code() {
+        Some(c)
+            if *c == SqlState::LOCK_NOT_AVAILABLE
+                || *c == SqlState::T_R_DEADLOCK_DETECTED
+                || *c == SqlState::T_R_SERIALIZATION_FAILURE =>
+        {
+            DbFailure::Busy
+        }
+        Some(c) if *c == SqlState::DATA_CORRUPTED || *c == SqlState::INDEX_CORRUPTED => {
+            DbFailure::Corrupt
+        }
+        _ => DbFailure::Other,
+    };
+    IndexError::Database {
+        location: location.to_string(),
+        message: describe(e),
+        failure,
     }
 }
 

@@ -5,45 +5,13 @@
 //! pass with a note, except in CI (`CI` set), where they fail.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-
 use mnemo_core::EmbedderId;
 use mnemo_index::backend::{FileRecord, NewChunk};
 use mnemo_index::{IndexBackend, Source};
 use mnemo_index_postgres::{PostgresBackend, PostgresOptions};
 use mnemo_test_support::conformance::index::{IndexCase, DIMS};
 
-/// The test server's URL, or `None` (with a note) outside CI.
-fn test_url() -> Option<String> {
-    match std::env::var("MNEMO_TEST_POSTGRES_URL") {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ if std::env::var_os("CI").is_some() => panic!(
-            "MNEMO_TEST_POSTGRES_URL is not set, and CI must run the PostgreSQL tests: \
-             start a server with scripts/postgres.sh start (.ci/run does)"
-        ),
-        _ => {
-            eprintln!(
-                "note: PostgreSQL test skipped: set MNEMO_TEST_POSTGRES_URL \
-                 (scripts/postgres.sh start prints one)"
-            );
-            None
-        }
-    }
-}
-
-/// A schema name of its own for each case of this process.
-fn fresh_schema() -> String {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .subsec_nanos();
-    format!(
-        "mnemo_test_{}_{}_{nanos}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    )
-}
+use mnemo_test_support::postgres::{fresh_schema, test_url};
 
 fn model(name: &str) -> EmbedderId {
     EmbedderId {

@@ -102,15 +102,8 @@ fn ranked(b: &dyn IndexBackend, terms: &[&str], sources: &[Source]) -> Vec<(Stri
 
 #[test]
 fn keyword_rankings_match_sqlite() {
-    let url = match std::env::var("MNEMO_TEST_POSTGRES_URL") {
-        Ok(u) if !u.is_empty() => u,
-        _ if std::env::var_os("CI").is_some() => {
-            panic!("MNEMO_TEST_POSTGRES_URL is not set: CI must run the PostgreSQL tests")
-        }
-        _ => {
-            eprintln!("note: skipped: set MNEMO_TEST_POSTGRES_URL (scripts/postgres.sh start)");
-            return;
-        }
+    let Some(url) = mnemo_test_support::postgres::test_url() else {
+        return;
     };
     let dir = tempfile::tempdir().unwrap();
     let sqlite = SqliteBackend::open(&dir.path().join("index.sqlite"), None).unwrap();

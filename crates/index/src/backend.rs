@@ -147,6 +147,16 @@ pub trait IndexBackend: Send + Sync {
     fn cached_embeddings(&self, hashes: &[&str]) -> Result<HashMap<String, Vec<f32>>>;
     /// File, chunk and vector counts.
     fn counts(&self) -> Result<Counts>;
+    /// A page of the embedding cache of the backend's model, by hash:
+    /// up to `limit` rows whose hash sorts after `after` (`""` for the
+    /// first page), in hash order. Copying an index to another backend
+    /// reads it page by page, so nothing is embedded again.
+    fn embedding_cache_page(&self, after: &str, limit: usize) -> Result<Vec<(String, Vec<f32>)>>;
+    /// Adds vectors of the backend's model to the embedding cache (a hash
+    /// already cached keeps its row; vectors of another dimension are
+    /// skipped). Chunk vectors are not touched: the next sync takes them
+    /// from the cache.
+    fn put_cached_embeddings(&self, rows: &[(String, Vec<f32>)]) -> Result<()>;
 }
 
 /// The words of a keyword query worth ranking, with their document counts

@@ -31,19 +31,19 @@ pub enum IndexError {
     /// Reading configuration failed.
     #[error(transparent)]
     ConfigFile(#[from] mnemo_core::ConfigError),
-    /// SQLite failed. Searches retry once on a fresh connection; a sync stops
-    /// at the failing file and leaves earlier files committed.
-    #[error("index database error: {0}\nthe index is derived data: if this persists, run `mnemo index --force` to rebuild it")]
-    Sqlite(#[from] rusqlite::Error),
-    /// A database server holding the index (PostgreSQL) failed a statement
-    /// or the connection to it broke. `location` is the server's URL
-    /// without its password.
-    #[error("index database error at {location}: {message}")]
+    /// The database holding the index (SQLite's file, a PostgreSQL server)
+    /// failed a statement, or the connection to it broke. Searches retry
+    /// once on a fresh connection; a sync stops at the failing file and
+    /// leaves earlier files committed. `location` names the database (a
+    /// server's URL without its password).
+    #[error("index database error at {location}: {message}{}", failure.advice())]
     Database {
         /// Where the database is (no password).
         location: String,
-        /// What the server or the client library said.
+        /// What the database or its client library said.
         message: String,
+        /// What kind of failure, for the wire code and the advice.
+        failure: DbFailure,
     },
     /// Another process holds the sync lock and the caller asked not to wait.
     #[error("another sync is running on this index (lock {0}); retry when it has finished")]
@@ -88,14 +88,11 @@ impl IndexError {
             IndexError::Forbidden { .. } | IndexError::Path(_) => ErrorCode::Forbidden,
             IndexError::InvalidInput(_) => ErrorCode::InvalidInput,
             IndexError::Config(_) | IndexError::ConfigFile(_) => ErrorCode::Config,
-            IndexError::Sqlite(e) => match e.sqlite_error_code() {
-                Some(rusqlite::ErrorCode::DatabaseBusy)
-                | Some(rusqlite::ErrorCode::DatabaseLocked) => ErrorCode::Busy,
-                Some(rusqlite::ErrorCode::DatabaseCorrupt)
-                | Some(rusqlite::ErrorCode::NotADatabase) => ErrorCode::Corrupt,
-                _ => ErrorCode::Internal,
+            IndexError::Database { failure, .. } => match failure {
+                DbFailure::Busy => ErrorCode::Busy,
+                DbFailure::Corrupt => ErrorCode::Corrupt,
+                DbFailure::Other => ErrorCode::Internal,
             },
-            IndexError::Database { .. } => ErrorCode::Internal,
             IndexError::Busy(_) => ErrorCode::Busy,
             IndexError::Embed(_) | IndexError::EmbedShape { .. } => ErrorCode::Provider,
             IndexError::Io { .. } | IndexError::Watch(_) => ErrorCode::Io,
@@ -103,10 +100,42 @@ impl IndexError {
         }
     }
 
+    /// A [`IndexError::Database`] of kind [`DbFailure::Other`].
+    pub fn database(location: impl Into<String>, message: impl Into<String>) -> Self {
+        IndexError::Database {
+            location: location.into(),
+            message: message.into(),
+            failure: DbFailure::Other,
+        }
+    }
+
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         IndexError::Io {
             path: path.into(),
             source,
+        }
+    }
+}
+
+/// What kind of failure a database reported, in terms every backend shares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DbFailure {
+    /// Locked or busy: retry.
+    Busy,
+    /// The stored data is damaged.
+    Corrupt,
+    /// Anything else (a refused statement, a broken connection).
+    Other,
+}
+
+impl DbFailure {
+    /// What to do about it, appended to the message.
+    fn advice(&self) -> &'static str {
+        match self {
+            DbFailure::Busy => "; another process is using the index: retry",
+            DbFailure::Corrupt | DbFailure::Other => {
+                "\nthe index is derived data: if this persists, run `mnemo index --force` to rebuild it"
+            }
         }
     }
 }

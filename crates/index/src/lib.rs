@@ -49,10 +49,11 @@ mod when;
 mod fuzz_tests;
 
 pub use backend::IndexBackend;
-pub use error::{IndexError, Result};
+pub use error::{DbFailure, IndexError, Result};
 pub use index::{MemoryIndex, WatchHandle};
 pub use settings::{
-    BackendKind, DatabaseUrl, Fusion, IndexOptions, IndexSettings, SearchOptions, VectorScale,
+    valid_schema_name, BackendKind, DatabaseUrl, Fusion, IndexOptions, IndexSettings,
+    SearchOptions, VectorScale,
 };
 pub use sqlite_store::SqliteStore;
 pub use store::{Generation, IndexStore, LockWait, WriterLock};

@@ -66,14 +66,14 @@ impl IndexSettings {
                         .into(),
                 ));
             }
-            // The backend (crate mnemo-index-postgres) passes the backend
-            // suite, but `MemoryIndex` still runs over SQLite only.
-            return Err(IndexError::Config(
-                "[index] backend = \"postgres\" is not available yet: mnemo's index does not run \
-                 over PostgreSQL in this release (issue 22); remove [index] backend to use the \
-                 embedded SQLite index"
-                    .into(),
-            ));
+            if !valid_schema_name(&i.schema) {
+                return Err(IndexError::Config(format!(
+                    "[index] schema = \"{}\" is not a usable PostgreSQL schema name: use 1 to 40 \
+                     lower-case letters, digits and _, starting with a letter, not ending in _ \
+                     and digits (those name the index's generations)",
+                    i.schema
+                )));
+            }
         }
         let s = &self.search;
         if !(s.vector_weight >= 0.0
@@ -180,6 +180,26 @@ pub struct IndexOptions {
     /// `postgres://user:password@host:5432/database`; also
     /// `MNEMO_INDEX__URL`, or `DATABASE_URL` when unset.
     pub url: Option<DatabaseUrl>,
+    /// The PostgreSQL schema whose name the index's tables live under
+    /// (`backend = "postgres"`): one per workspace when several share a
+    /// database. Each full rebuild makes a schema `<schema>_<n>`, swapped
+    /// in when complete.
+    pub schema: String,
+}
+
+/// A schema name the PostgreSQL store accepts as the base of its
+/// generations' names (`<name>_<n>`, within PostgreSQL's 63 bytes).
+pub fn valid_schema_name(name: &str) -> bool {
+    let ends_like_generation = name
+        .rsplit_once('_')
+        .is_some_and(|(_, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+    (1..=40).contains(&name.len())
+        && name.starts_with(|c: char| c.is_ascii_lowercase())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+        && !name.starts_with("pg_")
+        && !ends_like_generation
 }
 
 /// A database URL, which may hold a password: shown without it in debug
@@ -242,6 +262,7 @@ impl Default for IndexOptions {
             embedding_cache_max: 50_000,
             backend: BackendKind::Sqlite,
             url: None,
+            schema: "mnemo".into(),
         }
     }
 }
@@ -415,7 +436,7 @@ mod tests {
     }
 
     #[test]
-    fn a_postgres_backend_is_refused_clearly_for_now() {
+    fn a_postgres_backend_needs_a_url_and_a_usable_schema() {
         let mut s = IndexSettings::default();
         s.index.backend = BackendKind::Postgres;
         let e = s.validate().unwrap_err().to_string();
@@ -426,11 +447,21 @@ mod tests {
         s.index.url = Some(DatabaseUrl("postgres://u:p@127.0.0.1/db".into()));
         let shown = format!("{:?}", s.index);
         assert!(shown.contains("postgres://u:***@127.0.0.1/db"), "{shown}");
-        let e = s.validate().unwrap_err().to_string();
-        assert!(e.contains("not available yet") && !e.contains("u:p"), "{e}");
-        let c =
-            Config::parse("[index]\nbackend = \"postgres\"\nurl = \"postgres://h/db\"").unwrap();
-        let e = IndexSettings::from_config(&c).unwrap_err().to_string();
-        assert!(e.contains("not available yet"), "{e}");
+        assert!(s.validate().is_ok());
+        for bad in ["", "Mnemo", "1ws", "pg_x", "ws_12", "a-b", &"x".repeat(41)] {
+            s.index.schema = bad.to_string();
+            let e = s.validate().unwrap_err().to_string();
+            assert!(e.contains("[index] schema"), "{bad}: {e}");
+        }
+        for good in ["mnemo", "ws_alice", "team2"] {
+            s.index.schema = good.to_string();
+            assert!(s.validate().is_ok(), "{good}");
+        }
+        let c = Config::parse(
+            "[index]\nbackend = \"postgres\"\nurl = \"postgres://h/db\"\nschema = \"w1\"",
+        )
+        .unwrap();
+        let s = IndexSettings::from_config(&c).unwrap();
+        assert_eq!(s.index.schema, "w1");
     }
 }

@@ -36,8 +36,30 @@ use rusqlite::{params, params_from_iter, Connection, OpenFlags, OptionalExtensio
 
 use crate::backend::{ChunkRecord, Counts, FileRecord, IndexBackend, NewChunk};
 use crate::chunk::MessagePart;
-use crate::error::{IndexError, Result};
+use crate::error::{DbFailure, IndexError, Result};
 use crate::types::Source;
+
+/// SQLite's failures in the shared terms: a locked database is busy, a
+/// damaged file corrupt. The shared error type names no SQLite type, so
+/// another backend fits it as well.
+impl From<rusqlite::Error> for IndexError {
+    fn from(e: rusqlite::Error) -> Self {
+        let failure = match e.sqlite_error_code() {
+            Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {
+                DbFailure::Busy
+            }
+            Some(rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase) => {
+                DbFailure::Corrupt
+            }
+            _ => DbFailure::Other,
+        };
+        IndexError::Database {
+            location: "the SQLite index in .mnemo/".into(),
+            message: e.to_string(),
+            failure,
+        }
+    }
+}
 use crate::vectors::{VectorScan, VectorSet};
 
 /// How much of the database a reading connection maps.
@@ -937,6 +959,63 @@ impl IndexBackend for SqliteBackend {
             }
         }
         Ok(out)
+    }
+
+    fn embedding_cache_page(&self, after: &str, limit: usize) -> Result<Vec<(String, Vec<f32>)>> {
+        let Some((id, dims)) = self.embedder.clone() else {
+            return Ok(Vec::new());
+        };
+        let rows: Vec<(String, Vec<u8>)> = self.with_reader(|c| {
+            let mut stmt = c.prepare(
+                "SELECT hash, embedding FROM embedding_cache
+                 WHERE provider = ?1 AND model = ?2 AND provider_key = ?3 AND dims = ?4 AND hash > ?5
+                 ORDER BY hash LIMIT ?6",
+            )?;
+            let rows = stmt.query_map(
+                params![
+                    id.provider,
+                    id.model,
+                    id.provider_key,
+                    dims as i64,
+                    after,
+                    limit as i64
+                ],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )?;
+            rows.collect()
+        })?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|(h, b)| from_blob(&b).filter(|v| v.len() == dims).map(|v| (h, v)))
+            .collect())
+    }
+
+    fn put_cached_embeddings(&self, rows: &[(String, Vec<f32>)]) -> Result<()> {
+        let Some((id, dims)) = self.embedder.clone() else {
+            return Ok(());
+        };
+        let now = chrono::Utc::now().timestamp_millis();
+        let mut conn = lock(&self.writer);
+        let tx = conn.transaction()?;
+        {
+            let mut ins = tx.prepare(
+                "INSERT OR IGNORE INTO embedding_cache(provider, model, provider_key, hash, dims, embedding, updated_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )?;
+            for (hash, v) in rows.iter().filter(|(_, v)| v.len() == dims) {
+                ins.execute(params![
+                    id.provider,
+                    id.model,
+                    id.provider_key,
+                    hash,
+                    dims as i64,
+                    to_blob(v),
+                    now
+                ])?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
     }
 
     fn counts(&self) -> Result<Counts> {

@@ -92,6 +92,10 @@ impl Shared {
 }
 
 impl IndexStore for SqliteStore {
+    fn kind(&self) -> &'static str {
+        "sqlite"
+    }
+
     fn location(&self) -> String {
         self.0
             .live()
@@ -173,20 +177,21 @@ impl Generation for SqliteGeneration {
 
     fn swap_in(mut self: Box<Self>) -> Result<()> {
         self.backend.checkpoint()?;
+        // The generation being replaced is the one the pointer names (the
+        // writer lock keeps it still), not the one this process last used:
+        // a search may already have followed the new pointer.
+        let replaced = read_pointer(&self.shared.state_dir).unwrap_or_else(|| FIRST_DB.into());
         write_pointer(&self.shared.state_dir, &self.name)?;
         self.swapped = true;
-        let old = std::mem::replace(
-            &mut *self
-                .shared
-                .current
-                .write()
-                .unwrap_or_else(|e| e.into_inner()),
-            self.backend.clone(),
-        );
+        *self
+            .shared
+            .current
+            .write()
+            .unwrap_or_else(|e| e.into_inner()) = self.backend.clone();
         // Searches that still hold the old generation keep their open
         // connections (the file stays readable until they finish on Unix).
-        if old.path() != self.backend.path() {
-            remove_db_files(old.path());
+        if replaced != self.name {
+            remove_db_files(&self.shared.state_dir.join(replaced));
         }
         Ok(())
     }

@@ -57,6 +57,8 @@ pub trait Generation: Send {
 
 /// Where an index lives and how its generations are replaced.
 pub trait IndexStore: Send + Sync {
+    /// What kind of store, for people: `"sqlite"`, `"postgres"`.
+    fn kind(&self) -> &'static str;
     /// Where the index is, for people: a file path, or a database URL
     /// without its password.
     fn location(&self) -> String;

@@ -186,6 +186,8 @@ pub struct IndexStatus {
     pub dims: Option<usize>,
     /// The mode searches run in.
     pub mode: SearchMode,
+    /// What holds the index: `"sqlite"` or `"postgres"`.
+    pub backend: String,
     /// Where the live index is (the SQLite file, or a database URL without
     /// its password).
     pub location: String,

@@ -429,6 +429,9 @@ struct CountingStore {
 }
 
 impl mnemo_index::IndexStore for CountingStore {
+    fn kind(&self) -> &'static str {
+        "counted"
+    }
     fn location(&self) -> String {
         format!("counted:{}", self.inner.location())
     }

@@ -15,11 +15,40 @@ pub use mnemo_core as core;
 pub use mnemo_embed::DownloadProgress;
 pub use mnemo_engine as engine;
 pub use mnemo_index as index;
+pub use mnemo_index_postgres as index_postgres;
 pub use mnemo_llm as llm;
 pub use mnemo_store as store;
 
-use mnemo_index::{IndexSettings, MemoryIndex};
+use mnemo_index::{BackendKind, IndexError, IndexSettings, MemoryIndex};
+use mnemo_index_postgres::{PostgresOptions, PostgresStore};
 use mnemo_store::{MemoryStore, SessionStore};
+
+/// Opens the search index of `ws` where `settings` say it lives: the
+/// embedded SQLite index under `.mnemo/` (`[index] backend = "sqlite"`, the
+/// default) or a PostgreSQL database (`backend = "postgres"`, `url`,
+/// `schema`). Every surface opens its index here.
+pub fn open_index(
+    ws: &Workspace,
+    settings: IndexSettings,
+    embedder: Option<Arc<dyn Embedder>>,
+) -> Result<MemoryIndex, IndexError> {
+    match settings.index.backend {
+        BackendKind::Sqlite => MemoryIndex::open(ws, settings, embedder),
+        BackendKind::Postgres => {
+            settings.validate()?;
+            let url = settings.index.url.clone().ok_or_else(|| {
+                IndexError::Config("[index] backend = \"postgres\" needs [index] url".into())
+            })?;
+            let opts = PostgresOptions {
+                url: url.0,
+                schema: settings.index.schema.clone(),
+            };
+            let model = embedder.as_ref().map(|e| (e.id(), e.dims()));
+            let store = PostgresStore::open(&opts, model)?;
+            MemoryIndex::with_store(ws, settings, embedder, Arc::new(store))
+        }
+    }
+}
 
 /// Errors opening a workspace's parts.
 #[derive(Debug, thiserror::Error)]
@@ -169,11 +198,7 @@ impl Mnemo {
             None => {
                 let settings = IndexSettings::from_config(&self.config)?;
                 let choice = self.embedder()?;
-                let index = Arc::new(MemoryIndex::open(
-                    &self.workspace,
-                    settings,
-                    choice.embedder,
-                )?);
+                let index = Arc::new(open_index(&self.workspace, settings, choice.embedder)?);
                 self.index.get_or_init(|| index).clone()
             }
         };

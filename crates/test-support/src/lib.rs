@@ -24,6 +24,7 @@ pub mod cli;
 pub mod conformance;
 pub mod fuzz;
 mod model;
+pub mod postgres;
 pub mod pypi;
 mod random;
 mod render;

@@ -23,6 +23,16 @@ pub struct IndexArgs {
     /// searches keep working meanwhile)
     #[arg(long)]
     pub force: bool,
+    /// Copy the index into a PostgreSQL database with pgvector
+    /// (postgres://user:password@host:5432/database): the vectors are
+    /// copied and the files indexed there from them, so nothing is embedded
+    /// again. The workspace keeps using its own index until mnemo.toml says
+    /// `[index] backend = "postgres"` and `url`
+    #[arg(long, value_name = "URL", conflicts_with = "watch")]
+    pub copy_to: Option<String>,
+    /// The schema of --copy-to [default: [index] schema, "mnemo"]
+    #[arg(long, value_name = "NAME", requires = "copy_to")]
+    pub copy_schema: Option<String>,
 }
 
 /// Arguments of `mnemo search`.
@@ -130,12 +140,15 @@ fn print_report(report: &SyncReport) {
 }
 
 pub fn index(args: IndexArgs, global: &GlobalArgs) -> Result<()> {
-    let (_m, index, warning) = open(global)?;
+    let (m, index, warning) = open(global)?;
     if let Some(w) = &warning {
         eprintln!("warning: {w}");
     }
     let report = sync_with_bar(&index, args.force)?;
     print_report(&report);
+    if let Some(url) = args.copy_to {
+        return copy_to(&m, &index, url, args.copy_schema);
+    }
     let status = index.status()?;
     if status.chunks == 0 {
         eprintln!("warning: 0 chunks indexed: the workspace has no memory or session text yet");
@@ -153,6 +166,38 @@ pub fn index(args: IndexArgs, global: &GlobalArgs) -> Result<()> {
             std::thread::park();
         }
     }
+    Ok(())
+}
+
+/// `mnemo index --copy-to URL`: the vectors first, then a sync of the
+/// target, which finds every chunk's vector in its cache.
+fn copy_to(m: &Mnemo, index: &MemoryIndex, url: String, schema: Option<String>) -> Result<()> {
+    let mut settings = mnemo::index::IndexSettings::from_config(m.config())?;
+    settings.index.backend = mnemo::index::BackendKind::Postgres;
+    settings.index.url = Some(mnemo::index::DatabaseUrl(url));
+    if let Some(schema) = schema {
+        settings.index.schema = schema;
+    }
+    let schema = settings.index.schema.clone();
+    let target = mnemo::open_index(m.workspace(), settings, m.embedder()?.embedder)?;
+    let bar = stderr_bar("{spinner} copying vectors: {pos} {msg}");
+    let copied = index.copy_embeddings_to(&target, &|n| bar.set_position(n as u64))?;
+    bar.finish_and_clear();
+    eprintln!("copied {copied} cached vector(s)");
+    let report = sync_with_bar(&target, false)?;
+    print_report(&report);
+    let st = target.status()?;
+    outln!(
+        "copied to {}: {} file(s), {} chunk(s), {} with vectors, {} embedded anew",
+        st.location,
+        st.files,
+        st.chunks,
+        st.vectors,
+        report.chunks_embedded
+    );
+    eprintln!(
+        "to use it, set in mnemo.toml:\n  [index]\n  backend = \"postgres\"\n  url = \"postgres://...\"\n  schema = \"{schema}\""
+    );
     Ok(())
 }
 
@@ -294,7 +339,8 @@ pub fn status(args: StatusArgs, global: &GlobalArgs) -> Result<()> {
     outln!("files:   {}", st.files);
     outln!("chunks:  {} ({} with vectors)", st.chunks, st.vectors);
     outln!(
-        "index:   {}{}",
+        "index:   {} at {}{}",
+        st.backend,
         st.location,
         if st.dirty {
             " (files changed since the last sync)"

@@ -30,7 +30,7 @@ use crate::error::{IndexError, Result};
 use crate::redact;
 use crate::scan::{self, Found};
 use crate::search;
-use crate::settings::{IndexSettings, SearchOptions};
+use crate::settings::{BackendKind, IndexSettings, SearchOptions};
 use crate::sqlite::SCHEMA_VERSION;
 use crate::sqlite_store::SqliteStore;
 use crate::store::{IndexStore, LockWait};
@@ -82,6 +82,16 @@ impl MemoryIndex {
     ) -> Result<MemoryIndex> {
         // Checked before any file is touched (`with_store` checks again: cheap).
         settings.validate()?;
+        if settings.index.backend == BackendKind::Postgres {
+            // This crate knows no database server: the store comes from
+            // mnemo-index-postgres, through `with_store`.
+            return Err(IndexError::Config(
+                "[index] backend = \"postgres\": `MemoryIndex::open` opens the embedded SQLite \
+                 index only; open a PostgreSQL index with `mnemo::open_index` (or \
+                 `MemoryIndex::with_store` and mnemo-index-postgres's store)"
+                    .into(),
+            ));
+        }
         let emb_id = embedder.as_ref().map(|e| (e.id(), e.dims()));
         let store = SqliteStore::open(&ws.state_dir(), emb_id, settings.index.vector_scan)?;
         Self::with_store(ws, settings, embedder, Arc::new(store))
@@ -133,6 +143,40 @@ impl MemoryIndex {
         let dropped = backend.prune_embedding_cache(0)?;
         self.inner.store.scrub()?;
         Ok(dropped)
+    }
+
+    /// Copies this index's embedding cache (the vectors of its model) into
+    /// `target`, in pages, calling `progress` with the rows copied so far;
+    /// returns how many. A sync of `target` then takes every chunk's vector
+    /// from the cache instead of the embedder: an index moves to another
+    /// backend without embedding anything again. Both must serve the same
+    /// model.
+    pub fn copy_embeddings_to(
+        &self,
+        target: &MemoryIndex,
+        progress: &dyn Fn(usize),
+    ) -> Result<usize> {
+        let ids = |i: &MemoryIndex| i.inner.embedder.as_ref().map(|e| (e.id(), e.dims()));
+        if ids(self) != ids(target) {
+            return Err(IndexError::Config(
+                "the two indexes serve different embedding models: copy between indexes of one \
+                 [embedder] (the target would have to embed everything anyway)"
+                    .into(),
+            ));
+        }
+        const PAGE: usize = 2_000;
+        let (from, to) = (self.backend()?, target.backend()?);
+        let mut after = String::new();
+        let mut copied = 0;
+        loop {
+            let page = from.embedding_cache_page(&after, PAGE)?;
+            let Some((last, _)) = page.last() else { break };
+            after = last.clone();
+            to.put_cached_embeddings(&page)?;
+            copied += page.len();
+            progress(copied);
+        }
+        Ok(copied)
     }
 
     /// The live backend, switching to a newer generation if another process
@@ -268,6 +312,7 @@ impl MemoryIndex {
             model,
             dims,
             mode,
+            backend: self.inner.store.kind().to_string(),
             location: self.inner.store.location(),
             dirty,
             needs_full_reindex: needs_full,

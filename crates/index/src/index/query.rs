@@ -49,7 +49,7 @@ impl MemoryIndex {
             Ok(r) => Ok(r),
             // A generation swapped by another process can vanish under an
             // old connection; resolve the live one and retry once.
-            Err(IndexError::Sqlite(_)) => {
+            Err(IndexError::Database { .. }) => {
                 self.search_once(query, req, &readings, &embedded, &mut warnings)
             }
             Err(e) => Err(e),

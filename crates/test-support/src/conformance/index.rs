@@ -30,6 +30,7 @@ pub const SCENARIOS: &[&str] = &[
     "chunks_are_found_by_their_days",
     "vectors_are_cached_by_chunk_hash",
     "pruning_keeps_the_vectors_in_use",
+    "the_embedding_cache_pages_out_and_in",
 ];
 
 /// Dimension of the suite's vectors; the backend must serve vectors of
@@ -161,6 +162,12 @@ macro_rules! index_backend_suite {
                 }
             }
             #[test]
+            fn the_embedding_cache_pages_out_and_in() {
+                if let Some(case) = make_case() {
+                    suite::the_embedding_cache_pages_out_and_in(&case);
+                }
+            }
+            #[test]
             fn suite_is_complete() {
                 $crate::conformance::assert_covers(
                     "index backend",
@@ -177,6 +184,7 @@ macro_rules! index_backend_suite {
                         "chunks_are_found_by_their_days",
                         "vectors_are_cached_by_chunk_hash",
                         "pruning_keeps_the_vectors_in_use",
+                        "the_embedding_cache_pages_out_and_in",
                     ],
                 );
             }
@@ -591,6 +599,62 @@ pub fn pruning_keeps_the_vectors_in_use(case: &IndexCase) {
     assert_eq!(b.prune_embedding_cache(0).unwrap(), 0);
     let hits = b.vector_search(&vector_of("used one"), 1, &[]).unwrap();
     assert_eq!(texts(b, &ids(&hits)), ["used one"]);
+}
+
+/// The embedding cache reads out in pages by hash (every row once, in
+/// hash order) and takes rows in: a hash already cached keeps its vector,
+/// a vector of another dimension is skipped, and a chunk written after
+/// the rows came in finds its vector in the cache.
+pub fn the_embedding_cache_pages_out_and_in(case: &IndexCase) {
+    let b = &*case.backend;
+    let texts_in = [
+        "page one",
+        "page two",
+        "page three",
+        "page four",
+        "page five",
+    ];
+    put(b, "memory/pages.md", Source::Memory, &texts_in, true);
+    let mut seen = Vec::new();
+    let mut after = String::new();
+    loop {
+        let page = b.embedding_cache_page(&after, 2).unwrap();
+        assert!(page.len() <= 2);
+        let Some((last, _)) = page.last() else { break };
+        after = last.clone();
+        seen.extend(page);
+    }
+    let mut want: Vec<String> = texts_in.iter().map(|t| hash_of(t)).collect();
+    want.sort();
+    let got: Vec<String> = seen.iter().map(|(h, _)| h.clone()).collect();
+    assert_eq!(got, want, "every cached row once, in hash order");
+    for (h, v) in &seen {
+        let text = texts_in.iter().find(|t| &hash_of(t) == h).unwrap();
+        let w = vector_of(text);
+        assert!(
+            v.iter().zip(&w).all(|(a, b)| (a - b).abs() < 1e-6),
+            "{text}"
+        );
+    }
+
+    let newcomer = hash_of("copied in");
+    let mut wrong = vector_of("page one");
+    wrong[0] += 0.5;
+    b.put_cached_embeddings(&[
+        (newcomer.clone(), vector_of("copied in")),
+        (hash_of("page one"), wrong),
+        (hash_of("too short"), vec![1.0; DIMS - 1]),
+    ])
+    .unwrap();
+    let cached = b
+        .cached_embeddings(&[&newcomer, &hash_of("page one"), &hash_of("too short")])
+        .unwrap();
+    assert_eq!(cached.len(), 2, "{:?}", cached.keys());
+    let kept = &cached[&hash_of("page one")];
+    let first = vector_of("page one");
+    assert!(kept.iter().zip(&first).all(|(a, b)| (a - b).abs() < 1e-6));
+    assert_eq!(b.embedding_cache_page("", 100).unwrap().len(), 6);
+    b.put_cached_embeddings(&[]).unwrap();
 }
 
 // Helpers (not scenarios: private, so the completeness check skips them).

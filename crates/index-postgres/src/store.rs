@@ -1,0 +1,408 @@
+//! The PostgreSQL [`IndexStore`]: an index's generations as schemas of one
+//! database, the live one named by a row, writers locked by an advisory
+//! lock.
+//!
+//! Given the base name `mnemo` (`[index] schema`), the schema `mnemo` holds
+//! only the table `generation`, whose one row names the live generation:
+//! `mnemo_1` at first, then `mnemo_<ms>` for each full rebuild. A rebuild
+//! fills its schema while searches read the old one, then changes the row
+//! in one committed statement and drops the old schema; a process still
+//! holding the old one finds it gone, and its search retries on the live
+//! one (as SQLite's readers do across a swap). A rebuild killed before its
+//! swap leaves its schema behind; the next rebuild drops it (under the
+//! writer lock, so never a rebuild that is still running).
+//!
+//! The writer lock is a session-level advisory lock held on a connection
+//! of its own for as long as the [`WriterLock`] lives: the server releases
+//! it when that connection ends, so a writer killed with `kill -9` leaves
+//! no lock behind.
+
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use mnemo_core::EmbedderId;
+use mnemo_index::{Generation, IndexBackend, IndexError, IndexStore, LockWait, Result, WriterLock};
+use tokio_postgres::Config;
+
+use crate::pool::{self, Pool, Runtime};
+use crate::{client_config, PostgresBackend, PostgresOptions};
+
+/// How often a writer that may not wait forever asks for the lock again.
+const LOCK_POLL: Duration = Duration::from_millis(20);
+
+/// One index in a PostgreSQL database: its generations and writer lock.
+pub struct PostgresStore(Arc<Shared>);
+
+struct Shared {
+    /// The database and the base schema name.
+    opts: PostgresOptions,
+    embedder: Option<(EmbedderId, usize)>,
+    config: Config,
+    rt: Runtime,
+    pool: Arc<Pool>,
+    /// The writer lock's key: the base name's.
+    lock_key: i64,
+    /// The live generation as last seen: its schema and backend.
+    current: RwLock<(String, Arc<PostgresBackend>)>,
+}
+
+impl std::fmt::Debug for PostgresStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostgresStore")
+            .field("location", &self.0.pool.location)
+            .field("schema", &self.0.opts.schema)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A stable 64-bit key for an advisory lock (FNV-1a): the same in every
+/// process and every mnemo version, unlike Rust's hasher.
+fn lock_key(text: &str) -> i64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in text.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h as i64
+}
+
+impl PostgresStore {
+    /// Opens the index whose base schema is `opts.schema` (creating it and
+    /// its first generation if needed), for `embedder`'s vectors. Errors
+    /// say what to fix: an unreachable server, a database without
+    /// pgvector, a schema of a newer mnemo.
+    pub fn open(opts: &PostgresOptions, embedder: Option<(EmbedderId, usize)>) -> Result<Self> {
+        if !mnemo_index::valid_schema_name(&opts.schema) {
+            return Err(IndexError::Config(format!(
+                "`{}` cannot name an index in PostgreSQL: use 1 to 40 lower-case letters, \
+                 digits and _, starting with a letter, not ending in _ and digits",
+                opts.schema
+            )));
+        }
+        let (config, location) = client_config(&opts.url)?;
+        let base = opts.schema.clone();
+        let rt = Runtime::start().map_err(|e| {
+            IndexError::database(&location, format!("cannot start the client's runtime: {e}"))
+        })?;
+        let pool = Arc::new(Pool::new(config.clone(), location, format!("\"{base}\"")));
+        let init_key = lock_key(&format!("mnemo-index-init:{base}"));
+        let p = pool.clone();
+        let live = rt.run(async move {
+            let mut c = p.get().await?;
+            let r = async {
+                let tx = c.transaction().await.map_err(|e| p.db(e))?;
+                // Two first openers at once: one creates, the other reads.
+                tx.execute("SELECT pg_advisory_xact_lock($1)", &[&init_key])
+                    .await
+                    .map_err(|e| p.db(e))?;
+                tx.batch_execute(&format!(
+                    "CREATE SCHEMA IF NOT EXISTS \"{base}\";
+                     CREATE TABLE IF NOT EXISTS \"{base}\".generation (
+                         one BOOLEAN PRIMARY KEY DEFAULT true CHECK (one),
+                         live TEXT NOT NULL)"
+                ))
+                .await
+                .map_err(|e| p.db(e))?;
+                let row = tx
+                    .query_opt(&format!("SELECT live FROM \"{base}\".generation"), &[])
+                    .await
+                    .map_err(|e| p.db(e))?;
+                let live = match row {
+                    Some(r) => r.get::<_, String>(0),
+                    None => {
+                        let first = format!("{base}_1");
+                        tx.execute(
+                            &format!(
+                                "INSERT INTO \"{base}\".generation(one, live) VALUES (true, $1)"
+                            ),
+                            &[&first],
+                        )
+                        .await
+                        .map_err(|e| p.db(e))?;
+                        first
+                    }
+                };
+                tx.commit().await.map_err(|e| p.db(e))?;
+                Ok(live)
+            }
+            .await;
+            p.put(c, r)
+        })?;
+        let backend = Arc::new(PostgresBackend::open(
+            &PostgresOptions {
+                url: opts.url.clone(),
+                schema: live.clone(),
+            },
+            embedder.clone(),
+        )?);
+        Ok(PostgresStore(Arc::new(Shared {
+            lock_key: lock_key(&format!("mnemo-index-writer:{}", opts.schema)),
+            opts: opts.clone(),
+            embedder,
+            config,
+            rt,
+            pool,
+            current: RwLock::new((live, backend)),
+        })))
+    }
+
+    /// The schema of the live generation.
+    pub fn live_schema(&self) -> Result<String> {
+        self.0.live().map(|(name, _)| name)
+    }
+}
+
+impl Shared {
+    /// Runs one statement batch on a pooled connection.
+    fn execute(&self, sql: String) -> Result<()> {
+        let p = self.pool.clone();
+        self.rt.run(async move {
+            let c = p.get().await?;
+            let r = c.batch_execute(&sql).await.map_err(|e| p.db(e));
+            p.put(c, r)
+        })
+    }
+
+    /// The live generation's name, as the database says now.
+    fn live_name(&self) -> Result<String> {
+        let p = self.pool.clone();
+        let sql = format!("SELECT live FROM \"{}\".generation", self.opts.schema);
+        self.rt.run(async move {
+            let c = p.get().await?;
+            let r = c
+                .query_one(&sql, &[])
+                .await
+                .map(|r| r.get::<_, String>(0))
+                .map_err(|e| p.db(e));
+            p.put(c, r)
+        })
+    }
+
+    /// The live generation, switching to a newer one if another process
+    /// swapped one in.
+    fn live(&self) -> Result<(String, Arc<PostgresBackend>)> {
+        let name = self.live_name()?;
+        {
+            let cur = self.current.read().unwrap_or_else(|e| e.into_inner());
+            if cur.0 == name {
+                return Ok(cur.clone());
+            }
+        }
+        let fresh = Arc::new(self.open_generation(&name)?);
+        let mut cur = self.current.write().unwrap_or_else(|e| e.into_inner());
+        *cur = (name, fresh);
+        Ok(cur.clone())
+    }
+
+    fn open_generation(&self, schema: &str) -> Result<PostgresBackend> {
+        PostgresBackend::open(
+            &PostgresOptions {
+                url: self.opts.url.clone(),
+                schema: schema.to_string(),
+            },
+            self.embedder.clone(),
+        )
+    }
+
+    /// Drops the generations that are not `live`: those a killed rebuild
+    /// left behind. Only under the writer lock.
+    fn collect_stale(&self, live: &str) -> Result<()> {
+        let p = self.pool.clone();
+        let pattern = format!("^{}_[0-9]+$", self.opts.schema);
+        let live = live.to_string();
+        let stale: Vec<String> = self.rt.run(async move {
+            let c = p.get().await?;
+            let r = c
+                .query(
+                    "SELECT nspname::text FROM pg_namespace WHERE nspname ~ $1 AND nspname <> $2",
+                    &[&pattern, &live],
+                )
+                .await
+                .map(|rows| rows.iter().map(|r| r.get::<_, String>(0)).collect())
+                .map_err(|e| p.db(e));
+            p.put(c, r)
+        })?;
+        for schema in stale {
+            tracing::info!("dropping the index generation {schema} a stopped rebuild left");
+            self.execute(format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"))?;
+        }
+        Ok(())
+    }
+}
+
+impl IndexStore for PostgresStore {
+    fn kind(&self) -> &'static str {
+        "postgres"
+    }
+
+    fn location(&self) -> String {
+        let schema = self
+            .0
+            .live()
+            .map(|(name, _)| name)
+            .unwrap_or_else(|_| self.0.opts.schema.clone());
+        format!("{} (schema {schema})", self.0.pool.location)
+    }
+
+    fn live(&self) -> Result<Arc<dyn IndexBackend>> {
+        Ok(self.0.live()?.1)
+    }
+
+    fn lock(&self, wait: LockWait) -> Result<Option<WriterLock>> {
+        let (config, location, key) = (
+            self.0.config.clone(),
+            self.0.pool.location.clone(),
+            self.0.lock_key,
+        );
+        let held = self.0.rt.run(async move {
+            // A connection of its own: the lock lives with the session.
+            let c = pool::connect(&config, &location).await?;
+            let db = |e| pool::db_error(&location, &e);
+            match wait {
+                LockWait::Forever => {
+                    c.execute("SELECT pg_advisory_lock($1)", &[&key])
+                        .await
+                        .map_err(db)?;
+                    Ok(Some(c))
+                }
+                LockWait::Until(deadline) => loop {
+                    let got: bool = c
+                        .query_one("SELECT pg_try_advisory_lock($1)", &[&key])
+                        .await
+                        .map_err(db)?
+                        .get(0);
+                    if got {
+                        break Ok(Some(c));
+                    }
+                    if Instant::now() >= deadline {
+                        break Ok(None);
+                    }
+                    tokio::time::sleep(LOCK_POLL).await;
+                },
+            }
+        })?;
+        // Dropping the client ends the session, which releases the lock.
+        Ok(held.map(WriterLock::new))
+    }
+
+    fn lock_location(&self) -> String {
+        format!(
+            "advisory lock of index {} at {}",
+            self.0.opts.schema, self.0.pool.location
+        )
+    }
+
+    fn new_generation(&self) -> Result<Box<dyn Generation>> {
+        let (old, _) = self.0.live()?;
+        self.0.collect_stale(&old)?;
+        let mut ms = chrono::Utc::now().timestamp_millis();
+        let mut name = format!("{}_{ms}", self.0.opts.schema);
+        if name == old {
+            ms += 1;
+            name = format!("{}_{ms}", self.0.opts.schema);
+        }
+        let backend = Arc::new(self.0.open_generation(&name)?);
+        let generation = PostgresGeneration {
+            shared: self.0.clone(),
+            name: name.clone(),
+            backend,
+            swapped: false,
+        };
+        // The old generation's vectors, so the rebuild embeds only what
+        // changed.
+        self.0.execute(format!(
+            "INSERT INTO \"{name}\".embedding_cache(model, hash, dims, embedding, updated_at)
+             SELECT model, hash, dims, embedding, updated_at FROM \"{old}\".embedding_cache
+             ON CONFLICT DO NOTHING"
+        ))?;
+        Ok(Box::new(generation))
+    }
+
+    fn scrub(&self) -> Result<()> {
+        let (live, _) = self.0.live()?;
+        let p = self.0.pool.clone();
+        let vectors = format!("\"{live}\".chunk_vectors");
+        let has_vectors: bool = self.0.rt.run(async move {
+            let c = p.get().await?;
+            let r = c
+                .query_one("SELECT to_regclass($1) IS NOT NULL", &[&vectors])
+                .await
+                .map(|r| r.get(0))
+                .map_err(|e| p.db(e));
+            p.put(c, r)
+        })?;
+        let mut tables = ["chunks", "postings", "embedding_cache", "files"].to_vec();
+        if has_vectors {
+            tables.push("chunk_vectors");
+        }
+        let list: Vec<String> = tables.iter().map(|t| format!("\"{live}\".{t}")).collect();
+        // VACUUM FULL rewrites the tables, so deleted text leaves no dead
+        // rows in their pages.
+        self.0.execute(format!("VACUUM FULL {}", list.join(", ")))
+    }
+}
+
+/// A rebuild's schema, dropped unless swapped in.
+struct PostgresGeneration {
+    shared: Arc<Shared>,
+    name: String,
+    backend: Arc<PostgresBackend>,
+    swapped: bool,
+}
+
+impl Generation for PostgresGeneration {
+    fn backend(&self) -> Arc<dyn IndexBackend> {
+        self.backend.clone()
+    }
+
+    fn swap_in(mut self: Box<Self>) -> Result<()> {
+        let (old, _) = self.shared.live()?;
+        let base = self.shared.opts.schema.clone();
+        let p = self.shared.pool.clone();
+        let name = self.name.clone();
+        self.shared.rt.run(async move {
+            let c = p.get().await?;
+            let r = c
+                .execute(
+                    &format!("UPDATE \"{base}\".generation SET live = $1"),
+                    &[&name],
+                )
+                .await
+                .map(|_| ())
+                .map_err(|e| p.db(e));
+            p.put(c, r)
+        })?;
+        self.swapped = true;
+        *self
+            .shared
+            .current
+            .write()
+            .unwrap_or_else(|e| e.into_inner()) = (self.name.clone(), self.backend.clone());
+        if old != self.name {
+            if let Err(e) = self
+                .shared
+                .execute(format!("DROP SCHEMA IF EXISTS \"{old}\" CASCADE"))
+            {
+                // Harmless: the next rebuild drops it.
+                tracing::warn!("cannot drop the replaced index generation {old}: {e}");
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Drop for PostgresGeneration {
+    fn drop(&mut self) {
+        if !self.swapped {
+            if let Err(e) = self
+                .shared
+                .execute(format!("DROP SCHEMA IF EXISTS \"{}\" CASCADE", self.name))
+            {
+                tracing::warn!(
+                    "cannot drop the abandoned index generation {}: {e}",
+                    self.name
+                );
+            }
+        }
+    }
+}

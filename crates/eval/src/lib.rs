@@ -40,5 +40,7 @@ pub use report::{
     render_comparison, render_json, render_text, CategoryReport, EvalCounts, EvalReport,
     EvalSettings, EvalTimings, EvalUnit, Layout, QuestionReport, RetrievalMode,
 };
-pub use run::{run_on_dataset, run_retrieval_eval, EvalOptions, EvalProgress, EvalStage, Rerank};
+pub use run::{
+    run_on_dataset, run_retrieval_eval, EvalOptions, EvalProgress, EvalStage, IndexOpener, Rerank,
+};
 pub use write_path::{run_write_path, ProfileReport, WritePathOptions, WritePathReport};

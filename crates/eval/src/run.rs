@@ -67,7 +67,19 @@ pub struct EvalOptions {
     /// Ask each query as the engine's automatic recall would build it from
     /// the same turns ([`crate::dialogue::as_engine_queries`]).
     pub engine_queries: bool,
+    /// Opens each conversation's index (the default: `MemoryIndex::open`,
+    /// SQLite in the workspace's `.mnemo/`). The CLI passes
+    /// `mnemo::open_index` with a schema of its own per workspace to measure
+    /// the PostgreSQL backend.
+    pub open_index: Option<IndexOpener>,
 }
+
+/// How [`EvalOptions::open_index`] opens an index over a workspace.
+pub type IndexOpener = Arc<
+    dyn Fn(&Workspace, IndexSettings, Option<Arc<dyn Embedder>>) -> mnemo_index::Result<MemoryIndex>
+        + Send
+        + Sync,
+>;
 
 impl std::fmt::Debug for EvalOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -85,6 +97,7 @@ impl std::fmt::Debug for EvalOptions {
             .field("rerank", &self.rerank.is_some())
             .field("queries", &self.queries)
             .field("engine_queries", &self.engine_queries)
+            .field("open_index", &self.open_index.is_some())
             .finish()
     }
 }
@@ -107,6 +120,7 @@ impl EvalOptions {
             rerank: None,
             queries: QueryShape::Question,
             engine_queries: false,
+            open_index: None,
         }
     }
 
@@ -310,8 +324,12 @@ pub fn run_on_dataset(
             state.chunks_embedded = 0;
             progress(&state);
             let t = Instant::now();
-            let index = MemoryIndex::open(&ws, opts.settings_for(*mode), embedder)
-                .map_err(EvalError::Index)?;
+            let settings = opts.settings_for(*mode);
+            let index = match &opts.open_index {
+                Some(open) => open(&ws, settings, embedder),
+                None => MemoryIndex::open(&ws, settings, embedder),
+            }
+            .map_err(EvalError::Index)?;
             let report = {
                 let base = state.clone();
                 index

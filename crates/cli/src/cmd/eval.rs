@@ -5,6 +5,7 @@
 //! same conversations.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use anyhow::{bail, Result};
 use clap::{Args, Subcommand, ValueEnum};
@@ -306,6 +307,64 @@ fn derive(args: DeriveArgs) -> Result<()> {
     Ok(())
 }
 
+/// `[index] backend = "postgres"` in an eval: each conversation's index in
+/// a schema of its own (`<schema>_e<n>x`), dropped when the eval ends.
+struct PostgresSchemas {
+    url: String,
+    made: Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl PostgresSchemas {
+    fn for_settings(settings: &mnemo::index::IndexSettings) -> Option<PostgresSchemas> {
+        let url = settings.index.url.as_ref()?;
+        (settings.index.backend == mnemo::index::BackendKind::Postgres).then(|| PostgresSchemas {
+            url: url.0.clone(),
+            made: Arc::default(),
+        })
+    }
+
+    fn opener(&self) -> mnemo_eval::IndexOpener {
+        let made = self.made.clone();
+        Arc::new(move |ws, mut settings, embedder| {
+            let mut made = made.lock().unwrap_or_else(|e| e.into_inner());
+            settings.index.schema = format!("{}_e{}x", settings.index.schema, made.len());
+            made.push(settings.index.schema.clone());
+            drop(made);
+            mnemo::open_index(ws, settings, embedder)
+        })
+    }
+}
+
+impl Drop for PostgresSchemas {
+    fn drop(&mut self) {
+        use mnemo::index_postgres::{PostgresBackend, PostgresOptions};
+        let made = self.made.lock().unwrap_or_else(|e| e.into_inner());
+        for base in made.iter() {
+            // The base schema names the live generation: drop that first.
+            let live = mnemo::index_postgres::PostgresStore::open(
+                &PostgresOptions {
+                    url: self.url.clone(),
+                    schema: base.clone(),
+                },
+                None,
+            )
+            .and_then(|s| s.live_schema());
+            for schema in live.into_iter().chain([base.clone()]) {
+                let opts = PostgresOptions {
+                    url: self.url.clone(),
+                    schema,
+                };
+                if let Err(e) = PostgresBackend::drop_schema(&opts) {
+                    eprintln!(
+                        "warning: cannot drop the eval's schema {}: {e}",
+                        opts.schema
+                    );
+                }
+            }
+        }
+    }
+}
+
 fn retrieval(args: RetrievalArgs, global: &GlobalArgs) -> Result<()> {
     let ctx = global.ctx()?;
     let mut base = EvalOptions::new(&args.file);
@@ -321,6 +380,10 @@ fn retrieval(args: RetrievalArgs, global: &GlobalArgs) -> Result<()> {
     base.queries = args.queries.shape();
     base.engine_queries = args.query_from == QueryFromArg::Conversation;
     base.index_settings = mnemo::index::IndexSettings::from_config(&ctx.config)?;
+    let postgres = PostgresSchemas::for_settings(&base.index_settings);
+    if let Some(p) = &postgres {
+        base.open_index = Some(p.opener());
+    }
     let modes: Vec<RetrievalMode> = match args.mode {
         ModeArg::Keyword => vec![RetrievalMode::Keyword],
         ModeArg::Vector => vec![RetrievalMode::Vector],

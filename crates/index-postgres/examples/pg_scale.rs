@@ -1,0 +1,243 @@
+//! Search at scale on PostgreSQL, beside SQLite in the same run: builds an
+//! index of N generated chunks (seeded, the corpus of mnemo-index's
+//! benchmarks) in both backends with the hashing embedder, then times warm
+//! hybrid searches (the query embedded each time), the same searches from
+//! 8 threads at once, and the HNSW vector search's recall@10 against an
+//! exact scan of the same vectors.
+//!
+//! ```sh
+//! scripts/postgres.sh start     # prints URL
+//! cargo run --release -p mnemo-index-postgres --example pg_scale -- --url URL --chunks 100000
+//! ```
+//!
+//! Options: `--url URL` (else `MNEMO_TEST_POSTGRES_URL`), `--chunks N`
+//! (100,000), `--per-file K` (100), `--queries Q` (300), `--clients C`
+//! (8), `--recall Q` (100), `--dir D` (a workspace to reuse; the corpus is
+//! written once), `--schema S` (`mnemo_scale`, reused when it holds the
+//! corpus: the build is then skipped), `--sqlite-too` (also build and time
+//! the SQLite index of the same workspace).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mnemo_core::{EmbedKind, Embedder, Workspace};
+use mnemo_embed::HashEmbedder;
+use mnemo_index::{IndexSettings, IndexStore, MemoryIndex, SearchRequest};
+use mnemo_index_postgres::{PostgresOptions, PostgresStore};
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+
+#[path = "../../index/benches/corpus.rs"]
+mod corpus;
+use corpus::{sentence, write_corpus};
+
+fn pct(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+}
+
+/// p50 and p99 of one client's searches, and of `clients` at once.
+fn time_searches(index: &Arc<MemoryIndex>, qs: &[String], clients: usize) -> String {
+    for q in qs.iter().take(20) {
+        index.search(&SearchRequest::new(q.as_str())).unwrap();
+    }
+    let mut one: Vec<Duration> = qs
+        .iter()
+        .map(|q| {
+            let t = Instant::now();
+            std::hint::black_box(index.search(&SearchRequest::new(q.as_str())).unwrap());
+            t.elapsed()
+        })
+        .collect();
+    one.sort();
+    let t = Instant::now();
+    let mut many: Vec<Duration> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..clients)
+            .map(|c| {
+                let index = index.clone();
+                s.spawn(move || {
+                    qs.iter()
+                        .skip(c)
+                        .step_by(clients)
+                        .chain(qs.iter().skip(c).step_by(clients))
+                        .map(|q| {
+                            let t = Instant::now();
+                            std::hint::black_box(
+                                index.search(&SearchRequest::new(q.as_str())).unwrap(),
+                            );
+                            t.elapsed()
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect()
+    });
+    let wall = t.elapsed();
+    many.sort();
+    format!(
+        "1 client: p50 {:.2?} p99 {:.2?}; {clients} clients: p50 {:.2?} p99 {:.2?}, {:.0} searches/s",
+        pct(&one, 0.5),
+        pct(&one, 0.99),
+        pct(&many, 0.5),
+        pct(&many, 0.99),
+        many.len() as f64 / wall.as_secs_f64()
+    )
+}
+
+fn main() {
+    let mut url = std::env::var("MNEMO_TEST_POSTGRES_URL").ok();
+    let mut chunks = 100_000usize;
+    let mut per_file = 100usize;
+    let mut queries = 300usize;
+    let mut clients = 8usize;
+    let mut recall = 100usize;
+    let mut dir: Option<PathBuf> = None;
+    let mut schema = "mnemo_scale".to_string();
+    let mut sqlite_too = false;
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        let mut val = || args.next().expect("a value after the flag");
+        match a.as_str() {
+            "--url" => url = Some(val()),
+            "--chunks" => chunks = val().parse().unwrap(),
+            "--per-file" => per_file = val().parse::<usize>().unwrap().max(1),
+            "--queries" => queries = val().parse().unwrap(),
+            "--clients" => clients = val().parse::<usize>().unwrap().max(1),
+            "--recall" => recall = val().parse().unwrap(),
+            "--dir" => dir = Some(PathBuf::from(val())),
+            "--schema" => schema = val(),
+            "--sqlite-too" => sqlite_too = true,
+            other => panic!("unknown argument {other}"),
+        }
+    }
+    let url = url.expect("--url or MNEMO_TEST_POSTGRES_URL");
+    let tmp;
+    let root = match dir {
+        Some(d) => d,
+        None => {
+            tmp = tempfile::tempdir().unwrap();
+            tmp.path().to_path_buf()
+        }
+    };
+    if !root.join("memory").exists() {
+        let t = Instant::now();
+        write_corpus(&root, chunks, per_file, 11);
+        println!("wrote {chunks} chunks in {:.1?}", t.elapsed());
+    }
+    let ws = Workspace::new(&root);
+    let mut settings = IndexSettings::default();
+    settings.index.chunk_tokens = 80;
+    settings.index.chunk_overlap = 0;
+    settings.search.sync_on_search = false;
+    let hash = Arc::new(HashEmbedder::new(384));
+    let emb: Arc<dyn Embedder> = hash.clone();
+    let mut rng = StdRng::seed_from_u64(3);
+    let qs: Vec<String> = (0..queries).map(|_| sentence(&mut rng, 5)).collect();
+
+    let opts = PostgresOptions {
+        url: url.clone(),
+        schema,
+    };
+    let store = Arc::new(PostgresStore::open(&opts, Some((emb.id(), emb.dims()))).unwrap());
+    let pg = Arc::new(
+        MemoryIndex::with_store(&ws, settings.clone(), Some(emb.clone()), store.clone()).unwrap(),
+    );
+    let t = Instant::now();
+    let r = pg.sync(&|_| {}).unwrap();
+    println!(
+        "postgres build: {} files, {} chunks written in {:.1?} ({:.0} chunks/s)",
+        r.indexed.len(),
+        r.chunks_written,
+        t.elapsed(),
+        r.chunks_written as f64 / t.elapsed().as_secs_f64().max(1e-9)
+    );
+    let st = pg.status().unwrap();
+    println!(
+        "postgres: {} chunks, {} vectors at {}",
+        st.chunks, st.vectors, st.location
+    );
+    println!(
+        "postgres search ({} queries, hybrid, query embedded): {}",
+        qs.len(),
+        time_searches(&pg, &qs, clients)
+    );
+
+    if recall > 0 {
+        let backend = store.live().unwrap();
+        let live = store.live_schema().unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let (client, conn) = rt
+            .block_on(tokio_postgres::connect(&url, tokio_postgres::NoTls))
+            .unwrap();
+        rt.spawn(conn);
+        let mut hit = 0usize;
+        let mut total = 0usize;
+        let mut exact_time = Duration::ZERO;
+        for q in qs.iter().take(recall) {
+            let v = hash
+                .embed(&[q.as_str()], EmbedKind::Query)
+                .unwrap()
+                .remove(0);
+            let got: Vec<i64> = backend
+                .vector_search(&v, 10, &[])
+                .unwrap()
+                .into_iter()
+                .map(|(id, _)| id)
+                .collect();
+            let t = Instant::now();
+            // An exact scan: the index switched off for this transaction.
+            let exact: Vec<i64> = rt.block_on(async {
+                client
+                    .batch_execute("BEGIN; SET LOCAL enable_indexscan = off")
+                    .await
+                    .unwrap();
+                let rows = client
+                    .query(
+                        &format!(
+                            "SELECT chunk_id FROM \"{live}\".chunk_vectors \
+                             ORDER BY embedding <=> $1 LIMIT 10"
+                        ),
+                        &[&pgvector::Vector::from(v.clone())],
+                    )
+                    .await
+                    .unwrap();
+                client.batch_execute("COMMIT").await.unwrap();
+                rows.iter().map(|r| r.get(0)).collect()
+            });
+            exact_time += t.elapsed();
+            total += exact.len();
+            hit += exact.iter().filter(|id| got.contains(id)).count();
+        }
+        println!(
+            "HNSW recall@10 against the exact scan: {:.4} over {recall} queries ({hit}/{total}); \
+             exact scan {:.1?} per query",
+            hit as f64 / total.max(1) as f64,
+            exact_time / recall.max(1) as u32
+        );
+    }
+
+    if sqlite_too {
+        let sqlite = Arc::new(MemoryIndex::open(&ws, settings, Some(emb)).unwrap());
+        let t = Instant::now();
+        let r = sqlite.sync(&|_| {}).unwrap();
+        println!(
+            "sqlite build: {} chunks written in {:.1?} ({:.0} chunks/s)",
+            r.chunks_written,
+            t.elapsed(),
+            r.chunks_written as f64 / t.elapsed().as_secs_f64().max(1e-9)
+        );
+        println!(
+            "sqlite search ({} queries, hybrid, query embedded): {}",
+            qs.len(),
+            time_searches(&sqlite, &qs, clients)
+        );
+    }
+}

@@ -18,13 +18,19 @@
 //! the SQLite index of the same workspace).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use chrono::NaiveDate;
 use mnemo_core::{EmbedKind, Embedder, Workspace};
 use mnemo_embed::HashEmbedder;
-use mnemo_index::{IndexSettings, IndexStore, MemoryIndex, SearchRequest};
+use mnemo_index::backend::{ChunkRecord, Counts, FileRecord, NewChunk};
+use mnemo_index::{
+    Generation, IndexBackend, IndexSettings, IndexStore, LockWait, MemoryIndex, SearchRequest,
+    Source, WriterLock,
+};
 use mnemo_index_postgres::{PostgresOptions, PostgresStore};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
@@ -32,6 +38,133 @@ use rand::SeedableRng;
 #[path = "../../index/benches/corpus.rs"]
 mod corpus;
 use corpus::{sentence, write_corpus};
+
+/// Time spent in each backend call, by method, over a timed round.
+#[derive(Default)]
+struct Calls(Mutex<BTreeMap<&'static str, (u32, Duration)>>);
+
+impl Calls {
+    fn time<T>(&self, name: &'static str, f: impl FnOnce() -> T) -> T {
+        let t = Instant::now();
+        let out = f();
+        let mut m = self.0.lock().unwrap();
+        let e = m.entry(name).or_default();
+        e.0 += 1;
+        e.1 += t.elapsed();
+        out
+    }
+    fn report(&self, searches: usize) -> String {
+        let m = self.0.lock().unwrap();
+        m.iter()
+            .map(|(k, (n, d))| {
+                format!(
+                    "{k} {:.2} ms x{:.1}",
+                    d.as_secs_f64() * 1e3 / searches as f64,
+                    *n as f64 / searches as f64
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+    fn clear(&self) {
+        self.0.lock().unwrap().clear();
+    }
+}
+
+/// A store whose backend times every call (what a search spends where).
+struct Timed<S> {
+    inner: S,
+    calls: Arc<Calls>,
+}
+
+struct TimedBackend {
+    inner: Arc<dyn IndexBackend>,
+    calls: Arc<Calls>,
+}
+
+impl<S: IndexStore> IndexStore for Timed<S> {
+    fn kind(&self) -> &'static str {
+        self.inner.kind()
+    }
+    fn location(&self) -> String {
+        self.inner.location()
+    }
+    fn live(&self) -> mnemo_index::Result<Arc<dyn IndexBackend>> {
+        let inner = self.calls.time("live", || self.inner.live())?;
+        Ok(Arc::new(TimedBackend {
+            inner,
+            calls: self.calls.clone(),
+        }))
+    }
+    fn lock(&self, wait: LockWait) -> mnemo_index::Result<Option<WriterLock>> {
+        self.inner.lock(wait)
+    }
+    fn lock_location(&self) -> String {
+        self.inner.lock_location()
+    }
+    fn new_generation(&self) -> mnemo_index::Result<Box<dyn Generation>> {
+        self.inner.new_generation()
+    }
+    fn scrub(&self) -> mnemo_index::Result<()> {
+        self.inner.scrub()
+    }
+}
+
+type R<T> = mnemo_index::Result<T>;
+
+impl IndexBackend for TimedBackend {
+    fn meta(&self) -> R<HashMap<String, String>> {
+        self.calls.time("meta", || self.inner.meta())
+    }
+    fn set_meta(&self, e: &[(&str, String)]) -> R<()> {
+        self.inner.set_meta(e)
+    }
+    fn files(&self) -> R<Vec<FileRecord>> {
+        self.calls.time("files", || self.inner.files())
+    }
+    fn upsert_file(&self, f: &FileRecord, c: &[NewChunk], v: Option<&[Vec<f32>]>) -> R<()> {
+        self.inner.upsert_file(f, c, v)
+    }
+    fn touch_file(&self, p: &str, m: i64, s: u64) -> R<()> {
+        self.inner.touch_file(p, m, s)
+    }
+    fn delete_file(&self, p: &str) -> R<()> {
+        self.inner.delete_file(p)
+    }
+    fn keyword_search(&self, t: &[String], l: usize, s: &[Source]) -> R<Vec<(i64, f64)>> {
+        self.calls
+            .time("keyword", || self.inner.keyword_search(t, l, s))
+    }
+    fn vector_search(&self, q: &[f32], k: usize, s: &[Source]) -> R<Vec<(i64, f32)>> {
+        self.calls
+            .time("vector", || self.inner.vector_search(q, k, s))
+    }
+    fn chunks_in_days(&self, a: NaiveDate, b: NaiveDate, l: usize, s: &[Source]) -> R<Vec<i64>> {
+        self.calls
+            .time("days", || self.inner.chunks_in_days(a, b, l, s))
+    }
+    fn day_range(&self) -> R<Option<(NaiveDate, NaiveDate)>> {
+        self.calls.time("day_range", || self.inner.day_range())
+    }
+    fn prune_embedding_cache(&self, keep: usize) -> R<usize> {
+        self.inner.prune_embedding_cache(keep)
+    }
+    fn chunks(&self, ids: &[i64]) -> R<Vec<ChunkRecord>> {
+        self.calls.time("chunks", || self.inner.chunks(ids))
+    }
+    fn cached_embeddings(&self, h: &[&str]) -> R<HashMap<String, Vec<f32>>> {
+        self.inner.cached_embeddings(h)
+    }
+    fn counts(&self) -> R<Counts> {
+        self.calls.time("counts", || self.inner.counts())
+    }
+    fn embedding_cache_page(&self, a: &str, l: usize) -> R<Vec<(String, Vec<f32>)>> {
+        self.inner.embedding_cache_page(a, l)
+    }
+    fn put_cached_embeddings(&self, r: &[(String, Vec<f32>)]) -> R<()> {
+        self.inner.put_cached_embeddings(r)
+    }
+}
 
 fn pct(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
@@ -144,6 +277,11 @@ fn main() {
         schema,
     };
     let store = Arc::new(PostgresStore::open(&opts, Some((emb.id(), emb.dims()))).unwrap());
+    let calls = Arc::new(Calls::default());
+    let timed = Arc::new(Timed {
+        inner: PostgresStore::open(&opts, Some((emb.id(), emb.dims()))).unwrap(),
+        calls: calls.clone(),
+    });
     let pg = Arc::new(
         MemoryIndex::with_store(&ws, settings.clone(), Some(emb.clone()), store.clone()).unwrap(),
     );
@@ -165,6 +303,22 @@ fn main() {
         "postgres search ({} queries, hybrid, query embedded): {}",
         qs.len(),
         time_searches(&pg, &qs, clients)
+    );
+    // Where a search's time goes: the same searches over a store that
+    // times each backend call.
+    let traced = MemoryIndex::with_store(&ws, settings.clone(), Some(emb.clone()), timed).unwrap();
+    for q in qs.iter().take(20) {
+        traced.search(&SearchRequest::new(q.as_str())).unwrap();
+    }
+    calls.clear();
+    let t = Instant::now();
+    for q in &qs {
+        traced.search(&SearchRequest::new(q.as_str())).unwrap();
+    }
+    println!(
+        "postgres, per search ({:.2} ms in all): {}",
+        t.elapsed().as_secs_f64() * 1e3 / qs.len() as f64,
+        calls.report(qs.len())
     );
 
     if recall > 0 {

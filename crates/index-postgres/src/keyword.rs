@@ -19,9 +19,9 @@ use unicode_normalization::char::is_combining_mark;
 use unicode_normalization::UnicodeNormalization;
 
 /// FTS5's `k1`.
-const K1: f64 = 1.2;
+pub(crate) const K1: f64 = 1.2;
 /// FTS5's `b`.
-const B: f64 = 0.75;
+pub(crate) const B: f64 = 0.75;
 
 /// The tokens FTS5's unicode61 tokenizer (with `remove_diacritics 2`)
 /// makes of `text`: runs of letters and digits, lower-cased, with the

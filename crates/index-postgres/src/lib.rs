@@ -551,7 +551,7 @@ struct TermHits {
 
 async fn keyword(
     pool: &Pool,
-    c: &Client,
+    c: &mut pool::Pooled,
     terms: Vec<String>,
     limit: usize,
     sources: Option<Vec<String>>,
@@ -608,6 +608,40 @@ async fn keyword(
             .collect();
         keep.sort_unstable();
     }
+    let n = rows as f64;
+    let avgdl = tokens as f64 / n;
+    if keep.iter().all(|&i| phrases[i].len() == 1) {
+        // Single words only: the server sums BM25 over the postings and
+        // sends back the best `limit`, not every posting of every word.
+        let words: Vec<String> = keep.iter().map(|&i| phrases[i][0].clone()).collect();
+        let idfs: Vec<f64> = words
+            .iter()
+            .map(|w| keyword::idf(n, docs.get(w).copied().unwrap_or(0) as f64))
+            .collect();
+        let rows = c
+            .query(
+                "SELECT p.chunk_id,
+                        sum(q.idf * ((p.tf::float8 * ($3::float8 + 1.0))
+                            / (p.tf::float8 + $3::float8 * (1.0 - $4::float8
+                               + $4::float8 * p.len::float8 / $5::float8))))::float8 AS s
+                 FROM postings p JOIN unnest($1::text[], $2::float8[]) AS q(token, idf)
+                      ON p.token = q.token
+                 WHERE $6::text[] IS NULL OR p.source = ANY($6)
+                 GROUP BY p.chunk_id ORDER BY s DESC, p.chunk_id LIMIT $7",
+                &[
+                    &words,
+                    &idfs,
+                    &keyword::K1,
+                    &keyword::B,
+                    &avgdl,
+                    &sources,
+                    &(limit as i64),
+                ],
+            )
+            .await
+            .map_err(db)?;
+        return Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect());
+    }
     let mut hits: Vec<TermHits> = Vec::with_capacity(keep.len());
     let mut lens: HashMap<i64, (i32, String)> = HashMap::new();
     for &i in &keep {
@@ -659,8 +693,6 @@ async fn keyword(
         let docs = freq.len() as i64;
         hits.push(TermHits { freq, docs });
     }
-    let n = rows as f64;
-    let avgdl = tokens as f64 / n;
     let idfs: Vec<f64> = hits
         .iter()
         .map(|h| keyword::idf(n, h.docs as f64))
@@ -681,12 +713,13 @@ async fn keyword(
     Ok(out)
 }
 
-/// The smallest HNSW search breadth (`hnsw.ef_search`) of a vector search.
-const EF_SEARCH: i64 = 200;
+/// The smallest HNSW search breadth (`hnsw.ef_search`) of a vector search,
+/// each connection's setting.
+pub(crate) const EF_SEARCH: i64 = 200;
 
 async fn vectors(
     pool: &Pool,
-    c: &mut Client,
+    c: &mut pool::Pooled,
     query: Vec<f32>,
     k: usize,
     sources: Option<Vec<String>>,
@@ -700,33 +733,42 @@ async fn vectors(
     // (the hardest case: no clusters), 40 gave recall@10 0.87 against the
     // exact scan; EF_SEARCH gives >= 0.98 (docs/BENCHMARKS.md).
     let ef = (pool_size * 2).clamp(EF_SEARCH, 1000);
-    let tx = c.transaction().await.map_err(db)?;
-    tx.execute(
-        "SELECT set_config('hnsw.ef_search', $1, true), set_config('hnsw.iterative_scan', 'relaxed_order', true)",
-        &[&ef.to_string()],
-    )
-    .await
-    .map_err(db)?;
     let q = Vector::from(query);
-    let rows = match &sources {
-        None => tx
-            .query(
-                "SELECT chunk_id, (1 - (embedding <=> $1))::real FROM chunk_vectors
-                 ORDER BY embedding <=> $1 LIMIT $2",
-                &[&q, &pool_size],
-            )
-            .await
-            .map_err(db)?,
-        Some(s) => tx
-            .query(
-                "SELECT chunk_id, (1 - (embedding <=> $1))::real FROM chunk_vectors
-                 WHERE source = ANY($3) ORDER BY embedding <=> $1 LIMIT $2",
-                &[&q, &pool_size, s],
-            )
-            .await
-            .map_err(db)?,
+    let (sql, filtered) = match &sources {
+        None => (
+            "SELECT chunk_id, (1 - (embedding <=> $1))::real FROM chunk_vectors
+             ORDER BY embedding <=> $1 LIMIT $2",
+            None,
+        ),
+        Some(s) => (
+            "SELECT chunk_id, (1 - (embedding <=> $1))::real FROM chunk_vectors
+             WHERE source = ANY($3) ORDER BY embedding <=> $1 LIMIT $2",
+            Some(s),
+        ),
     };
-    tx.commit().await.map_err(db)?;
+    let rows = if ef == EF_SEARCH {
+        // The connection's own setting (see `pool`): one statement.
+        match filtered {
+            None => c.query(sql, &[&q, &pool_size]).await,
+            Some(s) => c.query(sql, &[&q, &pool_size, s]).await,
+        }
+        .map_err(db)?
+    } else {
+        let tx = c.transaction().await.map_err(db)?;
+        tx.execute(
+            "SELECT set_config('hnsw.ef_search', $1, true)",
+            &[&ef.to_string()],
+        )
+        .await
+        .map_err(db)?;
+        let rows = match filtered {
+            None => tx.query(sql, &[&q, &pool_size]).await,
+            Some(s) => tx.query(sql, &[&q, &pool_size, s]).await,
+        }
+        .map_err(db)?;
+        tx.commit().await.map_err(db)?;
+        rows
+    };
     let mut out: Vec<(i64, f32)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
     out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     out.truncate(k);
@@ -758,7 +800,7 @@ fn chunk_record(r: &tokio_postgres::Row) -> ChunkRecord {
 
 impl IndexBackend for PostgresBackend {
     fn meta(&self) -> Result<HashMap<String, String>> {
-        self.with(|pool, c| async move {
+        self.with(|pool, mut c| async move {
             let r = c.query("SELECT key, value FROM meta", &[]).await;
             let r = r
                 .map(|rows| rows.iter().map(|r| (r.get(0), r.get(1))).collect())
@@ -792,7 +834,7 @@ impl IndexBackend for PostgresBackend {
     }
 
     fn files(&self) -> Result<Vec<FileRecord>> {
-        self.with(|pool, c| async move {
+        self.with(|pool, mut c| async move {
             let r = c
                 .query(
                     "SELECT path, source, hash, mtime_ms, size, embedded, session_key FROM files",
@@ -861,8 +903,8 @@ impl IndexBackend for PostgresBackend {
         sources: &[Source],
     ) -> Result<Vec<(i64, f64)>> {
         let (terms, filter) = (tokens.to_vec(), source_list(sources));
-        self.with(move |pool, c| async move {
-            let r = keyword(&pool, &c, terms, limit, filter).await;
+        self.with(move |pool, mut c| async move {
+            let r = keyword(&pool, &mut c, terms, limit, filter).await;
             (c, r)
         })
     }
@@ -901,7 +943,7 @@ impl IndexBackend for PostgresBackend {
     ) -> Result<Vec<i64>> {
         let filter = source_list(sources);
         let from = first - chrono::Days::new(31);
-        self.with(move |pool, c| async move {
+        self.with(move |pool, mut c| async move {
             // The lower bound keeps the range scan short, as in SQLite: a
             // chunk whose messages span more than a month before the
             // window is left to the other signals.
@@ -921,7 +963,7 @@ impl IndexBackend for PostgresBackend {
     }
 
     fn day_range(&self) -> Result<Option<(NaiveDate, NaiveDate)>> {
-        self.with(|pool, c| async move {
+        self.with(|pool, mut c| async move {
             let r = c
                 .query_one("SELECT min(day_first), max(day_first) FROM chunks", &[])
                 .await
@@ -974,7 +1016,7 @@ impl IndexBackend for PostgresBackend {
             return Ok(Vec::new());
         }
         let ids = ids.to_vec();
-        self.with(move |pool, c| async move {
+        self.with(move |pool, mut c| async move {
             let r = c
                 .query(
                     "SELECT c.id, c.path, c.source, c.start_line, c.end_line, c.text, c.msg_start,
@@ -997,7 +1039,7 @@ impl IndexBackend for PostgresBackend {
             return Ok(HashMap::new());
         }
         let hashes: Vec<String> = hashes.iter().map(|h| h.to_string()).collect();
-        self.with(move |pool, c| async move {
+        self.with(move |pool, mut c| async move {
             let r = c
                 .query(
                     "SELECT hash, embedding FROM embedding_cache
@@ -1020,7 +1062,7 @@ impl IndexBackend for PostgresBackend {
             return Ok(Vec::new());
         };
         let after = after.to_string();
-        self.with(move |pool, c| async move {
+        self.with(move |pool, mut c| async move {
             let r = c
                 .query(
                     "SELECT hash, embedding FROM embedding_cache
@@ -1068,7 +1110,7 @@ impl IndexBackend for PostgresBackend {
 
     fn counts(&self) -> Result<Counts> {
         let with_vectors = self.embedder.is_some();
-        self.with(move |pool, c| async move {
+        self.with(move |pool, mut c| async move {
             let r = async {
                 let files: i64 = c.query_one("SELECT count(*) FROM files", &[]).await?.get(0);
                 let chunks: i64 = c.query_one("SELECT chunks FROM totals", &[]).await?.get(0);

@@ -12,12 +12,14 @@
 //!
 //! [`IndexBackend`]: mnemo_index::IndexBackend
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 
 use mnemo_index::{DbFailure, IndexError};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
-use tokio_postgres::{Client, Config, NoTls};
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{Client, Config, NoTls, Row, Statement};
 
 /// Connections a backend keeps open at most.
 const POOL_SIZE: usize = 4;
@@ -98,7 +100,7 @@ pub(crate) struct Pool {
     /// The URL without its password, for messages.
     pub(crate) location: String,
     search_path: String,
-    idle: Mutex<Vec<Client>>,
+    idle: Mutex<Vec<(Client, Statements)>>,
     permits: Arc<Semaphore>,
 }
 
@@ -124,20 +126,26 @@ impl Pool {
             .map_err(|_| self.error("the connection pool was closed"))?;
         let idle = {
             let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
-            std::iter::from_fn(|| idle.pop()).find(|c| !c.is_closed())
+            std::iter::from_fn(|| idle.pop()).find(|(c, _)| !c.is_closed())
         };
-        let client = match idle {
+        let (client, statements) = match idle {
             Some(c) => c,
             None => {
                 let c = connect(&self.config, &self.location).await?;
-                c.batch_execute(&format!("SET search_path TO {}", self.search_path))
-                    .await
-                    .map_err(|e| self.db(e))?;
-                c
+                c.batch_execute(&format!(
+                    "SET search_path TO {}; SET hnsw.ef_search = {}; \
+                     SET hnsw.iterative_scan = relaxed_order",
+                    self.search_path,
+                    crate::EF_SEARCH
+                ))
+                .await
+                .map_err(|e| self.db(e))?;
+                (c, Statements::default())
             }
         };
         Ok(Pooled {
             client,
+            statements,
             _permit: permit,
         })
     }
@@ -148,7 +156,7 @@ impl Pool {
             self.idle
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
-                .push(c.client);
+                .push((c.client, c.statements));
         }
         result
     }
@@ -220,7 +228,52 @@ pub(crate) async fn connect(config: &Config, location: &str) -> Result<Client, I
 /// so a broken connection or an aborted transaction never goes back.
 pub(crate) struct Pooled {
     client: Client,
+    statements: Statements,
     _permit: OwnedSemaphorePermit,
+}
+
+/// Statements prepared on one connection, by their text: a search's
+/// statements are parsed and planned once per connection instead of once
+/// per call (a round trip each). PostgreSQL re-plans them itself when a
+/// table they read is made anew.
+#[derive(Default)]
+pub(crate) struct Statements(HashMap<String, Statement>);
+
+/// Most statements kept per connection (phrase queries make new texts).
+const STATEMENTS_MAX: usize = 64;
+
+impl Pooled {
+    async fn prepared(&mut self, sql: &str) -> Result<Statement, tokio_postgres::Error> {
+        if let Some(st) = self.statements.0.get(sql) {
+            return Ok(st.clone());
+        }
+        let st = self.client.prepare(sql).await?;
+        if self.statements.0.len() >= STATEMENTS_MAX {
+            self.statements.0.clear();
+        }
+        self.statements.0.insert(sql.to_string(), st.clone());
+        Ok(st)
+    }
+
+    /// [`Client::query`] on the connection's prepared statement for `sql`.
+    pub(crate) async fn query(
+        &mut self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<Row>, tokio_postgres::Error> {
+        let st = self.prepared(sql).await?;
+        self.client.query(&st, params).await
+    }
+
+    /// [`Client::query_one`] on the connection's prepared statement for `sql`.
+    pub(crate) async fn query_one(
+        &mut self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Row, tokio_postgres::Error> {
+        let st = self.prepared(sql).await?;
+        self.client.query_one(&st, params).await
+    }
 }
 
 impl std::ops::Deref for Pooled {

@@ -168,7 +168,7 @@ impl Shared {
         let p = self.pool.clone();
         let sql = format!("SELECT live FROM \"{}\".generation", self.opts.schema);
         self.rt.run(async move {
-            let c = p.get().await?;
+            let mut c = p.get().await?;
             let r = c
                 .query_one(&sql, &[])
                 .await
@@ -211,7 +211,7 @@ impl Shared {
         let pattern = format!("^{}_[0-9]+$", self.opts.schema);
         let live = live.to_string();
         let stale: Vec<String> = self.rt.run(async move {
-            let c = p.get().await?;
+            let mut c = p.get().await?;
             let r = c
                 .query(
                     "SELECT nspname::text FROM pg_namespace WHERE nspname ~ $1 AND nspname <> $2",
@@ -323,7 +323,7 @@ impl IndexStore for PostgresStore {
         let p = self.0.pool.clone();
         let vectors = format!("\"{live}\".chunk_vectors");
         let has_vectors: bool = self.0.rt.run(async move {
-            let c = p.get().await?;
+            let mut c = p.get().await?;
             let r = c
                 .query_one("SELECT to_regclass($1) IS NOT NULL", &[&vectors])
                 .await

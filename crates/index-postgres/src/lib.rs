@@ -406,39 +406,45 @@ async fn upsert(
             }
         })
         .collect();
-    let ins = tx
-        .prepare(
-            "INSERT INTO chunks(id, path, source, start_line, end_line, hash, text, msg_start, msg_end,
-                                day_first, day_last, parts, ntokens)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
-        )
-        .await
-        .map_err(db)?;
     let source = file.source.as_str();
-    for r in &rows {
-        let ch = &r.chunk;
-        let parts = (!ch.parts.is_empty()).then(|| MessagePart::encode(&ch.parts));
-        tx.execute(
-            &ins,
-            &[
-                &r.id,
-                &file.path,
-                &source,
-                &(ch.start_line as i32),
-                &(ch.end_line as i32),
-                &ch.hash,
-                &ch.text,
-                &ch.messages.map(|m| m.0 as i32),
-                &ch.messages.map(|m| m.1 as i32),
-                &ch.days.map(|d| d.0),
-                &ch.days.map(|d| d.1),
-                &parts,
-                &r.len,
-            ],
-        )
-        .await
-        .map_err(db)?;
-    }
+    // One statement for all the file's chunks (one round trip, not one per
+    // chunk), as for the postings below.
+    let col = |f: &dyn Fn(&ChunkRow) -> i32| rows.iter().map(f).collect::<Vec<i32>>();
+    let opt = |f: &dyn Fn(&ChunkRow) -> Option<i32>| rows.iter().map(f).collect::<Vec<_>>();
+    let day = |f: &dyn Fn(&ChunkRow) -> Option<NaiveDate>| rows.iter().map(f).collect::<Vec<_>>();
+    let ids: Vec<i64> = rows.iter().map(|r| r.id).collect();
+    let hashes: Vec<&str> = rows.iter().map(|r| r.chunk.hash.as_str()).collect();
+    let texts: Vec<&str> = rows.iter().map(|r| r.chunk.text.as_str()).collect();
+    let parts: Vec<Option<String>> = rows
+        .iter()
+        .map(|r| (!r.chunk.parts.is_empty()).then(|| MessagePart::encode(&r.chunk.parts)))
+        .collect();
+    tx.execute(
+        "INSERT INTO chunks(id, path, source, start_line, end_line, hash, text, msg_start, msg_end,
+                            day_first, day_last, parts, ntokens)
+         SELECT id, $12, $13, sl, el, h, t, ms, me, df, dl, pa, nt
+         FROM unnest($1::bigint[], $2::integer[], $3::integer[], $4::text[], $5::text[],
+                     $6::integer[], $7::integer[], $8::date[], $9::date[], $10::text[],
+                     $11::integer[])
+              AS u(id, sl, el, h, t, ms, me, df, dl, pa, nt)",
+        &[
+            &ids,
+            &col(&|r| r.chunk.start_line as i32),
+            &col(&|r| r.chunk.end_line as i32),
+            &hashes,
+            &texts,
+            &opt(&|r| r.chunk.messages.map(|m| m.0 as i32)),
+            &opt(&|r| r.chunk.messages.map(|m| m.1 as i32)),
+            &day(&|r| r.chunk.days.map(|d| d.0)),
+            &day(&|r| r.chunk.days.map(|d| d.1)),
+            &parts,
+            &col(&|r| r.len),
+            &file.path,
+            &source,
+        ],
+    )
+    .await
+    .map_err(db)?;
     let (mut tok, mut cid, mut tf, mut len, mut pos) = (vec![], vec![], vec![], vec![], vec![]);
     for r in &rows {
         for (t, p) in &r.postings {
@@ -463,28 +469,22 @@ async fn upsert(
     }
     if let Some((m, dims)) = &model {
         if let Some(vs) = &vectors {
-            let cache = tx
-                .prepare(
+            // A text repeated in the file is one cache row: one statement
+            // may not update a row twice.
+            let mut seen = HashSet::new();
+            let (hashes, vectors): (Vec<&str>, Vec<Vector>) = rows
+                .iter()
+                .zip(vs)
+                .filter(|(r, v)| v.len() == *dims && seen.insert(r.chunk.hash.as_str()))
+                .map(|(r, v)| (r.chunk.hash.as_str(), Vector::from(v.clone())))
+                .unzip();
+            if !hashes.is_empty() {
+                tx.execute(
                     "INSERT INTO embedding_cache(model, hash, dims, embedding, updated_at)
-                     VALUES ($1, $2, $3, $4, $5)
+                     SELECT $1, h, $2, e, $3 FROM unnest($4::text[], $5::vector[]) AS u(h, e)
                      ON CONFLICT (model, hash) DO UPDATE SET dims = EXCLUDED.dims,
                          embedding = EXCLUDED.embedding, updated_at = EXCLUDED.updated_at",
-                )
-                .await
-                .map_err(db)?;
-            for (r, v) in rows.iter().zip(vs) {
-                if v.len() != *dims {
-                    continue;
-                }
-                tx.execute(
-                    &cache,
-                    &[
-                        m,
-                        &r.chunk.hash,
-                        &(*dims as i32),
-                        &Vector::from(v.clone()),
-                        &now,
-                    ],
+                    &[m, &(*dims as i32), &now, &hashes, &vectors],
                 )
                 .await
                 .map_err(db)?;

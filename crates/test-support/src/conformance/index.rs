@@ -602,7 +602,7 @@ pub fn pruning_keeps_the_vectors_in_use(case: &IndexCase) {
 }
 
 /// The embedding cache reads out in pages by hash (every row once, in
-/// hash order) and takes rows in: a hash already cached keeps its vector,
+/// hash order, a text written twice once) and takes rows in: a hash already cached keeps its vector,
 /// a vector of another dimension is skipped, and a chunk written after
 /// the rows came in finds its vector in the cache.
 pub fn the_embedding_cache_pages_out_and_in(case: &IndexCase) {
@@ -614,7 +614,10 @@ pub fn the_embedding_cache_pages_out_and_in(case: &IndexCase) {
         "page four",
         "page five",
     ];
-    put(b, "memory/pages.md", Source::Memory, &texts_in, true);
+    // A text twice in one file: one cache row.
+    let mut written = texts_in.to_vec();
+    written.push("page one");
+    put(b, "memory/pages.md", Source::Memory, &written, true);
     let mut seen = Vec::new();
     let mut after = String::new();
     loop {

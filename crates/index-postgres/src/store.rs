@@ -356,6 +356,12 @@ impl Generation for PostgresGeneration {
     }
 
     fn swap_in(mut self: Box<Self>) -> Result<()> {
+        // Statistics for the planner and the visibility map for index-only
+        // scans, before the first search reads the new generation.
+        self.shared.execute(format!(
+            "VACUUM ANALYZE \"{0}\".postings, \"{0}\".chunks, \"{0}\".files",
+            self.name
+        ))?;
         let (old, _) = self.shared.live()?;
         let base = self.shared.opts.schema.clone();
         let p = self.shared.pool.clone();

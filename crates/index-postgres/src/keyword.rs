@@ -92,23 +92,6 @@ pub(crate) fn bm25(idfs: &[f64], freqs: &[f64], len: f64, avgdl: f64) -> f64 {
     score
 }
 
-/// How often the phrase whose words stand at `positions[0]`,
-/// `positions[1]`, … (each sorted) occurs: starts `p` of the first word with
-/// `p + j` among the positions of word `j`.
-pub(crate) fn phrase_count(positions: &[&[i32]]) -> usize {
-    let Some((first, rest)) = positions.split_first() else {
-        return 0;
-    };
-    first
-        .iter()
-        .filter(|&&p| {
-            rest.iter()
-                .enumerate()
-                .all(|(j, ps)| ps.binary_search(&(p + j as i32 + 1)).is_ok())
-        })
-        .count()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -129,13 +112,6 @@ mod tests {
         assert_eq!(len, 4);
         assert_eq!(p[0], ("a".to_string(), vec![0, 2]));
         assert_eq!(p[2], ("c".to_string(), vec![3]));
-    }
-
-    #[test]
-    fn phrases_are_counted_where_words_stand_side_by_side() {
-        assert_eq!(phrase_count(&[&[0, 2, 5], &[1, 6]]), 2);
-        assert_eq!(phrase_count(&[&[0], &[2]]), 0);
-        assert_eq!(phrase_count(&[&[0, 4], &[1, 5], &[2]]), 1);
     }
 
     #[test]

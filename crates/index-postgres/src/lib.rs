@@ -662,32 +662,32 @@ async fn keyword(
             }
         } else {
             // A phrase: the chunks holding all its words, counted where
-            // they stand side by side.
-            let mut sql = String::from("SELECT p0.chunk_id, p0.len, p0.source");
-            for j in 0..words.len() {
-                sql.push_str(&format!(", p{j}.positions"));
+            // they stand side by side (`keyword::phrase_count`'s rule, run
+            // by the server: only the chunks holding the phrase come back).
+            let mut adjacent = String::new();
+            for j in 1..words.len() {
+                adjacent.push_str(&format!(" AND a + {j} = ANY(p{j}.positions)"));
             }
-            sql.push_str(" FROM postings p0");
+            let mut sql = format!(
+                "SELECT chunk_id, len, source, n FROM (SELECT p0.chunk_id, p0.len, p0.source,
+                     (SELECT count(*) FROM unnest(p0.positions) AS a WHERE true{adjacent})::int AS n
+                 FROM postings p0"
+            );
             for j in 1..words.len() {
                 sql.push_str(&format!(
                     " JOIN postings p{j} ON p{j}.chunk_id = p0.chunk_id AND p{j}.token = ${}",
                     j + 1
                 ));
             }
-            sql.push_str(" WHERE p0.token = $1");
+            sql.push_str(" WHERE p0.token = $1) AS t WHERE n > 0");
             let params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = words
                 .iter()
                 .map(|w| w as &(dyn tokio_postgres::types::ToSql + Sync))
                 .collect();
             for r in c.query(&sql, &params).await.map_err(db)? {
-                let lists: Vec<Vec<i32>> = (0..words.len()).map(|j| r.get(3 + j)).collect();
-                let refs: Vec<&[i32]> = lists.iter().map(Vec::as_slice).collect();
-                let n = keyword::phrase_count(&refs);
-                if n > 0 {
-                    let id: i64 = r.get(0);
-                    freq.insert(id, n as f64);
-                    lens.entry(id).or_insert_with(|| (r.get(1), r.get(2)));
-                }
+                let id: i64 = r.get(0);
+                freq.insert(id, r.get::<_, i32>(3) as f64);
+                lens.entry(id).or_insert_with(|| (r.get(1), r.get(2)));
             }
         }
         let docs = freq.len() as i64;

@@ -11,7 +11,8 @@ use tokio_postgres::Transaction;
 
 /// Each migration, in order: migration `i` takes the schema from version
 /// `i` to `i + 1`. Append only; never edit a released one.
-pub(crate) const MIGRATIONS: &[&str] = &["
+pub(crate) const MIGRATIONS: &[&str] = &[
+    "
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE files (
     path TEXT PRIMARY KEY, source TEXT NOT NULL, hash TEXT NOT NULL,
@@ -45,13 +46,15 @@ CREATE TABLE embedding_cache (
 CREATE TABLE vector_model (
     one BOOLEAN PRIMARY KEY DEFAULT true CHECK (one),
     model TEXT NOT NULL, dims INTEGER NOT NULL);
-", "
--- A word's postings with what BM25 reads, in the index: a keyword search
--- reads them in an index-only scan instead of one heap page per posting
--- (the table is in chunk order; 700 -> 86 ms for three common words over
--- 100,000 chunks, docs/BENCHMARKS.md).
-CREATE INDEX postings_cover ON postings (token) INCLUDE (chunk_id, tf, len, source);
-"];
+",
+    "
+-- A word's postings with what BM25 and phrases read, in the index: a
+-- keyword search reads them in an index-only scan instead of one heap page
+-- per posting (the table is in chunk order: 700 -> 86 ms for three common
+-- words over 100,000 chunks, docs/BENCHMARKS.md).
+CREATE INDEX postings_cover ON postings (token) INCLUDE (chunk_id, tf, len, source, positions);
+",
+];
 
 /// The version this mnemo writes.
 pub(crate) fn current() -> i32 {

@@ -358,9 +358,11 @@ fn write_path_with_dream_scores_the_memory_a_dream_leaves() {
     let n = |p: &Value, k: &str| p[k].as_u64().unwrap_or_else(|| panic!("{k} in {p:#}"));
     // openclaw: the five old logs fold into facts, and the dream supersedes
     // the older values of the changed subjects among them (gym locker 14
-    // and 27 by 33, parking spot B4 by C9); the logs stay (append-only,
-    // still searched), so the contradictions stay and each folded item is
-    // now a log line and a fact.
+    // and 27 by 33, parking spot B4 by C9); the one retraction folded
+    // ("The user asked to forget their ...") ends the fact it names instead
+    // of becoming one. The logs stay (append-only, still searched), so the
+    // contradictions stay and each folded item is now a log line and a
+    // fact.
     let openclaw = profile("openclaw");
     assert_eq!(openclaw["writes"], "flush+dream");
     assert_eq!(
@@ -369,10 +371,12 @@ fn write_path_with_dream_scores_the_memory_a_dream_leaves() {
             "dream_added",
             "dream_superseded",
             "dream_merged",
+            "dream_retracted",
+            "dream_retractions_unmatched",
             "dream_refused"
         ]
         .map(|k| n(&openclaw, k)),
-        [5, 15, 3, 0, 0],
+        [5, 14, 3, 0, 1, 0, 0],
         "{openclaw:#}"
     );
     assert_eq!(

@@ -696,7 +696,7 @@ fn a_dream_killed_after_its_history_leaves_the_facts_as_before() {
     let o = mnemo(ws, &["dream", "--undo"]).output().unwrap();
     assert!(!o.status.success());
     assert!(
-        String::from_utf8_lossy(&o.stderr).contains("cannot undo dream"),
+        String::from_utf8_lossy(&o.stderr).contains("no dream to undo"),
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );
@@ -751,9 +751,13 @@ fn a_dream_killed_between_its_two_files_loses_no_memory_md_line() {
     assert_eq!(facts.matches("Prefers tabs.").count(), 1, "{facts}");
 }
 
-/// A facts file, a MEMORY.md over a 20-line cap and an old daily log that
-/// give every pass of a dream work: duplicates, contradictions, a log to
-/// fold, lines to move.
+const TEA: &str =
+    "---\nname: Tea\ndescription: how the user takes tea\ntype: user\n---\n\nGreen, no sugar.\n";
+
+/// A facts file, a MEMORY.md over a 20-line cap, a typed memory and an
+/// old daily log that give every pass of a dream work: duplicates,
+/// contradictions, a log to fold (with a retraction and items for the
+/// typed memory), lines to move.
 fn dream_workspace(ws: &Path) -> (String, String) {
     let mut facts = String::from("# Facts\n\n");
     for i in 0..150 {
@@ -778,9 +782,14 @@ fn dream_workspace(ws: &Path) -> (String, String) {
     for i in 0..60 {
         md.push_str(&format!("- Note {i}: something durable about topic {i}.\n"));
     }
-    let log: String = (0..30)
+    let mut log: String = (0..30)
         .map(|i| format!("- [10:00] Old log item number {i}.\n"))
         .collect();
+    // A retraction (it ends two facts) and items whose home is a typed
+    // memory.
+    log.push_str("- [10:01] The user asked to forget their storage box 3 label.\n");
+    log.push_str("- [10:02] Tea: oolong on Sundays.\n- [10:03] Tea: sencha at work.\n");
+    std::fs::write(ws.join("memory/tea.md"), TEA).unwrap();
     std::fs::write(ws.join("memory/facts.md"), &facts).unwrap();
     std::fs::write(ws.join("MEMORY.md"), &md).unwrap();
     std::fs::write(ws.join("memory/2026-01-05.md"), log).unwrap();
@@ -809,7 +818,7 @@ fn without_recorded(text: &str) -> String {
 /// holds for whatever a kill left.
 #[test]
 fn a_dream_killed_at_random_moments_leaves_each_file_before_or_after() {
-    use mnemo::engine::dream::{unaccounted, unaccounted_memory_md};
+    use mnemo::engine::dream::{unaccounted, unaccounted_memory_md, unaccounted_typed};
     use mnemo::store::memory::facts::FactsFile;
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path();
@@ -821,8 +830,15 @@ fn a_dream_killed_at_random_moments_leaves_each_file_before_or_after() {
     stdout_of_success(&dream().output().unwrap());
     let took = started.elapsed();
     let (facts_after, md_after) = (read(ws, "memory/facts.md"), read(ws, "MEMORY.md"));
+    let tea_after = read(ws, "memory/tea.md");
     assert_ne!(facts_after, facts_before);
     assert_ne!(md_after, md_before);
+    assert!(facts_after.contains("retracted by memory/2026-01-05.md"));
+    assert_eq!(
+        tea_after.matches("(since 2026-01-05;").count(),
+        2,
+        "{tea_after}"
+    );
     let mut rng = XorShift::new(20);
     let (mut killed, mut states) = (0, HashMap::new());
     for _ in 0..24 {
@@ -857,18 +873,86 @@ fn a_dream_killed_at_random_moments_leaves_each_file_before_or_after() {
         } else {
             panic!("MEMORY.md is neither before nor after the dream:\n{md}")
         };
+        let tea = read(ws, "memory/tea.md");
+        let tea_state = if tea == TEA {
+            "before"
+        } else if tea == tea_after {
+            "after"
+        } else {
+            panic!("memory/tea.md is neither before nor after the dream:\n{tea}")
+        };
         assert!(
             !(facts_state == "before" && md_state == "after"),
             "MEMORY.md lost lines the facts file does not hold yet"
         );
+        assert!(
+            !(tea_state == "before" && facts_state == "after"),
+            "the facts file was written before the typed memory"
+        );
         let (before, now) = (FactsFile::parse(&facts_before), FactsFile::parse(&facts));
         let mut lost = unaccounted(&before, &now, &facts_before, &facts);
         lost.extend(unaccounted_memory_md(&md_before, &md, &now));
+        lost.extend(unaccounted_typed("memory/tea.md", TEA, &tea, &[]));
         assert!(lost.is_empty(), "{lost:?}");
         *states
-            .entry(format!("{facts_state}/{md_state}"))
+            .entry(format!("{tea_state}/{facts_state}/{md_state}"))
             .or_insert(0) += 1;
     }
     assert!(killed > 0, "no dream was killed: {states:?}");
     eprintln!("{killed} of 24 dreams killed; states {states:?}");
+}
+
+/// A dream killed between its files (after the typed memory, after the
+/// facts file) has not written its `applied` line: the next dream folds
+/// the same log again and finishes the work, writing nothing twice, and
+/// leaves every file as one whole dream does.
+#[test]
+fn a_dream_killed_between_its_files_is_finished_by_the_next() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path();
+    init(ws);
+    let dream = || mnemo(ws, &["--set", "engine.memory_max_lines=20", "dream"]);
+    dream_workspace(ws);
+    stdout_of_success(&dream().output().unwrap());
+    let reference = (
+        without_recorded(&read(ws, "memory/facts.md")),
+        read(ws, "MEMORY.md"),
+        read(ws, "memory/tea.md"),
+    );
+    for point in [
+        "dream.after_history",
+        "dream.after_typed",
+        "dream.after_facts",
+    ] {
+        let (facts_before, _) = dream_workspace(ws);
+        let o = dream().env("MNEMO_FAILPOINTS", point).output().unwrap();
+        assert!(!o.status.success(), "{point}: the dream was not stopped");
+        if point == "dream.after_typed" {
+            assert_eq!(read(ws, "memory/facts.md"), facts_before, "{point}");
+            assert_eq!(read(ws, "memory/tea.md"), reference.2, "{point}");
+        }
+        stdout_of_success(&dream().output().unwrap());
+        let now = (
+            without_recorded(&read(ws, "memory/facts.md")),
+            read(ws, "MEMORY.md"),
+            read(ws, "memory/tea.md"),
+        );
+        assert_eq!(
+            now, reference,
+            "{point}: the next dream did not finish the work"
+        );
+        let history = read(ws, "memory/HISTORY.md");
+        assert_eq!(
+            history.matches("dream applied: ").count(),
+            1,
+            "{point}: {history}"
+        );
+        // The finished dream is the one to undo, and it gives back what the
+        // killed one had not written.
+        stdout_of_success(&mnemo(ws, &["dream", "--undo"]).output().unwrap());
+        if point == "dream.after_history" {
+            assert_eq!(read(ws, "memory/facts.md"), facts_before, "{point}");
+            assert_eq!(read(ws, "memory/tea.md"), TEA, "{point}");
+        }
+    }
 }

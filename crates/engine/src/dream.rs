@@ -1,5 +1,5 @@
 //! Dream (`mnemo dream`): tidies long-term memory between conversations.
-//! It owns four passes, each of which only ends, adds or moves lines:
+//! It owns these passes, each of which only ends, adds or moves lines:
 //!
 //! - Duplicates: exact duplicates among the current facts (same words, any
 //!   case or punctuation) and near duplicates (one says everything the
@@ -19,7 +19,38 @@
 //!   (at most eight words). Anything else is left alone.
 //! - Daily logs older than `[engine] dream_fold_days` are folded in: each
 //!   of their items not already a fact becomes one, dated by its log (the
-//!   log itself stays: it is append-only).
+//!   log itself stays: it is append-only), except retractions.
+//! - Retractions ([`retraction`], by rule like the subjects): an item that
+//!   asks to forget something ("Please forget that my city is Paris",
+//!   "The user asked to forget their city") is an instruction, not a fact:
+//!   folded from a log it ends the current facts it names (the same
+//!   statement, or the same [`subject`]) that began on or before the log's
+//!   day, on that day, `retracted by` the log, and is not added; found
+//!   among the current facts (a fold from before retractions were read)
+//!   it ends them `retracted by` its own id, then ends itself. An item
+//!   that says something is "no longer" so is a fact, and supersedes the
+//!   facts that say it without "no longer". Nothing is deleted: the ended
+//!   facts stay under "No longer true", and a retraction that names no
+//!   current fact changes nothing (the report lists it). Retractions end
+//!   facts only: typed memories are topic files a person or an agent
+//!   keeps, never cut by rule.
+//! - Typed memories: one home per folded item. A fact about a topic that
+//!   has a typed memory (`memory/<name>.md`, user / feedback / project /
+//!   reference) would otherwise be said twice, once in the facts file and
+//!   once in the topic file the recall side query picks, so an item goes
+//!   to exactly one of them ([`typed_home`]): when its key (the words
+//!   before a colon, or its [`subject`]) is an existing typed memory's
+//!   name (compared by [`core_words`]), it is appended to that memory's
+//!   body as a dated line (`- text (since DAY; from memory/DAY.md)`, the
+//!   file otherwise untouched); when it carries a type tag (`[feedback]
+//!   Code review: ...`), it goes into the typed memory of that key, or
+//!   `<Type> notes` without one, made when missing (front matter from the
+//!   item, its index line added to MEMORY.md's `## Memory files`); every
+//!   other item is a fact. An item the memory holds already is accounted
+//!   for, not written again. Only the facts file supersedes and dates
+//!   facts; a typed memory's lines are dated so a reader sees the newest.
+//!   (The types are never guessed from an untagged item's words: a rule
+//!   that misfiles is worse than a fact in the facts file.)
 //! - MEMORY.md over its caps (the smaller of `[memory] memory_md_max_lines`
 //!   / `memory_md_max_bytes`, what the prompt shows, and `[engine]
 //!   memory_max_lines` / `memory_max_bytes`, what consolidation keeps):
@@ -30,20 +61,34 @@
 //!   so "least used" is not a criterion.)
 //!
 //! A loss guard checks the result before anything is written: every fact
-//! that was current is still current or ends replaced by a current fact,
+//! that was current is still current, ends replaced by a current fact, or
+//! ends `retracted by` a retraction the dream read,
 //! every other line of the facts file is still there, and every line of
 //! MEMORY.md is still there or is a current fact now ([`unaccounted`],
 //! [`unaccounted_memory_md`]); a dream that would drop anything it cannot
-//! account for is refused with what it would have lost. The change goes
-//! into `memory/HISTORY.md` as a diff (one per file) before the files are
-//! replaced atomically (the facts file first, then MEMORY.md), so a dream
-//! killed at any point leaves each file as it was before or after (a moved
-//! line at worst in both), and [`undo_dream`] reverses the newest.
+//! account for is refused with what it would have lost. It also checks
+//! that every folded item has a home (a fact, current or not, or a typed
+//! memory's line) and that a typed memory the dream writes keeps every
+//! line it had ([`unaccounted_typed`]). The change goes into
+//! `memory/HISTORY.md` as a diff (one per file; a typed memory the dream
+//! makes is listed `[created path]`) before the files are replaced
+//! atomically (typed memories first, then the facts file, then
+//! MEMORY.md), and a last `dream applied: ID` line follows them. A dream
+//! killed at any point leaves each file as it was before or after (an
+//! item or a moved line at worst in two places, never in none); a dream
+//! without its `applied` line marks no daily log folded, so the next
+//! dream folds them again and finishes its work (what is held already is
+//! not written twice). [`undo_dream`] reverses the newest dream, in every
+//! file it changed (a typed memory it made is removed); one killed before
+//! its `applied` line is undone only if every file is as it left it.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use chrono::{DateTime, NaiveDate, Utc};
-use mnemo_store::memory::facts::{AuditRecord, FactsFile, FACTS_FILE};
+use mnemo_store::memory::facts::{AuditRecord, Fact, FactsFile, FACTS_FILE};
+use mnemo_store::memory::{
+    render_front_matter, split_front_matter, upsert_index_line, FrontMatter, MemoryType,
+};
 use mnemo_store::MemoryStore;
 use serde::Serialize;
 
@@ -58,6 +103,11 @@ type Dated = (Option<NaiveDate>, u64, String, String);
 const DREAM: &str = "] [memory/facts.md] dream ";
 const UNDO: &str = "] [memory/facts.md] undo of dream ";
 const FOLDED: &str = "[folded ";
+/// The line a dream appends once all its files are written.
+const APPLIED: &str = "] [memory/facts.md] dream applied: ";
+/// In the entry of a dream whose `applied` line says it landed.
+const WRITE_AHEAD: &str = " into typed memories, ";
+const CREATED: &str = "[created ";
 
 /// What a dream did.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -76,6 +126,16 @@ pub struct DreamReport {
     /// MEMORY.md lines moved into the facts file to bring it under its
     /// caps: `(line, fact id)`.
     pub moved: Vec<(String, String)>,
+    /// Facts ended by a retraction: `(ended, by)`, `by` the retraction's
+    /// fact id or its daily log.
+    pub retracted: Vec<(String, String)>,
+    /// Retractions that named no current fact (left alone): their text.
+    pub retractions_unmatched: Vec<String>,
+    /// Folded items whose home is a typed memory: `(item, memory path)`.
+    pub typed: Vec<(String, String)>,
+    /// Typed memories the dream made (their index lines added to
+    /// MEMORY.md).
+    pub typed_created: Vec<String>,
     /// Current facts after the dream.
     pub current: usize,
     /// False when there was nothing to do (nothing written).
@@ -144,6 +204,91 @@ pub fn subject(text: &str) -> Option<String> {
     ((2..=6).contains(&key.len()) && short_value(value)).then(|| key.join(" "))
 }
 
+/// What a retraction names (see [`retraction`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Retraction {
+    /// "Please forget that my city is Paris": the current facts that say
+    /// exactly this (the same [`core_words`]) are retracted.
+    Statement(String),
+    /// "The user asked to forget their city": the current facts whose
+    /// [`subject`] is this (its [`core_words`]) are retracted.
+    Subject(String),
+    /// "The user's city is no longer Paris", "No longer works at Acme": a
+    /// fact of its own, which supersedes the current facts that say the
+    /// statement without "no longer" (the same [`core_words`]).
+    NoLonger(String),
+}
+
+/// The words of a fact or subject as retractions compare them: [`words`]
+/// without a leading "the user('s)" or "the" (`The user's city is Paris`
+/// and `City is Paris` compare equal, so do `the user s city` and `city`).
+pub fn core_words(text: &str) -> String {
+    let w = words(text);
+    let skip = match w.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+        ["the", "user", "s", ..] => 3,
+        ["the", "user", ..] | ["user", "s", ..] => 2,
+        ["the", ..] | ["user", ..] => 1,
+        _ => 0,
+    };
+    w[skip.min(w.len())..].join(" ")
+}
+
+/// The retraction `text` makes, decided by rule (never by a model, see
+/// the module docs), or `None` when it is not one:
+///
+/// - `forget …` at the start (after an optional `please`), or after `asked
+///   (me) to` / `want(s) (me) to` (`The user asked to forget their city`):
+///   what follows (without `that` / `about`; `my` / `their` / `his` / `her`
+///   read as `the user's`) is a statement when it has a value (` is `, `
+///   are `, a colon), else a subject of one to six words;
+/// - `no longer` anywhere: the statement without those two words.
+pub fn retraction(text: &str) -> Option<Retraction> {
+    let lower = mnemo_store::memory::facts::one_line(text).to_lowercase();
+    let lower = lower.trim().trim_end_matches(['.', '!']).trim();
+    if let Some(i) = lower.find("no longer ") {
+        if i == 0 || lower[..i].ends_with(' ') {
+            let said = format!("{}{}", &lower[..i], &lower[i + "no longer ".len()..]);
+            let core = core_words(&said);
+            return (words(&core).len() >= 2).then_some(Retraction::NoLonger(core));
+        }
+    }
+    let i = lower
+        .match_indices("forget ")
+        .map(|(i, _)| i)
+        .find(|&i| i == 0 || lower[..i].ends_with(' '))?;
+    let before = lower[..i].trim();
+    let asked = before.ends_with(" to") && (before.contains("asked") || before.contains("want"));
+    if !(before.is_empty() || before == "please" || asked) {
+        return None;
+    }
+    let mut t = lower[i + "forget ".len()..].trim();
+    for p in ["that ", "about "] {
+        t = t.strip_prefix(p).unwrap_or(t).trim();
+    }
+    let t = ["my ", "their ", "his ", "her "]
+        .iter()
+        .find_map(|p| t.strip_prefix(p))
+        .map_or_else(|| t.to_string(), |rest| format!("the user's {rest}"));
+    let has_value = t.contains(" is ") || t.contains(" are ") || t.contains([':', '\u{ff1a}']);
+    let core = core_words(&t);
+    let n = words(&core).len();
+    if has_value {
+        (n >= 2).then_some(Retraction::Statement(core))
+    } else {
+        (1..=6).contains(&n).then_some(Retraction::Subject(core))
+    }
+}
+
+impl Retraction {
+    /// True when the fact `text` is one this retraction names.
+    pub fn names(&self, text: &str) -> bool {
+        match self {
+            Retraction::Statement(s) | Retraction::NoLonger(s) => core_words(text) == *s,
+            Retraction::Subject(k) => subject(text).is_some_and(|s| core_words(&s) == *k),
+        }
+    }
+}
+
 /// The loss guard of MEMORY.md: every line of `before` that is not blank
 /// is still in `after`, or (a bullet moved by the dream) its text is a
 /// current fact of `facts`. Returns what would be lost.
@@ -181,6 +326,8 @@ pub fn unaccounted(
     for f in before.current() {
         match after.get(&f.id) {
             Some(g) if g.is_current() => {}
+            // Retracted for a retraction the dream read, which it names.
+            Some(g) if g.retracted && retracted_by_known(g, after) => {}
             Some(g) => match g.superseded_by.as_deref().and_then(|s| after.get(s)) {
                 Some(by) if by.is_current() => {}
                 _ => lost.push(format!(
@@ -199,6 +346,137 @@ pub fn unaccounted(
         }
     }
     lost
+}
+
+/// True when the fact names what retracted it: a fact of `file`, or a
+/// daily log.
+fn retracted_by_known(fact: &Fact, file: &FactsFile) -> bool {
+    fact.retracted_by.as_deref().is_some_and(|by| {
+        file.get(by).is_some() || (by.starts_with("memory/") && by.ends_with(".md"))
+    })
+}
+
+/// Ends the current facts `r` names that began on or before `on` (or have
+/// no start), except `except` (the retraction's own fact), on `on` (else
+/// `today`): retracted by `by`, or superseded by `by` for a "no longer"
+/// fact. Returns the ids ended.
+fn apply_retraction(
+    file: &mut FactsFile,
+    r: &Retraction,
+    (on, today): (Option<NaiveDate>, NaiveDate),
+    by: &str,
+    except: Option<&str>,
+) -> Result<Vec<String>> {
+    let named: Vec<String> = file
+        .current()
+        .filter(|f| Some(f.id.as_str()) != except && retraction(&f.text).is_none())
+        .filter(|f| match (f.since, on) {
+            (Some(s), Some(d)) => s <= d,
+            _ => true,
+        })
+        .filter(|f| r.names(&f.text))
+        .map(|f| f.id.clone())
+        .collect();
+    let until = on.or(Some(today));
+    for id in &named {
+        match r {
+            Retraction::NoLonger(_) => file.end(id, until, Some(by))?,
+            _ => file.retract(id, until, by)?,
+        };
+    }
+    Ok(named)
+}
+
+/// A typed memory as the fold finds it: its path, front matter and text
+/// (`None`: made by this dream).
+type TypedHome = (String, FrontMatter, Option<String>);
+
+/// A typed memory a dream writes into: its text before (`None`: the dream
+/// makes it), its front matter and the lines it adds.
+#[derive(Debug, Clone)]
+struct TypedPlan {
+    before: Option<String>,
+    front: FrontMatter,
+    lines: Vec<String>,
+    /// The items' texts, for the loss guard.
+    items: Vec<String>,
+}
+
+impl TypedPlan {
+    /// The file's text after the dream: the lines appended to the file as
+    /// it was (its front matter and body untouched), or a new file.
+    fn after(&self) -> String {
+        let added = self.lines.join("\n");
+        match &self.before {
+            Some(b) => {
+                let body_empty = split_front_matter(b).1.trim().is_empty();
+                format!(
+                    "{}\n{}{added}\n",
+                    b.trim_end_matches('\n'),
+                    if body_empty { "\n" } else { "" }
+                )
+            }
+            None => render_front_matter(&self.front, &(added + "\n")),
+        }
+    }
+}
+
+/// The typed memory a folded item names, by rule: `[TYPE] Name: text`
+/// (a type tag, `user` / `feedback` / `project` / `reference`), or
+/// untagged `Name: text` / a [`subject`] whose [`core_words`] are an
+/// existing typed memory's name. Returns the type tag (when tagged), the
+/// name (the key, or `<Type> notes` for a tagged item without one) and
+/// the item's text without its tag.
+pub fn typed_home(item: &str) -> Option<(Option<MemoryType>, String, String)> {
+    let t = item.trim();
+    let (kind, rest) = match t.strip_prefix('[').and_then(|r| r.split_once("] ")) {
+        Some((tag, rest)) => match tag.parse::<MemoryType>() {
+            Ok(k) => (Some(k), rest.trim()),
+            Err(_) => (None, t),
+        },
+        None => (None, t),
+    };
+    let key = match rest.split_once([':', '\u{ff1a}']) {
+        Some((k, v)) if (1..=6).contains(&words(k).len()) && !words(v).is_empty() => {
+            Some(k.trim().to_string())
+        }
+        _ => subject(rest),
+    };
+    match (kind, key) {
+        (k, Some(key)) => Some((k, key, rest.to_string())),
+        (Some(k), None) => {
+            let mut name = k.as_str().to_string();
+            name[..1].make_ascii_uppercase();
+            Some((Some(k), format!("{name} notes"), rest.to_string()))
+        }
+        (None, None) => None,
+    }
+}
+
+/// The loss guard of a typed memory the dream writes: every line of
+/// `before` is still in `after`, and every item routed to it is in one of
+/// its lines. Returns what would be lost.
+pub fn unaccounted_typed(path: &str, before: &str, after: &str, items: &[String]) -> Vec<String> {
+    let kept: HashSet<&str> = after.lines().collect();
+    let mut lost: Vec<String> = before
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !kept.contains(l))
+        .map(|l| format!("the {path} line {l:?} is gone"))
+        .collect();
+    for item in items {
+        if !after.lines().any(|l| l.contains(item.as_str())) {
+            lost.push(format!("the item {item:?} is not in {path}"));
+        }
+    }
+    lost
+}
+
+/// The text of a typed memory's dated line (`- text (since …; from …)`),
+/// as the fold compares it with an item.
+fn typed_line_text(line: &str) -> Option<String> {
+    let t = bullet_text(line)?;
+    let t = t.rfind(" (since ").map_or(t, |i| &t[..i]);
+    Some(words(t).join(" "))
 }
 
 impl Engine {
@@ -224,6 +502,18 @@ impl Engine {
             AuditRecord::change(now, "dream", op, memory, supersedes, old, new)
         };
 
+        // Typed memories by the core words of their names; the ones the
+        // dream writes into, by path.
+        let mut typed_by_name: HashMap<String, TypedHome> = HashMap::new();
+        for m in self.memory.list_typed()? {
+            let text = mnemo_store::fsutil::read_text(&self.memory.memory_path(&m.path)?)?;
+            typed_by_name
+                .entry(core_words(&m.front.name))
+                .or_insert((m.path, m.front, Some(text)));
+        }
+        let mut plans: BTreeMap<String, TypedPlan> = BTreeMap::new();
+        let mut folded_items: Vec<String> = Vec::new();
+
         // Fold old daily logs not folded yet.
         let folded = folded_logs(&self.memory.read_history()?);
         let today = self.memory.today(now);
@@ -245,11 +535,100 @@ impl Engine {
                 if known.contains(&words(&item).join(" ")) || words(&item).is_empty() {
                     continue;
                 }
+                let r = retraction(&item);
+                if let Some(r @ (Retraction::Statement(_) | Retraction::Subject(_))) = &r {
+                    // An instruction, not a fact: it ends what it names.
+                    let ended = apply_retraction(&mut file, r, (Some(date), today), &rel, None)?;
+                    if ended.is_empty() {
+                        report.retractions_unmatched.push(item.clone());
+                    }
+                    for e in ended {
+                        let old = file.get(&e).map(|f| f.text.clone());
+                        audit.push(record("retract", &e, None, old.as_deref(), None));
+                        report.retracted.push((e, rel.clone()));
+                    }
+                    continue;
+                }
+                if r.is_none() {
+                    if let Some(home) = typed_home(&item) {
+                        if self.fold_into_typed(
+                            home,
+                            &item,
+                            date,
+                            &rel,
+                            &mut typed_by_name,
+                            &mut plans,
+                            &mut report,
+                        )? {
+                            folded_items.push(item.clone());
+                            continue;
+                        }
+                    }
+                }
+                folded_items.push(item.clone());
                 let fid = file.add(&item, Some(date), now, Some(format!("dream {rel}")));
                 audit.push(record("add", &fid, None, None, Some(&item)));
-                report.added.push(fid);
+                report.added.push(fid.clone());
+                if let Some(r @ Retraction::NoLonger(_)) = &r {
+                    for e in apply_retraction(&mut file, r, (Some(date), today), &fid, Some(&fid))?
+                    {
+                        let old = file.get(&e).map(|f| f.text.clone());
+                        audit.push(record(
+                            "supersede",
+                            &fid,
+                            Some(&e),
+                            old.as_deref(),
+                            Some(&item),
+                        ));
+                        report.superseded.push((e, fid.clone()));
+                    }
+                }
             }
             report.folded_logs.push(rel);
+        }
+
+        // Retractions among the current facts (a flush's "The user asked
+        // to forget ...", a dream's fold before retractions were read): each
+        // ends what it names, then itself (an instruction carried out); one
+        // that names nothing stays as it is.
+        let pending: Vec<(String, String, Option<NaiveDate>, Retraction)> = file
+            .current()
+            .filter_map(|f| retraction(&f.text).map(|r| (f.id.clone(), f.text.clone(), f.since, r)))
+            .collect();
+        for (rid, text, since, r) in pending {
+            if !file.get(&rid).is_some_and(Fact::is_current) {
+                continue;
+            }
+            let ended = apply_retraction(&mut file, &r, (since, today), &rid, Some(&rid))?;
+            for e in &ended {
+                let old = file.get(e).map(|f| f.text.clone());
+                let (op, sup) = match r {
+                    Retraction::NoLonger(_) => ("supersede", Some(e.as_str())),
+                    _ => ("retract", None),
+                };
+                let memory = if sup.is_some() {
+                    rid.as_str()
+                } else {
+                    e.as_str()
+                };
+                audit.push(record(
+                    op,
+                    memory,
+                    sup,
+                    old.as_deref(),
+                    sup.map(|_| text.as_str()),
+                ));
+                match r {
+                    Retraction::NoLonger(_) => report.superseded.push((e.clone(), rid.clone())),
+                    _ => report.retracted.push((e.clone(), rid.clone())),
+                }
+            }
+            if !ended.is_empty() && !matches!(r, Retraction::NoLonger(_)) {
+                let until = since.or(Some(today));
+                file.retract(&rid, until, &rid)?;
+                audit.push(record("retract", &rid, None, Some(&text), None));
+                report.retracted.push((rid.clone(), rid.clone()));
+            }
         }
 
         // Merge duplicates: the fuller (then the older) fact stays.
@@ -323,15 +702,37 @@ impl Engine {
 
         // MEMORY.md over its caps: bullet lines move into the facts file.
         let md_before = self.memory.read_memory_md()?;
-        let md_after = self.fit_memory_md(&md_before, &mut file, now, &mut report, &mut audit);
+        let mut md_indexed = md_before.clone();
+        for (path, plan) in plans.iter().filter(|(_, p)| p.before.is_none()) {
+            md_indexed = upsert_index_line(&md_indexed, path, &plan.front);
+        }
+        let md_after = self.fit_memory_md(&md_indexed, &mut file, now, &mut report, &mut audit);
+        plans.retain(|_, p| !p.lines.is_empty());
+        for (path, plan) in &plans {
+            let op = if plan.before.is_none() {
+                "add"
+            } else {
+                "update"
+            };
+            audit.push(record(
+                op,
+                &plan.front.name,
+                None,
+                None,
+                Some(&plan.lines.join("\n")),
+            ));
+            let _ = path;
+        }
 
         report.current = file.current().count();
         let after_text = file.render();
         let nothing = report.merged.is_empty()
             && report.added.is_empty()
+            && report.retracted.is_empty()
+            && plans.is_empty()
             && report.superseded.is_empty()
             && report.moved.is_empty();
-        if (after_text == before_text && md_after == md_before) || nothing {
+        if (after_text == before_text && md_after == md_before && plans.is_empty()) || nothing {
             if !report.folded_logs.is_empty() {
                 // Logs whose items were all facts already: remember them.
                 let marks: Vec<String> = report
@@ -353,6 +754,28 @@ impl Engine {
         let after = FactsFile::parse(&after_text);
         let mut lost = unaccounted(&before, &after, &before_text, &after_text);
         lost.extend(unaccounted_memory_md(&md_before, &md_after, &after));
+        let typed_after: Vec<(String, String)> = plans
+            .iter()
+            .map(|(p, plan)| (p.clone(), plan.after()))
+            .collect();
+        for ((path, plan), (_, text)) in plans.iter().zip(&typed_after) {
+            let before = plan.before.as_deref().unwrap_or_default();
+            lost.extend(unaccounted_typed(path, before, text, &plan.items));
+        }
+        // Every folded item has a home: a fact (current or not), a typed
+        // memory, or it was a retraction.
+        let facts_said: HashSet<String> = after
+            .facts()
+            .iter()
+            .map(|f| words(&f.text).join(" "))
+            .collect();
+        for item in &folded_items {
+            if !facts_said.contains(&words(item).join(" "))
+                && !report.typed.iter().any(|(i, _)| i == item)
+            {
+                lost.push(format!("the daily-log item {item:?} has no home"));
+            }
+        }
         if !lost.is_empty() {
             return Err(Error::Invalid(format!(
                 "dream refused, nothing written: it would lose {}",
@@ -366,30 +789,49 @@ impl Engine {
         );
         let md_diff = merge::unified_diff(&md_before, &md_after);
         let mut entry = format!(
-            "[{}{DREAM}{id}: {} merged, {} superseded, {} added from {} daily log(s), {} moved from MEMORY.md; to undo it, run `mnemo dream --undo`\n",
+            "[{}{DREAM}{id}: {} merged, {} superseded, {} retracted, {} added from {} daily log(s), {} into typed memories, {} moved from MEMORY.md; to undo it, run `mnemo dream --undo`\n",
             now.format("%Y-%m-%d %H:%M"),
             report.merged.len(),
             report.superseded.len(),
+            report.retracted.len(),
             report.added.len(),
             report.folded_logs.len(),
+            report.typed.len(),
             report.moved.len()
         );
         for l in &report.folded_logs {
             entry.push_str(&format!("{FOLDED}{l}]\n"));
         }
-        entry.push_str(diff.trim_end());
-        if !md_diff.is_empty() {
-            if !diff.is_empty() {
-                entry.push('\n');
-            }
-            entry.push_str(md_diff.trim_end());
+        for p in &report.typed_created {
+            entry.push_str(&format!("{CREATED}{p}]\n"));
         }
+        let mut diffs = vec![diff, md_diff];
+        for ((path, plan), (_, text)) in plans.iter().zip(&typed_after) {
+            let before = plan.before.as_deref().unwrap_or_default();
+            diffs.push(merge::unified_diff(before, text).replacen(
+                "--- MEMORY.md\n+++ MEMORY.md",
+                &format!("--- {path}\n+++ {path}"),
+                1,
+            ));
+        }
+        let diffs: Vec<&str> = diffs
+            .iter()
+            .map(|d| d.trim_end())
+            .filter(|d| !d.is_empty())
+            .collect();
+        entry.push_str(&diffs.join("\n"));
         // The diffs first, then the files (each atomic): killed anywhere,
         // each file is as before or as after, and the history says what
         // the dream was. Facts before MEMORY.md: a moved line is at worst
         // in both, never in neither.
         self.memory.append_history(&entry, now)?;
         mnemo_store::failpoint::hit("dream.after_history");
+        // Typed memories first: an item is at worst in its typed memory
+        // and still unfolded in its log (the next dream finds it held).
+        for (path, text) in &typed_after {
+            mnemo_store::fsutil::atomic_write(&self.memory.memory_path(path)?, text.as_bytes())?;
+        }
+        mnemo_store::failpoint::hit("dream.after_typed");
         if after_text != before_text {
             mnemo_store::fsutil::atomic_write(&path, after_text.as_bytes())?;
         }
@@ -398,12 +840,80 @@ impl Engine {
             self.memory.write_memory_md(&md_after)?;
         }
         self.memory.append_audit(&audit)?;
+        self.memory.append_history(
+            &format!("[{}{APPLIED}{id}", now.format("%Y-%m-%d %H:%M")),
+            now,
+        )?;
         report.changed = true;
         Ok(report)
     }
 }
 
 impl Engine {
+    /// Puts the folded `item` (of the daily log `log`, dated `date`) into
+    /// the typed memory `home` names when that memory exists or the item
+    /// carries a type tag (a new memory then); false when its home is the
+    /// facts file. An item the memory holds already is accounted for.
+    #[allow(clippy::too_many_arguments)]
+    fn fold_into_typed(
+        &self,
+        (kind, name, text): (Option<MemoryType>, String, String),
+        item: &str,
+        date: NaiveDate,
+        log: &str,
+        typed: &mut HashMap<String, TypedHome>,
+        plans: &mut BTreeMap<String, TypedPlan>,
+        report: &mut DreamReport,
+    ) -> Result<bool> {
+        let key = core_words(&name);
+        if key.is_empty() {
+            return Ok(false);
+        }
+        let (path, front, before) = match typed.get(&key) {
+            Some(home) => home.clone(),
+            None => {
+                let Some(kind) = kind else { return Ok(false) };
+                let path = self.memory.free_typed_path(&name);
+                if plans.contains_key(&path) {
+                    // Another new name with the same letters: facts.
+                    return Ok(false);
+                }
+                let description: String = text.chars().take(120).collect();
+                let front = FrontMatter {
+                    name: name.trim().to_string(),
+                    description,
+                    kind,
+                };
+                let home = (path, front, None);
+                typed.insert(key, home.clone());
+                home
+            }
+        };
+        let plan = plans.entry(path.clone()).or_insert_with(|| TypedPlan {
+            before: before.clone(),
+            front,
+            lines: Vec::new(),
+            items: Vec::new(),
+        });
+        let said = words(&text).join(" ");
+        let held = before
+            .as_deref()
+            .unwrap_or_default()
+            .lines()
+            .chain(plan.lines.iter().map(String::as_str))
+            .any(|l| typed_line_text(l).is_some_and(|t| t == said));
+        if !held {
+            plan.lines
+                .push(format!("- {text} (since {date}; from {log})"));
+            plan.items.push(text);
+            if plan.before.is_none() && !report.typed_created.contains(&path) {
+                report.typed_created.push(path.clone());
+            }
+        }
+        report.typed.push((item.to_string(), path));
+        Ok(true)
+    }
+
     /// MEMORY.md brought under its caps by moving bullet lines into the
     /// facts file (see the module docs); `text` as it is when it fits.
     fn fit_memory_md(
@@ -481,31 +991,73 @@ impl Engine {
     }
 }
 
-/// The daily logs folded by dreams that are not undone.
-fn folded_logs(history: &str) -> HashSet<String> {
-    let mut by_dream: Vec<(String, Vec<String>)> = Vec::new();
-    for line in history.lines() {
-        if let Some(i) = line.find(UNDO) {
-            let id = line[i + UNDO.len()..]
-                .split(':')
-                .next()
-                .unwrap_or_default()
-                .trim();
-            by_dream.retain(|(d, _)| d != id);
-        } else if let Some(i) = line.find(DREAM) {
-            let id = line[i + DREAM.len()..]
-                .split(':')
-                .next()
-                .unwrap_or_default()
-                .trim();
-            by_dream.push((id.to_string(), Vec::new()));
-        } else if let Some(log) = line.strip_prefix(FOLDED).and_then(|r| r.strip_suffix(']')) {
-            if let Some((_, logs)) = by_dream.last_mut() {
-                logs.push(log.to_string());
+/// A dream recorded in the history and not undone.
+#[derive(Debug, Default)]
+struct Recorded {
+    id: String,
+    /// Its files were all written: a dream's entry is written first, then
+    /// its files, then its `applied` line (entries from before that line
+    /// existed, and entries with nothing to change, count as applied).
+    applied: bool,
+    logs: Vec<String>,
+    created: Vec<String>,
+    diff: String,
+}
+
+/// The id after `marker` in `line`, up to a colon.
+fn id_after(line: &str, marker: &str) -> Option<String> {
+    let rest = &line[line.find(marker)? + marker.len()..];
+    Some(
+        rest.split(':')
+            .next()
+            .unwrap_or_default()
+            .trim()
+            .to_string(),
+    )
+}
+
+/// The dreams of `history` that are not undone, oldest first.
+fn recorded_dreams(history: &str) -> Vec<Recorded> {
+    let mut out: Vec<Recorded> = Vec::new();
+    let mut lines = history.lines().peekable();
+    while let Some(line) = lines.next() {
+        if let Some(id) = id_after(line, UNDO) {
+            if let Some(i) = out.iter().rposition(|d| d.id == id) {
+                out.remove(i);
             }
+        } else if let Some(id) = id_after(line, APPLIED) {
+            if let Some(d) = out.iter_mut().rev().find(|d| d.id == id) {
+                d.applied = true;
+            }
+        } else if let Some(id) = id_after(line, DREAM) {
+            let mut d = Recorded {
+                id,
+                applied: !line.contains(WRITE_AHEAD),
+                ..Default::default()
+            };
+            while let Some(l) = lines.next_if(|l| !l.trim().is_empty()) {
+                if let Some(p) = l.strip_prefix(CREATED).and_then(|r| r.strip_suffix(']')) {
+                    d.created.push(p.to_string());
+                } else if let Some(p) = l.strip_prefix(FOLDED).and_then(|r| r.strip_suffix(']')) {
+                    d.logs.push(p.to_string());
+                } else {
+                    d.diff.push_str(l);
+                    d.diff.push('\n');
+                }
+            }
+            out.push(d);
         }
     }
-    by_dream.into_iter().flat_map(|(_, l)| l).collect()
+    out
+}
+
+/// The daily logs folded by dreams that are applied and not undone.
+fn folded_logs(history: &str) -> HashSet<String> {
+    recorded_dreams(history)
+        .into_iter()
+        .filter(|d| d.applied)
+        .flat_map(|d| d.logs)
+        .collect()
 }
 
 /// The daily logs under memory/, oldest first.
@@ -540,69 +1092,46 @@ fn daily_item(line: &str) -> Option<String> {
     (!body.is_empty()).then_some(body)
 }
 
-/// Reverses the newest dream that is not undone yet, under the memory lock.
+/// Reverses the newest dream that is not undone yet, under the memory
+/// lock: every file its history entry has a diff for (the facts file,
+/// MEMORY.md, typed memories; a typed memory the dream made is removed).
+/// Nothing is written unless every file can be reversed.
 pub fn undo_dream(memory: &MemoryStore, now: DateTime<Utc>) -> Result<DreamUndone> {
     let _lock = memory.lock()?;
     let history = memory.read_history()?;
-    let mut open: Vec<(String, String)> = Vec::new();
-    let mut lines = history.lines().peekable();
-    while let Some(line) = lines.next() {
-        if let Some(rest) = line.find(UNDO).map(|i| &line[i + UNDO.len()..]) {
-            let id = rest
-                .split(':')
-                .next()
-                .unwrap_or_default()
-                .trim()
-                .to_string();
-            if let Some(i) = open.iter().rposition(|(d, _)| *d == id) {
-                open.remove(i);
+    // Newest first. A dream without its `applied` line was killed: undone
+    // when every file it has a diff for is as it left it (killed after its
+    // last file), skipped when not (it never landed whole, and the next
+    // dream finished its work).
+    let mut found = None;
+    for d in recorded_dreams(&history).into_iter().rev() {
+        if d.diff.is_empty() {
+            continue;
+        }
+        match reversed(memory, &d) {
+            Ok(changes) => {
+                found = Some((d, changes));
+                break;
             }
-        } else if let Some(rest) = line.find(DREAM).map(|i| &line[i + DREAM.len()..]) {
-            let id = rest
-                .split(':')
-                .next()
-                .unwrap_or_default()
-                .trim()
-                .to_string();
-            let mut diff = String::new();
-            while let Some(l) = lines.next_if(|l| !l.trim().is_empty()) {
-                if !l.starts_with(FOLDED) {
-                    diff.push_str(l);
-                    diff.push('\n');
-                }
-            }
-            if !diff.is_empty() {
-                open.push((id, diff));
-            }
+            Err(e) if d.applied => return Err(e),
+            Err(_) => continue,
         }
     }
-    let Some((id, diff)) = open.pop() else {
+    let Some((Recorded { id, created, .. }, changes)) = found else {
         return Err(mnemo_store::Error::NotFound(
-            "no dream to undo: none changed memory/facts.md, or all were undone (memory/HISTORY.md records each one)".into(),
+            "no dream to undo: none changed memory, or all were undone (memory/HISTORY.md records each one)".into(),
         )
         .into());
     };
-    let (facts_diff, md_diff) = split_diffs(&diff);
-    let cannot = |e: String, file: &str| {
-        Error::Invalid(format!(
-            "cannot undo dream {id}: {e}. Its diff is in memory/HISTORY.md; edit {file} by hand to take back what you want"
-        ))
-    };
-    let path = memory.facts_path()?;
-    let current = mnemo_store::fsutil::read_text_opt(&path)?.unwrap_or_default();
-    let old = merge::reverse_diff(&current, &facts_diff).map_err(|e| cannot(e, FACTS_FILE))?;
-    let md_current = memory.read_memory_md()?;
-    let md_old = if md_diff.is_empty() {
-        md_current.clone()
-    } else {
-        merge::reverse_diff(&md_current, &md_diff).map_err(|e| cannot(e, "MEMORY.md"))?
-    };
-    let mut change = merge::unified_diff(&current, &old).replacen(
-        "--- MEMORY.md\n+++ MEMORY.md",
-        &format!("--- {FACTS_FILE}\n+++ {FACTS_FILE}"),
-        1,
-    );
-    change.push_str(&merge::unified_diff(&md_current, &md_old));
+    let mut change = String::new();
+    for (file, _, current, old) in &changes {
+        let d = merge::unified_diff(current, old).replacen(
+            "--- MEMORY.md\n+++ MEMORY.md",
+            &format!("--- {file}\n+++ {file}"),
+            1,
+        );
+        change.push_str(&d);
+    }
     let lines_changed = change
         .lines()
         .filter(|l| !l.starts_with("---") && !l.starts_with("+++") && !l.starts_with("@@"))
@@ -615,11 +1144,17 @@ pub fn undo_dream(memory: &MemoryStore, now: DateTime<Utc>) -> Result<DreamUndon
         ),
         now,
     )?;
-    if old != current {
-        mnemo_store::fsutil::atomic_write(&path, old.as_bytes())?;
-    }
-    if md_old != md_current {
-        memory.write_memory_md(&md_old)?;
+    for (file, path, current, old) in &changes {
+        if old == current {
+            continue;
+        }
+        if file == "MEMORY.md" {
+            memory.write_memory_md(old)?;
+        } else if old.is_empty() && created.contains(file) {
+            std::fs::remove_file(path).map_err(mnemo_store::Error::io("remove", path))?;
+        } else {
+            mnemo_store::fsutil::atomic_write(path, old.as_bytes())?;
+        }
     }
     Ok(DreamUndone {
         id,
@@ -627,23 +1162,54 @@ pub fn undo_dream(memory: &MemoryStore, now: DateTime<Utc>) -> Result<DreamUndon
     })
 }
 
-/// A dream's recorded change split by file: the facts file's diff and
-/// MEMORY.md's (lines before any file header are the facts file's, as
-/// dreams before MEMORY.md was tidied wrote them).
-fn split_diffs(diff: &str) -> (String, String) {
-    let facts_header = format!("--- {FACTS_FILE}");
-    let (mut facts, mut md) = (String::new(), String::new());
-    let mut into_md = false;
+/// Each file dream `d` has a diff for, as `(file, path, now, before the
+/// dream)`; an error (naming what to do) when one cannot be reversed.
+fn reversed(
+    memory: &MemoryStore,
+    d: &Recorded,
+) -> Result<Vec<(String, std::path::PathBuf, String, String)>> {
+    let cannot = |e: String, file: &str| {
+        Error::Invalid(format!(
+            "cannot undo dream {}: {e}. Its diff is in memory/HISTORY.md; edit {file} by hand to take back what you want",
+            d.id
+        ))
+    };
+    let mut changes = Vec::new();
+    for (file, file_diff) in split_diffs(&d.diff) {
+        let path = match file.as_str() {
+            "MEMORY.md" => memory.workspace().memory_md(),
+            f if f == FACTS_FILE => memory.facts_path()?,
+            f => memory.memory_path(f)?,
+        };
+        let current = match file.as_str() {
+            "MEMORY.md" => memory.read_memory_md()?,
+            _ => mnemo_store::fsutil::read_text_opt(&path)?.unwrap_or_default(),
+        };
+        let old = merge::reverse_diff(&current, &file_diff).map_err(|e| cannot(e, &file))?;
+        changes.push((file, path, current, old));
+    }
+    Ok(changes)
+}
+
+/// A dream's recorded change split by file, in the order recorded: each
+/// `--- path` / `+++ path` header starts a file (lines before any header
+/// are the facts file's, as dreams before MEMORY.md was tidied wrote them).
+fn split_diffs(diff: &str) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
     let mut lines = diff.lines().peekable();
     while let Some(l) = lines.next() {
-        if l == facts_header && lines.peek() == Some(&format!("+++ {FACTS_FILE}").as_str()) {
-            into_md = false;
-        } else if l == "--- MEMORY.md" && lines.peek() == Some(&"+++ MEMORY.md") {
-            into_md = true;
+        if let Some(file) = l.strip_prefix("--- ") {
+            if lines.peek() == Some(&format!("+++ {file}").as_str()) {
+                out.push((file.to_string(), String::new()));
+            }
         }
-        let out = if into_md { &mut md } else { &mut facts };
-        out.push_str(l);
-        out.push('\n');
+        if out.is_empty() {
+            out.push((FACTS_FILE.to_string(), String::new()));
+        }
+        if let Some((_, d)) = out.last_mut() {
+            d.push_str(l);
+            d.push('\n');
+        }
     }
-    (facts, md)
+    out
 }

@@ -286,3 +286,232 @@ fn the_loss_guard_accounts_for_every_memory_md_line() {
     assert!(lost[1].contains("Some prose a person typed."), "{lost:?}");
     assert!(mnemo_engine::dream::unaccounted_memory_md(MEMORY_MD, MEMORY_MD, &facts).is_empty());
 }
+
+const RETRACTIONS: &str = "# Facts\n\n\
+- The user's city is Paris. (f1; since 2026-01-05)\n\
+- The user asked to forget their spare key spot. (f2; since 2026-02-03)\n\
+- The user's spare key spot is flowerpot. (f3; since 2026-01-10)\n\
+- Works at Acme. (f4; since 2026-01-01)\n\
+- The user's dog's name is Rex. (f5; since 2026-02-20)\n";
+
+#[tokio::test]
+async fn dream_retractions_end_the_facts_they_name_and_undo_gives_them_back() {
+    let env = env().await;
+    let mem = env.ws.root().join("memory");
+    std::fs::create_dir_all(&mem).unwrap();
+    std::fs::write(mem.join("facts.md"), RETRACTIONS).unwrap();
+    let logs = [
+        (
+            "2026-02-01.md",
+            "# 2026-02-01\n\n- [09:00] The user's bike lock code is 4417.\n",
+        ),
+        (
+            "2026-02-05.md",
+            "# 2026-02-05\n\n- [09:00] The user asked to forget their bike lock code.\n\
+             - [09:01] The user no longer works at Acme.\n\
+             - [09:02] Please forget that my city is Lyon.\n\
+             - [09:03] Forget their dog's name.\n",
+        ),
+    ];
+    for (name, text) in logs {
+        std::fs::write(mem.join(name), text).unwrap();
+    }
+    let engine = engine(&env, 8_000, 1_000, "", t0());
+
+    let r = engine.dream().unwrap();
+    assert!(r.changed, "{r:#?}");
+    let pair = |a: &str, b: &str| (a.to_string(), b.to_string());
+    assert_eq!(
+        r.retracted,
+        vec![
+            pair("f6", "memory/2026-02-05.md"),
+            pair("f3", "f2"),
+            pair("f2", "f2")
+        ],
+        "{r:#?}"
+    );
+    // "No longer" is a fact of its own, which supersedes the old one.
+    assert_eq!(r.superseded, vec![pair("f4", "f7")], "{r:#?}");
+    assert_eq!(r.added, vec!["f6".to_string(), "f7".to_string()]);
+    // Lyon is not the city held; the dog's name was stated after the
+    // retraction: both are left alone.
+    assert_eq!(
+        r.retractions_unmatched,
+        vec![
+            "Please forget that my city is Lyon.".to_string(),
+            "Forget their dog's name.".to_string()
+        ]
+    );
+    let text = std::fs::read_to_string(mem.join("facts.md")).unwrap();
+    let file = FactsFile::parse(&text);
+    let current: Vec<&str> = file.current().map(|f| f.id.as_str()).collect();
+    assert_eq!(current, vec!["f1", "f5", "f7"], "{text}");
+    // Nothing is deleted: the retracted facts are kept as no longer true,
+    // ended on the retraction's day, saying what retracted them.
+    let bike = file.get("f6").unwrap();
+    assert!(bike.retracted && !bike.is_current(), "{text}");
+    assert_eq!(bike.until, Some("2026-02-05".parse().unwrap()));
+    assert_eq!(bike.retracted_by.as_deref(), Some("memory/2026-02-05.md"));
+    assert!(
+        text.contains("- ~~The user's spare key spot is flowerpot.~~ (f3; since 2026-01-10; until 2026-02-03; retracted by f2)"),
+        "{text}"
+    );
+    assert!(!text.contains("asked to forget their bike"), "{text}");
+    assert_eq!(file.get("f4").unwrap().superseded_by.as_deref(), Some("f7"));
+    let h = engine.memory().memory_history("f3").unwrap();
+    assert_eq!(h.last().map(|c| c.op.as_str()), Some("retract"), "{h:#?}");
+    // The daily logs are append-only: untouched.
+    assert_eq!(
+        std::fs::read_to_string(mem.join("2026-02-05.md")).unwrap(),
+        logs[1].1
+    );
+
+    // Done: a second dream finds nothing more to retract.
+    let again = engine.dream().unwrap();
+    assert!(!again.changed, "{again:#?}");
+    // Undo gives every retracted fact back, current again.
+    mnemo_engine::undo_dream(engine.memory(), t0()).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(mem.join("facts.md")).unwrap(),
+        RETRACTIONS
+    );
+}
+
+#[test]
+fn retractions_are_read_by_rule() {
+    use mnemo_engine::dream::{retraction, Retraction};
+    let subject = |s: &str| Some(Retraction::Subject(s.into()));
+    assert_eq!(
+        retraction("The user asked to forget their bike lock code."),
+        subject("bike lock code")
+    );
+    assert_eq!(
+        retraction("Please forget that my city is Paris."),
+        Some(Retraction::Statement("city is paris".into()))
+    );
+    assert_eq!(
+        retraction("The user's city is no longer Paris."),
+        Some(Retraction::NoLonger("city is paris".into()))
+    );
+    assert_eq!(retraction("Forget about the employer"), subject("employer"));
+    // Not retractions: forgetting as a fact, a long phrase, nothing named.
+    assert_eq!(retraction("The user tends to forget their keys."), None);
+    assert_eq!(retraction("Likes tea."), None);
+    assert_eq!(
+        retraction("Forget it all, every single thing you know now"),
+        None
+    );
+    assert!(retraction("Forget that my city is Paris.")
+        .unwrap()
+        .names("The user's city is Paris."));
+    assert!(!retraction("Forget their city.")
+        .unwrap()
+        .names("The user's city is a long way from the sea and the hills."));
+}
+
+const TEA: &str =
+    "---\nname: Tea\ndescription: how the user takes tea\ntype: user\n---\n\nGreen, no sugar.\n";
+
+#[tokio::test]
+async fn dream_folds_items_into_typed_memories_one_home_each_and_undoes_it() {
+    let env = env().await;
+    let root = env.ws.root().to_path_buf();
+    let mem = root.join("memory");
+    std::fs::create_dir_all(&mem).unwrap();
+    std::fs::write(mem.join("tea.md"), TEA).unwrap();
+    let md = "# Memory\n\n## Memory files\n\n- [Tea](memory/tea.md): how the user takes tea\n";
+    std::fs::write(root.join("MEMORY.md"), md).unwrap();
+    let log = "# 2026-02-01\n\n\
+        - [09:00] Tea: oolong on Sundays.\n\
+        - [09:01] [feedback] Code review: keep pull requests under 300 lines.\n\
+        - [09:02] [feedback] Ask before running migrations.\n\
+        - [09:03] Deploys on Fridays.\n\
+        - [09:04] Tea: oolong on Sundays.\n";
+    std::fs::write(mem.join("2026-02-01.md"), log).unwrap();
+    let engine = engine(&env, 8_000, 1_000, "", t0());
+
+    let r = engine.dream().unwrap();
+    assert!(r.changed, "{r:#?}");
+    // Each item has one home: the typed memory it names, a new typed
+    // memory for a tagged one, else a fact.
+    assert_eq!(r.added, vec!["f1".to_string()], "{r:#?}");
+    let homes: Vec<&str> = r.typed.iter().map(|(_, p)| p.as_str()).collect();
+    assert_eq!(
+        homes,
+        vec![
+            "memory/tea.md",
+            "memory/code-review.md",
+            "memory/feedback-notes.md",
+            "memory/tea.md"
+        ]
+    );
+    assert_eq!(
+        r.typed_created,
+        vec![
+            "memory/code-review.md".to_string(),
+            "memory/feedback-notes.md".to_string()
+        ]
+    );
+    let tea = std::fs::read_to_string(mem.join("tea.md")).unwrap();
+    assert_eq!(
+        tea,
+        format!("{TEA}- Tea: oolong on Sundays. (since 2026-02-01; from memory/2026-02-01.md)\n")
+    );
+    let review = engine.memory().read_typed("memory/code-review.md").unwrap();
+    assert_eq!(review.front.name, "Code review");
+    assert_eq!(review.front.kind, mnemo_store::memory::MemoryType::Feedback);
+    assert!(
+        review
+            .body
+            .contains("- Code review: keep pull requests under 300 lines. (since 2026-02-01;"),
+        "{}",
+        review.body
+    );
+    let facts = engine.memory().read_facts().unwrap();
+    let current: Vec<&str> = facts.current().map(|f| f.text.as_str()).collect();
+    assert_eq!(current, vec!["Deploys on Fridays."]);
+    // The new memories are indexed in MEMORY.md; the old index line stays.
+    let md_after = std::fs::read_to_string(root.join("MEMORY.md")).unwrap();
+    assert_eq!(
+        md_after,
+        "# Memory\n\n## Memory files\n\n- [Tea](memory/tea.md): how the user takes tea\n\
+         - [Code review](memory/code-review.md): Code review: keep pull requests under 300 lines.\n\
+         - [Feedback notes](memory/feedback-notes.md): Ask before running migrations.\n"
+    );
+    let history = engine.memory().read_history().unwrap();
+    for f in [
+        "memory/tea.md",
+        "memory/code-review.md",
+        "memory/facts.md",
+        "MEMORY.md",
+    ] {
+        assert!(
+            history.contains(&format!("--- {f}\n+++ {f}\n")),
+            "{f}: {history}"
+        );
+    }
+    assert!(!engine.dream().unwrap().changed);
+
+    // Undo reverses every file: the typed memories it made are removed.
+    mnemo_engine::undo_dream(engine.memory(), t0()).unwrap();
+    assert_eq!(std::fs::read_to_string(mem.join("tea.md")).unwrap(), TEA);
+    assert_eq!(std::fs::read_to_string(root.join("MEMORY.md")).unwrap(), md);
+    assert!(!mem.join("code-review.md").exists());
+    assert!(!mem.join("feedback-notes.md").exists());
+    assert_eq!(engine.memory().read_facts().unwrap().current().count(), 0);
+}
+
+#[test]
+fn the_loss_guard_accounts_for_typed_memories() {
+    use mnemo_engine::dream::unaccounted_typed;
+    let after = format!("{TEA}- Oolong. (since 2026-02-01; from memory/2026-02-01.md)\n");
+    assert!(unaccounted_typed("memory/tea.md", TEA, &after, &["Oolong.".into()]).is_empty());
+    let lost = unaccounted_typed("memory/tea.md", TEA, TEA, &["Oolong.".into()]);
+    assert_eq!(
+        lost,
+        vec!["the item \"Oolong.\" is not in memory/tea.md".to_string()]
+    );
+    let cut = after.replace("Green, no sugar.\n", "");
+    let lost = unaccounted_typed("memory/tea.md", TEA, &cut, &[]);
+    assert!(lost[0].contains("\"Green, no sugar.\" is gone"), "{lost:?}");
+}

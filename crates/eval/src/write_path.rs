@@ -436,6 +436,10 @@ pub struct ProfileReport {
     pub dream_folded_logs: usize,
     /// MEMORY.md lines moved into the facts file.
     pub dream_moved: usize,
+    /// Facts ended by a retraction the dream read.
+    pub dream_retracted: usize,
+    /// Retractions that named no current fact.
+    pub dream_retractions_unmatched: usize,
     /// Dreams refused by the loss guard (or failed).
     pub dream_refused: usize,
     /// The first few errors and refusals, to read.
@@ -682,6 +686,8 @@ async fn replay_profile(
                 r.dream_added += d.added.len();
                 r.dream_folded_logs += d.folded_logs.len();
                 r.dream_moved += d.moved.len();
+                r.dream_retracted += d.retracted.len();
+                r.dream_retractions_unmatched += d.retractions_unmatched.len();
             }
             Err(e) => {
                 r.dream_refused += 1;
@@ -866,10 +872,12 @@ pub fn render_text(report: &WritePathReport) -> String {
         out.push('\n');
         for p in &report.profiles {
             out.push_str(&format!(
-                "dream ({}): {} merged, {} superseded, {} added from {} daily log(s), {} moved from MEMORY.md, {} refused\n",
+                "dream ({}): {} merged, {} superseded, {} retracted ({} retraction(s) named nothing current), {} added from {} daily log(s), {} moved from MEMORY.md, {} refused\n",
                 p.profile,
                 p.dream_merged,
                 p.dream_superseded,
+                p.dream_retracted,
+                p.dream_retractions_unmatched,
                 p.dream_added,
                 p.dream_folded_logs,
                 p.dream_moved,

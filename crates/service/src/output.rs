@@ -293,6 +293,13 @@ pub struct DreamOutput {
     /// MEMORY.md lines moved into the facts file to bring it under its
     /// caps: `[line, fact id]`.
     pub moved: Vec<(String, String)>,
+    /// Facts ended by a retraction: `[ended, by]` (the retraction's fact
+    /// id or daily log).
+    pub retracted: Vec<(String, String)>,
+    /// Folded items whose home is a typed memory: `[item, memory path]`.
+    pub typed: Vec<(String, String)>,
+    /// Typed memories the dream made (indexed in MEMORY.md).
+    pub typed_created: Vec<String>,
     /// Current facts after the dream.
     pub current: usize,
     /// Lines of memory/facts.md changed back (`--undo`).

@@ -378,6 +378,9 @@ impl Service {
                     added: Vec::new(),
                     superseded: Vec::new(),
                     moved: Vec::new(),
+                    retracted: Vec::new(),
+                    typed: Vec::new(),
+                    typed_created: Vec::new(),
                     current: engine.memory().read_facts()?.current().count(),
                     undone_lines: Some(u.lines),
                 });
@@ -391,6 +394,9 @@ impl Service {
                 added: r.added,
                 superseded: r.superseded,
                 moved: r.moved,
+                retracted: r.retracted,
+                typed: r.typed,
+                typed_created: r.typed_created,
                 current: r.current,
                 undone_lines: None,
             })

@@ -251,7 +251,7 @@ pub fn dream(args: DreamArgs, global: &GlobalArgs) -> Result<()> {
         outln!("{}", serde_json::to_string(&out)?);
     } else if let Some(n) = out.undone_lines {
         outln!(
-            "undid dream {}: {n} line(s) of memory/facts.md and MEMORY.md changed back",
+            "undid dream {}: {n} line(s) of memory/facts.md, MEMORY.md and typed memories changed back",
             out.id
         );
     } else if !out.changed {
@@ -262,12 +262,15 @@ pub fn dream(args: DreamArgs, global: &GlobalArgs) -> Result<()> {
         );
     } else {
         outln!(
-            "dream {}: {} duplicate(s) merged, {} contradiction(s) resolved, {} fact(s) added from {} daily log(s), {} MEMORY.md line(s) moved into memory/facts.md, {} current facts (undo: mnemo dream --undo)",
+            "dream {}: {} duplicate(s) merged, {} contradiction(s) resolved, {} fact(s) retracted, {} fact(s) added from {} daily log(s), {} item(s) into typed memories ({} new), {} MEMORY.md line(s) moved into memory/facts.md, {} current facts (undo: mnemo dream --undo)",
             out.id,
             out.merged.len(),
             out.superseded.len(),
+            out.retracted.len(),
             out.added.len(),
             out.folded_logs.len(),
+            out.typed.len(),
+            out.typed_created.len(),
             out.moved.len(),
             out.current
         );

@@ -57,6 +57,11 @@ pub struct Fact {
     pub superseded_by: Option<String>,
     /// Retracted (deleted in the conversation) rather than replaced.
     pub retracted: bool,
+    /// What retracted it, when a dream ended it for a retraction it read:
+    /// the retraction's fact id or its daily log (`retracted by f12`,
+    /// `retracted by memory/2026-01-05.md`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retracted_by: Option<String>,
     /// When mnemo recorded it (`YYYY-MM-DD HH:MM`, UTC).
     pub recorded: Option<String>,
     /// What caused it: `<session> <from>..<to>`, `dream`, `person`.
@@ -82,6 +87,7 @@ impl Fact {
             until: None,
             superseded_by: None,
             retracted: false,
+            retracted_by: None,
             recorded: Some(now.format("%Y-%m-%d %H:%M").to_string()),
             by,
             raw: None,
@@ -119,7 +125,10 @@ impl Fact {
             meta.push(format!("superseded by {by}"));
         }
         if self.retracted {
-            meta.push("retracted".into());
+            match &self.retracted_by {
+                Some(r) => meta.push(format!("retracted by {r}")),
+                None => meta.push("retracted".into()),
+            }
         }
         if let Some(r) = &self.recorded {
             meta.push(format!("recorded {r}"));
@@ -274,6 +283,16 @@ impl FactsFile {
             None => fact.retracted = true,
         }
         fact.touched();
+        Ok(old)
+    }
+
+    /// Ends the current fact `id` as retracted by `by` (a retraction's fact
+    /// id or daily log, written `retracted by …`), on `until`.
+    pub fn retract(&mut self, id: &str, until: Option<NaiveDate>, by: &str) -> Result<Fact> {
+        let old = self.end(id, until, None)?;
+        if let Some(f) = self.get_mut(id) {
+            f.retracted_by = Some(by.to_string());
+        }
         Ok(old)
     }
 
@@ -460,6 +479,7 @@ fn parse_fact_line(line: &str) -> Option<Fact> {
                     until: None,
                     superseded_by: None,
                     retracted: false,
+                    retracted_by: None,
                     recorded: None,
                     by: None,
                     raw: Some(line.to_string()),
@@ -474,6 +494,9 @@ fn parse_fact_line(line: &str) -> Option<Fact> {
                         fact.superseded_by = Some(b.trim().to_string());
                     } else if p == "retracted" {
                         fact.retracted = true;
+                    } else if let Some(r) = p.strip_prefix("retracted by ") {
+                        fact.retracted = true;
+                        fact.retracted_by = Some(r.trim().to_string());
                     } else if let Some(r) = p.strip_prefix("recorded ") {
                         fact.recorded = Some(r.trim().to_string());
                     } else if let Some(b) = p.strip_prefix("by ") {
@@ -496,6 +519,7 @@ fn parse_fact_line(line: &str) -> Option<Fact> {
         until: None,
         superseded_by: None,
         retracted: false,
+        retracted_by: None,
         recorded: None,
         by: None,
         raw: Some(line.to_string()),

@@ -638,8 +638,35 @@ impl MemoryStore {
         }
     }
 
-    /// A free `memory/…md` path for a new memory called `name`.
-    fn free_typed_path(&self, name: &str) -> String {
+    /// The typed memories under `memory/` (files with valid front matter),
+    /// by path.
+    pub fn list_typed(&self) -> Result<Vec<TypedMemory>> {
+        let mut files = Vec::new();
+        collect_md(&self.workspace.memory_dir(), &mut files)?;
+        files.sort();
+        let mut out = Vec::new();
+        for p in files.iter().filter(|p| starts_with_front_matter(p)) {
+            let text = fsutil::read_text(p)?;
+            if let (Some(Ok(front)), body) = frontmatter::split(&text) {
+                out.push(TypedMemory {
+                    path: rel_path(self.workspace.root(), p),
+                    front,
+                    body: body.to_string(),
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// The file of the memory path `rel` (`memory/….md`), confined to the
+    /// memory files; for a writer that holds the memory lock already.
+    pub fn memory_path(&self, rel: &str) -> Result<PathBuf> {
+        self.memory_file(&resolve_in_workspace(self.workspace.root(), rel)?)
+    }
+
+    /// A free `memory/…md` path for a new memory called `name` (see
+    /// [`save_typed`](Self::save_typed)).
+    pub fn free_typed_path(&self, name: &str) -> String {
         let slug = typed_slug(name);
         let dir = self.workspace.memory_dir();
         let reserved = slug == "history" || is_date(&slug);
@@ -1051,7 +1078,10 @@ fn index_line(rel: &str, front: &FrontMatter) -> String {
     format!("- [{}]({rel}): {hook}", front.name.replace(['[', ']'], ""))
 }
 
-fn upsert_index_line(memory: &str, rel: &str, front: &FrontMatter) -> String {
+/// MEMORY.md `memory` with the index line of the typed memory at `rel`
+/// put in (replaced when it has one, else added at the end of `## Memory
+/// files`, made when missing).
+pub fn upsert_index_line(memory: &str, rel: &str, front: &FrontMatter) -> String {
     let needle = format!("]({rel})");
     let line = index_line(rel, front);
     let mut found = false;

@@ -101,12 +101,13 @@ fn linear_many(ws: &[&Linear], h: &Tensor, kernel: Kernel) -> Result<Vec<Tensor>
         .collect()
 }
 
-/// Products of this many tokens or more run on candle: its tiled product
-/// reuses each decoded weight across tokens, where these kernels decode a
-/// row once per token (measured: candle 3x faster on a 276-token prompt,
-/// these 1.4-1.8x faster for one token; BENCHMARKS item 33).
-/// `MNEMO_LLM_CANDLE_FROM` overrides (1: candle for everything, as before
-/// the kernels; a large number: the kernels for everything).
+/// Products of this many tokens or more run on candle's `QMatMul`. By
+/// default none do: the tiled kernels run prompt batches about as fast as
+/// candle's tiled product, and candle builds a repacked copy of every Q4_K
+/// matrix on its first product and keeps it (1.22 GB instead of 2.2 GB
+/// peak for Qwen2.5-1.5B; BENCHMARKS items 33 and 35).
+/// `MNEMO_LLM_CANDLE_FROM` overrides, to compare (1: candle for
+/// everything, as before the kernels; 2: candle for prompts only).
 fn candle_from() -> usize {
     static N: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *N.get_or_init(|| {
@@ -118,7 +119,7 @@ fn candle_from() -> usize {
 }
 
 /// See [`candle_from`].
-const CANDLE_FROM: usize = 2;
+const CANDLE_FROM: usize = usize::MAX;
 
 fn linear(w: &Linear, h: &Tensor, kernel: Kernel) -> Result<Tensor> {
     linear_many(&[w], h, kernel)?

@@ -10,6 +10,12 @@
 //! blocks in place, one pass for the matrices that share an input (q, k, v;
 //! gate, up).
 //!
+//! A batch of tokens (a prompt) runs on tile kernels: the input rows are
+//! quantized once and repacked eight tokens at a time, and each decoded
+//! piece of a weight block is multiplied with all eight while it sits in
+//! registers, over blocks of rows kept in cache. That is what candle's
+//! tiled product gets from its repacked copy, without the copy.
+//!
 //! Activations are quantized per block the way ggml does for these types
 //! (symmetric, 127 levels: 256 values with sums per 16 for the K types, 32
 //! for the others). Each block's integer sum is exact, so the AVX2 kernel and
@@ -112,7 +118,22 @@ pub(crate) struct Acts {
     /// Integer sums of each block's groups (see [`ActKind`]); at most
     /// 32 × 127, so `i16` (what the vector kernels load).
     sums: Vec<i16>,
+    /// The first `rows - rows % TILE` rows again, tile by tile, block by
+    /// block, token by token (`[tile][block][token][values]`), so a tile
+    /// kernel reaches every token's block from one pointer at fixed
+    /// offsets; empty below one tile.
+    tile_qs: Vec<i8>,
+    /// `d` in the same order (`[tile][block][token]`).
+    tile_d: Vec<f32>,
+    /// `sums` in the same order (`[tile][block][token][group]`).
+    tile_sums: Vec<i16>,
 }
+
+/// Tokens a tile kernel takes at once: each decoded piece of a weight
+/// block meets this many activation rows while it sits in registers (eight
+/// accumulators, the decoded weights and their scales fill most of the
+/// sixteen AVX2 registers).
+const TILE: usize = 8;
 
 /// One row of [`Acts`].
 #[derive(Clone, Copy)]
@@ -140,11 +161,25 @@ impl Acts {
             let amax = src.iter().fold(0f32, |m, v| m.max(v.abs()));
             let inv = if amax > 0.0 { 127.0 / amax } else { 0.0 };
             for (q, v) in dst.iter_mut().zip(src) {
-                *q = (v * inv).round().clamp(-127.0, 127.0) as i8;
+                *q = round_i8(v * inv);
             }
             d.push(amax / 127.0);
             for g in dst.chunks_exact(group) {
                 sums.push(g.iter().map(|&q| i16::from(q)).sum());
+            }
+        }
+        let tiles = rows / TILE;
+        let mut tile_qs = Vec::with_capacity(tiles * TILE * k);
+        let mut tile_d = Vec::with_capacity(tiles * TILE * nb);
+        let mut tile_sums = Vec::with_capacity(tiles * TILE * nb * spb);
+        for tile in 0..tiles {
+            for b in 0..nb {
+                for r in tile * TILE..(tile + 1) * TILE {
+                    let blk = r * nb + b;
+                    tile_qs.extend_from_slice(&qs[blk * bs..(blk + 1) * bs]);
+                    tile_d.push(d[blk]);
+                    tile_sums.extend_from_slice(&sums[blk * spb..(blk + 1) * spb]);
+                }
             }
         }
         Acts {
@@ -154,6 +189,9 @@ impl Acts {
             d,
             qs,
             sums,
+            tile_qs,
+            tile_d,
+            tile_sums,
         }
     }
 
@@ -166,6 +204,18 @@ impl Acts {
             sums: &self.sums[r * nb * spb..(r + 1) * nb * spb],
         }
     }
+}
+
+/// `v.round().clamp(-127.0, 127.0) as i8` (halves away from zero) without
+/// the call to `roundf` that `f32::round` is on baseline x86-64: a prompt
+/// batch quantizes millions of values, and this loop vectorizes.
+#[inline(always)]
+fn round_i8(v: f32) -> i8 {
+    let v = v.clamp(-127.0, 127.0);
+    // Truncation toward zero; the fraction is exact below 2^23.
+    let i = v as i32;
+    let frac = v - i as f32;
+    (i + i32::from(frac >= 0.5) - i32::from(frac <= -0.5)) as i8
 }
 
 /// The code path the products run on.
@@ -574,7 +624,12 @@ fn dot_q4_1(row: &[u8], a: ActRow<'_>) -> f32 {
 mod avx2 {
     use std::arch::x86_64::*;
 
-    use super::{q4_1_combine, q4k_combine, ActRow, Acts, Format, QK, QK_K};
+    use super::{q4_1_combine, q4k_combine, ActRow, Acts, Format, QK, QK_K, TILE};
+
+    /// Rows of weights kept hot while every tile of tokens passes over
+    /// them: 16 Q4_K rows of 1,536 columns are 14 KB (L1), 16 Q6_K rows of
+    /// 8,960 columns 118 KB (L2).
+    const ROW_BLOCK: usize = 16;
 
     /// # Safety
     /// The CPU has AVX2 and F16C; `rows` is whole rows of `row_bytes` in
@@ -589,20 +644,79 @@ mod avx2 {
         out: &mut [f32],
     ) {
         let t = acts.rows;
-        for (row, o) in rows.chunks_exact(row_bytes).zip(out.chunks_exact_mut(t)) {
-            for (tok, v) in o.iter_mut().enumerate() {
-                let a = acts.row(tok);
-                // SAFETY: as the caller promised.
-                *v = unsafe {
-                    match format {
-                        Format::Q4K => dot_q4k(row, a),
-                        Format::Q6K => dot_q6k(row, a),
-                        Format::Q8_0 => dot_q8_0(row, a),
-                        Format::Q4_1 => dot_q4_1(row, a),
-                    }
+        let n_rows = rows.len() / row_bytes;
+        let nb = acts.k / acts.kind.block();
+        let spb = acts.kind.sums_per_block();
+        // A batch of tokens goes through the tile kernels: a block of rows,
+        // then each tile of TILE tokens over those rows, so the rows are
+        // read from cache and each decoded weight is used TILE times. The
+        // tile kernels sum the same integers and combine them with the
+        // same float operations in the same order as the one-token ones:
+        // a token's outputs do not depend on the batch it came in.
+        let tiled = if t >= TILE { t - t % TILE } else { 0 };
+        for rb in (0..n_rows).step_by(ROW_BLOCK) {
+            let re = (rb + ROW_BLOCK).min(n_rows);
+            for tok in (0..tiled).step_by(TILE) {
+                // The tile's packed activations (see `Acts::tile_qs`).
+                let a = Tile {
+                    qs: &acts.tile_qs[tok * acts.k..(tok + TILE) * acts.k],
+                    d: &acts.tile_d[tok * nb..(tok + TILE) * nb],
+                    sums: &acts.tile_sums[tok * nb * spb..(tok + TILE) * nb * spb],
                 };
+                for r in rb..re {
+                    let row = &rows[r * row_bytes..(r + 1) * row_bytes];
+                    let o = &mut out[r * t + tok..r * t + tok + TILE];
+                    // SAFETY: as the caller promised; `a` is whole blocks
+                    // of TILE tokens for the row's blocks, `o` TILE floats.
+                    unsafe {
+                        let v = match format {
+                            Format::Q4K => tile_q4k(row, a),
+                            Format::Q6K => tile_q6k(row, a),
+                            Format::Q8_0 => tile_q8_0(row, a),
+                            Format::Q4_1 => tile_q4_1(row, a),
+                        };
+                        _mm256_storeu_ps(o.as_mut_ptr(), v);
+                    }
+                }
+            }
+            for r in rb..re {
+                let row = &rows[r * row_bytes..(r + 1) * row_bytes];
+                for tok in tiled..t {
+                    let a = acts.row(tok);
+                    // SAFETY: as the caller promised.
+                    out[r * t + tok] = unsafe {
+                        match format {
+                            Format::Q4K => dot_q4k(row, a),
+                            Format::Q6K => dot_q6k(row, a),
+                            Format::Q8_0 => dot_q8_0(row, a),
+                            Format::Q4_1 => dot_q4_1(row, a),
+                        }
+                    };
+                }
             }
         }
+    }
+
+    /// A tile's packed activations: `[block][token][values]` and the
+    /// matching scales and sums.
+    #[derive(Clone, Copy)]
+    struct Tile<'a> {
+        qs: &'a [i8],
+        d: &'a [f32],
+        sums: &'a [i16],
+    }
+
+    /// The horizontal sum of each of a tile's accumulators, in token
+    /// order (exact: integers).
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn hsum_tile(s: &[__m256i; TILE]) -> __m256i {
+        let h0 = _mm256_hadd_epi32(_mm256_hadd_epi32(s[0], s[1]), _mm256_hadd_epi32(s[2], s[3]));
+        let h1 = _mm256_hadd_epi32(_mm256_hadd_epi32(s[4], s[5]), _mm256_hadd_epi32(s[6], s[7]));
+        _mm256_add_epi32(
+            _mm256_permute2x128_si256::<0x20>(h0, h1),
+            _mm256_permute2x128_si256::<0x31>(h0, h1),
+        )
     }
 
     #[inline]
@@ -834,6 +948,274 @@ mod avx2 {
         }
         acc
     }
+    /// The horizontal sum of each of a tile's four-lane vectors, in token
+    /// order.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn hsum_tile128(m: &[__m128i; TILE]) -> __m256i {
+        let v = |i: usize| _mm256_set_m128i(m[i + 4], m[i]);
+        _mm256_hadd_epi32(_mm256_hadd_epi32(v(0), v(1)), _mm256_hadd_epi32(v(2), v(3)))
+    }
+
+    /// [`dot_q4k`] for a tile of tokens: each 64 values of a block are
+    /// unpacked once (nibbles, their two scales) and meet every token's
+    /// activations; the float steps are the one-token kernel's, lane by
+    /// lane.
+    ///
+    /// # Safety
+    /// AVX2 and F16C; `row` whole Q4_K blocks for the tile `a`.
+    #[inline]
+    #[target_feature(enable = "avx2,f16c")]
+    unsafe fn tile_q4k(row: &[u8], a: Tile<'_>) -> __m256 {
+        const K1: u32 = 0x3f3f_3f3f;
+        const K2: u32 = 0x0f0f_0f0f;
+        const K3: u32 = 0x0303_0303;
+        let mask = _mm256_set1_epi8(0x0f);
+        let mut acc = _mm256_setzero_ps();
+        for (b, blk) in row.chunks_exact(144).enumerate() {
+            let word = |i: usize| u32::from_le_bytes([blk[i], blk[i + 1], blk[i + 2], blk[i + 3]]);
+            let (w0, w1, w2) = (word(4), word(8), word(12));
+            let u3 = ((w2 >> 4) & K2) | (((w1 >> 6) & K3) << 4);
+            let u2 = w1 & K1;
+            let u1 = (w2 & K2) | (((w0 >> 6) & K3) << 4);
+            let u0 = w0 & K1;
+            let ms =
+                _mm256_cvtepu8_epi16(_mm_set_epi32(u3 as i32, u2 as i32, u1 as i32, u0 as i32));
+            let mins = _mm256_extracti128_si256::<1>(ms);
+            let scales = _mm256_broadcastsi128_si256(_mm256_castsi256_si128(ms));
+            // SAFETY: the tile holds TILE × 256 values per block.
+            let y = unsafe { a.qs.as_ptr().add(b * TILE * QK_K) };
+            let mut sum = [_mm256_setzero_si256(); TILE];
+            for c in 0..4 {
+                // SAFETY: bytes 16 + 32c .. 48 + 32c of the 144 exist.
+                let q = unsafe { _mm256_loadu_si256(blk.as_ptr().add(16 + 32 * c).cast()) };
+                let pick = |j: usize| {
+                    let lo = (2 * j) as i16;
+                    _mm256_set1_epi16(lo | ((lo + 1) << 8))
+                };
+                let s0 = _mm256_shuffle_epi8(scales, pick(2 * c));
+                let lo = _mm256_and_si256(q, mask);
+                for (i, s) in sum.iter_mut().enumerate() {
+                    // SAFETY: token i's values 64c .. 64c + 32 of the block.
+                    let y = unsafe { _mm256_loadu_si256(y.add(QK_K * i + 64 * c).cast()) };
+                    *s = _mm256_add_epi32(*s, _mm256_madd_epi16(_mm256_maddubs_epi16(lo, y), s0));
+                }
+                let s1 = _mm256_shuffle_epi8(scales, pick(2 * c + 1));
+                let hi = _mm256_and_si256(_mm256_srli_epi16::<4>(q), mask);
+                for (i, s) in sum.iter_mut().enumerate() {
+                    // SAFETY: token i's values 64c + 32 .. 64c + 64.
+                    let y = unsafe { _mm256_loadu_si256(y.add(QK_K * i + 64 * c + 32).cast()) };
+                    *s = _mm256_add_epi32(*s, _mm256_madd_epi16(_mm256_maddubs_epi16(hi, y), s1));
+                }
+            }
+            let isum = hsum_tile(&sum);
+            // SAFETY: the tile holds TILE × 16 sums per block.
+            let bs = unsafe { a.sums.as_ptr().add(b * TILE * 16) };
+            let m: [__m128i; TILE] = std::array::from_fn(|i| {
+                // SAFETY: token i's 16 sums.
+                let bsum = unsafe { _mm256_loadu_si256(bs.add(16 * i).cast()) };
+                let pairs = _mm_hadd_epi16(
+                    _mm256_castsi256_si128(bsum),
+                    _mm256_extracti128_si256::<1>(bsum),
+                );
+                _mm_madd_epi16(mins, pairs)
+            });
+            let imin = hsum_tile128(&m);
+            // SAFETY: `blk` is 144 bytes (d at 0, dmin at 2); the tile
+            // has TILE scales per block.
+            let (d, dmin, ad) = unsafe {
+                (
+                    _mm256_set1_ps(f16_at(blk.as_ptr())),
+                    _mm256_set1_ps(f16_at(blk.as_ptr().add(2))),
+                    _mm256_loadu_ps(a.d.as_ptr().add(b * TILE)),
+                )
+            };
+            // q4k_combine, lane by lane.
+            let part = _mm256_mul_ps(
+                ad,
+                _mm256_sub_ps(
+                    _mm256_mul_ps(d, _mm256_cvtepi32_ps(isum)),
+                    _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(imin)),
+                ),
+            );
+            acc = _mm256_add_ps(acc, part);
+        }
+        acc
+    }
+
+    /// [`dot_q6k`] for a tile of tokens: each 32 values of a block are
+    /// rebuilt from their low and high bits once and meet every token.
+    ///
+    /// # Safety
+    /// AVX2 and F16C; `row` whole Q6_K blocks for the tile `a`.
+    #[inline]
+    #[target_feature(enable = "avx2,f16c")]
+    unsafe fn tile_q6k(row: &[u8], a: Tile<'_>) -> __m256 {
+        let m4 = _mm256_set1_epi8(0x0f);
+        let m2 = _mm256_set1_epi8(3);
+        let mut acc = _mm256_setzero_ps();
+        for (b, blk) in row.chunks_exact(210).enumerate() {
+            // SAFETY: `blk` is 210 bytes (scales at 192..208, d at 208);
+            // the tile holds TILE × 256 values per block.
+            let (s8, d, y) = unsafe {
+                (
+                    _mm_loadu_si128(blk.as_ptr().add(192).cast()),
+                    f16_at(blk.as_ptr().add(208)),
+                    a.qs.as_ptr().add(b * TILE * QK_K),
+                )
+            };
+            let mut sum = [_mm256_setzero_si256(); TILE];
+            for half in 0..2 {
+                // SAFETY: ql is bytes 0..128 and qh 128..192 of the 210.
+                let (ql0, ql1, qh) = unsafe {
+                    (
+                        _mm256_loadu_si256(blk.as_ptr().add(64 * half).cast()),
+                        _mm256_loadu_si256(blk.as_ptr().add(64 * half + 32).cast()),
+                        _mm256_loadu_si256(blk.as_ptr().add(128 + 32 * half).cast()),
+                    )
+                };
+                for g in 0..4 {
+                    // Value group g of this half, as in `dot_q6k`.
+                    let q = match g {
+                        0 => _mm256_or_si256(
+                            _mm256_and_si256(ql0, m4),
+                            _mm256_slli_epi16::<4>(_mm256_and_si256(qh, m2)),
+                        ),
+                        1 => _mm256_or_si256(
+                            _mm256_and_si256(ql1, m4),
+                            _mm256_slli_epi16::<2>(_mm256_and_si256(
+                                qh,
+                                _mm256_slli_epi16::<2>(m2),
+                            )),
+                        ),
+                        2 => _mm256_or_si256(
+                            _mm256_and_si256(_mm256_srli_epi16::<4>(ql0), m4),
+                            _mm256_and_si256(qh, _mm256_slli_epi16::<4>(m2)),
+                        ),
+                        _ => _mm256_or_si256(
+                            _mm256_and_si256(_mm256_srli_epi16::<4>(ql1), m4),
+                            _mm256_srli_epi16::<2>(_mm256_and_si256(
+                                qh,
+                                _mm256_slli_epi16::<6>(m2),
+                            )),
+                        ),
+                    };
+                    let j = (8 * half + 2 * g) as i64;
+                    let pick =
+                        _mm_set_epi64x((j + 1) * 0x0101_0101_0101_0101, j * 0x0101_0101_0101_0101);
+                    let scales = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(s8, pick));
+                    for (i, s) in sum.iter_mut().enumerate() {
+                        // SAFETY: token i's values 128 half + 32g .. + 32.
+                        let y = unsafe {
+                            _mm256_loadu_si256(y.add(QK_K * i + 128 * half + 32 * g).cast())
+                        };
+                        *s = _mm256_add_epi32(
+                            *s,
+                            _mm256_madd_epi16(_mm256_maddubs_epi16(q, y), scales),
+                        );
+                    }
+                }
+            }
+            // The stored +32 back out, per token, before the one reduction.
+            let sc16 = _mm256_cvtepi8_epi16(s8);
+            // SAFETY: the tile holds TILE × 16 sums and TILE scales per block.
+            let (bs, ad) = unsafe {
+                (
+                    a.sums.as_ptr().add(b * TILE * 16),
+                    _mm256_loadu_ps(a.d.as_ptr().add(b * TILE)),
+                )
+            };
+            for (i, s) in sum.iter_mut().enumerate() {
+                // SAFETY: token i's 16 sums.
+                let bsum = unsafe { _mm256_loadu_si256(bs.add(16 * i).cast()) };
+                *s = _mm256_sub_epi32(*s, _mm256_slli_epi32::<5>(_mm256_madd_epi16(sc16, bsum)));
+            }
+            let isum = _mm256_cvtepi32_ps(hsum_tile(&sum));
+            let part = _mm256_mul_ps(ad, _mm256_mul_ps(_mm256_set1_ps(d), isum));
+            acc = _mm256_add_ps(acc, part);
+        }
+        acc
+    }
+
+    /// [`dot_q8_0`] for a tile of tokens.
+    ///
+    /// # Safety
+    /// AVX2 and F16C; `row` whole Q8_0 blocks for the tile `a`.
+    #[inline]
+    #[target_feature(enable = "avx2,f16c")]
+    unsafe fn tile_q8_0(row: &[u8], a: Tile<'_>) -> __m256 {
+        let ones = _mm256_set1_epi16(1);
+        let mut acc = _mm256_setzero_ps();
+        for (b, blk) in row.chunks_exact(34).enumerate() {
+            // SAFETY: `blk` is 34 bytes (the scale, then 32 values); the
+            // tile holds TILE × 32 values and TILE scales per block.
+            let (w, d, y, ad) = unsafe {
+                (
+                    _mm256_loadu_si256(blk.as_ptr().add(2).cast()),
+                    f16_at(blk.as_ptr()),
+                    a.qs.as_ptr().add(b * TILE * QK),
+                    _mm256_loadu_ps(a.d.as_ptr().add(b * TILE)),
+                )
+            };
+            let aw = _mm256_sign_epi8(w, w);
+            let sum: [__m256i; TILE] = std::array::from_fn(|i| {
+                // SAFETY: token i's 32 values.
+                let y = unsafe { _mm256_loadu_si256(y.add(QK * i).cast()) };
+                _mm256_madd_epi16(_mm256_maddubs_epi16(aw, _mm256_sign_epi8(y, w)), ones)
+            });
+            let isum = _mm256_cvtepi32_ps(hsum_tile(&sum));
+            let part = _mm256_mul_ps(ad, _mm256_mul_ps(_mm256_set1_ps(d), isum));
+            acc = _mm256_add_ps(acc, part);
+        }
+        acc
+    }
+
+    /// [`dot_q4_1`] for a tile of tokens.
+    ///
+    /// # Safety
+    /// AVX2 and F16C; `row` whole Q4_1 blocks for the tile `a`.
+    #[inline]
+    #[target_feature(enable = "avx2,f16c")]
+    unsafe fn tile_q4_1(row: &[u8], a: Tile<'_>) -> __m256 {
+        let ones = _mm256_set1_epi16(1);
+        let mask = _mm_set1_epi8(0x0f);
+        let mut acc = _mm256_setzero_ps();
+        for (b, blk) in row.chunks_exact(20).enumerate() {
+            // SAFETY: `blk` is 20 bytes (d, m, then 16); the tile holds
+            // TILE × 32 values, TILE scales and TILE sums per block.
+            let (q, d, m, y, ad, asum) = unsafe {
+                (
+                    _mm_loadu_si128(blk.as_ptr().add(4).cast()),
+                    f16_at(blk.as_ptr()),
+                    f16_at(blk.as_ptr().add(2)),
+                    a.qs.as_ptr().add(b * TILE * QK),
+                    _mm256_loadu_ps(a.d.as_ptr().add(b * TILE)),
+                    _mm_loadu_si128(a.sums.as_ptr().add(b * TILE).cast()),
+                )
+            };
+            let w = _mm256_set_m128i(
+                _mm_and_si128(_mm_srli_epi16::<4>(q), mask),
+                _mm_and_si128(q, mask),
+            );
+            let sum: [__m256i; TILE] = std::array::from_fn(|i| {
+                // SAFETY: token i's 32 values.
+                let y = unsafe { _mm256_loadu_si256(y.add(QK * i).cast()) };
+                _mm256_madd_epi16(_mm256_maddubs_epi16(w, y), ones)
+            });
+            let isum = _mm256_cvtepi32_ps(hsum_tile(&sum));
+            let asum = _mm256_cvtepi32_ps(_mm256_cvtepi16_epi32(asum));
+            // q4_1_combine, lane by lane.
+            let part = _mm256_mul_ps(
+                ad,
+                _mm256_add_ps(
+                    _mm256_mul_ps(_mm256_set1_ps(d), isum),
+                    _mm256_mul_ps(_mm256_set1_ps(m), asum),
+                ),
+            );
+            acc = _mm256_add_ps(acc, part);
+        }
+        acc
+    }
 }
 
 #[cfg(test)]
@@ -901,6 +1283,26 @@ mod tests {
     }
 
     #[test]
+    fn rounding_to_eight_bits_matches_round() {
+        let mut v = vec![
+            0.5f32,
+            -0.5,
+            1.5,
+            -2.5,
+            0.499_999_97,
+            -0.499_999_97,
+            126.5,
+            127.4,
+            -300.0,
+            300.0,
+        ];
+        v.extend(values(10_000, 21).iter().map(|x| x * 130.0));
+        for x in v {
+            assert_eq!(round_i8(x), x.round().clamp(-127.0, 127.0) as i8, "{x}");
+        }
+    }
+
+    #[test]
     fn half_floats_convert() {
         for (bits, v) in [
             (0x3c00u16, 1.0f32),
@@ -925,7 +1327,15 @@ mod tests {
             GgmlDType::Q8_0,
             GgmlDType::Q4_1,
         ] {
-            for (rows, cols, t) in [(7, 256, 1), (33, 512, 3), (5, 1536, 2)] {
+            // 9 and 17 tokens: whole tiles of the batched kernels and a
+            // remainder; 37 rows: more than one block of rows.
+            for (rows, cols, t) in [
+                (7, 256, 1),
+                (33, 512, 3),
+                (5, 1536, 2),
+                (37, 512, 9),
+                (3, 256, 17),
+            ] {
                 let w = weight(dtype, rows, cols, rows as u64);
                 let x: Vec<f32> = values(t * cols, 99)
                     .iter()
@@ -950,6 +1360,36 @@ mod tests {
                         None => first = Some(got),
                         Some(f) => assert_eq!(f, &got, "{dtype:?} {k:?}"),
                     }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_token_gets_the_same_bits_alone_and_in_a_batch() {
+        // The batched kernels sum the same integers and round the same
+        // floats as the one-token ones: a prompt token's outputs do not
+        // depend on how the prompt was cut into batches.
+        for dtype in [
+            GgmlDType::Q4K,
+            GgmlDType::Q6K,
+            GgmlDType::Q8_0,
+            GgmlDType::Q4_1,
+        ] {
+            let (rows, cols, t) = (37, 768, 21);
+            let w = weight(dtype, rows, cols, 4);
+            let x = values(t * cols, 8);
+            for k in available() {
+                let batch = matmul_many(&[&w], &x, k).unwrap().remove(0);
+                for tok in 0..t {
+                    let alone = matmul_many(&[&w], &x[tok * cols..(tok + 1) * cols], k)
+                        .unwrap()
+                        .remove(0);
+                    assert_eq!(
+                        alone,
+                        batch[tok * rows..(tok + 1) * rows],
+                        "{dtype:?} {k:?} {tok}"
+                    );
                 }
             }
         }

@@ -173,7 +173,7 @@ claude_code() {
     cd "$home/src/garden"
     export HOME="$home" ANTHROPIC_BASE_URL="http://127.0.0.1:$port" ANTHROPIC_API_KEY=fixture-key \
       DISABLE_TELEMETRY=1 CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_AUTOUPDATER=1 \
-      CLAUDE_CODE_TMPDIR="$home/tmp"
+      CLAUDE_CODE_TMPDIR="$home/run"
     local allow=(--allowedTools Write Read "Bash(ls)" Agent)
     "$claude" -p "Hi, I'm Ada. Remember that I prefer tabs over spaces." "${allow[@]}"
     "$claude" -p --continue "What files are in this project?" "${allow[@]}"

@@ -776,6 +776,11 @@ async fn vectors(
     Ok(out)
 }
 
+/// An embedding-cache row read as `SELECT hash, embedding`.
+fn hash_and_vector(r: &tokio_postgres::Row) -> (String, Vec<f32>) {
+    (r.get(0), r.get::<_, Vector>(1).to_vec())
+}
+
 fn chunk_record(r: &tokio_postgres::Row) -> ChunkRecord {
     let ms: Option<i32> = r.get(6);
     let me: Option<i32> = r.get(7);
@@ -1048,11 +1053,7 @@ impl IndexBackend for PostgresBackend {
                     &[&model, &(dims as i32), &hashes],
                 )
                 .await
-                .map(|rows| {
-                    rows.iter()
-                        .map(|r| (r.get(0), r.get::<_, Vector>(1).to_vec()))
-                        .collect()
-                })
+                .map(|rows| rows.iter().map(hash_and_vector).collect())
                 .map_err(|e| pool.db(e));
             (c, r)
         })
@@ -1071,11 +1072,7 @@ impl IndexBackend for PostgresBackend {
                     &[&model, &(dims as i32), &after, &(limit as i64)],
                 )
                 .await
-                .map(|rows| {
-                    rows.iter()
-                        .map(|r| (r.get(0), r.get::<_, Vector>(1).to_vec()))
-                        .collect()
-                })
+                .map(|rows| rows.iter().map(hash_and_vector).collect())
                 .map_err(|e| pool.db(e));
             (c, r)
         })

@@ -35,7 +35,7 @@ pub fn open_index(
     match settings.index.backend {
         BackendKind::Sqlite => MemoryIndex::open(ws, settings, embedder),
         BackendKind::Postgres => {
-            settings.validate()?;
+            // `with_store` validates the rest; the URL is needed first.
             let url = settings.index.url.clone().ok_or_else(|| {
                 IndexError::Config("[index] backend = \"postgres\" needs [index] url".into())
             })?;

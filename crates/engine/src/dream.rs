@@ -484,8 +484,7 @@ impl Engine {
     pub fn dream(&self) -> Result<DreamReport> {
         let now = self.now();
         let _lock = self.memory.lock()?;
-        let path = self.memory.facts_path()?;
-        let before_text = mnemo_store::fsutil::read_text_opt(&path)?.unwrap_or_default();
+        let before_text = self.memory.read_document(FACTS_FILE)?.unwrap_or_default();
         let before = FactsFile::parse(&before_text);
         let mut file = before.clone();
         let id = now.format("%Y%m%dT%H%M%S").to_string();
@@ -506,7 +505,7 @@ impl Engine {
         // dream writes into, by path.
         let mut typed_by_name: HashMap<String, TypedHome> = HashMap::new();
         for m in self.memory.list_typed()? {
-            let text = mnemo_store::fsutil::read_text(&self.memory.memory_path(&m.path)?)?;
+            let text = self.memory.read_document(&m.path)?.unwrap_or_default();
             typed_by_name
                 .entry(core_words(&m.front.name))
                 .or_insert((m.path, m.front, Some(text)));
@@ -829,11 +828,11 @@ impl Engine {
         // Typed memories first: an item is at worst in its typed memory
         // and still unfolded in its log (the next dream finds it held).
         for (path, text) in &typed_after {
-            mnemo_store::fsutil::atomic_write(&self.memory.memory_path(path)?, text.as_bytes())?;
+            self.memory.write_document(path, text)?;
         }
         mnemo_store::failpoint::hit("dream.after_typed");
         if after_text != before_text {
-            mnemo_store::fsutil::atomic_write(&path, after_text.as_bytes())?;
+            self.memory.write_document(FACTS_FILE, &after_text)?;
         }
         mnemo_store::failpoint::hit("dream.after_facts");
         if md_after != md_before {
@@ -1062,18 +1061,15 @@ fn folded_logs(history: &str) -> HashSet<String> {
 
 /// The daily logs under memory/, oldest first.
 fn daily_logs(memory: &MemoryStore) -> Result<Vec<(NaiveDate, String)>> {
-    let dir = memory.workspace().memory_dir();
     let mut out = Vec::new();
-    let entries = match std::fs::read_dir(&dir) {
-        Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
-        Err(e) => return Err(mnemo_store::Error::io("list", &dir)(e).into()),
-    };
-    for e in entries.flatten() {
-        let name = e.file_name().to_string_lossy().into_owned();
+    for e in memory.storage().list("memory")? {
+        // Daily logs are at the top of memory/, never in a sub-folder.
+        let Some(name) = e.rel.strip_prefix("memory/").filter(|n| !n.contains('/')) else {
+            continue;
+        };
         if let Some(stem) = name.strip_suffix(".md") {
             if let Ok(d) = NaiveDate::parse_from_str(stem, "%Y-%m-%d") {
-                out.push((d, format!("memory/{name}")));
+                out.push((d, e.rel.clone()));
             }
         }
     }
@@ -1124,7 +1120,7 @@ pub fn undo_dream(memory: &MemoryStore, now: DateTime<Utc>) -> Result<DreamUndon
         .into());
     };
     let mut change = String::new();
-    for (file, _, current, old) in &changes {
+    for (file, current, old) in &changes {
         let d = merge::unified_diff(current, old).replacen(
             "--- MEMORY.md\n+++ MEMORY.md",
             &format!("--- {file}\n+++ {file}"),
@@ -1144,16 +1140,16 @@ pub fn undo_dream(memory: &MemoryStore, now: DateTime<Utc>) -> Result<DreamUndon
         ),
         now,
     )?;
-    for (file, path, current, old) in &changes {
+    for (file, current, old) in &changes {
         if old == current {
             continue;
         }
         if file == "MEMORY.md" {
             memory.write_memory_md(old)?;
         } else if old.is_empty() && created.contains(file) {
-            std::fs::remove_file(path).map_err(mnemo_store::Error::io("remove", path))?;
+            memory.remove_document(file)?;
         } else {
-            mnemo_store::fsutil::atomic_write(path, old.as_bytes())?;
+            memory.write_document(file, old)?;
         }
     }
     Ok(DreamUndone {
@@ -1162,12 +1158,9 @@ pub fn undo_dream(memory: &MemoryStore, now: DateTime<Utc>) -> Result<DreamUndon
     })
 }
 
-/// Each file dream `d` has a diff for, as `(file, path, now, before the
-/// dream)`; an error (naming what to do) when one cannot be reversed.
-fn reversed(
-    memory: &MemoryStore,
-    d: &Recorded,
-) -> Result<Vec<(String, std::path::PathBuf, String, String)>> {
+/// Each file dream `d` has a diff for, as `(file, now, before the dream)`;
+/// an error (naming what to do) when one cannot be reversed.
+fn reversed(memory: &MemoryStore, d: &Recorded) -> Result<Vec<(String, String, String)>> {
     let cannot = |e: String, file: &str| {
         Error::Invalid(format!(
             "cannot undo dream {}: {e}. Its diff is in memory/HISTORY.md; edit {file} by hand to take back what you want",
@@ -1176,17 +1169,9 @@ fn reversed(
     };
     let mut changes = Vec::new();
     for (file, file_diff) in split_diffs(&d.diff) {
-        let path = match file.as_str() {
-            "MEMORY.md" => memory.workspace().memory_md(),
-            f if f == FACTS_FILE => memory.facts_path()?,
-            f => memory.memory_path(f)?,
-        };
-        let current = match file.as_str() {
-            "MEMORY.md" => memory.read_memory_md()?,
-            _ => mnemo_store::fsutil::read_text_opt(&path)?.unwrap_or_default(),
-        };
+        let current = memory.read_document(&file)?.unwrap_or_default();
         let old = merge::reverse_diff(&current, &file_diff).map_err(|e| cannot(e, &file))?;
-        changes.push((file, path, current, old));
+        changes.push((file, current, old));
     }
     Ok(changes)
 }

@@ -29,7 +29,7 @@ pub(crate) struct PendingRound {
 impl Engine {
     /// Marks the round `from..to` as under way (see the module docs).
     pub(crate) fn begin_round(&self, key: &str, from: usize, to: usize) -> Result<()> {
-        let history_len = std::fs::metadata(self.workspace.history_md()).map_or(0, |m| m.len());
+        let history_len = self.memory.read_history()?.len() as u64;
         self.with_state(key, |s| {
             s.pending = Some(PendingRound {
                 from,
@@ -87,7 +87,7 @@ impl Engine {
         let cursor = loaded.meta.last_consolidated;
         let written = cursor == p.from && p.to <= loaded.messages.len() && {
             let marker = round_marker(key, p.from, p.to);
-            history_since(&self.workspace.history_md(), p.history_len)?.contains(&marker)
+            history_since(&self.memory.read_history()?, p.history_len).contains(&marker)
         };
         if !written {
             self.with_state(key, |s| s.pending = None);
@@ -110,18 +110,12 @@ pub fn round_marker(key: &str, from: usize, to: usize) -> String {
     format!("[consolidated from {key} messages {from}..{to}]")
 }
 
-/// HISTORY.md from byte `offset` on (lossy: only searched).
-fn history_since(path: &std::path::Path, offset: u64) -> Result<String> {
-    use std::io::{Read, Seek, SeekFrom};
-    let mut f = match std::fs::File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(String::new()),
-        Err(e) => return Err(mnemo_store::Error::io("open", path)(e).into()),
-    };
-    f.seek(SeekFrom::Start(offset))
-        .map_err(mnemo_store::Error::io("seek", path))?;
-    let mut bytes = Vec::new();
-    f.read_to_end(&mut bytes)
-        .map_err(mnemo_store::Error::io("read", path))?;
-    Ok(String::from_utf8_lossy(&bytes).into_owned())
+/// The history from byte `offset` on (the whole of it when the history
+/// was rewritten shorter since).
+fn history_since(history: &str, offset: u64) -> &str {
+    let offset = usize::try_from(offset).unwrap_or(usize::MAX);
+    let start = (offset..=history.len())
+        .find(|&i| history.is_char_boundary(i))
+        .unwrap_or(0);
+    history.get(start..).unwrap_or(history)
 }

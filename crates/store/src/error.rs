@@ -59,6 +59,19 @@ pub enum Error {
     /// Configuration that cannot be used.
     #[error(transparent)]
     Config(#[from] mnemo_core::ConfigError),
+    /// A compare-and-swap write found another version in place (another
+    /// writer got there first); nothing was written: read again and retry.
+    #[error("{0}")]
+    Conflict(String),
+    /// The storage behind the workspace (a database) failed or cannot be
+    /// reached; nothing past the failure was written.
+    #[error("{location}: {message}")]
+    Storage {
+        /// Where (a database and workspace; never a password).
+        location: String,
+        /// What failed and what to do.
+        message: String,
+    },
 }
 
 impl Error {
@@ -77,6 +90,8 @@ impl Error {
             Error::Path(_) | Error::Refused(_) => ErrorCode::Forbidden,
             Error::NotFound(_) => ErrorCode::NotFound,
             Error::Config(_) => ErrorCode::Config,
+            Error::Conflict(_) => ErrorCode::Busy,
+            Error::Storage { .. } => ErrorCode::Io,
         }
     }
 }

@@ -1,7 +1,8 @@
-//! The files of a mnemo workspace, the source of truth everything else is
-//! derived from: per-session JSONL logs ([`session`]) and the Markdown
-//! long-term memory ([`memory`]), written with atomic replaces and
-//! single-write appends ([`fsutil`]).
+//! The truth of a mnemo workspace, everything else is derived from:
+//! per-session JSONL logs ([`session`]) and the Markdown long-term memory
+//! ([`memory`]), kept by a [`Storage`] ([`storage`]): the workspace folder,
+//! written with atomic replaces and single-write appends ([`fsutil`]), or
+//! rows in a database.
 #![cfg_attr(not(test), forbid(unsafe_code))]
 #![warn(missing_docs)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
@@ -14,6 +15,7 @@ pub mod failpoint;
 pub mod fsutil;
 pub mod memory;
 pub mod session;
+pub mod storage;
 
 #[cfg(test)]
 mod fuzz_tests;
@@ -27,4 +29,7 @@ pub use memory::{
 pub use session::{
     CompactionRecord, FsyncPolicy, LoadWarning, LoadedSession, Record, SessionInfo, SessionLog,
     SessionMetadata, SessionOptions, SessionStore,
+};
+pub use storage::{
+    Document, Entry, Expect, FileStorage, Held, SessionWriter, SharedStorage, Storage, Version,
 };

@@ -9,8 +9,8 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use mnemo_test_support::conformance::{
-    chat, embedder, index, tokens, Implementation, CHAT_MODELS, EMBEDDERS, INDEX_BACKENDS,
-    TOKEN_COUNTERS,
+    chat, embedder, index, storage, tokens, Implementation, CHAT_MODELS, EMBEDDERS, INDEX_BACKENDS,
+    STORAGES, TOKEN_COUNTERS,
 };
 
 fn crates_dir() -> PathBuf {
@@ -37,6 +37,7 @@ fn every_scenario_function_is_listed() {
         ("chat.rs", chat::SCENARIOS),
         ("tokens.rs", tokens::SCENARIOS),
         ("index.rs", index::SCENARIOS),
+        ("storage.rs", storage::SCENARIOS),
     ] {
         let found = scenario_functions(file);
         assert_eq!(
@@ -184,4 +185,9 @@ fn every_token_counter_runs_the_token_counter_suite() {
 #[test]
 fn every_index_backend_runs_the_index_backend_suite() {
     check("IndexBackend", "index_backend_suite", INDEX_BACKENDS);
+}
+
+#[test]
+fn every_storage_runs_the_storage_suite() {
+    check("Storage", "storage_suite", STORAGES);
 }

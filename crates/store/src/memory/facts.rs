@@ -20,16 +20,14 @@
 //!
 //! Every change is appended to the audit log `memory/audit.jsonl` (one JSON
 //! object per line, [`AuditRecord`]), listed per memory by
-//! [`read_audit`].
+//! [`parse_audit`].
 
 use std::collections::HashSet;
-use std::path::Path;
 
 use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::fsutil;
 
 /// Workspace-relative path of the facts file.
 pub const FACTS_FILE: &str = "memory/facts.md";
@@ -625,11 +623,8 @@ impl AuditRecord {
     }
 }
 
-/// Appends records to the audit log (one line each, fsynced).
-pub fn append_audit(path: &Path, records: &[AuditRecord]) -> Result<()> {
-    if records.is_empty() {
-        return Ok(());
-    }
+/// The audit log lines of `records` (one JSON line each).
+pub fn audit_lines(records: &[AuditRecord]) -> Result<String> {
     let mut text = String::new();
     for r in records {
         let line = serde_json::to_string(r)
@@ -637,15 +632,12 @@ pub fn append_audit(path: &Path, records: &[AuditRecord]) -> Result<()> {
         text.push_str(&line);
         text.push('\n');
     }
-    fsutil::append(path, text.as_bytes(), true)
+    Ok(text)
 }
 
-/// Every record of the audit log, oldest first; a line that cannot be read
-/// is skipped with a warning (the file stays as it is).
-pub fn read_audit(path: &Path) -> Result<Vec<AuditRecord>> {
-    let Some(text) = fsutil::read_text_opt(path)? else {
-        return Ok(Vec::new());
-    };
+/// Every record of the audit log `text`, oldest first; a line that cannot
+/// be read is skipped with a warning (the log stays as it is).
+pub fn parse_audit(text: &str) -> Vec<AuditRecord> {
     let mut out = Vec::new();
     for (n, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
@@ -653,18 +645,16 @@ pub fn read_audit(path: &Path) -> Result<Vec<AuditRecord>> {
         }
         match serde_json::from_str::<AuditRecord>(line) {
             Ok(r) => out.push(r),
-            Err(e) => tracing::warn!("{}:{}: unreadable audit record: {e}", path.display(), n + 1),
+            Err(e) => tracing::warn!("{AUDIT_FILE}:{}: unreadable audit record: {e}", n + 1),
         }
     }
-    Ok(out)
+    out
 }
 
-/// Rewrites the audit log without the text of `name` (a forget: the
-/// records stay, saying what happened when, without what was said).
-pub fn scrub_audit(path: &Path, name: &str) -> Result<usize> {
-    let Some(text) = fsutil::read_text_opt(path)? else {
-        return Ok(0);
-    };
+/// The audit log `text` without the text of `name` (a forget: the records
+/// stay, saying what happened when, without what was said), and how many
+/// records lost text.
+pub fn scrub_audit(text: &str, name: &str) -> Result<(String, usize)> {
     let mut scrubbed = 0;
     let mut out = String::new();
     for line in text.lines() {
@@ -697,8 +687,7 @@ pub fn scrub_audit(path: &Path, name: &str) -> Result<usize> {
         }
         out.push('\n');
     }
-    fsutil::atomic_write(path, out.as_bytes())?;
-    Ok(scrubbed)
+    Ok((out, scrubbed))
 }
 
 #[cfg(test)]
@@ -786,36 +775,30 @@ mod tests {
 
     #[test]
     fn audit_scrub_keeps_records_without_text() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("audit.jsonl");
-        append_audit(
-            &path,
-            &[
-                AuditRecord {
-                    op: "add".into(),
-                    memory: "f1".into(),
-                    new: Some("code 1234".into()),
-                    by: "consolidation".into(),
-                    ..Default::default()
-                },
-                AuditRecord {
-                    op: "update".into(),
-                    memory: "f2".into(),
-                    supersedes: Some("f1".into()),
-                    old: Some("code 1234".into()),
-                    new: Some("code 5678".into()),
-                    by: "consolidation".into(),
-                    ..Default::default()
-                },
-            ],
-        )
+        let text = audit_lines(&[
+            AuditRecord {
+                op: "add".into(),
+                memory: "f1".into(),
+                new: Some("code 1234".into()),
+                by: "consolidation".into(),
+                ..Default::default()
+            },
+            AuditRecord {
+                op: "update".into(),
+                memory: "f2".into(),
+                supersedes: Some("f1".into()),
+                old: Some("code 1234".into()),
+                new: Some("code 5678".into()),
+                by: "consolidation".into(),
+                ..Default::default()
+            },
+        ])
         .unwrap();
-        assert_eq!(scrub_audit(&path, "f1").unwrap(), 2);
-        let text = std::fs::read_to_string(&path).unwrap();
+        let (text, scrubbed) = scrub_audit(&text, "f1").unwrap();
+        assert_eq!(scrubbed, 2);
         assert!(!text.contains("1234") && text.contains("5678"), "{text}");
         assert_eq!(
-            read_audit(&path)
-                .unwrap()
+            parse_audit(&text)
                 .iter()
                 .filter(|r| r.concerns("f1"))
                 .count(),

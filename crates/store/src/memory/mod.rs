@@ -14,11 +14,11 @@ pub mod facts;
 mod frontmatter;
 mod lock;
 
-use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+use std::sync::Arc;
 
 use chrono::{DateTime, NaiveDate, TimeZone, Utc};
-use mnemo_core::{confine, resolve_in_workspace, Area, Config, Workspace};
+use mnemo_core::{Config, Workspace};
 use serde::{Deserialize, Serialize};
 use sha2::Digest;
 
@@ -30,7 +30,15 @@ pub use frontmatter::{
 pub use lock::MemoryLock;
 
 use crate::error::{Error, Result};
-use crate::{failpoint, fsutil};
+use crate::failpoint;
+use crate::storage::{Expect, FileStorage, Held, SharedStorage, Storage};
+
+/// The core memory document.
+const MEMORY_MD: &str = "MEMORY.md";
+/// The folder of the other memory documents.
+const MEMORY_DIR: &str = "memory";
+/// The append-only consolidation history.
+const HISTORY_MD: &str = "memory/HISTORY.md";
 
 /// Settings of the memory store: the `[memory]` section of `mnemo.toml`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -173,19 +181,32 @@ pub struct MemoryFileHeader {
     pub head: String,
 }
 
-/// The memory files of one workspace.
+/// The memory documents of one workspace, in its [`Storage`] (the
+/// workspace folder by default).
 #[derive(Debug, Clone)]
 pub struct MemoryStore {
     workspace: Workspace,
     settings: MemorySettings,
+    storage: SharedStorage,
 }
 
 impl MemoryStore {
-    /// A store over `workspace`.
+    /// A store over the files of `workspace`.
     pub fn new(workspace: &Workspace, settings: MemorySettings) -> Self {
+        Self::with_storage(workspace, settings, Arc::new(FileStorage::new(workspace)))
+    }
+
+    /// A store over the documents of `storage` (`workspace` names the
+    /// workspace's folder for derived state).
+    pub fn with_storage(
+        workspace: &Workspace,
+        settings: MemorySettings,
+        storage: SharedStorage,
+    ) -> Self {
         MemoryStore {
             workspace: workspace.clone(),
             settings,
+            storage,
         }
     }
 
@@ -204,26 +225,66 @@ impl MemoryStore {
         &self.workspace
     }
 
-    /// The file to read or write for the memory path `path`: the same file
-    /// with links resolved, refused when they lead out of the memory files.
-    fn memory_file(&self, path: &Path) -> Result<PathBuf> {
-        Ok(confine(self.workspace.root(), path, Area::Memory)?)
+    /// The storage the documents are kept in.
+    pub fn storage(&self) -> &SharedStorage {
+        &self.storage
+    }
+
+    /// The memory document `rel` (`MEMORY.md`, `memory/….md`), if it
+    /// exists. A path that leaves the memory files is refused.
+    pub fn read_document(&self, rel: &str) -> Result<Option<String>> {
+        Ok(self.storage.read(memory_rel(rel)?)?.map(|d| d.text))
+    }
+
+    /// Replaces the memory document `rel` atomically; a blind write: hold
+    /// [`lock`](Self::lock) from the read it was made from.
+    pub fn write_document(&self, rel: &str, text: &str) -> Result<()> {
+        self.storage.write(memory_rel(rel)?, text, Expect::Any)?;
+        Ok(())
+    }
+
+    /// Removes the memory document `rel`; false when there was none. Only
+    /// for a writer holding the memory lock that knows what it removes
+    /// (forget goes through [`forget_typed`](Self::forget_typed)).
+    pub fn remove_document(&self, rel: &str) -> Result<bool> {
+        self.storage.remove(memory_rel(rel)?)
+    }
+
+    /// Reads `rel`, passes its text (empty when missing) to `edit` and
+    /// writes what `edit` returns (`None`: no change) only over the version
+    /// it read: a writer that does not take the memory lock (another
+    /// program, a person) is never overwritten, the write fails with
+    /// [`Error::Conflict`] instead. Call it holding the memory lock.
+    fn swap(&self, rel: &str, edit: impl FnOnce(&str) -> Result<Option<String>>) -> Result<bool> {
+        let current = self.storage.read(rel)?;
+        let text = current.as_ref().map_or("", |d| d.text.as_str());
+        let Some(updated) = edit(text)? else {
+            return Ok(false);
+        };
+        if updated == text && current.is_some() {
+            return Ok(false);
+        }
+        let expect = match current {
+            Some(d) => Expect::Version(d.version),
+            None => Expect::Absent,
+        };
+        self.storage.write(rel, &updated, expect)?;
+        Ok(true)
     }
 
     // ----- MEMORY.md -----
 
     /// MEMORY.md's content (empty when missing).
     pub fn read_memory_md(&self) -> Result<String> {
-        let path = self.memory_file(&self.workspace.memory_md())?;
-        Ok(fsutil::read_text_opt(&path)?.unwrap_or_default())
+        Ok(self.read_document(MEMORY_MD)?.unwrap_or_default())
     }
 
     /// Takes the workspace's memory lock (see [`MemoryLock`]). Hold it
     /// around a read of MEMORY.md and the write that depends on it; the
     /// methods of this store that edit files take it themselves, so never
     /// call them while holding it.
-    pub fn lock(&self) -> Result<MemoryLock> {
-        MemoryLock::acquire(&self.workspace)
+    pub fn lock(&self) -> Result<Held> {
+        self.storage.lock_memory()
     }
 
     /// Replaces MEMORY.md atomically; returns false (and writes nothing)
@@ -231,12 +292,7 @@ impl MemoryStore {
     /// from what MEMORY.md held, hold [`lock`](Self::lock) from that read
     /// to this write, or use [`update_memory_md`](Self::update_memory_md).
     pub fn write_memory_md(&self, text: &str) -> Result<bool> {
-        if self.read_memory_md()? == text {
-            return Ok(false);
-        }
-        let path = self.memory_file(&self.workspace.memory_md())?;
-        fsutil::atomic_write(&path, text.as_bytes())?;
-        Ok(true)
+        self.swap(MEMORY_MD, |_| Ok(Some(text.to_string())))
     }
 
     /// Reads MEMORY.md, passes it to `edit` and writes what `edit` returns
@@ -247,11 +303,7 @@ impl MemoryStore {
         edit: impl FnOnce(&str) -> Result<Option<String>>,
     ) -> Result<bool> {
         let _lock = self.lock()?;
-        let current = self.read_memory_md()?;
-        match edit(&current)? {
-            Some(text) => self.write_memory_md(&text),
-            None => Ok(false),
-        }
+        self.swap(MEMORY_MD, edit)
     }
 
     /// Replaces the body of the `## heading` section of MEMORY.md, or adds
@@ -286,49 +338,39 @@ impl MemoryStore {
 
     // ----- facts (memory/facts.md) and the audit log -----
 
-    /// Path of the facts file.
-    pub fn facts_path(&self) -> Result<PathBuf> {
-        self.memory_file(&self.workspace.root().join(facts::FACTS_FILE))
-    }
-
     /// The facts file, parsed (empty when missing). Hold
     /// [`lock`](Self::lock) from this read to the write that depends on it.
     pub fn read_facts(&self) -> Result<facts::FactsFile> {
-        let path = self.facts_path()?;
         Ok(facts::FactsFile::parse(
-            &fsutil::read_text_opt(&path)?.unwrap_or_default(),
+            &self.read_document(facts::FACTS_FILE)?.unwrap_or_default(),
         ))
     }
 
-    /// Replaces the facts file atomically (temp, fsync, rename, fsync dir)
-    /// when its text changes; a blind write: hold the memory lock.
+    /// Replaces the facts file atomically when its text changes; a blind
+    /// write: hold the memory lock.
     pub fn write_facts(&self, file: &facts::FactsFile) -> Result<bool> {
-        let path = self.facts_path()?;
         let text = file.render();
-        if fsutil::read_text_opt(&path)?.as_deref() == Some(text.as_str()) {
-            return Ok(false);
-        }
-        fsutil::atomic_write(&path, text.as_bytes())?;
-        Ok(true)
-    }
-
-    /// Path of the audit log.
-    pub fn audit_path(&self) -> Result<PathBuf> {
-        self.memory_file(&self.workspace.root().join(facts::AUDIT_FILE))
+        self.swap(facts::FACTS_FILE, |_| Ok(Some(text)))
     }
 
     /// Appends records to the audit log.
     pub fn append_audit(&self, records: &[facts::AuditRecord]) -> Result<()> {
-        facts::append_audit(&self.audit_path()?, records)
+        if records.is_empty() {
+            return Ok(());
+        }
+        self.storage
+            .append(facts::AUDIT_FILE, &facts::audit_lines(records)?)
     }
 
     /// The audit records about `name` (a fact id or a typed memory's
     /// name), oldest first.
     pub fn memory_history(&self, name: &str) -> Result<Vec<facts::AuditRecord>> {
-        Ok(facts::read_audit(&self.audit_path()?)?
-            .into_iter()
-            .filter(|r| r.concerns(name))
-            .collect())
+        Ok(
+            facts::parse_audit(&self.read_document(facts::AUDIT_FILE)?.unwrap_or_default())
+                .into_iter()
+                .filter(|r| r.concerns(name))
+                .collect(),
+        )
     }
 
     /// Removes fact `id` from the facts file and its text from the audit
@@ -339,18 +381,16 @@ impl MemoryStore {
         let mut file = self.read_facts()?;
         let removed = file.forget(id)?;
         self.write_facts(&file)?;
-        let audit = self.audit_path()?;
-        facts::scrub_audit(&audit, &removed.id)?;
-        facts::append_audit(
-            &audit,
-            &[facts::AuditRecord {
-                at: now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-                op: "forget".into(),
-                memory: removed.id.clone(),
-                by: "forget".into(),
-                ..Default::default()
-            }],
-        )?;
+        self.swap(facts::AUDIT_FILE, |text| {
+            Ok(Some(facts::scrub_audit(text, &removed.id)?.0))
+        })?;
+        self.append_audit(&[facts::AuditRecord {
+            at: now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            op: "forget".into(),
+            memory: removed.id.clone(),
+            by: "forget".into(),
+            ..Default::default()
+        }])?;
         Ok(removed)
     }
 
@@ -368,16 +408,12 @@ impl MemoryStore {
         } else {
             format!("[{}] {entry}\n\n", self.local(now).format("%Y-%m-%d %H:%M"))
         };
-        let path = self.memory_file(&self.workspace.history_md())?;
-        fsutil::append(&path, text.as_bytes(), true)?;
-        mnemo_core::journal::note(&self.workspace, &path);
-        Ok(())
+        self.storage.append(HISTORY_MD, &text)
     }
 
     /// The history log (empty when missing).
     pub fn read_history(&self) -> Result<String> {
-        let path = self.memory_file(&self.workspace.history_md())?;
-        Ok(fsutil::read_text_opt(&path)?.unwrap_or_default())
+        Ok(self.read_document(HISTORY_MD)?.unwrap_or_default())
     }
 
     // ----- daily logs -----
@@ -420,19 +456,17 @@ impl MemoryStore {
         Ok(())
     }
 
-    /// Path of the daily log of `date`.
-    pub fn daily_path(&self, date: NaiveDate) -> PathBuf {
-        self.workspace
-            .memory_dir()
-            .join(format!("{}.md", date.format("%Y-%m-%d")))
+    /// Workspace-relative path of the daily log of `date`.
+    pub fn daily_rel(date: NaiveDate) -> String {
+        format!("memory/{}.md", date.format("%Y-%m-%d"))
     }
 
     /// The daily log of `date`, if it exists.
     pub fn read_daily(&self, date: NaiveDate) -> Result<Option<DailyLog>> {
-        let path = self.memory_file(&self.daily_path(date))?;
-        Ok(fsutil::read_text_opt(&path)?.map(|text| DailyLog {
+        let rel = Self::daily_rel(date);
+        Ok(self.read_document(&rel)?.map(|text| DailyLog {
             date,
-            path: format!("memory/{}.md", date.format("%Y-%m-%d")),
+            path: rel,
             text,
         }))
     }
@@ -459,10 +493,10 @@ impl MemoryStore {
         }
         let local = self.local(now);
         let date = local.date();
-        let path = self.memory_file(&self.daily_path(date))?;
+        let rel = Self::daily_rel(date);
         // Under the lock, two writers of the same line write it once.
         let _lock = self.lock()?;
-        let existing = fsutil::read_text_opt(&path)?.unwrap_or_default();
+        let existing = self.read_document(&rel)?.unwrap_or_default();
         let known: std::collections::HashSet<String> =
             existing.lines().map(normalise_item).collect();
         let mut out = String::new();
@@ -492,11 +526,10 @@ impl MemoryStore {
             written += 1;
         }
         if written > 0 {
-            fsutil::append(&path, out.as_bytes(), true)?;
-            mnemo_core::journal::note(&self.workspace, &path);
+            self.storage.append(&rel, &out)?;
         }
         Ok(AppendOutcome {
-            path: format!("memory/{}.md", date.format("%Y-%m-%d")),
+            path: rel,
             written,
             duplicates,
         })
@@ -514,18 +547,23 @@ impl MemoryStore {
         } else {
             slug
         };
-        let dir = self.memory_file(&self.workspace.memory_dir())?;
-        let base = format!("{}-{slug}", date.format("%Y-%m-%d"));
-        // Under the lock, two notes of the same name never take one file.
+        let base = format!("memory/{}-{slug}", date.format("%Y-%m-%d"));
+        // Under the lock, two notes of the same name never take one file;
+        // creating it exclusively keeps one written by anything else.
         let _lock = self.lock()?;
-        let mut name = format!("{base}.md");
-        let mut n = 2;
-        while dir.join(&name).symlink_metadata().is_ok() {
-            name = format!("{base}-{n}.md");
-            n += 1;
+        for n in 1.. {
+            let rel = if n == 1 {
+                format!("{base}.md")
+            } else {
+                format!("{base}-{n}.md")
+            };
+            match self.storage.write(&rel, text, Expect::Absent) {
+                Ok(_) => return Ok(rel),
+                Err(Error::Conflict(_)) => continue,
+                Err(e) => return Err(e),
+            }
         }
-        fsutil::atomic_write(&dir.join(&name), text.as_bytes())?;
-        Ok(format!("memory/{name}"))
+        Err(Error::Invalid(format!("no free name for the note {base}")))
     }
 
     // ----- typed memories -----
@@ -572,14 +610,13 @@ impl MemoryStore {
             }
             None => (self.free_typed_path(&front.name), SaveAction::Created),
         };
-        let path = self.memory_file(&resolve_in_workspace(self.workspace.root(), &rel)?)?;
         if action != SaveAction::Unchanged {
-            fsutil::atomic_write(&path, frontmatter::render(&front, body).as_bytes())?;
+            self.write_document(&rel, &frontmatter::render(&front, body))?;
         }
         failpoint::hit("memory.typed_file_written");
-        let memory = self.read_memory_md()?;
-        let updated = upsert_index_line(&memory, &rel, &front);
-        self.write_memory_md(&updated)?;
+        self.swap(MEMORY_MD, |memory| {
+            Ok(Some(upsert_index_line(memory, &rel, &front)))
+        })?;
         Ok(SavedMemory {
             memory: TypedMemory {
                 path: rel,
@@ -596,29 +633,25 @@ impl MemoryStore {
     pub fn find_typed(&self, name: &str) -> Result<Option<TypedMemory>> {
         let wanted = name_key(name);
         // Usually the memory is in the file its name gives.
-        let usual = self
-            .workspace
-            .memory_dir()
-            .join(format!("{}.md", typed_slug(name)));
+        let usual = format!("memory/{}.md", typed_slug(name));
         if let Some(found) = self.typed_named(&usual, &wanted) {
             return Ok(Some(found));
         }
-        let mut files = Vec::new();
-        collect_md(&self.workspace.memory_dir(), &mut files)?;
-        files.sort();
-        Ok(files
+        Ok(self
+            .storage
+            .list(MEMORY_DIR)?
             .iter()
-            .filter(|p| **p != usual)
-            .find_map(|p| self.typed_named(p, &wanted)))
+            .filter(|e| e.rel != usual)
+            .find_map(|e| self.typed_named(&e.rel, &wanted)))
     }
 
-    /// The typed memory in `path` when its front matter's name is `wanted`
+    /// The typed memory in `rel` when its front matter's name is `wanted`
     /// (a [`name_key`]).
-    fn typed_named(&self, path: &Path, wanted: &str) -> Option<TypedMemory> {
-        if !starts_with_front_matter(path) {
+    fn typed_named(&self, rel: &str, wanted: &str) -> Option<TypedMemory> {
+        if !has_front_matter(&*self.storage, rel) {
             return None;
         }
-        let text = fsutil::read_text(path).ok()?;
+        let text = self.storage.read(rel).ok()??.text;
         // Parsing YAML costs more than looking for the name's ASCII words
         // (other characters may be escaped in the YAML).
         let lower = text.to_lowercase();
@@ -630,7 +663,7 @@ impl MemoryStore {
         }
         match frontmatter::split(&text) {
             (Some(Ok(front)), body) if name_key(&front.name) == wanted => Some(TypedMemory {
-                path: rel_path(self.workspace.root(), path),
+                path: rel.to_string(),
                 front,
                 body: body.to_string(),
             }),
@@ -641,15 +674,17 @@ impl MemoryStore {
     /// The typed memories under `memory/` (files with valid front matter),
     /// by path.
     pub fn list_typed(&self) -> Result<Vec<TypedMemory>> {
-        let mut files = Vec::new();
-        collect_md(&self.workspace.memory_dir(), &mut files)?;
-        files.sort();
         let mut out = Vec::new();
-        for p in files.iter().filter(|p| starts_with_front_matter(p)) {
-            let text = fsutil::read_text(p)?;
-            if let (Some(Ok(front)), body) = frontmatter::split(&text) {
+        for e in self.storage.list(MEMORY_DIR)? {
+            if !has_front_matter(&*self.storage, &e.rel) {
+                continue;
+            }
+            let Some(doc) = self.storage.read(&e.rel)? else {
+                continue;
+            };
+            if let (Some(Ok(front)), body) = frontmatter::split(&doc.text) {
                 out.push(TypedMemory {
-                    path: rel_path(self.workspace.root(), p),
+                    path: e.rel,
                     front,
                     body: body.to_string(),
                 });
@@ -658,30 +693,25 @@ impl MemoryStore {
         Ok(out)
     }
 
-    /// The file of the memory path `rel` (`memory/….md`), confined to the
-    /// memory files; for a writer that holds the memory lock already.
-    pub fn memory_path(&self, rel: &str) -> Result<PathBuf> {
-        self.memory_file(&resolve_in_workspace(self.workspace.root(), rel)?)
-    }
-
     /// A free `memory/…md` path for a new memory called `name` (see
     /// [`save_typed`](Self::save_typed)).
     pub fn free_typed_path(&self, name: &str) -> String {
         let slug = typed_slug(name);
-        let dir = self.workspace.memory_dir();
+        let taken = |rel: &str| self.storage.exists(rel).unwrap_or(true);
         let reserved = slug == "history" || is_date(&slug);
-        if !reserved && !dir.join(format!("{slug}.md")).exists() {
-            return format!("memory/{slug}.md");
+        let rel = format!("memory/{slug}.md");
+        if !reserved && !taken(&rel) {
+            return rel;
         }
         let hash = hex::encode(sha2::Sha256::digest(name.trim().as_bytes()));
-        let base = format!("{slug}-{}", hash.get(..8).unwrap_or(&hash));
-        let mut file = format!("{base}.md");
+        let base = format!("memory/{slug}-{}", hash.get(..8).unwrap_or(&hash));
+        let mut rel = format!("{base}.md");
         let mut n = 2;
-        while dir.join(&file).exists() {
-            file = format!("{base}-{n}.md");
+        while taken(&rel) {
+            rel = format!("{base}-{n}.md");
             n += 1;
         }
-        format!("memory/{file}")
+        rel
     }
 
     /// Removes a typed memory (by its name, or its `memory/…md` path) and
@@ -699,14 +729,17 @@ impl MemoryStore {
                 None => format!("memory/{}.md", typed_slug(given)),
             }
         };
-        let path = self.memory_file(&resolve_in_workspace(self.workspace.root(), &rel)?)?;
-        if !rel.starts_with("memory/") || !path.is_file() {
+        let doc = match rel.starts_with("memory/") {
+            true => self.storage.read(memory_rel(&rel)?)?,
+            false => None,
+        };
+        let Some(doc) = doc else {
             return Err(Error::NotFound(format!(
                 "no typed memory {given:?} (looked for {rel}): `mnemo memory list` shows them"
             )));
-        }
-        let history = rel.eq_ignore_ascii_case("memory/HISTORY.md");
-        if history || !starts_with_front_matter(&path) {
+        };
+        let history = rel.eq_ignore_ascii_case(HISTORY_MD);
+        if history || !opens_front_matter(doc.text.as_bytes()) {
             let what = if history {
                 "the consolidation history"
             } else {
@@ -716,17 +749,21 @@ impl MemoryStore {
                 "{rel} is {what} never forgotten; forget removes typed memories only (`mnemo memory list` shows them)"
             )));
         }
-        fs::remove_file(&path).map_err(Error::io("remove", &path))?;
-        let memory = self.read_memory_md()?;
-        let updated = remove_index_line(&memory, &rel);
-        self.write_memory_md(&updated)?;
+        self.storage.remove(&rel)?;
+        self.swap(MEMORY_MD, |memory| {
+            Ok(Some(remove_index_line(memory, &rel)))
+        })?;
         Ok(rel)
     }
 
     /// Reads a typed memory file.
     pub fn read_typed(&self, rel: &str) -> Result<TypedMemory> {
-        let path = self.memory_file(&resolve_in_workspace(self.workspace.root(), rel)?)?;
-        let text = fsutil::read_text(&path)?;
+        let path = PathBuf::from(rel);
+        let text = self.read_document(rel)?.ok_or_else(|| {
+            Error::NotFound(format!(
+                "no memory file {rel}: `mnemo memory list` shows the typed memories"
+            ))
+        })?;
         let (front, body) = frontmatter::split(&text);
         match front {
             Some(Ok(front)) => Ok(TypedMemory { path: rel.to_string(), front, body: body.to_string() }),
@@ -747,23 +784,25 @@ impl MemoryStore {
         max: usize,
         head_lines: usize,
     ) -> Result<Vec<MemoryFileHeader>> {
-        let mut files = Vec::new();
-        let dir = self.memory_file(&self.workspace.memory_dir())?;
-        collect_md(&dir, &mut files)?;
-        let mut stamped: Vec<(std::time::SystemTime, PathBuf)> = files
-            .into_iter()
-            .filter_map(|p| {
-                fs::metadata(&p)
-                    .and_then(|m| m.modified())
-                    .ok()
-                    .map(|t| (t, p))
-            })
-            .collect();
-        stamped.sort_by_key(|s| std::cmp::Reverse(s.0));
+        let mut entries = self.storage.list(MEMORY_DIR)?;
+        entries.sort_by_key(|e| std::cmp::Reverse(e.modified));
         let mut out = Vec::new();
-        for (mtime, path) in stamped.into_iter().take(max) {
-            let bytes = fsutil::read_regular(&path)?;
-            let text = String::from_utf8_lossy(&bytes);
+        for e in entries.into_iter().take(max) {
+            let text = match self.storage.read(&e.rel) {
+                Ok(Some(d)) => d.text,
+                Ok(None) => continue,
+                Err(Error::Corrupt { message, .. }) => {
+                    out.push(MemoryFileHeader {
+                        path: e.rel,
+                        modified: e.modified,
+                        front: None,
+                        front_error: Some(message),
+                        head: String::new(),
+                    });
+                    continue;
+                }
+                Err(err) => return Err(err),
+            };
             let head: String = text.lines().take(head_lines).collect::<Vec<_>>().join("\n");
             let (front, front_error) = match frontmatter::split(&text).0 {
                 Some(Ok(f)) => (Some(f), None),
@@ -771,10 +810,8 @@ impl MemoryStore {
                 None => (None, None),
             };
             out.push(MemoryFileHeader {
-                // The folder may be reached through a link: name files by
-                // where they are found, not where the link leads.
-                path: format!("memory/{}", rel_path(&dir, &path)),
-                modified: DateTime::<Utc>::from(mtime),
+                path: e.rel,
+                modified: e.modified,
                 front,
                 front_error,
                 head,
@@ -829,27 +866,18 @@ impl MemoryStore {
     }
 }
 
-fn collect_md(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
-    let entries = match fs::read_dir(dir) {
-        Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(Error::io("list", dir)(e)),
-    };
-    for entry in entries.flatten() {
-        let Ok(ft) = entry.file_type() else { continue };
-        let path = entry.path();
-        // Links are not followed: they could lead out of the workspace.
-        if ft.is_dir() {
-            collect_md(&path, out)?;
-        } else if ft.is_file() && path.extension().and_then(|e| e.to_str()) == Some("md") {
-            out.push(path);
-        }
+/// `rel` as a path of the memory documents (`MEMORY.md`, `memory/…`);
+/// anything else (a session file, a path leaving the workspace) is refused.
+fn memory_rel(rel: &str) -> Result<&str> {
+    let rel = rel.trim_start_matches("./");
+    if !mnemo_core::Area::Memory.holds(rel) || rel.split('/').any(|c| c == ".." || c.is_empty()) {
+        return Err(Error::Path(mnemo_core::PathError::WrongArea {
+            path: rel.to_string(),
+            target: rel.to_string(),
+            expected: "a memory file (MEMORY.md or under memory/)",
+        }));
     }
-    Ok(())
-}
-
-fn rel_path(root: &Path, path: &Path) -> String {
-    mnemo_core::paths::slash_join(path.strip_prefix(root).unwrap_or(path))
+    Ok(rel)
 }
 
 /// Caps MEMORY.md for the prompt: at most `max_lines` lines, then at most
@@ -939,16 +967,17 @@ pub(crate) fn normalise_item(line: &str) -> String {
     l.trim_end().to_lowercase()
 }
 
-/// True when the file opens a front matter block (`---` on its first line).
-fn starts_with_front_matter(path: &Path) -> bool {
-    use std::io::Read;
-    let mut head = [0u8; 4];
-    // A FIFO named *.md must not hang the scan: regular files only.
-    let n = fsutil::open_regular(path, fs::OpenOptions::new().read(true))
-        .and_then(|mut f| f.read(&mut head))
-        .unwrap_or(0);
-    let head = head.get(..n).unwrap_or_default();
+/// True when a document opens a front matter block (`---` on its first line).
+fn opens_front_matter(head: &[u8]) -> bool {
     head.starts_with(b"---\n") || head.starts_with(b"---\r")
+}
+
+/// True when the document `rel` opens a front matter block: its first
+/// bytes are read, not the whole document.
+fn has_front_matter(storage: &dyn Storage, rel: &str) -> bool {
+    storage
+        .read_head(rel, 4)
+        .is_ok_and(|h| h.is_some_and(|h| opens_front_matter(&h)))
 }
 
 /// A memory's name as compared: lower case, runs of spaces as one.

@@ -6,15 +6,13 @@
 //! file name (`call_1` twice, `call.2` and `call_2`) get names of their
 //! own, and the same result appended again reuses its file.
 
-use std::path::Path;
-
 use mnemo_core::{Content, Message, Role};
 use serde_json::{json, Value};
 
 use sha2::Digest;
 
 use crate::error::{Error, Result};
-use crate::fsutil;
+use crate::storage::{Expect, Storage};
 
 /// Limits of the tool-result budget.
 #[derive(Debug, Clone, Copy)]
@@ -28,14 +26,13 @@ pub struct ToolResultBudget {
     pub per_turn_chars: usize,
 }
 
-/// Applies the budget to a batch of messages being appended. `spill_dir` is
-/// the folder for persisted results; `display_dir` is how that folder is
-/// named in the preview (relative to the workspace).
+/// Applies the budget to a batch of messages being appended. `dir` is the
+/// workspace-relative folder of the persisted results in `storage`.
 pub fn apply(
     budget: ToolResultBudget,
     messages: &mut [Message],
-    spill_dir: &Path,
-    display_dir: &str,
+    storage: &dyn Storage,
+    dir: &str,
 ) -> Result<()> {
     let sizes: Vec<usize> = messages
         .iter()
@@ -51,7 +48,7 @@ pub fn apply(
         .iter()
         .zip(&sizes)
         .map(|(m, &n)| {
-            is_inline_tool_result(m) && (n > budget.max_chars || already_spilled(m, spill_dir))
+            is_inline_tool_result(m) && (n > budget.max_chars || already_spilled(m, storage, dir))
         })
         .collect();
     let mut kept: usize = sizes
@@ -82,7 +79,7 @@ pub fn apply(
     }
     for (m, spilled) in messages.iter_mut().zip(&spill) {
         if *spilled {
-            persist(budget, m, spill_dir, display_dir)?;
+            persist(budget, m, storage, dir)?;
         }
     }
     Ok(())
@@ -94,9 +91,9 @@ fn is_inline_tool_result(m: &Message) -> bool {
 
 /// True when this very result was persisted before (the same message
 /// appended again): it keeps pointing at its file.
-fn already_spilled(m: &Message, spill_dir: &Path) -> bool {
-    let path = spill_dir.join(format!("{}.txt", spill_stem(m)));
-    same_content(&path, m.text().as_bytes())
+fn already_spilled(m: &Message, storage: &dyn Storage, dir: &str) -> bool {
+    let rel = format!("{dir}/{}.txt", spill_stem(m));
+    same_content(storage, &rel, &m.text())
 }
 
 /// File name of a persisted result: the call id made safe for a file name.
@@ -130,25 +127,29 @@ fn spill_stem(m: &Message) -> String {
     }
 }
 
-fn same_content(path: &Path, data: &[u8]) -> bool {
-    std::fs::metadata(path).is_ok_and(|meta| meta.len() == data.len() as u64)
-        && std::fs::read(path).is_ok_and(|bytes| bytes == data)
+fn same_content(storage: &dyn Storage, rel: &str, data: &str) -> bool {
+    storage
+        .read(rel)
+        .is_ok_and(|d| d.is_some_and(|d| d.text == data))
 }
 
 /// Stores `data` as `<stem>.txt`, or `<stem>-2.txt`, `<stem>-3.txt`, …
 /// when that name already holds another result; a name holding exactly
 /// `data` is reused. Files are created exclusively, so two appenders never
 /// take one name. Returns the file name.
-fn claim_file(dir: &Path, stem: &str, data: &[u8]) -> Result<String> {
+fn claim_file(storage: &dyn Storage, dir: &str, stem: &str, data: &str) -> Result<String> {
     for n in 1..=10_000u32 {
         let name = if n == 1 {
             format!("{stem}.txt")
         } else {
             format!("{stem}-{n}.txt")
         };
-        let path = dir.join(&name);
-        if fsutil::create_new(&path, data)? || same_content(&path, data) {
-            return Ok(name);
+        let rel = format!("{dir}/{name}");
+        match storage.write(&rel, data, Expect::Absent) {
+            Ok(_) => return Ok(name),
+            Err(Error::Conflict(_)) if same_content(storage, &rel, data) => return Ok(name),
+            Err(Error::Conflict(_)) => {}
+            Err(e) => return Err(e),
         }
     }
     Err(Error::Invalid(format!(
@@ -159,12 +160,12 @@ fn claim_file(dir: &Path, stem: &str, data: &[u8]) -> Result<String> {
 fn persist(
     budget: ToolResultBudget,
     m: &mut Message,
-    spill_dir: &Path,
-    display_dir: &str,
+    storage: &dyn Storage,
+    dir: &str,
 ) -> Result<()> {
     let text = m.text();
-    let name = claim_file(spill_dir, &spill_stem(m), text.as_bytes())?;
-    let shown = format!("{display_dir}/{name}");
+    let name = claim_file(storage, dir, &spill_stem(m), &text)?;
+    let shown = format!("{dir}/{name}");
     let chars = text.chars().count();
     let preview = cut_at_byte_boundary(&text, budget.preview_bytes);
     m.content = Some(Content::Text(format!(

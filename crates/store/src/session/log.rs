@@ -7,11 +7,14 @@ use std::path::{Path, PathBuf};
 use mnemo_core::{Config, Message, Workspace};
 use serde::{Deserialize, Serialize};
 
+use std::sync::Arc;
+
 use super::budget::{self, ToolResultBudget};
 use super::key;
 use super::record::{now_iso, CompactionRecord, Record, SessionMetadata};
 use crate::error::{Error, Result};
 use crate::fsutil;
+use crate::storage::{FileStorage, SessionWriter, SharedStorage};
 
 /// When appends are flushed to stable storage.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -141,20 +144,23 @@ pub struct SessionInfo {
     pub last_consolidated: usize,
 }
 
-/// The `sessions/` folder of a workspace.
+/// The session logs of a workspace, in its [`Storage`] (the `sessions/`
+/// folder by default).
 #[derive(Debug, Clone)]
 pub struct SessionStore {
-    workspace: Workspace,
+    storage: SharedStorage,
     options: SessionOptions,
 }
 
 impl SessionStore {
     /// A store over `workspace/sessions/`.
     pub fn new(workspace: &Workspace, options: SessionOptions) -> Self {
-        SessionStore {
-            workspace: workspace.clone(),
-            options,
-        }
+        Self::with_storage(Arc::new(FileStorage::new(workspace)), options)
+    }
+
+    /// A store over the session logs of `storage`.
+    pub fn with_storage(storage: SharedStorage, options: SessionOptions) -> Self {
+        SessionStore { storage, options }
     }
 
     /// A store whose options come from the `[session]` section of `config`.
@@ -167,113 +173,135 @@ impl SessionStore {
         &self.options
     }
 
-    /// The log file for `key`. Two keys that map to the same file name are
-    /// told apart by the key recorded in the file's metadata. A log (or the
-    /// folder) that a link leads out of `sessions/` is refused, for reading
-    /// and appending alike.
-    pub fn path_for(&self, key: &str) -> Result<PathBuf> {
-        let dir = self.workspace.sessions_dir();
-        let path = self.confined(&dir.join(format!("{}.jsonl", key::file_stem(key)?)))?;
-        match first_key(&path)? {
-            Some(existing) if existing != key => {
-                self.confined(&dir.join(format!("{}.jsonl", key::disambiguated_stem(key)?)))
-            }
-            _ => Ok(path),
-        }
+    /// The storage the logs are kept in.
+    pub fn storage(&self) -> &SharedStorage {
+        &self.storage
     }
 
-    fn confined(&self, path: &Path) -> Result<PathBuf> {
-        Ok(mnemo_core::confine(
-            self.workspace.root(),
-            path,
-            mnemo_core::Area::Sessions,
-        )?)
+    /// The log file for `key` in a file workspace (see
+    /// [`FileStorage::session_path`]); a database workspace has none.
+    pub fn path_for(&self, key: &str) -> Result<PathBuf> {
+        match self.storage.root() {
+            Some(root) => Ok(root.join(self.storage.session_rel(key)?)),
+            None => Err(Error::Invalid(format!(
+                "the sessions of {} are rows in a database, not files",
+                self.storage.location()
+            ))),
+        }
     }
 
     /// True when a log exists for `key`.
     pub fn exists(&self, key: &str) -> Result<bool> {
-        Ok(self.path_for(key)?.exists())
+        Ok(self.storage.load_session(key)?.is_some())
     }
 
-    /// Opens the log of `key` for appending; the file is created on the
+    /// Opens the log of `key` for appending; the log is created on the
     /// first append.
     pub fn open(&self, key: &str) -> Result<SessionLog> {
-        let path = self.path_for(key)?;
+        let rel = self.storage.session_rel(key)?;
+        let stem = rel.strip_suffix(".jsonl").unwrap_or(&rel);
         Ok(SessionLog {
             key: key.to_string(),
-            workspace: self.workspace.clone(),
-            spill_dir: spill_dir_for(&path),
-            display_spill_dir: format!(
-                "sessions/{}",
-                spill_dir_for(&path)
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default()
-            ),
-            path,
+            spill_dir: format!("{stem}.tool-results"),
+            writer: self.storage.open_session(key, &self.options)?,
+            storage: self.storage.clone(),
             options: self.options.clone(),
-            file: None,
-            unsynced: 0,
-            set_aside: Vec::new(),
         })
     }
 
     /// Loads the log of `key`; a missing log is [`Error::NotFound`].
     pub fn load(&self, key: &str) -> Result<LoadedSession> {
-        let path = self.path_for(key)?;
-        if !path.exists() {
-            return Err(Error::NotFound(format!(
+        self.storage.load_session(key)?.ok_or_else(|| {
+            Error::NotFound(format!(
                 "no session {key:?} in {}: `mnemo session list` shows the sessions there are",
-                self.workspace.sessions_dir().display()
-            )));
-        }
-        read_session_file(&path)
+                self.storage.location()
+            ))
+        })
     }
 
-    /// Every session in the folder, newest first.
+    /// Every session, newest first.
     pub fn list(&self) -> Result<Vec<SessionInfo>> {
-        let dir = self.workspace.sessions_dir();
-        let entries = match fs::read_dir(&dir) {
-            Ok(e) => e,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(Error::io("list", &dir)(e)),
-        };
-        let mut out = Vec::new();
-        for entry in entries {
-            let entry = entry.map_err(Error::io("list", &dir))?;
-            let path = entry.path();
-            if path.extension().and_then(|e| e.to_str()) != Some("jsonl") {
-                continue;
-            }
-            let loaded = read_session_file(&self.confined(&path)?)?;
-            let mtime = entry
-                .metadata()
-                .and_then(|m| m.modified())
-                .map(|t| {
-                    chrono::DateTime::<chrono::Local>::from(t)
-                        .to_rfc3339_opts(chrono::SecondsFormat::Secs, false)
-                })
-                .unwrap_or_default();
-            out.push(SessionInfo {
-                key: loaded.meta.key.clone(),
-                file: format!("sessions/{}", entry.file_name().to_string_lossy()),
-                created_at: loaded.meta.created_at.clone(),
-                updated_at: mtime,
-                messages: loaded.messages.len(),
-                last_consolidated: loaded.meta.last_consolidated,
-            });
-        }
-        out.sort_by(|a, b| b.updated_at.cmp(&a.updated_at).then(a.key.cmp(&b.key)));
-        Ok(out)
+        self.storage.list_sessions()
     }
 }
 
-fn spill_dir_for(log: &Path) -> PathBuf {
-    let stem = log
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    log.with_file_name(format!("{stem}.tool-results"))
+/// The log file of `key` under `workspace/sessions/`. Two keys that map to
+/// the same file name are told apart by the key recorded in the file's
+/// metadata. A log (or the folder) that a link leads out of `sessions/` is
+/// refused, for reading and appending alike.
+pub(crate) fn file_path_for(workspace: &Workspace, key: &str) -> Result<PathBuf> {
+    let dir = workspace.sessions_dir();
+    let path = confined(
+        workspace,
+        &dir.join(format!("{}.jsonl", key::file_stem(key)?)),
+    )?;
+    match first_key(&path)? {
+        Some(existing) if existing != key => confined(
+            workspace,
+            &dir.join(format!("{}.jsonl", key::disambiguated_stem(key)?)),
+        ),
+        _ => Ok(path),
+    }
+}
+
+fn confined(workspace: &Workspace, path: &Path) -> Result<PathBuf> {
+    Ok(mnemo_core::confine(
+        workspace.root(),
+        path,
+        mnemo_core::Area::Sessions,
+    )?)
+}
+
+/// Every session log under `workspace/sessions/`, newest first.
+pub(crate) fn list_files(workspace: &Workspace) -> Result<Vec<SessionInfo>> {
+    let dir = workspace.sessions_dir();
+    let entries = match fs::read_dir(&dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(Error::io("list", &dir)(e)),
+    };
+    let mut out = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(Error::io("list", &dir))?;
+        let path = entry.path();
+        if path.extension().and_then(|e| e.to_str()) != Some("jsonl") {
+            continue;
+        }
+        let loaded = read_session_file(&confined(workspace, &path)?)?;
+        let mtime = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .map(|t| {
+                chrono::DateTime::<chrono::Local>::from(t)
+                    .to_rfc3339_opts(chrono::SecondsFormat::Secs, false)
+            })
+            .unwrap_or_default();
+        out.push(SessionInfo {
+            key: loaded.meta.key.clone(),
+            file: format!("sessions/{}", entry.file_name().to_string_lossy()),
+            created_at: loaded.meta.created_at.clone(),
+            updated_at: mtime,
+            messages: loaded.messages.len(),
+            last_consolidated: loaded.meta.last_consolidated,
+        });
+    }
+    sort_sessions(&mut out);
+    Ok(out)
+}
+
+/// Newest first, then by key: the order of every session listing.
+pub fn sort_sessions(sessions: &mut [SessionInfo]) {
+    sessions.sort_by(|a, b| b.updated_at.cmp(&a.updated_at).then(a.key.cmp(&b.key)));
+}
+
+/// The first line of a new log: its metadata record.
+pub fn first_record_line(key: &str) -> Result<Vec<u8>> {
+    let mut head = Record::Metadata(SessionMetadata::new(key))
+        .to_line()
+        .map_err(|e| Error::Invalid(e.to_string()))?
+        .into_bytes();
+    head.push(b'\n');
+    Ok(head)
 }
 
 /// Reads the key from a log's first line, if the file exists.
@@ -300,19 +328,16 @@ fn first_key(path: &Path) -> Result<Option<String>> {
 }
 
 /// The open log of one session. Appends from several `SessionLog`s, in one
-/// process or many, are serialised by an advisory lock on the file.
+/// process or many, are serialised by the storage's lock on the session
+/// (an advisory lock on the file).
 #[derive(Debug)]
 pub struct SessionLog {
     key: String,
-    path: PathBuf,
-    /// For the change journal (see `mnemo_core::journal`).
-    workspace: Workspace,
-    spill_dir: PathBuf,
-    display_spill_dir: String,
+    storage: SharedStorage,
+    writer: Box<dyn SessionWriter>,
+    /// Workspace-relative folder of this session's persisted tool results.
+    spill_dir: String,
     options: SessionOptions,
-    file: Option<File>,
-    unsynced: usize,
-    set_aside: Vec<(u64, usize)>,
 }
 
 impl SessionLog {
@@ -321,21 +346,19 @@ impl SessionLog {
         &self.key
     }
 
-    /// The log file.
+    /// The log file (or the log's name in a database).
     pub fn path(&self) -> &Path {
-        &self.path
+        self.writer.location()
     }
 
     /// Torn tails this handle set aside before appending: (offset, bytes).
     pub fn set_aside(&self) -> &[(u64, usize)] {
-        &self.set_aside
+        self.writer.set_aside()
     }
 
     /// The sidecar file that keeps torn tails.
     pub fn torn_path(&self) -> PathBuf {
-        let mut p = self.path.clone().into_os_string();
-        p.push(".torn");
-        PathBuf::from(p)
+        torn_path(self.path())
     }
 
     /// Appends messages as one write of whole lines. Messages without a
@@ -352,8 +375,8 @@ impl SessionLog {
         budget::apply(
             self.options.budget(),
             &mut stored,
+            &*self.storage,
             &self.spill_dir,
-            &self.display_spill_dir,
         )?;
         let mut buf = Vec::with_capacity(256 * stored.len());
         for m in &stored {
@@ -371,13 +394,13 @@ impl SessionLog {
             buf.extend_from_slice(&line);
             buf.push(b'\n');
         }
-        self.write_locked(&buf, false)?;
+        self.writer.append_lines(&buf, false)?;
         Ok(stored)
     }
 
     /// Moves the consolidation cursor by appending a metadata record.
     pub fn set_cursor(&mut self, last_consolidated: usize) -> Result<()> {
-        let loaded = read_session_file(&self.path)?;
+        let loaded = self.load()?;
         let mut meta = loaded.meta;
         meta.last_consolidated = last_consolidated;
         meta.updated_at = now_iso();
@@ -395,11 +418,90 @@ impl SessionLog {
             .map_err(|e| Error::Invalid(format!("cannot encode record: {e}")))?
             .into_bytes();
         line.push(b'\n');
-        self.write_locked(&line, true)
+        self.writer.append_lines(&line, true)
     }
 
     /// Flushes appends to stable storage now.
     pub fn sync(&mut self) -> Result<()> {
+        self.writer.sync()
+    }
+
+    /// Reads the whole log.
+    pub fn load(&self) -> Result<LoadedSession> {
+        Ok(self
+            .storage
+            .load_session(&self.key)?
+            .unwrap_or_else(|| LoadedSession {
+                path: self.path().to_path_buf(),
+                meta: SessionMetadata::new(&self.key),
+                messages: Vec::new(),
+                compactions: Vec::new(),
+                other: Vec::new(),
+                warnings: Vec::new(),
+                metadata_records: 0,
+            }))
+    }
+
+    /// Rewrites the log atomically with a single metadata record at the top,
+    /// folding the appended metadata records. Messages and other records are
+    /// kept byte for byte.
+    pub fn fold(&mut self) -> Result<()> {
+        self.writer.fold()
+    }
+}
+
+fn torn_path(log: &Path) -> PathBuf {
+    let mut p = log.to_path_buf().into_os_string();
+    p.push(".torn");
+    PathBuf::from(p)
+}
+
+/// A session log file: appends under an advisory lock on the file, torn
+/// tails set aside, fsync by policy.
+#[derive(Debug)]
+pub(crate) struct FileLog {
+    key: String,
+    path: PathBuf,
+    /// For the change journal (see `mnemo_core::journal`).
+    workspace: Workspace,
+    options: SessionOptions,
+    file: Option<File>,
+    unsynced: usize,
+    set_aside: Vec<(u64, usize)>,
+}
+
+impl FileLog {
+    pub(crate) fn new(workspace: &Workspace, key: &str, options: &SessionOptions) -> Result<Self> {
+        Ok(FileLog {
+            key: key.to_string(),
+            path: file_path_for(workspace, key)?,
+            workspace: workspace.clone(),
+            options: options.clone(),
+            file: None,
+            unsynced: 0,
+            set_aside: Vec::new(),
+        })
+    }
+
+    fn torn_path(&self) -> PathBuf {
+        torn_path(&self.path)
+    }
+}
+
+impl SessionWriter for FileLog {
+    fn location(&self) -> &Path {
+        &self.path
+    }
+
+    fn set_aside(&self) -> &[(u64, usize)] {
+        &self.set_aside
+    }
+
+    fn append_lines(&mut self, lines: &[u8], force_sync: bool) -> Result<()> {
+        self.write_locked(lines, force_sync)
+    }
+
+    fn sync(&mut self) -> Result<()> {
         if let Some(f) = &self.file {
             f.sync_data().map_err(Error::io("fsync", &self.path))?;
         }
@@ -407,26 +509,7 @@ impl SessionLog {
         Ok(())
     }
 
-    /// Reads the whole log.
-    pub fn load(&self) -> Result<LoadedSession> {
-        if !self.path.exists() {
-            return Ok(LoadedSession {
-                path: self.path.clone(),
-                meta: SessionMetadata::new(&self.key),
-                messages: Vec::new(),
-                compactions: Vec::new(),
-                other: Vec::new(),
-                warnings: Vec::new(),
-                metadata_records: 0,
-            });
-        }
-        read_session_file(&self.path)
-    }
-
-    /// Rewrites the log atomically with a single metadata record at the top,
-    /// folding the appended metadata records. Messages and other records are
-    /// kept byte for byte.
-    pub fn fold(&mut self) -> Result<()> {
+    fn fold(&mut self) -> Result<()> {
         let file = self.open_current()?;
         file.lock().map_err(Error::io("lock", &self.path))?;
         let result = (|| {
@@ -469,7 +552,9 @@ impl SessionLog {
         self.file = None;
         result
     }
+}
 
+impl FileLog {
     fn open_current(&mut self) -> Result<File> {
         if let Some(dir) = self.path.parent() {
             fs::create_dir_all(dir).map_err(Error::io("create folder", dir))?;
@@ -516,12 +601,7 @@ impl SessionLog {
         let len = file.metadata().map_err(Error::io("stat", &path))?.len();
         let mut head = Vec::new();
         if len == 0 {
-            let meta = Record::Metadata(SessionMetadata::new(&self.key));
-            head = meta
-                .to_line()
-                .map_err(|e| Error::Invalid(e.to_string()))?
-                .into_bytes();
-            head.push(b'\n');
+            head = first_record_line(&self.key)?;
         } else if let Some((offset, tail)) = torn_tail(file, len, &path)? {
             if parse_line(&tail).is_ok() {
                 // A whole record without its newline (an editor saved the
@@ -565,7 +645,7 @@ impl SessionLog {
     }
 }
 
-impl Drop for SessionLog {
+impl Drop for FileLog {
     fn drop(&mut self) {
         if self.unsynced > 0 && self.options.fsync != FsyncPolicy::Never {
             if let Some(f) = &self.file {

@@ -10,17 +10,15 @@
 
 mod budget;
 mod key;
-mod log;
+pub(crate) mod log;
 mod record;
 mod replay;
 
 pub use budget::{cut_at_byte_boundary, persisted_path, spill_name, ToolResultBudget};
-#[cfg(test)]
-pub(crate) use key::disambiguated_stem;
-pub use key::file_stem;
+pub use key::{disambiguated_stem, file_stem};
 pub use log::{
-    parse_session_bytes, read_session_file, FsyncPolicy, LoadWarning, LoadedSession, SessionInfo,
-    SessionLog, SessionOptions, SessionStore, WarningKind,
+    first_record_line, parse_session_bytes, read_session_file, sort_sessions, FsyncPolicy,
+    LoadWarning, LoadedSession, SessionInfo, SessionLog, SessionOptions, SessionStore, WarningKind,
 };
 pub use record::{now_iso, CompactionRecord, Record, SessionMetadata};
 pub use replay::{replay, strip};

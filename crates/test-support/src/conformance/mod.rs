@@ -4,6 +4,7 @@
 //! ([`embedder_suite!`](crate::embedder_suite),
 //! [`chat_model_suite!`](crate::chat_model_suite),
 //! [`index_backend_suite!`](crate::index_backend_suite),
+//! [`storage_suite!`](crate::storage_suite),
 //! [`token_counter_suite!`](crate::token_counter_suite)).
 //!
 //! Two lists keep the suites from shrinking unnoticed. Each module's
@@ -11,7 +12,7 @@
 //! `suite_is_complete` test fails when the macro skips one, and
 //! test-support's own tests fail when a scenario function is missing from
 //! the list. [`EMBEDDERS`], [`CHAT_MODELS`], [`TOKEN_COUNTERS`] and
-//! [`INDEX_BACKENDS`] name every
+//! [`INDEX_BACKENDS`] (and [`STORAGES`]) name every
 //! implementation in the workspace and the suite instances that run it;
 //! test-support's tests read the sources and fail when an implementation is
 //! missing from them or a named suite instance is not invoked.
@@ -23,6 +24,7 @@
 pub mod chat;
 pub mod embedder;
 pub mod index;
+pub mod storage;
 pub mod tokens;
 
 /// One implementation of a seam trait and where its suite runs.
@@ -138,6 +140,22 @@ pub const INDEX_BACKENDS: &[Implementation] = &[
     Implementation {
         ty: "PostgresBackend",
         tested_in: "index-postgres",
+        suites: &["postgres"],
+        exempt: None,
+    },
+];
+
+/// Every `mnemo_store::Storage` in the workspace's libraries.
+pub const STORAGES: &[Implementation] = &[
+    Implementation {
+        ty: "FileStorage",
+        tested_in: "store",
+        suites: &["files"],
+        exempt: None,
+    },
+    Implementation {
+        ty: "PgStorage",
+        tested_in: "store-postgres",
         suites: &["postgres"],
         exempt: None,
     },

@@ -1,0 +1,288 @@
+//! The PostgreSQL plumbing mnemo's backends share (the workspace store in
+//! `mnemo-store-postgres`; the index in `mnemo-index-postgres` has its own
+//! copy of the runtime bridge, to be moved here).
+//!
+//! - [`Runtime`]: the bridge between synchronous callers and the async
+//!   `tokio-postgres` client. A private tokio runtime on its own thread
+//!   owns the connections; a caller hands it a future and waits on a
+//!   standard channel. Unlike the blocking `postgres` crate (whose
+//!   `block_on` panics inside a tokio runtime), this is safe from any
+//!   thread, async or not.
+//! - [`client_config`] and [`location`]: a URL read with mnemo's defaults,
+//!   and named without its password.
+//! - [`Pool`]: a few connections kept open, a broken one never reused.
+//! - [`lock_key`]: advisory-lock keys that every process agrees on.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+use std::future::Future;
+use std::str::FromStr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio_postgres::config::Host;
+use tokio_postgres::{Client, Config, NoTls};
+
+pub use tokio_postgres;
+
+/// A private runtime on a thread of its own; stopped when dropped.
+pub struct Runtime {
+    handle: tokio::runtime::Handle,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+/// The runtime's thread is gone: a bug, reported as such.
+#[derive(Debug, Clone, Copy)]
+pub struct Stopped;
+
+impl std::fmt::Display for Stopped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the PostgreSQL client's thread stopped (a bug: see the log)")
+    }
+}
+
+impl Runtime {
+    /// Starts the runtime's thread.
+    pub fn start() -> Result<Runtime, String> {
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        std::thread::Builder::new()
+            .name("mnemo-postgres".into())
+            .spawn(move || {
+                let rt = match tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(2)
+                    .thread_name("mnemo-postgres-io")
+                    .enable_all()
+                    .build()
+                {
+                    Ok(rt) => rt,
+                    Err(e) => {
+                        let _ = tx.send(Err(e.to_string()));
+                        return;
+                    }
+                };
+                let _ = tx.send(Ok(rt.handle().clone()));
+                // The runtime lives until its owner is dropped, and is
+                // dropped here, on its own thread, never in an async context.
+                rt.block_on(async {
+                    let _ = stopped.await;
+                });
+            })
+            .map_err(|e| e.to_string())?;
+        let handle = rx
+            .recv()
+            .map_err(|_| "the runtime thread stopped".to_string())??;
+        Ok(Runtime {
+            handle,
+            stop: Some(stop),
+        })
+    }
+
+    /// Runs `fut` on the runtime and waits for its output.
+    pub fn run<T, F>(&self, fut: F) -> Result<T, Stopped>
+    where
+        F: Future<Output = T> + Send + 'static,
+        T: Send + 'static,
+    {
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        self.handle.spawn(async move {
+            let _ = tx.send(fut.await);
+        });
+        rx.recv().map_err(|_| Stopped)
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+/// The client's settings for `url` (a connect timeout and mnemo's
+/// application name unless the URL sets them) and its [`location`]; the
+/// error says how to write the URL.
+pub fn client_config(url: &str) -> Result<(Config, String), String> {
+    let mut config = Config::from_str(url).map_err(|e| {
+        format!(
+            "the PostgreSQL URL is not valid ({e}); write it as \
+             postgres://user:password@host:5432/database"
+        )
+    })?;
+    if config.get_connect_timeout().is_none() {
+        config.connect_timeout(Duration::from_secs(10));
+    }
+    if config.get_application_name().is_none() {
+        config.application_name("mnemo");
+    }
+    let location = location(&config);
+    Ok((config, location))
+}
+
+/// The URL of `config` without its password, for messages.
+pub fn location(config: &Config) -> String {
+    let host = config
+        .get_hosts()
+        .first()
+        .map(|h| match h {
+            Host::Tcp(s) => s.clone(),
+            Host::Unix(p) => p.display().to_string(),
+        })
+        .unwrap_or_else(|| "localhost".into());
+    let port = config.get_ports().first().copied().unwrap_or(5432);
+    let user = config
+        .get_user()
+        .map(|u| format!("{u}@"))
+        .unwrap_or_default();
+    let db = config.get_dbname().unwrap_or("");
+    format!("postgres://{user}{host}:{port}/{db}")
+}
+
+/// A client's error with the server's message and detail, when it has them.
+pub fn describe(e: &tokio_postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => match db.detail() {
+            Some(d) => format!("{} ({d})", db.message()),
+            None => db.message().to_string(),
+        },
+        None => e.to_string(),
+    }
+}
+
+/// True when the server refused for a reason worth a retry: a lock not
+/// granted, a deadlock, a serialisation failure.
+pub fn is_busy(e: &tokio_postgres::Error) -> bool {
+    use tokio_postgres::error::SqlState;
+    e.code().is_some_and(|c| {
+        *c == SqlState::LOCK_NOT_AVAILABLE
+            || *c == SqlState::T_R_DEADLOCK_DETECTED
+            || *c == SqlState::T_R_SERIALIZATION_FAILURE
+    })
+}
+
+/// One new connection, its I/O driven by a task of the current runtime;
+/// the error names the server and what to check.
+pub async fn connect(config: &Config, location: &str) -> Result<Client, String> {
+    let (client, conn) = config.connect(NoTls).await.map_err(|e| {
+        format!(
+            "cannot connect to the database at {location}: {} \
+             (is the server running, and are the URL, user and password right?)",
+            describe(&e)
+        )
+    })?;
+    tokio::spawn(async move {
+        if let Err(e) = conn.await {
+            tracing::debug!("PostgreSQL connection closed: {e}");
+        }
+    });
+    Ok(client)
+}
+
+/// A few connections to one database, each set up by a statement (its
+/// `search_path`) when opened.
+pub struct Pool {
+    config: Config,
+    location: String,
+    setup: String,
+    idle: Mutex<Vec<Client>>,
+    permits: Arc<Semaphore>,
+}
+
+/// A connection borrowed from the [`Pool`]: give it back with
+/// [`Pool::put`] after a success; dropped (closed) otherwise, so a broken
+/// connection or an aborted transaction never goes back.
+pub struct Pooled {
+    /// The connection.
+    pub client: Client,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl Pool {
+    /// At most `size` connections to `config`, each first running `setup`
+    /// (e.g. `SET search_path TO …`; empty for none).
+    pub fn new(config: Config, location: String, setup: String, size: usize) -> Arc<Pool> {
+        Arc::new(Pool {
+            config,
+            location,
+            setup,
+            idle: Mutex::new(Vec::new()),
+            permits: Arc::new(Semaphore::new(size.max(1))),
+        })
+    }
+
+    /// Where the database is, without a password.
+    pub fn location(&self) -> &str {
+        &self.location
+    }
+
+    /// An idle connection, or a new one; waits while `size` are in use.
+    pub async fn get(self: &Arc<Self>) -> Result<Pooled, String> {
+        let permit = self
+            .permits
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|_| "the connection pool is closed".to_string())?;
+        let idle = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        let client = match idle {
+            Some(c) if !c.is_closed() => c,
+            _ => {
+                let c = connect(&self.config, &self.location).await?;
+                if !self.setup.is_empty() {
+                    c.batch_execute(&self.setup)
+                        .await
+                        .map_err(|e| describe(&e))?;
+                }
+                c
+            }
+        };
+        Ok(Pooled {
+            client,
+            _permit: permit,
+        })
+    }
+
+    /// Gives `c` back for the next caller.
+    pub fn put(&self, c: Pooled) {
+        if !c.client.is_closed() {
+            self.idle
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(c.client);
+        }
+    }
+}
+
+/// A stable 64-bit key for an advisory lock (FNV-1a over the parts, each
+/// ended by a 0 byte): the same in every process and every mnemo version,
+/// unlike Rust's hasher.
+pub fn lock_key(parts: &[&str]) -> i64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for part in parts {
+        for b in part.bytes().chain([0u8]) {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    h as i64
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lock_keys_tell_parts_apart() {
+        assert_ne!(lock_key(&["ab", "c"]), lock_key(&["a", "bc"]));
+        assert_eq!(lock_key(&["w", "memory"]), lock_key(&["w", "memory"]));
+    }
+
+    #[test]
+    fn a_location_never_shows_the_password() {
+        let (_, loc) = client_config("postgres://u:secret@db.example:5433/mem").unwrap();
+        assert_eq!(loc, "postgres://u@db.example:5433/mem");
+    }
+}

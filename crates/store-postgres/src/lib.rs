@@ -1,0 +1,767 @@
+//! Workspaces in PostgreSQL: the session logs and memory documents of many
+//! workspaces as rows of one database, behind mnemo's [`Storage`] trait,
+//! so [`SessionStore`](mnemo_store::SessionStore) and
+//! [`MemoryStore`](mnemo_store::MemoryStore) work on them exactly as on a
+//! workspace folder (both run `mnemo_test_support::conformance::storage`).
+//!
+//! - A session log is one row per JSONL line, `(workspace, session, seq)`,
+//!   kept byte for byte: a replay gives exactly what the file would, and an
+//!   export writes the same file. An append is one transaction that locks
+//!   the session's row, so appenders in any number of processes and
+//!   servers never interleave or take one sequence number; it is
+//!   acknowledged once committed.
+//! - A document is one row `(workspace, path)` with a version counter:
+//!   a compare-and-swap write names the version it read and fails with
+//!   [`Error::Conflict`] when another writer got there first. Appends
+//!   (the history, daily logs, the audit log) concatenate in the server.
+//! - The memory lock is a session advisory lock per workspace, on a
+//!   connection of its own: the server frees it when the holder dies.
+//!
+//! Every table leads with the workspace id, so a distributed PostgreSQL
+//! (Citus) can shard by it; [`Database::delete_workspace`] removes every
+//! row a workspace owns.
+//!
+//! ```no_run
+//! use mnemo_store::{MemoryStore, MemorySettings};
+//! use mnemo_store_postgres::Database;
+//!
+//! let db = Database::connect("postgres://mnemo:secret@db.example/mnemo", "mnemo_store")?;
+//! let storage = std::sync::Arc::new(db.workspace("alice")?);
+//! let ws = mnemo_core::Workspace::new("/var/lib/mnemo/alice");
+//! let memory = MemoryStore::with_storage(&ws, MemorySettings::default(), storage);
+//! println!("{}", memory.read_memory_md()?);
+//! # Ok::<(), mnemo_store::Error>(())
+//! ```
+
+mod schema;
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use mnemo_postgres::{Pool, Pooled, Runtime};
+use mnemo_store::session::{self, LoadedSession, Record, SessionInfo, SessionOptions};
+use mnemo_store::{Document, Entry, Error, Expect, Held, Result, SessionWriter, Storage, Version};
+use tokio_postgres::Client;
+
+/// Connections kept for statements, at most.
+const POOL_SIZE: usize = 8;
+/// Connections kept for held memory locks, at most (each holder has one
+/// of its own, so waiting holders never starve the statements).
+const LOCK_POOL_SIZE: usize = 64;
+
+type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// One database holding workspaces, in one schema.
+pub struct Database {
+    rt: Runtime,
+    pool: Arc<Pool>,
+    locks: Arc<Pool>,
+    schema: String,
+    location: String,
+}
+
+impl std::fmt::Debug for Database {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Database")
+            .field("location", &self.location)
+            .field("schema", &self.schema)
+            .finish()
+    }
+}
+
+/// The store's error for a failure at `location`.
+fn failed(location: &str, message: impl Into<String>) -> Error {
+    Error::Storage {
+        location: location.to_string(),
+        message: message.into(),
+    }
+}
+
+/// A client error at `location`, with the server's words.
+fn db_err(location: &str) -> impl Fn(tokio_postgres::Error) -> Error + '_ {
+    move |e| failed(location, mnemo_postgres::describe(&e))
+}
+
+/// True for a schema name mnemo creates: lower-case letters, digits and `_`.
+pub fn valid_schema(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 63
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+        && !name.starts_with("pg_")
+}
+
+impl Database {
+    /// Connects to `url` and creates or migrates the store's tables in
+    /// `schema`. Errors say what to fix: an unreachable server, a wrong
+    /// URL, a schema written by a newer mnemo.
+    pub fn connect(url: &str, schema: &str) -> Result<Arc<Database>> {
+        if !valid_schema(schema) {
+            return Err(Error::Invalid(format!(
+                "{schema:?} cannot name the store's schema: use lower-case letters, digits and _"
+            )));
+        }
+        let (config, location) =
+            mnemo_postgres::client_config(url).map_err(|m| failed("postgres", m))?;
+        let rt = Runtime::start().map_err(|m| failed(&location, m))?;
+        let setup = format!("SET search_path TO {schema}");
+        let db = Arc::new(Database {
+            rt,
+            pool: Pool::new(config.clone(), location.clone(), setup.clone(), POOL_SIZE),
+            locks: Pool::new(config, location.clone(), setup, LOCK_POOL_SIZE),
+            schema: schema.to_string(),
+            location,
+        });
+        let schema = db.schema.clone();
+        let loc = db.location.clone();
+        let pool = db.pool.clone();
+        db.rt
+            .run(async move {
+                let p = pool.get().await.map_err(|m| failed(&loc, m))?;
+                schema::migrate(&p.client, &schema, &loc).await?;
+                pool.put(p);
+                Ok::<_, Error>(())
+            })
+            .map_err(|s| failed(&db.location, s.to_string()))??;
+        Ok(db)
+    }
+
+    /// Where the database is, without a password.
+    pub fn location(&self) -> &str {
+        &self.location
+    }
+
+    /// The storage of workspace `id` (nothing is written until it is used).
+    pub fn workspace(self: &Arc<Self>, id: &str) -> Result<PgStorage> {
+        if id.is_empty() || id.len() > 200 || id.chars().any(char::is_control) {
+            return Err(Error::Invalid(format!(
+                "{id:?} cannot name a workspace: use 1 to 200 printable characters"
+            )));
+        }
+        Ok(PgStorage {
+            db: self.clone(),
+            workspace: id.to_string(),
+        })
+    }
+
+    /// The workspaces that hold any row, by id.
+    pub fn workspaces(&self) -> Result<Vec<String>> {
+        self.call(|c, loc| {
+            Box::pin(async move {
+                let rows = c
+                    .query(
+                        "SELECT workspace FROM documents UNION SELECT workspace FROM sessions \
+                         ORDER BY 1",
+                        &[],
+                    )
+                    .await
+                    .map_err(db_err(&loc))?;
+                Ok(rows.iter().map(|r| r.get(0)).collect())
+            })
+        })
+    }
+
+    /// Removes every row workspace `id` owns (documents, sessions and their
+    /// lines) in one transaction; returns how many rows went.
+    pub fn delete_workspace(&self, id: &str) -> Result<u64> {
+        let id = id.to_string();
+        self.call(move |c, loc| {
+            Box::pin(async move {
+                c.batch_execute("BEGIN").await.map_err(db_err(&loc))?;
+                let mut n = 0;
+                for table in schema::TABLES {
+                    n += c
+                        .execute(&format!("DELETE FROM {table} WHERE workspace = $1"), &[&id])
+                        .await
+                        .map_err(db_err(&loc))?;
+                }
+                c.batch_execute("COMMIT").await.map_err(db_err(&loc))?;
+                Ok(n)
+            })
+        })
+    }
+
+    /// Runs `f` on a pooled connection and waits for it. The connection
+    /// goes back to the pool after a success only: after an error it may
+    /// be broken or inside an aborted transaction.
+    fn call<T, F>(&self, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: for<'c> FnOnce(&'c Client, String) -> BoxFuture<'c, Result<T>> + Send + 'static,
+    {
+        let pool = self.pool.clone();
+        let loc = self.location.clone();
+        self.rt
+            .run(async move {
+                let p = pool.get().await.map_err(|m| failed(&loc, m))?;
+                let result = f(&p.client, loc).await;
+                if result.is_ok() {
+                    pool.put(p);
+                }
+                result
+            })
+            .map_err(|s| failed(&self.location, s.to_string()))?
+    }
+}
+
+/// One workspace's rows in a [`Database`], as [`Storage`].
+#[derive(Debug, Clone)]
+pub struct PgStorage {
+    db: Arc<Database>,
+    workspace: String,
+}
+
+impl PgStorage {
+    /// The workspace id.
+    pub fn id(&self) -> &str {
+        &self.workspace
+    }
+
+    /// The database.
+    pub fn database(&self) -> &Arc<Database> {
+        &self.db
+    }
+
+    /// The file stem the log of `key` has (or would get): the file's when
+    /// the key's own stem is not taken by another key of the workspace.
+    async fn stem(c: &Client, loc: &str, ws: &str, key: &str) -> Result<String> {
+        if let Some(row) = c
+            .query_opt(
+                "SELECT stem FROM sessions WHERE workspace = $1 AND key = $2",
+                &[&ws, &key],
+            )
+            .await
+            .map_err(db_err(loc))?
+        {
+            return Ok(row.get(0));
+        }
+        let stem = session::file_stem(key)?;
+        let taken = c
+            .query_opt(
+                "SELECT 1 FROM sessions WHERE workspace = $1 AND stem = $2",
+                &[&ws, &stem],
+            )
+            .await
+            .map_err(db_err(loc))?
+            .is_some();
+        if taken {
+            session::disambiguated_stem(key)
+        } else {
+            Ok(stem)
+        }
+    }
+}
+
+fn version(v: i64) -> Version {
+    Version(v.to_string())
+}
+
+fn text_of(rel: &str, body: Vec<u8>) -> Result<String> {
+    String::from_utf8(body).map_err(|e| {
+        let valid = e.utf8_error().valid_up_to();
+        let line = e.as_bytes().iter().take(valid).filter(|b| **b == b'\n').count() + 1;
+        Error::Corrupt {
+            path: PathBuf::from(rel),
+            line,
+            message: format!(
+                "invalid UTF-8 at byte {valid}: the document was left unchanged; write it again as UTF-8"
+            ),
+        }
+    })
+}
+
+impl Storage for PgStorage {
+    fn kind(&self) -> &'static str {
+        "postgres"
+    }
+
+    fn location(&self) -> String {
+        format!(
+            "{} (schema {}, workspace {})",
+            self.db.location, self.db.schema, self.workspace
+        )
+    }
+
+    fn read(&self, rel: &str) -> Result<Option<Document>> {
+        let (ws, rel) = (self.workspace.clone(), rel.to_string());
+        self.db.call(move |c, loc| {
+            Box::pin(async move {
+                let row = c
+                    .query_opt(
+                        "SELECT body, version FROM documents WHERE workspace = $1 AND path = $2",
+                        &[&ws, &rel],
+                    )
+                    .await
+                    .map_err(db_err(&loc))?;
+                row.map(|r| {
+                    Ok(Document {
+                        text: text_of(&rel, r.get(0))?,
+                        version: version(r.get(1)),
+                    })
+                })
+                .transpose()
+            })
+        })
+    }
+
+    fn read_head(&self, rel: &str, max: usize) -> Result<Option<Vec<u8>>> {
+        let (ws, rel) = (self.workspace.clone(), rel.to_string());
+        let max = i32::try_from(max).unwrap_or(i32::MAX);
+        self.db.call(move |c, loc| {
+            Box::pin(async move {
+                let row = c
+                    .query_opt(
+                        "SELECT substring(body FROM 1 FOR $3) FROM documents \
+                         WHERE workspace = $1 AND path = $2",
+                        &[&ws, &rel, &max],
+                    )
+                    .await
+                    .map_err(db_err(&loc))?;
+                Ok(row.map(|r| r.get(0)))
+            })
+        })
+    }
+
+    fn write(&self, rel: &str, text: &str, expect: Expect) -> Result<Version> {
+        let (ws, rel, body) = (
+            self.workspace.clone(),
+            rel.to_string(),
+            text.as_bytes().to_vec(),
+        );
+        self.db.call(move |c, loc| {
+            Box::pin(async move {
+                let row = match &expect {
+                    Expect::Any => c
+                        .query_opt(
+                            "INSERT INTO documents (workspace, path, body, version) \
+                             VALUES ($1, $2, $3, 1) ON CONFLICT (workspace, path) DO UPDATE \
+                             SET body = EXCLUDED.body, version = documents.version + 1, \
+                             modified = now() RETURNING version",
+                            &[&ws, &rel, &body],
+                        )
+                        .await,
+                    Expect::Absent => c
+                        .query_opt(
+                            "INSERT INTO documents (workspace, path, body, version) \
+                             VALUES ($1, $2, $3, 1) ON CONFLICT (workspace, path) DO NOTHING \
+                             RETURNING version",
+                            &[&ws, &rel, &body],
+                        )
+                        .await,
+                    Expect::Version(v) => {
+                        let Ok(v) = v.0.parse::<i64>() else {
+                            return Err(Error::Conflict(format!(
+                                "{rel}: version {v} was not read from this database"
+                            )));
+                        };
+                        c.query_opt(
+                            "UPDATE documents SET body = $3, version = version + 1, modified = now() \
+                             WHERE workspace = $1 AND path = $2 AND version = $4 RETURNING version",
+                            &[&ws, &rel, &body, &v],
+                        )
+                        .await
+                    }
+                }
+                .map_err(db_err(&loc))?;
+                match row {
+                    Some(r) => Ok(version(r.get(0))),
+                    None if expect == Expect::Absent => Err(Error::Conflict(format!(
+                        "{rel} already exists; nothing was written"
+                    ))),
+                    None => Err(Error::Conflict(format!(
+                        "{rel} changed since it was read; nothing was written: read it again"
+                    ))),
+                }
+            })
+        })
+    }
+
+    fn append(&self, rel: &str, text: &str) -> Result<()> {
+        let (ws, rel, body) = (
+            self.workspace.clone(),
+            rel.to_string(),
+            text.as_bytes().to_vec(),
+        );
+        self.db.call(move |c, loc| {
+            Box::pin(async move {
+                c.execute(
+                    "INSERT INTO documents (workspace, path, body, version) VALUES ($1, $2, $3, 1) \
+                     ON CONFLICT (workspace, path) DO UPDATE SET body = documents.body || EXCLUDED.body, \
+                     version = documents.version + 1, modified = now()",
+                    &[&ws, &rel, &body],
+                )
+                .await
+                .map_err(db_err(&loc))?;
+                Ok(())
+            })
+        })
+    }
+
+    fn remove(&self, rel: &str) -> Result<bool> {
+        let (ws, rel) = (self.workspace.clone(), rel.to_string());
+        self.db.call(move |c, loc| {
+            Box::pin(async move {
+                let n = c
+                    .execute(
+                        "DELETE FROM documents WHERE workspace = $1 AND path = $2",
+                        &[&ws, &rel],
+                    )
+                    .await
+                    .map_err(db_err(&loc))?;
+                Ok(n > 0)
+            })
+        })
+    }
+
+    fn exists(&self, rel: &str) -> Result<bool> {
+        let (ws, rel) = (self.workspace.clone(), rel.to_string());
+        self.db.call(move |c, loc| {
+            Box::pin(async move {
+                Ok(c.query_opt(
+                    "SELECT 1 FROM documents WHERE workspace = $1 AND path = $2",
+                    &[&ws, &rel],
+                )
+                .await
+                .map_err(db_err(&loc))?
+                .is_some())
+            })
+        })
+    }
+
+    fn list(&self, dir: &str) -> Result<Vec<Entry>> {
+        let (ws, prefix) = (
+            self.workspace.clone(),
+            format!("{}/", dir.trim_end_matches('/')),
+        );
+        self.db.call(move |c, loc| {
+            Box::pin(async move {
+                let rows = c
+                    .query(
+                        "SELECT path, modified, octet_length(body)::bigint FROM documents \
+                         WHERE workspace = $1 AND starts_with(path, $2) AND right(path, 3) = '.md' \
+                         ORDER BY path",
+                        &[&ws, &prefix],
+                    )
+                    .await
+                    .map_err(db_err(&loc))?;
+                Ok(rows
+                    .iter()
+                    .map(|r| Entry {
+                        rel: r.get(0),
+                        modified: r.get::<_, DateTime<Utc>>(1),
+                        len: u64::try_from(r.get::<_, i64>(2)).unwrap_or(0),
+                    })
+                    .collect())
+            })
+        })
+    }
+
+    fn lock_memory(&self) -> Result<Held> {
+        let key = mnemo_postgres::lock_key(&[&self.db.schema, &self.workspace, "memory"]);
+        let locks = self.db.locks.clone();
+        let loc = self.db.location.clone();
+        let conn = self
+            .db
+            .rt
+            .run(async move {
+                let p = locks.get().await.map_err(|m| failed(&loc, m))?;
+                p.client
+                    .execute("SELECT pg_advisory_lock($1)", &[&key])
+                    .await
+                    .map_err(db_err(&loc))?;
+                Ok::<_, Error>(p)
+            })
+            .map_err(|s| failed(&self.db.location, s.to_string()))??;
+        Ok(Held::new(MemoryLock {
+            db: self.db.clone(),
+            conn: Some(conn),
+            key,
+        }))
+    }
+
+    fn session_rel(&self, key: &str) -> Result<String> {
+        let (ws, key) = (self.workspace.clone(), key.to_string());
+        self.db.call(move |c, loc| {
+            Box::pin(async move {
+                Ok(format!(
+                    "sessions/{}.jsonl",
+                    Self::stem(c, &loc, &ws, &key).await?
+                ))
+            })
+        })
+    }
+
+    fn open_session(&self, key: &str, _options: &SessionOptions) -> Result<Box<dyn SessionWriter>> {
+        Ok(Box::new(PgSession {
+            location: PathBuf::from(self.session_rel(key)?),
+            storage: self.clone(),
+            key: key.to_string(),
+        }))
+    }
+
+    fn load_session(&self, key: &str) -> Result<Option<LoadedSession>> {
+        let (ws, key) = (self.workspace.clone(), key.to_string());
+        self.db.call(move |c, loc| {
+            Box::pin(async move {
+                let Some(row) = c
+                    .query_opt(
+                        "SELECT stem FROM sessions WHERE workspace = $1 AND key = $2",
+                        &[&ws, &key],
+                    )
+                    .await
+                    .map_err(db_err(&loc))?
+                else {
+                    return Ok(None);
+                };
+                let stem: String = row.get(0);
+                let rows = c
+                    .query(
+                        "SELECT line FROM session_lines WHERE workspace = $1 AND key = $2 ORDER BY seq",
+                        &[&ws, &key],
+                    )
+                    .await
+                    .map_err(db_err(&loc))?;
+                if rows.is_empty() {
+                    return Ok(None);
+                }
+                let mut bytes = Vec::new();
+                for r in &rows {
+                    bytes.extend_from_slice(r.get::<_, &[u8]>(0));
+                    bytes.push(b'\n');
+                }
+                let path = PathBuf::from(format!("sessions/{stem}.jsonl"));
+                Ok(Some(session::parse_session_bytes(&path, &bytes)))
+            })
+        })
+    }
+
+    fn list_sessions(&self) -> Result<Vec<SessionInfo>> {
+        let ws = self.workspace.clone();
+        let rows: Vec<(String, String, DateTime<Utc>)> = self.db.call(move |c, loc| {
+            Box::pin(async move {
+                let rows = c
+                    .query(
+                        "SELECT key, stem, updated FROM sessions WHERE workspace = $1",
+                        &[&ws],
+                    )
+                    .await
+                    .map_err(db_err(&loc))?;
+                Ok(rows
+                    .iter()
+                    .map(|r| (r.get(0), r.get(1), r.get(2)))
+                    .collect())
+            })
+        })?;
+        let mut out = Vec::new();
+        for (key, stem, updated) in rows {
+            let Some(loaded) = self.load_session(&key)? else {
+                continue;
+            };
+            out.push(SessionInfo {
+                key: loaded.meta.key.clone(),
+                file: format!("sessions/{stem}.jsonl"),
+                created_at: loaded.meta.created_at.clone(),
+                updated_at: DateTime::<chrono::Local>::from(updated)
+                    .to_rfc3339_opts(chrono::SecondsFormat::Secs, false),
+                messages: loaded.messages.len(),
+                last_consolidated: loaded.meta.last_consolidated,
+            });
+        }
+        session::sort_sessions(&mut out);
+        Ok(out)
+    }
+}
+
+/// A held memory lock: the connection that holds the advisory lock.
+struct MemoryLock {
+    db: Arc<Database>,
+    conn: Option<Pooled>,
+    key: i64,
+}
+
+impl Drop for MemoryLock {
+    fn drop(&mut self) {
+        let Some(conn) = self.conn.take() else {
+            return;
+        };
+        let (locks, key) = (self.db.locks.clone(), self.key);
+        // An unlock that fails closes the connection instead, and the
+        // server frees the lock with it.
+        let _ = self.db.rt.run(async move {
+            if conn
+                .client
+                .execute("SELECT pg_advisory_unlock($1)", &[&key])
+                .await
+                .is_ok()
+            {
+                locks.put(conn);
+            }
+        });
+    }
+}
+
+/// The open log of one session in the database.
+#[derive(Debug)]
+struct PgSession {
+    storage: PgStorage,
+    key: String,
+    location: PathBuf,
+}
+
+impl PgSession {
+    /// Runs `edit` in a transaction holding the session's row lock (the
+    /// row is made first when the session is new), with the lines so far
+    /// counted.
+    fn locked<T, F>(&self, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: for<'c> FnOnce(&'c Client, String, String, String, i64) -> BoxFuture<'c, Result<T>>
+            + Send
+            + 'static,
+    {
+        let (ws, key) = (self.storage.workspace.clone(), self.key.clone());
+        self.storage.db.call(move |c, loc| {
+            Box::pin(async move {
+                let stem = PgStorage::stem(c, &loc, &ws, &key).await?;
+                c.batch_execute("BEGIN").await.map_err(db_err(&loc))?;
+                c.execute(
+                    "INSERT INTO sessions (workspace, key, stem) VALUES ($1, $2, $3) \
+                     ON CONFLICT (workspace, key) DO NOTHING",
+                    &[&ws, &key, &stem],
+                )
+                .await
+                .map_err(db_err(&loc))?;
+                let lines: i64 = c
+                    .query_one(
+                        "SELECT lines FROM sessions WHERE workspace = $1 AND key = $2 FOR UPDATE",
+                        &[&ws, &key],
+                    )
+                    .await
+                    .map_err(db_err(&loc))?
+                    .get(0);
+                let out = f(c, loc.clone(), ws, key, lines).await?;
+                c.batch_execute("COMMIT").await.map_err(db_err(&loc))?;
+                Ok(out)
+            })
+        })
+    }
+}
+
+impl SessionWriter for PgSession {
+    fn location(&self) -> &Path {
+        &self.location
+    }
+
+    fn append_lines(&mut self, lines: &[u8], _force_sync: bool) -> Result<()> {
+        let mut new: Vec<Vec<u8>> = lines
+            .split(|b| *b == b'\n')
+            .filter(|l| !l.is_empty())
+            .map(<[u8]>::to_vec)
+            .collect();
+        if new.is_empty() {
+            return Ok(());
+        }
+        let first = session::first_record_line(&self.key)?;
+        // A commit is durable (synchronous_commit): the fsync policy is the
+        // server's.
+        self.locked(move |c, loc, ws, key, count| {
+            Box::pin(async move {
+                if count == 0 {
+                    let mut head = first;
+                    head.pop();
+                    new.insert(0, head);
+                }
+                let next: i64 = c
+                    .query_one(
+                        "SELECT COALESCE(max(seq), 0) + 1 FROM session_lines \
+                         WHERE workspace = $1 AND key = $2",
+                        &[&ws, &key],
+                    )
+                    .await
+                    .map_err(db_err(&loc))?
+                    .get(0);
+                let n = i64::try_from(new.len()).unwrap_or(i64::MAX);
+                let seqs: Vec<i64> = (next..next + n).collect();
+                c.execute(
+                    "INSERT INTO session_lines (workspace, key, seq, line) \
+                     SELECT $1, $2, s, l FROM unnest($3::bigint[], $4::bytea[]) AS t(s, l)",
+                    &[&ws, &key, &seqs, &new],
+                )
+                .await
+                .map_err(db_err(&loc))?;
+                c.execute(
+                    "UPDATE sessions SET lines = lines + $3, updated = now() \
+                     WHERE workspace = $1 AND key = $2",
+                    &[&ws, &key, &n],
+                )
+                .await
+                .map_err(db_err(&loc))?;
+                Ok(())
+            })
+        })
+    }
+
+    fn sync(&mut self) -> Result<()> {
+        Ok(())
+    }
+
+    fn fold(&mut self) -> Result<()> {
+        self.locked(move |c, loc, ws, key, _| {
+            Box::pin(async move {
+                let rows = c
+                    .query(
+                        "SELECT seq, line FROM session_lines WHERE workspace = $1 AND key = $2 \
+                         ORDER BY seq",
+                        &[&ws, &key],
+                    )
+                    .await
+                    .map_err(db_err(&loc))?;
+                let Some(first) = rows.first().map(|r| r.get::<_, i64>(0)) else {
+                    return Ok(());
+                };
+                let meta: Vec<(i64, Vec<u8>)> = rows
+                    .iter()
+                    .map(|r| (r.get::<_, i64>(0), r.get::<_, Vec<u8>>(1)))
+                    .filter(|(_, l)| {
+                        std::str::from_utf8(l)
+                            .is_ok_and(|l| matches!(Record::parse(l), Ok(Record::Metadata(_))))
+                    })
+                    .collect();
+                let Some((_, last)) = meta.last().cloned() else {
+                    return Ok(());
+                };
+                if meta.len() == 1 && meta.first().is_some_and(|(s, _)| *s == first) {
+                    return Ok(());
+                }
+                // The last metadata record wins: it goes to the top, the
+                // others go; messages and other records keep their lines.
+                let seqs: Vec<i64> = meta.iter().map(|(s, _)| *s).collect();
+                c.execute(
+                    "DELETE FROM session_lines WHERE workspace = $1 AND key = $2 AND seq = ANY($3)",
+                    &[&ws, &key, &seqs],
+                )
+                .await
+                .map_err(db_err(&loc))?;
+                c.execute(
+                    "INSERT INTO session_lines (workspace, key, seq, line) VALUES ($1, $2, $3, $4)",
+                    &[&ws, &key, &(first - 1), &last],
+                )
+                .await
+                .map_err(db_err(&loc))?;
+                let n = i64::try_from(seqs.len()).unwrap_or(0) - 1;
+                c.execute(
+                    "UPDATE sessions SET lines = lines - $3 WHERE workspace = $1 AND key = $2",
+                    &[&ws, &key, &n],
+                )
+                .await
+                .map_err(db_err(&loc))?;
+                Ok(())
+            })
+        })
+    }
+}

@@ -1,0 +1,99 @@
+//! The store's tables and their versioned migrations. `store_version`
+//! holds the version this schema is at; each migration runs once, in a
+//! transaction, under an advisory lock, so servers starting together
+//! migrate once. A schema written by a newer mnemo is refused, never
+//! changed.
+
+use mnemo_store::{Error, Result};
+use tokio_postgres::Client;
+
+use crate::{db_err, failed};
+
+/// The tables that hold a workspace's rows (each leads with `workspace`).
+pub(crate) const TABLES: [&str; 3] = ["session_lines", "sessions", "documents"];
+
+/// The migrations, in order: migration `i` brings the schema to `i + 1`.
+const MIGRATIONS: &[&str] = &["
+    CREATE TABLE documents (
+        workspace text NOT NULL,
+        path text NOT NULL,
+        body bytea NOT NULL,
+        version bigint NOT NULL,
+        modified timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (workspace, path)
+    );
+    CREATE TABLE sessions (
+        workspace text NOT NULL,
+        key text NOT NULL,
+        stem text NOT NULL,
+        lines bigint NOT NULL DEFAULT 0,
+        created timestamptz NOT NULL DEFAULT now(),
+        updated timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (workspace, key)
+    );
+    CREATE UNIQUE INDEX sessions_stem ON sessions (workspace, stem);
+    CREATE TABLE session_lines (
+        workspace text NOT NULL,
+        key text NOT NULL,
+        seq bigint NOT NULL,
+        line bytea NOT NULL,
+        PRIMARY KEY (workspace, key, seq)
+    );
+"];
+
+/// Creates `schema` and brings it to the newest version.
+pub(crate) async fn migrate(c: &Client, schema: &str, loc: &str) -> Result<()> {
+    let key = mnemo_postgres::lock_key(&["mnemo-store-migrate", schema]);
+    c.execute("SELECT pg_advisory_lock($1)", &[&key])
+        .await
+        .map_err(db_err(loc))?;
+    let result = run(c, schema, loc).await;
+    let _ = c.execute("SELECT pg_advisory_unlock($1)", &[&key]).await;
+    result
+}
+
+async fn run(c: &Client, schema: &str, loc: &str) -> Result<()> {
+    c.batch_execute(&format!(
+        "CREATE SCHEMA IF NOT EXISTS {schema};
+         CREATE TABLE IF NOT EXISTS {schema}.store_version (version integer NOT NULL);"
+    ))
+    .await
+    .map_err(db_err(loc))?;
+    let row = c
+        .query_opt(&format!("SELECT version FROM {schema}.store_version"), &[])
+        .await
+        .map_err(db_err(loc))?;
+    let at = row.map_or(0, |r| r.get::<_, i32>(0));
+    let newest = i32::try_from(MIGRATIONS.len()).unwrap_or(i32::MAX);
+    if at > newest {
+        return Err(failed(
+            loc,
+            format!(
+                "the schema {schema} was written by a newer mnemo (version {at}; this one knows {newest}): \
+                 upgrade mnemo, or use another schema"
+            ),
+        ));
+    }
+    for (i, sql) in MIGRATIONS
+        .iter()
+        .enumerate()
+        .skip(usize::try_from(at).unwrap_or(0))
+    {
+        let to = i32::try_from(i + 1).unwrap_or(i32::MAX);
+        let step = format!(
+            "BEGIN; SET LOCAL search_path TO {schema}; {sql};
+             DELETE FROM store_version; INSERT INTO store_version VALUES ({to}); COMMIT;"
+        );
+        if let Err(e) = c.batch_execute(&step).await {
+            let _ = c.batch_execute("ROLLBACK").await;
+            return Err(Error::Storage {
+                location: loc.to_string(),
+                message: format!(
+                    "migrating the schema {schema} to version {to} failed: {}",
+                    mnemo_postgres::describe(&e)
+                ),
+            });
+        }
+    }
+    Ok(())
+}

@@ -3,7 +3,7 @@
 //! files and the memory tools; the replayed history; the user's message)
 //! and reports the tokens of each part.
 
-use mnemo_core::{resolve_in_workspace, Message};
+use mnemo_core::Message;
 use mnemo_llm::{ChatRequest, ToolSpec};
 use mnemo_store::LoadedSession;
 use serde::Serialize;
@@ -188,10 +188,7 @@ impl Engine {
         }
         let mut sel = String::new();
         for rel in selected {
-            let Ok(path) = resolve_in_workspace(self.workspace.root(), rel) else {
-                continue;
-            };
-            let Ok(text) = std::fs::read_to_string(&path) else {
+            let Ok(Some(text)) = self.memory.read_document(rel) else {
                 continue;
             };
             let cap = self.settings.restore_file_tokens * 4;

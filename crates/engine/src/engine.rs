@@ -100,6 +100,15 @@ impl std::fmt::Debug for Engine {
 }
 
 impl Engine {
+    /// The engine over other stores than the workspace folder's (a
+    /// database workspace): `sessions` and `memory` replace the ones
+    /// [`new`](Self::new) opened, with the same settings.
+    pub fn with_stores(mut self, sessions: SessionStore, memory: MemoryStore) -> Self {
+        self.sessions = sessions;
+        self.memory = memory;
+        self
+    }
+
     /// An engine over `workspace` with the `[engine]`, `[session]` and
     /// `[memory]` sections of `config`, calling `model` for consolidation,
     /// flush, summaries, slugs and (unless [`with_side_model`](Self::with_side_model))
@@ -309,7 +318,7 @@ impl Engine {
 
     pub(crate) async fn lock(&self, key: &str) -> Result<SessionLock> {
         SessionLock::acquire(
-            &self.workspace,
+            self.sessions.storage(),
             key,
             Duration::from_secs(self.settings.lock_wait_secs),
         )

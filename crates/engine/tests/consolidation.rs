@@ -185,7 +185,9 @@ async fn one_consolidation_per_session_at_a_time() {
     let env = env().await;
     write_session(&env.ws, &chat_turns(3, 20));
     let engine = engine(&env, 8_000, 1_000, "lock_wait_secs = 0", t0());
-    let held = mnemo_engine::lock::SessionLock::acquire(&env.ws, KEY, std::time::Duration::ZERO)
+    let storage: mnemo_store::SharedStorage =
+        std::sync::Arc::new(mnemo_store::FileStorage::new(&env.ws));
+    let held = mnemo_engine::lock::SessionLock::acquire(&storage, KEY, std::time::Duration::ZERO)
         .await
         .unwrap();
     let err = engine.consolidate_now(KEY).await.unwrap_err();

@@ -36,6 +36,7 @@ use mnemo_core::redact;
 mod scan;
 mod search;
 mod settings;
+pub mod source;
 pub mod sqlite;
 mod sqlite_store;
 pub mod store;
@@ -55,6 +56,7 @@ pub use settings::{
     valid_schema_name, BackendKind, DatabaseUrl, Fusion, IndexOptions, IndexSettings,
     SearchOptions, VectorScale,
 };
+pub use source::{SourceDoc, SourceTree};
 pub use sqlite_store::SqliteStore;
 pub use store::{Generation, IndexStore, LockWait, WriterLock};
 pub use types::{

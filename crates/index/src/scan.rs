@@ -360,7 +360,7 @@ pub(crate) fn one_file(
 }
 
 /// True when `rel` names a session log: `sessions/<name>.jsonl`.
-fn is_session_path(rel: &str) -> bool {
+pub(crate) fn is_session_path(rel: &str) -> bool {
     rel.strip_prefix("sessions/")
         .is_some_and(|name| !name.contains('/') && name.to_ascii_lowercase().ends_with(".jsonl"))
 }

@@ -84,9 +84,8 @@ impl MnemoServer {
         mnemo_service::blocking(move || {
             let mnemo = b.mnemo();
             let mut out = Vec::new();
-            let md = mnemo.workspace().memory_md();
-            if md.exists() {
-                let size = std::fs::metadata(&md).map(|m| m.len()).unwrap_or(0);
+            if let Some(md) = mnemo.memory().read_document("MEMORY.md")? {
+                let size = md.len() as u64;
                 out.push(
                     Resource::new(format!("{RESOURCE_PREFIX}MEMORY.md"), "MEMORY.md")
                         .with_description("Core long-term memory, injected into every prompt")

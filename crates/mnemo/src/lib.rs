@@ -18,10 +18,15 @@ pub use mnemo_index as index;
 pub use mnemo_index_postgres as index_postgres;
 pub use mnemo_llm as llm;
 pub use mnemo_store as store;
+pub use mnemo_store_postgres as store_postgres;
 
-use mnemo_index::{BackendKind, IndexError, IndexSettings, MemoryIndex};
+mod source;
+
+use mnemo_index::{
+    BackendKind, IndexError, IndexSettings, IndexStore, MemoryIndex, SourceTree, SqliteStore,
+};
 use mnemo_index_postgres::{PostgresOptions, PostgresStore};
-use mnemo_store::{MemoryStore, SessionStore};
+use mnemo_store::{MemoryStore, SessionStore, SharedStorage};
 
 /// Opens the search index of `ws` where `settings` say it lives: the
 /// embedded SQLite index under `.mnemo/` (`[index] backend = "sqlite"`, the
@@ -32,8 +37,30 @@ pub fn open_index(
     settings: IndexSettings,
     embedder: Option<Arc<dyn Embedder>>,
 ) -> Result<MemoryIndex, IndexError> {
-    match settings.index.backend {
-        BackendKind::Sqlite => MemoryIndex::open(ws, settings, embedder),
+    open_index_over(ws, settings, embedder, None)
+}
+
+/// [`open_index`] over documents read from `source` instead of the
+/// workspace folder (a database workspace; see [`MemoryIndex::with_source`]).
+pub fn open_index_over(
+    ws: &Workspace,
+    settings: IndexSettings,
+    embedder: Option<Arc<dyn Embedder>>,
+    source: Option<Arc<dyn SourceTree>>,
+) -> Result<MemoryIndex, IndexError> {
+    let store: Arc<dyn IndexStore> = match settings.index.backend {
+        BackendKind::Sqlite if source.is_none() => {
+            return MemoryIndex::open(ws, settings, embedder)
+        }
+        BackendKind::Sqlite => {
+            settings.validate()?;
+            let model = embedder.as_ref().map(|e| (e.id(), e.dims()));
+            Arc::new(SqliteStore::open(
+                &ws.state_dir(),
+                model,
+                settings.index.vector_scan,
+            )?)
+        }
         BackendKind::Postgres => {
             // `with_store` validates the rest; the URL is needed first.
             let url = settings.index.url.clone().ok_or_else(|| {
@@ -44,9 +71,12 @@ pub fn open_index(
                 schema: settings.index.schema.clone(),
             };
             let model = embedder.as_ref().map(|e| (e.id(), e.dims()));
-            let store = PostgresStore::open(&opts, model)?;
-            MemoryIndex::with_store(ws, settings, embedder, Arc::new(store))
+            Arc::new(PostgresStore::open(&opts, model)?)
         }
+    };
+    match source {
+        Some(source) => MemoryIndex::with_source(ws, settings, embedder, store, source),
+        None => MemoryIndex::with_store(ws, settings, embedder, store),
     }
 }
 
@@ -133,8 +163,22 @@ pub struct Mnemo {
 impl Mnemo {
     /// Opens `workspace` with `config` (already carrying env and flag overrides).
     pub fn open(workspace: Workspace, config: Config) -> Result<Self> {
-        let sessions = SessionStore::from_config(&workspace, &config)?;
-        let memory = MemoryStore::from_config(&workspace, &config)?;
+        let storage: SharedStorage = Arc::new(mnemo_store::FileStorage::new(&workspace));
+        Self::open_with_storage(workspace, config, storage)
+    }
+
+    /// Opens a workspace whose sessions and memory are kept in `storage`
+    /// (rows of a database, say); `workspace` is then a folder for derived
+    /// state only (caches; the index's freshness notes). The index reads
+    /// the documents from the storage and checks its revision before a
+    /// search.
+    pub fn open_with_storage(
+        workspace: Workspace,
+        config: Config,
+        storage: SharedStorage,
+    ) -> Result<Self> {
+        let sessions = SessionStore::with_storage(storage.clone(), config.section("session")?);
+        let memory = MemoryStore::with_storage(&workspace, config.section("memory")?, storage);
         memory.validate()?;
         Ok(Mnemo {
             workspace,
@@ -198,11 +242,24 @@ impl Mnemo {
             None => {
                 let settings = IndexSettings::from_config(&self.config)?;
                 let choice = self.embedder()?;
-                let index = Arc::new(open_index(&self.workspace, settings, choice.embedder)?);
+                let storage = self.sessions.storage();
+                let source = storage.root().is_none().then(|| {
+                    Arc::new(source::StorageSource(storage.clone())) as Arc<dyn SourceTree>
+                });
+                let index = Arc::new(open_index_over(
+                    &self.workspace,
+                    settings,
+                    choice.embedder,
+                    source,
+                )?);
                 self.index.get_or_init(|| index).clone()
             }
         };
-        if self.keep_fresh.load(std::sync::atomic::Ordering::Relaxed) {
+        // A workspace that is not a folder has no files to watch: its
+        // index follows the storage's revision instead.
+        if self.keep_fresh.load(std::sync::atomic::Ordering::Relaxed)
+            && self.sessions.storage().root().is_some()
+        {
             self.watch_index(&index);
         }
         Ok(index)

@@ -619,6 +619,12 @@ impl Service {
         Ok(engine)
     }
 
+    /// The engine over the workspace's own stores (a database workspace's
+    /// rows, not files of its folder).
+    fn over_stores(&self, engine: Engine) -> Engine {
+        engine.with_stores(self.mnemo.sessions().clone(), self.mnemo.memory().clone())
+    }
+
     fn engine_slot(&self) -> Result<&EngineSlot> {
         self.engine_slot_with(&mut |_| {})
     }
@@ -631,7 +637,9 @@ impl Service {
             match self.chat_model(progress) {
                 Ok(model) => Engine::new(ws, config, model).map(|e| {
                     EngineSlot::Ready(Arc::new(
-                        e.with_memory_search(self.memory_search()).with_tools(tools),
+                        self.over_stores(e)
+                            .with_memory_search(self.memory_search())
+                            .with_tools(tools),
                     ))
                 }),
                 Err(e) => {
@@ -639,7 +647,11 @@ impl Service {
                     let model: Arc<dyn ChatModel> = Arc::new(NoModel::new(why.clone()));
                     Engine::new(ws, config, model).map(|e| {
                         EngineSlot::Offline(
-                            Arc::new(e.with_memory_search(self.memory_search()).with_tools(tools)),
+                            Arc::new(
+                                self.over_stores(e)
+                                    .with_memory_search(self.memory_search())
+                                    .with_tools(tools),
+                            ),
                             why,
                         )
                     })

@@ -449,14 +449,24 @@ impl Storage for PgStorage {
                     )
                     .await
                     .map_err(db_err(&loc))?;
-                Ok(rows
-                    .iter()
-                    .map(|r| Entry {
-                        rel: r.get(0),
-                        modified: r.get::<_, DateTime<Utc>>(1),
-                        len: u64::try_from(r.get::<_, i64>(2)).unwrap_or(0),
-                    })
-                    .collect())
+                Ok(rows.iter().map(entry).collect())
+            })
+        })
+    }
+
+    fn documents(&self) -> Result<Vec<Entry>> {
+        let ws = self.workspace.clone();
+        self.db.call(move |c, loc| {
+            Box::pin(async move {
+                let rows = c
+                    .query(
+                        "SELECT path, modified, octet_length(body)::bigint FROM documents \
+                         WHERE workspace = $1 ORDER BY path",
+                        &[&ws],
+                    )
+                    .await
+                    .map_err(db_err(&loc))?;
+                Ok(rows.iter().map(entry).collect())
             })
         })
     }
@@ -477,11 +487,47 @@ impl Storage for PgStorage {
                 Ok::<_, Error>(p)
             })
             .map_err(|s| failed(&self.db.location, s.to_string()))??;
-        Ok(Held::new(MemoryLock {
+        Ok(Held::new(AdvisoryLock {
             db: self.db.clone(),
             conn: Some(conn),
             key,
         }))
+    }
+
+    fn try_lock(&self, name: &str) -> Result<Option<Held>> {
+        let key = mnemo_postgres::lock_key(&[&self.db.schema, &self.workspace, name]);
+        let locks = self.db.locks.clone();
+        let loc = self.db.location.clone();
+        let conn = self
+            .db
+            .rt
+            .run(async move {
+                let p = locks.get().await.map_err(|m| failed(&loc, m))?;
+                let got: bool = p
+                    .client
+                    .query_one("SELECT pg_try_advisory_lock($1)", &[&key])
+                    .await
+                    .map_err(db_err(&loc))?
+                    .get(0);
+                if got {
+                    Ok::<_, Error>(Some(p))
+                } else {
+                    locks.put(p);
+                    Ok(None)
+                }
+            })
+            .map_err(|s| failed(&self.db.location, s.to_string()))??;
+        Ok(conn.map(|conn| {
+            Held::new(AdvisoryLock {
+                db: self.db.clone(),
+                conn: Some(conn),
+                key,
+            })
+        }))
+    }
+
+    fn lock_location(&self, name: &str) -> String {
+        format!("the advisory lock {name:?} of {}", self.location())
     }
 
     fn session_rel(&self, key: &str) -> Result<String> {
@@ -575,16 +621,96 @@ impl Storage for PgStorage {
         session::sort_sessions(&mut out);
         Ok(out)
     }
+
+    fn session_files(&self) -> Result<Vec<Entry>> {
+        let ws = self.workspace.clone();
+        self.db.call(move |c, loc| {
+            Box::pin(async move {
+                let rows = c
+                    .query(
+                        "SELECT 'sessions/' || stem || '.jsonl', updated, bytes FROM sessions \
+                         WHERE workspace = $1 AND lines > 0 ORDER BY 1",
+                        &[&ws],
+                    )
+                    .await
+                    .map_err(db_err(&loc))?;
+                Ok(rows.iter().map(entry).collect())
+            })
+        })
+    }
+
+    fn read_session_file(&self, rel: &str) -> Result<Option<Vec<u8>>> {
+        let Some(stem) = rel
+            .strip_prefix("sessions/")
+            .and_then(|n| n.strip_suffix(".jsonl"))
+            .map(str::to_string)
+        else {
+            return Ok(None);
+        };
+        let ws = self.workspace.clone();
+        self.db.call(move |c, loc| {
+            Box::pin(async move {
+                let rows = c
+                    .query(
+                        "SELECT l.line FROM session_lines l JOIN sessions s \
+                         ON s.workspace = l.workspace AND s.key = l.key \
+                         WHERE s.workspace = $1 AND s.stem = $2 ORDER BY l.seq",
+                        &[&ws, &stem],
+                    )
+                    .await
+                    .map_err(db_err(&loc))?;
+                if rows.is_empty() {
+                    return Ok(None);
+                }
+                let mut bytes = Vec::new();
+                for r in &rows {
+                    bytes.extend_from_slice(r.get::<_, &[u8]>(0));
+                    bytes.push(b'\n');
+                }
+                Ok(Some(bytes))
+            })
+        })
+    }
+
+    fn revision(&self) -> Result<Option<String>> {
+        let ws = self.workspace.clone();
+        self.db.call(move |c, loc| {
+            Box::pin(async move {
+                // Every write adds to a version, an insert or a delete moves
+                // a count, and the times move on: a change shows in one.
+                let row = c
+                    .query_one(
+                        "SELECT (SELECT count(*)::text || ':' || COALESCE(sum(version), 0)::text || ':' \
+                                 || COALESCE(max(modified)::text, '') FROM documents WHERE workspace = $1), \
+                                (SELECT count(*)::text || ':' || COALESCE(sum(version), 0)::text || ':' \
+                                 || COALESCE(max(updated)::text, '') FROM sessions WHERE workspace = $1)",
+                        &[&ws],
+                    )
+                    .await
+                    .map_err(db_err(&loc))?;
+                Ok(Some(format!("{}/{}", row.get::<_, String>(0), row.get::<_, String>(1))))
+            })
+        })
+    }
 }
 
-/// A held memory lock: the connection that holds the advisory lock.
-struct MemoryLock {
+/// An [`Entry`] from a row of (path, time, size).
+fn entry(r: &tokio_postgres::Row) -> Entry {
+    Entry {
+        rel: r.get(0),
+        modified: r.get::<_, DateTime<Utc>>(1),
+        len: u64::try_from(r.get::<_, i64>(2)).unwrap_or(0),
+    }
+}
+
+/// A held lock: the connection that holds the advisory lock.
+struct AdvisoryLock {
     db: Arc<Database>,
     conn: Option<Pooled>,
     key: i64,
 }
 
-impl Drop for MemoryLock {
+impl Drop for AdvisoryLock {
     fn drop(&mut self) {
         let Some(conn) = self.conn.take() else {
             return;
@@ -686,6 +812,7 @@ impl SessionWriter for PgSession {
                     .map_err(db_err(&loc))?
                     .get(0);
                 let n = i64::try_from(new.len()).unwrap_or(i64::MAX);
+                let bytes: i64 = new.iter().map(|l| l.len() as i64 + 1).sum();
                 let seqs: Vec<i64> = (next..next + n).collect();
                 c.execute(
                     "INSERT INTO session_lines (workspace, key, seq, line) \
@@ -695,9 +822,9 @@ impl SessionWriter for PgSession {
                 .await
                 .map_err(db_err(&loc))?;
                 c.execute(
-                    "UPDATE sessions SET lines = lines + $3, updated = now() \
-                     WHERE workspace = $1 AND key = $2",
-                    &[&ws, &key, &n],
+                    "UPDATE sessions SET lines = lines + $3, bytes = bytes + $4, \
+                     version = version + 1, updated = now() WHERE workspace = $1 AND key = $2",
+                    &[&ws, &key, &n, &bytes],
                 )
                 .await
                 .map_err(db_err(&loc))?;
@@ -754,9 +881,12 @@ impl SessionWriter for PgSession {
                 .await
                 .map_err(db_err(&loc))?;
                 let n = i64::try_from(seqs.len()).unwrap_or(0) - 1;
+                let gone: i64 = meta.iter().map(|(_, l)| l.len() as i64 + 1).sum::<i64>()
+                    - (last.len() as i64 + 1);
                 c.execute(
-                    "UPDATE sessions SET lines = lines - $3 WHERE workspace = $1 AND key = $2",
-                    &[&ws, &key, &n],
+                    "UPDATE sessions SET lines = lines - $3, bytes = bytes - $4, \
+                     version = version + 1, updated = now() WHERE workspace = $1 AND key = $2",
+                    &[&ws, &key, &n, &gone],
                 )
                 .await
                 .map_err(db_err(&loc))?;

@@ -27,6 +27,8 @@ const MIGRATIONS: &[&str] = &["
         key text NOT NULL,
         stem text NOT NULL,
         lines bigint NOT NULL DEFAULT 0,
+        bytes bigint NOT NULL DEFAULT 0,
+        version bigint NOT NULL DEFAULT 0,
         created timestamptz NOT NULL DEFAULT now(),
         updated timestamptz NOT NULL DEFAULT now(),
         PRIMARY KEY (workspace, key)

@@ -20,6 +20,16 @@ impl MemoryIndex {
             .filter(|c| !c.is_empty() && *c != ".")
             .collect::<Vec<_>>()
             .join("/");
+        if let Some(source) = &self.inner.source {
+            if !scan::is_memory_path(&clean, &self.inner.settings.index) {
+                return Err(Self::not_memory(path));
+            }
+            let bytes = source
+                .read(&clean)
+                .map_err(|m| IndexError::database(source.location(), m))?
+                .unwrap_or_default();
+            return Ok(lines_of(&clean, &bytes, from, lines));
+        }
         // A link inside memory/ may point at another workspace file (say
         // mnemo.toml): the target must be a memory path too.
         let target_ok = match abs.canonicalize() {
@@ -38,14 +48,8 @@ impl MemoryIndex {
             Err(_) => true, // missing: answered with empty text below
         };
         if !scan::is_memory_path(&clean, &self.inner.settings.index) || !target_ok {
-            return Err(IndexError::Forbidden {
-                path: path.to_string(),
-                reason: "memory_get reads Markdown memory files only: MEMORY.md, memory/**/*.md or a configured \
-                         extra path"
-                    .into(),
-            });
+            return Err(Self::not_memory(path));
         }
-        let from = from.unwrap_or(1).max(1);
         // Regular files only, opened without blocking: a FIFO named like a
         // memory file would otherwise hang the call forever.
         let bytes = match mnemo_core::files::read_regular(&abs) {
@@ -56,30 +60,38 @@ impl MemoryIndex {
                     reason: format!("{e}"),
                 });
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Ok(GetResponse {
-                    path: clean,
-                    text: String::new(),
-                    from,
-                    lines: 0,
-                    total_lines: 0,
-                });
-            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
             Err(e) => return Err(IndexError::io(abs, e)),
         };
-        let text = String::from_utf8_lossy(&bytes);
-        let all: Vec<&str> = text.lines().collect();
-        let total = all.len();
-        let start = (from - 1).min(total);
-        let end = lines
-            .map(|n| start.saturating_add(n).min(total))
-            .unwrap_or(total);
-        Ok(GetResponse {
-            path: clean,
-            text: all[start..end].join("\n"),
-            from,
-            lines: end - start,
-            total_lines: total,
-        })
+        Ok(lines_of(&clean, &bytes, from, lines))
+    }
+
+    fn not_memory(path: &str) -> IndexError {
+        IndexError::Forbidden {
+            path: path.to_string(),
+            reason: "memory_get reads Markdown memory files only: MEMORY.md, memory/**/*.md or a configured \
+                     extra path"
+                .into(),
+        }
+    }
+}
+
+/// Lines `from` (1-based, default 1) on of `bytes`, at most `lines` of them
+/// (default: to the end); a missing document is empty text.
+fn lines_of(path: &str, bytes: &[u8], from: Option<usize>, lines: Option<usize>) -> GetResponse {
+    let from = from.unwrap_or(1).max(1);
+    let text = String::from_utf8_lossy(bytes);
+    let all: Vec<&str> = text.lines().collect();
+    let total = all.len();
+    let start = (from - 1).min(total);
+    let end = lines
+        .map(|n| start.saturating_add(n).min(total))
+        .unwrap_or(total);
+    GetResponse {
+        path: path.to_string(),
+        text: all.get(start..end).unwrap_or_default().join("\n"),
+        from,
+        lines: end - start,
+        total_lines: total,
     }
 }

@@ -31,6 +31,7 @@ use crate::redact;
 use crate::scan::{self, Found};
 use crate::search;
 use crate::settings::{BackendKind, IndexSettings, SearchOptions};
+use crate::source::SourceTree;
 use crate::sqlite::SCHEMA_VERSION;
 use crate::sqlite_store::SqliteStore;
 use crate::store::{IndexStore, LockWait};
@@ -55,6 +56,8 @@ struct Inner {
     /// document prefix): subtracted so per-line counts add up.
     token_base: usize,
     store: Arc<dyn IndexStore>,
+    /// Where the documents are read when the workspace is not a folder.
+    source: Option<Arc<dyn SourceTree>>,
     /// This process's syncs, one at a time (the store's lock keeps other
     /// processes out).
     sync_lock: Mutex<()>,
@@ -106,6 +109,30 @@ impl MemoryIndex {
         embedder: Option<Arc<dyn Embedder>>,
         store: Arc<dyn IndexStore>,
     ) -> Result<MemoryIndex> {
+        Self::build(ws, settings, embedder, store, None)
+    }
+
+    /// [`MemoryIndex::with_store`] over documents that are not files of
+    /// the workspace folder (a database workspace): they are read from
+    /// `source`, and its revision tells a search whether to sync first.
+    /// `ws` is a folder for derived state only.
+    pub fn with_source(
+        ws: &Workspace,
+        settings: IndexSettings,
+        embedder: Option<Arc<dyn Embedder>>,
+        store: Arc<dyn IndexStore>,
+        source: Arc<dyn SourceTree>,
+    ) -> Result<MemoryIndex> {
+        Self::build(ws, settings, embedder, store, Some(source))
+    }
+
+    fn build(
+        ws: &Workspace,
+        settings: IndexSettings,
+        embedder: Option<Arc<dyn Embedder>>,
+        store: Arc<dyn IndexStore>,
+        source: Option<Arc<dyn SourceTree>>,
+    ) -> Result<MemoryIndex> {
         settings.validate()?;
         let state_dir = ws.state_dir();
         std::fs::create_dir_all(&state_dir).map_err(|e| IndexError::io(&state_dir, e))?;
@@ -121,6 +148,7 @@ impl MemoryIndex {
                 state_dir,
                 token_base,
                 store,
+                source,
                 sync_lock: Mutex::new(()),
                 watching: Mutex::new(std::sync::Weak::new()),
             }),

@@ -180,6 +180,9 @@ impl MemoryIndex {
         report: &mut SyncReport,
         progress: &dyn Fn(SyncProgress),
     ) -> Result<()> {
+        if let Some(source) = &self.inner.source {
+            return self.sync_source(source.as_ref(), backend, full, report, progress);
+        }
         let ws = &self.inner.ws;
         let opts = &self.inner.settings.index;
         // The stamp's parts are read before the files, so a change made
@@ -213,6 +216,12 @@ impl MemoryIndex {
         report: &mut SyncReport,
         progress: &dyn Fn(SyncProgress),
     ) -> Result<()> {
+        if let Some(source) = &self.inner.source {
+            if extra.is_empty() && !Self::source_changed(source.as_ref(), backend)? {
+                return Ok(());
+            }
+            return self.sync_into(backend, false, report, progress);
+        }
         // Read again under the lock: another process may have synced since.
         let stamp = Self::stamp(backend)?;
         let changes = match (
@@ -334,7 +343,7 @@ impl MemoryIndex {
             let unchanged_stat =
                 prev.is_some_and(|p| p.mtime_ms == f.mtime_ms && p.size == f.size && complete(p));
             if !unchanged_stat {
-                match mnemo_core::files::read_regular(&f.abs) {
+                match self.read_found(f) {
                     Ok(bytes) => {
                         let hash = sha256_hex(&bytes);
                         if let Some(p) = prev.filter(|p| p.hash == hash && complete(p)) {
@@ -386,8 +395,8 @@ impl MemoryIndex {
         for path in gone {
             // A file that exists but could not be read is kept above; only
             // files that vanished are dropped.
-            if self.inner.ws.root().join(path).exists()
-                && report.issues.iter().any(|i| &i.path == path)
+            if report.issues.iter().any(|i| &i.path == path)
+                && (self.inner.source.is_some() || self.inner.ws.root().join(path).exists())
             {
                 continue;
             }
@@ -594,6 +603,9 @@ impl MemoryIndex {
     /// (a directory walk comparing mtime and size; nothing is read).
     pub fn is_dirty(&self) -> Result<bool> {
         let backend = self.backend()?;
+        if let Some(source) = &self.inner.source {
+            return Self::source_changed(source.as_ref(), backend.as_ref());
+        }
         let mut issues = Vec::new();
         let found = scan::walk(
             self.inner.ws.root(),
@@ -623,4 +635,72 @@ fn front_matter_problem(text: &str) -> Option<String> {
     (chunk::front_matter(text) == chunk::FrontMatter::Unclosed).then(|| {
         "front matter opened with `---` is never closed; the file was indexed as plain text".into()
     })
+}
+
+/// Meta key of the source revision the index was last synced to.
+const SOURCE_REVISION: &str = "source_revision";
+
+impl MemoryIndex {
+    /// A sync from a [`SourceTree`]: every document listed is compared
+    /// with the index (by time and size, then by hash); the revision read
+    /// first is recorded, so a change made during the sync shows next time.
+    fn sync_source(
+        &self,
+        source: &dyn SourceTree,
+        backend: &dyn IndexBackend,
+        full: bool,
+        report: &mut SyncReport,
+        progress: &dyn Fn(SyncProgress),
+    ) -> Result<()> {
+        let fail = |m: String| IndexError::database(source.location(), m);
+        let revision = source.revision().map_err(fail)?;
+        let opts = &self.inner.settings.index;
+        let files: Vec<Found> = source
+            .documents()
+            .map_err(fail)?
+            .into_iter()
+            .filter(|d| match d.source {
+                Source::Memory => scan::is_memory_path(&d.rel, opts),
+                Source::Sessions => opts.sessions && scan::is_session_path(&d.rel),
+            })
+            .map(|d| Found {
+                rel: d.rel,
+                abs: PathBuf::new(),
+                source: d.source,
+                mtime_ms: d.mtime_ms,
+                size: d.size,
+            })
+            .collect();
+        let known: HashMap<String, FileRecord> = backend
+            .files()?
+            .into_iter()
+            .map(|f| (f.path.clone(), f))
+            .collect();
+        let missing = self.apply(backend, &files, &known, full, report, progress)?;
+        // Vectors missing (the embedder failed): the next search tries again.
+        let recorded = if missing > 0 { String::new() } else { revision };
+        backend.set_meta(&[(SOURCE_REVISION, recorded)])
+    }
+
+    /// True when the source moved past the revision last synced.
+    pub(super) fn source_changed(
+        source: &dyn SourceTree,
+        backend: &dyn IndexBackend,
+    ) -> Result<bool> {
+        let now = source
+            .revision()
+            .map_err(|m| IndexError::database(source.location(), m))?;
+        Ok(backend.meta()?.get(SOURCE_REVISION) != Some(&now))
+    }
+
+    /// The bytes of a found document, from the source or the file.
+    fn read_found(&self, f: &Found) -> std::io::Result<Vec<u8>> {
+        match &self.inner.source {
+            Some(source) => source
+                .read(&f.rel)
+                .map_err(std::io::Error::other)?
+                .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::NotFound)),
+            None => mnemo_core::files::read_regular(&f.abs),
+        }
+    }
 }

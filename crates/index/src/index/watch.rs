@@ -182,6 +182,12 @@ impl MemoryIndex {
         on_sync: impl Fn(Result<SyncReport>) + Send + 'static,
     ) -> Result<WatchHandle> {
         use notify::Watcher;
+        if let Some(source) = &self.inner.source {
+            return Err(IndexError::Config(format!(
+                "the documents of this index are in {}, not in files to watch: searches check its revision instead",
+                source.location()
+            )));
+        }
         let (tx, rx) = std::sync::mpsc::channel::<()>();
         let state_dir = self.inner.state_dir.clone();
         let fence_dir = state_dir.join("fence");
@@ -320,13 +326,18 @@ impl MemoryIndex {
             None => (configured, BTreeSet::new(), false),
         };
         if extra.is_empty() && !rescan {
-            let due = self
-                .backend()
-                .and_then(|b| Self::stamp(b.as_ref()))
-                .map(|s| fresh::due(&self.inner.ws, s.as_ref(), now_ms(), reconcile_ms));
-            match due {
-                Ok(Due::Nothing) => return,
-                Ok(_) => {}
+            let stale = self.backend().and_then(|b| match &self.inner.source {
+                Some(source) => Self::source_changed(source.as_ref(), b.as_ref()),
+                None => Self::stamp(b.as_ref()).map(|s| {
+                    !matches!(
+                        fresh::due(&self.inner.ws, s.as_ref(), now_ms(), reconcile_ms),
+                        Due::Nothing
+                    )
+                }),
+            });
+            match stale {
+                Ok(false) => return,
+                Ok(true) => {}
                 Err(e) => {
                     warnings.push(format!("could not check the index for changes: {e}"));
                     return;

@@ -46,6 +46,30 @@ impl FileStorage {
     }
 }
 
+impl FileStorage {
+    /// `.mnemo/locks/<name>.lock`; a name that is not a plain file name is
+    /// refused.
+    fn lock_path(&self, name: &str) -> Result<PathBuf> {
+        if name.is_empty() || name.contains(['/', '\\', '\0']) || name.starts_with('.') {
+            return Err(Error::Invalid(format!("{name:?} cannot name a lock")));
+        }
+        Ok(self
+            .workspace
+            .state_dir()
+            .join("locks")
+            .join(format!("{name}.lock")))
+    }
+}
+
+/// A held file lock; the OS frees it when the file closes.
+struct Locked(fs::File);
+
+impl Drop for Locked {
+    fn drop(&mut self) {
+        let _ = self.0.unlock();
+    }
+}
+
 /// A file's version: the hash of its bytes, so that any change shows.
 fn version_of(bytes: &[u8]) -> Version {
     let hash = hex::encode(sha2::Sha256::digest(bytes));
@@ -162,8 +186,67 @@ impl Storage for FileStorage {
         Ok(out)
     }
 
+    fn documents(&self) -> Result<Vec<Entry>> {
+        let root = self.workspace.root();
+        let mut out = Vec::new();
+        let mut push = |abs: &Path| {
+            if let Ok(meta) = fs::metadata(abs) {
+                if let Ok(modified) = meta.modified() {
+                    out.push(Entry {
+                        rel: mnemo_core::paths::slash_join(abs.strip_prefix(root).unwrap_or(abs)),
+                        modified: DateTime::<Utc>::from(modified),
+                        len: meta.len(),
+                    });
+                }
+            }
+        };
+        let memory_md = self.workspace.memory_md();
+        if memory_md.is_file() {
+            push(&memory_md);
+        }
+        let mut files = Vec::new();
+        collect(&self.workspace.memory_dir(), &mut files, &|_| true)?;
+        if let Ok(entries) = fs::read_dir(self.workspace.sessions_dir()) {
+            for e in entries.flatten() {
+                if e.file_type().is_ok_and(|t| t.is_dir())
+                    && e.file_name().to_string_lossy().ends_with(".tool-results")
+                {
+                    collect(&e.path(), &mut files, &|_| true)?;
+                }
+            }
+        }
+        for f in &files {
+            push(f);
+        }
+        out.sort_by(|a, b| a.rel.cmp(&b.rel));
+        Ok(out)
+    }
+
     fn lock_memory(&self) -> Result<Held> {
         Ok(Held::new(MemoryLock::acquire(&self.workspace)?))
+    }
+
+    fn try_lock(&self, name: &str) -> Result<Option<Held>> {
+        let path = self.lock_path(name)?;
+        if let Some(dir) = path.parent() {
+            fs::create_dir_all(dir).map_err(Error::io("create folder", dir))?;
+        }
+        let file = fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(Error::io("open lock", &path))?;
+        match file.try_lock() {
+            Ok(()) => Ok(Some(Held::new(Locked(file)))),
+            Err(fs::TryLockError::WouldBlock) => Ok(None),
+            Err(fs::TryLockError::Error(e)) => Err(Error::io("lock", &path)(e)),
+        }
+    }
+
+    fn lock_location(&self, name: &str) -> String {
+        self.lock_path(name)
+            .map_or_else(|_| name.to_string(), |p| p.display().to_string())
     }
 
     fn session_rel(&self, key: &str) -> Result<String> {
@@ -194,9 +277,54 @@ impl Storage for FileStorage {
     fn list_sessions(&self) -> Result<Vec<SessionInfo>> {
         session::log::list_files(&self.workspace)
     }
+
+    fn session_files(&self) -> Result<Vec<Entry>> {
+        let dir = self.workspace.sessions_dir();
+        let entries = match fs::read_dir(&dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(Error::io("list", &dir)(e)),
+        };
+        let mut out = Vec::new();
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let Ok(meta) = e.metadata() else { continue };
+            if !meta.is_file() || !name.ends_with(".jsonl") {
+                continue;
+            }
+            if let Ok(modified) = meta.modified() {
+                out.push(Entry {
+                    rel: format!("sessions/{name}"),
+                    modified: DateTime::<Utc>::from(modified),
+                    len: meta.len(),
+                });
+            }
+        }
+        out.sort_by(|a, b| a.rel.cmp(&b.rel));
+        Ok(out)
+    }
+
+    fn read_session_file(&self, rel: &str) -> Result<Option<Vec<u8>>> {
+        let path = self.path(rel)?;
+        match fsutil::read_regular(&path) {
+            Ok(b) => Ok(Some(b)),
+            Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
+    }
 }
 
 fn collect_md(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+    collect(dir, out, &|p| {
+        p.extension().and_then(|e| e.to_str()) == Some("md")
+    })
+}
+
+/// The regular files under `dir` that `keep` accepts, at any depth; links
+/// are not followed: they could lead out of the workspace.
+fn collect(dir: &Path, out: &mut Vec<PathBuf>, keep: &dyn Fn(&Path) -> bool) -> Result<()> {
     let entries = match fs::read_dir(dir) {
         Ok(e) => e,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
@@ -205,10 +333,9 @@ fn collect_md(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
     for entry in entries.flatten() {
         let Ok(ft) = entry.file_type() else { continue };
         let path = entry.path();
-        // Links are not followed: they could lead out of the workspace.
         if ft.is_dir() {
-            collect_md(&path, out)?;
-        } else if ft.is_file() && path.extension().and_then(|e| e.to_str()) == Some("md") {
+            collect(&path, out, keep)?;
+        } else if ft.is_file() && keep(&path) {
             out.push(path);
         }
     }

@@ -140,10 +140,22 @@ pub trait Storage: Send + Sync + fmt::Debug {
     /// sorted by path.
     fn list(&self, dir: &str) -> Result<Vec<Entry>>;
 
+    /// Every document of the workspace (memory files of any kind, persisted
+    /// tool results), sorted by path: what an export copies.
+    fn documents(&self) -> Result<Vec<Entry>>;
+
     /// Takes the workspace's memory lock, waiting for another holder: one
     /// read-modify-write of memory documents at a time, across threads,
     /// processes and (for a database) servers.
     fn lock_memory(&self) -> Result<Held>;
+
+    /// Takes the workspace's lock called `name` (a file name's letters:
+    /// one consolidation of a session at a time) unless another holder,
+    /// in any process or server, has it: then `None`, at once.
+    fn try_lock(&self, name: &str) -> Result<Option<Held>>;
+
+    /// Where the lock called `name` is, for a message naming its holder.
+    fn lock_location(&self, name: &str) -> String;
 
     // ----- session logs -----
 
@@ -160,6 +172,21 @@ pub trait Storage: Send + Sync + fmt::Debug {
 
     /// Every session, newest first.
     fn list_sessions(&self) -> Result<Vec<SessionInfo>>;
+
+    /// Every session log as a file (`sessions/<stem>.jsonl`), with its
+    /// size and time, sorted by path: what the index and an export read.
+    fn session_files(&self) -> Result<Vec<Entry>>;
+
+    /// The bytes of the session log `rel` (`sessions/<stem>.jsonl`), as its
+    /// file holds them (one record per line), or `None` when there is none.
+    fn read_session_file(&self, rel: &str) -> Result<Option<Vec<u8>>>;
+
+    /// A text that changes whenever any document or session does; `None`
+    /// when the storage has no cheap one (a folder: the index walks and
+    /// watches it instead).
+    fn revision(&self) -> Result<Option<String>> {
+        Ok(None)
+    }
 }
 
 /// The open log of one session.

@@ -10,7 +10,7 @@
 //! completeness test of test-support reads them from the source.
 // A test suite: a failed storage call is a failed scenario, and the
 // unwrap's panic names the call.
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::HashSet;
 
@@ -36,6 +36,8 @@ pub const SCENARIOS: &[&str] = &[
     "memory_md_is_capped_in_the_prompt",
     "typed_memories_are_saved_found_and_forgotten",
     "history_and_daily_logs_only_grow",
+    "the_whole_workspace_reads_back_for_an_export",
+    "a_named_lock_has_one_holder",
 ];
 
 /// One storage under test: a fresh, empty workspace. `workspace` is the
@@ -114,7 +116,9 @@ macro_rules! storage_suite {
                 memory_md_edits_from_many_threads_all_land,
                 memory_md_is_capped_in_the_prompt,
                 typed_memories_are_saved_found_and_forgotten,
-                history_and_daily_logs_only_grow
+                history_and_daily_logs_only_grow,
+                the_whole_workspace_reads_back_for_an_export,
+                a_named_lock_has_one_holder
             );
         }
     };
@@ -554,4 +558,72 @@ pub fn history_and_daily_logs_only_grow(case: &StorageCase) {
     assert_eq!(a, "memory/2026-03-14-trip.md");
     assert_ne!(a, b);
     assert_eq!(case.storage.read(&a).unwrap().unwrap().text, "note one\n");
+}
+
+/// Every document and every session log can be listed and read back
+/// byte for byte (what an export and the index read), and the revision,
+/// when the storage has one, moves with every write and only then.
+pub fn the_whole_workspace_reads_back_for_an_export(case: &StorageCase) {
+    let s = &*case.storage;
+    let before = s.revision().unwrap();
+    s.write("MEMORY.md", "# Memory\n", Expect::Any).unwrap();
+    s.write("memory/facts.md", "- a fact\n", Expect::Any)
+        .unwrap();
+    s.append("memory/audit.jsonl", "{\"op\":\"add\"}\n")
+        .unwrap();
+    let sessions = case.sessions();
+    let mut log = sessions.open("cli:export").unwrap();
+    log.append(&[user("hello"), Message::assistant("hi")])
+        .unwrap();
+    log.append(&[Message::tool_result("call_x", "shell", "y".repeat(60_000))])
+        .unwrap();
+    drop(log);
+    let docs: Vec<String> = s.documents().unwrap().into_iter().map(|e| e.rel).collect();
+    assert!(docs.contains(&"MEMORY.md".to_string()), "{docs:?}");
+    assert!(docs.contains(&"memory/audit.jsonl".to_string()), "{docs:?}");
+    assert!(docs.iter().any(|d| d.ends_with("/call_x.txt")), "{docs:?}");
+    let files = s.session_files().unwrap();
+    assert_eq!(files.len(), 1);
+    assert_eq!(files[0].rel, s.session_rel("cli:export").unwrap());
+    let bytes = s.read_session_file(&files[0].rel).unwrap().unwrap();
+    assert_eq!(files[0].len, bytes.len() as u64);
+    let parsed =
+        mnemo_store::session::parse_session_bytes(std::path::Path::new(&files[0].rel), &bytes);
+    assert_eq!(
+        parsed.messages,
+        sessions.load("cli:export").unwrap().messages
+    );
+    assert!(s
+        .read_session_file("sessions/none.jsonl")
+        .unwrap()
+        .is_none());
+    let after = s.revision().unwrap();
+    if before.is_some() {
+        assert_ne!(before, after, "writes must move the revision");
+        assert_eq!(after, s.revision().unwrap(), "no write, same revision");
+        s.append("memory/HISTORY.md", "x\n").unwrap();
+        assert_ne!(after, s.revision().unwrap());
+    }
+}
+
+/// A named lock has one holder at a time, even within one process (two
+/// servers of one workspace, or two handles), and is free once dropped.
+pub fn a_named_lock_has_one_holder(case: &StorageCase) {
+    let s = &*case.storage;
+    let held = s
+        .try_lock("cli_demo")
+        .unwrap()
+        .expect("a free lock is taken");
+    assert!(
+        s.try_lock("cli_demo").unwrap().is_none(),
+        "a held lock has one holder"
+    );
+    let other = s.try_lock("cli_other").unwrap();
+    assert!(other.is_some(), "locks of other names are apart");
+    drop(held);
+    assert!(
+        s.try_lock("cli_demo").unwrap().is_some(),
+        "a dropped lock is free"
+    );
+    assert!(!s.lock_location("cli_demo").is_empty());
 }

@@ -217,3 +217,67 @@ fn an_unreachable_database_is_a_clear_error_without_the_password() {
     // The memory files are untouched by the failure.
     assert!(ws.join("memory/notes/note-00.md").exists());
 }
+
+/// `mnemo export database` then `mnemo import database` into a new folder:
+/// the memory files and session logs come back byte for byte; an export
+/// into a workspace that holds rows, or an import of one that does not
+/// exist, is refused with a message.
+#[test]
+fn export_to_a_database_and_import_back_is_byte_for_byte() {
+    let Some(url) = test_url() else { return };
+    let src = workspace();
+    stdout_of_success(&mnemo(
+        src.path(),
+        &[
+            "session",
+            "append",
+            "cli:trip",
+            "--role",
+            "user",
+            "--content",
+            "book the ferry ⛴",
+        ],
+    ));
+    let schema = fresh_schema();
+    let id = format!("cli-{schema}");
+    let out = stdout_of_success(&mnemo(
+        src.path(),
+        &["export", "database", &url, "--id", &id, "--schema", &schema],
+    ));
+    assert!(out.contains("session log(s)"), "{out}");
+    let again = mnemo(
+        src.path(),
+        &["export", "database", &url, "--id", &id, "--schema", &schema],
+    );
+    assert!(!again.status.success());
+    assert!(String::from_utf8_lossy(&again.stderr).contains("empty workspace"));
+
+    let dest = tempfile::tempdir().unwrap();
+    stdout_of_success(&mnemo(
+        dest.path(),
+        &["import", "database", &url, "--id", &id, "--schema", &schema],
+    ));
+    for rel in [
+        "MEMORY.md",
+        "memory/notes/note-07.md",
+        "sessions/cli_trip.jsonl",
+    ] {
+        let a = std::fs::read(src.path().join(rel)).unwrap();
+        let b = std::fs::read(dest.path().join(rel)).unwrap_or_default();
+        assert!(a == b, "{rel} differs after the round trip");
+    }
+    let none = mnemo(
+        tempfile::tempdir().unwrap().path(),
+        &[
+            "import",
+            "database",
+            &url,
+            "--id",
+            "nobody-here",
+            "--schema",
+            &schema,
+        ],
+    );
+    assert!(!none.status.success());
+    assert!(String::from_utf8_lossy(&none.stderr).contains("no workspace"));
+}

@@ -793,11 +793,12 @@ impl SessionWriter for PgSession {
             return Ok(());
         }
         let first = session::first_record_line(&self.key)?;
+        let opening = new.first().cloned().unwrap_or_default();
         // A commit is durable (synchronous_commit): the fsync policy is the
         // server's.
         self.locked(move |c, loc, ws, key, count| {
             Box::pin(async move {
-                if count == 0 {
+                if count == 0 && !session::opens_with_metadata(&opening) {
                     let mut head = first;
                     head.pop();
                     new.insert(0, head);

@@ -1,5 +1,7 @@
-//! `mnemo import nanobot|openclaw|claude-code PATH` and
-//! `mnemo export nanobot DEST`.
+//! `mnemo import nanobot|openclaw|claude-code PATH`, `mnemo export
+//! nanobot DEST`, and the moves between this folder and a database
+//! workspace (`mnemo export database URL --id ID`, `mnemo import database
+//! URL --id ID`).
 
 use std::path::PathBuf;
 
@@ -9,6 +11,10 @@ use mnemo_import::{
     export_nanobot, import_watched, ExportOptions, ImportOptions, Report, Select, Tool,
 };
 
+use mnemo::store::storage::copy_workspace;
+use mnemo::store::{FileStorage, Storage};
+use mnemo::store_postgres::Database;
+
 use crate::ctx::GlobalArgs;
 use crate::output::{stderr_bar, UsageError};
 
@@ -16,12 +22,19 @@ use crate::output::{stderr_bar, UsageError};
 #[derive(Debug, Args)]
 #[command(after_long_help = IMPORT_HELP)]
 pub struct ImportArgs {
-    /// nanobot, openclaw or claude-code
+    /// nanobot, openclaw or claude-code; or database (PATH is then its
+    /// postgres:// URL, with --id)
     #[arg(value_name = "TOOL")]
     pub tool: String,
     /// The folder to import from (see below); it is only read
     #[arg(value_name = "PATH")]
     pub path: PathBuf,
+    /// database: the workspace id to copy from
+    #[arg(long, value_name = "ID")]
+    pub id: Option<String>,
+    /// database: the schema of the workspaces' tables
+    #[arg(long, value_name = "SCHEMA", default_value = DEFAULT_SCHEMA)]
+    pub schema: String,
     /// List what would be done (create/append/skip, with paths and counts) and write nothing
     #[arg(long)]
     pub dry_run: bool,
@@ -60,7 +73,15 @@ USER.md becomes a typed `user` memory; persona files (SOUL.md, IDENTITY.md,
 AGENTS.md, ...) are kept under imported/<tool>/<name>/. Every file found is
 listed: imported, skipped with the reason, or `unknown`. The exit code is
 non-zero when something needs a look (an `error` or `refuse` line, or no
-conversations found). Running it again imports only what is new.";
+conversations found). Running it again imports only what is new.
+
+  database     postgres://user:password@host/db with --id ID: the workspace ID of a
+               database (see `mnemo serve --database`) copied byte for byte into this
+               folder, which must hold no memory files or sessions yet, e.g.
+               mnemo --workspace ./alice import database postgres://db.example/mnemo --id alice";
+
+/// The schema of the workspaces' tables unless `--schema` says otherwise.
+pub const DEFAULT_SCHEMA: &str = "mnemo_store";
 
 /// `mnemo export`.
 #[derive(Debug, Subcommand)]
@@ -75,6 +96,29 @@ pub enum ExportCommand {
     ///
     /// Example: mnemo export nanobot ~/.nanobot --session telegram:123
     Nanobot(ExportNanobotArgs),
+    /// Copy this workspace into a database workspace, byte for byte
+    ///
+    /// Every memory file (MEMORY.md, memory/**), persisted tool result and
+    /// session log goes into workspace ID of the database, which must hold
+    /// nothing yet; this folder is only read. `mnemo import database` copies
+    /// it back. mnemo.toml and .mnemo/ (derived state) stay here.
+    ///
+    /// Example: mnemo export database postgres://mnemo@db.example/mnemo --id alice
+    Database(ExportDatabaseArgs),
+}
+
+/// Arguments of `mnemo export database`.
+#[derive(Debug, Args)]
+pub struct ExportDatabaseArgs {
+    /// postgres://user:password@host:5432/database
+    #[arg(value_name = "URL")]
+    pub url: String,
+    /// The workspace id in the database (a tenant of `mnemo serve --database`)
+    #[arg(long, value_name = "ID")]
+    pub id: String,
+    /// The schema of the workspaces' tables
+    #[arg(long, value_name = "SCHEMA", default_value = DEFAULT_SCHEMA)]
+    pub schema: String,
 }
 
 /// Arguments of `mnemo export nanobot`.
@@ -98,6 +142,24 @@ pub struct ExportNanobotArgs {
 }
 
 pub fn run(args: ImportArgs, global: &GlobalArgs) -> Result<()> {
+    if args.tool == "database" {
+        let id = args.id.ok_or_else(|| {
+            UsageError("`mnemo import database URL` needs --id, the workspace to copy".into())
+        })?;
+        let url = args.path.to_string_lossy().into_owned();
+        let ctx = global.ctx()?;
+        let db = Database::connect(&url, &args.schema)?;
+        let from = db.workspace(&id)?;
+        if from.session_files()?.is_empty() && from.documents()?.is_empty() {
+            return Err(UsageError(format!(
+                "the database at {} has no workspace {id:?} (schema {}): nothing to import",
+                db.location(),
+                args.schema
+            ))
+            .into());
+        }
+        return copy(&from, &FileStorage::new(&ctx.workspace), "importing");
+    }
     let tool: Tool = args.tool.parse().map_err(UsageError)?;
     let ctx = global.ctx()?;
     ctx.require_initialised()?;
@@ -134,7 +196,19 @@ pub fn run(args: ImportArgs, global: &GlobalArgs) -> Result<()> {
 }
 
 pub fn export(command: ExportCommand, global: &GlobalArgs) -> Result<()> {
-    let ExportCommand::Nanobot(args) = command;
+    let args = match command {
+        ExportCommand::Nanobot(args) => args,
+        ExportCommand::Database(args) => {
+            let ctx = global.ctx()?;
+            ctx.require_initialised()?;
+            let db = Database::connect(&args.url, &args.schema)?;
+            return copy(
+                &FileStorage::new(&ctx.workspace),
+                &db.workspace(&args.id)?,
+                "exporting",
+            );
+        }
+    };
     let ctx = global.ctx()?;
     ctx.require_initialised()?;
     let options = ExportOptions {
@@ -145,6 +219,27 @@ pub fn export(command: ExportCommand, global: &GlobalArgs) -> Result<()> {
     };
     let report = export_nanobot(&ctx.workspace, &args.dest, &options).map_err(library_error)?;
     print_report(&report, "the export finished with problems (the `error` lines above); the other sessions were exported")
+}
+
+/// Copies a whole workspace with a bar, then says what was copied.
+fn copy(from: &dyn Storage, to: &dyn Storage, verb: &str) -> Result<()> {
+    let bar = stderr_bar(&format!("{verb} {{bar:30}} {{pos}}/{{len}} {{wide_msg}}"));
+    let report = copy_workspace(from, to, &mut |step| {
+        bar.set_length(step.total as u64);
+        bar.set_position(step.done as u64);
+        bar.set_message(step.rel.to_string());
+    });
+    bar.finish_and_clear();
+    let report = report?;
+    outln!(
+        "copied {} document(s) and {} session log(s), {} bytes, from {} to {}",
+        report.documents,
+        report.sessions,
+        report.bytes,
+        from.location(),
+        to.location()
+    );
+    Ok(())
 }
 
 fn library_error(e: mnemo_import::Error) -> anyhow::Error {

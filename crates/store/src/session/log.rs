@@ -294,6 +294,13 @@ pub fn sort_sessions(sessions: &mut [SessionInfo]) {
     sessions.sort_by(|a, b| b.updated_at.cmp(&a.updated_at).then(a.key.cmp(&b.key)));
 }
 
+/// True when `lines` begin with a metadata record: a log copied whole
+/// (an export, an import) brings its own and gets no second one.
+pub fn opens_with_metadata(lines: &[u8]) -> bool {
+    let first = lines.split(|b| *b == b'\n').next().unwrap_or_default();
+    std::str::from_utf8(first).is_ok_and(|l| matches!(Record::parse(l), Ok(Record::Metadata(_))))
+}
+
 /// The first line of a new log: its metadata record.
 pub fn first_record_line(key: &str) -> Result<Vec<u8>> {
     let mut head = Record::Metadata(SessionMetadata::new(key))
@@ -601,7 +608,9 @@ impl FileLog {
         let len = file.metadata().map_err(Error::io("stat", &path))?.len();
         let mut head = Vec::new();
         if len == 0 {
-            head = first_record_line(&self.key)?;
+            if !opens_with_metadata(buf) {
+                head = first_record_line(&self.key)?;
+            }
         } else if let Some((offset, tail)) = torn_tail(file, len, &path)? {
             if parse_line(&tail).is_ok() {
                 // A whole record without its newline (an editor saved the

@@ -15,6 +15,7 @@
 //! implementation lives in `mnemo-store-postgres`. Both run the suite in
 //! `mnemo_test_support::conformance::storage`.
 
+mod copy;
 mod files;
 
 use std::fmt;
@@ -26,6 +27,7 @@ use chrono::{DateTime, Utc};
 use crate::error::Result;
 use crate::session::{LoadedSession, SessionInfo, SessionOptions};
 
+pub use copy::{copy_workspace, CopyReport, CopyStep};
 pub use files::FileStorage;
 
 /// A document's version: it changes whenever the document does. Opaque to
@@ -195,7 +197,8 @@ pub trait SessionWriter: Send + fmt::Debug {
     fn location(&self) -> &Path;
 
     /// Appends whole lines (each ending in `\n`) as one unit under the
-    /// session's lock; a new log gets its metadata record first. With
+    /// session's lock; a new log gets its metadata record first, unless
+    /// the lines begin with one (a log copied whole). With
     /// `force_sync`, the lines are durable when this returns, whatever the
     /// fsync policy.
     fn append_lines(&mut self, lines: &[u8], force_sync: bool) -> Result<()>;

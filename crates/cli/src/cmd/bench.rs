@@ -20,6 +20,12 @@ pub enum BenchCommand {
     /// Session log: append latency (fsync off and per turn) and loading a
     /// long session, next to nanobot's SessionManager when it is installed
     Session(SessionBenchArgs),
+    /// Many workspaces in one PostgreSQL database behind two `mnemo serve
+    /// --database` processes, under concurrent clients (append, memory
+    /// write, search), with one server killed half way (--kill): acknowledged
+    /// messages lost or duplicated, searches that crossed workspaces,
+    /// latencies and requests per second, next to a file workspace
+    Tenants(super::bench_tenants::TenantsBenchArgs),
 }
 
 /// Arguments of `mnemo bench session`.
@@ -59,6 +65,7 @@ struct Side {
 pub fn run(command: BenchCommand, _global: &GlobalArgs) -> Result<()> {
     match command {
         BenchCommand::Session(args) => session(args),
+        BenchCommand::Tenants(args) => super::bench_tenants::run(args),
     }
 }
 

@@ -2,6 +2,7 @@
 //! `run` function; nothing here does work of its own.
 
 mod bench;
+mod bench_tenants;
 mod chat;
 mod engine;
 mod eval;

@@ -1,0 +1,514 @@
+//! `mnemo bench tenants`: many workspaces in one database behind two
+//! `mnemo serve --database` processes, loaded on loopback by concurrent
+//! clients that append, write memory and search; one server is killed
+//! with SIGKILL half way and started again. Then every acknowledged
+//! message is looked for (lost, duplicated), every search hit is checked
+//! for another workspace's words, and a file workspace served the same
+//! way is measured in the same run as the baseline.
+
+use std::collections::HashMap;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command as Process, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use mnemo::core::Message;
+use serde::Serialize;
+use serde_json::{json, Value};
+
+/// Arguments of `mnemo bench tenants`.
+#[derive(Debug, Args)]
+pub struct TenantsBenchArgs {
+    /// The PostgreSQL database (postgres://user@127.0.0.1:5432/db; with pgvector)
+    #[arg(long, value_name = "URL")]
+    pub database: String,
+    /// Workspaces created before the load
+    #[arg(long, default_value_t = 1000)]
+    pub workspaces: usize,
+    /// Concurrent clients
+    #[arg(long, default_value_t = 16)]
+    pub clients: usize,
+    /// Seconds of load on the database workspaces (the baseline runs a third as long)
+    #[arg(long, default_value_t = 60)]
+    pub seconds: u64,
+    /// Kill one server with SIGKILL half way and start it again
+    #[arg(long)]
+    pub kill: bool,
+    /// Print the results as one JSON object
+    #[arg(long)]
+    pub json: bool,
+}
+
+const ADMIN: &str = "bench-admin-token";
+
+/// A `mnemo serve` process, killed when dropped.
+struct Server {
+    child: Child,
+    args: Vec<String>,
+    base: String,
+}
+
+impl Server {
+    fn start(args: Vec<String>, port: u16) -> Result<Server> {
+        let exe = std::env::current_exe().context("cannot find the mnemo binary")?;
+        let child = Process::new(exe)
+            .args(&args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .context("cannot start mnemo serve")?;
+        Ok(Server {
+            child,
+            args,
+            base: format!("http://127.0.0.1:{port}"),
+        })
+    }
+
+    fn restart(&mut self) -> Result<()> {
+        let port = self.base.rsplit(':').next().unwrap_or_default().parse()?;
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        *self = Server::start(self.args.clone(), port)?;
+        Ok(())
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> Result<u16> {
+    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+async fn wait_ready(client: &reqwest::Client, base: &str) -> Result<()> {
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(60) {
+        if client
+            .get(format!("{base}/health"))
+            .send()
+            .await
+            .is_ok_and(|r| r.status().is_success())
+        {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    bail!("{base} did not answer /health within 60 s")
+}
+
+/// Latencies of one kind of request, in ms.
+#[derive(Default)]
+struct Timings(Vec<f64>);
+
+impl Timings {
+    fn stats(&mut self) -> OpStats {
+        self.0.sort_by(f64::total_cmp);
+        let at = |p: f64| {
+            self.0
+                .get(((self.0.len() as f64 - 1.0) * p).round() as usize)
+                .copied()
+                .unwrap_or(0.0)
+        };
+        OpStats {
+            count: self.0.len(),
+            p50_ms: at(0.5),
+            p99_ms: at(0.99),
+        }
+    }
+}
+
+#[derive(Debug, Default, Serialize)]
+struct OpStats {
+    count: usize,
+    p50_ms: f64,
+    p99_ms: f64,
+}
+
+#[derive(Default)]
+struct Tally {
+    append: Timings,
+    write: Timings,
+    search: Timings,
+    failed: usize,
+    cross_hits: usize,
+    /// Acknowledged message ids per (base path, session key).
+    acked: HashMap<(String, String), Vec<String>>,
+}
+
+#[derive(Debug, Serialize)]
+struct Phase {
+    seconds: f64,
+    requests_per_second: f64,
+    append: OpStats,
+    write: OpStats,
+    search: OpStats,
+    failed_requests: usize,
+    acknowledged: usize,
+    lost: usize,
+    duplicated: usize,
+    search_hits_from_another_workspace: usize,
+}
+
+/// A workspace as the clients reach it: its path prefix and token.
+#[derive(Clone)]
+struct Target {
+    prefix: String,
+    token: Option<String>,
+    word: String,
+}
+
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 % n.max(1) as u64) as usize
+    }
+}
+
+fn authed(req: reqwest::RequestBuilder, token: &Option<String>) -> reqwest::RequestBuilder {
+    match token {
+        Some(t) => req.bearer_auth(t),
+        None => req,
+    }
+}
+
+/// Runs the clients against `bases` for `seconds`, then checks every
+/// acknowledged message.
+async fn load(
+    bases: Arc<Mutex<Vec<String>>>,
+    targets: Arc<Vec<Target>>,
+    clients: usize,
+    seconds: f64,
+    kill: Option<(Arc<Mutex<Server>>, f64)>,
+) -> Result<Phase> {
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .build()?;
+    let tally = Arc::new(Mutex::new(Tally::default()));
+    let started = Instant::now();
+    let deadline = started + Duration::from_secs_f64(seconds);
+    let mut tasks = Vec::new();
+    for c in 0..clients {
+        let (http, bases, targets, tally) =
+            (http.clone(), bases.clone(), targets.clone(), tally.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut rng =
+                Rng(0x9e37_79b9_7f4a_7c15 ^ (c as u64 + 1).wrapping_mul(0x2545_f491_4f6c_dd1d));
+            let mut n = 0usize;
+            while Instant::now() < deadline {
+                n += 1;
+                let t = &targets[rng.below(targets.len())];
+                let base = {
+                    let b = bases.lock().unwrap_or_else(|e| e.into_inner());
+                    b[rng.below(b.len())].clone()
+                };
+                let op = rng.below(10);
+                let at = Instant::now();
+                let outcome = if op < 6 {
+                    let id = format!("m{c}x{n}");
+                    let key = format!("bench:{}", c % 4);
+                    let msg = Message::user(format!("{id} {} note {n}", t.word));
+                    let r = authed(
+                        http.post(format!("{base}{}/sessions/{key}/messages", t.prefix)),
+                        &t.token,
+                    )
+                    .json(&json!({ "message": msg }))
+                    .send()
+                    .await;
+                    match r {
+                        Ok(r) if r.status().is_success() => {
+                            Ok(Some((0, t.prefix.clone(), key, id)))
+                        }
+                        _ => Err(()),
+                    }
+                } else if op < 8 {
+                    let r = authed(
+                        http.post(format!("{base}{}/memory/write", t.prefix)),
+                        &t.token,
+                    )
+                    .json(&json!({ "text": format!("{} fact {c}-{n}", t.word) }))
+                    .send()
+                    .await;
+                    match r {
+                        Ok(r) if r.status().is_success() => Ok(None),
+                        _ => Err(()),
+                    }
+                } else {
+                    let r = authed(
+                        http.post(format!("{base}{}/memory/search", t.prefix)),
+                        &t.token,
+                    )
+                    .json(&json!({ "query": format!("{} note", t.word), "max_results": 5 }))
+                    .send()
+                    .await;
+                    match r {
+                        Ok(r) if r.status().is_success() => {
+                            let v: Value = r.json().await.unwrap_or_default();
+                            let foreign = v["results"]
+                                .as_array()
+                                .map(|a| {
+                                    a.iter()
+                                        .filter(|h| {
+                                            let s = h["snippet"].as_str().unwrap_or_default();
+                                            s.contains("tenantword") && !s.contains(&t.word)
+                                        })
+                                        .count()
+                                })
+                                .unwrap_or(0);
+                            Ok(Some((foreign, String::new(), String::new(), String::new())))
+                        }
+                        _ => Err(()),
+                    }
+                };
+                let ms = at.elapsed().as_secs_f64() * 1000.0;
+                let mut tally = tally.lock().unwrap_or_else(|e| e.into_inner());
+                match outcome {
+                    Err(()) => tally.failed += 1,
+                    Ok(Some((_, prefix, key, id))) if !id.is_empty() => {
+                        tally.append.0.push(ms);
+                        tally.acked.entry((prefix, key)).or_default().push(id);
+                    }
+                    Ok(Some((foreign, ..))) => {
+                        tally.search.0.push(ms);
+                        tally.cross_hits += foreign;
+                    }
+                    Ok(None) => tally.write.0.push(ms),
+                }
+            }
+        }));
+    }
+    if let Some((server, at)) = kill {
+        tokio::time::sleep(Duration::from_secs_f64(at)).await;
+        let base = server
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .base
+            .clone();
+        // The clients go to the other server while this one is down.
+        bases
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|b| *b != base);
+        let restarted = {
+            let mut s = server.lock().unwrap_or_else(|e| e.into_inner());
+            s.restart()
+        };
+        restarted?;
+        wait_ready(&http, &base).await?;
+        bases.lock().unwrap_or_else(|e| e.into_inner()).push(base);
+    }
+    for t in tasks {
+        t.await?;
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    let mut tally = std::mem::take(&mut *tally.lock().unwrap_or_else(|e| e.into_inner()));
+    // Every acknowledged message, looked for in its session's history.
+    let base = bases.lock().unwrap_or_else(|e| e.into_inner())[0].clone();
+    let tokens: HashMap<&str, &Option<String>> = targets
+        .iter()
+        .map(|t| (t.prefix.as_str(), &t.token))
+        .collect();
+    let (mut acknowledged, mut lost, mut duplicated) = (0, 0, 0);
+    for ((prefix, key), ids) in &tally.acked {
+        let token = tokens.get(prefix.as_str()).copied().cloned().flatten();
+        let v: Value = authed(
+            http.get(format!("{base}{prefix}/sessions/{key}/messages")),
+            &token,
+        )
+        .send()
+        .await?
+        .json()
+        .await?;
+        let mut seen: HashMap<String, usize> = HashMap::new();
+        for m in v["messages"].as_array().into_iter().flatten() {
+            let text = m["content"].as_str().unwrap_or_default();
+            if let Some(id) = text.split(' ').next() {
+                *seen.entry(id.to_string()).or_default() += 1;
+            }
+        }
+        for id in ids {
+            acknowledged += 1;
+            match seen.get(id) {
+                None => lost += 1,
+                Some(n) if *n > 1 => duplicated += 1,
+                _ => {}
+            }
+        }
+    }
+    let requests = tally.append.0.len() + tally.write.0.len() + tally.search.0.len();
+    Ok(Phase {
+        seconds: elapsed,
+        requests_per_second: requests as f64 / elapsed,
+        append: tally.append.stats(),
+        write: tally.write.stats(),
+        search: tally.search.stats(),
+        failed_requests: tally.failed,
+        acknowledged,
+        lost,
+        duplicated,
+        search_hits_from_another_workspace: tally.cross_hits,
+    })
+}
+
+fn serve_args(root: &Path, port: u16, extra: &[String]) -> Vec<String> {
+    let mut args = vec![
+        "--workspace".to_string(),
+        root.display().to_string(),
+        "--set".into(),
+        "embedder.kind=hash".into(),
+        "serve".into(),
+        "--http".into(),
+        format!("127.0.0.1:{port}"),
+    ];
+    args.extend_from_slice(extra);
+    args
+}
+
+pub fn run(args: TenantsBenchArgs) -> Result<()> {
+    let rt = tokio::runtime::Runtime::new()?;
+    rt.block_on(run_async(args))
+}
+
+async fn run_async(args: TenantsBenchArgs) -> Result<()> {
+    let scratch = tempfile_dir()?;
+    let http = reqwest::Client::new();
+    let schema = format!("mnemo_bench_{}x", std::process::id());
+
+    // The baseline: one file workspace behind one server.
+    let file_root = scratch.join("file");
+    std::fs::create_dir_all(&file_root)?;
+    let port = free_port()?;
+    let file_server = Server::start(serve_args(&file_root, port, &[]), port)?;
+    wait_ready(&http, &file_server.base).await?;
+    let file_targets = Arc::new(vec![Target {
+        prefix: "/v1".into(),
+        token: None,
+        word: "tenantwordfile".into(),
+    }]);
+    eprintln!("baseline: one file workspace, {} clients", args.clients);
+    let baseline = load(
+        Arc::new(Mutex::new(vec![file_server.base.clone()])),
+        file_targets,
+        args.clients,
+        args.seconds as f64 / 3.0,
+        None,
+    )
+    .await?;
+    drop(file_server);
+
+    // Two servers over one database.
+    let data = scratch.join("data");
+    let mut servers = Vec::new();
+    for i in 0..2 {
+        let root = scratch.join(format!("serve{i}"));
+        std::fs::create_dir_all(&root)?;
+        let port = free_port()?;
+        let extra = vec![
+            "--database".to_string(),
+            args.database.clone(),
+            "--admin-token".into(),
+            ADMIN.into(),
+            "--data".into(),
+            data.display().to_string(),
+            "--registry-schema".into(),
+            schema.clone(),
+        ];
+        servers.push(Arc::new(Mutex::new(Server::start(
+            serve_args(&root, port, &extra),
+            port,
+        )?)));
+    }
+    let bases: Vec<String> = servers
+        .iter()
+        .map(|s| s.lock().unwrap_or_else(|e| e.into_inner()).base.clone())
+        .collect();
+    for b in &bases {
+        wait_ready(&http, b).await?;
+    }
+    eprintln!("creating {} workspaces", args.workspaces);
+    let created = Instant::now();
+    let mut targets = Vec::new();
+    for w in 0..args.workspaces {
+        let id = format!("w{w}");
+        let v: Value = http
+            .post(format!("{}/v1/workspaces", bases[w % 2]))
+            .bearer_auth(ADMIN)
+            .json(&json!({ "id": id }))
+            .send()
+            .await?
+            .error_for_status()?
+            .json()
+            .await?;
+        targets.push(Target {
+            prefix: format!("/v1/workspaces/{id}"),
+            token: v["token"].as_str().map(str::to_string),
+            word: format!("tenantword{w}q"),
+        });
+    }
+    let create_secs = created.elapsed().as_secs_f64();
+    eprintln!(
+        "load: {} workspaces, 2 servers, {} clients, {} s{}",
+        args.workspaces,
+        args.clients,
+        args.seconds,
+        if args.kill {
+            ", one server killed half way"
+        } else {
+            ""
+        }
+    );
+    let kill = args
+        .kill
+        .then(|| (servers[1].clone(), args.seconds as f64 / 2.0));
+    let tenants = load(
+        Arc::new(Mutex::new(bases.clone())),
+        Arc::new(targets),
+        args.clients,
+        args.seconds as f64,
+        kill,
+    )
+    .await?;
+    for w in 0..args.workspaces {
+        let _ = http
+            .delete(format!("{}/v1/workspaces/w{w}", bases[0]))
+            .bearer_auth(ADMIN)
+            .send()
+            .await;
+    }
+    drop(servers);
+    let _ = std::fs::remove_dir_all(&scratch);
+    let report = json!({
+        "workspaces": args.workspaces,
+        "clients": args.clients,
+        "create_seconds": create_secs,
+        "killed_one_server": args.kill,
+        "database_workspaces": tenants,
+        "file_workspace": baseline,
+    });
+    if args.json {
+        println!("{report}");
+    } else {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    }
+    if tenants.lost > 0 || tenants.duplicated > 0 || tenants.search_hits_from_another_workspace > 0
+    {
+        bail!("acknowledged messages were lost or duplicated, or a search crossed workspaces");
+    }
+    Ok(())
+}
+
+fn tempfile_dir() -> Result<PathBuf> {
+    let dir = std::env::temp_dir().join(format!("mnemo-bench-tenants-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    Ok(dir)
+}

@@ -217,6 +217,45 @@ pub struct PgStorage {
 }
 
 impl PgStorage {
+    /// Takes the workspace's advisory lock `name` on a connection of its
+    /// own (waiting for it with `wait`; else `None` when it is held).
+    fn advisory_lock(&self, name: &str, wait: bool) -> Result<Option<Held>> {
+        let key = mnemo_postgres::lock_key(&[&self.db.schema, &self.workspace, name]);
+        let locks = self.db.locks.clone();
+        let loc = self.db.location.clone();
+        let conn = self
+            .db
+            .rt
+            .run(async move {
+                let p = locks.get().await.map_err(|m| failed(&loc, m))?;
+                let sql = if wait {
+                    "SELECT true FROM pg_advisory_lock($1)"
+                } else {
+                    "SELECT pg_try_advisory_lock($1)"
+                };
+                let got: bool = p
+                    .client
+                    .query_one(sql, &[&key])
+                    .await
+                    .map_err(db_err(&loc))?
+                    .get(0);
+                if got {
+                    Ok::<_, Error>(Some(p))
+                } else {
+                    locks.put(p);
+                    Ok(None)
+                }
+            })
+            .map_err(|s| failed(&self.db.location, s.to_string()))??;
+        Ok(conn.map(|conn| {
+            Held::new(AdvisoryLock {
+                db: self.db.clone(),
+                conn: Some(conn),
+                key,
+            })
+        }))
+    }
+
     /// The workspace id.
     pub fn id(&self) -> &str {
         &self.workspace
@@ -472,58 +511,16 @@ impl Storage for PgStorage {
     }
 
     fn lock_memory(&self) -> Result<Held> {
-        let key = mnemo_postgres::lock_key(&[&self.db.schema, &self.workspace, "memory"]);
-        let locks = self.db.locks.clone();
-        let loc = self.db.location.clone();
-        let conn = self
-            .db
-            .rt
-            .run(async move {
-                let p = locks.get().await.map_err(|m| failed(&loc, m))?;
-                p.client
-                    .execute("SELECT pg_advisory_lock($1)", &[&key])
-                    .await
-                    .map_err(db_err(&loc))?;
-                Ok::<_, Error>(p)
-            })
-            .map_err(|s| failed(&self.db.location, s.to_string()))??;
-        Ok(Held::new(AdvisoryLock {
-            db: self.db.clone(),
-            conn: Some(conn),
-            key,
-        }))
+        self.advisory_lock("memory", true)?.ok_or_else(|| {
+            failed(
+                &self.db.location,
+                "the memory lock was not granted (a bug: see the log)",
+            )
+        })
     }
 
     fn try_lock(&self, name: &str) -> Result<Option<Held>> {
-        let key = mnemo_postgres::lock_key(&[&self.db.schema, &self.workspace, name]);
-        let locks = self.db.locks.clone();
-        let loc = self.db.location.clone();
-        let conn = self
-            .db
-            .rt
-            .run(async move {
-                let p = locks.get().await.map_err(|m| failed(&loc, m))?;
-                let got: bool = p
-                    .client
-                    .query_one("SELECT pg_try_advisory_lock($1)", &[&key])
-                    .await
-                    .map_err(db_err(&loc))?
-                    .get(0);
-                if got {
-                    Ok::<_, Error>(Some(p))
-                } else {
-                    locks.put(p);
-                    Ok(None)
-                }
-            })
-            .map_err(|s| failed(&self.db.location, s.to_string()))??;
-        Ok(conn.map(|conn| {
-            Held::new(AdvisoryLock {
-                db: self.db.clone(),
-                conn: Some(conn),
-                key,
-            })
-        }))
+        self.advisory_lock(name, false)
     }
 
     fn lock_location(&self, name: &str) -> String {
@@ -572,16 +569,8 @@ impl Storage for PgStorage {
                     )
                     .await
                     .map_err(db_err(&loc))?;
-                if rows.is_empty() {
-                    return Ok(None);
-                }
-                let mut bytes = Vec::new();
-                for r in &rows {
-                    bytes.extend_from_slice(r.get::<_, &[u8]>(0));
-                    bytes.push(b'\n');
-                }
                 let path = PathBuf::from(format!("sessions/{stem}.jsonl"));
-                Ok(Some(session::parse_session_bytes(&path, &bytes)))
+                Ok(log_bytes(&rows).map(|bytes| session::parse_session_bytes(&path, &bytes)))
             })
         })
     }
@@ -659,15 +648,7 @@ impl Storage for PgStorage {
                     )
                     .await
                     .map_err(db_err(&loc))?;
-                if rows.is_empty() {
-                    return Ok(None);
-                }
-                let mut bytes = Vec::new();
-                for r in &rows {
-                    bytes.extend_from_slice(r.get::<_, &[u8]>(0));
-                    bytes.push(b'\n');
-                }
-                Ok(Some(bytes))
+                Ok(log_bytes(&rows))
             })
         })
     }
@@ -692,6 +673,19 @@ impl Storage for PgStorage {
             })
         })
     }
+}
+
+/// A session log's bytes from its rows of lines, in order (`None`: no line).
+fn log_bytes(rows: &[tokio_postgres::Row]) -> Option<Vec<u8>> {
+    if rows.is_empty() {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    for r in rows {
+        bytes.extend_from_slice(r.get::<_, &[u8]>(0));
+        bytes.push(b'\n');
+    }
+    Some(bytes)
 }
 
 /// An [`Entry`] from a row of (path, time, size).

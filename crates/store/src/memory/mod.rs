@@ -714,8 +714,8 @@ impl MemoryStore {
         rel
     }
 
-    /// Removes a typed memory (by its name, or its `memory/…md` path) and
-    /// its index line, under the memory lock. Anything else under `memory/`
+    /// Removes a typed memory (by its name, or its `memory/…md` path), its
+    /// index line and its text in the audit log, under the memory lock. Anything else under `memory/`
     /// (the history, daily logs, session notes: append-only) is refused.
     /// Returns the removed file's path.
     pub fn forget_typed(&self, name_or_path: &str) -> Result<String> {
@@ -753,6 +753,15 @@ impl MemoryStore {
         self.swap(MEMORY_MD, |memory| {
             Ok(Some(remove_index_line(memory, &rel)))
         })?;
+        // Its text goes from the audit log too: the records stay, saying
+        // what happened when, without what was said.
+        if let (Some(Ok(front)), _) = frontmatter::split(&doc.text) {
+            if self.storage.exists(facts::AUDIT_FILE)? {
+                self.swap(facts::AUDIT_FILE, |text| {
+                    Ok(Some(facts::scrub_audit(text, &front.name)?.0))
+                })?;
+            }
+        }
         Ok(rel)
     }
 

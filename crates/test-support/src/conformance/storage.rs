@@ -503,9 +503,33 @@ pub fn typed_memories_are_saved_found_and_forgotten(case: &StorageCase) {
         "Espresso."
     );
     assert_eq!(memory.list_typed().unwrap().len(), 1);
+    memory
+        .append_audit(&[mnemo_store::memory::facts::AuditRecord {
+            op: "write".into(),
+            memory: "Coffee order".into(),
+            new: Some("Espresso.".into()),
+            by: "memory_write".into(),
+            ..Default::default()
+        }])
+        .unwrap();
     assert_eq!(
         memory.forget_typed("Coffee order").unwrap(),
         "memory/coffee-order.md"
+    );
+    let audit = case
+        .storage
+        .read("memory/audit.jsonl")
+        .unwrap()
+        .unwrap()
+        .text;
+    assert!(
+        !audit.contains("Espresso"),
+        "a forget leaves no text in the audit log: {audit}"
+    );
+    assert_eq!(
+        memory.memory_history("Coffee order").unwrap().len(),
+        1,
+        "the record stays"
     );
     assert!(memory.find_typed("Coffee order").unwrap().is_none());
     assert!(!memory.read_memory_md().unwrap().contains("coffee-order"));

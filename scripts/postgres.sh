@@ -72,8 +72,10 @@ start() {
     touch "$log"
     [ "$(id -u)" -eq 0 ] && chown "$pg_user" "$log"
     # Loopback only, no Unix socket (its default folder may not exist).
+    # Room for many workspaces' index pools (mnemo bench tenants: two
+    # servers, each keeping a few connections per open workspace).
     as_pg "$bin/pg_ctl" -D "$data" -l "$log" -w -t 60 \
-      -o "-c listen_addresses=127.0.0.1 -p $port -c unix_socket_directories=''" start >&2 ||
+      -o "-c listen_addresses=127.0.0.1 -p $port -c unix_socket_directories='' -c max_connections=400" start >&2 ||
       { tail -n 30 "$log" >&2; exit 1; }
   fi
   local psql=("$bin/psql" -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$port" -U postgres)

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use mnemo_core::Message;
-use mnemo_store::{Error, Expect, SessionOptions, SessionStore, SharedStorage, Storage};
+use mnemo_store::{Error, Expect, SessionOptions, SessionStore, SharedStorage};
 use mnemo_store_postgres::Database;
 use mnemo_test_support::postgres::{fresh_schema, test_url};
 

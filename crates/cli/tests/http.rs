@@ -793,3 +793,64 @@ fn a_running_server_finds_files_edited_by_hand_at_the_next_search() {
     std::fs::remove_file(ws.join("memory/otters.md")).unwrap();
     assert!(search("otters").is_empty());
 }
+
+/// A one-shot `mnemo search` asks the server of its workspace when it runs
+/// with the same settings (the server announced itself in .mnemo/): the
+/// same answer, without loading a model; with other settings, or once the
+/// server is gone (killed, its announcement left behind), it searches
+/// itself.
+#[test]
+fn a_cli_search_is_answered_by_the_running_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path();
+    assert!(command(ws, &["init"]).output().unwrap().status.success());
+    std::fs::write(
+        ws.join("memory/ferry.md"),
+        "The ferry to Lindau leaves at 7:40 from pier 3.\n",
+    )
+    .unwrap();
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let child = start_listening(command(
+        ws,
+        &["--set", "embedder.kind=hash", "serve", "--http", &addr],
+    ));
+    let mut server = Server { child, port };
+    let search = |sets: &str| {
+        let out = command(ws, &["--set", sets, "search", "ferry Lindau", "--json"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let found: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let asked = String::from_utf8_lossy(&out.stderr).contains("answered by mnemo serve");
+        (
+            found["results"][0]["path"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+            asked,
+        )
+    };
+    assert_eq!(
+        search("embedder.kind=hash"),
+        ("memory/ferry.md".to_string(), true)
+    );
+    assert_eq!(
+        search("embedder.kind=none"),
+        ("memory/ferry.md".to_string(), false)
+    );
+    server.child.kill().unwrap();
+    server.child.wait().unwrap();
+    assert!(
+        ws.join(".mnemo/serve.json").exists(),
+        "a killed server leaves its announcement"
+    );
+    assert_eq!(
+        search("embedder.kind=hash"),
+        ("memory/ferry.md".to_string(), false)
+    );
+}

@@ -7,10 +7,10 @@ use mnemo_engine::{AgentTurn, ContextReport, EngineEvent};
 use mnemo_index::{SearchHit, SearchResponse};
 use mnemo_store::SessionInfo;
 use schemars::JsonSchema;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// How a search ran.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
     /// Keywords (BM25) and vectors.
@@ -20,7 +20,7 @@ pub enum Mode {
 }
 
 /// Where a hit comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum HitSource {
     /// MEMORY.md and memory/*.md.
@@ -30,7 +30,7 @@ pub enum HitSource {
 }
 
 /// One search hit, the same on every surface.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Hit {
     /// Workspace-relative path.
     pub path: String,
@@ -47,10 +47,10 @@ pub struct Hit {
     /// `path#Lx-Ly`: quote it, or open it with `mnemo get` / `memory_get`.
     pub citation: String,
     /// The session's key, for a transcript hit.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_key: Option<String>,
     /// The day the hit speaks from (`YYYY-MM-DD`, or `first/last` for a span of days).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub date: Option<String>,
 }
 
@@ -74,7 +74,7 @@ impl From<&SearchHit> for Hit {
 }
 
 /// The answer of `memory_search`.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SearchOutput {
     /// hybrid, or keyword (vectors were not used, and why is in `warnings`).
     pub mode: Mode,
@@ -83,10 +83,10 @@ pub struct SearchOutput {
     /// Anything the caller should know (keyword-only, a re-rank that failed, …).
     pub warnings: Vec<String>,
     /// How dates named in the query were read, as ISO 8601 days or intervals.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub dates: Vec<String>,
     /// Whether the chat model re-ordered the hits (present when a re-rank was asked for).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reranked: Option<bool>,
 }
 

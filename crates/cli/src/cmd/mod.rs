@@ -14,6 +14,7 @@ mod memory;
 mod recall;
 mod serve;
 mod session;
+mod warm;
 
 use anyhow::Result;
 use clap::Subcommand;

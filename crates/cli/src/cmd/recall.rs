@@ -202,6 +202,24 @@ fn copy_to(m: &Mnemo, index: &MemoryIndex, url: String, schema: Option<String>) 
 }
 
 pub fn search(args: SearchArgs, global: &GlobalArgs) -> Result<()> {
+    let request = mnemo_service::args::SearchArgs {
+        query: args.query,
+        max_results: args.limit,
+        min_score: args.min_score,
+        rerank: args.rerank.then_some(true),
+        as_of: args.as_of,
+    };
+    // A server of this workspace, with these settings, has the model and
+    // the index open already: ask it (a re-rank's model flags are the
+    // CLI's own, so that stays here).
+    if !args.rerank {
+        let ctx = global.ctx()?;
+        ctx.require_initialised()?;
+        if let Some((found, addr)) = super::warm::search(&ctx.workspace, &ctx.config, &request) {
+            eprintln!("(answered by mnemo serve at {addr})");
+            return print_found(&found, None, args.json);
+        }
+    }
     let (m, _index, warning) = open(global)?;
     let service = Service::with_provider(Arc::new(m), args.model.overrides());
     if args.rerank {
@@ -210,15 +228,17 @@ pub fn search(args: SearchArgs, global: &GlobalArgs) -> Result<()> {
             service.engine_with_progress(p)
         })?;
     }
-    let request = mnemo_service::args::SearchArgs {
-        query: args.query,
-        max_results: args.limit,
-        min_score: args.min_score,
-        rerank: args.rerank.then_some(true),
-        as_of: args.as_of,
-    };
     let found = crate::ctx::runtime()?.block_on(service.search(request))?;
-    if args.json {
+    print_found(&found, warning, args.json)
+}
+
+/// Prints a search's answer: one JSON object, or the hits for a person.
+fn print_found(
+    found: &mnemo_service::output::SearchOutput,
+    warning: Option<String>,
+    json: bool,
+) -> Result<()> {
+    if json {
         outln!("{}", serde_json::to_string(&found)?);
         return Ok(());
     }

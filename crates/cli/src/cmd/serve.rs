@@ -48,6 +48,10 @@ pub fn run(args: ServeArgs, global: &GlobalArgs) -> Result<()> {
             .local_addr()
             .context("cannot read the listening address")?;
         eprintln!("mnemo serve: listening on http://{local} (OpenAPI at /openapi.json)");
+        // One-shot `mnemo search`es of this workspace ask this server.
+        let m = service.mnemo();
+        let _announced =
+            crate::cmd::warm::announce(m.workspace(), m.config(), local, args.token.is_some());
         mnemo_http::serve_on(listener, service, args.token).await?;
         anyhow::Ok(())
     })

@@ -547,6 +547,21 @@ impl Storage for PgStorage {
         }))
     }
 
+    fn session_exists(&self, key: &str) -> Result<bool> {
+        let (ws, key) = (self.workspace.clone(), key.to_string());
+        self.db.call(move |c, loc| {
+            Box::pin(async move {
+                Ok(c.query_opt(
+                    "SELECT 1 FROM sessions WHERE workspace = $1 AND key = $2 AND lines > 0",
+                    &[&ws, &key],
+                )
+                .await
+                .map_err(db_err(&loc))?
+                .is_some())
+            })
+        })
+    }
+
     fn load_session(&self, key: &str) -> Result<Option<LoadedSession>> {
         let (ws, key) = (self.workspace.clone(), key.to_string());
         self.db.call(move |c, loc| {

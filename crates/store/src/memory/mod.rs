@@ -252,16 +252,18 @@ impl MemoryStore {
 
     /// Reads `rel`, passes its text (empty when missing) to `edit` and
     /// writes what `edit` returns (`None`: no change) only over the version
-    /// it read: a writer that does not take the memory lock (another
-    /// program, a person) is never overwritten, the write fails with
-    /// [`Error::Conflict`] instead. Call it holding the memory lock.
+    /// it read: a write by someone who does not take the memory lock
+    /// (another program, a person editing the file) is not overwritten, the
+    /// write fails with [`Error::Conflict`] instead (for a file, but for the
+    /// instant between the check and the rename). Call it holding the
+    /// memory lock.
     fn swap(&self, rel: &str, edit: impl FnOnce(&str) -> Result<Option<String>>) -> Result<bool> {
         let current = self.storage.read(rel)?;
         let text = current.as_ref().map_or("", |d| d.text.as_str());
         let Some(updated) = edit(text)? else {
             return Ok(false);
         };
-        if updated == text && current.is_some() {
+        if updated == text {
             return Ok(false);
         }
         let expect = match current {

@@ -178,8 +178,9 @@ impl SessionStore {
         &self.storage
     }
 
-    /// The log file for `key` in a file workspace (see
-    /// [`FileStorage::session_path`]); a database workspace has none.
+    /// The log file for `key` in a file workspace (the workspace folder
+    /// joined with [`session_rel`](crate::Storage::session_rel)); a database
+    /// workspace has none.
     pub fn path_for(&self, key: &str) -> Result<PathBuf> {
         match self.storage.root() {
             Some(root) => Ok(root.join(self.storage.session_rel(key)?)),
@@ -192,7 +193,7 @@ impl SessionStore {
 
     /// True when a log exists for `key`.
     pub fn exists(&self, key: &str) -> Result<bool> {
-        Ok(self.storage.load_session(key)?.is_some())
+        self.storage.session_exists(key)
     }
 
     /// Opens the log of `key` for appending; the log is created on the

@@ -266,6 +266,10 @@ impl Storage for FileStorage {
         )?))
     }
 
+    fn session_exists(&self, key: &str) -> Result<bool> {
+        Ok(session::log::file_path_for(&self.workspace, key)?.exists())
+    }
+
     fn load_session(&self, key: &str) -> Result<Option<LoadedSession>> {
         let path = session::log::file_path_for(&self.workspace, key)?;
         if !path.exists() {

@@ -166,6 +166,9 @@ pub trait Storage: Send + Sync + fmt::Debug {
     /// an export use.
     fn session_rel(&self, key: &str) -> Result<String>;
 
+    /// True when the log of `key` holds a record.
+    fn session_exists(&self, key: &str) -> Result<bool>;
+
     /// Opens the log of `key` for appending (created by the first append).
     fn open_session(&self, key: &str, options: &SessionOptions) -> Result<Box<dyn SessionWriter>>;
 

@@ -28,6 +28,9 @@ pub enum ErrorCode {
     Io,
     /// A bug or an unexpected state.
     Internal,
+    /// The request carries no credentials, or ones that do not open what
+    /// it asks for.
+    Unauthorized,
 }
 
 impl ErrorCode {
@@ -37,6 +40,7 @@ impl ErrorCode {
             ErrorCode::InvalidInput => 400,
             ErrorCode::Forbidden => 403,
             ErrorCode::NotFound => 404,
+            ErrorCode::Unauthorized => 401,
             ErrorCode::Busy => 409,
             ErrorCode::Corrupt => 422,
             ErrorCode::Provider => 502,
@@ -48,7 +52,7 @@ impl ErrorCode {
     /// The process exit code the CLI uses for this code.
     pub fn exit_code(self) -> i32 {
         match self {
-            ErrorCode::InvalidInput | ErrorCode::Forbidden => 2,
+            ErrorCode::InvalidInput | ErrorCode::Forbidden | ErrorCode::Unauthorized => 2,
             ErrorCode::NotFound => 3,
             ErrorCode::Corrupt => 4,
             ErrorCode::Busy => 5,
@@ -70,6 +74,7 @@ impl ErrorCode {
             ErrorCode::Config => "config",
             ErrorCode::Io => "io",
             ErrorCode::Internal => "internal",
+            ErrorCode::Unauthorized => "unauthorized",
         }
     }
 }

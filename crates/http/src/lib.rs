@@ -7,12 +7,14 @@
 //! `{"error": {"code", "message"}}` with the status of
 //! [`mnemo_service::Error::http_status`]. Every handler calls one
 //! [`mnemo_service::Service`] operation, so HTTP, MCP and the CLI behave
-//! the same.
+//! the same. [`tenants_router`] serves many workspaces of a database
+//! under `/v1/workspaces/{id}`, each behind its own token.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 mod routes;
+mod tenants;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -21,6 +23,7 @@ use mnemo_service::{guard, Service};
 
 pub use mnemo_service::{Error, Result};
 pub use routes::{router, MAX_BODY_BYTES};
+pub use tenants::{tenants_router, McpRouter};
 
 /// Serves the API at `addr` until Ctrl-C or SIGTERM. A non-loopback
 /// address needs a token.

@@ -1,14 +1,15 @@
 //! Routes, request extraction and error responses of the HTTP API.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, JsonRejection, QueryRejection};
-use axum::extract::{DefaultBodyLimit, FromRequest, FromRequestParts, Path, Query, Request, State};
+use axum::extract::{DefaultBodyLimit, FromRequest, FromRequestParts, Path, Query, Request};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use axum::Router;
+use axum::{Extension, Router};
 use mnemo_service::args::{
     AppendArgs, CompactArgs, ContextArgs, ForgetArgs, GetArgs, HistoryArgs, MemoryHistoryArgs,
     SearchArgs, TurnArgs, WriteArgs,
@@ -20,41 +21,75 @@ use serde_json::json;
 /// Largest request body accepted; larger ones get 413 and nothing is written.
 pub const MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
 
-type AppState = Arc<Service>;
+/// The routes of one workspace's API, relative to where they are
+/// mounted (`/v1`, or `/v1/workspaces/{id}` on a multi-tenant server);
+/// each handler finds its workspace's [`Service`] in the request's
+/// extensions ([`Svc`]).
+pub(crate) fn workspace_api() -> Router {
+    Router::new()
+        .route("/sessions", get(list_sessions))
+        .route("/sessions/{key}/messages", post(append).get(history))
+        .route("/sessions/{key}/context", post(context))
+        .route("/sessions/{key}/consolidate", post(consolidate))
+        .route("/sessions/{key}/compact", post(compact))
+        .route("/sessions/{key}/close", post(close))
+        .route("/sessions/{key}/turn", post(turn))
+        .route("/memory/search", post(search))
+        .route("/memory/get", get(memory_get))
+        .route("/memory/write", post(write))
+        .route("/memory/forget", post(forget))
+        .route("/memory/history", get(memory_history))
+        .method_not_allowed_fallback(method_not_allowed)
+}
 
 /// The API's router (with the bearer check when a token is given).
 pub fn router(service: Arc<Service>, token: Option<String>) -> Router {
     let router = Router::new()
         .route("/health", get(health))
         .route("/openapi.json", get(openapi))
-        .route("/v1/sessions", get(list_sessions))
-        .route("/v1/sessions/{key}/messages", post(append).get(history))
-        .route("/v1/sessions/{key}/context", post(context))
-        .route("/v1/sessions/{key}/consolidate", post(consolidate))
-        .route("/v1/sessions/{key}/compact", post(compact))
-        .route("/v1/sessions/{key}/close", post(close))
-        .route("/v1/sessions/{key}/turn", post(turn))
-        .route("/v1/memory/search", post(search))
-        .route("/v1/memory/get", get(memory_get))
-        .route("/v1/memory/write", post(write))
-        .route("/v1/memory/forget", post(forget))
-        .route("/v1/memory/history", get(memory_history))
+        .nest("/v1", workspace_api())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
-        .with_state(service);
+        .layer(Extension(service));
     guard::with_token(router, token)
 }
 
+/// The workspace's service, put in the request's extensions by the
+/// router (one workspace) or by the tenant check (many).
+pub(crate) struct Svc(pub(crate) Arc<Service>);
+
+impl<S: Send + Sync> FromRequestParts<S> for Svc {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        _: &S,
+    ) -> Result<Self, Self::Rejection> {
+        parts
+            .extensions
+            .get::<Arc<Service>>()
+            .cloned()
+            .map(Svc)
+            .ok_or_else(|| {
+                ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "internal",
+                    "no workspace was opened for this request",
+                )
+            })
+    }
+}
+
 /// An error answer: `{"error": {"code", "message"}}`.
-struct ApiError {
+pub(crate) struct ApiError {
     status: StatusCode,
     code: String,
     message: String,
 }
 
 impl ApiError {
-    fn new(status: StatusCode, code: &str, message: impl Into<String>) -> Self {
+    pub(crate) fn new(status: StatusCode, code: &str, message: impl Into<String>) -> Self {
         ApiError {
             status,
             code: code.into(),
@@ -78,11 +113,11 @@ impl IntoResponse for ApiError {
     }
 }
 
-type ApiResult<T> = Result<axum::Json<T>, ApiError>;
+pub(crate) type ApiResult<T> = Result<axum::Json<T>, ApiError>;
 
 /// A JSON body whose rejections are answered in the API's error shape:
 /// 413 when too large, 400 for anything malformed.
-struct Body<T>(T);
+pub(crate) struct Body<T>(pub(crate) T);
 
 impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
     type Rejection = ApiError;
@@ -140,7 +175,7 @@ fn optional_body<T: DeserializeOwned + Default>(
     })
 }
 
-fn too_large() -> ApiError {
+pub(crate) fn too_large() -> ApiError {
     ApiError::new(
         StatusCode::PAYLOAD_TOO_LARGE,
         "too_large",
@@ -162,8 +197,8 @@ impl<S: Send + Sync> FromRequestParts<S> for Key {
         parts: &mut axum::http::request::Parts,
         state: &S,
     ) -> Result<Self, Self::Rejection> {
-        match Path::<String>::from_request_parts(parts, state).await {
-            Ok(Path(key)) => Ok(Key(key)),
+        match Path::<HashMap<String, String>>::from_request_parts(parts, state).await {
+            Ok(Path(mut params)) => Ok(Key(params.remove("key").unwrap_or_default())),
             Err(rej) => Err(ApiError::new(
                 StatusCode::BAD_REQUEST,
                 "invalid_input",
@@ -184,15 +219,15 @@ fn query_rejection(rej: QueryRejection) -> ApiError {
     )
 }
 
-async fn openapi() -> Response {
+pub(crate) async fn openapi() -> Response {
     axum::Json(mnemo_service::openapi::document()).into_response()
 }
 
-async fn health(State(s): State<AppState>) -> axum::Json<mnemo_service::output::HealthOutput> {
+async fn health(Svc(s): Svc) -> axum::Json<mnemo_service::output::HealthOutput> {
     axum::Json(s.health())
 }
 
-async fn not_found() -> ApiError {
+pub(crate) async fn not_found() -> ApiError {
     ApiError::new(
         StatusCode::NOT_FOUND,
         "not_found",
@@ -200,7 +235,7 @@ async fn not_found() -> ApiError {
     )
 }
 
-async fn method_not_allowed(method: axum::http::Method) -> ApiError {
+pub(crate) async fn method_not_allowed(method: axum::http::Method) -> ApiError {
     ApiError::new(
         StatusCode::METHOD_NOT_ALLOWED,
         "invalid_input",
@@ -210,12 +245,12 @@ async fn method_not_allowed(method: axum::http::Method) -> ApiError {
     )
 }
 
-async fn list_sessions(State(s): State<AppState>) -> ApiResult<impl serde::Serialize> {
+async fn list_sessions(Svc(s): Svc) -> ApiResult<impl serde::Serialize> {
     Ok(axum::Json(s.sessions().await?))
 }
 
 async fn append(
-    State(s): State<AppState>,
+    Svc(s): Svc,
     Key(key): Key,
     Body(body): Body<AppendArgs>,
 ) -> Result<Response, ApiError> {
@@ -224,7 +259,7 @@ async fn append(
 }
 
 async fn history(
-    State(s): State<AppState>,
+    Svc(s): Svc,
     Key(key): Key,
     q: Result<Query<HistoryArgs>, QueryRejection>,
 ) -> ApiResult<impl serde::Serialize> {
@@ -233,7 +268,7 @@ async fn history(
 }
 
 async fn context(
-    State(s): State<AppState>,
+    Svc(s): Svc,
     Key(key): Key,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult<impl serde::Serialize> {
@@ -241,12 +276,12 @@ async fn context(
     Ok(axum::Json(s.context(key, args).await?))
 }
 
-async fn consolidate(State(s): State<AppState>, Key(key): Key) -> ApiResult<impl serde::Serialize> {
+async fn consolidate(Svc(s): Svc, Key(key): Key) -> ApiResult<impl serde::Serialize> {
     Ok(axum::Json(s.consolidate(key).await?))
 }
 
 async fn compact(
-    State(s): State<AppState>,
+    Svc(s): Svc,
     Key(key): Key,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult<impl serde::Serialize> {
@@ -254,52 +289,43 @@ async fn compact(
     Ok(axum::Json(s.compact(key, args).await?))
 }
 
-async fn close(State(s): State<AppState>, Key(key): Key) -> ApiResult<impl serde::Serialize> {
+async fn close(Svc(s): Svc, Key(key): Key) -> ApiResult<impl serde::Serialize> {
     Ok(axum::Json(s.close(key).await?))
 }
 
 async fn turn(
-    State(s): State<AppState>,
+    Svc(s): Svc,
     Key(key): Key,
     Body(args): Body<TurnArgs>,
 ) -> ApiResult<impl serde::Serialize> {
     Ok(axum::Json(s.turn(key, args).await?))
 }
 
-async fn search(
-    State(s): State<AppState>,
-    Body(args): Body<SearchArgs>,
-) -> ApiResult<impl serde::Serialize> {
+async fn search(Svc(s): Svc, Body(args): Body<SearchArgs>) -> ApiResult<impl serde::Serialize> {
     Ok(axum::Json(s.search(args).await?))
 }
 
 async fn memory_get(
-    State(s): State<AppState>,
+    Svc(s): Svc,
     q: Result<Query<GetArgs>, QueryRejection>,
 ) -> ApiResult<impl serde::Serialize> {
     let Query(args) = q.map_err(query_rejection)?;
     Ok(axum::Json(s.get(args).await?))
 }
 
-async fn write(
-    State(s): State<AppState>,
-    Body(args): Body<WriteArgs>,
-) -> ApiResult<impl serde::Serialize> {
+async fn write(Svc(s): Svc, Body(args): Body<WriteArgs>) -> ApiResult<impl serde::Serialize> {
     Ok(axum::Json(s.write(args).await?))
 }
 
 async fn memory_history(
-    State(s): State<AppState>,
+    Svc(s): Svc,
     q: Result<Query<MemoryHistoryArgs>, QueryRejection>,
 ) -> ApiResult<impl serde::Serialize> {
     let Query(args) = q.map_err(query_rejection)?;
     Ok(axum::Json(s.memory_history(args).await?))
 }
 
-async fn forget(
-    State(s): State<AppState>,
-    Body(args): Body<ForgetArgs>,
-) -> ApiResult<impl serde::Serialize> {
+async fn forget(Svc(s): Svc, Body(args): Body<ForgetArgs>) -> ApiResult<impl serde::Serialize> {
     Ok(axum::Json(s.forget(args).await?))
 }
 

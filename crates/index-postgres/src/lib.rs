@@ -135,7 +135,7 @@ fn source_list(sources: &[Source]) -> Option<Vec<String>> {
 
 /// One index in a PostgreSQL schema.
 pub struct PostgresBackend {
-    rt: Runtime,
+    rt: Arc<Runtime>,
     pool: Arc<Pool>,
     /// The model served and its dimension.
     embedder: Option<(String, usize)>,
@@ -165,7 +165,7 @@ impl PostgresBackend {
                 opts.schema
             )));
         }
-        let rt = Runtime::start().map_err(|e| {
+        let rt = Runtime::shared().map_err(|e| {
             IndexError::database(
                 location.clone(),
                 format!("cannot start the client's runtime: {e}"),
@@ -194,7 +194,7 @@ impl PostgresBackend {
             )));
         }
         let (config, location) = client_config(&opts.url)?;
-        let rt = Runtime::start().map_err(|e| IndexError::database(location.clone(), e))?;
+        let rt = Runtime::shared().map_err(|e| IndexError::database(location.clone(), e))?;
         let schema = opts.schema.clone();
         rt.run(async move {
             let c = pool::connect(&config, &location).await?;

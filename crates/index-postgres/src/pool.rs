@@ -1,5 +1,6 @@
 //! The bridge between the synchronous [`IndexBackend`] trait and the async
-//! `tokio-postgres` client: a private tokio runtime on its own thread owns
+//! `tokio-postgres` client: a tokio runtime of its own, shared by every
+//! index of the process, owns
 //! the connections (a small pool), callers hand it a future and wait on a
 //! standard channel for the answer.
 //!
@@ -31,7 +32,19 @@ pub(crate) struct Runtime {
 }
 
 impl Runtime {
-    pub(crate) fn start() -> Result<Runtime, String> {
+    /// The runtime every index of this process shares: its connections'
+    /// I/O runs there, so an idle connection can serve any index (a
+    /// server of many workspaces would otherwise run two threads per
+    /// workspace and could not share connections between them).
+    pub(crate) fn shared() -> Result<Arc<Runtime>, String> {
+        static SHARED: std::sync::OnceLock<Result<Arc<Runtime>, String>> =
+            std::sync::OnceLock::new();
+        SHARED
+            .get_or_init(|| Runtime::start().map(Arc::new))
+            .clone()
+    }
+
+    fn start() -> Result<Runtime, String> {
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         std::thread::Builder::new()
@@ -93,24 +106,51 @@ impl Drop for Runtime {
     }
 }
 
-/// A small pool of connections to one database, each with the index's
-/// `search_path` set.
+/// Idle connections this process keeps to one database, for all its
+/// indexes together: a server of many workspaces (one index schema each)
+/// would otherwise hold a few connections per workspace it ever served.
+const IDLE_MAX: usize = 8;
+
+/// An idle connection and the `search_path` it has set.
+struct Idle {
+    client: Client,
+    statements: Statements,
+    search_path: String,
+}
+
+type Shared = Arc<Mutex<Vec<Idle>>>;
+
+/// The idle connections to the database at `location`, shared by every
+/// pool of this process.
+fn shared_idle(location: &str) -> Shared {
+    static ALL: std::sync::OnceLock<Mutex<HashMap<String, Shared>>> = std::sync::OnceLock::new();
+    ALL.get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .entry(location.to_string())
+        .or_default()
+        .clone()
+}
+
+/// The connections of one index: at most [`POOL_SIZE`] out at once, each
+/// with the index's `search_path` set, taken from and given back to the
+/// idle connections every index of this process shares.
 pub(crate) struct Pool {
     config: Config,
     /// The URL without its password, for messages.
     pub(crate) location: String,
     search_path: String,
-    idle: Mutex<Vec<(Client, Statements)>>,
+    idle: Shared,
     permits: Arc<Semaphore>,
 }
 
 impl Pool {
     pub(crate) fn new(config: Config, location: String, search_path: String) -> Pool {
         Pool {
+            idle: shared_idle(&location),
             config,
             location,
             search_path,
-            idle: Mutex::new(Vec::new()),
             permits: Arc::new(Semaphore::new(POOL_SIZE)),
         }
     }
@@ -126,10 +166,24 @@ impl Pool {
             .map_err(|_| self.error("the connection pool was closed"))?;
         let idle = {
             let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
-            std::iter::from_fn(|| idle.pop()).find(|(c, _)| !c.is_closed())
+            idle.retain(|i| !i.client.is_closed());
+            // One of this index's own first: its statements are prepared.
+            let at = idle
+                .iter()
+                .rposition(|i| i.search_path == self.search_path)
+                .or_else(|| idle.len().checked_sub(1));
+            at.map(|at| idle.swap_remove(at))
         };
         let (client, statements) = match idle {
-            Some(c) => c,
+            Some(i) if i.search_path == self.search_path => (i.client, i.statements),
+            Some(i) => {
+                // Another index's: its statements name that index's tables.
+                i.client
+                    .batch_execute(&format!("SET search_path TO {}", self.search_path))
+                    .await
+                    .map_err(|e| self.db(e))?;
+                (i.client, Statements::default())
+            }
             None => {
                 let c = connect(&self.config, &self.location).await?;
                 c.batch_execute(&format!(
@@ -153,10 +207,14 @@ impl Pool {
     /// Gives `c` back when `result` is a success, and passes `result` on.
     pub(crate) fn put<T>(&self, c: Pooled, result: Result<T, IndexError>) -> Result<T, IndexError> {
         if result.is_ok() && !c.client.is_closed() {
-            self.idle
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push((c.client, c.statements));
+            let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+            if idle.len() < IDLE_MAX {
+                idle.push(Idle {
+                    client: c.client,
+                    statements: c.statements,
+                    search_path: self.search_path.clone(),
+                });
+            }
         }
         result
     }

@@ -38,7 +38,7 @@ struct Shared {
     opts: PostgresOptions,
     embedder: Option<(EmbedderId, usize)>,
     config: Config,
-    rt: Runtime,
+    rt: Arc<Runtime>,
     pool: Arc<Pool>,
     /// The writer lock's key: the base name's.
     lock_key: i64,
@@ -81,7 +81,7 @@ impl PostgresStore {
         }
         let (config, location) = client_config(&opts.url)?;
         let base = opts.schema.clone();
-        let rt = Runtime::start().map_err(|e| {
+        let rt = Runtime::shared().map_err(|e| {
             IndexError::database(&location, format!("cannot start the client's runtime: {e}"))
         })?;
         let pool = Arc::new(Pool::new(config.clone(), location, format!("\"{base}\"")));
@@ -144,6 +144,55 @@ impl PostgresStore {
             pool,
             current: RwLock::new((live, backend)),
         })))
+    }
+
+    /// Drops the index whose base schema is `opts.schema`: the base and
+    /// every generation, with their chunks, vectors and cached
+    /// embeddings. Returns how many schemas went (0 when there was no
+    /// such index). An index still open elsewhere fails its next search
+    /// with an error rather than answering from what was dropped.
+    pub fn drop_index(opts: &PostgresOptions) -> Result<usize> {
+        if !mnemo_index::valid_schema_name(&opts.schema) {
+            return Err(IndexError::Config(format!(
+                "`{}` cannot name an index in PostgreSQL",
+                opts.schema
+            )));
+        }
+        let (config, location) = client_config(&opts.url)?;
+        let rt = Runtime::shared().map_err(|e| IndexError::database(&location, e))?;
+        let base = opts.schema.clone();
+        let p = Arc::new(Pool::new(config, location, "public".into()));
+        let writer = lock_key(&format!("mnemo-index-writer:{base}"));
+        rt.run(async move {
+            let mut c = p.get().await?;
+            let r = async {
+                let tx = c.transaction().await.map_err(|e| p.db(e))?;
+                // Not under a rebuild's feet: it holds the writer lock.
+                tx.execute("SELECT pg_advisory_xact_lock($1)", &[&writer])
+                    .await
+                    .map_err(|e| p.db(e))?;
+                let pattern = format!("^{base}(_[0-9]+)?$");
+                let schemas: Vec<String> = tx
+                    .query(
+                        "SELECT nspname::text FROM pg_namespace WHERE nspname ~ $1",
+                        &[&pattern],
+                    )
+                    .await
+                    .map_err(|e| p.db(e))?
+                    .iter()
+                    .map(|r| r.get(0))
+                    .collect();
+                for s in &schemas {
+                    tx.batch_execute(&format!("DROP SCHEMA IF EXISTS \"{s}\" CASCADE"))
+                        .await
+                        .map_err(|e| p.db(e))?;
+                }
+                tx.commit().await.map_err(|e| p.db(e))?;
+                Ok(schemas.len())
+            }
+            .await;
+            p.put(c, r)
+        })
     }
 
     /// The schema of the live generation.

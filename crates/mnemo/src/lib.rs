@@ -192,6 +192,14 @@ impl Mnemo {
         })
     }
 
+    /// This workspace with `choice` as its embedder instead of one built
+    /// from `[embedder]`: a server of many workspaces loads its model
+    /// once and shares it.
+    pub fn with_embedder(self, choice: EmbedderChoice) -> Self {
+        *self.embedder.lock().unwrap_or_else(|e| e.into_inner()) = Some(choice);
+        self
+    }
+
     /// The workspace.
     pub fn workspace(&self) -> &Workspace {
         &self.workspace

@@ -34,6 +34,19 @@ pub enum Error {
     /// The named thing does not exist.
     #[error("{0}")]
     NotFound(String),
+    /// The request's token is missing, or does not open what it asks for
+    /// (the same answer whether or not that exists).
+    #[error("{message}")]
+    Unauthorized {
+        /// What to send instead.
+        message: String,
+        /// True when a token came but was not the right one (403), false
+        /// when none came (401).
+        denied: bool,
+    },
+    /// The thing to create exists already.
+    #[error("{0}")]
+    Exists(String),
     /// The operation needs a chat model and none is configured.
     #[error("{0}")]
     NotConfigured(String),
@@ -68,6 +81,9 @@ impl Error {
             Error::Path(_) => ErrorCode::Forbidden,
             Error::Invalid(_) => ErrorCode::InvalidInput,
             Error::NotFound(_) => ErrorCode::NotFound,
+            Error::Unauthorized { denied: false, .. } => ErrorCode::Unauthorized,
+            Error::Unauthorized { denied: true, .. } => ErrorCode::Forbidden,
+            Error::Exists(_) => ErrorCode::Busy,
             Error::NotConfigured(_) | Error::Unsafe(_) => ErrorCode::Config,
             Error::Io { .. } => ErrorCode::Io,
             Error::Transport(_) | Error::Internal(_) => ErrorCode::Internal,

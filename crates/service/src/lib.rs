@@ -12,7 +12,9 @@
 //! - [`error`]: one error type and its one mapping to codes, HTTP statuses
 //!   and exit codes;
 //! - [`guard`]: who may talk to a server (loopback, Host/Origin/JSON checks,
-//!   bearer tokens), shared by both servers.
+//!   bearer tokens), shared by both servers;
+//! - [`tenants`]: many workspaces in PostgreSQL behind one server, each
+//!   opened by its own token.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
@@ -25,6 +27,7 @@ pub mod openapi;
 pub mod output;
 pub mod schema;
 mod service;
+pub mod tenants;
 pub mod tools;
 
 pub use agent::ServiceTools;

@@ -10,7 +10,7 @@ use mnemo::store_postgres::Database;
 use mnemo_core::{Config, Message, Workspace};
 use mnemo_service::args::{AppendArgs, ForgetArgs, GetArgs, HistoryArgs, SearchArgs, WriteArgs};
 use mnemo_service::Service;
-use mnemo_test_support::postgres::{fresh_schema, test_url};
+use mnemo_test_support::postgres::{fresh_schema, rows_holding, test_url};
 
 fn server(
     url: &str,
@@ -102,8 +102,7 @@ async fn two_servers_share_one_database_workspace() {
         &url,
         &[store_schema.as_str(), index_schema.as_str()],
         "oat milk",
-    )
-    .await;
+    );
     assert!(
         held.iter().any(|t| t.ends_with("documents.body")) && held.len() > 1,
         "the text is in the store and in the index before the forget: {held:?}"
@@ -128,8 +127,7 @@ async fn two_servers_share_one_database_workspace() {
         &url,
         &[store_schema.as_str(), index_schema.as_str()],
         "oat milk",
-    )
-    .await;
+    );
     assert!(left.is_empty(), "the forgotten text is still in {left:?}");
 
     // The truth is in the database: the folders hold derived state only.
@@ -142,44 +140,4 @@ async fn two_servers_share_one_database_workspace() {
         }
     }
     assert!(db.delete_workspace("alice").unwrap() > 0);
-}
-
-/// `schema.table.column` of every text or bytea value holding `needle`, in
-/// the schemas named by `prefixes` (an index's generations are schemas
-/// named after its own).
-async fn rows_holding(url: &str, prefixes: &[&str], needle: &str) -> Vec<String> {
-    let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(conn);
-    let columns = client
-        .query(
-            "SELECT table_schema, table_name, column_name, data_type FROM information_schema.columns \
-             WHERE table_schema NOT IN ('pg_catalog', 'information_schema') \
-             AND data_type IN ('text', 'bytea', 'character varying', 'jsonb')",
-            &[],
-        )
-        .await
-        .unwrap();
-    let mut out = Vec::new();
-    for c in &columns {
-        let (schema, table, column, kind): (String, String, String, String) =
-            (c.get(0), c.get(1), c.get(2), c.get(3));
-        if !prefixes.iter().any(|p| schema.starts_with(p)) {
-            continue;
-        }
-        let test = if kind == "bytea" {
-            format!("position(convert_to($1, 'UTF8') in \"{column}\") > 0")
-        } else {
-            format!("strpos(\"{column}\"::text, $1) > 0")
-        };
-        let sql = format!("SELECT count(*) FROM \"{schema}\".\"{table}\" WHERE {test}");
-        // A table dropped meanwhile (another test's schema) is not ours.
-        if let Ok(row) = client.query_one(&sql, &[&needle]).await {
-            if row.get::<_, i64>(0) > 0 {
-                out.push(format!("{schema}.{table}.{column}"));
-            }
-        }
-    }
-    out
 }

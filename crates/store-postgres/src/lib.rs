@@ -167,7 +167,8 @@ impl Database {
     }
 
     /// Removes every row workspace `id` owns (documents, sessions and their
-    /// lines) in one transaction; returns how many rows went.
+    /// lines, its tenant registration) in one transaction; returns how
+    /// many rows went.
     pub fn delete_workspace(&self, id: &str) -> Result<u64> {
         let id = id.to_string();
         self.call(move |c, loc| {
@@ -184,6 +185,74 @@ impl Database {
                 Ok(n)
             })
         })
+    }
+
+    /// Registers workspace `id` as a tenant whose token hashes to
+    /// `token_sha256`; `None` when it is registered already.
+    pub fn register(&self, id: &str, token_sha256: &[u8]) -> Result<Option<Tenant>> {
+        let (id, hash) = (id.to_string(), token_sha256.to_vec());
+        self.call(move |c, loc| {
+            Box::pin(async move {
+                let row = c
+                    .query_opt(
+                        "INSERT INTO tenants (workspace, token_sha256) VALUES ($1, $2) \
+                         ON CONFLICT (workspace) DO NOTHING \
+                         RETURNING workspace, token_sha256, seq, created",
+                        &[&id, &hash],
+                    )
+                    .await
+                    .map_err(db_err(&loc))?;
+                Ok(row.map(|r| tenant_of(&r)))
+            })
+        })
+    }
+
+    /// The registered tenant `id`, if there is one.
+    pub fn tenant(&self, id: &str) -> Result<Option<Tenant>> {
+        let id = id.to_string();
+        self.call(move |c, loc| {
+            Box::pin(async move {
+                let row = c
+                    .query_opt(
+                        "SELECT workspace, token_sha256, seq, created FROM tenants \
+                         WHERE workspace = $1",
+                        &[&id],
+                    )
+                    .await
+                    .map_err(db_err(&loc))?;
+                Ok(row.map(|r| tenant_of(&r)))
+            })
+        })
+    }
+
+    /// Every registered tenant, by id.
+    pub fn tenants(&self) -> Result<Vec<Tenant>> {
+        self.call(|c, loc| {
+            Box::pin(async move {
+                let rows = c
+                    .query(
+                        "SELECT workspace, token_sha256, seq, created FROM tenants ORDER BY 1",
+                        &[],
+                    )
+                    .await
+                    .map_err(db_err(&loc))?;
+                Ok(rows.iter().map(tenant_of).collect())
+            })
+        })
+    }
+
+    /// The tables of the store, qualified by its schema, for a caller
+    /// that must prove a workspace left no row behind.
+    pub fn tables(&self) -> Vec<String> {
+        schema::TABLES
+            .iter()
+            .map(|t| format!("{}.{t}", self.schema))
+            .collect()
+    }
+
+    /// The schema the store's tables are in.
+    pub fn schema(&self) -> &str {
+        &self.schema
     }
 
     /// Runs `f` on a pooled connection and waits for it. The connection
@@ -206,6 +275,32 @@ impl Database {
                 result
             })
             .map_err(|s| failed(&self.location, s.to_string()))?
+    }
+}
+
+/// A workspace registered as a tenant of a multi-tenant server: its
+/// token's SHA-256 (the token itself is never stored) and a number the
+/// database gave it, unique for ever, which names the tenant's other
+/// parts (its index schema) so that a workspace deleted and created
+/// again under the same id shares nothing with its predecessor.
+#[derive(Debug, Clone)]
+pub struct Tenant {
+    /// The workspace id.
+    pub id: String,
+    /// SHA-256 of the workspace's token.
+    pub token_sha256: Vec<u8>,
+    /// The database's number for this registration.
+    pub seq: i64,
+    /// When it was registered.
+    pub created: DateTime<Utc>,
+}
+
+fn tenant_of(r: &tokio_postgres::Row) -> Tenant {
+    Tenant {
+        id: r.get(0),
+        token_sha256: r.get(1),
+        seq: r.get(2),
+        created: r.get(3),
     }
 }
 

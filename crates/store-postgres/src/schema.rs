@@ -10,10 +10,13 @@ use tokio_postgres::Client;
 use crate::{db_err, failed};
 
 /// The tables that hold a workspace's rows (each leads with `workspace`).
-pub(crate) const TABLES: [&str; 3] = ["session_lines", "sessions", "documents"];
+/// The registration goes last, so that a delete cut short leaves the
+/// workspace registered and can be run again.
+pub(crate) const TABLES: [&str; 4] = ["session_lines", "sessions", "documents", "tenants"];
 
 /// The migrations, in order: migration `i` brings the schema to `i + 1`.
-const MIGRATIONS: &[&str] = &["
+const MIGRATIONS: &[&str] = &[
+    "
     CREATE TABLE documents (
         workspace text NOT NULL,
         path text NOT NULL,
@@ -41,7 +44,16 @@ const MIGRATIONS: &[&str] = &["
         line bytea NOT NULL,
         PRIMARY KEY (workspace, key, seq)
     );
-"];
+",
+    "
+    CREATE TABLE tenants (
+        workspace text PRIMARY KEY,
+        token_sha256 bytea NOT NULL,
+        seq bigint GENERATED ALWAYS AS IDENTITY UNIQUE,
+        created timestamptz NOT NULL DEFAULT now()
+    );
+",
+];
 
 /// Creates `schema` and brings it to the newest version.
 pub(crate) async fn migrate(c: &Client, schema: &str, loc: &str) -> Result<()> {

@@ -120,23 +120,45 @@ pub fn start_listening(mut cmd: Command) -> std::process::Child {
 ///
 /// # Panics
 /// When the server cannot be reached or does not answer HTTP.
-#[allow(clippy::expect_used, clippy::panic)]
 pub fn post_json(
     port: u16,
     path: &str,
     token: Option<&str>,
     body: &serde_json::Value,
 ) -> (u16, serde_json::Value) {
+    let auth = token.map(|t| format!("Bearer {t}"));
+    let headers: Vec<(&str, &str)> = auth.iter().map(|a| ("Authorization", a.as_str())).collect();
+    let (status, text) = http_request(port, "POST", path, &headers, Some(&body.to_string()));
+    (status, serde_json::from_str(&text).unwrap_or_default())
+}
+
+/// One HTTP/1.1 request to `http://127.0.0.1:{port}{path}` with `headers`
+/// and a JSON `body`; returns the status and the body (de-chunked).
+///
+/// # Panics
+/// When the server cannot be reached or does not answer HTTP.
+#[allow(clippy::expect_used, clippy::panic)]
+pub fn http_request(
+    port: u16,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Option<&str>,
+) -> (u16, String) {
     use std::io::Read;
-    let body = body.to_string();
-    let auth = token
-        .map(|t| format!("Authorization: Bearer {t}\r\n"))
-        .unwrap_or_default();
-    let request = format!(
-        "POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\
-         Content-Type: application/json\r\nContent-Length: {}\r\n{auth}\r\n{body}",
-        body.len()
-    );
+    let mut request =
+        format!("{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n");
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    if let Some(b) = body {
+        request.push_str(&format!(
+            "Content-Type: application/json\r\nContent-Length: {}\r\n",
+            b.len()
+        ));
+    }
+    request.push_str("\r\n");
+    request.push_str(body.unwrap_or_default());
     let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
     stream.write_all(request.as_bytes()).expect("send");
     let mut raw = Vec::new();
@@ -150,7 +172,31 @@ pub fn post_json(
         .nth(1)
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(|| panic!("no HTTP status: {head:?}"));
-    (status, serde_json::from_str(rest).unwrap_or_default())
+    let chunked = head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked");
+    (
+        status,
+        if chunked {
+            dechunk(rest)
+        } else {
+            rest.to_string()
+        },
+    )
+}
+
+/// The body of a chunked answer.
+fn dechunk(mut s: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, rest)) = s.split_once("\r\n") {
+        let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+        if n == 0 || rest.len() < n {
+            break;
+        }
+        out.push_str(&rest[..n]);
+        s = rest.get(n + 2..).unwrap_or_default();
+    }
+    out
 }
 
 /// The append-only memory files a forget must never remove, written into

@@ -37,3 +37,117 @@ pub fn fresh_schema() -> String {
         N.fetch_add(1, Ordering::Relaxed)
     )
 }
+
+/// Runs `f` with a client of `url`, on a thread of its own (so async
+/// tests may call it too).
+///
+/// # Panics
+/// When the server cannot be reached.
+#[allow(clippy::expect_used)]
+fn with_client<T: Send + 'static>(
+    url: &str,
+    f: impl for<'c> FnOnce(
+            &'c tokio_postgres::Client,
+        )
+            -> std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'c>>
+        + Send
+        + 'static,
+) -> T {
+    let url = url.to_string();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        rt.block_on(async move {
+            let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+                .await
+                .expect("connect to the test server");
+            tokio::spawn(conn);
+            f(&client).await
+        })
+    })
+    .join()
+    .expect("the query ran")
+}
+
+/// `schema.table.column` of every text, bytea or jsonb value holding
+/// `needle`, in the schemas whose names start with one of `prefixes` (an
+/// index's generations are schemas named after its own).
+///
+/// # Panics
+/// When the server cannot be reached.
+#[allow(clippy::expect_used)]
+pub fn rows_holding(url: &str, prefixes: &[&str], needle: &str) -> Vec<String> {
+    let needle = needle.to_string();
+    let prefixes: Vec<String> = prefixes.iter().map(|p| p.to_string()).collect();
+    with_client(url, move |client| {
+        Box::pin(async move {
+            let columns = client
+                .query(
+                    "SELECT table_schema, table_name, column_name, data_type \
+                     FROM information_schema.columns \
+                     WHERE table_schema NOT IN ('pg_catalog', 'information_schema') \
+                     AND data_type IN ('text', 'bytea', 'character varying', 'jsonb')",
+                    &[],
+                )
+                .await
+                .expect("list the columns");
+            let mut out = Vec::new();
+            for c in &columns {
+                let (schema, table, column, kind): (String, String, String, String) =
+                    (c.get(0), c.get(1), c.get(2), c.get(3));
+                if !prefixes.iter().any(|p| schema.starts_with(p.as_str())) {
+                    continue;
+                }
+                let test = if kind == "bytea" {
+                    format!("position(convert_to($1, 'UTF8') in \"{column}\") > 0")
+                } else {
+                    format!("strpos(\"{column}\"::text, $1) > 0")
+                };
+                let sql = format!("SELECT count(*) FROM \"{schema}\".\"{table}\" WHERE {test}");
+                // A table dropped meanwhile (another test's schema) is not ours.
+                if let Ok(row) = client.query_one(&sql, &[&needle]).await {
+                    if row.get::<_, i64>(0) > 0 {
+                        out.push(format!("{schema}.{table}.{column}"));
+                    }
+                }
+            }
+            out
+        })
+    })
+}
+
+/// The schemas whose names start with `prefix`.
+///
+/// # Panics
+/// When the server cannot be reached.
+#[allow(clippy::expect_used)]
+pub fn schemas_like(url: &str, prefix: &str) -> Vec<String> {
+    let prefix = prefix.to_string();
+    with_client(url, move |client| {
+        Box::pin(async move {
+            client
+                .query(
+                    "SELECT nspname::text FROM pg_namespace WHERE starts_with(nspname, $1) ORDER BY 1",
+                    &[&prefix],
+                )
+                .await
+                .expect("list the schemas")
+                .iter()
+                .map(|r| r.get(0))
+                .collect()
+        })
+    })
+}
+
+/// Runs the statements `sql` (a test's clean-up).
+///
+/// # Panics
+/// When the server cannot be reached.
+pub fn execute(url: &str, sql: &str) -> Result<(), String> {
+    let sql = sql.to_string();
+    with_client(url, move |client| {
+        Box::pin(async move { client.batch_execute(&sql).await.map_err(|e| e.to_string()) })
+    })
+}

@@ -420,7 +420,7 @@ async fn run_async(args: TenantsBenchArgs) -> Result<()> {
             ADMIN.into(),
             "--data".into(),
             data.display().to_string(),
-            "--registry-schema".into(),
+            "--schema".into(),
             schema.clone(),
         ];
         servers.push(Arc::new(Mutex::new(Server::start(

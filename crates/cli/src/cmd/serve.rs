@@ -1,4 +1,5 @@
-//! `mnemo serve`: the HTTP API.
+//! `mnemo serve`: the HTTP API over the workspace, or (with `--database`)
+//! over many workspaces kept in PostgreSQL.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -22,6 +23,35 @@ pub struct ServeArgs {
         value_name = "TOKEN"
     )]
     pub token: Option<String>,
+    /// Serve many workspaces kept in this PostgreSQL database (with
+    /// pgvector) instead of the workspace folder: each under
+    /// /v1/workspaces/ID, opened by its own token. Any number of servers
+    /// may share the database.
+    #[arg(long, value_name = "URL", conflicts_with = "token")]
+    pub database: Option<String>,
+    /// With --database: the token that creates, lists and deletes
+    /// workspaces (POST/GET /v1/workspaces, DELETE /v1/workspaces/ID)
+    #[arg(
+        long,
+        env = "MNEMO_ADMIN_TOKEN",
+        hide_env_values = true,
+        value_name = "TOKEN",
+        requires = "database"
+    )]
+    pub admin_token: Option<String>,
+    /// With --database: the schema of the workspaces' rows (their indexes
+    /// are the schemas SCHEMA_ix<n>)
+    #[arg(
+        long,
+        value_name = "SCHEMA",
+        default_value = "mnemo_store",
+        requires = "database"
+    )]
+    pub schema: String,
+    /// With --database: the folder of the workspaces' caches and derived
+    /// state on this server [default: .mnemo/tenants in the workspace]
+    #[arg(long, value_name = "DIR", requires = "database")]
+    pub data: Option<std::path::PathBuf>,
 }
 
 /// The endpoints, as the OpenAPI document declares them.
@@ -36,6 +66,9 @@ pub fn endpoints_help() -> String {
 }
 
 pub fn run(args: ServeArgs, global: &GlobalArgs) -> Result<()> {
+    if args.database.is_some() {
+        return run_tenants(args, global);
+    }
     let ctx = global.ctx()?;
     let mnemo = Arc::new(mnemo::Mnemo::open(ctx.workspace, ctx.config)?);
     crate::output::warm_embedder(&mnemo);
@@ -53,6 +86,49 @@ pub fn run(args: ServeArgs, global: &GlobalArgs) -> Result<()> {
         let _announced =
             crate::cmd::warm::announce(m.workspace(), m.config(), local, args.token.is_some());
         mnemo_http::serve_on(listener, service, args.token).await?;
+        anyhow::Ok(())
+    })
+}
+
+/// `mnemo serve --database`: many workspaces, and each one's MCP endpoint.
+fn run_tenants(args: ServeArgs, global: &GlobalArgs) -> Result<()> {
+    let ctx = global.ctx()?;
+    let Some(admin_token) = args.admin_token else {
+        anyhow::bail!(crate::output::UsageError(
+            "--database needs an admin token to create workspaces with: pass --admin-token TOKEN or set MNEMO_ADMIN_TOKEN".into()
+        ));
+    };
+    let data = args
+        .data
+        .unwrap_or_else(|| ctx.workspace.state_dir().join("tenants"));
+    let tenants =
+        mnemo_service::tenants::Tenants::connect(mnemo_service::tenants::TenantsConfig {
+            url: args.database.unwrap_or_default(),
+            schema: args.schema,
+            data,
+            template: ctx.config,
+            overrides: Default::default(),
+            admin_token: admin_token.clone(),
+        })?;
+    let rt = crate::ctx::runtime()?;
+    rt.block_on(async move {
+        // The admin token stands in for --token: off loopback the guard
+        // wants one, and every route checks its own.
+        let listener = mnemo_service::guard::bind(args.http, Some(&admin_token)).await?;
+        let local = listener
+            .local_addr()
+            .context("cannot read the listening address")?;
+        eprintln!(
+            "mnemo serve: listening on http://{local} for the workspaces of {} (POST /v1/workspaces to create one)",
+            tenants.database().location()
+        );
+        let cancel = tokio_util::sync::CancellationToken::new();
+        let mcp: mnemo_http::McpRouter =
+            Arc::new(move |service| mnemo_mcp::router(service, None, cancel.clone()));
+        mnemo_service::guard::serve_router(listener, Some(&admin_token), move |_| {
+            mnemo_http::tenants_router(tenants, Some(mcp))
+        })
+        .await?;
         anyhow::Ok(())
     })
 }

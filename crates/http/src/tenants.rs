@@ -1,0 +1,190 @@
+//! The routes of a multi-tenant server ([`mnemo_service::tenants`]): the
+//! admin token creates, lists and deletes workspaces under
+//! `/v1/workspaces`; each workspace's whole API is under
+//! `/v1/workspaces/{id}` (and its MCP endpoint at
+//! `/v1/workspaces/{id}/mcp`), opened by that workspace's token only.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use axum::extract::{DefaultBodyLimit, Path, Request, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::middleware::{from_fn_with_state, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{any, delete, get, post};
+use axum::Router;
+use mnemo_service::tenants::Tenants;
+use mnemo_service::Service;
+use serde::Deserialize;
+use tower::ServiceExt as _;
+
+use crate::routes::{
+    method_not_allowed, not_found, openapi, workspace_api, ApiError, ApiResult, Body,
+    MAX_BODY_BYTES,
+};
+
+/// Builds the MCP endpoint (served at `/mcp`) of one workspace's service.
+pub type McpRouter = Arc<dyn Fn(Arc<Service>) -> Router + Send + Sync>;
+
+/// The id of the workspace a request was authorized for.
+#[derive(Clone)]
+struct WorkspaceId(String);
+
+/// A workspace's MCP endpoint and the service it was built for.
+type McpEndpoint = (Arc<Service>, Router);
+
+#[derive(Clone)]
+struct Shared {
+    tenants: Arc<Tenants>,
+    mcp: Option<McpRouter>,
+    /// Each workspace's MCP endpoint, kept so its sessions live on.
+    mcp_routers: Arc<Mutex<HashMap<String, McpEndpoint>>>,
+}
+
+/// The body of `POST /v1/workspaces`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CreateBody {
+    id: String,
+}
+
+/// The router of a server of many workspaces; `mcp` adds each one's MCP
+/// endpoint.
+pub fn tenants_router(tenants: Arc<Tenants>, mcp: Option<McpRouter>) -> Router {
+    let shared = Shared {
+        tenants,
+        mcp_routers: Arc::default(),
+        mcp: mcp.clone(),
+    };
+    let mut api = workspace_api();
+    if mcp.is_some() {
+        let s = shared.clone();
+        api = api.route("/mcp", any(move |req: Request| mcp_call(s, req)));
+    }
+    let api = api.route_layer(from_fn_with_state(shared.clone(), require_workspace));
+    let admin = Router::new()
+        .route("/v1/workspaces", post(create).get(list))
+        .route("/v1/workspaces/{id}", delete(remove))
+        .route_layer(from_fn_with_state(shared.clone(), require_admin))
+        .with_state(shared);
+    Router::new()
+        .route("/health", get(health))
+        .route("/openapi.json", get(openapi))
+        .merge(admin)
+        .nest("/v1/workspaces/{id}", api)
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+}
+
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| {
+            v.strip_prefix("Bearer ")
+                .or_else(|| v.strip_prefix("bearer "))
+        })
+        .map(str::trim)
+}
+
+/// An error answer, with the challenge header on a 401.
+fn refused(e: mnemo_service::Error) -> Response {
+    let challenge = e.http_status() == 401;
+    let mut resp = ApiError::from(e).into_response();
+    if challenge {
+        resp.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            header::HeaderValue::from_static("Bearer"),
+        );
+    }
+    resp
+}
+
+async fn require_admin(State(s): State<Shared>, req: Request, next: Next) -> Response {
+    match s.tenants.admin(bearer(req.headers())) {
+        Ok(()) => next.run(req).await,
+        Err(e) => refused(e),
+    }
+}
+
+async fn require_workspace(
+    State(s): State<Shared>,
+    Path(params): Path<HashMap<String, String>>,
+    mut req: Request,
+    next: Next,
+) -> Response {
+    let id = params.get("id").map(String::as_str).unwrap_or_default();
+    match s.tenants.authorize(id, bearer(req.headers())).await {
+        Ok(service) => {
+            req.extensions_mut().insert(service);
+            req.extensions_mut().insert(WorkspaceId(id.to_string()));
+            next.run(req).await
+        }
+        Err(e) => refused(e),
+    }
+}
+
+async fn health() -> axum::Json<serde_json::Value> {
+    axum::Json(serde_json::json!({"status": "ok", "workspaces": "many"}))
+}
+
+async fn create(
+    State(s): State<Shared>,
+    Body(body): Body<CreateBody>,
+) -> Result<Response, ApiError> {
+    let out = s.tenants.create(body.id).await?;
+    Ok((StatusCode::CREATED, axum::Json(out)).into_response())
+}
+
+async fn list(State(s): State<Shared>) -> ApiResult<mnemo_service::tenants::WorkspacesOutput> {
+    Ok(axum::Json(s.tenants.list().await?))
+}
+
+async fn remove(
+    State(s): State<Shared>,
+    Path(id): Path<String>,
+) -> ApiResult<mnemo_service::tenants::DeletedOutput> {
+    s.mcp_routers
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .remove(&id);
+    Ok(axum::Json(s.tenants.delete(id).await?))
+}
+
+/// Hands the request to the MCP endpoint of the workspace it was
+/// authorized for.
+async fn mcp_call(s: Shared, mut req: Request) -> Response {
+    let ext = req.extensions();
+    let (Some(make), Some(service), Some(WorkspaceId(id))) = (
+        s.mcp.as_ref(),
+        ext.get::<Arc<Service>>().cloned(),
+        ext.get::<WorkspaceId>().cloned(),
+    ) else {
+        return not_found().await.into_response();
+    };
+    let router = {
+        let mut all = s.mcp_routers.lock().unwrap_or_else(|e| e.into_inner());
+        match all.get(&id) {
+            Some((svc, r)) if Arc::ptr_eq(svc, &service) => r.clone(),
+            _ => {
+                let r = make(service.clone());
+                all.insert(id, (service, r.clone()));
+                r
+            }
+        }
+    };
+    let query = req
+        .uri()
+        .query()
+        .map(|q| format!("?{q}"))
+        .unwrap_or_default();
+    match format!("/mcp{query}").parse() {
+        Ok(uri) => *req.uri_mut() = uri,
+        Err(_) => return not_found().await.into_response(),
+    }
+    match router.oneshot(req).await {
+        Ok(resp) => resp,
+        Err(never) => match never {},
+    }
+}

@@ -1,0 +1,402 @@
+//! Many workspaces behind one server: [`Tenants`] keeps a registry of
+//! workspaces in PostgreSQL, each with its own token, and opens a
+//! [`Service`] per workspace whose sessions and memory are rows of the
+//! same database ([`mnemo::store_postgres`]) and whose index is a schema
+//! of its own there ([`mnemo::index_postgres`]).
+//!
+//! Any number of servers may share one database: every request looks its
+//! workspace up in the registry (so a workspace deleted through one server
+//! is refused by all at once), the stores take their locks in the
+//! database, and a server keeps nothing of a workspace but caches and
+//! derived state, in a folder named after the registration (`<id>-<seq>`)
+//! so that a workspace created again under a deleted one's id never sees
+//! its predecessor's.
+//!
+//! Tokens are random, shown once, and stored as their SHA-256. A missing
+//! token is 401, and a token that does not open the workspace asked for
+//! is 403 with the same answer whether or not that workspace exists.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use chrono::{DateTime, Utc};
+use mnemo::index_postgres::{PostgresOptions, PostgresStore};
+use mnemo::store_postgres::{Database, Tenant};
+use mnemo::{EmbedderChoice, Mnemo};
+use mnemo_core::{Config, Workspace};
+use mnemo_llm::ProviderOverrides;
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use crate::error::{Error, Result};
+use crate::service::blocking;
+use crate::Service;
+
+/// The longest base schema: the index schemas append `_ix` and a number,
+/// and PostgreSQL index names stay under 40 characters.
+const MAX_SCHEMA: usize = 24;
+
+/// What a multi-tenant server is started with.
+pub struct TenantsConfig {
+    /// The database (`postgres://…`), with pgvector.
+    pub url: String,
+    /// The schema of the workspaces' rows and the registry; each
+    /// workspace's index is the schema `<schema>_ix<seq>`.
+    pub schema: String,
+    /// The folder of the workspaces' derived state (`<id>-<seq>` each).
+    pub data: PathBuf,
+    /// The configuration every workspace is opened with (the index
+    /// settings are replaced by the workspace's own schema).
+    pub template: Config,
+    /// Flags naming the chat model, over the configuration's.
+    pub overrides: ProviderOverrides,
+    /// The token that creates, lists and deletes workspaces.
+    pub admin_token: String,
+}
+
+/// A created workspace and its token (shown this once).
+#[derive(Debug, Clone, Serialize, serde::Deserialize, schemars::JsonSchema)]
+pub struct CreatedOutput {
+    /// The workspace id.
+    pub id: String,
+    /// The bearer token that opens this workspace and nothing else.
+    pub token: String,
+}
+
+/// One registered workspace.
+#[derive(Debug, Clone, Serialize, serde::Deserialize, schemars::JsonSchema)]
+pub struct WorkspaceInfo {
+    /// The workspace id.
+    pub id: String,
+    /// When it was created.
+    pub created: DateTime<Utc>,
+}
+
+/// The registered workspaces.
+#[derive(Debug, Clone, Serialize, serde::Deserialize, schemars::JsonSchema)]
+pub struct WorkspacesOutput {
+    /// By id.
+    pub workspaces: Vec<WorkspaceInfo>,
+}
+
+/// What deleting a workspace removed.
+#[derive(Debug, Clone, Serialize, serde::Deserialize, schemars::JsonSchema)]
+pub struct DeletedOutput {
+    /// The workspace id.
+    pub id: String,
+    /// Rows removed: messages, sessions, documents (history included) and
+    /// the registration.
+    pub rows: u64,
+    /// Index schemas dropped (chunks, vectors, cached embeddings).
+    pub index_schemas: usize,
+}
+
+/// The workspaces of a multi-tenant server.
+pub struct Tenants {
+    db: Arc<Database>,
+    url: String,
+    data: PathBuf,
+    template: Config,
+    overrides: ProviderOverrides,
+    admin_sha256: [u8; 32],
+    /// Built once and shared by every workspace: a model loaded per
+    /// workspace would not fit.
+    embedder: EmbedderChoice,
+    /// The workspaces this server has opened, with their registration's
+    /// number.
+    open: Mutex<HashMap<String, (i64, Arc<Service>)>>,
+}
+
+/// True for an id a workspace may have: 1 to 64 ASCII letters, digits,
+/// `.`, `_` and `-`, not starting with `.` (it names a folder and a path
+/// segment).
+pub fn valid_id(id: &str) -> bool {
+    (1..=64).contains(&id.len())
+        && !id.starts_with('.')
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+}
+
+fn sha256(text: &str) -> [u8; 32] {
+    Sha256::digest(text.as_bytes()).into()
+}
+
+/// Compares in time independent of where the bytes differ.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+fn missing_token(what: &str) -> Error {
+    Error::Unauthorized {
+        message: format!(
+            "missing bearer token: send the header `Authorization: Bearer <token>` with {what}"
+        ),
+        denied: false,
+    }
+}
+
+impl Tenants {
+    /// Connects to the database, creates or migrates its tables, builds
+    /// the shared embedder and sweeps what deleted workspaces left in
+    /// `data`.
+    pub fn connect(config: TenantsConfig) -> Result<Arc<Tenants>> {
+        if config.schema.len() > MAX_SCHEMA {
+            return Err(Error::Invalid(format!(
+                "the schema {:?} is too long for a multi-tenant server: use at most {MAX_SCHEMA} characters",
+                config.schema
+            )));
+        }
+        if config.admin_token.trim().is_empty() {
+            return Err(Error::Invalid(
+                "the admin token is empty: pass --admin-token or set MNEMO_ADMIN_TOKEN".into(),
+            ));
+        }
+        let db = Database::connect(&config.url, &config.schema)?;
+        let embedder = mnemo::build_embedder(&config.template)?;
+        let tenants = Arc::new(Tenants {
+            db,
+            url: config.url,
+            data: config.data,
+            template: config.template,
+            overrides: config.overrides,
+            admin_sha256: sha256(&config.admin_token),
+            embedder,
+            open: Mutex::new(HashMap::new()),
+        });
+        tenants.sweep_folders();
+        Ok(tenants)
+    }
+
+    /// Checks the admin token: 401 without one, 403 with another.
+    pub fn admin(&self, token: Option<&str>) -> Result<()> {
+        let token = token.ok_or_else(|| missing_token("the server's --admin-token"))?;
+        if same(&sha256(token), &self.admin_sha256) {
+            Ok(())
+        } else {
+            Err(Error::Unauthorized {
+                message: "this token does not manage workspaces: send the server's --admin-token"
+                    .into(),
+                denied: true,
+            })
+        }
+    }
+
+    /// Creates workspace `id` and answers with its token.
+    pub async fn create(self: &Arc<Self>, id: String) -> Result<CreatedOutput> {
+        if !valid_id(&id) {
+            return Err(Error::Invalid(format!(
+                "{id:?} cannot name a workspace: use 1 to 64 letters, digits, `.`, `_` and `-`, not starting with `.`"
+            )));
+        }
+        let token = new_token();
+        let hash = sha256(&token);
+        let me = self.clone();
+        let registered = {
+            let id = id.clone();
+            blocking(move || Ok(me.db.register(&id, &hash)?)).await?
+        };
+        match registered {
+            Some(_) => Ok(CreatedOutput { id, token }),
+            None => Err(Error::Exists(format!(
+                "the workspace {id:?} exists: pick another id, or delete it first (DELETE /v1/workspaces/{id})"
+            ))),
+        }
+    }
+
+    /// The registered workspaces.
+    pub async fn list(self: &Arc<Self>) -> Result<WorkspacesOutput> {
+        let me = self.clone();
+        let all = blocking(move || Ok(me.db.tenants()?)).await?;
+        Ok(WorkspacesOutput {
+            workspaces: all
+                .into_iter()
+                .map(|t| WorkspaceInfo {
+                    id: t.id,
+                    created: t.created,
+                })
+                .collect(),
+        })
+    }
+
+    /// Deletes workspace `id`: every row it owns, its index schemas, and
+    /// this server's derived state of it.
+    pub async fn delete(self: &Arc<Self>, id: String) -> Result<DeletedOutput> {
+        let me = self.clone();
+        blocking(move || {
+            let Some(t) = valid_id(&id)
+                .then(|| me.db.tenant(&id))
+                .transpose()?
+                .flatten()
+            else {
+                return Err(Error::NotFound(format!(
+                    "no workspace {id:?}: GET /v1/workspaces lists them"
+                )));
+            };
+            me.forget_open(&id);
+            // The rows (and with them the registration) first: from then
+            // on every server refuses the workspace, so nothing can index
+            // it again once its index is gone.
+            let rows = me.db.delete_workspace(&id)?;
+            let index_schemas = PostgresStore::drop_index(&me.index_options(t.seq))?;
+            remove_folder(&me.folder(&t));
+            Ok(DeletedOutput {
+                id,
+                rows,
+                index_schemas,
+            })
+        })
+        .await
+    }
+
+    /// The service of workspace `id` when `token` opens it.
+    pub async fn authorize(
+        self: &Arc<Self>,
+        id: &str,
+        token: Option<&str>,
+    ) -> Result<Arc<Service>> {
+        let token = token.ok_or_else(|| missing_token("the workspace's token"))?;
+        let hash = sha256(token);
+        let (me, id) = (self.clone(), id.to_string());
+        blocking(move || {
+            let tenant = if valid_id(&id) { me.db.tenant(&id)? } else { None };
+            match tenant {
+                Some(t) if same(&t.token_sha256, &hash) => me.service(&t),
+                found => {
+                    if found.is_none() {
+                        // Deleted through another server: let go of it here too.
+                        me.forget_open(&id);
+                    }
+                    // Not a word on whether the workspace exists.
+                    Err(Error::Unauthorized {
+                        message: "this token does not open this workspace: send the token its creation answered with".into(),
+                        denied: true,
+                    })
+                }
+            }
+        })
+        .await
+    }
+
+    /// The opened service of `t`, opening it on first use.
+    fn service(&self, t: &Tenant) -> Result<Arc<Service>> {
+        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((seq, s)) = open.get(&t.id) {
+            if *seq == t.seq {
+                return Ok(s.clone());
+            }
+        }
+        let mut config = self.template.clone();
+        let index = self.index_options(t.seq);
+        config.set("index.backend", "postgres");
+        config.set("index.url", &index.url);
+        config.set("index.schema", &index.schema);
+        let root = self.folder(t);
+        std::fs::create_dir_all(&root).map_err(|source| Error::Io {
+            op: format!("cannot create {}", root.display()),
+            source,
+        })?;
+        let storage = Arc::new(self.db.workspace(&t.id)?);
+        let mnemo = Mnemo::open_with_storage(Workspace::new(root), config, storage)?
+            .with_embedder(self.embedder.clone());
+        let service = Service::with_provider(Arc::new(mnemo), self.overrides.clone());
+        if let Some((seq, _)) = open.insert(t.id.clone(), (t.seq, service.clone())) {
+            // A workspace deleted and created again elsewhere.
+            remove_folder(&self.data.join(format!("{}-{seq}", t.id)));
+        }
+        Ok(service)
+    }
+
+    /// Drops the opened service of `id`, and its folder.
+    fn forget_open(&self, id: &str) {
+        let gone = self
+            .open
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(id);
+        if let Some((seq, _)) = gone {
+            remove_folder(&self.data.join(format!("{id}-{seq}")));
+        }
+    }
+
+    fn index_options(&self, seq: i64) -> PostgresOptions {
+        PostgresOptions {
+            url: self.url.clone(),
+            schema: format!("{}_ix{seq}", self.db.schema()),
+        }
+    }
+
+    fn folder(&self, t: &Tenant) -> PathBuf {
+        self.data.join(format!("{}-{}", t.id, t.seq))
+    }
+
+    /// Removes the folders of workspaces no longer registered (deleted
+    /// through another server while this one was down).
+    fn sweep_folders(&self) {
+        let Ok(entries) = std::fs::read_dir(&self.data) else {
+            return;
+        };
+        let Ok(live) = self.db.tenants() else { return };
+        let live: std::collections::HashSet<String> =
+            live.iter().map(|t| format!("{}-{}", t.id, t.seq)).collect();
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let ours = name
+                .rsplit_once('-')
+                .is_some_and(|(id, seq)| valid_id(id) && seq.parse::<i64>().is_ok());
+            if ours && !live.contains(&name) {
+                remove_folder(&e.path());
+            }
+        }
+    }
+
+    /// The database, for tests that look at every table.
+    pub fn database(&self) -> &Arc<Database> {
+        &self.db
+    }
+}
+
+fn remove_folder(path: &Path) {
+    match std::fs::remove_dir_all(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => tracing::warn!("cannot remove {}: {e}", path.display()),
+    }
+}
+
+/// A fresh token: 32 random bytes from the operating system's generator.
+fn new_token() -> String {
+    use rand::RngExt as _;
+    let bytes: [u8; 32] = rand::rng().random();
+    format!("mnemo_{}", hex::encode(bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_that_name_a_folder_and_a_path_segment() {
+        for ok in ["alice", "team-7", "a.b_c", "A1"] {
+            assert!(valid_id(ok), "{ok}");
+        }
+        for bad in ["", ".hidden", "a/b", "..", "a b", "é", &"x".repeat(65)] {
+            assert!(!valid_id(bad), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn tokens_are_random_and_long() {
+        let (a, b) = (new_token(), new_token());
+        assert_ne!(a, b);
+        assert_eq!(a.len(), "mnemo_".len() + 64);
+    }
+
+    #[test]
+    fn comparison_is_exact() {
+        assert!(same(&sha256("t"), &sha256("t")));
+        assert!(!same(&sha256("t"), &sha256("u")));
+        assert!(!same(b"ab", b"abc"));
+    }
+}

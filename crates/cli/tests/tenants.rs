@@ -134,8 +134,17 @@ fn workspaces_are_isolated_shared_by_servers_and_deleted_without_a_trace() {
         tempfile::tempdir().unwrap(),
         tempfile::tempdir().unwrap(),
     );
-    let a = serve(ws_a.path(), &url, &schema, data_a.path());
+    // Server A's connections carry a name of their own, for the outage below.
+    let app = format!("{schema}a");
+    let sep = if url.contains('?') { '&' } else { '?' };
+    let url_a = format!("{url}{sep}application_name={app}");
+    let a = serve(ws_a.path(), &url_a, &schema, data_a.path());
     let b = serve(ws_b.path(), &url, &schema, data_b.path());
+
+    // The document describes this server's routes.
+    let (status, doc) = call(&a, "GET", "/openapi.json", None, None);
+    assert_eq!(status, 200);
+    assert!(doc["paths"]["/v1/workspaces/{id}/memory/search"]["post"].is_object());
 
     // Only the admin token manages workspaces.
     let (status, v) = call(
@@ -286,6 +295,31 @@ fn workspaces_are_isolated_shared_by_servers_and_deleted_without_a_trace() {
     assert_eq!(status, 200, "{v}");
     let found = v["result"]["structuredContent"].to_string();
     assert!(found.contains("bees") && !found.contains("sailboat"), "{v}");
+
+    // The database cuts every connection of server A: a request fails
+    // cleanly (a JSON error) or not at all, and A serves again at once.
+    mnemo_test_support::postgres::execute(
+        &url,
+        &format!(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = '{app}'"
+        ),
+    )
+    .unwrap();
+    let served = (0..10).any(|_| {
+        let (status, v) = call(
+            &a,
+            "POST",
+            "/v1/workspaces/alice/memory/search",
+            Some(&alice),
+            Some(json!({"query": "bees quokkaflux"})),
+        );
+        assert!(
+            status == 200 || (status >= 500 && v["error"]["code"].is_string()),
+            "{status} {v}"
+        );
+        status == 200 && v.to_string().contains("bees")
+    });
+    assert!(served, "server A does not serve again after the outage");
 
     // Delete: every row, the index schemas, the folders; the token then
     // opens nothing anywhere, and bob is untouched.

@@ -219,7 +219,7 @@ fn query_rejection(rej: QueryRejection) -> ApiError {
     )
 }
 
-pub(crate) async fn openapi() -> Response {
+async fn openapi() -> Response {
     axum::Json(mnemo_service::openapi::document()).into_response()
 }
 

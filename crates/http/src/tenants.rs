@@ -13,14 +13,12 @@ use axum::middleware::{from_fn_with_state, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, delete, get, post};
 use axum::Router;
-use mnemo_service::tenants::Tenants;
+use mnemo_service::tenants::{CreateWorkspaceArgs, DeletedOutput, Tenants, WorkspacesOutput};
 use mnemo_service::Service;
-use serde::Deserialize;
 use tower::ServiceExt as _;
 
 use crate::routes::{
-    method_not_allowed, not_found, openapi, workspace_api, ApiError, ApiResult, Body,
-    MAX_BODY_BYTES,
+    method_not_allowed, not_found, workspace_api, ApiError, ApiResult, Body, MAX_BODY_BYTES,
 };
 
 /// Builds the MCP endpoint (served at `/mcp`) of one workspace's service.
@@ -39,13 +37,6 @@ struct Shared {
     mcp: Option<McpRouter>,
     /// Each workspace's MCP endpoint, kept so its sessions live on.
     mcp_routers: Arc<Mutex<HashMap<String, McpEndpoint>>>,
-}
-
-/// The body of `POST /v1/workspaces`.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct CreateBody {
-    id: String,
 }
 
 /// The router of a server of many workspaces; `mcp` adds each one's MCP
@@ -125,26 +116,27 @@ async fn require_workspace(
     }
 }
 
+async fn openapi() -> axum::Json<serde_json::Value> {
+    axum::Json(mnemo_service::openapi::tenants_document())
+}
+
 async fn health() -> axum::Json<serde_json::Value> {
     axum::Json(serde_json::json!({"status": "ok", "workspaces": "many"}))
 }
 
 async fn create(
     State(s): State<Shared>,
-    Body(body): Body<CreateBody>,
+    Body(body): Body<CreateWorkspaceArgs>,
 ) -> Result<Response, ApiError> {
     let out = s.tenants.create(body.id).await?;
     Ok((StatusCode::CREATED, axum::Json(out)).into_response())
 }
 
-async fn list(State(s): State<Shared>) -> ApiResult<mnemo_service::tenants::WorkspacesOutput> {
+async fn list(State(s): State<Shared>) -> ApiResult<WorkspacesOutput> {
     Ok(axum::Json(s.tenants.list().await?))
 }
 
-async fn remove(
-    State(s): State<Shared>,
-    Path(id): Path<String>,
-) -> ApiResult<mnemo_service::tenants::DeletedOutput> {
+async fn remove(State(s): State<Shared>, Path(id): Path<String>) -> ApiResult<DeletedOutput> {
     s.mcp_routers
         .lock()
         .unwrap_or_else(|e| e.into_inner())

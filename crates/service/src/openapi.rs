@@ -16,6 +16,7 @@ use crate::output::{
     WriteOutput,
 };
 use crate::schema::{components_generator, input_schema};
+use crate::tenants::{CreateWorkspaceArgs, CreatedOutput, DeletedOutput, WorkspacesOutput};
 
 type SchemaFn = fn(&mut SchemaGenerator) -> schemars::Schema;
 
@@ -190,18 +191,81 @@ pub const ENDPOINTS: &[Endpoint] = &[
     ),
 ];
 
-/// The OpenAPI 3.1 document of the HTTP API.
+/// The endpoints of a multi-tenant server's admin token.
+pub const TENANT_ENDPOINTS: &[Endpoint] = &[
+    created(ep(
+        "POST",
+        "/v1/workspaces",
+        "Create a workspace; the answer holds its token, shown this once (admin token)",
+        Input::Body(s::<CreateWorkspaceArgs>),
+        s::<CreatedOutput>,
+    )),
+    ep(
+        "GET",
+        "/v1/workspaces",
+        "Every workspace (admin token)",
+        Input::Nothing,
+        s::<WorkspacesOutput>,
+    ),
+    ep(
+        "DELETE",
+        "/v1/workspaces/{id}",
+        "Delete a workspace: every row, its index, its derived state (admin token)",
+        Input::Nothing,
+        s::<DeletedOutput>,
+    ),
+];
+
+/// The OpenAPI 3.1 document of the HTTP API over one workspace.
 pub fn document() -> Value {
+    let paths = ENDPOINTS.iter().map(|e| (e.path.to_string(), e));
+    build(
+        paths,
+        "Durable memory for LLM agents over one workspace: sessions (append, history, context, \
+         consolidation, compaction, close, an agent turn) and memory (search, get, write, forget). \
+         Loopback by default; off loopback every request needs `Authorization: Bearer TOKEN`. \
+         Errors are {\"error\": {\"code\", \"message\"}}.",
+    )
+}
+
+/// The OpenAPI 3.1 document of a server of many workspaces (`mnemo serve
+/// --database`): the admin endpoints, and every workspace endpoint under
+/// `/v1/workspaces/{id}`.
+pub fn tenants_document() -> Value {
+    let general = ENDPOINTS
+        .iter()
+        .filter(|e| !e.path.starts_with("/v1/"))
+        .map(|e| (e.path.to_string(), e));
+    let admin = TENANT_ENDPOINTS.iter().map(|e| (e.path.to_string(), e));
+    let per_workspace = ENDPOINTS.iter().filter_map(|e| {
+        let rest = e.path.strip_prefix("/v1")?;
+        Some((format!("/v1/workspaces/{{id}}{rest}"), e))
+    });
+    build(
+        general.chain(admin).chain(per_workspace),
+        "Durable memory for LLM agents, many workspaces in one database: the admin token creates, \
+         lists and deletes workspaces; each workspace's endpoints (and its MCP endpoint at \
+         /v1/workspaces/{id}/mcp) need `Authorization: Bearer <that workspace's token>`: 401 \
+         without a token, 403 with one that does not open the workspace (whether or not it exists). \
+         Errors are {\"error\": {\"code\", \"message\"}}.",
+    )
+}
+
+fn build<'a>(endpoints: impl Iterator<Item = (String, &'a Endpoint)>, description: &str) -> Value {
     let mut g = components_generator();
     let error = g.subschema_for::<ErrorBody>().to_value();
     let error_response = |what: &str| json!({"description": what, "content": {"application/json": {"schema": error}}});
     let mut paths = Map::new();
-    for e in ENDPOINTS {
+    for (path, e) in endpoints {
         let mut op = Map::new();
         op.insert("summary".into(), json!(e.summary));
-        op.insert("operationId".into(), json!(operation_id(e.method, e.path)));
+        op.insert("operationId".into(), json!(operation_id(e.method, &path)));
         let mut params = Vec::new();
-        if e.path.contains("{key}") {
+        if path.contains("{id}") {
+            params.push(json!({"name": "id", "in": "path", "required": true,
+                "description": "Workspace id", "schema": {"type": "string"}}));
+        }
+        if path.contains("{key}") {
             params.push(json!({"name": "key", "in": "path", "required": true,
                 "description": "Session key, percent-encoded (e.g. telegram%3A123)", "schema": {"type": "string"}}));
         }
@@ -251,7 +315,7 @@ pub fn document() -> Value {
             ),
         );
         op.insert("responses".into(), Value::Object(responses));
-        let entry = paths.entry(e.path.to_string()).or_insert_with(|| json!({}));
+        let entry = paths.entry(path).or_insert_with(|| json!({}));
         if let Some(obj) = entry.as_object_mut() {
             obj.insert(e.method.to_ascii_lowercase(), Value::Object(op));
         }
@@ -261,10 +325,7 @@ pub fn document() -> Value {
         "info": {
             "title": "mnemo HTTP API",
             "version": env!("CARGO_PKG_VERSION"),
-            "description": "Durable memory for LLM agents over one workspace: sessions (append, history, context, \
-                consolidation, compaction, close, an agent turn) and memory (search, get, write, forget). \
-                Loopback by default; off loopback every request needs `Authorization: Bearer TOKEN`. \
-                Errors are {\"error\": {\"code\", \"message\"}}."
+            "description": description
         },
         "paths": paths,
         "components": {
@@ -290,10 +351,16 @@ fn operation_id(method: &str, path: &str) -> String {
 /// Each endpoint as `--help` lists it: `METHOD PATH`, then its summary on
 /// an indented line (so that a narrow terminal wraps nothing).
 pub fn endpoint_lines() -> Vec<String> {
-    ENDPOINTS
-        .iter()
-        .map(|e| format!("{:<4} {}\n      {}", e.method, e.path, e.summary))
-        .collect()
+    ENDPOINTS.iter().map(line).collect()
+}
+
+/// [`endpoint_lines`] of the admin endpoints of `mnemo serve --database`.
+pub fn tenant_endpoint_lines() -> Vec<String> {
+    TENANT_ENDPOINTS.iter().map(line).collect()
+}
+
+fn line(e: &Endpoint) -> String {
+    format!("{:<4} {}\n      {}", e.method, e.path, e.summary)
 }
 
 #[cfg(test)]
@@ -303,6 +370,27 @@ mod tests {
     #[test]
     fn openapi_snapshot() {
         insta::assert_json_snapshot!("openapi", document());
+    }
+
+    /// The multi-tenant document has every workspace endpoint under
+    /// `/v1/workspaces/{id}` with its `id` parameter, and the admin ones.
+    #[test]
+    fn the_tenants_document_mounts_every_workspace_endpoint() {
+        let doc = tenants_document();
+        let paths = doc["paths"].as_object().unwrap();
+        for e in ENDPOINTS {
+            let path = match e.path.strip_prefix("/v1") {
+                Some(rest) => format!("/v1/workspaces/{{id}}{rest}"),
+                None => e.path.to_string(),
+            };
+            let op = &paths[&path][e.method.to_ascii_lowercase()];
+            assert!(op.is_object(), "{} {path}", e.method);
+            if path.contains("{id}") {
+                assert_eq!(op["parameters"][0]["name"], "id", "{path}");
+            }
+        }
+        assert!(paths["/v1/workspaces"]["post"]["requestBody"].is_object());
+        assert!(paths["/v1/workspaces/{id}"]["delete"].is_object());
     }
 
     #[test]

@@ -55,6 +55,15 @@ pub struct TenantsConfig {
     pub admin_token: String,
 }
 
+/// The body of `POST /v1/workspaces`.
+#[derive(Debug, Clone, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateWorkspaceArgs {
+    /// The new workspace's id: 1 to 64 letters, digits, `.`, `_` and `-`,
+    /// not starting with `.`.
+    pub id: String,
+}
+
 /// A created workspace and its token (shown this once).
 #[derive(Debug, Clone, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct CreatedOutput {

@@ -137,6 +137,8 @@ struct Tally {
     write: Timings,
     search: Timings,
     failed: usize,
+    /// Failed requests by operation and answer ("append 503", "search timeout").
+    failures: std::collections::BTreeMap<String, usize>,
     cross_hits: usize,
     /// Acknowledged message ids per (base path, session key).
     acked: HashMap<(String, String), Vec<String>>,
@@ -150,6 +152,7 @@ struct Phase {
     write: OpStats,
     search: OpStats,
     failed_requests: usize,
+    failures: std::collections::BTreeMap<String, usize>,
     acknowledged: usize,
     lost: usize,
     duplicated: usize,
@@ -179,6 +182,16 @@ fn authed(req: reqwest::RequestBuilder, token: &Option<String>) -> reqwest::Requ
     match token {
         Some(t) => req.bearer_auth(t),
         None => req,
+    }
+}
+
+/// What a failed request answered: its status, or how it failed.
+fn failure(op: &str, r: reqwest::Result<reqwest::Response>) -> String {
+    match r {
+        Ok(r) => format!("{op} {}", r.status().as_u16()),
+        Err(e) if e.is_timeout() => format!("{op} timeout"),
+        Err(e) if e.is_connect() => format!("{op} connection refused"),
+        Err(_) => format!("{op} connection lost"),
     }
 }
 
@@ -229,7 +242,7 @@ async fn load(
                         Ok(r) if r.status().is_success() => {
                             Ok(Some((0, t.prefix.clone(), key, id)))
                         }
-                        _ => Err(()),
+                        other => Err(failure("append", other)),
                     }
                 } else if op < 8 {
                     let r = authed(
@@ -241,7 +254,7 @@ async fn load(
                     .await;
                     match r {
                         Ok(r) if r.status().is_success() => Ok(None),
-                        _ => Err(()),
+                        other => Err(failure("write", other)),
                     }
                 } else {
                     let r = authed(
@@ -267,13 +280,16 @@ async fn load(
                                 .unwrap_or(0);
                             Ok(Some((foreign, String::new(), String::new(), String::new())))
                         }
-                        _ => Err(()),
+                        other => Err(failure("search", other)),
                     }
                 };
                 let ms = at.elapsed().as_secs_f64() * 1000.0;
                 let mut tally = tally.lock().unwrap_or_else(|e| e.into_inner());
                 match outcome {
-                    Err(()) => tally.failed += 1,
+                    Err(why) => {
+                        tally.failed += 1;
+                        *tally.failures.entry(why).or_default() += 1;
+                    }
                     Ok(Some((_, prefix, key, id))) if !id.is_empty() => {
                         tally.append.0.push(ms);
                         tally.acked.entry((prefix, key)).or_default().push(id);
@@ -353,11 +369,52 @@ async fn load(
         write: tally.write.stats(),
         search: tally.search.stats(),
         failed_requests: tally.failed,
+        failures: std::mem::take(&mut tally.failures),
         acknowledged,
         lost,
         duplicated,
         search_hits_from_another_workspace: tally.cross_hits,
     })
+}
+
+/// One search in every workspace, `clients` at a time: the time of the
+/// whole pass, and of each first search.
+async fn first_searches(
+    http: &reqwest::Client,
+    bases: &[String],
+    targets: &[Target],
+    clients: usize,
+) -> Result<Value> {
+    let started = Instant::now();
+    let mut times = Timings::default();
+    for (n, group) in targets.chunks(clients.max(1)).enumerate() {
+        let mut tasks = Vec::new();
+        for (i, t) in group.iter().enumerate() {
+            let (http, t) = (http.clone(), t.clone());
+            let base = bases[(n + i) % bases.len()].clone();
+            tasks.push(tokio::spawn(async move {
+                let at = Instant::now();
+                authed(
+                    http.post(format!("{base}{}/memory/search", t.prefix)),
+                    &t.token,
+                )
+                .json(&json!({ "query": "first" }))
+                .send()
+                .await?
+                .error_for_status()?;
+                anyhow::Ok(at.elapsed().as_secs_f64() * 1000.0)
+            }));
+        }
+        for task in tasks {
+            times.0.push(task.await??);
+        }
+    }
+    let stats = times.stats();
+    Ok(json!({
+        "seconds": started.elapsed().as_secs_f64(),
+        "p50_ms": stats.p50_ms,
+        "p99_ms": stats.p99_ms,
+    }))
 }
 
 fn serve_args(root: &Path, port: u16, extra: &[String]) -> Vec<String> {
@@ -456,6 +513,10 @@ async fn run_async(args: TenantsBenchArgs) -> Result<()> {
         });
     }
     let create_secs = created.elapsed().as_secs_f64();
+    // A workspace's first search creates its index schema (DDL) in the
+    // database: timed apart, so the load measures workspaces in use.
+    eprintln!("first search of each workspace (creates its index)");
+    let first = first_searches(&http, &bases, &targets, args.clients).await?;
     eprintln!(
         "load: {} workspaces, 2 servers, {} clients, {} s{}",
         args.workspaces,
@@ -491,6 +552,7 @@ async fn run_async(args: TenantsBenchArgs) -> Result<()> {
         "workspaces": args.workspaces,
         "clients": args.clients,
         "create_seconds": create_secs,
+        "first_search": first,
         "killed_one_server": args.kill,
         "database_workspaces": tenants,
         "file_workspace": baseline,

@@ -62,6 +62,16 @@ pub fn endpoints_help() -> String {
         out.push_str(&line);
         out.push('\n');
     }
+    out.push_str(
+        "\nWith --database, each workspace's endpoints are under /v1/workspaces/ID (/v1/sessions\n\
+         becomes /v1/workspaces/ID/sessions; MCP at /v1/workspaces/ID/mcp) behind its own token,\n\
+         and the admin token has:\n",
+    );
+    for line in mnemo_service::openapi::tenant_endpoint_lines() {
+        out.push_str("  ");
+        out.push_str(&line);
+        out.push('\n');
+    }
     out
 }
 

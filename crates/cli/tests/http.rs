@@ -8,7 +8,7 @@ use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 
-use mnemo_test_support::cli::{free_port, mnemo_command, start_listening};
+use mnemo_test_support::cli::{dechunk, free_port, mnemo_command, start_listening};
 use serde_json::{json, Value};
 
 const BIN: &str = env!("CARGO_BIN_EXE_mnemo");
@@ -113,19 +113,6 @@ fn request(
         rest.to_string()
     };
     (status, body)
-}
-
-fn dechunk(mut s: &str) -> String {
-    let mut out = String::new();
-    while let Some((size, rest)) = s.split_once("\r\n") {
-        let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
-        if n == 0 {
-            break;
-        }
-        out.push_str(&rest[..n]);
-        s = &rest[n + 2..];
-    }
-    out
 }
 
 fn call(port: u16, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {

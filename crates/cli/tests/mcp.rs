@@ -2,12 +2,11 @@
 //! over stdio and over streamable HTTP on 127.0.0.1.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
-use mnemo_test_support::cli::{free_port, mnemo_command, start_listening};
+use mnemo_test_support::cli::{free_port, http_request, mnemo_command, start_listening};
 use serde_json::{json, Value};
 
 const BIN: &str = env!("CARGO_BIN_EXE_mnemo");
@@ -404,49 +403,15 @@ fn stdio_search_with_the_local_model_is_hybrid() {
 
 /// A raw HTTP/1.1 POST; returns (status, body).
 fn post(port: u16, path: &str, token: Option<&str>, body: &Value) -> (u16, String) {
-    let body = body.to_string();
-    let mut req = format!(
-        "POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n\
-         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2025-06-18\r\n\
-         Content-Length: {}\r\nConnection: close\r\n",
-        body.len()
-    );
-    if let Some(t) = token {
-        req.push_str(&format!("Authorization: Bearer {t}\r\n"));
+    let auth = token.map(|t| format!("Bearer {t}"));
+    let mut headers = vec![
+        ("Accept", "application/json, text/event-stream"),
+        ("MCP-Protocol-Version", "2025-06-18"),
+    ];
+    if let Some(a) = &auth {
+        headers.push(("Authorization", a.as_str()));
     }
-    req.push_str("\r\n");
-    req.push_str(&body);
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    stream.write_all(req.as_bytes()).unwrap();
-    let mut raw = Vec::new();
-    stream.read_to_end(&mut raw).unwrap();
-    let raw = String::from_utf8_lossy(&raw).into_owned();
-    let (head, rest) = raw.split_once("\r\n\r\n").unwrap();
-    let status: u16 = head.split(' ').nth(1).unwrap().parse().unwrap();
-    let chunked = head
-        .to_ascii_lowercase()
-        .contains("transfer-encoding: chunked");
-    (
-        status,
-        if chunked {
-            dechunk(rest)
-        } else {
-            rest.to_string()
-        },
-    )
-}
-
-fn dechunk(mut s: &str) -> String {
-    let mut out = String::new();
-    while let Some((size, rest)) = s.split_once("\r\n") {
-        let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
-        if n == 0 {
-            break;
-        }
-        out.push_str(&rest[..n]);
-        s = &rest[n + 2..];
-    }
-    out
+    http_request(port, "POST", path, &headers, Some(&body.to_string()))
 }
 
 /// The JSON-RPC message in a JSON or SSE body.

@@ -186,7 +186,7 @@ pub fn http_request(
 }
 
 /// The body of a chunked answer.
-fn dechunk(mut s: &str) -> String {
+pub fn dechunk(mut s: &str) -> String {
     let mut out = String::new();
     while let Some((size, rest)) = s.split_once("\r\n") {
         let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);

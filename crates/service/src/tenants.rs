@@ -37,6 +37,19 @@ use crate::Service;
 /// and PostgreSQL index names stay under 40 characters.
 const MAX_SCHEMA: usize = 24;
 
+/// Workspaces a server holds open at once by default (each with its
+/// index handle and engine); past that, the one used longest ago is let go, and opened
+/// again (from the database, its folder kept) when next asked for.
+pub const MAX_OPEN: usize = 512;
+
+/// The open workspaces, by id: the registration's number, the service,
+/// and when it was last used (a counter).
+#[derive(Default)]
+struct Open {
+    by_id: HashMap<String, (i64, Arc<Service>, u64)>,
+    clock: u64,
+}
+
 /// What a multi-tenant server is started with.
 pub struct TenantsConfig {
     /// The database (`postgres://…`), with pgvector.
@@ -53,6 +66,9 @@ pub struct TenantsConfig {
     pub overrides: ProviderOverrides,
     /// The token that creates, lists and deletes workspaces.
     pub admin_token: String,
+    /// Workspaces held open at once ([`MAX_OPEN`] unless a caller knows
+    /// better).
+    pub max_open: usize,
 }
 
 /// The body of `POST /v1/workspaces`.
@@ -78,7 +94,8 @@ pub struct CreatedOutput {
 pub struct WorkspaceInfo {
     /// The workspace id.
     pub id: String,
-    /// When it was created.
+    /// When it was created (RFC 3339).
+    #[schemars(with = "String")]
     pub created: DateTime<Utc>,
 }
 
@@ -109,12 +126,12 @@ pub struct Tenants {
     template: Config,
     overrides: ProviderOverrides,
     admin_sha256: [u8; 32],
+    max_open: usize,
     /// Built once and shared by every workspace: a model loaded per
     /// workspace would not fit.
     embedder: EmbedderChoice,
-    /// The workspaces this server has opened, with their registration's
-    /// number.
-    open: Mutex<HashMap<String, (i64, Arc<Service>)>>,
+    /// The workspaces this server holds open, at most [`MAX_OPEN`].
+    open: Mutex<Open>,
 }
 
 /// True for an id a workspace may have: 1 to 64 ASCII letters, digits,
@@ -171,8 +188,9 @@ impl Tenants {
             template: config.template,
             overrides: config.overrides,
             admin_sha256: sha256(&config.admin_token),
+            max_open: config.max_open.max(1),
             embedder,
-            open: Mutex::new(HashMap::new()),
+            open: Mutex::default(),
         });
         tenants.sweep_folders();
         Ok(tenants)
@@ -291,8 +309,11 @@ impl Tenants {
     /// The opened service of `t`, opening it on first use.
     fn service(&self, t: &Tenant) -> Result<Arc<Service>> {
         let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((seq, s)) = open.get(&t.id) {
+        open.clock += 1;
+        let now = open.clock;
+        if let Some((seq, s, used)) = open.by_id.get_mut(&t.id) {
             if *seq == t.seq {
+                *used = now;
                 return Ok(s.clone());
             }
         }
@@ -310,7 +331,20 @@ impl Tenants {
         let mnemo = Mnemo::open_with_storage(Workspace::new(root), config, storage)?
             .with_embedder(self.embedder.clone());
         let service = Service::with_provider(Arc::new(mnemo), self.overrides.clone());
-        if let Some((seq, _)) = open.insert(t.id.clone(), (t.seq, service.clone())) {
+        if open.by_id.len() >= self.max_open && !open.by_id.contains_key(&t.id) {
+            let oldest = open
+                .by_id
+                .iter()
+                .min_by_key(|(_, (_, _, used))| *used)
+                .map(|(id, _)| id.clone());
+            if let Some(id) = oldest {
+                open.by_id.remove(&id);
+            }
+        }
+        let replaced = open
+            .by_id
+            .insert(t.id.clone(), (t.seq, service.clone(), now));
+        if let Some((seq, ..)) = replaced {
             // A workspace deleted and created again elsewhere.
             remove_folder(&self.data.join(format!("{}-{seq}", t.id)));
         }
@@ -323,8 +357,9 @@ impl Tenants {
             .open
             .lock()
             .unwrap_or_else(|e| e.into_inner())
+            .by_id
             .remove(id);
-        if let Some((seq, _)) = gone {
+        if let Some((seq, ..)) = gone {
             remove_folder(&self.data.join(format!("{id}-{seq}")));
         }
     }

@@ -119,6 +119,7 @@ fn run_tenants(args: ServeArgs, global: &GlobalArgs) -> Result<()> {
             template: ctx.config,
             overrides: Default::default(),
             admin_token: admin_token.clone(),
+            max_open: mnemo_service::tenants::MAX_OPEN,
         })?;
     let rt = crate::ctx::runtime()?;
     rt.block_on(async move {

@@ -8,11 +8,12 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use axum::extract::{DefaultBodyLimit, Path, Request, State};
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{header, StatusCode};
 use axum::middleware::{from_fn_with_state, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, delete, get, post};
 use axum::Router;
+use mnemo_service::guard::bearer;
 use mnemo_service::tenants::{CreateWorkspaceArgs, DeletedOutput, Tenants, WorkspacesOutput};
 use mnemo_service::Service;
 use tower::ServiceExt as _;
@@ -66,17 +67,6 @@ pub fn tenants_router(tenants: Arc<Tenants>, mcp: Option<McpRouter>) -> Router {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
-}
-
-fn bearer(headers: &HeaderMap) -> Option<&str> {
-    headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| {
-            v.strip_prefix("Bearer ")
-                .or_else(|| v.strip_prefix("bearer "))
-        })
-        .map(str::trim)
 }
 
 /// An error answer, with the challenge header on a 401.

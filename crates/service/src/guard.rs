@@ -48,18 +48,21 @@ pub async fn bind(addr: SocketAddr, token: Option<&str>) -> Result<tokio::net::T
         })
 }
 
-/// Axum middleware: every request must carry `Authorization: Bearer <token>`.
-pub async fn require_bearer(State(token): State<Arc<str>>, req: Request, next: Next) -> Response {
-    let given = req
-        .headers()
+/// The token of an `Authorization: Bearer <token>` header, if there is one.
+pub fn bearer(headers: &HeaderMap) -> Option<&str> {
+    headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| {
             v.strip_prefix("Bearer ")
                 .or_else(|| v.strip_prefix("bearer "))
         })
-        .map(str::trim);
-    match given {
+        .map(str::trim)
+}
+
+/// Axum middleware: every request must carry `Authorization: Bearer <token>`.
+pub async fn require_bearer(State(token): State<Arc<str>>, req: Request, next: Next) -> Response {
+    match bearer(req.headers()) {
         Some(g) if constant_time_eq(g.as_bytes(), token.as_bytes()) => next.run(req).await,
         other => {
             let message = if other.is_none() {
@@ -220,7 +223,7 @@ fn is_json(headers: &HeaderMap) -> bool {
 
 /// Compares without an early exit so response time does not leak how much
 /// of a guessed token was right.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     if a.len() != b.len() {
         return false;
     }

@@ -195,6 +195,28 @@ impl PostgresStore {
         })
     }
 
+    /// The base schemas of indexes whose names start with `prefix` (those
+    /// that hold a `generation` table), by name.
+    pub fn indexes_like(url: &str, prefix: &str) -> Result<Vec<String>> {
+        let (config, location) = client_config(url)?;
+        let rt = Runtime::shared().map_err(|e| IndexError::database(&location, e))?;
+        let p = Arc::new(Pool::new(config, location, "public".into()));
+        let prefix = prefix.to_string();
+        rt.run(async move {
+            let mut c = p.get().await?;
+            let r = c
+                .query(
+                    "SELECT table_schema::text FROM information_schema.tables \
+                     WHERE table_name = 'generation' AND starts_with(table_schema, $1) ORDER BY 1",
+                    &[&prefix],
+                )
+                .await
+                .map(|rows| rows.iter().map(|r| r.get(0)).collect())
+                .map_err(|e| p.db(e));
+            p.put(c, r)
+        })
+    }
+
     /// The schema of the live generation.
     pub fn live_schema(&self) -> Result<String> {
         self.0.live().map(|(name, _)| name)

@@ -38,6 +38,10 @@ use crate::Service;
 /// and PostgreSQL index names stay under 40 characters.
 const MAX_SCHEMA: usize = 24;
 
+/// How long after a delete its second sweep runs: longer than any
+/// request that was under way takes (the clients' timeouts).
+const SWEEP_AFTER: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// Workspaces a server holds open at once by default (each with its
 /// index handle and engine); past that, the one used longest ago is let go, and opened
 /// again (from the database, its folder kept) when next asked for.
@@ -189,6 +193,7 @@ impl Tenants {
             open: Mutex::default(),
         });
         tenants.sweep_folders();
+        tenants.sweep_indexes()?;
         Ok(tenants)
     }
 
@@ -264,6 +269,7 @@ impl Tenants {
             let rows = me.db.delete_workspace(&id)?;
             let index_schemas = PostgresStore::drop_index(&me.index_options(t.seq))?;
             remove_folder(&me.folder(&t));
+            me.sweep_later(id.clone(), t.seq);
             Ok(DeletedOutput {
                 id,
                 rows,
@@ -345,6 +351,42 @@ impl Tenants {
             remove_folder(&self.data.join(format!("{}-{seq}", t.id)));
         }
         Ok(service)
+    }
+
+    /// Once the requests that were under way when workspace `id` was
+    /// deleted are over (on any server), removes what they wrote: rows
+    /// (unless the id was registered again meanwhile) and the index they
+    /// may have created again.
+    fn sweep_later(self: &Arc<Self>, id: String, seq: i64) {
+        let me = Arc::downgrade(self);
+        std::thread::spawn(move || {
+            std::thread::sleep(SWEEP_AFTER);
+            let Some(me) = me.upgrade() else { return };
+            if let Err(e) = me.db.delete_unregistered(&id) {
+                tracing::warn!("cannot sweep the deleted workspace {id:?}: {e}");
+            }
+            if let Err(e) = PostgresStore::drop_index(&me.index_options(seq)) {
+                tracing::warn!("cannot sweep the index of the deleted workspace {id:?}: {e}");
+            }
+        });
+    }
+
+    /// Drops the index schemas of workspaces no longer registered: a
+    /// delete cut short between its rows and its index.
+    fn sweep_indexes(&self) -> Result<()> {
+        let live: std::collections::HashSet<i64> =
+            self.db.tenants()?.iter().map(|t| t.seq).collect();
+        let prefix = format!("{}_ix", self.db.schema());
+        for base in PostgresStore::indexes_like(&self.url, &prefix)? {
+            let seq = base
+                .strip_prefix(&prefix)
+                .and_then(|n| n.parse::<i64>().ok());
+            if let Some(seq) = seq.filter(|s| !live.contains(s)) {
+                tracing::info!("dropping the index {base} of a deleted workspace");
+                PostgresStore::drop_index(&self.index_options(seq))?;
+            }
+        }
+        Ok(())
     }
 
     /// Drops the opened service of `id`, and its folder.

@@ -187,6 +187,38 @@ impl Database {
         })
     }
 
+    /// Removes the rows of workspace `id` unless it is registered as a
+    /// tenant (checked in the same transaction): what a request already
+    /// under way wrote after the workspace was deleted. Returns how many
+    /// rows went.
+    pub fn delete_unregistered(&self, id: &str) -> Result<u64> {
+        let id = id.to_string();
+        self.call(move |c, loc| {
+            Box::pin(async move {
+                c.batch_execute("BEGIN").await.map_err(db_err(&loc))?;
+                let registered = c
+                    .query_opt(
+                        "SELECT 1 FROM tenants WHERE workspace = $1 FOR SHARE",
+                        &[&id],
+                    )
+                    .await
+                    .map_err(db_err(&loc))?
+                    .is_some();
+                let mut n = 0;
+                if !registered {
+                    for table in schema::TABLES {
+                        n += c
+                            .execute(&format!("DELETE FROM {table} WHERE workspace = $1"), &[&id])
+                            .await
+                            .map_err(db_err(&loc))?;
+                    }
+                }
+                c.batch_execute("COMMIT").await.map_err(db_err(&loc))?;
+                Ok(n)
+            })
+        })
+    }
+
     /// Registers workspace `id` as a tenant whose token hashes to
     /// `token_sha256`; `None` when it is registered already.
     pub fn register(&self, id: &str, token_sha256: &[u8]) -> Result<Option<Tenant>> {

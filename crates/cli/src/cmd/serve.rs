@@ -52,6 +52,10 @@ pub struct ServeArgs {
     /// state on this server [default: .mnemo/tenants in the workspace]
     #[arg(long, value_name = "DIR", requires = "database")]
     pub data: Option<std::path::PathBuf>,
+    /// With --database: workspaces held open at once; past that the one
+    /// used longest ago is let go (and opened again when next asked for)
+    #[arg(long, value_name = "N", default_value_t = mnemo_service::tenants::MAX_OPEN, requires = "database")]
+    pub max_open: usize,
 }
 
 /// The endpoints, as the OpenAPI document declares them.
@@ -119,7 +123,7 @@ fn run_tenants(args: ServeArgs, global: &GlobalArgs) -> Result<()> {
             template: ctx.config,
             overrides: Default::default(),
             admin_token: admin_token.clone(),
-            max_open: mnemo_service::tenants::MAX_OPEN,
+            max_open: args.max_open,
         })?;
     let rt = crate::ctx::runtime()?;
     rt.block_on(async move {

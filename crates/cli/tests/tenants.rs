@@ -305,7 +305,7 @@ fn workspaces_are_isolated_shared_by_servers_and_deleted_without_a_trace() {
         ),
     )
     .unwrap();
-    let served = (0..10).any(|_| {
+    let served = (0..20).any(|_| {
         let (status, v) = call(
             &a,
             "POST",

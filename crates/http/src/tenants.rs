@@ -36,7 +36,8 @@ type McpEndpoint = (Arc<Service>, Router);
 struct Shared {
     tenants: Arc<Tenants>,
     mcp: Option<McpRouter>,
-    /// Each workspace's MCP endpoint, kept so its sessions live on.
+    /// Each workspace's MCP endpoint, kept so its sessions live on (as
+    /// many as the server holds workspaces open).
     mcp_routers: Arc<Mutex<HashMap<String, McpEndpoint>>>,
 }
 
@@ -150,6 +151,10 @@ async fn mcp_call(s: Shared, mut req: Request) -> Response {
         match all.get(&id) {
             Some((svc, r)) if Arc::ptr_eq(svc, &service) => r.clone(),
             _ => {
+                if all.len() >= s.tenants.max_open() {
+                    // Endpoints of workspaces the server has let go.
+                    all.retain(|id, (svc, _)| s.tenants.holds(id, svc));
+                }
                 let r = make(service.clone());
                 all.insert(id, (service, r.clone()));
                 r

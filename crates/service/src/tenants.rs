@@ -433,6 +433,21 @@ impl Tenants {
         }
     }
 
+    /// True while `service` is the one this server holds open for `id`.
+    pub fn holds(&self, id: &str, service: &Arc<Service>) -> bool {
+        self.open
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .by_id
+            .get(id)
+            .is_some_and(|(_, s, _)| Arc::ptr_eq(s, service))
+    }
+
+    /// How many workspaces this server holds open at most.
+    pub fn max_open(&self) -> usize {
+        self.max_open
+    }
+
     /// The database, for tests that look at every table.
     pub fn database(&self) -> &Arc<Database> {
         &self.db

@@ -374,10 +374,13 @@ impl Tenants {
     /// Drops the index schemas of workspaces no longer registered: a
     /// delete cut short between its rows and its index.
     fn sweep_indexes(&self) -> Result<()> {
+        // The indexes first: a workspace is registered before its index
+        // is made, so one made while this runs is not taken for an orphan.
+        let prefix = format!("{}_ix", self.db.schema());
+        let indexes = PostgresStore::indexes_like(&self.url, &prefix)?;
         let live: std::collections::HashSet<i64> =
             self.db.tenants()?.iter().map(|t| t.seq).collect();
-        let prefix = format!("{}_ix", self.db.schema());
-        for base in PostgresStore::indexes_like(&self.url, &prefix)? {
+        for base in indexes {
             let seq = base
                 .strip_prefix(&prefix)
                 .and_then(|n| n.parse::<i64>().ok());
@@ -416,13 +419,15 @@ impl Tenants {
     /// Removes the folders of workspaces no longer registered (deleted
     /// through another server while this one was down).
     fn sweep_folders(&self) {
+        // Listed before the registry is read, as the indexes are.
         let Ok(entries) = std::fs::read_dir(&self.data) else {
             return;
         };
+        let entries: Vec<std::fs::DirEntry> = entries.flatten().collect();
         let Ok(live) = self.db.tenants() else { return };
         let live: std::collections::HashSet<String> =
             live.iter().map(|t| format!("{}-{}", t.id, t.seq)).collect();
-        for e in entries.flatten() {
+        for e in entries {
             let name = e.file_name().to_string_lossy().into_owned();
             let ours = name
                 .rsplit_once('-')

@@ -310,15 +310,11 @@ impl Tenants {
 
     /// The opened service of `t`, opening it on first use.
     fn service(&self, t: &Tenant) -> Result<Arc<Service>> {
-        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
-        open.clock += 1;
-        let now = open.clock;
-        if let Some((seq, s, used)) = open.by_id.get_mut(&t.id) {
-            if *seq == t.seq {
-                *used = now;
-                return Ok(s.clone());
-            }
+        if let Some(s) = self.held(t) {
+            return Ok(s);
         }
+        // Opened without the lock, so that one workspace's first request
+        // never waits for another's.
         let mut config = self.template.clone();
         let index = self.index_options(t.seq);
         config.set("index.backend", "postgres");
@@ -333,15 +329,25 @@ impl Tenants {
         let mnemo = Mnemo::open_with_storage(Workspace::new(root), config, storage)?
             .with_embedder(self.embedder.clone());
         let service = Service::with_provider(Arc::new(mnemo), self.overrides.clone());
-        if open.by_id.len() >= self.max_open && !open.by_id.contains_key(&t.id) {
-            let oldest = open
-                .by_id
-                .iter()
-                .min_by_key(|(_, (_, _, used))| *used)
-                .map(|(id, _)| id.clone());
-            if let Some(id) = oldest {
-                open.by_id.remove(&id);
+
+        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        open.clock += 1;
+        let now = open.clock;
+        match open.by_id.get(&t.id) {
+            // Another request opened it meanwhile: one service per workspace.
+            Some((seq, s, _)) if *seq == t.seq => return Ok(s.clone()),
+            Some(_) => {}
+            None if open.by_id.len() >= self.max_open => {
+                let oldest = open
+                    .by_id
+                    .iter()
+                    .min_by_key(|(_, (_, _, used))| *used)
+                    .map(|(id, _)| id.clone());
+                if let Some(id) = oldest {
+                    open.by_id.remove(&id);
+                }
             }
+            None => {}
         }
         let replaced = open
             .by_id
@@ -351,6 +357,19 @@ impl Tenants {
             remove_folder(&self.data.join(format!("{}-{seq}", t.id)));
         }
         Ok(service)
+    }
+
+    /// The open service of `t`, marked as used now, if this server holds one.
+    fn held(&self, t: &Tenant) -> Option<Arc<Service>> {
+        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        open.clock += 1;
+        let now = open.clock;
+        let (seq, s, used) = open.by_id.get_mut(&t.id)?;
+        if *seq != t.seq {
+            return None;
+        }
+        *used = now;
+        Some(s.clone())
     }
 
     /// Once the requests that were under way when workspace `id` was

@@ -170,21 +170,7 @@ impl Database {
     /// lines, its tenant registration) in one transaction; returns how
     /// many rows went.
     pub fn delete_workspace(&self, id: &str) -> Result<u64> {
-        let id = id.to_string();
-        self.call(move |c, loc| {
-            Box::pin(async move {
-                c.batch_execute("BEGIN").await.map_err(db_err(&loc))?;
-                let mut n = 0;
-                for table in schema::TABLES {
-                    n += c
-                        .execute(&format!("DELETE FROM {table} WHERE workspace = $1"), &[&id])
-                        .await
-                        .map_err(db_err(&loc))?;
-                }
-                c.batch_execute("COMMIT").await.map_err(db_err(&loc))?;
-                Ok(n)
-            })
-        })
+        self.delete_rows(id, false)
     }
 
     /// Removes the rows of workspace `id` unless it is registered as a
@@ -192,12 +178,18 @@ impl Database {
     /// under way wrote after the workspace was deleted. Returns how many
     /// rows went.
     pub fn delete_unregistered(&self, id: &str) -> Result<u64> {
+        self.delete_rows(id, true)
+    }
+
+    /// Every row of `id`, in one transaction; none when `unless_registered`
+    /// and the workspace is a registered tenant.
+    fn delete_rows(&self, id: &str, unless_registered: bool) -> Result<u64> {
         let id = id.to_string();
         self.call(move |c, loc| {
             Box::pin(async move {
                 c.batch_execute("BEGIN").await.map_err(db_err(&loc))?;
-                let registered = c
-                    .query_opt(
+                let keep = unless_registered
+                    && c.query_opt(
                         "SELECT 1 FROM tenants WHERE workspace = $1 FOR SHARE",
                         &[&id],
                     )
@@ -205,7 +197,7 @@ impl Database {
                     .map_err(db_err(&loc))?
                     .is_some();
                 let mut n = 0;
-                if !registered {
+                if !keep {
                     for table in schema::TABLES {
                         n += c
                             .execute(&format!("DELETE FROM {table} WHERE workspace = $1"), &[&id])

@@ -6,9 +6,9 @@
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
+use std::process::Command;
 
-use mnemo_test_support::cli::{dechunk, free_port, mnemo_command, start_listening};
+use mnemo_test_support::cli::{dechunk, free_port, mnemo_command, start_listening, Server};
 use serde_json::{json, Value};
 
 const BIN: &str = env!("CARGO_BIN_EXE_mnemo");
@@ -16,18 +16,6 @@ const TOKEN: &str = "t0ken-for-tests";
 
 fn command(ws: &Path, extra: &[&str]) -> Command {
     mnemo_command(BIN, ws, extra)
-}
-
-struct Server {
-    child: Child,
-    port: u16,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 fn start(ws: &Path) -> Server {

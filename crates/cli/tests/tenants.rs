@@ -10,25 +10,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
-use std::process::Child;
 
-use mnemo_test_support::cli::{free_port, http_request, mnemo_command, start_listening};
+use mnemo_test_support::cli::{free_port, http_request, mnemo_command, start_listening, Server};
 use mnemo_test_support::postgres::{rows_holding, schemas_like, test_url};
 use serde_json::{json, Value};
 
 const ADMIN: &str = "admin-t0ken";
-
-struct Server {
-    child: Child,
-    port: u16,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 fn serve(ws: &Path, url: &str, schema: &str, data: &Path) -> Server {
     let port = free_port();

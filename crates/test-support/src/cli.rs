@@ -67,6 +67,21 @@ pub fn stdout_of_success(o: &Output) -> String {
     String::from_utf8(o.stdout.clone()).expect("stdout is UTF-8")
 }
 
+/// A server process of a test and its port, killed when dropped.
+pub struct Server {
+    /// The process.
+    pub child: std::process::Child,
+    /// The port it listens on, on 127.0.0.1.
+    pub port: u16,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 /// A port on 127.0.0.1 that was free a moment ago, for a server to bind.
 ///
 /// # Panics

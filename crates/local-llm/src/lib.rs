@@ -13,6 +13,8 @@
 //! - [`grammar`]: decoding constrained to a JSON Schema, for forced calls.
 //! - [`model`]: the transformer and its prefix-reusing KV cache.
 //! - `quant`: the quantized matrix products it runs on.
+//! - `kv`: the half-float KV cache and attention over it.
+//! - `pool`: the worker threads the products and attention are split across.
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
@@ -22,9 +24,15 @@ mod chat;
 mod error;
 pub mod files;
 pub mod grammar;
+// Half-float SIMD for the KV cache, each block justified.
+#[allow(unsafe_code)]
+mod kv;
 pub mod model;
+// A job's closure lent to the worker threads, justified in place.
+#[allow(unsafe_code)]
+mod pool;
 mod provider;
-// The one module with `unsafe`: SIMD kernels, each block justified.
+// SIMD kernels, each block justified.
 #[allow(unsafe_code)]
 mod quant;
 pub mod template;

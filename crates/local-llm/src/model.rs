@@ -1,12 +1,17 @@
 //! The transformer of a GGUF chat model (Qwen2 and Llama families: RMS
-//! norms, rotary positions, grouped-query attention, SwiGLU) on candle's
-//! quantized matrix products, with a KV cache that keeps the longest prefix
-//! the next prompt shares with the last one, and prompts run in batches.
+//! norms, rotary positions, grouped-query attention, SwiGLU), with a KV
+//! cache that keeps the longest prefix the next prompt shares with the last
+//! one, and prompts run in batches.
+//!
+//! The forward pass works on plain rows of `f32` (one per token): the
+//! matrix products run on [`crate::quant`]'s kernels, attention and the
+//! half-float KV cache on [`crate::kv`], and the rest (norms, rotary
+//! positions, SwiGLU, residuals) are loops here. Every step is computed
+//! row by row, so a token's logits do not depend on the batch it ran in.
 //!
 //! Weights stay quantized as the file stores them: the token embedding is
-//! read one row at a time rather than expanded to `f32`, and the matrix
-//! products run on [`crate::quant`]'s kernels, which read the blocks in
-//! place (candle's `QMatMul` is kept for the block types they lack).
+//! read one row at a time rather than expanded to `f32`; candle's `QMatMul`
+//! is kept for the block types the kernels lack.
 
 use std::fs::File;
 use std::path::Path;
@@ -18,6 +23,7 @@ use candle_core::quantized::{ggml_file::qtensor_from_ggml, GgmlDType, QMatMul};
 use candle_core::{DType, Device, Module, Tensor};
 
 use crate::error::{Error, Result};
+use crate::kv::{self, Heads, LayerCache};
 use crate::quant::{self, Kernel, QWeight};
 
 /// Prompt tokens processed per forward pass: large enough that each weight
@@ -62,43 +68,47 @@ pub struct ModelConfig {
 struct Linear {
     own: Option<QWeight>,
     candle: QMatMul,
+    cols: usize,
 }
 
 impl Linear {
     fn new(t: candle_core::quantized::QTensor) -> Result<Self> {
+        let cols = t.shape().dims().last().copied().unwrap_or(0);
         let t = Arc::new(t);
         Ok(Linear {
             own: QWeight::new(Arc::clone(&t)),
             candle: QMatMul::QTensor(t),
+            cols,
         })
     }
 }
 
-/// `h · wᵀ` for each of `ws` (which share the input `h`, `[b, n, k]`): one
-/// pass of the kernels over all of them when they all have one, else
-/// candle's product for each.
-fn linear_many(ws: &[&Linear], h: &Tensor, kernel: Kernel) -> Result<Vec<Tensor>> {
-    let tokens = h.elem_count() / h.dims().last().copied().unwrap_or(1).max(1);
+/// `x · wᵀ` for each of `ws` (which share the input: `t` rows of `x`,
+/// each `cols` long), each `[t, rows]` row-major: one pass of the kernels
+/// over all of them when they all have one, else candle's product for
+/// each.
+fn products(ws: &[&Linear], x: &[f32], t: usize, kernel: Kernel) -> Result<Vec<Vec<f32>>> {
     let own: Option<Vec<&QWeight>> = ws.iter().map(|w| w.own.as_ref()).collect();
-    let own = own.filter(|_| tokens < candle_from());
-    let Some(own) = own else {
-        return ws
-            .iter()
-            .map(|w| Ok(w.candle.forward(h)?))
-            .collect::<Result<Vec<_>>>();
-    };
-    let mut dims = h.dims().to_vec();
-    let x = h.flatten_all()?.to_dtype(DType::F32)?.to_vec1::<f32>()?;
-    let outs = quant::matmul_many(&own, &x, kernel).map_err(|e| Error::Inference(e.to_string()))?;
-    dims.pop();
-    own.iter()
-        .zip(outs)
-        .map(|(w, out)| {
-            let mut shape = dims.clone();
-            shape.push(w.rows());
-            Ok(Tensor::from_vec(out, shape, h.device())?)
+    if let Some(own) = own.filter(|_| t < candle_from()) {
+        return quant::matmul_many(&own, x, kernel).map_err(|e| Error::Inference(e.to_string()));
+    }
+    let cols = ws.first().map_or(0, |w| w.cols);
+    let h = Tensor::from_slice(x, (t, cols), &Device::Cpu)?;
+    ws.iter()
+        .map(|w| {
+            Ok(w.candle
+                .forward(&h)?
+                .flatten_all()?
+                .to_dtype(DType::F32)?
+                .to_vec1::<f32>()?)
         })
         .collect()
+}
+
+fn product(w: &Linear, x: &[f32], t: usize, kernel: Kernel) -> Result<Vec<f32>> {
+    products(&[w], x, t, kernel)?
+        .pop()
+        .ok_or_else(|| Error::Inference("no product".into()))
 }
 
 /// Products of this many tokens or more run on candle's `QMatMul`. By
@@ -114,76 +124,23 @@ fn candle_from() -> usize {
         std::env::var("MNEMO_LLM_CANDLE_FROM")
             .ok()
             .and_then(|v| v.parse().ok())
-            .unwrap_or(CANDLE_FROM)
+            .unwrap_or(usize::MAX)
     })
 }
 
-/// See [`candle_from`].
-const CANDLE_FROM: usize = usize::MAX;
-
-fn linear(w: &Linear, h: &Tensor, kernel: Kernel) -> Result<Tensor> {
-    linear_many(&[w], h, kernel)?
-        .pop()
-        .ok_or_else(|| Error::Inference("no product".into()))
-}
-
 struct Layer {
-    attn_norm: Tensor,
+    attn_norm: Vec<f32>,
     wq: Linear,
     wk: Linear,
     wv: Linear,
-    bq: Option<Tensor>,
-    bk: Option<Tensor>,
-    bv: Option<Tensor>,
+    bq: Option<Vec<f32>>,
+    bk: Option<Vec<f32>>,
+    bv: Option<Vec<f32>>,
     wo: Linear,
-    ffn_norm: Tensor,
+    ffn_norm: Vec<f32>,
     gate: Linear,
     up: Linear,
     down: Linear,
-}
-
-/// One layer's keys and values, preallocated and grown by doubling;
-/// `len` positions are valid, so truncating to a prefix is free.
-#[derive(Default)]
-struct KvCache {
-    k: Option<Tensor>,
-    v: Option<Tensor>,
-    len: usize,
-}
-
-impl KvCache {
-    fn append(&mut self, k: &Tensor, v: &Tensor, limit: usize) -> Result<(Tensor, Tensor)> {
-        let n = k.dim(2)?;
-        let cap = self.k.as_ref().map(|t| t.dim(2)).transpose()?.unwrap_or(0);
-        if self.len + n > cap {
-            let new_cap = (cap * 2)
-                .max(self.len + n)
-                .max(256)
-                .min(limit.max(self.len + n));
-            let grow = |old: &Option<Tensor>, like: &Tensor| -> Result<Tensor> {
-                let (b, h, _, d) = like.dims4()?;
-                let t = Tensor::zeros((b, h, new_cap, d), like.dtype(), like.device())?;
-                if let Some(o) = old {
-                    if self.len > 0 {
-                        t.slice_set(&o.narrow(2, 0, self.len)?.contiguous()?, 2, 0)?;
-                    }
-                }
-                Ok(t)
-            };
-            self.k = Some(grow(&self.k, k)?);
-            self.v = Some(grow(&self.v, v)?);
-        }
-        let (Some(kc), Some(vc)) = (&self.k, &self.v) else {
-            return Err(Error::Inference("KV cache not allocated".into()));
-        };
-        kc.slice_set(k, 2, self.len)?;
-        vc.slice_set(v, 2, self.len)?;
-        self.len += n;
-        Ok((
-            kc.narrow(2, 0, self.len)?.contiguous()?,
-            vc.narrow(2, 0, self.len)?.contiguous()?,
-        ))
-    }
 }
 
 /// A loaded model and its KV cache.
@@ -194,17 +151,17 @@ pub struct Model {
     embd_raw: Vec<u8>,
     embd_dtype: GgmlDType,
     embd_row_bytes: usize,
-    norm: Tensor,
+    norm: Vec<f32>,
     output: Linear,
     kernel: Kernel,
-    cos: Tensor,
-    sin: Tensor,
-    cache: Vec<KvCache>,
+    /// `cos` and `sin` of each position's angles, `[position][head_dim / 2]`.
+    cos: Vec<f32>,
+    sin: Vec<f32>,
+    cache: Vec<LayerCache>,
     /// The tokens whose keys and values the cache holds.
     cached: Vec<u32>,
     /// Largest number of positions (the configured context window).
     max_positions: usize,
-    device: Device,
 }
 
 fn meta_u32(ct: &Content, key: &str) -> Result<usize> {
@@ -308,20 +265,23 @@ impl Model {
         let qwen = config.arch == Arch::Qwen2;
         for i in 0..config.n_layer {
             let n = |s: &str| format!("blk.{i}.{s}");
-            let mut bias = |s: &str| -> Result<Option<Tensor>> {
-                if qwen {
-                    Ok(Some(tensor(&n(s))?.dequantize(&device)?))
-                } else {
-                    Ok(None)
-                }
+            let mut vector = |s: &str| -> Result<Vec<f32>> {
+                Ok(tensor(&n(s))?
+                    .dequantize(&device)?
+                    .flatten_all()?
+                    .to_vec1::<f32>()?)
             };
-            let (bq, bk, bv) = (
-                bias("attn_q.bias")?,
-                bias("attn_k.bias")?,
-                bias("attn_v.bias")?,
-            );
+            let (bq, bk, bv) = match qwen {
+                true => (
+                    Some(vector("attn_q.bias")?),
+                    Some(vector("attn_k.bias")?),
+                    Some(vector("attn_v.bias")?),
+                ),
+                false => (None, None, None),
+            };
+            let (attn_norm, ffn_norm) = (vector("attn_norm.weight")?, vector("ffn_norm.weight")?);
             layers.push(Layer {
-                attn_norm: tensor(&n("attn_norm.weight"))?.dequantize(&device)?,
+                attn_norm,
                 wq: Linear::new(tensor(&n("attn_q.weight"))?)?,
                 wk: Linear::new(tensor(&n("attn_k.weight"))?)?,
                 wv: Linear::new(tensor(&n("attn_v.weight"))?)?,
@@ -329,13 +289,16 @@ impl Model {
                 bk,
                 bv,
                 wo: Linear::new(tensor(&n("attn_output.weight"))?)?,
-                ffn_norm: tensor(&n("ffn_norm.weight"))?.dequantize(&device)?,
+                ffn_norm,
                 gate: Linear::new(tensor(&n("ffn_gate.weight"))?)?,
                 up: Linear::new(tensor(&n("ffn_up.weight"))?)?,
                 down: Linear::new(tensor(&n("ffn_down.weight"))?)?,
             });
         }
-        let norm = tensor("output_norm.weight")?.dequantize(&device)?;
+        let norm = tensor("output_norm.weight")?
+            .dequantize(&device)?
+            .flatten_all()?
+            .to_vec1::<f32>()?;
         let output = match ct.tensor_infos.contains_key("output.weight") {
             true => Linear::new(tensor("output.weight")?)?,
             // Tied embeddings (SmolLM2): the embedding is the output matrix.
@@ -363,8 +326,8 @@ impl Model {
                 .map_err(|e| Error::Invalid(format!("reading token_embd.weight: {e}")))?;
         }
         let max_positions = max_positions.max(1);
-        let (cos, sin) = rope_tables(&config, max_positions, &device)?;
-        let cache = (0..config.n_layer).map(|_| KvCache::default()).collect();
+        let (cos, sin) = rope_tables(&config, max_positions);
+        let cache = (0..config.n_layer).map(|_| LayerCache::default()).collect();
         Ok(Model {
             config,
             layers,
@@ -379,7 +342,6 @@ impl Model {
             cache,
             cached: Vec::new(),
             max_positions,
-            device,
         })
     }
 
@@ -393,8 +355,9 @@ impl Model {
         self.max_positions
     }
 
-    fn embed(&self, tokens: &[u32]) -> Result<Tensor> {
-        let mut rows = Vec::with_capacity(tokens.len());
+    /// The embedding rows of `tokens`, one after the other.
+    fn embed(&self, tokens: &[u32]) -> Result<Vec<f32>> {
+        let mut rows = Vec::with_capacity(tokens.len() * self.config.n_embd);
         for &t in tokens {
             let start = t as usize * self.embd_row_bytes;
             let raw = self
@@ -407,19 +370,20 @@ impl Model {
                 self.embd_dtype,
                 raw,
                 vec![1, self.config.n_embd],
-                &self.device,
+                &Device::Cpu,
             )?;
-            rows.push(q.dequantize(&self.device)?);
+            rows.extend(
+                q.dequantize(&Device::Cpu)?
+                    .flatten_all()?
+                    .to_vec1::<f32>()?,
+            );
         }
-        Ok(Tensor::cat(&rows, 0)?.unsqueeze(0)?)
+        Ok(rows)
     }
 
     /// Forgets the cache.
     pub fn reset(&mut self) {
-        self.cached.clear();
-        for c in &mut self.cache {
-            c.len = 0;
-        }
+        self.truncate(0);
     }
 
     /// How many leading tokens of `tokens` the cache already holds.
@@ -460,8 +424,17 @@ impl Model {
 
     fn truncate(&mut self, len: usize) {
         self.cached.truncate(len);
+        let kv_dim = self.config.n_kv_head * self.config.head_dim;
         for c in &mut self.cache {
-            c.len = c.len.min(len);
+            c.truncate(len, kv_dim);
+        }
+    }
+
+    fn heads(&self) -> Heads {
+        Heads {
+            n_head: self.config.n_head,
+            n_kv_head: self.config.n_kv_head,
+            head_dim: self.config.head_dim,
         }
     }
 
@@ -475,123 +448,93 @@ impl Model {
                 self.max_positions
             )));
         }
-        let cfg = self.config.clone();
-        let kernel = self.kernel;
-        let mut x = self.embed(tokens)?;
-        let mask = if n > 1 {
-            Some(causal_mask(
-                n,
-                pos,
-                cfg.n_head / cfg.n_kv_head,
-                &self.device,
-            )?)
-        } else {
-            None
+        let cfg = &self.config;
+        let (kernel, heads, eps) = (self.kernel, self.heads(), cfg.eps as f32);
+        let (q_dim, kv_dim) = (cfg.n_head * cfg.head_dim, cfg.n_kv_head * cfg.head_dim);
+        let half = cfg.head_dim / 2;
+        let rope = |v: &mut [f32], width: usize| {
+            for (i, row) in v.chunks_exact_mut(width).enumerate() {
+                let at = (pos + i) * half;
+                let (cos, sin) = (&self.cos[at..at + half], &self.sin[at..at + half]);
+                for head in row.chunks_exact_mut(cfg.head_dim) {
+                    rotate(head, cos, sin, cfg.arch);
+                }
+            }
         };
-        let cos = self.cos.narrow(0, pos, n)?;
-        let sin = self.sin.narrow(0, pos, n)?;
+        let mut x = self.embed(tokens)?;
         for (layer, cache) in self.layers.iter().zip(self.cache.iter_mut()) {
-            let h = candle_nn::ops::rms_norm(&x, &layer.attn_norm, cfg.eps as f32)?;
-            let attn = attention(
-                &cfg,
-                kernel,
-                layer,
-                cache,
-                &h,
-                &cos,
-                &sin,
-                mask.as_ref(),
-                self.max_positions,
-            )?;
-            x = (x + attn)?;
-            let h = candle_nn::ops::rms_norm(&x, &layer.ffn_norm, cfg.eps as f32)?;
-            let gu = linear_many(&[&layer.gate, &layer.up], &h, kernel)?;
-            let (g, u) = (&gu[0], &gu[1]);
-            let ff = linear(&layer.down, &(candle_nn::ops::silu(g)? * u)?, kernel)?;
-            x = (x + ff)?;
+            let h = rms_norm(&x, &layer.attn_norm, eps);
+            let mut qkv = products(&[&layer.wq, &layer.wk, &layer.wv], &h, n, kernel)?.into_iter();
+            let (Some(mut q), Some(mut k), Some(mut v)) = (qkv.next(), qkv.next(), qkv.next())
+            else {
+                return Err(Error::Inference("no q/k/v product".into()));
+            };
+            add_bias(&mut q, layer.bq.as_deref());
+            add_bias(&mut k, layer.bk.as_deref());
+            add_bias(&mut v, layer.bv.as_deref());
+            rope(&mut q, q_dim);
+            rope(&mut k, kv_dim);
+            cache.push(&k, &v);
+            let y = kv::attend(&q, cache, heads, pos, n);
+            add(&mut x, &product(&layer.wo, &y, n, kernel)?);
+            let h = rms_norm(&x, &layer.ffn_norm, eps);
+            let mut gu = products(&[&layer.gate, &layer.up], &h, n, kernel)?.into_iter();
+            let (Some(mut g), Some(u)) = (gu.next(), gu.next()) else {
+                return Err(Error::Inference("no gate/up product".into()));
+            };
+            for (g, u) in g.iter_mut().zip(&u) {
+                *g = *g / (1.0 + (-*g).exp()) * u;
+            }
+            add(&mut x, &product(&layer.down, &g, n, kernel)?);
         }
         self.cached.extend_from_slice(tokens);
-        let last = x.narrow(1, n - 1, 1)?;
-        let last = candle_nn::ops::rms_norm(&last, &self.norm, cfg.eps as f32)?;
-        let logits = linear(&self.output, &last, kernel)?;
-        Ok(logits
-            .flatten_all()?
-            .to_dtype(DType::F32)?
-            .to_vec1::<f32>()?)
+        let last = rms_norm(&x[(n - 1) * cfg.n_embd..], &self.norm, eps);
+        product(&self.output, &last, 1, kernel)
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn attention(
-    cfg: &ModelConfig,
-    kernel: Kernel,
-    layer: &Layer,
-    cache: &mut KvCache,
-    h: &Tensor,
-    cos: &Tensor,
-    sin: &Tensor,
-    mask: Option<&Tensor>,
-    limit: usize,
-) -> Result<Tensor> {
-    let (b, n, _) = h.dims3()?;
-    let qkv = linear_many(&[&layer.wq, &layer.wk, &layer.wv], h, kernel)?;
-    let proj = |y: &Tensor, bias: &Option<Tensor>| -> Result<Tensor> {
-        let y = y.clone();
-        Ok(match bias {
-            Some(bias) => y.broadcast_add(bias)?,
-            None => y,
-        })
-    };
-    let heads = |t: Tensor, count: usize| -> Result<Tensor> {
-        Ok(t.reshape((b, n, count, cfg.head_dim))?
-            .transpose(1, 2)?
-            .contiguous()?)
-    };
-    let q = heads(proj(&qkv[0], &layer.bq)?, cfg.n_head)?;
-    let k = heads(proj(&qkv[1], &layer.bk)?, cfg.n_kv_head)?;
-    let v = heads(proj(&qkv[2], &layer.bv)?, cfg.n_kv_head)?;
-    let rope = |t: &Tensor| -> Result<Tensor> {
-        Ok(match cfg.arch {
-            Arch::Qwen2 => candle_nn::rotary_emb::rope(t, cos, sin)?,
-            Arch::Llama => candle_nn::rotary_emb::rope_i(t, cos, sin)?,
-        })
-    };
-    let q = rope(&q)?;
-    let k = rope(&k)?;
-    let (k, v) = cache.append(&k, &v, limit)?;
-    // Grouped-query attention without copying keys: the query heads that
-    // share a key/value head are stacked as extra rows of that head.
-    let rep = cfg.n_head / cfg.n_kv_head;
-    let q = q.reshape((b, cfg.n_kv_head, rep * n, cfg.head_dim))?;
-    let scores = (q.matmul(&k.t()?)? / (cfg.head_dim as f64).sqrt())?;
-    let scores = match mask {
-        Some(m) => scores.broadcast_add(m)?,
-        None => scores,
-    };
-    let probs = candle_nn::ops::softmax_last_dim(&scores)?;
-    let y = probs.matmul(&v)?;
-    let y = y
-        .reshape((b, cfg.n_head, n, cfg.head_dim))?
-        .transpose(1, 2)?
-        .reshape((b, n, cfg.n_embd))?;
-    linear(&layer.wo, &y, kernel)
+/// Each row of `x` (rows of `w.len()`) divided by its root mean square,
+/// times `w`.
+fn rms_norm(x: &[f32], w: &[f32], eps: f32) -> Vec<f32> {
+    let mut out = Vec::with_capacity(x.len());
+    for row in x.chunks_exact(w.len()) {
+        let ms = row.iter().map(|v| v * v).sum::<f32>() / w.len() as f32;
+        let inv = 1.0 / (ms + eps).sqrt();
+        out.extend(row.iter().zip(w).map(|(v, w)| v * inv * w));
+    }
+    out
 }
 
-/// `(rep * n, pos + n)`: row `r` is query `r % n`, which sees positions up
-/// to `pos + r % n`.
-fn causal_mask(n: usize, pos: usize, rep: usize, device: &Device) -> Result<Tensor> {
-    let total = pos + n;
-    let mut m = vec![0f32; rep * n * total];
-    for r in 0..rep * n {
-        let i = r % n;
-        for j in (pos + i + 1)..total {
-            m[r * total + j] = f32::NEG_INFINITY;
+fn add_bias(x: &mut [f32], bias: Option<&[f32]>) {
+    if let Some(b) = bias {
+        for row in x.chunks_exact_mut(b.len()) {
+            add(row, b);
         }
     }
-    Ok(Tensor::from_vec(m, (rep * n, total), device)?)
 }
 
-fn rope_tables(cfg: &ModelConfig, positions: usize, device: &Device) -> Result<(Tensor, Tensor)> {
+fn add(x: &mut [f32], y: &[f32]) {
+    for (a, b) in x.iter_mut().zip(y) {
+        *a += b;
+    }
+}
+
+/// Rotates one head's values by its position's angles: Qwen2 pairs value
+/// `i` with `i + d/2` (NeoX halves), Llama pairs `2i` with `2i + 1`.
+fn rotate(head: &mut [f32], cos: &[f32], sin: &[f32], arch: Arch) {
+    let half = cos.len();
+    for i in 0..half {
+        let (a, b) = match arch {
+            Arch::Qwen2 => (i, i + half),
+            Arch::Llama => (2 * i, 2 * i + 1),
+        };
+        let (x0, x1) = (head[a], head[b]);
+        head[a] = x0 * cos[i] - x1 * sin[i];
+        head[b] = x0 * sin[i] + x1 * cos[i];
+    }
+}
+
+fn rope_tables(cfg: &ModelConfig, positions: usize) -> (Vec<f32>, Vec<f32>) {
     let half = cfg.head_dim / 2;
     let inv: Vec<f32> = (0..half)
         .map(|i| 1.0 / cfg.rope_base.powf((2 * i) as f32 / cfg.head_dim as f32))
@@ -605,10 +548,7 @@ fn rope_tables(cfg: &ModelConfig, positions: usize, device: &Device) -> Result<(
             sin.push(a.sin());
         }
     }
-    Ok((
-        Tensor::from_vec(cos, (positions, half), device)?,
-        Tensor::from_vec(sin, (positions, half), device)?,
-    ))
+    (cos, sin)
 }
 
 /// Index of the largest value (the greedy choice).

@@ -234,12 +234,22 @@ impl Kernel {
     fn supported(self) -> bool {
         match self {
             #[cfg(target_arch = "x86_64")]
-            Kernel::Avx2 => is_x86_feature_detected!("avx2") && is_x86_feature_detected!("f16c"),
+            Kernel::Avx2 => {
+                is_x86_feature_detected!("avx2")
+                    && is_x86_feature_detected!("f16c")
+                    && is_x86_feature_detected!("fma")
+            }
             #[cfg(not(target_arch = "x86_64"))]
             Kernel::Avx2 => false,
             Kernel::Portable => true,
         }
     }
+}
+
+/// Whether the AVX2 kernels run (AVX2, F16C and FMA are there, and
+/// `MNEMO_LLM_PORTABLE` is not set).
+pub(crate) fn has_avx2() -> bool {
+    kernel() == Kernel::Avx2
 }
 
 /// The fastest kernel this CPU runs; `MNEMO_LLM_PORTABLE` forces the
@@ -252,23 +262,6 @@ pub(crate) fn kernel() -> Kernel {
         } else {
             Kernel::Portable
         }
-    })
-}
-
-/// Threads a product is split across: the cores (`MNEMO_LLM_THREADS`
-/// overrides).
-fn threads() -> usize {
-    static N: OnceLock<usize> = OnceLock::new();
-    *N.get_or_init(|| {
-        std::env::var("MNEMO_LLM_THREADS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or_else(|| {
-                std::thread::available_parallelism()
-                    .map(|n| n.get())
-                    .unwrap_or(1)
-            })
-            .clamp(1, 16)
     })
 }
 
@@ -300,11 +293,6 @@ impl QWeight {
             cols,
             row_bytes,
         })
-    }
-
-    /// Output size.
-    pub(crate) fn rows(&self) -> usize {
-        self.rows
     }
 
     /// candle's tensor (the tests compare with candle's product).
@@ -360,7 +348,12 @@ pub(crate) fn matmul_many(
     // Work items: a range of rows of one weight, cut so each thread gets
     // about the same number of bytes to read.
     let total: usize = ws.iter().map(|w| w.rows * w.row_bytes).sum();
-    let n_threads = if total * t < 1 << 16 { 1 } else { threads() };
+    let pool = crate::pool::pool();
+    let n_threads = if total * t < 1 << 16 {
+        1
+    } else {
+        pool.threads()
+    };
     let share = total.div_ceil(n_threads).max(1);
     let mut parts: Vec<Vec<(usize, usize, usize)>> = vec![Vec::new(); n_threads];
     let (mut th, mut used) = (0usize, 0usize);
@@ -396,18 +389,18 @@ pub(crate) fn matmul_many(
             })
             .collect()
     };
-    let results: Vec<Vec<Vec<f32>>> = if n_threads == 1 {
-        vec![run(&parts[0])]
-    } else {
-        std::thread::scope(|s| {
-            let handles: Vec<_> = parts[1..].iter().map(|p| s.spawn(|| run(p))).collect();
-            let mut all = vec![run(&parts[0])];
-            // A worker that panicked leaves its outputs NaN rather than
-            // taking the process down.
-            all.extend(handles.into_iter().map(|h| h.join().unwrap_or_default()));
-            all
-        })
-    };
+    let results: Vec<std::sync::Mutex<Vec<Vec<f32>>>> =
+        parts.iter().map(|_| Default::default()).collect();
+    // A part that panicked leaves its outputs NaN rather than taking the
+    // process down.
+    let _ = pool.run(n_threads, &|i| {
+        let res = run(&parts[i]);
+        *results[i].lock().unwrap_or_else(|e| e.into_inner()) = res;
+    });
+    let results: Vec<Vec<Vec<f32>>> = results
+        .into_iter()
+        .map(|m| m.into_inner().unwrap_or_else(|e| e.into_inner()))
+        .collect();
     let mut outs: Vec<Vec<f32>> = ws.iter().map(|w| vec![f32::NAN; t * w.rows]).collect();
     for (items, res) in parts.iter().zip(&results) {
         for (&(i, r0, r1), part) in items.iter().zip(res) {
@@ -454,7 +447,7 @@ fn product_rows(
 }
 
 /// IEEE half to single precision (the blocks' scales).
-fn f16(lo: u8, hi: u8) -> f32 {
+pub(crate) fn f16(lo: u8, hi: u8) -> f32 {
     let h = u16::from_le_bytes([lo, hi]);
     let sign = u32::from(h & 0x8000) << 16;
     let exp = u32::from((h >> 10) & 0x1f);

@@ -88,7 +88,8 @@ impl Pool {
 
     /// Runs `f(0)` .. `f(parts - 1)`, part 0 on the calling thread and part
     /// `i` on worker `i`; returns once every part has returned. `parts` is
-    /// at most [`Pool::threads`]; parts past it are run by the caller.
+    /// at most [`Pool::threads`]; parts past it are run by the caller. A
+    /// part must not run a job of its own (the pool runs one at a time).
     pub(crate) fn run(&self, parts: usize, f: &(dyn Fn(usize) + Sync)) -> Result<(), Panicked> {
         let on_workers = parts.saturating_sub(1).min(self.workers);
         if on_workers == 0 {

@@ -56,7 +56,10 @@ impl LayerCache {
 /// Attention of `n` queries (`q`: `[token][n_head][head_dim]`, rotated),
 /// the first at position `pos`, over `cache`, which holds their keys and
 /// values already: query `i` sees positions `0 ..= pos + i`. Returns
-/// `[token][n_head][head_dim]`, split by (token, head) across the pool.
+/// `[token][n_head][head_dim]`, split by (token, key/value head) across
+/// the pool: the query heads that share a key/value head are computed
+/// together, so each key and value is read and widened once for all of
+/// them (six query heads to one for Qwen2.5-1.5B).
 pub(crate) fn attend(
     q: &[f32],
     cache: &LayerCache,
@@ -67,44 +70,55 @@ pub(crate) fn attend(
     let d = heads.head_dim;
     let kv_dim = heads.n_kv_head * d;
     let rep = heads.n_head / heads.n_kv_head.max(1);
+    let span = rep * d;
     let scale = 1.0 / (d as f32).sqrt();
-    let units = n * heads.n_head;
-    let mut out = vec![0f32; units * d];
+    let units = n * heads.n_kv_head;
+    let mut out = vec![0f32; units * span];
     let pool = crate::pool::pool();
     // Small jobs are not worth waking a worker for.
-    let parts = if (pos + n) * units < 4096 {
+    let parts = if (pos + n) * n * heads.n_head < 4096 {
         1
     } else {
         pool.threads().min(units)
     };
     let per = units.div_ceil(parts.max(1)).max(1);
-    let chunks: Vec<Mutex<&mut [f32]>> = out.chunks_mut(per * d).map(Mutex::new).collect();
+    let chunks: Vec<Mutex<&mut [f32]>> = out.chunks_mut(per * span).map(Mutex::new).collect();
     let _ = pool.run(chunks.len(), &|part| {
         let mut o = chunks[part].lock().unwrap_or_else(|e| e.into_inner());
+        // `[query head][position]`: the scores, then the weights.
         let mut scores = Vec::new();
-        for (u, dst) in (part * per..).zip(o.chunks_exact_mut(d)) {
-            let (i, h) = (u / heads.n_head, u % heads.n_head);
-            let g = h / rep;
-            let qv = &q[u * d..(u + 1) * d];
+        let mut row = vec![0f32; d];
+        for (u, dst) in (part * per..).zip(o.chunks_exact_mut(span)) {
+            let (i, g) = (u / heads.n_kv_head, u % heads.n_kv_head);
+            // The group's query heads of token i, one after the other.
+            let qs = &q[u * span..(u + 1) * span];
             let seen = pos + i + 1;
             scores.clear();
-            let mut max = f32::NEG_INFINITY;
+            scores.resize(rep * seen, 0f32);
             for j in 0..seen {
                 let at = j * kv_dim + g * d;
-                let s = dot(qv, &cache.k[at..at + d]) * scale;
-                max = max.max(s);
-                scores.push(s);
+                widen(&cache.k[at..at + d], &mut row);
+                for (r, qv) in qs.chunks_exact(d).enumerate() {
+                    scores[r * seen + j] = dot(qv, &row) * scale;
+                }
             }
-            let mut sum = 0f32;
-            for s in &mut scores {
-                *s = (*s - max).exp();
-                sum += *s;
+            for s in scores.chunks_exact_mut(seen) {
+                let max = s.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+                let mut sum = 0f32;
+                for v in s.iter_mut() {
+                    *v = (*v - max).exp();
+                    sum += *v;
+                }
+                let inv = 1.0 / sum;
+                s.iter_mut().for_each(|v| *v *= inv);
             }
-            let inv = 1.0 / sum;
             dst.fill(0.0);
-            for (j, s) in scores.iter().enumerate() {
+            for j in 0..seen {
                 let at = j * kv_dim + g * d;
-                axpy(dst, s * inv, &cache.v[at..at + d]);
+                widen(&cache.v[at..at + d], &mut row);
+                for (r, o) in dst.chunks_exact_mut(d).enumerate() {
+                    axpy(o, scores[r * seen + j], &row);
+                }
             }
         }
     });
@@ -115,27 +129,37 @@ fn push_half(dst: &mut Vec<u16>, src: &[f32]) {
     dst.extend(src.iter().map(|&x| f32_to_f16(x)));
 }
 
-/// `q · k` with `k` in half floats.
-fn dot(q: &[f32], k: &[u16]) -> f32 {
+/// Half floats widened to `f32` (`dst` as long as `src`).
+fn widen(src: &[u16], dst: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
-    if crate::quant::has_avx2() && q.len() == k.len() {
-        // SAFETY: AVX2 and F16C are present (checked), the lengths agree.
-        #[allow(unsafe_code)]
-        return unsafe { avx2::dot(q, k) };
+    if crate::quant::has_avx2() && src.len() == dst.len() {
+        // SAFETY: AVX2, FMA and F16C are present (checked), the lengths agree.
+        return unsafe { avx2::widen(src, dst) };
     }
-    q.iter().zip(k).map(|(a, &b)| a * f16_to_f32(b)).sum()
+    for (d, &h) in dst.iter_mut().zip(src) {
+        *d = f16_to_f32(h);
+    }
 }
 
-/// `acc += w · v` with `v` in half floats.
-fn axpy(acc: &mut [f32], w: f32, v: &[u16]) {
+/// `a · b`.
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    #[cfg(target_arch = "x86_64")]
+    if crate::quant::has_avx2() && a.len() == b.len() {
+        // SAFETY: as in `widen`.
+        return unsafe { avx2::dot(a, b) };
+    }
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+/// `acc += w · v`.
+fn axpy(acc: &mut [f32], w: f32, v: &[f32]) {
     #[cfg(target_arch = "x86_64")]
     if crate::quant::has_avx2() && acc.len() == v.len() {
-        // SAFETY: as in `dot`.
-        #[allow(unsafe_code)]
+        // SAFETY: as in `widen`.
         return unsafe { avx2::axpy(acc, w, v) };
     }
-    for (a, &b) in acc.iter_mut().zip(v) {
-        *a += w * f16_to_f32(b);
+    for (a, b) in acc.iter_mut().zip(v) {
+        *a += w * b;
     }
 }
 
@@ -186,52 +210,68 @@ pub(crate) fn f32_to_f16(x: f32) -> u16 {
 }
 
 #[cfg(target_arch = "x86_64")]
-#[allow(unsafe_code)]
 mod avx2 {
     use std::arch::x86_64::*;
 
     /// # Safety
-    /// AVX2, FMA and F16C; `q.len() == k.len()`.
-    #[target_feature(enable = "avx2,fma,f16c")]
-    pub(super) unsafe fn dot(q: &[f32], k: &[u16]) -> f32 {
-        let n = q.len() - q.len() % 8;
+    /// F16C; `src.len() == dst.len()`.
+    #[target_feature(enable = "avx2,f16c")]
+    pub(super) unsafe fn widen(src: &[u16], dst: &mut [f32]) {
+        let n = src.len() - src.len() % 8;
+        for i in (0..n).step_by(8) {
+            // SAFETY: `i + 8 <= n <= len` for both.
+            unsafe {
+                let h = _mm_loadu_si128(src.as_ptr().add(i).cast());
+                _mm256_storeu_ps(dst.as_mut_ptr().add(i), _mm256_cvtph_ps(h));
+            }
+        }
+        for i in n..src.len() {
+            dst[i] = super::f16_to_f32(src[i]);
+        }
+    }
+
+    /// # Safety
+    /// AVX2 and FMA; `a.len() == b.len()`.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn dot(a: &[f32], b: &[f32]) -> f32 {
+        let n = a.len() - a.len() % 8;
         let mut acc = _mm256_setzero_ps();
         for i in (0..n).step_by(8) {
             // SAFETY: `i + 8 <= n <= len` for both.
-            let (a, b) = unsafe {
+            let (x, y) = unsafe {
                 (
-                    _mm256_loadu_ps(q.as_ptr().add(i)),
-                    _mm256_cvtph_ps(_mm_loadu_si128(k.as_ptr().add(i).cast())),
+                    _mm256_loadu_ps(a.as_ptr().add(i)),
+                    _mm256_loadu_ps(b.as_ptr().add(i)),
                 )
             };
-            acc = _mm256_fmadd_ps(a, b, acc);
+            acc = _mm256_fmadd_ps(x, y, acc);
         }
         let s = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps::<1>(acc));
         let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
         let s = _mm_add_ss(s, _mm_movehdup_ps(s));
         let mut sum = _mm_cvtss_f32(s);
-        for i in n..q.len() {
-            sum += q[i] * super::f16_to_f32(k[i]);
+        for i in n..a.len() {
+            sum += a[i] * b[i];
         }
         sum
     }
 
     /// # Safety
-    /// AVX2, FMA and F16C; `acc.len() == v.len()`.
-    #[target_feature(enable = "avx2,fma,f16c")]
-    pub(super) unsafe fn axpy(acc: &mut [f32], w: f32, v: &[u16]) {
+    /// AVX2 and FMA; `acc.len() == v.len()`.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn axpy(acc: &mut [f32], w: f32, v: &[f32]) {
         let n = acc.len() - acc.len() % 8;
         let wv = _mm256_set1_ps(w);
         for i in (0..n).step_by(8) {
             // SAFETY: `i + 8 <= n <= len` for both.
             unsafe {
                 let p = acc.as_mut_ptr().add(i);
-                let b = _mm256_cvtph_ps(_mm_loadu_si128(v.as_ptr().add(i).cast()));
+                let b = _mm256_loadu_ps(v.as_ptr().add(i));
                 _mm256_storeu_ps(p, _mm256_fmadd_ps(wv, b, _mm256_loadu_ps(p)));
             }
         }
         for i in n..acc.len() {
-            acc[i] += w * super::f16_to_f32(v[i]);
+            acc[i] += w * v[i];
         }
     }
 }

@@ -471,9 +471,9 @@ impl TypedPlan {
 }
 
 /// `text` (a typed memory) with each line of `ends` moved under
-/// [`PAST_HEADING`], ended, as the facts file keeps its ended facts: right
-/// under the heading, newest first, the heading made at the end of the body
-/// when missing. Every other line stays where it is.
+/// [`PAST_HEADING`], ended, where the facts file puts the facts that end:
+/// right under the heading (in file order), the heading made at the end of
+/// the body when missing. Every other line stays where it is.
 fn end_lines(text: &str, ends: &[(String, DatedLine)]) -> String {
     if ends.is_empty() {
         return text.to_string();
@@ -486,7 +486,6 @@ fn end_lines(text: &str, ends: &[(String, DatedLine)]) -> String {
             None => out.push(line.to_string()),
         }
     }
-    ended.reverse();
     match out.iter().position(|l| l.trim() == PAST_HEADING) {
         Some(p) => {
             let at = if out.get(p + 1).is_some_and(|l| l.trim().is_empty()) {
@@ -801,7 +800,8 @@ impl Engine {
                     _ => report.retracted.push((e.clone(), rid.clone())),
                 }
             }
-            if !(ended.is_empty() && lines.is_empty()) && !matches!(r, Retraction::NoLonger(_)) {
+            let carried_out = !ended.is_empty() || !lines.is_empty();
+            if carried_out && !matches!(r, Retraction::NoLonger(_)) {
                 let until = since.or(Some(today));
                 file.retract(&rid, until, &rid)?;
                 audit.push(record("retract", &rid, None, Some(&text), None));

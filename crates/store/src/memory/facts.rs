@@ -291,6 +291,37 @@ impl DatedLine {
     }
 }
 
+/// `text` (a typed memory) as it stands now: without the dated lines
+/// that ended, and without its [`PAST_HEADING`] when nothing else is under
+/// it (up to the next heading). What the prompt shows; search still finds
+/// the ended lines, as it finds the facts that ended.
+pub fn current_text(text: &str) -> String {
+    let kept: Vec<&str> = text
+        .lines()
+        .filter(|l| DatedLine::parse(l).is_none_or(|d| d.is_current()))
+        .collect();
+    let mut out: Vec<&str> = Vec::new();
+    for (i, line) in kept.iter().enumerate() {
+        let empty_past = line.trim() == PAST_HEADING
+            && kept
+                .iter()
+                .skip(i + 1)
+                .take_while(|l| !l.trim_start().starts_with('#'))
+                .all(|l| l.trim().is_empty());
+        if !empty_past {
+            out.push(line);
+        }
+    }
+    while out.last().is_some_and(|l| l.trim().is_empty()) {
+        out.pop();
+    }
+    let mut s = out.join("\n");
+    if !s.is_empty() {
+        s.push('\n');
+    }
+    s
+}
+
 /// A fact line, or any other line kept as it is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Line {
@@ -919,6 +950,15 @@ mod tests {
         assert_eq!(DatedLine::parse(&text), Some(ended.clone()));
         assert!(!ended.is_current() && ended.valid_on(day("2026-02-04")));
         assert!(!ended.valid_on(day("2026-02-05")));
+        // What is true now leaves the ended line out, and the heading
+        // left with nothing under it.
+        let memory = format!("Notes.\n{line}\n\n{PAST_HEADING}\n\n{text}\n");
+        assert_eq!(current_text(&memory), format!("Notes.\n{line}\n"));
+        let kept = format!("{PAST_HEADING}\n\nA note a person keeps.\n{text}\n");
+        assert_eq!(
+            current_text(&kept),
+            format!("{PAST_HEADING}\n\nA note a person keeps.\n")
+        );
         // A person's lines are not dated lines.
         for l in [
             "- Hobby: chess",

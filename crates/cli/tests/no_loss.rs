@@ -785,10 +785,11 @@ fn dream_workspace(ws: &Path) -> (String, String) {
     let mut log: String = (0..30)
         .map(|i| format!("- [10:00] Old log item number {i}.\n"))
         .collect();
-    // A retraction (it ends two facts) and items whose home is a typed
-    // memory.
+    // A retraction (it ends two facts), items whose home is a typed memory
+    // and a retraction that ends one of them there.
     log.push_str("- [10:01] The user asked to forget their storage box 3 label.\n");
     log.push_str("- [10:02] Tea: oolong on Sundays.\n- [10:03] Tea: sencha at work.\n");
+    log.push_str("- [10:04] Please forget that my tea is sencha at work.\n");
     std::fs::write(ws.join("memory/tea.md"), TEA).unwrap();
     std::fs::write(ws.join("memory/facts.md"), &facts).unwrap();
     std::fs::write(ws.join("MEMORY.md"), &md).unwrap();
@@ -837,6 +838,10 @@ fn a_dream_killed_at_random_moments_leaves_each_file_before_or_after() {
     assert_eq!(
         tea_after.matches("(since 2026-01-05;").count(),
         2,
+        "{tea_after}"
+    );
+    assert!(
+        tea_after.contains("## No longer true\n\n- ~~Tea: sencha at work.~~ (since 2026-01-05; until 2026-01-05; retracted by memory/2026-01-05.md;"),
         "{tea_after}"
     );
     let mut rng = XorShift::new(20);
@@ -892,7 +897,7 @@ fn a_dream_killed_at_random_moments_leaves_each_file_before_or_after() {
         let (before, now) = (FactsFile::parse(&facts_before), FactsFile::parse(&facts));
         let mut lost = unaccounted(&before, &now, &facts_before, &facts);
         lost.extend(unaccounted_memory_md(&md_before, &md, &now));
-        lost.extend(unaccounted_typed("memory/tea.md", TEA, &tea, &[]));
+        lost.extend(unaccounted_typed("memory/tea.md", TEA, &tea, &[], &now));
         assert!(lost.is_empty(), "{lost:?}");
         *states
             .entry(format!("{tea_state}/{facts_state}/{md_state}"))

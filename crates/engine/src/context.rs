@@ -192,6 +192,9 @@ impl Engine {
                 continue;
             };
             let cap = self.settings.restore_file_tokens * 4;
+            // Lines a retraction ended are history: found by search, not
+            // shown (as the facts that ended).
+            let text = mnemo_store::memory::facts::current_text(&text);
             let body = crate::pipeline::clip(text.trim(), cap);
             sel.push_str(&format!("## Relevant memory: {rel}\n\n{body}\n\n"));
         }

@@ -29,11 +29,19 @@
 //!   among the current facts (a fold from before retractions were read)
 //!   it ends them `retracted by` its own id, then ends itself. An item
 //!   that says something is "no longer" so is a fact, and supersedes the
-//!   facts that say it without "no longer". Nothing is deleted: the ended
-//!   facts stay under "No longer true", and a retraction that names no
-//!   current fact changes nothing (the report lists it). Retractions end
-//!   facts only: typed memories are topic files a person or an agent
-//!   keeps, never cut by rule.
+//!   facts that say it without "no longer". A retraction also ends the
+//!   dated lines a dream wrote into typed memories (`- text (since DAY;
+//!   from memory/DAY.md)`, [`DatedLine`]) that it names by the same rule
+//!   ([`statement_words`], or the same [`subject`]) and that began on or
+//!   before its day: each moves, in the same file, under a `## No longer
+//!   true` section (made at the end of the body when missing), dated as
+//!   an ended fact is (`- ~~text~~ (since DAY; until DAY; retracted by
+//!   ID; from memory/DAY.md)`). The lines a person or an agent wrote into
+//!   a typed memory (no such dating) are never cut by rule, whatever they
+//!   say. Nothing is deleted: the ended facts and lines stay under "No
+//!   longer true", and a retraction that names nothing current changes
+//!   nothing (the report lists it); forgetting a whole typed memory stays
+//!   `mnemo memory forget`.
 //! - Typed memories: one home per folded item. A fact about a topic that
 //!   has a typed memory (`memory/<name>.md`, user / feedback / project /
 //!   reference) would otherwise be said twice, once in the facts file and
@@ -48,7 +56,8 @@
 //!   item, its index line added to MEMORY.md's `## Memory files`); every
 //!   other item is a fact. An item the memory holds already is accounted
 //!   for, not written again. Only the facts file supersedes and dates
-//!   facts; a typed memory's lines are dated so a reader sees the newest.
+//!   facts; a typed memory's lines are dated so a reader sees the newest
+//!   (and so that a retraction can end them, see above).
 //!   (The types are never guessed from an untagged item's words: a rule
 //!   that misfiles is worse than a fact in the facts file.)
 //! - MEMORY.md over its caps (the smaller of `[memory] memory_md_max_lines`
@@ -69,7 +78,8 @@
 //! account for is refused with what it would have lost. It also checks
 //! that every folded item has a home (a fact, current or not, or a typed
 //! memory's line) and that a typed memory the dream writes keeps every
-//! line it had ([`unaccounted_typed`]). The change goes into
+//! line it had, or has it under "No longer true", ended `retracted by` a
+//! retraction the dream read ([`unaccounted_typed`]). The change goes into
 //! `memory/HISTORY.md` as a diff (one per file; a typed memory the dream
 //! makes is listed `[created path]`) before the files are replaced
 //! atomically (typed memories first, then the facts file, then
@@ -85,7 +95,9 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use chrono::{DateTime, NaiveDate, Utc};
-use mnemo_store::memory::facts::{AuditRecord, Fact, FactsFile, FACTS_FILE};
+use mnemo_store::memory::facts::{
+    AuditRecord, DatedLine, Fact, FactsFile, FACTS_FILE, PAST_HEADING,
+};
 use mnemo_store::memory::{
     render_front_matter, split_front_matter, upsert_index_line, FrontMatter, MemoryType,
 };
@@ -126,10 +138,12 @@ pub struct DreamReport {
     /// MEMORY.md lines moved into the facts file to bring it under its
     /// caps: `(line, fact id)`.
     pub moved: Vec<(String, String)>,
-    /// Facts ended by a retraction: `(ended, by)`, `by` the retraction's
-    /// fact id or its daily log.
+    /// Facts and typed memories' dated lines ended by a retraction:
+    /// `(ended, by)`, `ended` a fact id or `path: text` for a dated line,
+    /// `by` the retraction's fact id or its daily log.
     pub retracted: Vec<(String, String)>,
-    /// Retractions that named no current fact (left alone): their text.
+    /// Retractions that named no current fact or dated line (left
+    /// alone): their text.
     pub retractions_unmatched: Vec<String>,
     /// Folded items whose home is a typed memory: `(item, memory path)`.
     pub typed: Vec<(String, String)>,
@@ -208,14 +222,14 @@ pub fn subject(text: &str) -> Option<String> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Retraction {
     /// "Please forget that my city is Paris": the current facts that say
-    /// exactly this (the same [`core_words`]) are retracted.
+    /// exactly this (the same [`statement_words`]) are retracted.
     Statement(String),
     /// "The user asked to forget their city": the current facts whose
     /// [`subject`] is this (its [`core_words`]) are retracted.
     Subject(String),
     /// "The user's city is no longer Paris", "No longer works at Acme": a
     /// fact of its own, which supersedes the current facts that say the
-    /// statement without "no longer" (the same [`core_words`]).
+    /// statement without "no longer" (the same [`statement_words`]).
     NoLonger(String),
 }
 
@@ -233,6 +247,16 @@ pub fn core_words(text: &str) -> String {
     w[skip.min(w.len())..].join(" ")
 }
 
+/// The words of a statement as retractions compare them: [`core_words`],
+/// with `Key: value` read as `Key is value` (`Hobby: chess` and `The
+/// user's hobby is chess` compare equal).
+pub fn statement_words(text: &str) -> String {
+    match text.split_once([':', '\u{ff1a}']) {
+        Some((k, v)) => core_words(&format!("{k} is {v}")),
+        None => core_words(text),
+    }
+}
+
 /// The retraction `text` makes, decided by rule (never by a model, see
 /// the module docs), or `None` when it is not one:
 ///
@@ -248,7 +272,7 @@ pub fn retraction(text: &str) -> Option<Retraction> {
     if let Some(i) = lower.find("no longer ") {
         if i == 0 || lower[..i].ends_with(' ') {
             let said = format!("{}{}", &lower[..i], &lower[i + "no longer ".len()..]);
-            let core = core_words(&said);
+            let core = statement_words(&said);
             return (words(&core).len() >= 2).then_some(Retraction::NoLonger(core));
         }
     }
@@ -270,20 +294,23 @@ pub fn retraction(text: &str) -> Option<Retraction> {
         .find_map(|p| t.strip_prefix(p))
         .map_or_else(|| t.to_string(), |rest| format!("the user's {rest}"));
     let has_value = t.contains(" is ") || t.contains(" are ") || t.contains([':', '\u{ff1a}']);
-    let core = core_words(&t);
-    let n = words(&core).len();
     if has_value {
-        (n >= 2).then_some(Retraction::Statement(core))
+        let core = statement_words(&t);
+        (words(&core).len() >= 2).then_some(Retraction::Statement(core))
     } else {
-        (1..=6).contains(&n).then_some(Retraction::Subject(core))
+        let core = core_words(&t);
+        (1..=6)
+            .contains(&words(&core).len())
+            .then_some(Retraction::Subject(core))
     }
 }
 
 impl Retraction {
-    /// True when the fact `text` is one this retraction names.
+    /// True when the fact (or a typed memory's dated line) `text` is one
+    /// this retraction names.
     pub fn names(&self, text: &str) -> bool {
         match self {
-            Retraction::Statement(s) | Retraction::NoLonger(s) => core_words(text) == *s,
+            Retraction::Statement(s) | Retraction::NoLonger(s) => statement_words(text) == *s,
             Retraction::Subject(k) => subject(text).is_some_and(|s| core_words(&s) == *k),
         }
     }
@@ -327,7 +354,11 @@ pub fn unaccounted(
         match after.get(&f.id) {
             Some(g) if g.is_current() => {}
             // Retracted for a retraction the dream read, which it names.
-            Some(g) if g.retracted && retracted_by_known(g, after) => {}
+            Some(g)
+                if g.retracted
+                    && g.retracted_by
+                        .as_deref()
+                        .is_some_and(|by| known_retraction(by, after)) => {}
             Some(g) => match g.superseded_by.as_deref().and_then(|s| after.get(s)) {
                 Some(by) if by.is_current() => {}
                 _ => lost.push(format!(
@@ -348,12 +379,10 @@ pub fn unaccounted(
     lost
 }
 
-/// True when the fact names what retracted it: a fact of `file`, or a
-/// daily log.
-fn retracted_by_known(fact: &Fact, file: &FactsFile) -> bool {
-    fact.retracted_by.as_deref().is_some_and(|by| {
-        file.get(by).is_some() || (by.starts_with("memory/") && by.ends_with(".md"))
-    })
+/// True when `by`, what a fact or a dated line says retracted it, is a
+/// retraction the dream can have read: a fact of `file`, or a daily log.
+fn known_retraction(by: &str, file: &FactsFile) -> bool {
+    file.get(by).is_some() || (by.starts_with("memory/") && by.ends_with(".md"))
 }
 
 /// Ends the current facts `r` names that began on or before `on` (or have
@@ -392,7 +421,8 @@ fn apply_retraction(
 type TypedHome = (String, FrontMatter, Option<String>);
 
 /// A typed memory a dream writes into: its text before (`None`: the dream
-/// makes it), its front matter and the lines it adds.
+/// makes it), its front matter, the lines it adds and the dated lines it
+/// ends.
 #[derive(Debug, Clone)]
 struct TypedPlan {
     before: Option<String>,
@@ -400,14 +430,18 @@ struct TypedPlan {
     lines: Vec<String>,
     /// The items' texts, for the loss guard.
     items: Vec<String>,
+    /// Dated lines ended by a retraction: `(line, the line ended)`.
+    ends: Vec<(String, DatedLine)>,
 }
 
 impl TypedPlan {
     /// The file's text after the dream: the lines appended to the file as
-    /// it was (its front matter and body untouched), or a new file.
+    /// it was (its front matter and body otherwise untouched), or a new
+    /// file; then the ended lines moved under "No longer true".
     fn after(&self) -> String {
         let added = self.lines.join("\n");
-        match &self.before {
+        let text = match &self.before {
+            Some(_) if self.lines.is_empty() => self.before.clone().unwrap_or_default(),
             Some(b) => {
                 let body_empty = split_front_matter(b).1.trim().is_empty();
                 format!(
@@ -417,8 +451,103 @@ impl TypedPlan {
                 )
             }
             None => render_front_matter(&self.front, &(added + "\n")),
+        };
+        end_lines(&text, &self.ends)
+    }
+
+    /// Its current dated lines: the file's and the ones added, less the
+    /// ones ended.
+    fn current_lines(&self) -> Vec<(String, DatedLine)> {
+        self.before
+            .as_deref()
+            .unwrap_or_default()
+            .lines()
+            .chain(self.lines.iter().map(String::as_str))
+            .filter(|l| !self.ends.iter().any(|(e, _)| e == l))
+            .filter_map(|l| DatedLine::parse(l).map(|d| (l.to_string(), d)))
+            .filter(|(_, d)| d.is_current())
+            .collect()
+    }
+}
+
+/// `text` (a typed memory) with each line of `ends` moved under
+/// [`PAST_HEADING`], ended, where the facts file puts the facts that end:
+/// right under the heading (in file order), the heading made at the end of
+/// the body when missing. Every other line stays where it is.
+fn end_lines(text: &str, ends: &[(String, DatedLine)]) -> String {
+    if ends.is_empty() {
+        return text.to_string();
+    }
+    let mut out: Vec<String> = Vec::new();
+    let mut ended: Vec<String> = Vec::new();
+    for line in text.lines() {
+        match ends.iter().find(|(l, _)| l == line) {
+            Some((_, d)) => ended.push(d.render()),
+            None => out.push(line.to_string()),
         }
     }
+    match out.iter().position(|l| l.trim() == PAST_HEADING) {
+        Some(p) => {
+            let at = if out.get(p + 1).is_some_and(|l| l.trim().is_empty()) {
+                p + 2
+            } else {
+                p + 1
+            };
+            out.splice(at..at, ended);
+        }
+        None => {
+            while out.last().is_some_and(|l| l.trim().is_empty()) {
+                out.pop();
+            }
+            out.extend([String::new(), PAST_HEADING.to_string(), String::new()]);
+            out.extend(ended);
+        }
+    }
+    let mut s = out.join("\n");
+    s.push('\n');
+    s
+}
+
+/// Ends the current dated lines of the typed memories (`homes`, and those
+/// this dream makes, in `plans`) that `r` names and that began on or
+/// before `on` (any, without a day), on `on` (else `today`), `retracted by`
+/// `by`, in the memories' plans. A person's lines (no dating) are never
+/// ended by rule. Returns `(path, memory name, line text)` for each.
+fn retract_typed(
+    r: &Retraction,
+    (on, today): (Option<NaiveDate>, NaiveDate),
+    by: &str,
+    homes: &[TypedHome],
+    plans: &mut BTreeMap<String, TypedPlan>,
+) -> Vec<(String, String, String)> {
+    let mut out = Vec::new();
+    let made: Vec<TypedHome> = plans
+        .iter()
+        .filter(|(_, p)| p.before.is_none())
+        .map(|(path, p)| (path.clone(), p.front.clone(), None))
+        .collect();
+    for (path, front, before) in homes.iter().chain(&made) {
+        let plan = plans.entry(path.clone()).or_insert_with(|| TypedPlan {
+            before: before.clone(),
+            front: front.clone(),
+            lines: Vec::new(),
+            items: Vec::new(),
+            ends: Vec::new(),
+        });
+        for (line, d) in plan.current_lines() {
+            if on.is_some_and(|day| d.since > day)
+                || retraction(&d.text).is_some()
+                || !r.names(&d.text)
+            {
+                continue;
+            }
+            out.push((path.clone(), plan.front.name.clone(), d.text.clone()));
+            plan.ends.push((line, d.retracted(on.unwrap_or(today), by)));
+        }
+    }
+    // A memory nothing was written into or ended in is left alone.
+    plans.retain(|_, p| !(p.lines.is_empty() && p.ends.is_empty() && p.before.is_some()));
+    out
 }
 
 /// The typed memory a folded item names, by rule: `[TYPE] Name: text`
@@ -454,13 +583,41 @@ pub fn typed_home(item: &str) -> Option<(Option<MemoryType>, String, String)> {
 }
 
 /// The loss guard of a typed memory the dream writes: every line of
-/// `before` is still in `after`, and every item routed to it is in one of
-/// its lines. Returns what would be lost.
-pub fn unaccounted_typed(path: &str, before: &str, after: &str, items: &[String]) -> Vec<String> {
+/// `before` is still in `after`, or (a dated line a retraction ended) is
+/// under "No longer true" there, ended `retracted by` a retraction the
+/// dream read (a fact of `facts`, the facts file after the dream, or a
+/// daily log); and every item routed to it is in one of its lines.
+/// Returns what would be lost.
+pub fn unaccounted_typed(
+    path: &str,
+    before: &str,
+    after: &str,
+    items: &[String],
+    facts: &FactsFile,
+) -> Vec<String> {
     let kept: HashSet<&str> = after.lines().collect();
+    let past: Vec<DatedLine> = after
+        .lines()
+        .skip_while(|l| l.trim() != PAST_HEADING)
+        .filter_map(DatedLine::parse)
+        .filter(|d| {
+            d.retracted_by
+                .as_deref()
+                .is_some_and(|by| known_retraction(by, facts))
+        })
+        .collect();
+    let ended = |l: &str| {
+        DatedLine::parse(l).is_some_and(|d| {
+            d.is_current()
+                && past.iter().any(|e| {
+                    (&e.text, e.since, &e.from) == (&d.text, d.since, &d.from)
+                        && e.until.is_some_and(|u| u >= d.since)
+                })
+        })
+    };
     let mut lost: Vec<String> = before
         .lines()
-        .filter(|l| !l.trim().is_empty() && !kept.contains(l))
+        .filter(|l| !l.trim().is_empty() && !kept.contains(l) && !ended(l))
         .map(|l| format!("the {path} line {l:?} is gone"))
         .collect();
     for item in items {
@@ -501,14 +658,17 @@ impl Engine {
             AuditRecord::change(now, "dream", op, memory, supersedes, old, new)
         };
 
-        // Typed memories by the core words of their names; the ones the
-        // dream writes into, by path.
+        // Typed memories by the core words of their names (and all of
+        // them, for retractions); the ones the dream writes into, by path.
         let mut typed_by_name: HashMap<String, TypedHome> = HashMap::new();
+        let mut typed_all: Vec<TypedHome> = Vec::new();
         for m in self.memory.list_typed()? {
             let text = self.memory.read_document(&m.path)?.unwrap_or_default();
+            let home = (m.path, m.front, Some(text));
+            typed_all.push(home.clone());
             typed_by_name
-                .entry(core_words(&m.front.name))
-                .or_insert((m.path, m.front, Some(text)));
+                .entry(core_words(&home.1.name))
+                .or_insert(home);
         }
         let mut plans: BTreeMap<String, TypedPlan> = BTreeMap::new();
         let mut folded_items: Vec<String> = Vec::new();
@@ -536,15 +696,23 @@ impl Engine {
                 }
                 let r = retraction(&item);
                 if let Some(r @ (Retraction::Statement(_) | Retraction::Subject(_))) = &r {
-                    // An instruction, not a fact: it ends what it names.
+                    // An instruction, not a fact: it ends what it names,
+                    // among the facts and the typed memories' dated lines.
                     let ended = apply_retraction(&mut file, r, (Some(date), today), &rel, None)?;
-                    if ended.is_empty() {
+                    let lines = retract_typed(r, (Some(date), today), &rel, &typed_all, &mut plans);
+                    if ended.is_empty() && lines.is_empty() {
                         report.retractions_unmatched.push(item.clone());
                     }
                     for e in ended {
                         let old = file.get(&e).map(|f| f.text.clone());
                         audit.push(record("retract", &e, None, old.as_deref(), None));
                         report.retracted.push((e, rel.clone()));
+                    }
+                    for (path, name, text) in lines {
+                        audit.push(record("retract", &name, None, Some(&text), None));
+                        report
+                            .retracted
+                            .push((format!("{path}: {text}"), rel.clone()));
                     }
                     continue;
                 }
@@ -599,6 +767,16 @@ impl Engine {
                 continue;
             }
             let ended = apply_retraction(&mut file, &r, (since, today), &rid, Some(&rid))?;
+            let lines = match r {
+                Retraction::NoLonger(_) => Vec::new(),
+                _ => retract_typed(&r, (since, today), &rid, &typed_all, &mut plans),
+            };
+            for (path, name, line) in &lines {
+                audit.push(record("retract", name, None, Some(line), None));
+                report
+                    .retracted
+                    .push((format!("{path}: {line}"), rid.clone()));
+            }
             for e in &ended {
                 let old = file.get(e).map(|f| f.text.clone());
                 let (op, sup) = match r {
@@ -622,7 +800,8 @@ impl Engine {
                     _ => report.retracted.push((e.clone(), rid.clone())),
                 }
             }
-            if !ended.is_empty() && !matches!(r, Retraction::NoLonger(_)) {
+            let carried_out = !ended.is_empty() || !lines.is_empty();
+            if carried_out && !matches!(r, Retraction::NoLonger(_)) {
                 let until = since.or(Some(today));
                 file.retract(&rid, until, &rid)?;
                 audit.push(record("retract", &rid, None, Some(&text), None));
@@ -706,8 +885,8 @@ impl Engine {
             md_indexed = upsert_index_line(&md_indexed, path, &plan.front);
         }
         let md_after = self.fit_memory_md(&md_indexed, &mut file, now, &mut report, &mut audit);
-        plans.retain(|_, p| !p.lines.is_empty());
-        for (path, plan) in &plans {
+        plans.retain(|_, p| !p.lines.is_empty() || !p.ends.is_empty());
+        for plan in plans.values().filter(|p| !p.lines.is_empty()) {
             let op = if plan.before.is_none() {
                 "add"
             } else {
@@ -720,11 +899,16 @@ impl Engine {
                 None,
                 Some(&plan.lines.join("\n")),
             ));
-            let _ = path;
         }
 
         report.current = file.current().count();
-        let after_text = file.render();
+        // Unchanged facts are not rendered again (a missing file stays
+        // missing when only typed memories change).
+        let after_text = if file == before {
+            before_text.clone()
+        } else {
+            file.render()
+        };
         let nothing = report.merged.is_empty()
             && report.added.is_empty()
             && report.retracted.is_empty()
@@ -759,7 +943,7 @@ impl Engine {
             .collect();
         for ((path, plan), (_, text)) in plans.iter().zip(&typed_after) {
             let before = plan.before.as_deref().unwrap_or_default();
-            lost.extend(unaccounted_typed(path, before, text, &plan.items));
+            lost.extend(unaccounted_typed(path, before, text, &plan.items, &after));
         }
         // Every folded item has a home: a fact (current or not), a typed
         // memory, or it was a retraction.
@@ -893,6 +1077,7 @@ impl Engine {
             front,
             lines: Vec::new(),
             items: Vec::new(),
+            ends: Vec::new(),
         });
         let said = words(&text).join(" ");
         let held = before
@@ -902,8 +1087,7 @@ impl Engine {
             .chain(plan.lines.iter().map(String::as_str))
             .any(|l| typed_line_text(l).is_some_and(|t| t == said));
         if !held {
-            plan.lines
-                .push(format!("- {text} (since {date}; from {log})"));
+            plan.lines.push(DatedLine::new(&text, date, log).render());
             plan.items.push(text);
             if plan.before.is_none() && !report.typed_created.contains(&path) {
                 report.typed_created.push(path.clone());

@@ -504,14 +504,185 @@ async fn dream_folds_items_into_typed_memories_one_home_each_and_undoes_it() {
 #[test]
 fn the_loss_guard_accounts_for_typed_memories() {
     use mnemo_engine::dream::unaccounted_typed;
+    let facts = FactsFile::parse("- The user asked to forget their tea. (f1; since 2026-02-01)\n");
     let after = format!("{TEA}- Oolong. (since 2026-02-01; from memory/2026-02-01.md)\n");
-    assert!(unaccounted_typed("memory/tea.md", TEA, &after, &["Oolong.".into()]).is_empty());
-    let lost = unaccounted_typed("memory/tea.md", TEA, TEA, &["Oolong.".into()]);
+    let guard = |before: &str, after: &str, items: &[String]| {
+        unaccounted_typed("memory/tea.md", before, after, items, &facts)
+    };
+    assert!(guard(TEA, &after, &["Oolong.".into()]).is_empty());
+    let lost = guard(TEA, TEA, &["Oolong.".into()]);
     assert_eq!(
         lost,
         vec!["the item \"Oolong.\" is not in memory/tea.md".to_string()]
     );
     let cut = after.replace("Green, no sugar.\n", "");
-    let lost = unaccounted_typed("memory/tea.md", TEA, &cut, &[]);
+    let lost = guard(TEA, &cut, &[]);
     assert!(lost[0].contains("\"Green, no sugar.\" is gone"), "{lost:?}");
+
+    // A dated line ended by a retraction the dream read, under "No longer
+    // true": accounted for; any other way for it to go is a loss.
+    let ended = |by: &str| {
+        format!(
+            "{TEA}\n## No longer true\n\n- ~~Oolong.~~ (since 2026-02-01; until 2026-02-05; retracted by {by}; from memory/2026-02-01.md)\n"
+        )
+    };
+    for by in ["memory/2026-02-05.md", "f1"] {
+        assert!(guard(&after, &ended(by), &[]).is_empty(), "{by}");
+    }
+    let lost = guard(&after, &ended("f99"), &[]);
+    assert!(lost[0].contains("Oolong. (since 2026-02-01;"), "{lost:?}");
+    let above = ended("f1").replace("\n## No longer true\n\n", "\n");
+    assert_eq!(guard(&after, &above, &[]).len(), 1);
+    let other_day = ended("f1").replace("since 2026-02-01; until", "since 2026-01-01; until");
+    assert_eq!(guard(&after, &other_day, &[]).len(), 1);
+    // A person's line is never ended by rule.
+    let by_hand = format!("{TEA}- Oolong.\n");
+    let struck = format!(
+        "{TEA}\n## No longer true\n\n- ~~Oolong.~~ (since 2026-02-01; until 2026-02-05; retracted by f1; from memory/2026-02-01.md)\n"
+    );
+    assert_eq!(guard(&by_hand, &struck, &[]).len(), 1);
+}
+
+const HOBBY: &str =
+    "---\nname: Hobby\ndescription: what the user does for fun\ntype: user\n---\n\n\
+Chess on Sundays, mostly.\n\
+- The user's hobby is chess.\n";
+
+#[tokio::test]
+async fn a_retraction_ends_the_lines_a_dream_wrote_into_a_typed_memory() {
+    let env = env().await;
+    let mem = env.ws.root().join("memory");
+    std::fs::create_dir_all(&mem).unwrap();
+    std::fs::write(mem.join("hobby.md"), HOBBY).unwrap();
+    std::fs::write(
+        mem.join("2026-02-01.md"),
+        "# 2026-02-01\n\n- [09:00] Hobby: chess\n- [09:01] Hobby: go on weekdays\n",
+    )
+    .unwrap();
+    let engine = engine(&env, 8_000, 1_000, "", t0());
+    let first = engine.dream().unwrap();
+    assert_eq!(first.typed.len(), 2, "{first:#?}");
+    let folded = std::fs::read_to_string(mem.join("hobby.md")).unwrap();
+    assert_eq!(
+        folded,
+        format!(
+            "{HOBBY}- Hobby: chess (since 2026-02-01; from memory/2026-02-01.md)\n\
+             - Hobby: go on weekdays (since 2026-02-01; from memory/2026-02-01.md)\n"
+        )
+    );
+
+    // A later log asks to forget it.
+    std::fs::write(
+        mem.join("2026-02-05.md"),
+        "# 2026-02-05\n\n- [10:00] Please forget that my hobby is chess.\n",
+    )
+    .unwrap();
+    let r = engine.dream().unwrap();
+    assert!(r.changed, "{r:#?}");
+    assert_eq!(
+        r.retracted,
+        vec![(
+            "memory/hobby.md: Hobby: chess".to_string(),
+            "memory/2026-02-05.md".to_string()
+        )]
+    );
+    assert!(r.retractions_unmatched.is_empty(), "{r:#?}");
+    assert!(r.added.is_empty() && r.typed.is_empty(), "{r:#?}");
+    // The dream's line is under "No longer true", dated as an ended fact;
+    // the line a person wrote, saying the same, is untouched.
+    let text = std::fs::read_to_string(mem.join("hobby.md")).unwrap();
+    assert_eq!(
+        text,
+        format!(
+            "{HOBBY}- Hobby: go on weekdays (since 2026-02-01; from memory/2026-02-01.md)\n\
+             \n\
+             ## No longer true\n\
+             \n\
+             - ~~Hobby: chess~~ (since 2026-02-01; until 2026-02-05; retracted by memory/2026-02-05.md; from memory/2026-02-01.md)\n"
+        )
+    );
+    // No facts file is made for a dream that changes no fact.
+    assert!(!mem.join("facts.md").exists());
+    let h = engine.memory().memory_history("Hobby").unwrap();
+    let last = h.last().unwrap();
+    assert_eq!(
+        (last.op.as_str(), last.old.as_deref()),
+        ("retract", Some("Hobby: chess")),
+        "{h:#?}"
+    );
+    let history = engine.memory().read_history().unwrap();
+    assert!(
+        history.contains("--- memory/hobby.md\n+++ memory/hobby.md\n")
+            && history.contains("1 retracted"),
+        "{history}"
+    );
+
+    // Done: nothing more to retract, the folded line is not written again.
+    let again = engine.dream().unwrap();
+    assert!(!again.changed, "{again:#?}");
+    assert_eq!(std::fs::read_to_string(mem.join("hobby.md")).unwrap(), text);
+
+    // Undo gives the line back, byte for byte; then the fold.
+    let undone = mnemo_engine::undo_dream(engine.memory(), t0()).unwrap();
+    assert_eq!(undone.id, r.id);
+    assert_eq!(
+        std::fs::read_to_string(mem.join("hobby.md")).unwrap(),
+        folded
+    );
+    mnemo_engine::undo_dream(engine.memory(), t0()).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(mem.join("hobby.md")).unwrap(),
+        HOBBY
+    );
+}
+
+const GAMES: &str = "---\nname: Hobby\ndescription: what the user does for fun\ntype: user\n---\n\n\
+- Hobby: go (since 2026-02-01; from memory/2026-02-01.md)\n\
+- Hobby: chess (since 2026-02-20; from memory/2026-02-20.md)\n\
+\n\
+## No longer true\n\
+\n\
+- ~~Hobby: darts~~ (since 2026-01-01; until 2026-01-10; retracted by memory/2026-01-10.md; from memory/2026-01-01.md)\n";
+
+#[tokio::test]
+async fn a_retraction_among_the_facts_ends_older_dated_lines_only() {
+    let env = env().await;
+    let mem = env.ws.root().join("memory");
+    std::fs::create_dir_all(&mem).unwrap();
+    std::fs::write(mem.join("hobby.md"), GAMES).unwrap();
+    let facts = "# Facts\n\n- The user asked to forget their hobby. (f1; since 2026-02-10)\n";
+    std::fs::write(mem.join("facts.md"), facts).unwrap();
+    let engine = engine(&env, 8_000, 1_000, "", t0());
+    let r = engine.dream().unwrap();
+    let pair = |a: &str, b: &str| (a.to_string(), b.to_string());
+    // The line stated after the retraction stays; the retraction, carried
+    // out, ends itself.
+    assert_eq!(
+        r.retracted,
+        vec![pair("memory/hobby.md: Hobby: go", "f1"), pair("f1", "f1")],
+        "{r:#?}"
+    );
+    let text = std::fs::read_to_string(mem.join("hobby.md")).unwrap();
+    assert_eq!(
+        text,
+        GAMES
+            .replace(
+                "- Hobby: go (since 2026-02-01; from memory/2026-02-01.md)\n",
+                ""
+            )
+            .replace(
+                "## No longer true\n\n",
+                "## No longer true\n\n- ~~Hobby: go~~ (since 2026-02-01; until 2026-02-10; retracted by f1; from memory/2026-02-01.md)\n"
+            )
+    );
+    assert_eq!(engine.memory().read_facts().unwrap().current().count(), 0);
+    mnemo_engine::undo_dream(engine.memory(), t0()).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(mem.join("hobby.md")).unwrap(),
+        GAMES
+    );
+    assert_eq!(
+        std::fs::read_to_string(mem.join("facts.md")).unwrap(),
+        facts
+    );
 }

@@ -97,6 +97,34 @@ async fn side_query_selects_files_once_per_session() {
 }
 
 #[tokio::test]
+async fn a_selected_memory_shows_no_line_a_retraction_ended() {
+    let env = env().await;
+    typed(
+        &env,
+        "Hobby",
+        "what the user does for fun",
+        MemoryType::User,
+        "- Hobby: go (since 2026-02-10; from memory/2026-02-10.md)\n\n## No longer true\n\n\
+         - ~~Hobby: chess~~ (since 2026-02-01; until 2026-02-05; retracted by memory/2026-02-05.md; from memory/2026-02-01.md)\n",
+    );
+    write_session(&env.ws, &chat_turns(2, 10));
+    let engine = engine(&env, 100_000, 1_000, "", t0());
+    let report = engine
+        .build_context_with(KEY, "hi", &["memory/hobby.md".to_string()])
+        .unwrap();
+    assert!(
+        report.system.contains("- Hobby: go (since 2026-02-10;"),
+        "{}",
+        report.system
+    );
+    assert!(
+        !report.system.contains("chess") && !report.system.contains("No longer true"),
+        "{}",
+        report.system
+    );
+}
+
+#[tokio::test]
 async fn slow_side_query_times_out_and_the_turn_goes_on() {
     let env = env().await;
     typed(

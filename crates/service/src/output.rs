@@ -293,8 +293,9 @@ pub struct DreamOutput {
     /// MEMORY.md lines moved into the facts file to bring it under its
     /// caps: `[line, fact id]`.
     pub moved: Vec<(String, String)>,
-    /// Facts ended by a retraction: `[ended, by]` (the retraction's fact
-    /// id or daily log).
+    /// Facts and typed memories' dated lines ended by a retraction:
+    /// `[ended, by]` (`ended` a fact id or `path: text`, `by` the
+    /// retraction's fact id or daily log).
     pub retracted: Vec<(String, String)>,
     /// Folded items whose home is a typed memory: `[item, memory path]`.
     pub typed: Vec<(String, String)>,

@@ -16,6 +16,7 @@ use mnemo_llm::{
     BoxFuture, ChatModel, ChatRequest, ChatResponse, LlmError, ModelInfo, ProviderConfig,
     ProviderOverrides,
 };
+use mnemo_store::memory::facts::{DatedLine, FACTS_FILE};
 use mnemo_store::{FrontMatter, SaveMode};
 
 use crate::args::{
@@ -131,8 +132,19 @@ impl Service {
             });
             req.min_score = args.min_score;
             let mut resp = index.search(&req)?;
-            let facts = me.mnemo.memory().read_facts()?;
-            order_by_validity(&mut resp, &facts, as_of);
+            let memory = me.mnemo.memory();
+            let facts = memory.read_facts()?;
+            // Typed memories only (front matter first): not the history
+            // or a daily log, which can be long and hold no dated lines.
+            let dated = dated_lines_of(&resp, |p| {
+                let head = memory.storage().read_head(p, 4)?;
+                if head.is_some_and(|h| h.starts_with(b"---")) {
+                    memory.read_document(p)
+                } else {
+                    Ok(None)
+                }
+            })?;
+            order_by_validity(&mut resp, &facts, &dated, as_of);
             Ok((resp, wanted))
         })
         .await?;
@@ -677,24 +689,63 @@ pub fn chat_model(
     mnemo::build_chat_model(&provider, progress)
 }
 
+/// The dated lines ([`DatedLine`]) of the memory files other than the
+/// facts file that `resp` has hits in (typed memories: the lines a dream
+/// folded into them), by path, one entry per line; `read` reads a file
+/// (`None`: none to read).
+pub fn dated_lines_of(
+    resp: &SearchResponse,
+    read: impl Fn(&str) -> mnemo_store::Result<Option<String>>,
+) -> Result<std::collections::HashMap<String, Vec<Option<DatedLine>>>> {
+    let mut out = std::collections::HashMap::new();
+    for h in &resp.results {
+        if h.path == FACTS_FILE
+            || !h.path.starts_with("memory/")
+            || !h.path.ends_with(".md")
+            || out.contains_key(&h.path)
+        {
+            continue;
+        }
+        let lines: Vec<Option<DatedLine>> = read(&h.path)?
+            .unwrap_or_default()
+            .lines()
+            .map(DatedLine::parse)
+            .collect();
+        out.insert(h.path.clone(), lines);
+    }
+    Ok(out)
+}
+
 /// Current facts before facts that stopped being true (which stay, after
 /// every other hit, so history is still found); as of a day, only the facts
-/// that held on it and nothing dated after it.
+/// that held on it and nothing dated after it. The dated lines of typed
+/// memories (`dated`, from [`dated_lines_of`]) are ordered alike: a line a
+/// retraction ended (under the memory's "No longer true") is history.
 pub fn order_by_validity(
     resp: &mut SearchResponse,
     facts: &mnemo_store::memory::facts::FactsFile,
+    dated: &std::collections::HashMap<String, Vec<Option<DatedLine>>>,
     as_of: Option<chrono::NaiveDate>,
 ) {
-    use mnemo_store::memory::facts::FACTS_FILE;
     // A block hit may open with a heading or hold several items: its facts
-    // are the fact lines in its range.
-    let facts_of = |h: &mnemo_index::SearchHit| -> Vec<&mnemo_store::memory::facts::Fact> {
-        if h.path != FACTS_FILE {
-            return Vec::new();
+    // are the fact lines (or dated lines) in its range, each as (current
+    // now, held on `as_of`).
+    let facts_of = |h: &mnemo_index::SearchHit| -> Vec<(bool, bool)> {
+        let range = h.start_line..=h.end_line.max(h.start_line);
+        let held = |valid: &dyn Fn(chrono::NaiveDate) -> bool| as_of.is_some_and(valid);
+        if h.path == FACTS_FILE {
+            range
+                .filter_map(|l| facts.fact_at_line(l))
+                .map(|f| (f.is_current(), held(&|d| f.valid_on(d))))
+                .collect()
+        } else if let Some(lines) = dated.get(&h.path) {
+            range
+                .filter_map(|l| lines.get(l.checked_sub(1)?)?.as_ref())
+                .map(|x| (x.is_current(), held(&|d| x.valid_on(d))))
+                .collect()
+        } else {
+            Vec::new()
         }
-        (h.start_line..=h.end_line.max(h.start_line))
-            .filter_map(|l| facts.fact_at_line(l))
-            .collect()
     };
     let hits = std::mem::take(&mut resp.results);
     let (mut now, mut past) = (Vec::new(), Vec::new());
@@ -702,8 +753,8 @@ pub fn order_by_validity(
         let found = facts_of(&h);
         match as_of {
             // As of a day: a fact hit holds if one of its facts held then.
-            Some(day) if !found.is_empty() => {
-                if found.iter().any(|f| f.valid_on(day)) {
+            Some(_) if !found.is_empty() => {
+                if found.iter().any(|(_, then)| *then) {
                     now.push(h);
                 }
             }
@@ -718,7 +769,7 @@ pub fn order_by_validity(
                 }
             }
             // Now: a hit whose facts all ended goes after the others.
-            None if !found.is_empty() && found.iter().all(|f| !f.is_current()) => past.push(h),
+            None if !found.is_empty() && found.iter().all(|(current, _)| !current) => past.push(h),
             None => now.push(h),
         }
     }

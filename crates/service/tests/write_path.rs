@@ -85,6 +85,54 @@ async fn search_puts_the_current_fact_first_and_answers_as_of_a_day() {
     assert!(err.to_string().contains("YYYY-MM-DD"), "{err}");
 }
 
+/// A typed memory with a line a dream folded into it and one a
+/// retraction ended.
+const HOBBY: &str = "---\nname: Hobby\ndescription: what the user does for fun\ntype: user\n---\n\n\
+- Hobby: go (since 2026-02-10; from memory/2026-02-10.md)\n\
+\n\
+## No longer true\n\
+\n\
+- ~~Hobby: chess~~ (since 2026-02-01; until 2026-02-05; retracted by memory/2026-02-05.md; from memory/2026-02-01.md)\n";
+
+#[tokio::test]
+async fn search_puts_a_typed_memory_s_retracted_line_after_its_current_one() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("memory")).unwrap();
+    std::fs::write(dir.path().join("memory/hobby.md"), HOBBY).unwrap();
+    let svc = service(dir.path());
+    let found = |out: &mnemo_service::output::SearchOutput| -> Vec<String> {
+        out.results
+            .iter()
+            .filter(|h| h.path == "memory/hobby.md")
+            .map(|h| h.snippet.clone())
+            .collect()
+    };
+
+    let now = svc
+        .search(args("what is the user's hobby? chess", None))
+        .await
+        .unwrap();
+    let hits = found(&now);
+    let go = hits
+        .iter()
+        .position(|s| s.contains("Hobby: go"))
+        .expect("the current line found");
+    let chess = hits
+        .iter()
+        .position(|s| s.contains("chess"))
+        .expect("the retracted line still found, as history");
+    assert!(go < chess, "the current line first: {hits:#?}");
+
+    // As of a day the retracted line held, it is the answer.
+    let then = svc
+        .search(args("what is the user's hobby?", Some("2026-02-03")))
+        .await
+        .unwrap();
+    let hits = found(&then);
+    assert!(hits.iter().any(|s| s.contains("chess")), "{hits:#?}");
+    assert!(!hits.iter().any(|s| s.contains("Hobby: go")), "{hits:#?}");
+}
+
 #[tokio::test]
 async fn a_forgotten_fact_is_found_by_no_search() {
     let dir = tempfile::tempdir().unwrap();

@@ -262,7 +262,7 @@ pub fn dream(args: DreamArgs, global: &GlobalArgs) -> Result<()> {
         );
     } else {
         outln!(
-            "dream {}: {} duplicate(s) merged, {} contradiction(s) resolved, {} fact(s) retracted, {} fact(s) added from {} daily log(s), {} item(s) into typed memories ({} new), {} MEMORY.md line(s) moved into memory/facts.md, {} current facts (undo: mnemo dream --undo)",
+            "dream {}: {} duplicate(s) merged, {} contradiction(s) resolved, {} fact(s) or typed memory line(s) retracted, {} fact(s) added from {} daily log(s), {} item(s) into typed memories ({} new), {} MEMORY.md line(s) moved into memory/facts.md, {} current facts (undo: mnemo dream --undo)",
             out.id,
             out.merged.len(),
             out.superseded.len(),

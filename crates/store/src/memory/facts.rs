@@ -113,38 +113,213 @@ impl Fact {
             return raw.clone();
         }
         let mut meta = vec![self.id.clone()];
-        if let Some(s) = self.since {
-            meta.push(format!("since {s}"));
-        }
-        if let Some(u) = self.until {
-            meta.push(format!("until {u}"));
-        }
-        if let Some(by) = &self.superseded_by {
-            meta.push(format!("superseded by {by}"));
-        }
-        if self.retracted {
-            match &self.retracted_by {
-                Some(r) => meta.push(format!("retracted by {r}")),
-                None => meta.push("retracted".into()),
-            }
-        }
+        meta.extend(dating(
+            self.since,
+            self.until,
+            self.superseded_by.as_deref(),
+            self.retracted.then_some(self.retracted_by.as_deref()),
+        ));
         if let Some(r) = &self.recorded {
             meta.push(format!("recorded {r}"));
         }
         if let Some(b) = &self.by {
             meta.push(format!("by {b}"));
         }
-        let text = if self.is_current() {
-            self.text.clone()
-        } else {
-            format!("~~{}~~", self.text)
-        };
-        format!("- {text} ({})", meta.join("; "))
+        list_item(&self.text, self.is_current(), &meta)
     }
 
     fn touched(&mut self) {
         self.raw = None;
     }
+}
+
+/// The dating of a fact or a [`DatedLine`] as its list item says it:
+/// `since …`, `until …`, `superseded by …`, `retracted` (`retracted by
+/// …` when `retracted` names what retracted it).
+fn dating(
+    since: Option<NaiveDate>,
+    until: Option<NaiveDate>,
+    superseded_by: Option<&str>,
+    retracted: Option<Option<&str>>,
+) -> Vec<String> {
+    let mut meta = Vec::new();
+    if let Some(s) = since {
+        meta.push(format!("since {s}"));
+    }
+    if let Some(u) = until {
+        meta.push(format!("until {u}"));
+    }
+    if let Some(by) = superseded_by {
+        meta.push(format!("superseded by {by}"));
+    }
+    match retracted {
+        Some(Some(r)) => meta.push(format!("retracted by {r}")),
+        Some(None) => meta.push("retracted".into()),
+        None => {}
+    }
+    meta
+}
+
+/// A list item `- text (meta; …)`, the text struck through when it is no
+/// longer true.
+fn list_item(text: &str, current: bool, meta: &[String]) -> String {
+    if current {
+        format!("- {text} ({})", meta.join("; "))
+    } else {
+        format!("- ~~{text}~~ ({})", meta.join("; "))
+    }
+}
+
+/// The day an ended fact or line ends: `until`, else its start, else
+/// today; never before its start.
+fn end_day(since: Option<NaiveDate>, until: Option<NaiveDate>) -> NaiveDate {
+    let u = until.or(since).unwrap_or_else(|| Utc::now().date_naive());
+    since.map_or(u, |s| u.max(s))
+}
+
+/// A dated line of a typed memory (`memory/<name>.md`): an item a dream
+/// folded from a daily log into the memory its key names,
+/// `- text (since DAY; from memory/DAY.md)`. A retraction the dream reads
+/// ends it as it ends a fact: struck through, dated `until` and `retracted
+/// by` the retraction (its fact id or daily log), and kept under
+/// [`PAST_HEADING`] in the same file:
+///
+/// ```markdown
+/// - ~~Hobby: chess~~ (since 2026-02-01; until 2026-02-05; retracted by memory/2026-02-05.md; from memory/2026-02-01.md)
+/// ```
+///
+/// A line a person wrote (without that dating) is not one: nothing ends
+/// it by rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DatedLine {
+    /// The item, one line.
+    pub text: String,
+    /// The day of the daily log it was folded from.
+    pub since: NaiveDate,
+    /// The day it stopped being true; `None` while current.
+    pub until: Option<NaiveDate>,
+    /// What retracted it: a retraction's fact id or its daily log.
+    pub retracted_by: Option<String>,
+    /// The daily log it was folded from (`memory/DAY.md`).
+    pub from: String,
+}
+
+impl DatedLine {
+    /// A current line for `text`, folded from the log `from` of `since`.
+    pub fn new(text: &str, since: NaiveDate, from: &str) -> DatedLine {
+        DatedLine {
+            text: one_line(text),
+            since,
+            until: None,
+            retracted_by: None,
+            from: from.to_string(),
+        }
+    }
+
+    /// The dated line `line` is, or `None` (a person's line, a heading,
+    /// prose, a line struck through without an end).
+    pub fn parse(line: &str) -> Option<DatedLine> {
+        let body = line
+            .strip_prefix("- ")
+            .or_else(|| line.strip_prefix("* "))?
+            .trim_end()
+            .strip_suffix(')')?;
+        let open = body.rfind(" (since ")?;
+        let (text, meta) = (body.get(..open)?.trim(), body.get(open + 2..)?);
+        let struck = text.strip_prefix("~~").and_then(|t| t.strip_suffix("~~"));
+        let mut since = None;
+        let mut d = DatedLine {
+            text: struck.unwrap_or(text).to_string(),
+            since: NaiveDate::MIN,
+            until: None,
+            retracted_by: None,
+            from: String::new(),
+        };
+        for p in meta.split("; ").map(str::trim) {
+            if let Some(s) = p.strip_prefix("since ") {
+                since = Some(s.parse().ok()?);
+            } else if let Some(u) = p.strip_prefix("until ") {
+                d.until = Some(u.parse().ok()?);
+            } else if let Some(r) = p.strip_prefix("retracted by ") {
+                d.retracted_by = Some(r.to_string());
+            } else if let Some(f) = p.strip_prefix("from ") {
+                d.from = f.to_string();
+            } else {
+                return None;
+            }
+        }
+        d.since = since?;
+        // Ended in full (struck, until, retracted by) or not at all.
+        let ended = struck.is_some();
+        (!d.text.is_empty()
+            && !d.from.is_empty()
+            && d.until.is_some() == ended
+            && d.retracted_by.is_some() == ended)
+            .then_some(d)
+    }
+
+    /// True while it has not stopped being true.
+    pub fn is_current(&self) -> bool {
+        self.until.is_none() && self.retracted_by.is_none()
+    }
+
+    /// True when it was true on `day` (as [`Fact::valid_on`]).
+    pub fn valid_on(&self, day: NaiveDate) -> bool {
+        self.since <= day && self.until.is_none_or(|u| day < u)
+    }
+
+    /// This line ended on `until` (never before its start), retracted by
+    /// `by`.
+    pub fn retracted(&self, until: NaiveDate, by: &str) -> DatedLine {
+        DatedLine {
+            until: Some(end_day(Some(self.since), Some(until))),
+            retracted_by: Some(by.to_string()),
+            ..self.clone()
+        }
+    }
+
+    /// The list item.
+    pub fn render(&self) -> String {
+        let mut meta = dating(
+            Some(self.since),
+            self.until,
+            None,
+            self.retracted_by.as_ref().map(|r| Some(r.as_str())),
+        );
+        meta.push(format!("from {}", self.from));
+        list_item(&self.text, self.is_current(), &meta)
+    }
+}
+
+/// `text` (a typed memory) as it stands now: without the dated lines
+/// that ended, and without its [`PAST_HEADING`] when nothing else is under
+/// it (up to the next heading). What the prompt shows; search still finds
+/// the ended lines, as it finds the facts that ended.
+pub fn current_text(text: &str) -> String {
+    let kept: Vec<&str> = text
+        .lines()
+        .filter(|l| DatedLine::parse(l).is_none_or(|d| d.is_current()))
+        .collect();
+    let mut out: Vec<&str> = Vec::new();
+    for (i, line) in kept.iter().enumerate() {
+        let empty_past = line.trim() == PAST_HEADING
+            && kept
+                .iter()
+                .skip(i + 1)
+                .take_while(|l| !l.trim_start().starts_with('#'))
+                .all(|l| l.trim().is_empty());
+        if !empty_past {
+            out.push(line);
+        }
+    }
+    while out.last().is_some_and(|l| l.trim().is_empty()) {
+        out.pop();
+    }
+    let mut s = out.join("\n");
+    if !s.is_empty() {
+        s.push('\n');
+    }
+    s
 }
 
 /// A fact line, or any other line kept as it is.
@@ -270,12 +445,7 @@ impl FactsFile {
             )));
         }
         let old = fact.clone();
-        fact.until = until.or(fact.since).or(Some(Utc::now().date_naive()));
-        if let (Some(s), Some(u)) = (fact.since, fact.until) {
-            if u < s {
-                fact.until = Some(s);
-            }
-        }
+        fact.until = Some(end_day(fact.since, until));
         match superseded_by {
             Some(by) => fact.superseded_by = Some(by.to_string()),
             None => fact.retracted = true,
@@ -756,6 +926,50 @@ mod tests {
                 .id,
             h
         );
+    }
+
+    #[test]
+    fn a_dated_line_ends_as_a_fact_does() {
+        let line = "- Hobby: chess (since 2026-02-01; from memory/2026-02-01.md)";
+        let d = DatedLine::parse(line).unwrap();
+        assert_eq!(
+            d,
+            DatedLine::new("Hobby: chess", day("2026-02-01"), "memory/2026-02-01.md")
+        );
+        assert_eq!(d.render(), line);
+        assert!(d.is_current() && d.valid_on(day("2026-02-01")));
+        let ended = d.retracted(day("2026-01-01"), "memory/2026-02-05.md");
+        // Never before its start, as a fact's end.
+        assert_eq!(ended.until, Some(day("2026-02-01")));
+        let ended = d.retracted(day("2026-02-05"), "f3");
+        let text = ended.render();
+        assert_eq!(
+            text,
+            "- ~~Hobby: chess~~ (since 2026-02-01; until 2026-02-05; retracted by f3; from memory/2026-02-01.md)"
+        );
+        assert_eq!(DatedLine::parse(&text), Some(ended.clone()));
+        assert!(!ended.is_current() && ended.valid_on(day("2026-02-04")));
+        assert!(!ended.valid_on(day("2026-02-05")));
+        // What is true now leaves the ended line out, and the heading
+        // left with nothing under it.
+        let memory = format!("Notes.\n{line}\n\n{PAST_HEADING}\n\n{text}\n");
+        assert_eq!(current_text(&memory), format!("Notes.\n{line}\n"));
+        let kept = format!("{PAST_HEADING}\n\nA note a person keeps.\n{text}\n");
+        assert_eq!(
+            current_text(&kept),
+            format!("{PAST_HEADING}\n\nA note a person keeps.\n")
+        );
+        // A person's lines are not dated lines.
+        for l in [
+            "- Hobby: chess",
+            "- Hobby: chess (since 2026-02-01)",
+            "- Hobby: chess (since 2026-02-01; from x; by me)",
+            "- ~~Hobby: chess~~ (since 2026-02-01; from memory/2026-02-01.md)",
+            "- Hobby: chess (since 2026-02-01; until 2026-02-05; retracted by f3; from x)",
+            "## No longer true",
+        ] {
+            assert_eq!(DatedLine::parse(l), None, "{l}");
+        }
     }
 
     #[test]

@@ -7,8 +7,9 @@
 //! its cache by default) halve what a long context holds: the 1.5B model's
 //! 8,192-token window is 235 MB of cache instead of 470 MB.
 //!
-//! Each query is computed on its own (scores over every position it sees,
-//! softmax, weighted sum of the values) in a fixed order, so a token's
+//! Each query's scores over every position it sees, softmax and weighted
+//! sum of the values are computed in a fixed order that does not depend on
+//! the other queries (the heads of one group share only the reads), so a token's
 //! output has the same bits whether it ran alone or in a batch, and a
 //! prompt that reuses a cached prefix answers exactly as one run from the
 //! start.

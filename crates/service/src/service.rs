@@ -134,16 +134,9 @@ impl Service {
             let mut resp = index.search(&req)?;
             let memory = me.mnemo.memory();
             let facts = memory.read_facts()?;
-            // Typed memories only (front matter first): not the history
-            // or a daily log, which can be long and hold no dated lines.
-            let dated = dated_lines_of(&resp, |p| {
-                let head = memory.storage().read_head(p, 4)?;
-                if head.is_some_and(|h| h.starts_with(b"---")) {
-                    memory.read_document(p)
-                } else {
-                    Ok(None)
-                }
-            })?;
+            // Typed memories only: not the history or a daily log, which
+            // can be long and hold no dated lines.
+            let dated = dated_lines_of(&resp, |p| memory.read_typed_document(p))?;
             order_by_validity(&mut resp, &facts, &dated, as_of);
             Ok((resp, wanted))
         })

@@ -236,6 +236,17 @@ impl MemoryStore {
         Ok(self.storage.read(memory_rel(rel)?)?.map(|d| d.text))
     }
 
+    /// The memory document `rel` when it is a typed memory (it opens a
+    /// front matter block, checked on its first bytes), else `None`
+    /// without reading the rest: a daily log or the history is not read.
+    pub fn read_typed_document(&self, rel: &str) -> Result<Option<String>> {
+        let rel = memory_rel(rel)?;
+        if !has_front_matter(self.storage.as_ref(), rel) {
+            return Ok(None);
+        }
+        Ok(self.storage.read(rel)?.map(|d| d.text))
+    }
+
     /// Replaces the memory document `rel` atomically; a blind write: hold
     /// [`lock`](Self::lock) from the read it was made from.
     pub fn write_document(&self, rel: &str, text: &str) -> Result<()> {

@@ -94,11 +94,13 @@ pub fn run(args: ServeArgs, global: &GlobalArgs) -> Result<()> {
         let local = listener
             .local_addr()
             .context("cannot read the listening address")?;
-        eprintln!("mnemo serve: listening on http://{local} (OpenAPI at /openapi.json)");
-        // One-shot `mnemo search`es of this workspace ask this server.
+        // One-shot `mnemo search`es of this workspace ask this server; the
+        // announcement is written before "listening" is said, so whoever
+        // waits for that line finds it.
         let m = service.mnemo();
         let _announced =
             crate::cmd::warm::announce(m.workspace(), m.config(), local, args.token.is_some());
+        eprintln!("mnemo serve: listening on http://{local} (OpenAPI at /openapi.json)");
         mnemo_http::serve_on(listener, service, args.token).await?;
         anyhow::Ok(())
     })

@@ -29,18 +29,16 @@ mod store;
 pub use store::PostgresStore;
 
 use std::collections::{HashMap, HashSet};
-use std::str::FromStr;
 use std::sync::Arc;
-use std::time::Duration;
 
 use chrono::NaiveDate;
 use mnemo_core::EmbedderId;
-use mnemo_index::backend::{informative_terms, ChunkRecord, Counts, FileRecord, NewChunk};
+use mnemo_index::backend::{keyword_plan, ChunkRecord, Counts, FileRecord, KeywordPlan, NewChunk};
 use mnemo_index::chunk::MessagePart;
 use mnemo_index::{IndexBackend, IndexError, Result, Source};
+use mnemo_postgres::Target;
 use pgvector::Vector;
-use tokio_postgres::config::Host;
-use tokio_postgres::{Client, Config};
+use tokio_postgres::Client;
 
 use crate::pool::{Pool, Runtime};
 
@@ -48,8 +46,8 @@ use crate::pool::{Pool, Runtime};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PostgresOptions {
     /// `postgres://user:password@host:port/database` (or a libpq key=value
-    /// string). TLS is not supported yet: use a server on loopback or a
-    /// private network.
+    /// string), with libpq's `sslmode` and `sslrootcert` for TLS
+    /// (`?sslmode=verify-full` checks the server's certificate and name).
     pub url: String,
     /// The schema holding the index's tables (created if missing): several
     /// indexes can share a database. Lower-case letters, digits and `_`.
@@ -66,42 +64,14 @@ impl PostgresOptions {
     }
 }
 
-/// The client's settings for `url` (a connect timeout and mnemo's
-/// application name unless the URL sets them), and its location.
-pub(crate) fn client_config(url: &str) -> Result<(Config, String)> {
-    let mut config = Config::from_str(url).map_err(|e| {
-        IndexError::Config(format!(
-            "the PostgreSQL URL of [index] url is not valid ({e}); write it as \
-             postgres://user:password@host:5432/database"
-        ))
-    })?;
-    if config.get_connect_timeout().is_none() {
-        config.connect_timeout(Duration::from_secs(10));
-    }
-    if config.get_application_name().is_none() {
-        config.application_name("mnemo");
-    }
-    let location = location(&config);
-    Ok((config, location))
-}
-
-/// The URL of `config` without its password, for messages.
-fn location(config: &Config) -> String {
-    let host = config
-        .get_hosts()
-        .first()
-        .map(|h| match h {
-            Host::Tcp(s) => s.clone(),
-            Host::Unix(p) => p.display().to_string(),
-        })
-        .unwrap_or_else(|| "localhost".into());
-    let port = config.get_ports().first().copied().unwrap_or(5432);
-    let user = config
-        .get_user()
-        .map(|u| format!("{u}@"))
-        .unwrap_or_default();
-    let db = config.get_dbname().unwrap_or("");
-    format!("postgres://{user}{host}:{port}/{db}")
+/// The client's settings for `url` (mnemo's defaults and libpq's TLS
+/// settings, see [`mnemo_postgres::Target`]), and its location.
+pub(crate) fn client_config(url: &str) -> Result<(Target, String)> {
+    let target = Target::parse(url)
+        .map_err(|e| IndexError::Config(format!("[index] url: {e}")))?
+        .named("index database");
+    let location = target.location().to_string();
+    Ok((target, location))
 }
 
 /// The model key vectors are stored under.
@@ -197,7 +167,7 @@ impl PostgresBackend {
         let rt = Runtime::shared().map_err(|e| IndexError::database(location.clone(), e))?;
         let schema = opts.schema.clone();
         rt.run(async move {
-            let c = pool::connect(&config, &location).await?;
+            let c = pool::connect(&config).await?;
             c.batch_execute(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"))
                 .await
                 .map_err(|e| IndexError::database(location.clone(), pool::describe(&e)))
@@ -234,12 +204,12 @@ impl PostgresBackend {
 /// extension, the schema and its migrations, the model's vectors. Returns
 /// the search path and the advisory lock key.
 async fn prepare(
-    config: &Config,
+    config: &Target,
     location: &str,
     schema: &str,
     model: Option<(String, usize)>,
 ) -> Result<(String, i64)> {
-    let mut c = pool::connect(config, location).await?;
+    let mut c = pool::connect(&config).await?;
     let db = |e: tokio_postgres::Error| pool::db_error(location, &e);
     let ext =
         "SELECT n.nspname::text FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
@@ -355,13 +325,7 @@ async fn upsert(
     if let Some((m, d)) = &model {
         check_model(&tx, pool, m, *d).await?;
     }
-    let gone = tx
-        .query(
-            "DELETE FROM chunks WHERE path = $1 RETURNING ntokens",
-            &[&file.path],
-        )
-        .await
-        .map_err(db)?;
+    let gone = delete_chunks(&tx, &file.path).await.map_err(db)?;
     let gone_tokens: i64 = gone.iter().map(|r| r.get::<_, i32>(0) as i64).sum();
     let gone_chunks = gone.len() as i64;
     tx.execute(
@@ -466,6 +430,16 @@ async fn upsert(
         )
         .await
         .map_err(db)?;
+        // One posting per (word, chunk): a word's count here is the
+        // number of chunks it adds to.
+        tx.execute(
+            "INSERT INTO vocab(token, docs) SELECT t, count(*) FROM unnest($1::text[]) AS t
+             GROUP BY t ORDER BY t
+             ON CONFLICT (token) DO UPDATE SET docs = vocab.docs + EXCLUDED.docs",
+            &[&tok],
+        )
+        .await
+        .map_err(db)?;
     }
     if let Some((m, dims)) = &model {
         if let Some(vs) = &vectors {
@@ -517,19 +491,35 @@ async fn upsert(
     tx.commit().await.map_err(db)
 }
 
+/// Deletes the chunks of `path` (their postings and vectors cascade) and
+/// takes their words out of the vocabulary's counts; returns each gone
+/// chunk's `ntokens`. Inside a writer's transaction.
+async fn delete_chunks(
+    tx: &tokio_postgres::Transaction<'_>,
+    path: &str,
+) -> std::result::Result<Vec<tokio_postgres::Row>, tokio_postgres::Error> {
+    tx.execute(
+        "UPDATE vocab v SET docs = v.docs - g.n
+         FROM (SELECT p.token, count(*) AS n FROM chunks c JOIN postings p ON p.chunk_id = c.id
+               WHERE c.path = $1 GROUP BY p.token) AS g
+         WHERE v.token = g.token",
+        &[&path],
+    )
+    .await?;
+    tx.query(
+        "DELETE FROM chunks WHERE path = $1 RETURNING ntokens",
+        &[&path],
+    )
+    .await
+}
+
 async fn delete(pool: &Pool, c: &mut Client, lock_key: i64, path: String) -> Result<()> {
     let db = |e| pool.db(e);
     let tx = c.transaction().await.map_err(db)?;
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&lock_key])
         .await
         .map_err(db)?;
-    let gone = tx
-        .query(
-            "DELETE FROM chunks WHERE path = $1 RETURNING ntokens",
-            &[&path],
-        )
-        .await
-        .map_err(db)?;
+    let gone = delete_chunks(&tx, &path).await.map_err(db)?;
     let tokens: i64 = gone.iter().map(|r| r.get::<_, i32>(0) as i64).sum();
     tx.execute("DELETE FROM files WHERE path = $1", &[&path])
         .await
@@ -541,6 +531,48 @@ async fn delete(pool: &Pool, c: &mut Client, lock_key: i64, path: String) -> Res
     .await
     .map_err(db)?;
     tx.commit().await.map_err(db)
+}
+
+/// The select list of [`ranked`]'s statements: each chunk's BM25, summed
+/// over the postings `p` joined to the query words `q(token, idf)`
+/// (`keyword::bm25`'s formula, run by the server).
+macro_rules! bm25_select {
+    () => {
+        "SELECT p.chunk_id, sum(q.idf * ((p.tf::float8 * ($3::float8 + 1.0))
+            / (p.tf::float8 + $3::float8 * (1.0 - $4::float8
+               + $4::float8 * p.len::float8 / $5::float8))))::float8 AS s"
+    };
+}
+
+/// The best chunks by one BM25 statement over the postings: `$1` words,
+/// `$2` their IDFs, `$5` the average length, `$6` the sources (or NULL),
+/// `$7` the limit, and `$8` the rare words of a bounded plan.
+async fn ranked(
+    c: &mut pool::Pooled,
+    sql: &str,
+    (words, idfs, avgdl, sources, limit): (
+        &Vec<String>,
+        &Vec<f64>,
+        &f64,
+        &Option<Vec<String>>,
+        i64,
+    ),
+    rare: Option<&Vec<String>>,
+) -> std::result::Result<Vec<(i64, f64)>, tokio_postgres::Error> {
+    let mut params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = vec![
+        words,
+        idfs,
+        &keyword::K1,
+        &keyword::B,
+        avgdl,
+        sources,
+        &limit,
+    ];
+    if let Some(r) = rare {
+        params.push(r);
+    }
+    let rows = c.query(sql, &params).await?;
+    Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
 }
 
 /// Per-chunk frequencies of one query term, and its document count.
@@ -574,74 +606,74 @@ async fn keyword(
         .map(String::as_str)
         .map(keyword::words)
         .collect();
-    let singles: Vec<&str> = phrases
-        .iter()
-        .filter(|p| p.len() == 1)
-        .map(|p| p[0].as_str())
-        .collect();
+    // Every word's document count; a phrase counts as its rarer word.
+    let mut words: Vec<&str> = phrases.iter().flatten().map(String::as_str).collect();
+    words.sort_unstable();
+    words.dedup();
     let mut docs: HashMap<String, i64> = HashMap::new();
-    if !singles.is_empty() {
-        for r in c
-            .query(
-                "SELECT token, count(*) FROM postings WHERE token = ANY($1) GROUP BY token",
-                &[&singles],
-            )
-            .await
-            .map_err(db)?
-        {
-            docs.insert(r.get(0), r.get(1));
-        }
+    for r in c
+        .query(
+            "SELECT token, docs FROM vocab WHERE token = ANY($1)",
+            &[&words],
+        )
+        .await
+        .map_err(db)?
+    {
+        docs.insert(r.get(0), r.get(1));
     }
-    // The shared rule (as for SQLite): common words of a query without
-    // phrases are dropped.
-    let mut keep: Vec<usize> = (0..terms.len())
+    let with: Vec<(usize, i64)> = (0..terms.len())
         .filter(|&i| !phrases[i].is_empty())
+        .map(|i| {
+            let df = phrases[i].iter().map(|w| docs.get(w).copied().unwrap_or(0));
+            (i, df.min().unwrap_or(0))
+        })
         .collect();
-    if !terms.iter().any(|t| t.contains(' ')) {
-        let with: Vec<(usize, i64)> = keep
-            .iter()
-            .map(|&i| (i, docs.get(&phrases[i][0]).copied().unwrap_or(0)))
-            .collect();
-        keep = informative_terms(&with, rows)
-            .into_iter()
-            .map(|(i, _)| i)
-            .collect();
-        keep.sort_unstable();
-    }
+    // The shared rules (as for SQLite): common words of a query without
+    // phrases are dropped, and past the budget only the chunks holding
+    // the rarer terms are scored.
     let n = rows as f64;
     let avgdl = tokens as f64 / n;
-    if keep.iter().all(|&i| phrases[i].len() == 1) {
-        // Single words only: the server sums BM25 over the postings and
-        // sends back the best `limit`, not every posting of every word.
-        let words: Vec<String> = keep.iter().map(|&i| phrases[i][0].clone()).collect();
-        let idfs: Vec<f64> = words
-            .iter()
-            .map(|w| keyword::idf(n, docs.get(w).copied().unwrap_or(0) as f64))
-            .collect();
-        let rows = c
-            .query(
-                "SELECT p.chunk_id,
-                        sum(q.idf * ((p.tf::float8 * ($3::float8 + 1.0))
-                            / (p.tf::float8 + $3::float8 * (1.0 - $4::float8
-                               + $4::float8 * p.len::float8 / $5::float8))))::float8 AS s
-                 FROM postings p JOIN unnest($1::text[], $2::float8[]) AS q(token, idf)
+    let single = |i: &usize| phrases[*i][0].clone();
+    let idf_of = |w: &String| keyword::idf(n, docs.get(w).copied().unwrap_or(0) as f64);
+    let keep = match keyword_plan(&with, rows, terms.iter().any(|t| t.contains(' '))) {
+        KeywordPlan::All(keep) if keep.iter().all(|&i| phrases[i].len() == 1) => {
+            // Single words only: the server sums BM25 over the postings
+            // and sends back the best `limit`, not every posting.
+            let words: Vec<String> = keep.iter().map(single).collect();
+            let idfs: Vec<f64> = words.iter().map(idf_of).collect();
+            let sql = concat!(
+                bm25_select!(),
+                " FROM postings p JOIN unnest($1::text[], $2::float8[]) AS q(token, idf)
                       ON p.token = q.token
                  WHERE $6::text[] IS NULL OR p.source = ANY($6)
-                 GROUP BY p.chunk_id ORDER BY s DESC, p.chunk_id LIMIT $7",
-                &[
-                    &words,
-                    &idfs,
-                    &keyword::K1,
-                    &keyword::B,
-                    &avgdl,
-                    &sources,
-                    &(limit as i64),
-                ],
-            )
-            .await
-            .map_err(db)?;
-        return Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect());
-    }
+                 GROUP BY p.chunk_id ORDER BY s DESC, p.chunk_id LIMIT $7"
+            );
+            let params = (&words, &idfs, &avgdl, &sources, limit as i64);
+            return ranked(c, sql, params, None).await.map_err(db);
+        }
+        KeywordPlan::All(keep) => keep,
+        KeywordPlan::Bounded { rare, common } => {
+            // The chunks holding a rare word, each scored with every word
+            // (the common ones looked up by chunk, not read whole).
+            let rare: Vec<String> = rare.iter().map(single).collect();
+            let words: Vec<String> = rare
+                .iter()
+                .cloned()
+                .chain(common.iter().map(single))
+                .collect();
+            let idfs: Vec<f64> = words.iter().map(idf_of).collect();
+            let sql = concat!(
+                bm25_select!(),
+                " FROM (SELECT DISTINCT chunk_id FROM postings
+                       WHERE token = ANY($8) AND ($6::text[] IS NULL OR source = ANY($6))) AS r
+                 JOIN postings p ON p.chunk_id = r.chunk_id AND p.token = ANY($1)
+                 JOIN unnest($1::text[], $2::float8[]) AS q(token, idf) ON p.token = q.token
+                 GROUP BY p.chunk_id ORDER BY s DESC, p.chunk_id LIMIT $7"
+            );
+            let params = (&words, &idfs, &avgdl, &sources, limit as i64);
+            return ranked(c, sql, params, Some(&rare)).await.map_err(db);
+        }
+    };
     let mut hits: Vec<TermHits> = Vec::with_capacity(keep.len());
     let mut lens: HashMap<i64, (i32, String)> = HashMap::new();
     for &i in &keep {

@@ -18,9 +18,10 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 
 use mnemo_index::{DbFailure, IndexError};
+use mnemo_postgres::Target;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_postgres::types::ToSql;
-use tokio_postgres::{Client, Config, NoTls, Row, Statement};
+use tokio_postgres::{Client, Row, Statement};
 
 /// Connections a backend keeps open at most.
 const POOL_SIZE: usize = 4;
@@ -136,7 +137,7 @@ fn shared_idle(location: &str) -> Shared {
 /// with the index's `search_path` set, taken from and given back to the
 /// idle connections every index of this process shares.
 pub(crate) struct Pool {
-    config: Config,
+    config: Target,
     /// The URL without its password, for messages.
     pub(crate) location: String,
     search_path: String,
@@ -145,7 +146,7 @@ pub(crate) struct Pool {
 }
 
 impl Pool {
-    pub(crate) fn new(config: Config, location: String, search_path: String) -> Pool {
+    pub(crate) fn new(config: Target, location: String, search_path: String) -> Pool {
         Pool {
             idle: shared_idle(&location),
             config,
@@ -185,7 +186,7 @@ impl Pool {
                 (i.client, Statements::default())
             }
             None => {
-                let c = connect(&self.config, &self.location).await?;
+                let c = connect(&self.config).await?;
                 c.batch_execute(&format!(
                     "SET search_path TO {}; SET hnsw.ef_search = {}; \
                      SET hnsw.iterative_scan = relaxed_order",
@@ -253,32 +254,11 @@ pub(crate) fn db_error(location: &str, e: &tokio_postgres::Error) -> IndexError 
     }
 }
 
-/// A client's error with the server's message and detail, when it has them.
-pub(crate) fn describe(e: &tokio_postgres::Error) -> String {
-    match e.as_db_error() {
-        Some(db) => match db.detail() {
-            Some(d) => format!("{} ({d})", db.message()),
-            None => db.message().to_string(),
-        },
-        None => e.to_string(),
-    }
-}
+pub(crate) use mnemo_postgres::describe;
 
 /// One new connection, its I/O driven by a task of the runtime.
-pub(crate) async fn connect(config: &Config, location: &str) -> Result<Client, IndexError> {
-    let (client, conn) = config.connect(NoTls).await.map_err(|e| {
-        IndexError::Config(format!(
-            "cannot connect to the index database at {location}: {} \
-             (is the server running, and are the URL, user and password right?)",
-            describe(&e)
-        ))
-    })?;
-    tokio::spawn(async move {
-        if let Err(e) = conn.await {
-            tracing::debug!("PostgreSQL connection closed: {e}");
-        }
-    });
-    Ok(client)
+pub(crate) async fn connect(target: &Target) -> Result<Client, IndexError> {
+    target.connect().await.map_err(IndexError::Config)
 }
 
 /// A connection borrowed from the pool. [`Pool::put`] gives it back after

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use mnemo_core::EmbedderId;
 use mnemo_index::{Generation, IndexBackend, IndexError, IndexStore, LockWait, Result, WriterLock};
-use tokio_postgres::Config;
+use mnemo_postgres::Target;
 
 use crate::pool::{self, Pool, Runtime};
 use crate::{client_config, PostgresBackend, PostgresOptions};
@@ -37,7 +37,7 @@ struct Shared {
     /// The database and the base schema name.
     opts: PostgresOptions,
     embedder: Option<(EmbedderId, usize)>,
-    config: Config,
+    config: Target,
     rt: Arc<Runtime>,
     pool: Arc<Pool>,
     /// The writer lock's key: the base name's.
@@ -327,7 +327,7 @@ impl IndexStore for PostgresStore {
         );
         let held = self.0.rt.run(async move {
             // A connection of its own: the lock lives with the session.
-            let c = pool::connect(&config, &location).await?;
+            let c = pool::connect(&config).await?;
             let db = |e| pool::db_error(&location, &e);
             match wait {
                 LockWait::Forever => {

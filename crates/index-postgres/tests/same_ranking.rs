@@ -86,6 +86,28 @@ fn fill(b: &dyn IndexBackend) {
     }
 }
 
+/// [`fill`], then every file written again and a file added and deleted:
+/// the word counts BM25 reads must follow replacements and deletions.
+fn fill_and_churn(b: &dyn IndexBackend) {
+    fill(b);
+    fill(b);
+    let gone = FileRecord {
+        path: "memory/gone.md".into(),
+        source: Source::Memory,
+        hash: "g".into(),
+        mtime_ms: 1,
+        size: 1,
+        embedded: false,
+        session_key: None,
+    };
+    let mut chunks = chunks_of("memory/b.md");
+    for c in &mut chunks {
+        c.hash.push_str("-gone");
+    }
+    b.upsert_file(&gone, &chunks, None).unwrap();
+    b.delete_file("memory/gone.md").unwrap();
+}
+
 /// The texts and scores of a search, best first.
 fn ranked(b: &dyn IndexBackend, terms: &[&str], sources: &[Source]) -> Vec<(String, f64)> {
     let terms: Vec<String> = terms.iter().map(|t| t.to_string()).collect();
@@ -113,8 +135,8 @@ fn keyword_rankings_match_sqlite() {
     };
     let _ = PostgresBackend::drop_schema(&opts);
     let pg = PostgresBackend::open(&opts, None).unwrap();
-    fill(&sqlite);
-    fill(&pg);
+    fill_and_churn(&sqlite);
+    fill_and_churn(&pg);
     let queries: &[&[&str]] = &[
         &["err4711"],
         &["err4711", "err", "4711"],
@@ -145,6 +167,102 @@ fn keyword_rankings_match_sqlite() {
                     "{q:?}: {g:?} vs {w:?}"
                 );
             }
+        }
+    }
+    drop(pg);
+    PostgresBackend::drop_schema(&opts).unwrap();
+}
+
+/// Past the keyword budget (the shared plan bounds the search to the
+/// chunks of the rarer words), both backends still give the same chunks
+/// with the same scores.
+#[test]
+fn past_the_budget_the_rankings_still_match() {
+    let Some(url) = mnemo_test_support::postgres::test_url() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite = SqliteBackend::open(&dir.path().join("index.sqlite"), None).unwrap();
+    let opts = PostgresOptions {
+        url,
+        schema: format!("mnemo_rank_big_{}", std::process::id()),
+    };
+    let _ = PostgresBackend::drop_schema(&opts);
+    let pg = PostgresBackend::open(&opts, None).unwrap();
+    // 8,000 chunks: "tea" and "piano" in 45 % of them each (3,600: two
+    // of them add up past the budget of 5,000), "term0".."term49" in 160
+    // each, "rareN" in 16.
+    for f in 0..80 {
+        let path = format!("memory/f{f:02}.md");
+        let chunks: Vec<NewChunk> = (0..100)
+            .map(|i| {
+                let n = f * 100 + i;
+                let mut words = vec![format!("term{}", n % 50), format!("rare{}", n % 500)];
+                if n % 20 < 9 {
+                    words.push("tea".into());
+                }
+                if (n / 3) % 20 < 9 {
+                    words.push("piano".into());
+                    words.push("piano".into());
+                }
+                words.extend((0..n % 7).map(|k| format!("pad{k}")));
+                let text = words.join(" ");
+                NewChunk {
+                    start_line: i + 1,
+                    end_line: i + 1,
+                    hash: format!("{path}-{i}"),
+                    text: text.clone(),
+                    tokens: text,
+                    messages: None,
+                    parts: Vec::new(),
+                    days: None,
+                }
+            })
+            .collect();
+        let file = FileRecord {
+            path,
+            source: Source::Memory,
+            hash: "h".into(),
+            mtime_ms: 1,
+            size: 1,
+            embedded: false,
+            session_key: None,
+        };
+        sqlite.upsert_file(&file, &chunks, None).unwrap();
+        pg.upsert_file(&file, &chunks, None).unwrap();
+    }
+    let ids = |b: &dyn IndexBackend, q: &[&str]| -> Vec<(String, f64)> {
+        let terms: Vec<String> = q.iter().map(|t| t.to_string()).collect();
+        let hits = b.keyword_search(&terms, 10, &[]).unwrap();
+        let chunks = b
+            .chunks(&hits.iter().map(|h| h.0).collect::<Vec<_>>())
+            .unwrap();
+        hits.iter()
+            .map(|(id, s)| {
+                let c = chunks.iter().find(|c| c.id == *id).unwrap();
+                (format!("{}:{}", c.path, c.start_line), *s)
+            })
+            .collect()
+    };
+    for q in [
+        &["tea", "piano", "term7"][..],
+        &["piano", "tea", "rare42", "term3"],
+        &["tea", "piano"],
+        &["tea piano", "piano term9"],
+    ] {
+        let want = ids(&sqlite, q);
+        let got = ids(&pg, q);
+        assert_eq!(want.len(), 10, "{q:?}");
+        assert_eq!(
+            got.iter().map(|g| &g.0).collect::<Vec<_>>(),
+            want.iter().map(|w| &w.0).collect::<Vec<_>>(),
+            "{q:?}"
+        );
+        for (g, w) in got.iter().zip(&want) {
+            assert!(
+                (g.1 - w.1).abs() <= 1e-9 * w.1.abs().max(1.0),
+                "{q:?}: {g:?} vs {w:?}"
+            );
         }
     }
     drop(pg);

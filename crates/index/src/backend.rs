@@ -192,3 +192,79 @@ pub fn informative_terms<T: Copy>(terms: &[(T, i64)], chunks: i64) -> Vec<(T, i6
         kept
     }
 }
+
+/// Most postings (the summed document counts of a query's terms) a
+/// keyword search scores exactly; past it, [`keyword_plan`] bounds the
+/// search.
+pub const KEYWORD_BUDGET: i64 = 5_000;
+
+/// How a backend runs a keyword query (see [`keyword_plan`]).
+#[derive(Debug, PartialEq, Eq)]
+pub enum KeywordPlan<T> {
+    /// Every chunk holding any of these terms, ranked by their BM25 (exact).
+    All(Vec<T>),
+    /// Only the chunks holding any of `rare`, each scored with the BM25 of
+    /// `rare` and `common` together.
+    Bounded {
+        /// The terms whose chunks are scored.
+        rare: Vec<T>,
+        /// The terms that only add to those chunks' scores.
+        common: Vec<T>,
+    },
+}
+
+/// The plan for a keyword query of `terms` with their document counts (a
+/// phrase counts as its rarer word) among `chunks` chunks: a search rule
+/// every backend applies, so that their cost is bounded alike as the index
+/// grows and they rank alike.
+///
+/// A query of single words first loses its common words
+/// ([`informative_terms`]). When the remaining terms' document counts add
+/// up to more than [`KEYWORD_BUDGET`], only the chunks holding the rarest
+/// terms (the most that fit the budget, at least one) are scored: chunks
+/// holding only the common terms score below them in nearly every query
+/// (0.98 of the exact top 10 on the generated 100,000-chunk corpus of
+/// docs/BENCHMARKS.md), and everything a rare word or an identifier names
+/// is still found. `phrases` says the terms are a query's adjacent pairs:
+/// a phrase's BM25 only adds to chunks its words already found, so past
+/// the budget the common pairs are simply left out.
+pub fn keyword_plan<T: Copy>(terms: &[(T, i64)], chunks: i64, phrases: bool) -> KeywordPlan<T> {
+    let with = if phrases {
+        terms.to_vec()
+    } else {
+        informative_terms(terms, chunks)
+    };
+    let all = || KeywordPlan::All(with.iter().map(|(t, _)| *t).collect());
+    let total: i64 = with.iter().map(|(_, d)| d).sum();
+    if total <= KEYWORD_BUDGET || with.len() < 2 {
+        return all();
+    }
+    // The rarest terms that fit the budget, in the query's order within
+    // each side so that equal scores keep their order.
+    let mut by_rarity: Vec<usize> = (0..with.len()).collect();
+    by_rarity.sort_by_key(|&i| (with[i].1, i));
+    let mut rare_set = vec![false; with.len()];
+    let mut spent = 0;
+    for (n, &i) in by_rarity.iter().enumerate() {
+        if n > 0 && spent + with[i].1 > KEYWORD_BUDGET {
+            break;
+        }
+        spent += with[i].1;
+        rare_set[i] = true;
+    }
+    let pick = |rare: bool| -> Vec<T> {
+        with.iter()
+            .zip(&rare_set)
+            .filter(|(_, r)| **r == rare)
+            .map(|((t, _), _)| *t)
+            .collect()
+    };
+    let (rare, common) = (pick(true), pick(false));
+    if rare.is_empty() || common.is_empty() {
+        return all();
+    }
+    if phrases {
+        return KeywordPlan::All(rare);
+    }
+    KeywordPlan::Bounded { rare, common }
+}

@@ -10,7 +10,7 @@
 //! - terms found in more than half of the chunks are dropped (their IDF is
 //!   about 0: they change no ranking);
 //! - when the remaining terms' document counts add up to more than
-//!   [`BUDGET`], only the chunks holding the rarest terms (the most that
+//!   [`KEYWORD_BUDGET`](crate::backend::KEYWORD_BUDGET), only the chunks holding the rarest terms (the most that
 //!   fit within the budget) are scored, each with the BM25 of the whole
 //!   query: one FTS5 query for those that hold some of the other terms
 //!   (`rare AND common`, the whole query's BM25), one of the rare terms
@@ -38,10 +38,8 @@ use std::sync::{Arc, Mutex};
 
 use rusqlite::{params, Connection, OptionalExtension};
 
+use crate::backend::{keyword_plan, KeywordPlan};
 use crate::fts_rank::DocLens;
-
-/// Most postings (summed document counts of the terms) scored exactly.
-pub(crate) const BUDGET: i64 = 5_000;
 
 /// Term statistics of one revision of the index.
 #[derive(Debug, Default)]
@@ -114,60 +112,22 @@ impl StatsCache {
     }
 }
 
-/// How a query is run.
-#[derive(Debug, PartialEq, Eq)]
-enum Plan {
-    /// One OR of these terms (exact).
-    All(Vec<String>),
-    /// The chunks holding any of `rare`, scored with `rare` and `common`.
-    Bounded {
-        rare: Vec<String>,
-        common: Vec<String>,
-    },
+/// The plan for `terms` with document counts `docs` among `chunks` chunks
+/// (the shared rule, [`keyword_plan`]).
+fn plan(terms: &[String], docs: &[i64], chunks: i64) -> Plan {
+    let with: Vec<(&String, i64)> = terms.iter().zip(docs.iter().copied()).collect();
+    let phrases = terms.iter().any(|t| t.contains(' '));
+    let owned = |v: Vec<&String>| v.into_iter().cloned().collect();
+    match keyword_plan(&with, chunks, phrases) {
+        KeywordPlan::All(t) => Plan::All(owned(t)),
+        KeywordPlan::Bounded { rare, common } => Plan::Bounded {
+            rare: owned(rare),
+            common: owned(common),
+        },
+    }
 }
 
-/// The plan for `terms` with document counts `docs` among `chunks` chunks.
-fn plan(terms: &[String], docs: &[i64], chunks: i64) -> Plan {
-    let phrases = terms.iter().any(|t| t.contains(' '));
-    let mut with: Vec<(&String, i64)> = terms.iter().zip(docs.iter().copied()).collect();
-    if !phrases {
-        with = crate::backend::informative_terms(&with, chunks);
-    }
-    let total: i64 = with.iter().map(|(_, d)| d).sum();
-    if total <= BUDGET || with.len() < 2 {
-        return Plan::All(with.into_iter().map(|(t, _)| t.clone()).collect());
-    }
-    // The rarest terms that fit the budget (always at least one), in the
-    // query's order within each side so equal scores keep their order.
-    let mut by_rarity: Vec<usize> = (0..with.len()).collect();
-    by_rarity.sort_by_key(|&i| (with[i].1, i));
-    let mut rare_set = vec![false; with.len()];
-    let mut spent = 0;
-    for (n, &i) in by_rarity.iter().enumerate() {
-        if n > 0 && spent + with[i].1 > BUDGET {
-            break;
-        }
-        spent += with[i].1;
-        rare_set[i] = true;
-    }
-    let pick = |rare: bool| -> Vec<String> {
-        with.iter()
-            .zip(&rare_set)
-            .filter(|(_, r)| **r == rare)
-            .map(|((t, _), _)| (*t).clone())
-            .collect()
-    };
-    let (rare, common) = (pick(true), pick(false));
-    if rare.is_empty() || common.is_empty() {
-        return Plan::All(with.into_iter().map(|(t, _)| t.clone()).collect());
-    }
-    if phrases {
-        // A phrase's BM25 only adds to chunks the words already found:
-        // the common pairs are simply left out.
-        return Plan::All(rare);
-    }
-    Plan::Bounded { rare, common }
-}
+type Plan = KeywordPlan<String>;
 
 /// `(chunk id, -bm25)` of the best `limit` chunks for `terms`, best first;
 /// `sources` is an SQL list for `chunks.source IN (...)`, or `None`.

@@ -8,8 +8,8 @@
 //!   standard channel. Unlike the blocking `postgres` crate (whose
 //!   `block_on` panics inside a tokio runtime), this is safe from any
 //!   thread, async or not.
-//! - [`client_config`] and [`location`]: a URL read with mnemo's defaults,
-//!   and named without its password.
+//! - [`Target`]: a URL read with mnemo's defaults and libpq's TLS
+//!   settings ([`tls`]), named without its password.
 //! - [`Pool`]: a few connections kept open, a broken one never reused.
 //! - [`lock_key`]: advisory-lock keys that every process agrees on.
 #![forbid(unsafe_code)]
@@ -25,6 +25,8 @@ use tokio_postgres::config::Host;
 use tokio_postgres::{Client, Config, NoTls};
 
 pub use tokio_postgres;
+
+pub mod tls;
 
 /// A private runtime on a thread of its own; stopped when dropped.
 pub struct Runtime {
@@ -101,28 +103,111 @@ impl Drop for Runtime {
     }
 }
 
-/// The client's settings for `url` (a connect timeout and mnemo's
-/// application name unless the URL sets them) and its [`location`]; the
-/// error says how to write the URL.
-pub fn client_config(url: &str) -> Result<(Config, String), String> {
-    let mut config = Config::from_str(url).map_err(|e| {
-        format!(
-            "the PostgreSQL URL is not valid ({e}); write it as \
-             postgres://user:password@host:5432/database"
-        )
-    })?;
-    if config.get_connect_timeout().is_none() {
-        config.connect_timeout(Duration::from_secs(10));
+/// A database to reach: the client's settings (a connect timeout and
+/// mnemo's application name unless the URL sets them), its TLS (libpq's
+/// `sslmode` and `sslrootcert`, see [`tls`]) and its [`location`].
+#[derive(Clone)]
+pub struct Target {
+    config: Config,
+    tls: Option<tokio_postgres_rustls::MakeRustlsConnect>,
+    location: String,
+    /// What messages call it ("database", "index database").
+    what: &'static str,
+}
+
+impl std::fmt::Debug for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Target")
+            .field("location", &self.location)
+            .field("tls", &self.tls.is_some())
+            .finish()
     }
-    if config.get_application_name().is_none() {
-        config.application_name("mnemo");
+}
+
+impl Target {
+    /// Reads `url` (`postgres://…` or libpq `key=value` pairs); the error
+    /// says how to write it.
+    pub fn parse(url: &str) -> Result<Target, String> {
+        let (rest, tls) = tls::split(url)?;
+        let mut config = Config::from_str(&rest).map_err(|e| {
+            format!(
+                "the PostgreSQL URL is not valid ({e}); write it as \
+                 postgres://user:password@host:5432/database"
+            )
+        })?;
+        config.ssl_mode(tls.ssl_mode());
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(Duration::from_secs(10));
+        }
+        if config.get_application_name().is_none() {
+            config.application_name("mnemo");
+        }
+        let location = location(&config);
+        Ok(Target {
+            config,
+            tls: tls.connector()?,
+            location,
+            what: "database",
+        })
     }
-    let location = location(&config);
-    Ok((config, location))
+
+    /// The same target, called `what` in messages.
+    pub fn named(mut self, what: &'static str) -> Target {
+        self.what = what;
+        self
+    }
+
+    /// The client's settings.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Where the database is, without a password.
+    pub fn location(&self) -> &str {
+        &self.location
+    }
+
+    /// One new connection, its I/O driven by a task of the current
+    /// runtime; the error names the server and what to check.
+    pub async fn connect(&self) -> Result<Client, String> {
+        let failed = |e: tokio_postgres::Error| {
+            let why = describe(&e);
+            let check = if why.contains("TLS") || why.contains("certificate") {
+                "check sslmode and sslrootcert in the URL: sslmode=disable for a server \
+                 without TLS, sslrootcert=PATH for the CA that signed its certificate"
+            } else {
+                "is the server running, and are the URL, user and password right?"
+            };
+            format!(
+                "cannot connect to the {} at {}: {why} ({check})",
+                self.what, self.location
+            )
+        };
+        let client = match &self.tls {
+            None => {
+                let (client, conn) = self.config.connect(NoTls).await.map_err(failed)?;
+                tokio::spawn(drive(conn));
+                client
+            }
+            Some(tls) => {
+                let (client, conn) = self.config.connect(tls.clone()).await.map_err(failed)?;
+                tokio::spawn(drive(conn));
+                client
+            }
+        };
+        Ok(client)
+    }
+}
+
+/// Runs a connection's I/O until it closes.
+async fn drive<F: Future<Output = Result<(), tokio_postgres::Error>>>(conn: F) {
+    if let Err(e) = conn.await {
+        tracing::debug!("PostgreSQL connection closed: {e}");
+    }
 }
 
 /// The URL of `config` without its password, for messages.
-pub fn location(config: &Config) -> String {
+fn location(config: &Config) -> String {
     let host = config
         .get_hosts()
         .first()
@@ -147,7 +232,18 @@ pub fn describe(e: &tokio_postgres::Error) -> String {
             Some(d) => format!("{} ({d})", db.message()),
             None => db.message().to_string(),
         },
-        None => e.to_string(),
+        None => {
+            // The client's own errors keep the cause apart ("error
+            // performing TLS handshake" / "invalid peer certificate: …").
+            let mut out = e.to_string();
+            let mut cause = std::error::Error::source(e);
+            while let Some(c) = cause {
+                out.push_str(": ");
+                out.push_str(&c.to_string());
+                cause = c.source();
+            }
+            out
+        }
     }
 }
 
@@ -162,29 +258,10 @@ pub fn is_busy(e: &tokio_postgres::Error) -> bool {
     })
 }
 
-/// One new connection, its I/O driven by a task of the current runtime;
-/// the error names the server and what to check.
-pub async fn connect(config: &Config, location: &str) -> Result<Client, String> {
-    let (client, conn) = config.connect(NoTls).await.map_err(|e| {
-        format!(
-            "cannot connect to the database at {location}: {} \
-             (is the server running, and are the URL, user and password right?)",
-            describe(&e)
-        )
-    })?;
-    tokio::spawn(async move {
-        if let Err(e) = conn.await {
-            tracing::debug!("PostgreSQL connection closed: {e}");
-        }
-    });
-    Ok(client)
-}
-
 /// A few connections to one database, each set up by a statement (its
 /// `search_path`) when opened.
 pub struct Pool {
-    config: Config,
-    location: String,
+    target: Target,
     setup: String,
     idle: Mutex<Vec<Client>>,
     permits: Arc<Semaphore>,
@@ -200,12 +277,11 @@ pub struct Pooled {
 }
 
 impl Pool {
-    /// At most `size` connections to `config`, each first running `setup`
+    /// At most `size` connections to `target`, each first running `setup`
     /// (e.g. `SET search_path TO …`; empty for none).
-    pub fn new(config: Config, location: String, setup: String, size: usize) -> Arc<Pool> {
+    pub fn new(target: Target, setup: String, size: usize) -> Arc<Pool> {
         Arc::new(Pool {
-            config,
-            location,
+            target,
             setup,
             idle: Mutex::new(Vec::new()),
             permits: Arc::new(Semaphore::new(size.max(1))),
@@ -214,7 +290,7 @@ impl Pool {
 
     /// Where the database is, without a password.
     pub fn location(&self) -> &str {
-        &self.location
+        self.target.location()
     }
 
     /// An idle connection, or a new one; waits while `size` are in use.
@@ -229,7 +305,7 @@ impl Pool {
         let client = match idle {
             Some(c) if !c.is_closed() => c,
             _ => {
-                let c = connect(&self.config, &self.location).await?;
+                let c = self.target.connect().await?;
                 if !self.setup.is_empty() {
                     c.batch_execute(&self.setup)
                         .await
@@ -282,7 +358,7 @@ mod tests {
 
     #[test]
     fn a_location_never_shows_the_password() {
-        let (_, loc) = client_config("postgres://u:secret@db.example:5433/mem").unwrap();
-        assert_eq!(loc, "postgres://u@db.example:5433/mem");
+        let t = Target::parse("postgres://u:secret@db.example:5433/mem?sslmode=require").unwrap();
+        assert_eq!(t.location(), "postgres://u@db.example:5433/mem");
     }
 }

@@ -106,14 +106,14 @@ impl Database {
                 "{schema:?} cannot name the store's schema: use lower-case letters, digits and _"
             )));
         }
-        let (config, location) =
-            mnemo_postgres::client_config(url).map_err(|m| failed("postgres", m))?;
+        let target = mnemo_postgres::Target::parse(url).map_err(|m| failed("postgres", m))?;
+        let location = target.location().to_string();
         let rt = Runtime::start().map_err(|m| failed(&location, m))?;
         let setup = format!("SET search_path TO {schema}");
         let db = Arc::new(Database {
             rt,
-            pool: Pool::new(config.clone(), location.clone(), setup.clone(), POOL_SIZE),
-            locks: Pool::new(config, location.clone(), setup, LOCK_POOL_SIZE),
+            pool: Pool::new(target.clone(), setup.clone(), POOL_SIZE),
+            locks: Pool::new(target, setup, LOCK_POOL_SIZE),
             schema: schema.to_string(),
             location,
         });

@@ -5,15 +5,17 @@
 //! FTS5's `unicode61 remove_diacritics 2` tokenizer and ranks with FTS5's
 //! BM25. PostgreSQL's text search would stem, drop stop words and rank
 //! with `ts_rank`, another order. So this backend stores what BM25 needs
-//! itself: a row per (token, chunk) with the term frequency, the chunk's
-//! length and the token's positions (for phrases), and the number of
-//! chunks and tokens of the index; [`words`] splits and folds the tokens
-//! as unicode61 does, and [`bm25`] is FTS5's formula with the same
+//! itself: a row per (word, file) listing the file's chunks that hold the
+//! word, with the term frequency, the chunk's length and the word's
+//! positions (for phrases) of each ([`WordLists`]), each word's number of
+//! chunks, and the number of chunks and tokens of the index; [`words`]
+//! splits and folds the tokens as unicode61 does, [`score`] ranks the
+//! lists a search reads, and [`bm25`] is FTS5's formula with the same
 //! constants and operations.
 //!
 //! [`NewChunk::tokens`]: mnemo_index::backend::NewChunk::tokens
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use unicode_normalization::char::is_combining_mark;
 use unicode_normalization::UnicodeNormalization;
@@ -69,6 +71,199 @@ pub(crate) fn postings(tokens: &str) -> (Vec<(String, Vec<i32>)>, i32) {
         out[slot].1.push(i as i32);
     }
     (out, ws.len() as i32)
+}
+
+/// One word's postings: chunk ids with their term frequency, length and
+/// (when read) positions, one chunk's after the other.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub(crate) struct List {
+    pub ids: Vec<i64>,
+    pub tfs: Vec<i32>,
+    pub lens: Vec<i32>,
+    pub positions: Vec<i32>,
+    /// Each chunk's source, when read (a list row is one file's).
+    pub sources: Vec<u32>,
+}
+
+impl List {
+    /// Appends another row's entries (`source` is an index into the
+    /// search's source names).
+    pub fn extend(
+        &mut self,
+        ids: Vec<i64>,
+        tfs: Vec<i32>,
+        lens: Vec<i32>,
+        positions: Vec<i32>,
+        source: u32,
+    ) {
+        self.sources.extend(std::iter::repeat_n(source, ids.len()));
+        self.ids.extend(ids);
+        self.tfs.extend(tfs);
+        self.lens.extend(lens);
+        self.positions.extend(positions);
+    }
+
+    /// Each chunk's positions, by id (empty slices when none were read).
+    fn positions_by_chunk(&self) -> HashMap<i64, &[i32]> {
+        let mut at = 0usize;
+        let mut out = HashMap::with_capacity(self.ids.len());
+        for (id, tf) in self.ids.iter().zip(&self.tfs) {
+            let end = (at + *tf as usize).min(self.positions.len());
+            out.insert(*id, &self.positions[at.min(end)..end]);
+            at = end;
+        }
+        out
+    }
+}
+
+/// A file's postings grouped by word, in word order: the rows it adds to
+/// `word_lists`.
+pub(crate) struct WordLists(BTreeMap<String, List>);
+
+impl WordLists {
+    /// The lists of `chunks` (id, length in tokens, postings).
+    pub fn of<'a>(chunks: impl Iterator<Item = (i64, i32, &'a [(String, Vec<i32>)])>) -> Self {
+        let mut chunks: Vec<_> = chunks.collect();
+        chunks.sort_by_key(|c| c.0);
+        let mut out: BTreeMap<String, List> = BTreeMap::new();
+        for (id, len, postings) in chunks {
+            for (word, positions) in postings {
+                let l = out.entry(word.clone()).or_default();
+                l.ids.push(id);
+                l.tfs.push(positions.len() as i32);
+                l.lens.push(len);
+                l.positions.extend(positions);
+            }
+        }
+        WordLists(out)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The rows as columns: words, then chunk ids, frequencies, lengths
+    /// and positions as array literals (one statement takes them all).
+    #[allow(clippy::type_complexity)]
+    pub fn columns(
+        &self,
+    ) -> (
+        Vec<&str>,
+        Vec<String>,
+        Vec<String>,
+        Vec<String>,
+        Vec<String>,
+    ) {
+        fn literal<T: ToString>(v: &[T]) -> String {
+            let items: Vec<String> = v.iter().map(T::to_string).collect();
+            format!("{{{}}}", items.join(","))
+        }
+        let mut cols = (vec![], vec![], vec![], vec![], vec![]);
+        for (w, l) in &self.0 {
+            cols.0.push(w.as_str());
+            cols.1.push(literal(&l.ids));
+            cols.2.push(literal(&l.tfs));
+            cols.3.push(literal(&l.lens));
+            cols.4.push(literal(&l.positions));
+        }
+        cols
+    }
+
+    /// Each word's number of chunks, in the order of [`Self::columns`].
+    pub fn docs(&self) -> Vec<i64> {
+        self.0.values().map(|l| l.ids.len() as i64).collect()
+    }
+}
+
+/// The best `limit` chunks for `terms` (each a phrase of one or more
+/// words), by FTS5's BM25 over the index's `chunks` chunks of `avgdl`
+/// tokens on average: `lists` holds every word's postings (positions read
+/// for the words of phrases); only the chunks holding one of the first
+/// `rare` terms are ranked (all terms for an exact plan, the rare ones of
+/// a bounded plan), and only those whose source `source_ok` takes.
+pub(crate) fn score(
+    terms: &[&[String]],
+    lists: &HashMap<String, List>,
+    rare: usize,
+    chunks: f64,
+    avgdl: f64,
+    limit: usize,
+    source_ok: impl Fn(u32) -> bool,
+) -> Vec<(i64, f64)> {
+    let empty = List::default();
+    let list = |w: &String| lists.get(w).unwrap_or(&empty);
+    // Each term's frequency in each chunk holding it. The chunks of the
+    // first `rare` terms are those scored; the others only add to them.
+    let mut lens: HashMap<i64, (i32, u32)> = HashMap::new();
+    let mut freqs: Vec<HashMap<i64, f64>> = Vec::with_capacity(terms.len());
+    // Each term's number of chunks (all of them: the IDF is the index's).
+    let mut docs: Vec<f64> = Vec::with_capacity(terms.len());
+    for (t, words) in terms.iter().enumerate() {
+        let first = list(&words[0]);
+        let mut freq = HashMap::new();
+        let mut hits = 0usize;
+        let mut found = |i: usize, n: f64, lens: &mut HashMap<i64, (i32, u32)>| {
+            hits += 1;
+            let id = first.ids[i];
+            if t < rare {
+                lens.entry(id).or_insert((first.lens[i], first.sources[i]));
+            } else if !lens.contains_key(&id) {
+                return;
+            }
+            freq.insert(id, n);
+        };
+        if words.len() == 1 {
+            for i in 0..first.ids.len() {
+                found(i, first.tfs[i] as f64, &mut lens);
+            }
+        } else {
+            // A phrase: its words side by side, counted from each of its
+            // first word's positions.
+            let others: Vec<HashMap<i64, &[i32]>> = words[1..]
+                .iter()
+                .map(|w| list(w).positions_by_chunk())
+                .collect();
+            let mine = first.positions_by_chunk();
+            for i in 0..first.ids.len() {
+                let id = first.ids[i];
+                let Some(rest) = others
+                    .iter()
+                    .map(|o| o.get(&id))
+                    .collect::<Option<Vec<_>>>()
+                else {
+                    continue;
+                };
+                let n = mine[&id]
+                    .iter()
+                    .filter(|&&a| {
+                        rest.iter()
+                            .enumerate()
+                            .all(|(j, p)| p.contains(&(a + j as i32 + 1)))
+                    })
+                    .count();
+                if n > 0 {
+                    found(i, n as f64, &mut lens);
+                }
+            }
+        }
+        freqs.push(freq);
+        docs.push(hits as f64);
+    }
+    let idfs: Vec<f64> = docs.iter().map(|&d| idf(chunks, d)).collect();
+    let mut out: Vec<(i64, f64)> = lens
+        .iter()
+        .filter(|(_, (_, s))| source_ok(*s))
+        .map(|(&id, &(len, _))| {
+            let f: Vec<f64> = freqs
+                .iter()
+                .map(|m| m.get(&id).copied().unwrap_or(0.0))
+                .collect();
+            (id, bm25(&idfs, &f, len as f64, avgdl))
+        })
+        .collect();
+    out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    out.truncate(limit);
+    out
 }
 
 /// FTS5's IDF of a phrase found in `hits` of `rows` chunks.

@@ -409,34 +409,25 @@ async fn upsert(
     )
     .await
     .map_err(db)?;
-    let (mut tok, mut cid, mut tf, mut len, mut pos) = (vec![], vec![], vec![], vec![], vec![]);
-    for r in &rows {
-        for (t, p) in &r.postings {
-            tok.push(t.as_str());
-            cid.push(r.id);
-            tf.push(p.len() as i32);
-            len.push(r.len);
-            let list: Vec<String> = p.iter().map(i32::to_string).collect();
-            pos.push(format!("{{{}}}", list.join(",")));
-        }
-    }
-    if !tok.is_empty() {
+    let lists = keyword::WordLists::of(rows.iter().map(|r| (r.id, r.len, r.postings.as_slice())));
+    if !lists.is_empty() {
+        let (tok, ids, tfs, lens, pos) = lists.columns();
         tx.execute(
-            "INSERT INTO postings(token, chunk_id, source, tf, len, positions)
-             SELECT t, c, $6, f, l, p::integer[]
-             FROM unnest($1::text[], $2::bigint[], $3::integer[], $4::integer[], $5::text[])
-                  AS u(t, c, f, l, p)",
-            &[&tok, &cid, &tf, &len, &pos, &source],
+            "INSERT INTO word_lists(token, path, source, chunk_ids, tfs, lens, positions)
+             SELECT t, $6, $7, i::bigint[], f::integer[], l::integer[], p::integer[]
+             FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[])
+                  AS u(t, i, f, l, p)",
+            &[&tok, &ids, &tfs, &lens, &pos, &file.path, &source],
         )
         .await
         .map_err(db)?;
-        // One posting per (word, chunk): a word's count here is the
-        // number of chunks it adds to.
+        // The words in the order of their rows, as every writer takes them.
+        let docs: Vec<i64> = lists.docs();
         tx.execute(
-            "INSERT INTO vocab(token, docs) SELECT t, count(*) FROM unnest($1::text[]) AS t
-             GROUP BY t ORDER BY t
+            "INSERT INTO vocab(token, docs) SELECT t, d FROM unnest($1::text[], $2::bigint[]) AS u(t, d)
+             ORDER BY t
              ON CONFLICT (token) DO UPDATE SET docs = vocab.docs + EXCLUDED.docs",
-            &[&tok],
+            &[&tok, &docs],
         )
         .await
         .map_err(db)?;
@@ -491,21 +482,21 @@ async fn upsert(
     tx.commit().await.map_err(db)
 }
 
-/// Deletes the chunks of `path` (their postings and vectors cascade) and
-/// takes their words out of the vocabulary's counts; returns each gone
+/// Deletes the chunks of `path` (their vectors cascade) and their word
+/// lists, and takes their words out of the vocabulary's counts; returns each gone
 /// chunk's `ntokens`. Inside a writer's transaction.
 async fn delete_chunks(
     tx: &tokio_postgres::Transaction<'_>,
     path: &str,
 ) -> std::result::Result<Vec<tokio_postgres::Row>, tokio_postgres::Error> {
     tx.execute(
-        "UPDATE vocab v SET docs = v.docs - g.n
-         FROM (SELECT p.token, count(*) AS n FROM chunks c JOIN postings p ON p.chunk_id = c.id
-               WHERE c.path = $1 GROUP BY p.token) AS g
-         WHERE v.token = g.token",
+        "UPDATE vocab v SET docs = v.docs - cardinality(w.chunk_ids)
+         FROM word_lists w WHERE w.path = $1 AND v.token = w.token",
         &[&path],
     )
     .await?;
+    tx.execute("DELETE FROM word_lists WHERE path = $1", &[&path])
+        .await?;
     tx.query(
         "DELETE FROM chunks WHERE path = $1 RETURNING ntokens",
         &[&path],
@@ -531,54 +522,6 @@ async fn delete(pool: &Pool, c: &mut Client, lock_key: i64, path: String) -> Res
     .await
     .map_err(db)?;
     tx.commit().await.map_err(db)
-}
-
-/// The select list of [`ranked`]'s statements: each chunk's BM25, summed
-/// over the postings `p` joined to the query words `q(token, idf)`
-/// (`keyword::bm25`'s formula, run by the server).
-macro_rules! bm25_select {
-    () => {
-        "SELECT p.chunk_id, sum(q.idf * ((p.tf::float8 * ($3::float8 + 1.0))
-            / (p.tf::float8 + $3::float8 * (1.0 - $4::float8
-               + $4::float8 * p.len::float8 / $5::float8))))::float8 AS s"
-    };
-}
-
-/// The best chunks by one BM25 statement over the postings: `$1` words,
-/// `$2` their IDFs, `$5` the average length, `$6` the sources (or NULL),
-/// `$7` the limit, and `$8` the rare words of a bounded plan.
-async fn ranked(
-    c: &mut pool::Pooled,
-    sql: &str,
-    (words, idfs, avgdl, sources, limit): (
-        &Vec<String>,
-        &Vec<f64>,
-        &f64,
-        &Option<Vec<String>>,
-        i64,
-    ),
-    rare: Option<&Vec<String>>,
-) -> std::result::Result<Vec<(i64, f64)>, tokio_postgres::Error> {
-    let mut params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = vec![
-        words,
-        idfs,
-        &keyword::K1,
-        &keyword::B,
-        avgdl,
-        sources,
-        &limit,
-    ];
-    if let Some(r) = rare {
-        params.push(r);
-    }
-    let rows = c.query(sql, &params).await?;
-    Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
-}
-
-/// Per-chunk frequencies of one query term, and its document count.
-struct TermHits {
-    freq: HashMap<i64, f64>,
-    docs: i64,
 }
 
 async fn keyword(
@@ -631,118 +574,71 @@ async fn keyword(
     // The shared rules (as for SQLite): common words of a query without
     // phrases are dropped, and past the budget only the chunks holding
     // the rarer terms are scored.
-    let n = rows as f64;
-    let avgdl = tokens as f64 / n;
-    let single = |i: &usize| phrases[*i][0].clone();
-    let idf_of = |w: &String| keyword::idf(n, docs.get(w).copied().unwrap_or(0) as f64);
-    let keep = match keyword_plan(&with, rows, terms.iter().any(|t| t.contains(' '))) {
-        KeywordPlan::All(keep) if keep.iter().all(|&i| phrases[i].len() == 1) => {
-            // Single words only: the server sums BM25 over the postings
-            // and sends back the best `limit`, not every posting.
-            let words: Vec<String> = keep.iter().map(single).collect();
-            let idfs: Vec<f64> = words.iter().map(idf_of).collect();
-            let sql = concat!(
-                bm25_select!(),
-                " FROM postings p JOIN unnest($1::text[], $2::float8[]) AS q(token, idf)
-                      ON p.token = q.token
-                 WHERE $6::text[] IS NULL OR p.source = ANY($6)
-                 GROUP BY p.chunk_id ORDER BY s DESC, p.chunk_id LIMIT $7"
-            );
-            let params = (&words, &idfs, &avgdl, &sources, limit as i64);
-            return ranked(c, sql, params, None).await.map_err(db);
-        }
-        KeywordPlan::All(keep) => keep,
-        KeywordPlan::Bounded { rare, common } => {
-            // The chunks holding a rare word, each scored with every word
-            // (the common ones looked up by chunk, not read whole).
-            let rare: Vec<String> = rare.iter().map(single).collect();
-            let words: Vec<String> = rare
-                .iter()
-                .cloned()
-                .chain(common.iter().map(single))
-                .collect();
-            let idfs: Vec<f64> = words.iter().map(idf_of).collect();
-            let sql = concat!(
-                bm25_select!(),
-                " FROM (SELECT DISTINCT chunk_id FROM postings
-                       WHERE token = ANY($8) AND ($6::text[] IS NULL OR source = ANY($6))) AS r
-                 JOIN postings p ON p.chunk_id = r.chunk_id AND p.token = ANY($1)
-                 JOIN unnest($1::text[], $2::float8[]) AS q(token, idf) ON p.token = q.token
-                 GROUP BY p.chunk_id ORDER BY s DESC, p.chunk_id LIMIT $7"
-            );
-            let params = (&words, &idfs, &avgdl, &sources, limit as i64);
-            return ranked(c, sql, params, Some(&rare)).await.map_err(db);
-        }
-    };
-    let mut hits: Vec<TermHits> = Vec::with_capacity(keep.len());
-    let mut lens: HashMap<i64, (i32, String)> = HashMap::new();
-    for &i in &keep {
-        let words = &phrases[i];
-        let mut freq = HashMap::new();
-        if words.len() == 1 {
-            for r in c
-                .query(
-                    "SELECT chunk_id, tf, len, source FROM postings WHERE token = $1",
-                    &[&words[0]],
-                )
-                .await
-                .map_err(db)?
-            {
-                let id: i64 = r.get(0);
-                freq.insert(id, r.get::<_, i32>(1) as f64);
-                lens.entry(id).or_insert_with(|| (r.get(2), r.get(3)));
+    let (terms_of, rare): (Vec<usize>, usize) =
+        match keyword_plan(&with, rows, terms.iter().any(|t| t.contains(' '))) {
+            KeywordPlan::All(keep) => {
+                let n = keep.len();
+                (keep, n)
             }
-        } else {
-            // A phrase: the chunks holding all its words, counted where
-            // they stand side by side (`keyword::phrase_count`'s rule, run
-            // by the server: only the chunks holding the phrase come back).
-            let mut adjacent = String::new();
-            for j in 1..words.len() {
-                adjacent.push_str(&format!(" AND a + {j} = ANY(p{j}.positions)"));
+            KeywordPlan::Bounded { rare, common } => {
+                let n = rare.len();
+                (rare.into_iter().chain(common).collect(), n)
             }
-            let mut sql = format!(
-                "SELECT chunk_id, len, source, n FROM (SELECT p0.chunk_id, p0.len, p0.source,
-                     (SELECT count(*) FROM unnest(p0.positions) AS a WHERE true{adjacent})::int AS n
-                 FROM postings p0"
-            );
-            for j in 1..words.len() {
-                sql.push_str(&format!(
-                    " JOIN postings p{j} ON p{j}.chunk_id = p0.chunk_id AND p{j}.token = ${}",
-                    j + 1
-                ));
-            }
-            sql.push_str(" WHERE p0.token = $1) AS t WHERE n > 0");
-            let params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = words
-                .iter()
-                .map(|w| w as &(dyn tokio_postgres::types::ToSql + Sync))
-                .collect();
-            for r in c.query(&sql, &params).await.map_err(db)? {
-                let id: i64 = r.get(0);
-                freq.insert(id, r.get::<_, i32>(3) as f64);
-                lens.entry(id).or_insert_with(|| (r.get(1), r.get(2)));
-            }
-        }
-        let docs = freq.len() as i64;
-        hits.push(TermHits { freq, docs });
+        };
+    let kept: Vec<&[String]> = terms_of.iter().map(|&i| phrases[i].as_slice()).collect();
+    // The lists of every word, positions only for the words of phrases.
+    let mut plain: Vec<&str> = Vec::new();
+    let mut placed: Vec<&str> = Vec::new();
+    for t in &kept {
+        let to = if t.len() > 1 { &mut placed } else { &mut plain };
+        to.extend(t.iter().map(String::as_str));
     }
-    let idfs: Vec<f64> = hits
-        .iter()
-        .map(|h| keyword::idf(n, h.docs as f64))
-        .collect();
-    let mut out: Vec<(i64, f64)> = lens
-        .iter()
-        .filter(|(_, (_, s))| sources.as_ref().is_none_or(|f| f.iter().any(|x| x == s)))
-        .map(|(&id, (len, _))| {
-            let freqs: Vec<f64> = hits
-                .iter()
-                .map(|h| h.freq.get(&id).copied().unwrap_or(0.0))
-                .collect();
-            (id, keyword::bm25(&idfs, &freqs, *len as f64, avgdl))
-        })
-        .collect();
-    out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-    out.truncate(limit);
-    Ok(out)
+    plain.retain(|w| !placed.contains(w));
+    let mut names: Vec<String> = Vec::new();
+    let mut lists: HashMap<String, keyword::List> = HashMap::new();
+    for (words, positions) in [(plain, false), (placed, true)] {
+        if words.is_empty() {
+            continue;
+        }
+        let sql = if positions {
+            "SELECT token, source, chunk_ids, tfs, lens, positions FROM word_lists
+             WHERE token = ANY($1)"
+        } else {
+            "SELECT token, source, chunk_ids, tfs, lens, '{}'::integer[] FROM word_lists
+             WHERE token = ANY($1)"
+        };
+        for r in c.query(sql, &[&words]).await.map_err(db)? {
+            let source: &str = r.get(1);
+            let at = match names.iter().position(|n| n == source) {
+                Some(i) => i,
+                None => {
+                    names.push(source.to_string());
+                    names.len() - 1
+                }
+            };
+            lists.entry(r.get(0)).or_default().extend(
+                r.get(2),
+                r.get(3),
+                r.get(4),
+                r.get(5),
+                at as u32,
+            );
+        }
+    }
+    let source_ok = |s: u32| {
+        sources
+            .as_ref()
+            .is_none_or(|f| f.iter().any(|x| Some(x) == names.get(s as usize)))
+    };
+    Ok(keyword::score(
+        &kept,
+        &lists,
+        rare,
+        rows as f64,
+        tokens as f64 / rows as f64,
+        limit,
+        source_ok,
+    ))
 }
 
 /// The smallest HNSW search breadth (`hnsw.ef_search`) of a vector search,

@@ -402,7 +402,7 @@ impl IndexStore for PostgresStore {
                 .map_err(|e| p.db(e));
             p.put(c, r)
         })?;
-        let mut tables = ["chunks", "postings", "embedding_cache", "files"].to_vec();
+        let mut tables = ["chunks", "word_lists", "vocab", "embedding_cache", "files"].to_vec();
         if has_vectors {
             tables.push("chunk_vectors");
         }
@@ -430,7 +430,7 @@ impl Generation for PostgresGeneration {
         // Statistics for the planner and the visibility map for index-only
         // scans, before the first search reads the new generation.
         self.shared.execute(format!(
-            "VACUUM ANALYZE \"{0}\".postings, \"{0}\".chunks, \"{0}\".files",
+            "VACUUM ANALYZE \"{0}\".word_lists, \"{0}\".vocab, \"{0}\".chunks, \"{0}\".files",
             self.name
         ))?;
         let (old, _) = self.shared.live()?;

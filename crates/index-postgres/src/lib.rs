@@ -414,8 +414,8 @@ async fn upsert(
         let (tok, ids, tfs, lens, pos) = lists.columns();
         tx.execute(
             "INSERT INTO word_lists(token, path, source, chunk_ids, tfs, lens, positions)
-             SELECT t, $6, $7, i::bigint[], f::integer[], l::integer[], p::integer[]
-             FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[])
+             SELECT t, $6, $7, i, f, l, p
+             FROM unnest($1::text[], $2::bytea[], $3::bytea[], $4::bytea[], $5::bytea[])
                   AS u(t, i, f, l, p)",
             &[&tok, &ids, &tfs, &lens, &pos, &file.path, &source],
         )
@@ -490,7 +490,7 @@ async fn delete_chunks(
     path: &str,
 ) -> std::result::Result<Vec<tokio_postgres::Row>, tokio_postgres::Error> {
     tx.execute(
-        "UPDATE vocab v SET docs = v.docs - cardinality(w.chunk_ids)
+        "UPDATE vocab v SET docs = v.docs - length(w.chunk_ids) / 8
          FROM word_lists w WHERE w.path = $1 AND v.token = w.token",
         &[&path],
     )
@@ -604,7 +604,7 @@ async fn keyword(
             "SELECT token, source, chunk_ids, tfs, lens, positions FROM word_lists
              WHERE token = ANY($1)"
         } else {
-            "SELECT token, source, chunk_ids, tfs, lens, '{}'::integer[] FROM word_lists
+            "SELECT token, source, chunk_ids, tfs, lens, ''::bytea FROM word_lists
              WHERE token = ANY($1)"
         };
         for r in c.query(sql, &[&words]).await.map_err(db)? {
@@ -616,13 +616,7 @@ async fn keyword(
                     names.len() - 1
                 }
             };
-            lists.entry(r.get(0)).or_default().extend(
-                r.get(2),
-                r.get(3),
-                r.get(4),
-                r.get(5),
-                at as u32,
-            );
+            lists.entry(r.get(0)).or_default().extend(&r, at as u32);
         }
     }
     let source_ok = |s: u32| {

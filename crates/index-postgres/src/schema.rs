@@ -72,22 +72,27 @@ INSERT INTO vocab(token, docs) SELECT token, count(*) FROM postings GROUP BY tok
 ",
     "
 -- A word's postings grouped by file, one row per (word, file) with the
--- chunks in id order: a common word of 100,000 chunks is a thousand rows
--- read in one index scan and scored by mnemo, not 18,000 rows through the
--- executor (p50 of a keyword search 28 -> a few ms, docs/BENCHMARKS.md).
--- `positions` holds each chunk's positions one after the other (`tfs`
--- says how many are each chunk's).
+-- file's chunks in id order: a common word of 100,000 chunks is a
+-- thousand rows read in one index scan and scored by mnemo, not 18,000
+-- rows through the executor (docs/BENCHMARKS.md). The lists are packed
+-- big-endian integers (`int8send` / `int4send`), read without decoding an
+-- array element by element; `positions` holds each chunk's positions one
+-- after the other (`tfs` says how many are each chunk's).
 CREATE TABLE word_lists (
     token TEXT NOT NULL, path TEXT NOT NULL, source TEXT NOT NULL,
-    chunk_ids BIGINT[] NOT NULL, tfs INTEGER[] NOT NULL, lens INTEGER[] NOT NULL,
-    positions INTEGER[] NOT NULL,
+    chunk_ids BYTEA NOT NULL, tfs BYTEA NOT NULL, lens BYTEA NOT NULL, positions BYTEA NOT NULL,
     PRIMARY KEY (token, path));
 CREATE INDEX word_lists_path ON word_lists(path);
 INSERT INTO word_lists(token, path, source, chunk_ids, tfs, lens, positions)
-SELECT p.token, c.path, min(p.source), array_agg(p.chunk_id ORDER BY p.chunk_id),
-       array_agg(p.tf ORDER BY p.chunk_id), array_agg(p.len ORDER BY p.chunk_id),
-       string_to_array(string_agg(array_to_string(p.positions, ','), ',' ORDER BY p.chunk_id), ',')::integer[]
-FROM postings p JOIN chunks c ON c.id = p.chunk_id GROUP BY p.token, c.path;
+SELECT p.token, c.path, min(p.source),
+       string_agg(int8send(p.chunk_id), ''::bytea ORDER BY p.chunk_id),
+       string_agg(int4send(p.tf), ''::bytea ORDER BY p.chunk_id),
+       string_agg(int4send(p.len), ''::bytea ORDER BY p.chunk_id),
+       string_agg(pp.packed, ''::bytea ORDER BY p.chunk_id)
+FROM postings p JOIN chunks c ON c.id = p.chunk_id
+CROSS JOIN LATERAL (SELECT string_agg(int4send(x), ''::bytea ORDER BY o) AS packed
+                    FROM unnest(p.positions) WITH ORDINALITY AS u(x, o)) AS pp
+GROUP BY p.token, c.path;
 DROP TABLE postings;
 ",
 ];

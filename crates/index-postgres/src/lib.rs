@@ -209,7 +209,7 @@ async fn prepare(
     schema: &str,
     model: Option<(String, usize)>,
 ) -> Result<(String, i64)> {
-    let mut c = pool::connect(&config).await?;
+    let mut c = pool::connect(config).await?;
     let db = |e: tokio_postgres::Error| pool::db_error(location, &e);
     let ext =
         "SELECT n.nspname::text FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace

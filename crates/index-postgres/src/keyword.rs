@@ -17,7 +17,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use unicode_normalization::char::is_combining_mark;
 use unicode_normalization::UnicodeNormalization;
@@ -105,13 +105,16 @@ impl List {
         self.sources.extend(std::iter::repeat_n(source, added));
     }
 
-    /// Each chunk's positions, by id (empty slices when none were read).
-    fn positions_by_chunk(&self) -> FxHashMap<i64, &[i32]> {
+    /// The positions of each chunk `keep` takes, by id (empty slices when
+    /// none were read).
+    fn positions_by_chunk(&self, keep: impl Fn(i64) -> bool) -> FxHashMap<i64, &[i32]> {
         let mut at = 0usize;
-        let mut out = FxHashMap::with_capacity_and_hasher(self.ids.len(), Default::default());
+        let mut out = FxHashMap::default();
         for (id, tf) in self.ids.iter().zip(&self.tfs) {
             let end = (at + *tf as usize).min(self.positions.len());
-            out.insert(*id, &self.positions[at.min(end)..end]);
+            if keep(*id) {
+                out.insert(*id, &self.positions[at.min(end)..end]);
+            }
             at = end;
         }
         out
@@ -232,11 +235,17 @@ pub(crate) fn score(
         } else {
             // A phrase: its words side by side, counted from each of its
             // first word's positions.
+            // Only the chunks of its rarest word can hold it: the other
+            // words' positions are kept for those alone.
+            let rarest = words.iter().map(list).min_by_key(|l| l.ids.len());
+            let can: FxHashSet<i64> = rarest
+                .map(|l| l.ids.iter().copied().collect())
+                .unwrap_or_default();
             let others: Vec<FxHashMap<i64, &[i32]>> = words[1..]
                 .iter()
-                .map(|w| list(w).positions_by_chunk())
+                .map(|w| list(w).positions_by_chunk(|id| can.contains(&id)))
                 .collect();
-            let mine = first.positions_by_chunk();
+            let mine = first.positions_by_chunk(|id| can.contains(&id));
             for i in 0..first.ids.len() {
                 let id = first.ids[i];
                 let Some(rest) = others
@@ -246,7 +255,10 @@ pub(crate) fn score(
                 else {
                     continue;
                 };
-                let n = mine[&id]
+                let Some(mine) = mine.get(&id) else {
+                    continue;
+                };
+                let n = mine
                     .iter()
                     .filter(|&&a| {
                         rest.iter()

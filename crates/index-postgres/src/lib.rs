@@ -535,35 +535,36 @@ async fn keyword(
     if terms.is_empty() || limit == 0 {
         return Ok(Vec::new());
     }
-    let totals = c
-        .query_one("SELECT chunks, tokens FROM totals", &[])
-        .await
-        .map_err(db)?;
-    let (rows, tokens): (i64, i64) = (totals.get(0), totals.get(1));
-    if rows == 0 {
-        return Ok(Vec::new());
-    }
     // Each term as the phrase of words FTS5 would make of it.
     let phrases: Vec<Vec<String>> = terms
         .iter()
         .map(String::as_str)
         .map(keyword::words)
         .collect();
-    // Every word's document count; a phrase counts as its rarer word.
+    // The index's totals and every word's document count, in one round
+    // trip; a phrase counts as its rarer word.
     let mut words: Vec<&str> = phrases.iter().flatten().map(String::as_str).collect();
     words.sort_unstable();
     words.dedup();
-    let mut docs: HashMap<String, i64> = HashMap::new();
-    for r in c
+    let found = c
         .query(
-            "SELECT token, docs FROM vocab WHERE token = ANY($1)",
+            "SELECT t.chunks, t.tokens, v.token, v.docs FROM totals t
+             LEFT JOIN vocab v ON v.token = ANY($1)",
             &[&words],
         )
         .await
-        .map_err(db)?
-    {
-        docs.insert(r.get(0), r.get(1));
+        .map_err(db)?;
+    let Some(first) = found.first() else {
+        return Ok(Vec::new());
+    };
+    let (rows, tokens): (i64, i64) = (first.get(0), first.get(1));
+    if rows == 0 {
+        return Ok(Vec::new());
     }
+    let docs: HashMap<String, i64> = found
+        .iter()
+        .filter_map(|r| Some((r.get::<_, Option<String>>(2)?, r.get::<_, Option<i64>>(3)?)))
+        .collect();
     let with: Vec<(usize, i64)> = (0..terms.len())
         .filter(|&i| !phrases[i].is_empty())
         .map(|i| {

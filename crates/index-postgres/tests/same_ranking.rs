@@ -73,16 +73,36 @@ fn fill(b: &dyn IndexBackend) {
     let mut paths: Vec<(&str, Source)> = DOCS.iter().map(|d| (d.0, d.1)).collect();
     paths.dedup();
     for (path, source) in paths {
-        let file = FileRecord {
-            path: path.into(),
-            source,
-            hash: "h".into(),
-            mtime_ms: 1,
-            size: 1,
-            embedded: false,
-            session_key: None,
-        };
-        b.upsert_file(&file, &chunks_of(path), None).unwrap();
+        b.upsert_file(&file(path, source), &chunks_of(path), None)
+            .unwrap();
+    }
+}
+
+/// A file's record; only its path and source matter here.
+fn file(path: &str, source: Source) -> FileRecord {
+    FileRecord {
+        path: path.into(),
+        source,
+        hash: "h".into(),
+        mtime_ms: 1,
+        size: 1,
+        embedded: false,
+        session_key: None,
+    }
+}
+
+/// The same chunks in the same order, with the same scores (within 1e-9).
+fn assert_same(got: &[(String, f64)], want: &[(String, f64)], what: &str) {
+    assert_eq!(
+        got.iter().map(|g| &g.0).collect::<Vec<_>>(),
+        want.iter().map(|w| &w.0).collect::<Vec<_>>(),
+        "{what}"
+    );
+    for (g, w) in got.iter().zip(want) {
+        assert!(
+            (g.1 - w.1).abs() <= 1e-9 * w.1.abs().max(1.0),
+            "{what}: {g:?} vs {w:?}"
+        );
     }
 }
 
@@ -91,15 +111,7 @@ fn fill(b: &dyn IndexBackend) {
 fn fill_and_churn(b: &dyn IndexBackend) {
     fill(b);
     fill(b);
-    let gone = FileRecord {
-        path: "memory/gone.md".into(),
-        source: Source::Memory,
-        hash: "g".into(),
-        mtime_ms: 1,
-        size: 1,
-        embedded: false,
-        session_key: None,
-    };
+    let gone = file("memory/gone.md", Source::Memory);
     let mut chunks = chunks_of("memory/b.md");
     for c in &mut chunks {
         c.hash.push_str("-gone");
@@ -156,17 +168,7 @@ fn keyword_rankings_match_sqlite() {
         for q in queries {
             let want = ranked(&sqlite, q, sources);
             let got = ranked(&pg, q, sources);
-            assert_eq!(
-                got.iter().map(|g| &g.0).collect::<Vec<_>>(),
-                want.iter().map(|w| &w.0).collect::<Vec<_>>(),
-                "{q:?} in {sources:?}"
-            );
-            for (g, w) in got.iter().zip(&want) {
-                assert!(
-                    (g.1 - w.1).abs() <= 1e-9 * w.1.abs().max(1.0),
-                    "{q:?}: {g:?} vs {w:?}"
-                );
-            }
+            assert_same(&got, &want, &format!("{q:?} in {sources:?}"));
         }
     }
     drop(pg);
@@ -219,15 +221,7 @@ fn past_the_budget_the_rankings_still_match() {
                 }
             })
             .collect();
-        let file = FileRecord {
-            path,
-            source: Source::Memory,
-            hash: "h".into(),
-            mtime_ms: 1,
-            size: 1,
-            embedded: false,
-            session_key: None,
-        };
+        let file = file(&path, Source::Memory);
         sqlite.upsert_file(&file, &chunks, None).unwrap();
         pg.upsert_file(&file, &chunks, None).unwrap();
     }
@@ -253,17 +247,7 @@ fn past_the_budget_the_rankings_still_match() {
         let want = ids(&sqlite, q);
         let got = ids(&pg, q);
         assert_eq!(want.len(), 10, "{q:?}");
-        assert_eq!(
-            got.iter().map(|g| &g.0).collect::<Vec<_>>(),
-            want.iter().map(|w| &w.0).collect::<Vec<_>>(),
-            "{q:?}"
-        );
-        for (g, w) in got.iter().zip(&want) {
-            assert!(
-                (g.1 - w.1).abs() <= 1e-9 * w.1.abs().max(1.0),
-                "{q:?}: {g:?} vs {w:?}"
-            );
-        }
+        assert_same(&got, &want, &format!("{q:?}"));
     }
     drop(pg);
     PostgresBackend::drop_schema(&opts).unwrap();

@@ -190,26 +190,22 @@ impl Tls {
             (Roots::Default | Roots::System, _) => Some(system_roots()?),
             (Roots::File(path), _) => Some(file_roots(path)?),
         };
-        let config = match check {
-            None => builder
-                .dangerous()
-                .with_custom_certificate_verifier(Arc::new(Unchecked(provider)))
-                .with_no_client_auth(),
-            Some(roots) => {
-                let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider)
+        let chain = match check {
+            None => None,
+            Some(roots) => Some(
+                WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
                     .build()
-                    .map_err(|e| format!("TLS cannot be set up: {e}"))?;
-                if self.mode == Mode::VerifyFull {
-                    builder.with_webpki_verifier(webpki).with_no_client_auth()
-                } else {
-                    // libpq checks the chain, not the host name, below
-                    // verify-full (with a root file, `require` too).
-                    builder
-                        .dangerous()
-                        .with_custom_certificate_verifier(Arc::new(AnyName(webpki)))
-                        .with_no_client_auth()
-                }
+                    .map_err(|e| format!("TLS cannot be set up: {e}"))?,
+            ),
+        };
+        let config = match chain {
+            Some(webpki) if self.mode == Mode::VerifyFull => {
+                builder.with_webpki_verifier(webpki).with_no_client_auth()
             }
+            chain => builder
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(Lenient { chain, provider }))
+                .with_no_client_auth(),
         };
         Ok(Some(tokio_postgres_rustls::MakeRustlsConnect::new(config)))
     }
@@ -247,62 +243,17 @@ fn system_roots() -> Result<RootCertStore, String> {
     Ok(roots)
 }
 
-/// libpq's `prefer` and `require` without a root file: encrypted, the
-/// certificate taken as it is (its signatures of the handshake are still
-/// checked, so the peer holds the certificate's key).
+/// libpq's checks below `verify-full`: the certificate's chain against
+/// the roots when there are some (`verify-ca`, or a root file), nothing
+/// without (`prefer`, `require`), and never its host name. The handshake's
+/// signatures are always checked, so the peer holds the certificate's key.
 #[derive(Debug)]
-struct Unchecked(Arc<CryptoProvider>);
-
-impl ServerCertVerifier for Unchecked {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
-    }
+struct Lenient {
+    chain: Option<Arc<WebPkiServerVerifier>>,
+    provider: Arc<CryptoProvider>,
 }
 
-/// libpq's `verify-ca`: the chain checked against the roots, any host name.
-#[derive(Debug)]
-struct AnyName(Arc<WebPkiServerVerifier>);
-
-impl ServerCertVerifier for AnyName {
+impl ServerCertVerifier for Lenient {
     fn verify_server_cert(
         &self,
         end_entity: &CertificateDer<'_>,
@@ -311,10 +262,10 @@ impl ServerCertVerifier for AnyName {
         ocsp_response: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        match self
-            .0
-            .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
-        {
+        let Some(chain) = &self.chain else {
+            return Ok(ServerCertVerified::assertion());
+        };
+        match chain.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now) {
             Err(rustls::Error::InvalidCertificate(
                 CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
             )) => Ok(ServerCertVerified::assertion()),
@@ -328,7 +279,8 @@ impl ServerCertVerifier for AnyName {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls12_signature(message, cert, dss)
+        let algs = &self.provider.signature_verification_algorithms;
+        rustls::crypto::verify_tls12_signature(message, cert, dss, algs)
     }
 
     fn verify_tls13_signature(
@@ -337,11 +289,14 @@ impl ServerCertVerifier for AnyName {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls13_signature(message, cert, dss)
+        let algs = &self.provider.signature_verification_algorithms;
+        rustls::crypto::verify_tls13_signature(message, cert, dss, algs)
     }
 
     fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
-        self.0.supported_verify_schemes()
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
     }
 }
 

@@ -15,7 +15,13 @@
 //! (8), `--recall Q` (100), `--dir D` (a workspace to reuse; the corpus is
 //! written once), `--schema S` (`mnemo_scale`, reused when it holds the
 //! corpus: the build is then skipped), `--sqlite-too` (also build and time
-//! the SQLite index of the same workspace).
+//! the SQLite index of the same workspace), `--model DIR` (embed with this
+//! local model instead of the hashing embedder: the default model is
+//! `.mnemo-models/multilingual-e5-small-q4`), `--dialogue DATA` (instead of
+//! generated notes, chunks of real dialogue: two passages of one or two
+//! turns each, drawn at random from the dev sets' conversations in the
+//! folder DATA, with the dev sets' questions as the queries; the files are
+//! read where they are, never copied).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::{BTreeMap, HashMap};
@@ -25,7 +31,7 @@ use std::time::{Duration, Instant};
 
 use chrono::NaiveDate;
 use mnemo_core::{EmbedKind, Embedder, Workspace};
-use mnemo_embed::HashEmbedder;
+use mnemo_embed::{HashEmbedder, LocalEmbedder};
 use mnemo_index::backend::{ChunkRecord, Counts, FileRecord, NewChunk};
 use mnemo_index::{
     Generation, IndexBackend, IndexSettings, IndexStore, LockWait, MemoryIndex, SearchRequest,
@@ -33,7 +39,8 @@ use mnemo_index::{
 };
 use mnemo_index_postgres::{PostgresOptions, PostgresStore};
 use rand::rngs::StdRng;
-use rand::SeedableRng;
+use rand::seq::SliceRandom;
+use rand::{RngExt, SeedableRng};
 
 #[path = "../../index/benches/corpus.rs"]
 mod corpus;
@@ -222,6 +229,79 @@ fn time_searches(index: &Arc<MemoryIndex>, qs: &[String], clients: usize) -> Str
     )
 }
 
+/// A line every 20 files of a build, which takes an hour with a model.
+fn progress(p: mnemo_index::SyncProgress) {
+    if let mnemo_index::SyncProgress::File { done, total, .. } = p {
+        if done % 20 == 0 || done == total {
+            eprintln!("  {done}/{total} files");
+        }
+    }
+}
+
+/// The dev sets' turns (by session) and questions, read from their folder.
+struct DevSets {
+    sessions: Vec<Vec<String>>,
+    questions: Vec<String>,
+}
+
+impl DevSets {
+    fn load(dir: &std::path::Path) -> Self {
+        let mut sessions = Vec::new();
+        let mut questions = Vec::new();
+        for name in ["locomo_en.json", "memorybank_en.json", "memorybank_zh.json"] {
+            let text = std::fs::read_to_string(dir.join(name)).expect("a dev set file");
+            let v: serde_json::Value = serde_json::from_str(&text).expect("the dev sets' schema");
+            let list = |v: &serde_json::Value, key: &str| v[key].as_array().cloned().unwrap_or_default();
+            for conv in list(&v, "conversations") {
+                for session in list(&conv, "sessions") {
+                    let turns: Vec<String> = list(&session, "turns")
+                        .iter()
+                        .map(|t| {
+                            let who = t["speaker"].as_str().unwrap_or("");
+                            format!("{who}: {}", t["text"].as_str().unwrap_or(""))
+                        })
+                        .collect();
+                    if !turns.is_empty() {
+                        sessions.push(turns);
+                    }
+                }
+            }
+            for q in list(&v, "questions") {
+                questions.extend(q["question"].as_str().map(str::to_string));
+            }
+        }
+        DevSets {
+            sessions,
+            questions,
+        }
+    }
+
+    /// One or two consecutive turns of a random session.
+    fn passage(&self, rng: &mut StdRng) -> String {
+        let s = &self.sessions[rng.random_range(0..self.sessions.len())];
+        let start = rng.random_range(0..s.len());
+        let end = (start + rng.random_range(1..=2)).min(s.len());
+        s[start..end].join("\n")
+    }
+
+    /// `chunks` notes of two passages each, `per_file` to a daily log, in
+    /// the generated corpus's layout.
+    fn write_corpus(&self, root: &std::path::Path, chunks: usize, per_file: usize, seed: u64) {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let dir = root.join("memory");
+        std::fs::create_dir_all(&dir).unwrap();
+        for f in 0..chunks.div_ceil(per_file) {
+            let date = NaiveDate::from_ymd_opt(2020, 1, 1).unwrap() + chrono::Days::new(f as u64);
+            let mut text = String::new();
+            for s in 0..per_file.min(chunks - f * per_file) {
+                let (a, b) = (self.passage(&mut rng), self.passage(&mut rng));
+                text.push_str(&format!("## Note {s}\n{a}\n{b}\n"));
+            }
+            std::fs::write(dir.join(format!("{}.md", date.format("%Y-%m-%d"))), text).unwrap();
+        }
+    }
+}
+
 fn main() {
     let mut url = std::env::var("MNEMO_TEST_POSTGRES_URL").ok();
     let mut chunks = 100_000usize;
@@ -232,6 +312,8 @@ fn main() {
     let mut dir: Option<PathBuf> = None;
     let mut schema = "mnemo_scale".to_string();
     let mut sqlite_too = false;
+    let mut model: Option<PathBuf> = None;
+    let mut dialogue: Option<PathBuf> = None;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let mut val = || args.next().expect("a value after the flag");
@@ -245,6 +327,8 @@ fn main() {
             "--dir" => dir = Some(PathBuf::from(val())),
             "--schema" => schema = val(),
             "--sqlite-too" => sqlite_too = true,
+            "--model" => model = Some(PathBuf::from(val())),
+            "--dialogue" => dialogue = Some(PathBuf::from(val())),
             other => panic!("unknown argument {other}"),
         }
     }
@@ -257,9 +341,13 @@ fn main() {
             tmp.path().to_path_buf()
         }
     };
+    let dev = dialogue.as_deref().map(DevSets::load);
     if !root.join("memory").exists() {
         let t = Instant::now();
-        write_corpus(&root, chunks, per_file, 11);
+        match &dev {
+            Some(dev) => dev.write_corpus(&root, chunks, per_file, 11),
+            None => write_corpus(&root, chunks, per_file, 11),
+        }
         println!("wrote {chunks} chunks in {:.1?}", t.elapsed());
     }
     let ws = Workspace::new(&root);
@@ -267,10 +355,20 @@ fn main() {
     settings.index.chunk_tokens = 80;
     settings.index.chunk_overlap = 0;
     settings.search.sync_on_search = false;
-    let hash = Arc::new(HashEmbedder::new(384));
-    let emb: Arc<dyn Embedder> = hash.clone();
+    let emb: Arc<dyn Embedder> = match &model {
+        Some(dir) => Arc::new(LocalEmbedder::load(dir).expect("the model (scripts/fetch-models.sh)")),
+        None => Arc::new(HashEmbedder::new(384)),
+    };
     let mut rng = StdRng::seed_from_u64(3);
-    let qs: Vec<String> = (0..queries).map(|_| sentence(&mut rng, 5)).collect();
+    let qs: Vec<String> = match &dev {
+        Some(dev) => {
+            let mut qs = dev.questions.clone();
+            qs.shuffle(&mut rng);
+            qs.truncate(queries);
+            qs
+        }
+        None => (0..queries).map(|_| sentence(&mut rng, 5)).collect(),
+    };
 
     let opts = PostgresOptions {
         url: url.clone(),
@@ -286,7 +384,7 @@ fn main() {
         MemoryIndex::with_store(&ws, settings.clone(), Some(emb.clone()), store.clone()).unwrap(),
     );
     let t = Instant::now();
-    let r = pg.sync(&|_| {}).unwrap();
+    let r = pg.sync(&progress).unwrap();
     println!(
         "postgres build: {} files, {} chunks written in {:.1?} ({:.0} chunks/s)",
         r.indexed.len(),
@@ -336,7 +434,7 @@ fn main() {
         let mut total = 0usize;
         let mut exact_time = Duration::ZERO;
         for q in qs.iter().take(recall) {
-            let v = hash
+            let v = emb
                 .embed(&[q.as_str()], EmbedKind::Query)
                 .unwrap()
                 .remove(0);

@@ -21,7 +21,8 @@
 //! generated notes, chunks of real dialogue: two passages of one or two
 //! turns each, drawn at random from the dev sets' conversations in the
 //! folder DATA, with the dev sets' questions as the queries; the files are
-//! read where they are, never copied).
+//! read where they are, never copied; a note is about three chunks, so
+//! `--chunks 34000` makes an index of about 100,000).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::{BTreeMap, HashMap};
@@ -257,8 +258,11 @@ impl DevSets {
                     let turns: Vec<String> = list(&session, "turns")
                         .iter()
                         .map(|t| {
-                            let who = t["speaker"].as_str().unwrap_or("");
-                            format!("{who}: {}", t["text"].as_str().unwrap_or(""))
+                            let text = t["text"].as_str().unwrap_or("");
+                            match t["speaker"].as_str().unwrap_or("") {
+                                "" => text.to_string(),
+                                who => format!("{who}: {text}"),
+                            }
                         })
                         .collect();
                     if !turns.is_empty() {

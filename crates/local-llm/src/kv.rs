@@ -96,11 +96,13 @@ pub(crate) fn attend(
             let seen = pos + i + 1;
             scores.clear();
             scores.resize(rep * seen, 0f32);
-            for j in 0..seen {
-                let at = j * kv_dim + g * d;
-                widen(&cache.k[at..at + d], &mut row);
-                for (r, qv) in qs.chunks_exact(d).enumerate() {
-                    scores[r * seen + j] = dot(qv, &row) * scale;
+            let (keys, values) = (&cache.k[g * d..], &cache.v[g * d..]);
+            if !group_scores(qs, keys, kv_dim, seen, scale, &mut scores) {
+                for j in 0..seen {
+                    widen(&keys[j * kv_dim..j * kv_dim + d], &mut row);
+                    for (r, qv) in qs.chunks_exact(d).enumerate() {
+                        scores[r * seen + j] = dot(qv, &row) * scale;
+                    }
                 }
             }
             for s in scores.chunks_exact_mut(seen) {
@@ -114,16 +116,102 @@ pub(crate) fn attend(
                 s.iter_mut().for_each(|v| *v *= inv);
             }
             dst.fill(0.0);
-            for j in 0..seen {
-                let at = j * kv_dim + g * d;
-                widen(&cache.v[at..at + d], &mut row);
-                for (r, o) in dst.chunks_exact_mut(d).enumerate() {
-                    axpy(o, scores[r * seen + j], &row);
+            if !group_values(&scores, values, kv_dim, seen, dst) {
+                for j in 0..seen {
+                    widen(&values[j * kv_dim..j * kv_dim + d], &mut row);
+                    for (r, o) in dst.chunks_exact_mut(d).enumerate() {
+                        axpy(o, scores[r * seen + j], &row);
+                    }
                 }
             }
         }
     });
     out
+}
+
+/// The query heads of a group at once, on AVX2: `scores[r * seen + j]` =
+/// query head `r` (of `qs`, heads of `d` values) · the key at `keys[j *
+/// stride..][..d]`, times `scale`, each dot with `dot`'s operations in
+/// `dot`'s order (so the same bits), every key widened once for all the
+/// heads, in registers. False, with nothing written, where it does not
+/// apply (no AVX2, a head size not a multiple of 16, more than eight heads
+/// to a group, too little input).
+fn group_scores(
+    qs: &[f32],
+    keys: &[u16],
+    stride: usize,
+    seen: usize,
+    scale: f32,
+    scores: &mut [f32],
+) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if let Some((rep, d)) = group_shape(qs.len(), scores.len(), seen, keys.len(), stride) {
+        macro_rules! run {
+            ($($r:literal)*) => {
+                match rep {
+                    // SAFETY: AVX2, FMA and F16C are present and the
+                    // lengths fit (`group_shape`).
+                    $($r => unsafe { avx2::group_scores::<$r>(qs, keys, stride, d, seen, scale, scores) },)*
+                    _ => return false,
+                }
+            };
+        }
+        run!(1 2 3 4 5 6 7 8);
+        return true;
+    }
+    let _ = (qs, keys, stride, seen, scale, scores);
+    false
+}
+
+/// The weighted sums of a group's heads on AVX2: `dst[r * d..][..d]` +=
+/// `w[r * seen + j]` × the value at `values[j * stride..][..d]` for every
+/// position `j` in order, each element with `axpy`'s operations in its
+/// order (the same bits), every value widened once for all the heads.
+/// False, with nothing written, where it does not apply (as
+/// [`group_scores`]).
+fn group_values(w: &[f32], values: &[u16], stride: usize, seen: usize, dst: &mut [f32]) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if let Some((rep, d)) = group_shape(dst.len(), w.len(), seen, values.len(), stride) {
+        macro_rules! run {
+            ($($r:literal)*) => {
+                match rep {
+                    // SAFETY: as in `group_scores`.
+                    $($r => unsafe { avx2::group_values::<$r>(w, values, stride, d, seen, dst) },)*
+                    _ => return false,
+                }
+            };
+        }
+        run!(1 2 3 4 5 6 7 8);
+        return true;
+    }
+    let _ = (w, values, stride, seen, dst);
+    false
+}
+
+/// Heads per group and head size for the grouped kernels, given the
+/// length of the heads' rows (`rep × d`), of their scores (`rep × seen`)
+/// and of the cache from the group's first value on; `None` where they do
+/// not apply.
+#[cfg(target_arch = "x86_64")]
+fn group_shape(
+    heads_len: usize,
+    scores_len: usize,
+    seen: usize,
+    cache_len: usize,
+    stride: usize,
+) -> Option<(usize, usize)> {
+    if !crate::quant::has_avx2() || seen == 0 {
+        return None;
+    }
+    let rep = scores_len / seen;
+    let d = heads_len / rep.max(1);
+    let fits = (1..=8).contains(&rep)
+        && rep * seen == scores_len
+        && rep * d == heads_len
+        && d % 16 == 0
+        && d <= stride
+        && (seen - 1) * stride + d <= cache_len;
+    fits.then_some((rep, d))
 }
 
 fn push_half(dst: &mut Vec<u16>, src: &[f32]) {
@@ -247,14 +335,100 @@ mod avx2 {
             };
             acc = _mm256_fmadd_ps(x, y, acc);
         }
-        let s = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps::<1>(acc));
-        let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-        let s = _mm_add_ss(s, _mm_movehdup_ps(s));
-        let mut sum = _mm_cvtss_f32(s);
+        let mut sum = hsum(acc);
         for i in n..a.len() {
             sum += a[i] * b[i];
         }
         sum
+    }
+
+    /// The sum of `acc`'s lanes, in `dot`'s order.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn hsum(acc: __m256) -> f32 {
+        let s = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps::<1>(acc));
+        let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+        let s = _mm_add_ss(s, _mm_movehdup_ps(s));
+        _mm_cvtss_f32(s)
+    }
+
+    /// [`super::group_scores`] for groups of `R` heads.
+    ///
+    /// # Safety
+    /// AVX2, FMA and F16C; the lengths as `group_shape` checks them.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(super) unsafe fn group_scores<const R: usize>(
+        qs: &[f32],
+        keys: &[u16],
+        stride: usize,
+        d: usize,
+        seen: usize,
+        scale: f32,
+        scores: &mut [f32],
+    ) {
+        for j in 0..seen {
+            // SAFETY: the key at `j * stride` has `d` values (checked).
+            let key = unsafe { keys.as_ptr().add(j * stride) };
+            let mut acc = [_mm256_setzero_ps(); R];
+            for c in (0..d).step_by(8) {
+                // SAFETY: `c + 8 <= d` for the key and for each head.
+                unsafe {
+                    let k = _mm256_cvtph_ps(_mm_loadu_si128(key.add(c).cast()));
+                    for (r, a) in acc.iter_mut().enumerate() {
+                        *a = _mm256_fmadd_ps(_mm256_loadu_ps(qs.as_ptr().add(r * d + c)), k, *a);
+                    }
+                }
+            }
+            for (r, a) in acc.iter().enumerate() {
+                scores[r * seen + j] = hsum(*a) * scale;
+            }
+        }
+    }
+
+    /// [`super::group_values`] for groups of `R` heads: sixteen values of
+    /// every head at a time, summed over all the positions in registers.
+    ///
+    /// # Safety
+    /// AVX2, FMA and F16C; the lengths as `group_shape` checks them.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(super) unsafe fn group_values<const R: usize>(
+        w: &[f32],
+        values: &[u16],
+        stride: usize,
+        d: usize,
+        seen: usize,
+        dst: &mut [f32],
+    ) {
+        for c in (0..d).step_by(16) {
+            // SAFETY: `c + 16 <= d` for each head of `dst`.
+            let mut acc: [[__m256; 2]; R] = std::array::from_fn(|r| unsafe {
+                let p = dst.as_ptr().add(r * d + c);
+                [_mm256_loadu_ps(p), _mm256_loadu_ps(p.add(8))]
+            });
+            for j in 0..seen {
+                // SAFETY: the value at `j * stride` has `d` values (checked).
+                let (v0, v1) = unsafe {
+                    let p = values.as_ptr().add(j * stride + c);
+                    (
+                        _mm256_cvtph_ps(_mm_loadu_si128(p.cast())),
+                        _mm256_cvtph_ps(_mm_loadu_si128(p.add(8).cast())),
+                    )
+                };
+                for (r, a) in acc.iter_mut().enumerate() {
+                    let wr = _mm256_set1_ps(w[r * seen + j]);
+                    a[0] = _mm256_fmadd_ps(wr, v0, a[0]);
+                    a[1] = _mm256_fmadd_ps(wr, v1, a[1]);
+                }
+            }
+            for (r, a) in acc.iter().enumerate() {
+                // SAFETY: as above.
+                unsafe {
+                    let p = dst.as_mut_ptr().add(r * d + c);
+                    _mm256_storeu_ps(p, a[0]);
+                    _mm256_storeu_ps(p.add(8), a[1]);
+                }
+            }
+        }
     }
 
     /// # Safety
@@ -361,6 +535,47 @@ mod tests {
             1,
         );
         assert_eq!(last, got[(n - 1) * heads.n_head * d..]);
+    }
+
+    #[test]
+    fn grouped_heads_give_the_bits_of_one_head_at_a_time() {
+        let value = |i: usize| ((i * 7919 % 211) as f32 / 211.0 - 0.5) * 2.0;
+        for (rep, d, seen) in [(6, 128, 37), (3, 64, 5), (2, 16, 1), (8, 32, 70)] {
+            // The second of two key/value heads, as `attend` reads it.
+            let stride = 2 * d;
+            let cache: Vec<u16> = (0..seen * stride).map(|i| f32_to_f16(value(i))).collect();
+            let group = &cache[d..];
+            let qs: Vec<f32> = (0..rep * d).map(|i| value(i + 5)).collect();
+            let mut row = vec![0f32; d];
+            let mut want = vec![0f32; rep * seen];
+            let mut want_out = vec![0f32; rep * d];
+            for j in 0..seen {
+                widen(&group[j * stride..][..d], &mut row);
+                for r in 0..rep {
+                    want[r * seen + j] = dot(&qs[r * d..][..d], &row) * 0.3;
+                }
+            }
+            for j in 0..seen {
+                widen(&group[j * stride..][..d], &mut row);
+                for r in 0..rep {
+                    axpy(&mut want_out[r * d..][..d], want[r * seen + j], &row);
+                }
+            }
+            let mut scores = vec![0f32; rep * seen];
+            let mut out = vec![0f32; rep * d];
+            let grouped = group_scores(&qs, group, stride, seen, 0.3, &mut scores);
+            assert_eq!(grouped, group_values(&want, group, stride, seen, &mut out));
+            assert_eq!(grouped, crate::quant::has_avx2(), "{rep} heads of {d}");
+            if grouped {
+                assert_eq!(scores, want, "{rep} heads of {d}");
+                assert_eq!(out, want_out, "{rep} heads of {d}");
+            }
+        }
+        // Shapes the grouped kernels leave to the loops.
+        let mut s = vec![0f32; 9 * 2];
+        assert!(!group_scores(&[0.0; 9 * 16], &[0; 64], 32, 2, 1.0, &mut s));
+        let mut s = vec![0f32; 2];
+        assert!(!group_scores(&[0.0; 24], &[0; 64], 24, 2, 1.0, &mut s));
     }
 
     #[test]

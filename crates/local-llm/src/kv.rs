@@ -208,7 +208,7 @@ fn group_shape(
     let fits = (1..=8).contains(&rep)
         && rep * seen == scores_len
         && rep * d == heads_len
-        && d % 16 == 0
+        && d.is_multiple_of(16)
         && d <= stride
         && (seen - 1) * stride + d <= cache_len;
     fits.then_some((rep, d))

@@ -18,11 +18,15 @@
 //! the SQLite index of the same workspace), `--model DIR` (embed with this
 //! local model instead of the hashing embedder: the default model is
 //! `.mnemo-models/multilingual-e5-small-q4`), `--dialogue DATA` (instead of
-//! generated notes, chunks of real dialogue: two passages of one or two
-//! turns each, drawn at random from the dev sets' conversations in the
-//! folder DATA, with the dev sets' questions as the queries; the files are
-//! read where they are, never copied; a note is about three chunks, so
-//! `--chunks 34000` makes an index of about 100,000).
+//! generated notes, real dialogue: notes of two short turns each, a pair
+//! drawn at random from the dev sets' conversations in the folder DATA and
+//! never drawn twice, with the dev sets' questions as the queries; the
+//! files are read where they are, never copied; the chunker packs some
+//! notes together, so `--chunks 110000` makes about 100,000 chunks), `--ef-sweep
+//! 100,200,400` (the recall queries again straight in SQL at each
+//! `hnsw.ef_search`, the 40 nearest re-ranked as the backend does: recall@10
+//! and time per query), `--hnsw M,EFC` (first rebuild the live HNSW index
+//! with `m` M and `ef_construction` EFC, timed; the sweep then measures it).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::{BTreeMap, HashMap};
@@ -230,6 +234,86 @@ fn time_searches(index: &Arc<MemoryIndex>, qs: &[String], clients: usize) -> Str
     )
 }
 
+/// How many of the exact top 10 the search found: its results as near as
+/// the exact 10th (with a rounding margin; the backend's scores are
+/// `real`) count, so that a chunk tied with one of the exact ten (the same
+/// turn drawn into two notes) is not a miss.
+fn hits(got: &[(i64, f64)], exact: &[(i64, f64)]) -> usize {
+    let Some(&(_, tenth)) = exact.last() else {
+        return 0;
+    };
+    let near = got.iter().filter(|(_, d)| *d <= tenth + 1e-6).count();
+    near.min(exact.len())
+}
+
+/// Recall@10 and time per query of the HNSW search at each `ef_search`,
+/// for query vectors with their exact top 10; first, with `hnsw`, the live
+/// schema's HNSW index rebuilt with those `m` and `ef_construction`.
+fn sweep(
+    url: &str,
+    live: &str,
+    hnsw: Option<(u32, u32)>,
+    efs: &[i64],
+    asked: &[(Vec<f32>, Vec<(i64, f64)>)],
+) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (client, conn) = rt
+        .block_on(tokio_postgres::connect(url, tokio_postgres::NoTls))
+        .unwrap();
+    rt.spawn(conn);
+    rt.block_on(async {
+        if let Some((m, efc)) = hnsw {
+            let t = Instant::now();
+            client
+                .batch_execute(&format!(
+                    "SET maintenance_work_mem = '1GB'; \
+                     DROP INDEX IF EXISTS \"{live}\".chunk_vectors_hnsw; \
+                     CREATE INDEX chunk_vectors_hnsw ON \"{live}\".chunk_vectors \
+                     USING hnsw (embedding vector_cosine_ops) \
+                     WITH (m = {m}, ef_construction = {efc})"
+                ))
+                .await
+                .unwrap();
+            println!("HNSW rebuilt with m {m}, ef_construction {efc} in {:.1?}", t.elapsed());
+        }
+        let sql = format!(
+            "SELECT chunk_id, embedding <=> $1 FROM \"{live}\".chunk_vectors \
+             ORDER BY embedding <=> $1 LIMIT 40"
+        );
+        for &ef in efs {
+            client
+                .batch_execute(&format!("SET hnsw.ef_search = {ef}"))
+                .await
+                .unwrap();
+            // Warm the pages and the plan once.
+            for (v, _) in asked.iter().take(10) {
+                client.query(&sql, &[&pgvector::Vector::from(v.clone())]).await.unwrap();
+            }
+            let (mut hit, mut total) = (0usize, 0usize);
+            let t = Instant::now();
+            for (v, exact) in asked {
+                let rows = client
+                    .query(&sql, &[&pgvector::Vector::from(v.clone())])
+                    .await
+                    .unwrap();
+                let mut got: Vec<(i64, f64)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+                got.sort_by(|a, b| a.1.total_cmp(&b.1));
+                got.truncate(10);
+                total += exact.len();
+                hit += hits(&got, exact);
+            }
+            println!(
+                "ef_search {ef}: recall@10 {:.4} ({hit}/{total}), {:.2?} per query",
+                hit as f64 / total.max(1) as f64,
+                t.elapsed() / asked.len().max(1) as u32
+            );
+        }
+    });
+}
+
 /// A line every 20 files of a build, which takes an hour with a model.
 fn progress(p: mnemo_index::SyncProgress) {
     if let mnemo_index::SyncProgress::File { done, total, .. } = p {
@@ -239,34 +323,36 @@ fn progress(p: mnemo_index::SyncProgress) {
     }
 }
 
-/// The dev sets' turns (by session) and questions, read from their folder.
+/// The dev sets' short turns and their questions, read from their folder.
 struct DevSets {
-    sessions: Vec<Vec<String>>,
+    /// Turns short enough that two fit in one chunk, with their speaker.
+    turns: Vec<String>,
     questions: Vec<String>,
 }
 
 impl DevSets {
     fn load(dir: &std::path::Path) -> Self {
-        let mut sessions = Vec::new();
+        let mut turns = Vec::new();
         let mut questions = Vec::new();
-        for name in ["locomo_en.json", "memorybank_en.json", "memorybank_zh.json"] {
+        for (name, max_chars) in [
+            ("locomo_en.json", 120),
+            ("memorybank_en.json", 120),
+            ("memorybank_zh.json", 40),
+        ] {
             let text = std::fs::read_to_string(dir.join(name)).expect("a dev set file");
             let v: serde_json::Value = serde_json::from_str(&text).expect("the dev sets' schema");
             let list = |v: &serde_json::Value, key: &str| v[key].as_array().cloned().unwrap_or_default();
             for conv in list(&v, "conversations") {
                 for session in list(&conv, "sessions") {
-                    let turns: Vec<String> = list(&session, "turns")
-                        .iter()
-                        .map(|t| {
-                            let text = t["text"].as_str().unwrap_or("");
-                            match t["speaker"].as_str().unwrap_or("") {
-                                "" => text.to_string(),
-                                who => format!("{who}: {text}"),
-                            }
-                        })
-                        .collect();
-                    if !turns.is_empty() {
-                        sessions.push(turns);
+                    for t in list(&session, "turns") {
+                        let text = t["text"].as_str().unwrap_or("").trim();
+                        if text.is_empty() || text.chars().count() > max_chars {
+                            continue;
+                        }
+                        turns.push(match t["speaker"].as_str().unwrap_or("") {
+                            "" => text.to_string(),
+                            who => format!("{who}: {text}"),
+                        });
                     }
                 }
             }
@@ -274,31 +360,29 @@ impl DevSets {
                 questions.extend(q["question"].as_str().map(str::to_string));
             }
         }
-        DevSets {
-            sessions,
-            questions,
-        }
+        DevSets { turns, questions }
     }
 
-    /// One or two consecutive turns of a random session.
-    fn passage(&self, rng: &mut StdRng) -> String {
-        let s = &self.sessions[rng.random_range(0..self.sessions.len())];
-        let start = rng.random_range(0..s.len());
-        let end = (start + rng.random_range(1..=2)).min(s.len());
-        s[start..end].join("\n")
-    }
-
-    /// `chunks` notes of two passages each, `per_file` to a daily log, in
-    /// the generated corpus's layout.
+    /// `chunks` notes of two different short turns each (one chunk a
+    /// note; no pair twice, so no two chunks alike), `per_file` to a daily
+    /// log, in the generated corpus's layout.
     fn write_corpus(&self, root: &std::path::Path, chunks: usize, per_file: usize, seed: u64) {
         let mut rng = StdRng::seed_from_u64(seed);
+        let mut used = std::collections::HashSet::new();
         let dir = root.join("memory");
         std::fs::create_dir_all(&dir).unwrap();
+        let n = self.turns.len();
         for f in 0..chunks.div_ceil(per_file) {
             let date = NaiveDate::from_ymd_opt(2020, 1, 1).unwrap() + chrono::Days::new(f as u64);
             let mut text = String::new();
             for s in 0..per_file.min(chunks - f * per_file) {
-                let (a, b) = (self.passage(&mut rng), self.passage(&mut rng));
+                let (a, b) = loop {
+                    let pair = (rng.random_range(0..n), rng.random_range(0..n));
+                    if pair.0 != pair.1 && used.insert(pair) {
+                        break pair;
+                    }
+                };
+                let (a, b) = (&self.turns[a], &self.turns[b]);
                 text.push_str(&format!("## Note {s}\n{a}\n{b}\n"));
             }
             std::fs::write(dir.join(format!("{}.md", date.format("%Y-%m-%d"))), text).unwrap();
@@ -318,6 +402,8 @@ fn main() {
     let mut sqlite_too = false;
     let mut model: Option<PathBuf> = None;
     let mut dialogue: Option<PathBuf> = None;
+    let mut ef_sweep: Vec<i64> = Vec::new();
+    let mut hnsw: Option<(u32, u32)> = None;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let mut val = || args.next().expect("a value after the flag");
@@ -333,6 +419,12 @@ fn main() {
             "--sqlite-too" => sqlite_too = true,
             "--model" => model = Some(PathBuf::from(val())),
             "--dialogue" => dialogue = Some(PathBuf::from(val())),
+            "--ef-sweep" => ef_sweep = val().split(',').map(|v| v.parse().unwrap()).collect(),
+            "--hnsw" => {
+                let v = val();
+                let (m, efc) = v.split_once(',').expect("--hnsw M,EFC");
+                hnsw = Some((m.parse().unwrap(), efc.parse().unwrap()));
+            }
             other => panic!("unknown argument {other}"),
         }
     }
@@ -423,6 +515,7 @@ fn main() {
         calls.report(qs.len())
     );
 
+    let mut asked: Vec<(Vec<f32>, Vec<(i64, f64)>)> = Vec::new();
     if recall > 0 {
         let backend = store.live().unwrap();
         let live = store.live_schema().unwrap();
@@ -442,15 +535,16 @@ fn main() {
                 .embed(&[q.as_str()], EmbedKind::Query)
                 .unwrap()
                 .remove(0);
-            let got: Vec<i64> = backend
+            // Cosine distances, as the exact scan reports them.
+            let got: Vec<(i64, f64)> = backend
                 .vector_search(&v, 10, &[])
                 .unwrap()
                 .into_iter()
-                .map(|(id, _)| id)
+                .map(|(id, sim)| (id, 1.0 - f64::from(sim)))
                 .collect();
             let t = Instant::now();
             // An exact scan: the index switched off for this transaction.
-            let exact: Vec<i64> = rt.block_on(async {
+            let exact: Vec<(i64, f64)> = rt.block_on(async {
                 client
                     .batch_execute("BEGIN; SET LOCAL enable_indexscan = off")
                     .await
@@ -458,7 +552,7 @@ fn main() {
                 let rows = client
                     .query(
                         &format!(
-                            "SELECT chunk_id FROM \"{live}\".chunk_vectors \
+                            "SELECT chunk_id, embedding <=> $1 FROM \"{live}\".chunk_vectors \
                              ORDER BY embedding <=> $1 LIMIT 10"
                         ),
                         &[&pgvector::Vector::from(v.clone())],
@@ -466,11 +560,12 @@ fn main() {
                     .await
                     .unwrap();
                 client.batch_execute("COMMIT").await.unwrap();
-                rows.iter().map(|r| r.get(0)).collect()
+                rows.iter().map(|r| (r.get(0), r.get(1))).collect()
             });
             exact_time += t.elapsed();
             total += exact.len();
-            hit += exact.iter().filter(|id| got.contains(id)).count();
+            hit += hits(&got, &exact);
+            asked.push((v, exact));
         }
         println!(
             "HNSW recall@10 against the exact scan: {:.4} over {recall} queries ({hit}/{total}); \
@@ -478,6 +573,11 @@ fn main() {
             hit as f64 / total.max(1) as f64,
             exact_time / recall.max(1) as u32
         );
+    }
+
+    if !ef_sweep.is_empty() || hnsw.is_some() {
+        let live = store.live_schema().unwrap();
+        sweep(&url, &live, hnsw, &ef_sweep, &asked);
     }
 
     if sqlite_too {

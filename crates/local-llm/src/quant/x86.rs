@@ -129,6 +129,26 @@ macro_rules! kernels {
             ))
         }
 
+        /// The 6-bit values of a Q6_K half (`ql0`, `ql1`: its 64 bytes of
+        /// low bits, `qh`: its 32 of high bits), in four groups of 32: the
+        /// low nibbles with each value's two high bits moved to bits 4, 5.
+        #[inline]
+        #[target_feature(enable = $features)]
+        fn q6k_values(ql0: __m256i, ql1: __m256i, qh: __m256i) -> [__m256i; 4] {
+            let m4 = _mm256_set1_epi8(0x0f);
+            let m2 = _mm256_set1_epi8(3);
+            let h0 = _mm256_slli_epi16::<4>(_mm256_and_si256(qh, m2));
+            let h1 = _mm256_slli_epi16::<2>(_mm256_and_si256(qh, _mm256_slli_epi16::<2>(m2)));
+            let h2 = _mm256_and_si256(qh, _mm256_slli_epi16::<4>(m2));
+            let h3 = _mm256_srli_epi16::<2>(_mm256_and_si256(qh, _mm256_slli_epi16::<6>(m2)));
+            [
+                _mm256_or_si256(_mm256_and_si256(ql0, m4), h0),
+                _mm256_or_si256(_mm256_and_si256(ql1, m4), h1),
+                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16::<4>(ql0), m4), h2),
+                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16::<4>(ql1), m4), h3),
+            ]
+        }
+
         /// The scales of value groups 0..4 of a Q6_K half (`s8`: the
         /// block's sixteen): group g's bytes 0..16 are sub-block
         /// 8 half + 2g, bytes 16..32 the next, each scale widened to 16 bits
@@ -236,8 +256,6 @@ macro_rules! kernels {
         #[inline]
         #[target_feature(enable = $features)]
         unsafe fn dot_q6k(row: &[u8], a: ActRow<'_>) -> f32 {
-            let m4 = _mm256_set1_epi8(0x0f);
-            let m2 = _mm256_set1_epi8(3);
             let mut acc = 0f32;
             for (b, blk) in row.chunks_exact(210).enumerate() {
                 let y = &a.qs[b * QK_K..(b + 1) * QK_K];
@@ -270,19 +288,7 @@ macro_rules! kernels {
                             ],
                         )
                     };
-                    // The two high bits of each value, moved to bits 4 and 5.
-                    let h0 = _mm256_slli_epi16::<4>(_mm256_and_si256(qh, m2));
-                    let h1 =
-                        _mm256_slli_epi16::<2>(_mm256_and_si256(qh, _mm256_slli_epi16::<2>(m2)));
-                    let h2 = _mm256_and_si256(qh, _mm256_slli_epi16::<4>(m2));
-                    let h3 =
-                        _mm256_srli_epi16::<2>(_mm256_and_si256(qh, _mm256_slli_epi16::<6>(m2)));
-                    let q = [
-                        _mm256_or_si256(_mm256_and_si256(ql0, m4), h0),
-                        _mm256_or_si256(_mm256_and_si256(ql1, m4), h1),
-                        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16::<4>(ql0), m4), h2),
-                        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16::<4>(ql1), m4), h3),
-                    ];
+                    let q = q6k_values(ql0, ql1, qh);
                     let sc = q6k_scales(s8, half);
                     for p in 0..2 {
                         let (g0, g1) = (2 * p, 2 * p + 1);
@@ -461,8 +467,6 @@ macro_rules! kernels {
         #[inline]
         #[target_feature(enable = $features)]
         unsafe fn tile_q6k(row: &[u8], a: Tile<'_>) -> __m256 {
-            let m4 = _mm256_set1_epi8(0x0f);
-            let m2 = _mm256_set1_epi8(3);
             let mut acc = _mm256_setzero_ps();
             for (b, blk) in row.chunks_exact(210).enumerate() {
                 // SAFETY: `blk` is 210 bytes (scales at 192..208, d at 208);
@@ -484,31 +488,7 @@ macro_rules! kernels {
                             _mm256_loadu_si256(blk.as_ptr().add(128 + 32 * half).cast()),
                         )
                     };
-                    // The value groups of this half, as in `dot_q6k`.
-                    let q = [
-                        _mm256_or_si256(
-                            _mm256_and_si256(ql0, m4),
-                            _mm256_slli_epi16::<4>(_mm256_and_si256(qh, m2)),
-                        ),
-                        _mm256_or_si256(
-                            _mm256_and_si256(ql1, m4),
-                            _mm256_slli_epi16::<2>(_mm256_and_si256(
-                                qh,
-                                _mm256_slli_epi16::<2>(m2),
-                            )),
-                        ),
-                        _mm256_or_si256(
-                            _mm256_and_si256(_mm256_srli_epi16::<4>(ql0), m4),
-                            _mm256_and_si256(qh, _mm256_slli_epi16::<4>(m2)),
-                        ),
-                        _mm256_or_si256(
-                            _mm256_and_si256(_mm256_srli_epi16::<4>(ql1), m4),
-                            _mm256_srli_epi16::<2>(_mm256_and_si256(
-                                qh,
-                                _mm256_slli_epi16::<6>(m2),
-                            )),
-                        ),
-                    ];
+                    let q = q6k_values(ql0, ql1, qh);
                     let sc = q6k_scales(s8, half);
                     for p in 0..2 {
                         let (g0, g1) = (2 * p, 2 * p + 1);

@@ -285,3 +285,56 @@ fn an_index_copied_from_sqlite_embeds_nothing_again_and_ranks_alike() {
     let e = sqlite.copy_embeddings_to(&pg16, &|_| {}).unwrap_err();
     assert!(e.to_string().contains("different embedding models"), "{e}");
 }
+
+#[test]
+fn an_older_schema_gets_the_wider_hnsw_graph_and_keeps_its_vectors() {
+    let Some(base) = base() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let ws = workspace(dir.path());
+    let index = open(&ws, &base.0, Arc::new(Counting::default()));
+    index.sync(&|_| {}).unwrap();
+    let live = format!("{}_1", base.0.schema);
+    let indexdef = || {
+        sql(
+            &base.0,
+            &format!(
+                "SELECT indexdef FROM pg_indexes WHERE schemaname = '{live}' \
+                 AND indexname = 'chunk_vectors_hnsw'"
+            ),
+        )
+    };
+    let def = indexdef();
+    assert!(
+        def.len() == 1 && def[0].contains("ef_construction='128'"),
+        "{def:?}"
+    );
+    // The schema as a mnemo before migration 6 left it: pgvector's
+    // default graph, version 5.
+    sql(
+        &base.0,
+        &format!(
+            "DROP INDEX \"{live}\".chunk_vectors_hnsw; \
+             CREATE INDEX chunk_vectors_hnsw ON \"{live}\".chunk_vectors \
+             USING hnsw (embedding vector_cosine_ops); \
+             UPDATE \"{live}\".mnemo_schema SET version = 5"
+        ),
+    );
+    assert!(!indexdef()[0].contains("ef_construction"), "{:?}", indexdef());
+    let vectors = index.status().unwrap().vectors;
+    drop(index);
+
+    let embedder = Arc::new(Counting::default());
+    let index = open(&ws, &base.0, embedder.clone());
+    let def = indexdef();
+    assert!(
+        def.len() == 1 && def[0].contains("ef_construction='128'"),
+        "{def:?}"
+    );
+    assert_eq!(
+        sql(&base.0, &format!("SELECT version FROM \"{live}\".mnemo_schema")),
+        vec!["6".to_string()]
+    );
+    assert_eq!(index.status().unwrap().vectors, vectors);
+    assert_eq!(top_path(&index, "ERR-9081"), "memory/2026-11-03.md");
+    assert_eq!(embedder.texts.load(Ordering::SeqCst), 0, "nothing embedded again");
+}

@@ -277,7 +277,10 @@ fn sweep(
                 ))
                 .await
                 .unwrap();
-            println!("HNSW rebuilt with m {m}, ef_construction {efc} in {:.1?}", t.elapsed());
+            println!(
+                "HNSW rebuilt with m {m}, ef_construction {efc} in {:.1?}",
+                t.elapsed()
+            );
         }
         let sql = format!(
             "SELECT chunk_id, embedding <=> $1 FROM \"{live}\".chunk_vectors \
@@ -290,7 +293,10 @@ fn sweep(
                 .unwrap();
             // Warm the pages and the plan once.
             for (v, _) in asked.iter().take(10) {
-                client.query(&sql, &[&pgvector::Vector::from(v.clone())]).await.unwrap();
+                client
+                    .query(&sql, &[&pgvector::Vector::from(v.clone())])
+                    .await
+                    .unwrap();
             }
             let (mut hit, mut total) = (0usize, 0usize);
             let t = Instant::now();
@@ -341,7 +347,8 @@ impl DevSets {
         ] {
             let text = std::fs::read_to_string(dir.join(name)).expect("a dev set file");
             let v: serde_json::Value = serde_json::from_str(&text).expect("the dev sets' schema");
-            let list = |v: &serde_json::Value, key: &str| v[key].as_array().cloned().unwrap_or_default();
+            let list =
+                |v: &serde_json::Value, key: &str| v[key].as_array().cloned().unwrap_or_default();
             for conv in list(&v, "conversations") {
                 for session in list(&conv, "sessions") {
                     for t in list(&session, "turns") {
@@ -452,7 +459,9 @@ fn main() {
     settings.index.chunk_overlap = 0;
     settings.search.sync_on_search = false;
     let emb: Arc<dyn Embedder> = match &model {
-        Some(dir) => Arc::new(LocalEmbedder::load(dir).expect("the model (scripts/fetch-models.sh)")),
+        Some(dir) => {
+            Arc::new(LocalEmbedder::load(dir).expect("the model (scripts/fetch-models.sh)"))
+        }
         None => Arc::new(HashEmbedder::new(384)),
     };
     let mut rng = StdRng::seed_from_u64(3);

@@ -29,6 +29,7 @@ mod store;
 pub use store::PostgresStore;
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use chrono::NaiveDate;
@@ -111,7 +112,14 @@ pub struct PostgresBackend {
     embedder: Option<(String, usize)>,
     /// The advisory lock key of the schema (its writers' lock).
     lock_key: i64,
+    /// Chunks this process wrote since it last re-packed the word lists
+    /// (see `after_writes`).
+    written: AtomicUsize,
 }
+
+/// Chunks written before `after_writes` looks at re-packing the word
+/// lists at all.
+const REPACK_MIN: usize = 1000;
 
 impl std::fmt::Debug for PostgresBackend {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -152,6 +160,7 @@ impl PostgresBackend {
             pool,
             embedder: model,
             lock_key,
+            written: AtomicUsize::new(0),
         })
     }
 
@@ -797,10 +806,49 @@ impl IndexBackend for PostgresBackend {
     ) -> Result<()> {
         let (file, chunks, vectors) = (file.clone(), chunks.to_vec(), vectors.map(<[_]>::to_vec));
         let (key, model) = (self.lock_key, self.model());
+        let n = chunks.len();
         self.with(move |pool, mut c| async move {
             let r = upsert(&pool, &mut c, key, model, file, chunks, vectors).await;
             (c, r)
-        })
+        })?;
+        self.written.fetch_add(n, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Re-packs the word lists once this process has written as many
+    /// chunks as half the index holds: written file by file, a word's rows
+    /// lie scattered over the table, and a common word's thousand rows
+    /// cost a page each (keyword search over 100,000 chunks: 25 ms
+    /// scattered, 9.6 ms packed; docs/BENCHMARKS.md item 42). CLUSTER
+    /// holds searches of this generation for its few seconds (4 s at
+    /// 100,000 chunks), so it waits for that much change; a first build
+    /// always qualifies.
+    fn after_writes(&self) -> Result<()> {
+        let written = self.written.load(Ordering::Relaxed);
+        if written < REPACK_MIN {
+            return Ok(());
+        }
+        let packed = self.with(move |pool, mut c| async move {
+            let r = async {
+                let total: i64 = c
+                    .query_one("SELECT count(*) FROM chunks", &[])
+                    .await?
+                    .get(0);
+                if (written as i64).saturating_mul(2) < total {
+                    return Ok(false);
+                }
+                c.batch_execute("CLUSTER word_lists USING word_lists_pkey; ANALYZE word_lists")
+                    .await?;
+                Ok::<_, tokio_postgres::Error>(true)
+            }
+            .await
+            .map_err(|e| pool.db(e));
+            (c, r)
+        })?;
+        if packed {
+            self.written.store(0, Ordering::Relaxed);
+        }
+        Ok(())
     }
 
     fn touch_file(&self, path: &str, mtime_ms: i64, size: u64) -> Result<()> {

@@ -402,7 +402,12 @@ impl IndexStore for PostgresStore {
                 .map_err(|e| p.db(e));
             p.put(c, r)
         })?;
-        let mut tables = ["chunks", "word_lists", "vocab", "embedding_cache", "files"].to_vec();
+        // CLUSTER rewrites as VACUUM FULL does, and leaves each word's rows
+        // together (see `swap_in`).
+        self.0.execute(format!(
+            "CLUSTER \"{live}\".word_lists USING word_lists_pkey"
+        ))?;
+        let mut tables = ["chunks", "vocab", "embedding_cache", "files"].to_vec();
         if has_vectors {
             tables.push("chunk_vectors");
         }
@@ -427,6 +432,14 @@ impl Generation for PostgresGeneration {
     }
 
     fn swap_in(mut self: Box<Self>) -> Result<()> {
+        // A word's rows in one run of pages: written file by file, they
+        // lie scattered over the table, and a common word's thousand rows
+        // cost a page each (keyword search 25 ms instead of 9.6 ms over
+        // 100,000 chunks, docs/BENCHMARKS.md item 42).
+        self.shared.execute(format!(
+            "CLUSTER \"{}\".word_lists USING word_lists_pkey",
+            self.name
+        ))?;
         // Statistics for the planner and the visibility map for index-only
         // scans, before the first search reads the new generation.
         self.shared.execute(format!(

@@ -87,6 +87,20 @@ fn schemas_of(opts: &PostgresOptions) -> Vec<String> {
     )
 }
 
+/// The base's generations whose word lists were last laid out word by
+/// word (CLUSTER marks the index it followed).
+fn packed_schemas(opts: &PostgresOptions) -> Vec<String> {
+    sql(
+        opts,
+        &format!(
+            "SELECT n.nspname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid \
+             JOIN pg_namespace n ON n.oid = c.relnamespace \
+             WHERE i.indisclustered AND c.relname = 'word_lists_pkey' AND n.nspname LIKE '{}_%'",
+            opts.schema
+        ),
+    )
+}
+
 fn base() -> Option<Base> {
     Some(Base(PostgresOptions {
         url: test_url()?,
@@ -172,6 +186,9 @@ fn sync_search_and_a_rebuild_in_a_new_schema() {
         !schemas.contains(&format!("{}_1", base.0.schema)),
         "{schemas:?}"
     );
+    // The new generation's word lists were laid out word by word.
+    let clustered = packed_schemas(&base.0);
+    assert_eq!(clustered, schemas[1..].to_vec(), "{schemas:?}");
     assert_eq!(top_path(&index, "deploy key vault"), "MEMORY.md");
 
     // Another process's index over the same schema follows the swap.
@@ -319,7 +336,11 @@ fn an_older_schema_gets_the_wider_hnsw_graph_and_keeps_its_vectors() {
              UPDATE \"{live}\".mnemo_schema SET version = 5"
         ),
     );
-    assert!(!indexdef()[0].contains("ef_construction"), "{:?}", indexdef());
+    assert!(
+        !indexdef()[0].contains("ef_construction"),
+        "{:?}",
+        indexdef()
+    );
     let vectors = index.status().unwrap().vectors;
     drop(index);
 
@@ -331,10 +352,42 @@ fn an_older_schema_gets_the_wider_hnsw_graph_and_keeps_its_vectors() {
         "{def:?}"
     );
     assert_eq!(
-        sql(&base.0, &format!("SELECT version FROM \"{live}\".mnemo_schema")),
+        sql(
+            &base.0,
+            &format!("SELECT version FROM \"{live}\".mnemo_schema")
+        ),
         vec!["6".to_string()]
     );
     assert_eq!(index.status().unwrap().vectors, vectors);
     assert_eq!(top_path(&index, "ERR-9081"), "memory/2026-11-03.md");
-    assert_eq!(embedder.texts.load(Ordering::SeqCst), 0, "nothing embedded again");
+    assert_eq!(
+        embedder.texts.load(Ordering::SeqCst),
+        0,
+        "nothing embedded again"
+    );
+}
+
+#[test]
+fn a_first_build_leaves_the_word_lists_packed() {
+    let Some(base) = base() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let ws = workspace(dir.path());
+    let notes = dir.path().join("memory/notes");
+    std::fs::create_dir_all(&notes).unwrap();
+    for i in 0..1100 {
+        std::fs::write(
+            notes.join(format!("n{i:04}.md")),
+            format!("# Note {i}\n\nThe standup moved to room {i}; ticket ERR-{i}.\n"),
+        )
+        .unwrap();
+    }
+    let index = open(&ws, &base.0, Arc::new(Counting::default()));
+    let report = index.sync(&|_| {}).unwrap();
+    assert!(
+        !report.full_rebuild && report.chunks_written >= 1000,
+        "{report:?}"
+    );
+    let clustered = packed_schemas(&base.0);
+    assert_eq!(clustered, vec![format!("{}_1", base.0.schema)]);
+    assert_eq!(top_path(&index, "ERR-517"), "memory/notes/n0517.md");
 }

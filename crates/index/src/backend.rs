@@ -141,6 +141,12 @@ pub trait IndexBackend: Send + Sync {
     /// written first, until at most `keep` rows remain (rows in use always
     /// stay). Returns how many were deleted.
     fn prune_embedding_cache(&self, keep: usize) -> Result<usize>;
+    /// Upkeep after a sync that wrote or removed chunks (its embedding
+    /// cache pruned): a backend may re-pack what its writes scattered.
+    /// Nothing by default.
+    fn after_writes(&self) -> Result<()> {
+        Ok(())
+    }
     /// Chunks by id (any order).
     fn chunks(&self, ids: &[i64]) -> Result<Vec<ChunkRecord>>;
     /// Cached vectors of the backend's model for these chunk hashes.

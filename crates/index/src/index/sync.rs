@@ -407,6 +407,7 @@ impl MemoryIndex {
         if report.chunks_written > 0 || !report.removed.is_empty() {
             report.cache_pruned =
                 backend.prune_embedding_cache(self.inner.settings.index.embedding_cache_max)?;
+            backend.after_writes()?;
         }
         Ok(missing)
     }

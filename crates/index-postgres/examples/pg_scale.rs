@@ -234,6 +234,10 @@ fn time_searches(index: &Arc<MemoryIndex>, qs: &[String], clients: usize) -> Str
     )
 }
 
+/// A recall query: its vector and the exact scan's ten (chunk id, cosine
+/// distance), nearest first.
+type Asked = (Vec<f32>, Vec<(i64, f64)>);
+
 /// How many of the exact top 10 the search found: its results as near as
 /// the exact 10th (with a rounding margin; the backend's scores are
 /// `real`) count, so that a chunk tied with one of the exact ten (the same
@@ -254,7 +258,7 @@ fn sweep(
     live: &str,
     hnsw: Option<(u32, u32)>,
     efs: &[i64],
-    asked: &[(Vec<f32>, Vec<(i64, f64)>)],
+    asked: &[Asked],
 ) {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -524,7 +528,7 @@ fn main() {
         calls.report(qs.len())
     );
 
-    let mut asked: Vec<(Vec<f32>, Vec<(i64, f64)>)> = Vec::new();
+    let mut asked: Vec<Asked> = Vec::new();
     if recall > 0 {
         let backend = store.live().unwrap();
         let live = store.live_schema().unwrap();

@@ -253,13 +253,7 @@ fn hits(got: &[(i64, f64)], exact: &[(i64, f64)]) -> usize {
 /// Recall@10 and time per query of the HNSW search at each `ef_search`,
 /// for query vectors with their exact top 10; first, with `hnsw`, the live
 /// schema's HNSW index rebuilt with those `m` and `ef_construction`.
-fn sweep(
-    url: &str,
-    live: &str,
-    hnsw: Option<(u32, u32)>,
-    efs: &[i64],
-    asked: &[Asked],
-) {
+fn sweep(url: &str, live: &str, hnsw: Option<(u32, u32)>, efs: &[i64], asked: &[Asked]) {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -234,6 +234,19 @@ fn time_searches(index: &Arc<MemoryIndex>, qs: &[String], clients: usize) -> Str
     )
 }
 
+/// A plain client of the test server on a runtime of its own.
+fn connect(url: &str) -> (tokio::runtime::Runtime, tokio_postgres::Client) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (client, conn) = rt
+        .block_on(tokio_postgres::connect(url, tokio_postgres::NoTls))
+        .unwrap();
+    rt.spawn(conn);
+    (rt, client)
+}
+
 /// A recall query: its vector and the exact scan's ten (chunk id, cosine
 /// distance), nearest first.
 type Asked = (Vec<f32>, Vec<(i64, f64)>);
@@ -254,14 +267,7 @@ fn hits(got: &[(i64, f64)], exact: &[(i64, f64)]) -> usize {
 /// for query vectors with their exact top 10; first, with `hnsw`, the live
 /// schema's HNSW index rebuilt with those `m` and `ef_construction`.
 fn sweep(url: &str, live: &str, hnsw: Option<(u32, u32)>, efs: &[i64], asked: &[Asked]) {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let (client, conn) = rt
-        .block_on(tokio_postgres::connect(url, tokio_postgres::NoTls))
-        .unwrap();
-    rt.spawn(conn);
+    let (rt, client) = connect(url);
     rt.block_on(async {
         if let Some((m, efc)) = hnsw {
             let t = Instant::now();
@@ -526,14 +532,7 @@ fn main() {
     if recall > 0 {
         let backend = store.live().unwrap();
         let live = store.live_schema().unwrap();
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        let (client, conn) = rt
-            .block_on(tokio_postgres::connect(&url, tokio_postgres::NoTls))
-            .unwrap();
-        rt.spawn(conn);
+        let (rt, client) = connect(&url);
         let mut hit = 0usize;
         let mut total = 0usize;
         let mut exact_time = Duration::ZERO;

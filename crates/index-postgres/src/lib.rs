@@ -164,6 +164,29 @@ impl PostgresBackend {
         })
     }
 
+    /// Lays the word lists out word by word (`CLUSTER`) and counts the
+    /// writes afresh: written file by file, a word's rows lie scattered
+    /// over the table, and a common word's thousand rows cost a page each
+    /// (keyword search over 100,000 chunks: 25 ms scattered, 9.6 ms
+    /// packed; docs/BENCHMARKS.md item 42).
+    pub(crate) fn repack(&self) -> Result<()> {
+        self.with(|pool, c| async move {
+            let r = c
+                .batch_execute("CLUSTER word_lists USING word_lists_pkey; ANALYZE word_lists")
+                .await
+                .map_err(|e| pool.db(e));
+            (c, r)
+        })?;
+        self.written.store(0, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Whether this process wrote chunks since the word lists were last
+    /// re-packed.
+    pub(crate) fn written_since_repack(&self) -> bool {
+        self.written.load(Ordering::Relaxed) > 0
+    }
+
     /// Deletes the index's schema and everything in it.
     pub fn drop_schema(opts: &PostgresOptions) -> Result<()> {
         if !valid_schema(&opts.schema) {
@@ -815,38 +838,26 @@ impl IndexBackend for PostgresBackend {
         Ok(())
     }
 
-    /// Re-packs the word lists once this process has written as many
-    /// chunks as half the index holds: written file by file, a word's rows
-    /// lie scattered over the table, and a common word's thousand rows
-    /// cost a page each (keyword search over 100,000 chunks: 25 ms
-    /// scattered, 9.6 ms packed; docs/BENCHMARKS.md item 42). CLUSTER
-    /// holds searches of this generation for its few seconds (4 s at
-    /// 100,000 chunks), so it waits for that much change; a first build
+    /// Re-packs the word lists (see [`PostgresBackend::repack`]) once
+    /// this process has written as many chunks as half the index holds:
+    /// CLUSTER holds searches of this generation for its few seconds (4 s
+    /// at 100,000 chunks), so it waits for that much change; a first build
     /// always qualifies.
     fn after_writes(&self) -> Result<()> {
         let written = self.written.load(Ordering::Relaxed);
         if written < REPACK_MIN {
             return Ok(());
         }
-        let packed = self.with(move |pool, mut c| async move {
-            let r = async {
-                let total: i64 = c
-                    .query_one("SELECT count(*) FROM chunks", &[])
-                    .await?
-                    .get(0);
-                if (written as i64).saturating_mul(2) < total {
-                    return Ok(false);
-                }
-                c.batch_execute("CLUSTER word_lists USING word_lists_pkey; ANALYZE word_lists")
-                    .await?;
-                Ok::<_, tokio_postgres::Error>(true)
-            }
-            .await
-            .map_err(|e| pool.db(e));
+        let total: i64 = self.with(move |pool, mut c| async move {
+            let r = c
+                .query_one("SELECT count(*) FROM chunks", &[])
+                .await
+                .map(|r| r.get(0))
+                .map_err(|e| pool.db(e));
             (c, r)
         })?;
-        if packed {
-            self.written.store(0, Ordering::Relaxed);
+        if (written as i64).saturating_mul(2) >= total {
+            self.repack()?;
         }
         Ok(())
     }

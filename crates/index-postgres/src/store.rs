@@ -403,7 +403,7 @@ impl IndexStore for PostgresStore {
             p.put(c, r)
         })?;
         // CLUSTER rewrites as VACUUM FULL does, and leaves each word's rows
-        // together (see `swap_in`).
+        // together (see `PostgresBackend::repack`).
         self.0.execute(format!(
             "CLUSTER \"{live}\".word_lists USING word_lists_pkey"
         ))?;
@@ -432,14 +432,11 @@ impl Generation for PostgresGeneration {
     }
 
     fn swap_in(mut self: Box<Self>) -> Result<()> {
-        // A word's rows in one run of pages: written file by file, they
-        // lie scattered over the table, and a common word's thousand rows
-        // cost a page each (keyword search 25 ms instead of 9.6 ms over
-        // 100,000 chunks, docs/BENCHMARKS.md item 42).
-        self.shared.execute(format!(
-            "CLUSTER \"{}\".word_lists USING word_lists_pkey",
-            self.name
-        ))?;
+        // Each word's rows in one run of pages, unless the build's last
+        // sync packed them already (`after_writes`).
+        if self.backend.written_since_repack() {
+            self.backend.repack()?;
+        }
         // Statistics for the planner and the visibility map for index-only
         // scans, before the first search reads the new generation.
         self.shared.execute(format!(

@@ -129,6 +129,22 @@ pub(crate) fn attend(
     out
 }
 
+/// Calls `avx2::$kernel::<R>(args)` with `R` the group's `$rep` heads
+/// (1 to 8, what `group_shape` admits). Unsafe as the kernels are: the
+/// caller checked the CPU and the lengths.
+#[cfg(target_arch = "x86_64")]
+macro_rules! by_heads {
+    ($rep:expr, $kernel:ident $args:tt) => {
+        by_heads!(@ $rep, $kernel $args, 1 2 3 4 5 6 7 8)
+    };
+    (@ $rep:expr, $kernel:ident $args:tt, $($r:literal)*) => {
+        match $rep {
+            $($r => unsafe { avx2::$kernel::<$r> $args },)*
+            _ => unreachable!("group_shape admits 1 to 8 heads"),
+        }
+    };
+}
+
 /// The query heads of a group at once, on AVX2: `scores[r * seen + j]` =
 /// query head `r` (of `qs`, heads of `d` values) · the key at `keys[j *
 /// stride..][..d]`, times `scale`, each dot with `dot`'s operations in
@@ -146,17 +162,9 @@ fn group_scores(
 ) -> bool {
     #[cfg(target_arch = "x86_64")]
     if let Some((rep, d)) = group_shape(qs.len(), scores.len(), seen, keys.len(), stride) {
-        macro_rules! run {
-            ($($r:literal)*) => {
-                match rep {
-                    // SAFETY: AVX2, FMA and F16C are present and the
-                    // lengths fit (`group_shape`).
-                    $($r => unsafe { avx2::group_scores::<$r>(qs, keys, stride, d, seen, scale, scores) },)*
-                    _ => return false,
-                }
-            };
-        }
-        run!(1 2 3 4 5 6 7 8);
+        // SAFETY: AVX2, FMA and F16C are present and the lengths fit
+        // (`group_shape`).
+        by_heads!(rep, group_scores(qs, keys, stride, d, seen, scale, scores));
         return true;
     }
     let _ = (qs, keys, stride, seen, scale, scores);
@@ -172,16 +180,8 @@ fn group_scores(
 fn group_values(w: &[f32], values: &[u16], stride: usize, seen: usize, dst: &mut [f32]) -> bool {
     #[cfg(target_arch = "x86_64")]
     if let Some((rep, d)) = group_shape(dst.len(), w.len(), seen, values.len(), stride) {
-        macro_rules! run {
-            ($($r:literal)*) => {
-                match rep {
-                    // SAFETY: as in `group_scores`.
-                    $($r => unsafe { avx2::group_values::<$r>(w, values, stride, d, seen, dst) },)*
-                    _ => return false,
-                }
-            };
-        }
-        run!(1 2 3 4 5 6 7 8);
+        // SAFETY: as in `group_scores`.
+        by_heads!(rep, group_values(w, values, stride, d, seen, dst));
         return true;
     }
     let _ = (w, values, stride, seen, dst);

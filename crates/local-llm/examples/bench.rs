@@ -69,7 +69,9 @@ fn main() {
             let req = ChatRequest::new(vec![Message::user(text)]).with_max_tokens(n_gen as u32);
             // Force the whole budget: no early stop on a short answer matters
             // for the rate, which is tokens over time.
-            m.complete_blocking(&req, &AtomicBool::new(false)).unwrap();
+            let answer = m.complete_blocking(&req, &AtomicBool::new(false)).unwrap();
+            // The answer on stderr: a glance shows a broken kernel.
+            eprintln!("{}", answer.text());
             let s = m.last_stats();
             println!(
                 "engine=mnemo threads={threads} prompt_tokens={} prompt_tok_s={:.1} gen_tokens={} gen_tok_s={:.1} peak_rss_mb={:.0}",

@@ -64,43 +64,49 @@ pub struct ModelConfig {
 }
 
 /// A weight matrix: this crate's kernels when they run its block type,
-/// else candle's product.
+/// else candle's product. The kernels keep their own copy (Q4_K in
+/// groups of rows), so candle's is dropped unless candle runs products.
 struct Linear {
     own: Option<QWeight>,
-    candle: QMatMul,
+    candle: Option<QMatMul>,
     cols: usize,
 }
 
 impl Linear {
     fn new(t: candle_core::quantized::QTensor) -> Result<Self> {
         let cols = t.shape().dims().last().copied().unwrap_or(0);
-        let t = Arc::new(t);
-        Ok(Linear {
-            own: QWeight::new(Arc::clone(&t)),
-            candle: QMatMul::QTensor(t),
-            cols,
-        })
+        let own = QWeight::new(&t);
+        let candle =
+            (own.is_none() || candle_from() < usize::MAX).then(|| QMatMul::QTensor(Arc::new(t)));
+        Ok(Linear { own, candle, cols })
     }
 }
 
 /// `x · wᵀ` for each of `ws` (which share the input: `t` rows of `x`,
 /// each `cols` long), each `[t, rows]` row-major: one pass of the kernels
-/// over all of them when they all have one, else candle's product for
-/// each.
+/// over all of them when they all have one, else each on its own.
 fn products(ws: &[&Linear], x: &[f32], t: usize, kernel: Kernel) -> Result<Vec<Vec<f32>>> {
     let own: Option<Vec<&QWeight>> = ws.iter().map(|w| w.own.as_ref()).collect();
+    let ours = |w: &[&QWeight]| {
+        quant::matmul_many(w, x, kernel).map_err(|e| Error::Inference(e.to_string()))
+    };
     if let Some(own) = own.filter(|_| t < candle_from()) {
-        return quant::matmul_many(&own, x, kernel).map_err(|e| Error::Inference(e.to_string()));
+        return ours(&own);
     }
     let cols = ws.first().map_or(0, |w| w.cols);
     let h = Tensor::from_slice(x, (t, cols), &Device::Cpu)?;
     ws.iter()
-        .map(|w| {
-            Ok(w.candle
+        .map(|w| match (&w.candle, &w.own) {
+            (Some(candle), _) => Ok(candle
                 .forward(&h)?
                 .flatten_all()?
                 .to_dtype(DType::F32)?
-                .to_vec1::<f32>()?)
+                .to_vec1::<f32>()?),
+            (None, Some(own)) => ours(&[own])?
+                .pop()
+                .ok_or_else(|| Error::Inference("no product".into())),
+            // `Linear::new` keeps candle's tensor when there is no kernel.
+            (None, None) => Err(Error::Inference("no product for a weight".into())),
         })
         .collect()
 }

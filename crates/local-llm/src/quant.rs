@@ -23,8 +23,7 @@
 //! float operations in the same order: they give the same bits, and the tests
 //! compare them directly.
 
-use std::borrow::Cow;
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
 use candle_core::quantized::{GgmlDType, QTensor};
 
@@ -118,6 +117,9 @@ pub(crate) struct Acts {
     /// Integer sums of each block's groups (see [`ActKind`]); at most
     /// 32 × 127, so `i16` (what the vector kernels load).
     sums: Vec<i16>,
+    /// For [`ActKind::K`], the sums per 32 (each two of `sums`), eight per
+    /// block: what a Q4_K minimum multiplies.
+    sums32: Vec<i16>,
     /// The first `rows - rows % TILE` rows again, tile by tile, block by
     /// block, token by token (`[tile][block][token][values]`), so a tile
     /// kernel reaches every token's block from one pointer at fixed
@@ -168,6 +170,10 @@ impl Acts {
                 sums.push(g.iter().map(|&q| i16::from(q)).sum());
             }
         }
+        let sums32 = match kind {
+            ActKind::K => sums.chunks_exact(2).map(|p| p[0] + p[1]).collect(),
+            ActKind::B32 => Vec::new(),
+        };
         let tiles = rows / TILE;
         let mut tile_qs = Vec::with_capacity(tiles * TILE * k);
         let mut tile_d = Vec::with_capacity(tiles * TILE * nb);
@@ -189,6 +195,7 @@ impl Acts {
             d,
             qs,
             sums,
+            sums32,
             tile_qs,
             tile_d,
             tile_sums,
@@ -286,44 +293,55 @@ pub(crate) fn kernel() -> Kernel {
 }
 
 /// A weight matrix `[rows, cols]` (output by input) in one of the
-/// [`Format`]s, read in place from candle's tensor: row `r` is the
-/// `row_bytes` bytes at `r * row_bytes`.
+/// [`Format`]s, copied out of candle's tensor so that candle's copy can be
+/// dropped: row `r` is the `row_bytes` bytes at `r * row_bytes`, except
+/// for Q4_K matrices of whole groups of rows, which are stored grouped
+/// (see [`grouped`]).
 pub(crate) struct QWeight {
-    tensor: Arc<QTensor>,
+    data: Vec<u8>,
     format: Format,
     rows: usize,
     cols: usize,
     row_bytes: usize,
+    /// `data` is in [`grouped`]'s layout.
+    grouped: bool,
 }
 
 impl QWeight {
-    /// Wraps `tensor` if a kernel runs its type and shape.
-    pub(crate) fn new(tensor: Arc<QTensor>) -> Option<Self> {
+    /// The weights of `tensor`, if a kernel runs its type and shape.
+    pub(crate) fn new(tensor: &QTensor) -> Option<Self> {
         let format = Format::from_ggml(tensor.dtype())?;
         let (rows, cols) = tensor.shape().dims2().ok()?;
         if cols == 0 || !cols.is_multiple_of(format.block_elems()) {
             return None;
         }
         let row_bytes = cols / format.block_elems() * format.block_bytes();
-        let len = tensor.data().ok()?.len();
-        (len == rows * row_bytes).then_some(QWeight {
-            tensor,
+        let data = tensor.data().ok()?;
+        if data.len() != rows * row_bytes {
+            return None;
+        }
+        let grouped = format == Format::Q4K && rows.is_multiple_of(grouped::ROWS);
+        let data = match grouped {
+            true => grouped::group_q4k(&data, row_bytes),
+            false => data.into_owned(),
+        };
+        Some(QWeight {
+            data,
             format,
             rows,
             cols,
             row_bytes,
+            grouped,
         })
     }
 
-    /// candle's tensor (the tests compare with candle's product).
-    #[cfg(test)]
-    fn tensor(&self) -> &Arc<QTensor> {
-        &self.tensor
-    }
-
-    fn bytes(&self) -> Cow<'_, [u8]> {
-        // A CPU tensor lends its bytes; `new` checked that it has them.
-        self.tensor.data().unwrap_or(Cow::Borrowed(&[]))
+    /// Rows a part of a product must take together.
+    fn unit(&self) -> usize {
+        if self.grouped {
+            grouped::ROWS
+        } else {
+            1
+        }
     }
 }
 
@@ -363,7 +381,6 @@ pub(crate) fn matmul_many(
     let need = |kind: ActKind| ws.iter().any(|w| w.format.acts() == kind);
     let acts_k = need(ActKind::K).then(|| Acts::quantize(ActKind::K, x, t, cols));
     let acts_32 = need(ActKind::B32).then(|| Acts::quantize(ActKind::B32, x, t, cols));
-    let bytes: Vec<Cow<'_, [u8]>> = ws.iter().map(|w| w.bytes()).collect();
 
     // Work items: a range of rows of one weight, cut so each thread gets
     // about the same number of bytes to read.
@@ -379,9 +396,10 @@ pub(crate) fn matmul_many(
     let (mut th, mut used) = (0usize, 0usize);
     for (i, w) in ws.iter().enumerate() {
         let mut r = 0;
+        let unit = w.unit();
         while r < w.rows {
-            let room = share.saturating_sub(used).max(w.row_bytes);
-            let n = (room / w.row_bytes).clamp(1, w.rows - r);
+            let room = share.saturating_sub(used).max(w.row_bytes * unit);
+            let n = (room / (w.row_bytes * unit) * unit).clamp(unit, w.rows - r);
             parts[th].push((i, r, r + n));
             used += n * w.row_bytes;
             r += n;
@@ -405,11 +423,19 @@ pub(crate) fn matmul_many(
                 ActKind::B32 => acts_32.as_ref(),
             };
             let Some(acts) = acts else { continue };
+            if w.grouped {
+                let data = &w.data[r0 * w.row_bytes..r1 * w.row_bytes];
+                // SAFETY: rows r0..r1 of weight i are this part's alone, and
+                // `outs[i]` holds `t × rows` cells, alive until `pool.run`
+                // returns.
+                unsafe { product_groups(w, data, acts, dst.0[i].add(r0), kernel) };
+                continue;
+            }
             for b0 in (r0..r1).step_by(SCRATCH_ROWS) {
                 let b1 = (b0 + SCRATCH_ROWS).min(r1);
                 scratch.clear();
                 scratch.resize((b1 - b0) * t, 0f32);
-                let rows = &bytes[i][b0 * w.row_bytes..b1 * w.row_bytes];
+                let rows = &w.data[b0 * w.row_bytes..b1 * w.row_bytes];
                 product_rows(w.format, rows, w.row_bytes, acts, &mut scratch, kernel);
                 for tok in 0..t {
                     for (r, v) in (b0..b1).zip(scratch[tok..].iter().step_by(t)) {
@@ -449,6 +475,42 @@ impl Cells {
     unsafe fn write(&self, i: usize, at: usize, v: f32) {
         // SAFETY: as the caller promised.
         unsafe { self.0[i].add(at).write(v) }
+    }
+}
+
+/// `out[tok * w.rows + r]` = row `r` of `data` (whole groups of `w`'s
+/// grouped rows) · activation row `tok`.
+///
+/// # Safety
+/// `out` is the cell of `data`'s first row for token 0 in an output of
+/// `acts.rows × w.rows` cells, and no other thread touches the cells of
+/// `data`'s rows.
+unsafe fn product_groups(w: &QWeight, data: &[u8], acts: &Acts, out: *mut f32, kernel: Kernel) {
+    debug_assert!(w.grouped && w.format == Format::Q4K);
+    // SAFETY (both): as the caller promised, and `kernel()` names a kernel
+    // only on CPUs that have what it needs.
+    #[cfg(target_arch = "x86_64")]
+    match kernel {
+        Kernel::Avx2 => {
+            return unsafe { x86::avx2::product_groups(data, w.row_bytes, w.rows, acts, out) }
+        }
+        Kernel::Avx512Vnni => {
+            return unsafe { x86::vnni::product_groups(data, w.row_bytes, w.rows, acts, out) }
+        }
+        Kernel::Portable => {}
+    }
+    let _ = kernel;
+    let group_bytes = grouped::ROWS * w.row_bytes;
+    let mut rows = vec![0u8; group_bytes];
+    for (g, grp) in data.chunks_exact(group_bytes).enumerate() {
+        grouped::ungroup_q4k(grp, w.row_bytes, &mut rows);
+        for (r, row) in rows.chunks_exact(w.row_bytes).enumerate() {
+            for tok in 0..acts.rows {
+                let v = dot_q4k(row, acts.row(tok));
+                // SAFETY: as the caller promised.
+                unsafe { out.add(tok * w.rows + g * grouped::ROWS + r).write(v) };
+            }
+        }
     }
 }
 
@@ -656,6 +718,7 @@ fn dot_q4_1(row: &[u8], a: ActRow<'_>) -> f32 {
     acc
 }
 
+mod grouped;
 #[cfg(target_arch = "x86_64")]
 mod x86;
 
@@ -686,18 +749,27 @@ mod tests {
             .collect()
     }
 
-    /// Random weights quantized by candle (ggml's own quantizers).
-    fn weight(dtype: GgmlDType, rows: usize, cols: usize, seed: u64) -> QWeight {
+    /// Random weights quantized by candle (ggml's own quantizers), with
+    /// candle's tensor.
+    fn weight_and_tensor(
+        dtype: GgmlDType,
+        rows: usize,
+        cols: usize,
+        seed: u64,
+    ) -> (QWeight, QTensor) {
         let w = Tensor::from_vec(values(rows * cols, seed), (rows, cols), &Device::Cpu).unwrap();
         let q = QTensor::quantize(&w, dtype).unwrap();
-        QWeight::new(Arc::new(q)).unwrap()
+        (QWeight::new(&q).unwrap(), q)
+    }
+
+    fn weight(dtype: GgmlDType, rows: usize, cols: usize, seed: u64) -> QWeight {
+        weight_and_tensor(dtype, rows, cols, seed).0
     }
 
     /// Dequantize the weights and the quantized activations, then dot in
     /// `f64`: what the kernels compute, without their integer tricks.
-    fn reference(w: &QWeight, x: &[f32]) -> Vec<f32> {
-        let wf = w
-            .tensor
+    fn reference(w: &QWeight, tensor: &QTensor, x: &[f32]) -> Vec<f32> {
+        let wf = tensor
             .dequantize(&Device::Cpu)
             .unwrap()
             .flatten_all()
@@ -769,22 +841,26 @@ mod tests {
             GgmlDType::Q4_1,
         ] {
             // 9 and 17 tokens: whole tiles of the batched kernels and a
-            // remainder; 37 rows: more than one block of rows.
+            // remainder; 37 rows: more than one block of rows; 8, 16 and 40
+            // rows: Q4_K in groups of rows.
             for (rows, cols, t) in [
                 (7, 256, 1),
                 (33, 512, 3),
                 (5, 1536, 2),
                 (37, 512, 9),
                 (3, 256, 17),
+                (8, 256, 1),
+                (16, 512, 9),
+                (40, 768, 19),
             ] {
-                let w = weight(dtype, rows, cols, rows as u64);
+                let (w, tensor) = weight_and_tensor(dtype, rows, cols, rows as u64);
                 let x: Vec<f32> = values(t * cols, 99)
                     .iter()
                     .enumerate()
                     // Uneven magnitudes, like real activations.
                     .map(|(i, v)| v * if i % 37 == 0 { 8.0 } else { 1.0 })
                     .collect();
-                let want = reference(&w, &x);
+                let want = reference(&w, &tensor, &x);
                 let mut first: Option<Vec<f32>> = None;
                 for k in available() {
                     let got = matmul_many(&[&w], &x, k).unwrap().remove(0);
@@ -817,20 +893,21 @@ mod tests {
             GgmlDType::Q8_0,
             GgmlDType::Q4_1,
         ] {
-            let (rows, cols, t) = (37, 768, 21);
-            let w = weight(dtype, rows, cols, 4);
-            let x = values(t * cols, 8);
-            for k in available() {
-                let batch = matmul_many(&[&w], &x, k).unwrap().remove(0);
-                for tok in 0..t {
-                    let alone = matmul_many(&[&w], &x[tok * cols..(tok + 1) * cols], k)
-                        .unwrap()
-                        .remove(0);
-                    assert_eq!(
-                        alone,
-                        batch[tok * rows..(tok + 1) * rows],
-                        "{dtype:?} {k:?} {tok}"
-                    );
+            for (rows, cols, t) in [(37, 768, 21), (24, 512, 19)] {
+                let w = weight(dtype, rows, cols, 4);
+                let x = values(t * cols, 8);
+                for k in available() {
+                    let batch = matmul_many(&[&w], &x, k).unwrap().remove(0);
+                    for tok in 0..t {
+                        let alone = matmul_many(&[&w], &x[tok * cols..(tok + 1) * cols], k)
+                            .unwrap()
+                            .remove(0);
+                        assert_eq!(
+                            alone,
+                            batch[tok * rows..(tok + 1) * rows],
+                            "{dtype:?} {k:?} {tok}"
+                        );
+                    }
                 }
             }
         }
@@ -839,7 +916,8 @@ mod tests {
     #[test]
     fn several_weights_share_one_pass_and_threads_change_nothing() {
         let ws = [
-            weight(GgmlDType::Q4K, 300, 512, 1),
+            weight(GgmlDType::Q4K, 304, 512, 1),
+            weight(GgmlDType::Q4K, 300, 512, 6),
             weight(GgmlDType::Q6K, 40, 512, 2),
             weight(GgmlDType::Q8_0, 90, 512, 3),
         ];
@@ -859,10 +937,10 @@ mod tests {
     fn kernels_agree_with_candle_on_its_own_product() {
         // candle quantizes activations its own way (ggml's Q8_K rounding),
         // so only closeness is expected.
-        let w = weight(GgmlDType::Q4K, 64, 1024, 11);
+        let (w, tensor) = weight_and_tensor(GgmlDType::Q4K, 64, 1024, 11);
         let x = values(1024, 3);
         let xt = Tensor::from_vec(x.clone(), (1, 1024), &Device::Cpu).unwrap();
-        let want = candle_core::quantized::QMatMul::QTensor(Arc::clone(w.tensor()))
+        let want = candle_core::quantized::QMatMul::QTensor(std::sync::Arc::new(tensor))
             .forward(&xt)
             .unwrap()
             .flatten_all()

@@ -15,7 +15,9 @@ macro_rules! kernels {
     ($features:literal) => {
         use std::arch::x86_64::*;
 
-        use crate::quant::{q4_1_combine, q4k_combine, ActRow, Acts, Format, QK, QK_K, TILE};
+        use crate::quant::{
+            grouped, q4_1_combine, q4k_combine, ActRow, Acts, Format, QK, QK_K, TILE,
+        };
 
         /// Rows of weights kept hot while every tile of tokens passes over
         /// them: 16 Q4_K rows of 1,536 columns are 14 KB (L1), 16 Q6_K rows of
@@ -86,6 +88,180 @@ macro_rules! kernels {
                     }
                 }
             }
+        }
+
+        /// Grouped Q4_K rows (`data`: whole groups of [`grouped::ROWS`]
+        /// rows of `row_bytes`) times every activation row: row `r`'s result
+        /// for token `tok` goes to `out[tok * stride + r]`, eight rows with
+        /// one store. Tokens go [`GROUP_TOKENS`] at a time, then one by one:
+        /// a token's results do not depend on the batch it came in.
+        ///
+        /// # Safety
+        /// The CPU has the module's features; `data` is in the grouped
+        /// layout for inputs of `acts.k` values; `out` has a cell at
+        /// `tok * stride + r` for every token and row of `data`.
+        #[target_feature(enable = $features)]
+        pub(crate) unsafe fn product_groups(
+            data: &[u8],
+            row_bytes: usize,
+            stride: usize,
+            acts: &Acts,
+            out: *mut f32,
+        ) {
+            let t = acts.rows;
+            let tiled = t - t % GROUP_TOKENS;
+            let group_bytes = grouped::ROWS * row_bytes;
+            for (g, grp) in data.chunks_exact(group_bytes).enumerate() {
+                let at = |tok: usize| tok * stride + g * grouped::ROWS;
+                for tok in (0..tiled).step_by(GROUP_TOKENS) {
+                    // SAFETY: as the caller promised; `tok + i < t`.
+                    unsafe {
+                        let v = group_q4k::<GROUP_TOKENS>(grp, acts, tok);
+                        for (i, v) in v.iter().enumerate() {
+                            _mm256_storeu_ps(out.add(at(tok + i)), *v);
+                        }
+                    }
+                }
+                for tok in tiled..t {
+                    // SAFETY: as above.
+                    unsafe {
+                        let [v] = group_q4k::<1>(grp, acts, tok);
+                        _mm256_storeu_ps(out.add(at(tok)), v);
+                    }
+                }
+            }
+        }
+
+        /// One group of eight grouped Q4_K rows times activation rows
+        /// `tok .. tok + N`: each token's eight results in one vector. Lane
+        /// `r` sums row `r`'s products: a broadcast of four activations
+        /// meets four values of all eight rows in one multiply-add, the
+        /// sums per 32 are weighted by each row's scale (`vpmulld`), the
+        /// minimums meet the activations' sums per 32 in pairs. The
+        /// integers are the one-row kernels' and the floats are combined in
+        /// their order: the same bits.
+        ///
+        /// # Safety
+        /// The CPU has the module's features; `grp` is one whole group for
+        /// inputs of `acts.k` values; tokens `tok .. tok + N` exist.
+        #[inline]
+        #[target_feature(enable = $features)]
+        unsafe fn group_q4k<const N: usize>(grp: &[u8], acts: &Acts, tok: usize) -> [__m256; N] {
+            let k = acts.k;
+            let nb = k / QK_K;
+            let mask = _mm256_set1_epi8(0x0f);
+            let (k1, k2, k3) = (
+                _mm256_set1_epi32(0x3f3f_3f3f),
+                _mm256_set1_epi32(0x0f0f_0f0f),
+                _mm256_set1_epi32(0x0303_0303),
+            );
+            // `vpshufb` picks within each 128 bits: dword p's bytes are
+            // 4p .. 4p + 4 there; a pick of 0x80 or more gives zero.
+            let lane = _mm256_setr_epi8(
+                0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12, 0, 0, 0, 0, 4, 4, 4, 4, 8, 8,
+                8, 8, 12, 12, 12, 12,
+            );
+            let pick = |p: u32| _mm256_add_epi8(_mm256_set1_epi32(p as i32), lane);
+            // Byte j of each dword, widened to 32 bits: a scale.
+            let scale: [__m256i; 4] = std::array::from_fn(|j| pick(0x8080_8000 | j as u32));
+            // Bytes 2i and 2i + 1 of each dword, each widened to 16 bits: two
+            // minimums, a pair for `vpdpwssd`.
+            let pair: [__m256i; 2] = std::array::from_fn(|i| {
+                pick(0x8000_8000 | (2 * i as u32) | ((2 * i as u32 + 1) << 16))
+            });
+            // SAFETY (this function's reads): `grp` holds `nb` blocks of
+            // `grouped::BLOCK` bytes; each token has `k` values, `nb` scales
+            // and `8 nb` sums per 32.
+            let qs = |i: usize| unsafe { acts.qs.as_ptr().add((tok + i) * k) };
+            let mut acc = [_mm256_setzero_ps(); N];
+            for b in 0..nb {
+                let blk = unsafe { grp.as_ptr().add(b * grouped::BLOCK) };
+                let word = |i: usize| unsafe {
+                    _mm256_loadu_si256(blk.add(grouped::WORDS + 32 * i).cast())
+                };
+                let (w0, w1, w2) = (word(0), word(1), word(2));
+                // ggml's unpacking, a row per lane: bytes of u0, u1 are the
+                // eight scales, of u2, u3 the eight minimums.
+                let u0 = _mm256_and_si256(w0, k1);
+                let u1 = _mm256_or_si256(
+                    _mm256_and_si256(w2, k2),
+                    _mm256_slli_epi32::<4>(_mm256_and_si256(_mm256_srli_epi32::<6>(w0), k3)),
+                );
+                let u2 = _mm256_and_si256(w1, k1);
+                let u3 = _mm256_or_si256(
+                    _mm256_and_si256(_mm256_srli_epi32::<4>(w2), k2),
+                    _mm256_slli_epi32::<4>(_mm256_and_si256(_mm256_srli_epi32::<6>(w1), k3)),
+                );
+                let mut isum = [_mm256_setzero_si256(); N];
+                for c in 0..4 {
+                    let u = if c < 2 { u0 } else { u1 };
+                    let s_lo = _mm256_shuffle_epi8(u, scale[(2 * c) % 4]);
+                    let s_hi = _mm256_shuffle_epi8(u, scale[(2 * c + 1) % 4]);
+                    let mut s0 = [_mm256_setzero_si256(); N];
+                    let mut s1 = [_mm256_setzero_si256(); N];
+                    for g in 0..8 {
+                        let q = unsafe {
+                            _mm256_loadu_si256(blk.add(grouped::QS + 256 * c + 32 * g).cast())
+                        };
+                        let lo = _mm256_and_si256(q, mask);
+                        let hi = _mm256_and_si256(_mm256_srli_epi16::<4>(q), mask);
+                        for i in 0..N {
+                            let (y0, y1) = unsafe {
+                                let y = qs(i).add(QK_K * b + 64 * c + 4 * g);
+                                (
+                                    _mm256_set1_epi32(y.cast::<i32>().read_unaligned()),
+                                    _mm256_set1_epi32(y.add(32).cast::<i32>().read_unaligned()),
+                                )
+                            };
+                            s0[i] = dot_acc(s0[i], lo, y0);
+                            s1[i] = dot_acc(s1[i], hi, y1);
+                        }
+                    }
+                    for i in 0..N {
+                        let both = _mm256_add_epi32(
+                            _mm256_mullo_epi32(s0[i], s_lo),
+                            _mm256_mullo_epi32(s1[i], s_hi),
+                        );
+                        isum[i] = _mm256_add_epi32(isum[i], both);
+                    }
+                }
+                let mins = [
+                    _mm256_shuffle_epi8(u2, pair[0]),
+                    _mm256_shuffle_epi8(u2, pair[1]),
+                    _mm256_shuffle_epi8(u3, pair[0]),
+                    _mm256_shuffle_epi8(u3, pair[1]),
+                ];
+                let (d, dmin) = unsafe {
+                    (
+                        _mm256_cvtph_ps(_mm_loadu_si128(blk.add(grouped::D).cast())),
+                        _mm256_cvtph_ps(_mm_loadu_si128(blk.add(grouped::DMIN).cast())),
+                    )
+                };
+                for i in 0..N {
+                    let at = (tok + i) * nb + b;
+                    let (s32, ad) = unsafe {
+                        (
+                            acts.sums32.as_ptr().add(8 * at),
+                            _mm256_set1_ps(*acts.d.as_ptr().add(at)),
+                        )
+                    };
+                    let mut imin = _mm256_setzero_si256();
+                    for (p, m) in mins.iter().enumerate() {
+                        let s = unsafe { s32.add(2 * p).cast::<i32>().read_unaligned() };
+                        imin = madd16_acc(imin, *m, _mm256_set1_epi32(s));
+                    }
+                    // q4k_combine, lane by lane.
+                    let part = _mm256_mul_ps(
+                        ad,
+                        _mm256_sub_ps(
+                            _mm256_mul_ps(d, _mm256_cvtepi32_ps(isum[i])),
+                            _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(imin)),
+                        ),
+                    );
+                    acc[i] = _mm256_add_ps(acc[i], part);
+                }
+            }
+            acc
         }
 
         /// A tile's packed activations: `[block][token][values]` and the
@@ -653,6 +829,18 @@ pub(super) mod avx2 {
         let p = _mm256_maddubs_epi16(u, s);
         _mm256_add_epi32(acc, _mm256_madd_epi16(p, _mm256_set1_epi16(1)))
     }
+
+    /// `acc` plus, in each 32-bit lane, the two products of its 16-bit
+    /// halves in `a` and `b`.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    pub(crate) fn madd16_acc(acc: __m256i, a: __m256i, b: __m256i) -> __m256i {
+        _mm256_add_epi32(acc, _mm256_madd_epi16(a, b))
+    }
+
+    /// Tokens [`product_groups`] takes at once: with sixteen registers,
+    /// four tokens' two sums each, and the decoded weights.
+    pub(crate) const GROUP_TOKENS: usize = 4;
 }
 
 /// AVX2, F16C and AVX-512 VNNI on 256-bit vectors (AVX-512 VL).
@@ -700,4 +888,15 @@ pub(super) mod vnni {
     pub(crate) fn dot_acc(acc: __m256i, u: __m256i, s: __m256i) -> __m256i {
         _mm256_dpbusd_epi32(acc, u, s)
     }
+
+    /// [`super::avx2::madd16_acc`] in one `vpdpwssd`.
+    #[inline]
+    #[target_feature(enable = "avx2,avx512vnni,avx512vl")]
+    pub(crate) fn madd16_acc(acc: __m256i, a: __m256i, b: __m256i) -> __m256i {
+        _mm256_dpwssd_epi32(acc, a, b)
+    }
+
+    /// Tokens [`product_groups`] takes at once: AVX-512 has 32 registers
+    /// for eight tokens' two sums each.
+    pub(crate) const GROUP_TOKENS: usize = 8;
 }

@@ -320,9 +320,9 @@ impl QWeight {
         if data.len() != rows * row_bytes {
             return None;
         }
-        let grouped = format == Format::Q4K && rows.is_multiple_of(grouped::ROWS);
+        let grouped = grouped::groups(format, rows);
         let data = match grouped {
-            true => grouped::group_q4k(&data, row_bytes),
+            true => grouped::group(format, &data, row_bytes),
             false => data.into_owned(),
         };
         Some(QWeight {
@@ -486,16 +486,20 @@ impl Cells {
 /// `acts.rows × w.rows` cells, and no other thread touches the cells of
 /// `data`'s rows.
 unsafe fn product_groups(w: &QWeight, data: &[u8], acts: &Acts, out: *mut f32, kernel: Kernel) {
-    debug_assert!(w.grouped && w.format == Format::Q4K);
+    debug_assert!(w.grouped);
     // SAFETY (both): as the caller promised, and `kernel()` names a kernel
     // only on CPUs that have what it needs.
     #[cfg(target_arch = "x86_64")]
     match kernel {
         Kernel::Avx2 => {
-            return unsafe { x86::avx2::product_groups(data, w.row_bytes, w.rows, acts, out) }
+            return unsafe {
+                x86::avx2::product_groups(w.format, data, w.row_bytes, w.rows, acts, out)
+            }
         }
         Kernel::Avx512Vnni => {
-            return unsafe { x86::vnni::product_groups(data, w.row_bytes, w.rows, acts, out) }
+            return unsafe {
+                x86::vnni::product_groups(w.format, data, w.row_bytes, w.rows, acts, out)
+            }
         }
         Kernel::Portable => {}
     }
@@ -503,10 +507,14 @@ unsafe fn product_groups(w: &QWeight, data: &[u8], acts: &Acts, out: *mut f32, k
     let group_bytes = grouped::ROWS * w.row_bytes;
     let mut rows = vec![0u8; group_bytes];
     for (g, grp) in data.chunks_exact(group_bytes).enumerate() {
-        grouped::ungroup_q4k(grp, w.row_bytes, &mut rows);
+        grouped::ungroup(w.format, grp, w.row_bytes, &mut rows);
         for (r, row) in rows.chunks_exact(w.row_bytes).enumerate() {
             for tok in 0..acts.rows {
-                let v = dot_q4k(row, acts.row(tok));
+                let a = acts.row(tok);
+                let v = match w.format {
+                    Format::Q6K => dot_q6k(row, a),
+                    _ => dot_q4k(row, a),
+                };
                 // SAFETY: as the caller promised.
                 unsafe { out.add(tok * w.rows + g * grouped::ROWS + r).write(v) };
             }

@@ -90,11 +90,12 @@ macro_rules! kernels {
             }
         }
 
-        /// Grouped Q4_K rows (`data`: whole groups of [`grouped::ROWS`]
-        /// rows of `row_bytes`) times every activation row: row `r`'s result
-        /// for token `tok` goes to `out[tok * stride + r]`, eight rows with
-        /// one store. Tokens go [`GROUP_TOKENS`] at a time, then one by one:
-        /// a token's results do not depend on the batch it came in.
+        /// Grouped Q4_K or Q6_K rows (`data`: whole groups of
+        /// [`grouped::ROWS`] rows of `row_bytes`) times every activation
+        /// row: row `r`'s result for token `tok` goes to
+        /// `out[tok * stride + r]`, eight rows with one store. Tokens go
+        /// [`Q4K_TOKENS`] or [`Q6K_TOKENS`] at a time, then one by one: a
+        /// token's results do not depend on the batch it came in.
         ///
         /// # Safety
         /// The CPU has the module's features; `data` is in the grouped
@@ -102,6 +103,7 @@ macro_rules! kernels {
         /// `tok * stride + r` for every token and row of `data`.
         #[target_feature(enable = $features)]
         pub(crate) unsafe fn product_groups(
+            format: Format,
             data: &[u8],
             row_bytes: usize,
             stride: usize,
@@ -109,24 +111,34 @@ macro_rules! kernels {
             out: *mut f32,
         ) {
             let t = acts.rows;
-            let tiled = t - t % GROUP_TOKENS;
-            let group_bytes = grouped::ROWS * row_bytes;
-            for (g, grp) in data.chunks_exact(group_bytes).enumerate() {
-                let at = |tok: usize| tok * stride + g * grouped::ROWS;
-                for tok in (0..tiled).step_by(GROUP_TOKENS) {
-                    // SAFETY: as the caller promised; `tok + i < t`.
-                    unsafe {
-                        let v = group_q4k::<GROUP_TOKENS>(grp, acts, tok);
-                        for (i, v) in v.iter().enumerate() {
-                            _mm256_storeu_ps(out.add(at(tok + i)), *v);
+            let n = match format {
+                Format::Q6K => Q6K_TOKENS,
+                _ => Q4K_TOKENS,
+            };
+            let tiled = t - t % n;
+            for (g, grp) in data.chunks_exact(grouped::ROWS * row_bytes).enumerate() {
+                // SAFETY (the stores): as the caller promised; every token
+                // is below `t`.
+                let put = |tok: usize, v: &[__m256]| {
+                    for (i, v) in v.iter().enumerate() {
+                        unsafe {
+                            _mm256_storeu_ps(out.add((tok + i) * stride + g * grouped::ROWS), *v)
+                        };
+                    }
+                };
+                // SAFETY (the kernels): as the caller promised.
+                for tok in (0..tiled).step_by(n) {
+                    match format {
+                        Format::Q6K => {
+                            put(tok, &unsafe { group_q6k::<Q6K_TOKENS>(grp, acts, tok) })
                         }
+                        _ => put(tok, &unsafe { group_q4k::<Q4K_TOKENS>(grp, acts, tok) }),
                     }
                 }
                 for tok in tiled..t {
-                    // SAFETY: as above.
-                    unsafe {
-                        let [v] = group_q4k::<1>(grp, acts, tok);
-                        _mm256_storeu_ps(out.add(at(tok)), v);
+                    match format {
+                        Format::Q6K => put(tok, &unsafe { group_q6k::<1>(grp, acts, tok) }),
+                        _ => put(tok, &unsafe { group_q4k::<1>(grp, acts, tok) }),
                     }
                 }
             }
@@ -170,14 +182,14 @@ macro_rules! kernels {
                 pick(0x8000_8000 | (2 * i as u32) | ((2 * i as u32 + 1) << 16))
             });
             // SAFETY (this function's reads): `grp` holds `nb` blocks of
-            // `grouped::BLOCK` bytes; each token has `k` values, `nb` scales
+            // `8 × 144` bytes; each token has `k` values, `nb` scales
             // and `8 nb` sums per 32.
             let qs = |i: usize| unsafe { acts.qs.as_ptr().add((tok + i) * k) };
             let mut acc = [_mm256_setzero_ps(); N];
             for b in 0..nb {
-                let blk = unsafe { grp.as_ptr().add(b * grouped::BLOCK) };
+                let blk = unsafe { grp.as_ptr().add(b * grouped::ROWS * 144) };
                 let word = |i: usize| unsafe {
-                    _mm256_loadu_si256(blk.add(grouped::WORDS + 32 * i).cast())
+                    _mm256_loadu_si256(blk.add(grouped::Q4K_WORDS + 32 * i).cast())
                 };
                 let (w0, w1, w2) = (word(0), word(1), word(2));
                 // ggml's unpacking, a row per lane: bytes of u0, u1 are the
@@ -201,7 +213,7 @@ macro_rules! kernels {
                     let mut s1 = [_mm256_setzero_si256(); N];
                     for g in 0..8 {
                         let q = unsafe {
-                            _mm256_loadu_si256(blk.add(grouped::QS + 256 * c + 32 * g).cast())
+                            _mm256_loadu_si256(blk.add(grouped::Q4K_QS + 256 * c + 32 * g).cast())
                         };
                         let lo = _mm256_and_si256(q, mask);
                         let hi = _mm256_and_si256(_mm256_srli_epi16::<4>(q), mask);
@@ -233,8 +245,8 @@ macro_rules! kernels {
                 ];
                 let (d, dmin) = unsafe {
                     (
-                        _mm256_cvtph_ps(_mm_loadu_si128(blk.add(grouped::D).cast())),
-                        _mm256_cvtph_ps(_mm_loadu_si128(blk.add(grouped::DMIN).cast())),
+                        _mm256_cvtph_ps(_mm_loadu_si128(blk.add(grouped::Q4K_D).cast())),
+                        _mm256_cvtph_ps(_mm_loadu_si128(blk.add(grouped::Q4K_DMIN).cast())),
                     )
                 };
                 for i in 0..N {
@@ -258,6 +270,117 @@ macro_rules! kernels {
                             _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(imin)),
                         ),
                     );
+                    acc[i] = _mm256_add_ps(acc[i], part);
+                }
+            }
+            acc
+        }
+
+        /// [`group_q4k`] for grouped Q6_K rows: each four values of the
+        /// eight rows are put together from their low and high bits once
+        /// and meet every token; the sums per 16 are weighted by each row's
+        /// scale, and the stored +32 comes back out through the scales (in
+        /// pairs) times the activations' sums per 16. The integers are
+        /// [`crate::quant::dot_q6k`]'s and the floats its order: the same
+        /// bits.
+        ///
+        /// # Safety
+        /// As [`group_q4k`].
+        #[inline]
+        #[target_feature(enable = $features)]
+        unsafe fn group_q6k<const N: usize>(grp: &[u8], acts: &Acts, tok: usize) -> [__m256; N] {
+            let k = acts.k;
+            let nb = k / QK_K;
+            let m4 = _mm256_set1_epi8(0x0f);
+            // SAFETY (this function's reads): `grp` holds `nb` blocks of
+            // `8 × 210` bytes; each token has `k` values, `nb` scales and
+            // `16 nb` sums per 16.
+            let qs = |i: usize| unsafe { acts.qs.as_ptr().add((tok + i) * k) };
+            let mut acc = [_mm256_setzero_ps(); N];
+            for b in 0..nb {
+                let blk = unsafe { grp.as_ptr().add(b * grouped::ROWS * 210) };
+                // Scale j of the eight rows, widened to 32 bits.
+                let scale = |j: usize| unsafe {
+                    _mm256_cvtepi8_epi32(_mm_loadl_epi64(blk.add(grouped::Q6K_SC + 8 * j).cast()))
+                };
+                let mut isum = [_mm256_setzero_si256(); N];
+                let bits = |m: u8| _mm256_set1_epi8(m as i8);
+                for h in 0..2 {
+                    for gh in 0..2 {
+                        // Sums of values 128h + 32v + 16gh .. + 16 (sub-block
+                        // 8h + 2v + gh) for v in 0..4.
+                        let mut s = [[_mm256_setzero_si256(); N]; 4];
+                        for g in 4 * gh..4 * gh + 4 {
+                            let (ql0, ql1, qh) = unsafe {
+                                let at = blk.add(grouped::Q6K_QL + 512 * h + 32 * g);
+                                (
+                                    _mm256_loadu_si256(at.cast()),
+                                    _mm256_loadu_si256(at.add(256).cast()),
+                                    _mm256_loadu_si256(
+                                        blk.add(grouped::Q6K_QH + 256 * h + 32 * g).cast(),
+                                    ),
+                                )
+                            };
+                            // The low nibbles, each value's two high bits
+                            // moved to bits 4, 5.
+                            let val = [
+                                _mm256_or_si256(
+                                    _mm256_and_si256(ql0, m4),
+                                    _mm256_slli_epi16::<4>(_mm256_and_si256(qh, bits(0x03))),
+                                ),
+                                _mm256_or_si256(
+                                    _mm256_and_si256(ql1, m4),
+                                    _mm256_slli_epi16::<2>(_mm256_and_si256(qh, bits(0x0c))),
+                                ),
+                                _mm256_or_si256(
+                                    _mm256_and_si256(_mm256_srli_epi16::<4>(ql0), m4),
+                                    _mm256_and_si256(qh, bits(0x30)),
+                                ),
+                                _mm256_or_si256(
+                                    _mm256_and_si256(_mm256_srli_epi16::<4>(ql1), m4),
+                                    _mm256_srli_epi16::<2>(_mm256_and_si256(qh, bits(0xc0))),
+                                ),
+                            ];
+                            for i in 0..N {
+                                let y = unsafe { qs(i).add(QK_K * b + 128 * h + 4 * g) };
+                                for (v, s) in s.iter_mut().enumerate() {
+                                    let y = unsafe { y.add(32 * v).cast::<i32>().read_unaligned() };
+                                    s[i] = dot_acc(s[i], val[v], _mm256_set1_epi32(y));
+                                }
+                            }
+                        }
+                        for (v, s) in s.iter().enumerate() {
+                            let sc = scale(8 * h + 2 * v + gh);
+                            for i in 0..N {
+                                isum[i] = _mm256_add_epi32(isum[i], _mm256_mullo_epi32(s[i], sc));
+                            }
+                        }
+                    }
+                }
+                // Scales 2p and 2p + 1 as the two 16-bit halves of a lane.
+                let low16 = _mm256_set1_epi32(0xffff);
+                let pairs: [__m256i; 8] = std::array::from_fn(|p| {
+                    _mm256_or_si256(
+                        _mm256_and_si256(scale(2 * p), low16),
+                        _mm256_slli_epi32::<16>(scale(2 * p + 1)),
+                    )
+                });
+                let d = unsafe { _mm256_cvtph_ps(_mm_loadu_si128(blk.add(grouped::Q6K_D).cast())) };
+                for i in 0..N {
+                    let at = (tok + i) * nb + b;
+                    let (s16, ad) = unsafe {
+                        (
+                            acts.sums.as_ptr().add(16 * at),
+                            _mm256_set1_ps(*acts.d.as_ptr().add(at)),
+                        )
+                    };
+                    let mut off = _mm256_setzero_si256();
+                    for (p, pair) in pairs.iter().enumerate() {
+                        let s = unsafe { s16.add(2 * p).cast::<i32>().read_unaligned() };
+                        off = madd16_acc(off, *pair, _mm256_set1_epi32(s));
+                    }
+                    let isum = _mm256_sub_epi32(isum[i], _mm256_slli_epi32::<5>(off));
+                    let part = _mm256_mul_ps(ad, _mm256_mul_ps(d, _mm256_cvtepi32_ps(isum)));
                     acc[i] = _mm256_add_ps(acc[i], part);
                 }
             }
@@ -838,9 +961,11 @@ pub(super) mod avx2 {
         _mm256_add_epi32(acc, _mm256_madd_epi16(a, b))
     }
 
-    /// Tokens [`product_groups`] takes at once: with sixteen registers,
-    /// four tokens' two sums each, and the decoded weights.
-    pub(crate) const GROUP_TOKENS: usize = 4;
+    /// Tokens [`product_groups`] takes at once for Q4_K: with sixteen
+    /// registers, four tokens' two sums each, and the decoded weights.
+    pub(crate) const Q4K_TOKENS: usize = 4;
+    /// The same for Q6_K: two tokens' four sums each.
+    pub(crate) const Q6K_TOKENS: usize = 2;
 }
 
 /// AVX2, F16C and AVX-512 VNNI on 256-bit vectors (AVX-512 VL).
@@ -896,7 +1021,9 @@ pub(super) mod vnni {
         _mm256_dpwssd_epi32(acc, a, b)
     }
 
-    /// Tokens [`product_groups`] takes at once: AVX-512 has 32 registers
-    /// for eight tokens' two sums each.
-    pub(crate) const GROUP_TOKENS: usize = 8;
+    /// Tokens [`product_groups`] takes at once for Q4_K: AVX-512 has 32
+    /// registers for eight tokens' two sums each.
+    pub(crate) const Q4K_TOKENS: usize = 8;
+    /// The same for Q6_K: four tokens' four sums each.
+    pub(crate) const Q6K_TOKENS: usize = 4;
 }

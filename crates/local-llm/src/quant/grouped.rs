@@ -30,8 +30,7 @@ pub(crate) const Q4K_WORDS: usize = 32;
 pub(crate) const Q4K_QS: usize = 128;
 pub(crate) const Q6K_D: usize = 0;
 pub(crate) const Q6K_SC: usize = 16;
-pub(crate) const Q6K_QL: usize = 144;
-pub(crate) const Q6K_QH: usize = 1168;
+pub(crate) const Q6K_Q: usize = 144;
 
 /// Whether a matrix of `rows` in `format` is stored grouped.
 pub(crate) fn groups(format: Format, rows: usize) -> bool {
@@ -44,11 +43,11 @@ fn place(format: Format, r: usize, i: usize) -> usize {
         Format::Q6K => match i {
             0..128 => {
                 let (h, p, l) = (i / 64, i % 64 / 32, i % 32);
-                Q6K_QL + 512 * h + 256 * p + 32 * (l / 4) + 4 * r + l % 4
+                Q6K_Q + 96 * (8 * h + l / 4) + 32 * p + 4 * r + l % 4
             }
             128..192 => {
                 let (h, l) = ((i - 128) / 32, (i - 128) % 32);
-                Q6K_QH + 256 * h + 32 * (l / 4) + 4 * r + l % 4
+                Q6K_Q + 96 * (8 * h + l / 4) + 64 + 4 * r + l % 4
             }
             192..208 => Q6K_SC + 8 * (i - 192) + r,
             _ => Q6K_D + 2 * r + i - 208,

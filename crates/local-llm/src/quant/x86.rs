@@ -144,20 +144,6 @@ macro_rules! kernels {
             }
         }
 
-        /// Asks for the block `AHEAD` blocks after `blk` (of `bytes`) to be
-        /// brought into cache: one token reads every weight once, and the
-        /// loads of a block otherwise wait on memory one after another.
-        #[inline]
-        #[target_feature(enable = $features)]
-        fn prefetch_ahead(blk: *const u8, bytes: usize) {
-            const AHEAD: usize = 4;
-            let at = blk.wrapping_add(AHEAD * bytes);
-            for line in (0..bytes).step_by(64) {
-                // A prefetch of any address is safe: it never faults.
-                _mm_prefetch::<_MM_HINT_T0>(at.wrapping_add(line).cast());
-            }
-        }
-
         /// One group of eight grouped Q4_K rows times activation rows
         /// `tok .. tok + N`: each token's eight results in one vector. Lane
         /// `r` sums row `r`'s products: a broadcast of four activations
@@ -202,7 +188,6 @@ macro_rules! kernels {
             let mut acc = [_mm256_setzero_ps(); N];
             for b in 0..nb {
                 let blk = unsafe { grp.as_ptr().add(b * grouped::ROWS * 144) };
-                prefetch_ahead(blk, grouped::ROWS * 144);
                 let word = |i: usize| unsafe {
                     _mm256_loadu_si256(blk.add(grouped::Q4K_WORDS + 32 * i).cast())
                 };
@@ -314,7 +299,6 @@ macro_rules! kernels {
             let mut acc = [_mm256_setzero_ps(); N];
             for b in 0..nb {
                 let blk = unsafe { grp.as_ptr().add(b * grouped::ROWS * 210) };
-                prefetch_ahead(blk, grouped::ROWS * 210);
                 // Scale j of the eight rows, widened to 32 bits.
                 let scale = |j: usize| unsafe {
                     _mm256_cvtepi8_epi32(_mm_loadl_epi64(blk.add(grouped::Q6K_SC + 8 * j).cast()))

@@ -6,15 +6,18 @@
 //! Why not candle's `QMatMul`: for one token candle 0.11 reads a repacked
 //! copy of the Q4_K weights (a third larger, kept beside the originals) and
 //! keeps its own spinning thread pools; a token's generation is one read of
-//! every weight, so its speed is the bytes read. These kernels read the
-//! blocks in place, one pass for the matrices that share an input (q, k, v;
-//! gate, up).
+//! every weight, so its speed is the bytes read. These kernels keep one
+//! copy of each matrix, the file's bytes (rearranged for Q4_K and Q6_K),
+//! and make one pass for the matrices that share an input (q, k, v; gate,
+//! up).
 //!
-//! A batch of tokens (a prompt) runs on tile kernels: the input rows are
-//! quantized once and repacked eight tokens at a time, and each decoded
-//! piece of a weight block is multiplied with all eight while it sits in
-//! registers, over blocks of rows kept in cache. That is what candle's
-//! tiled product gets from its repacked copy, without the copy.
+//! Q4_K and Q6_K, the bulk of a K-quant model, are stored eight rows
+//! together ([`grouped`]): a vector lane per row, so one broadcast of four
+//! activations meets eight rows at once and eight results come out with
+//! one store; a batch of tokens (a prompt) goes through several tokens at a
+//! time while a block of weights sits in registers. Q8_0 and Q4_1 run on
+//! rows: a batch on tile kernels that repack eight tokens' activations and
+//! meet each decoded piece of a weight block with all eight.
 //!
 //! Activations are quantized per block the way ggml does for these types
 //! (symmetric, 127 levels: 256 values with sums per 16 for the K types, 32
@@ -120,10 +123,11 @@ pub(crate) struct Acts {
     /// For [`ActKind::K`], the sums per 32 (each two of `sums`), eight per
     /// block: what a Q4_K minimum multiplies.
     sums32: Vec<i16>,
-    /// The first `rows - rows % TILE` rows again, tile by tile, block by
-    /// block, token by token (`[tile][block][token][values]`), so a tile
-    /// kernel reaches every token's block from one pointer at fixed
-    /// offsets; empty below one tile.
+    /// For [`ActKind::B32`], the first `rows - rows % TILE` rows again,
+    /// tile by tile, block by block, token by token
+    /// (`[tile][block][token][values]`), so a tile kernel reaches every
+    /// token's block from one pointer at fixed offsets; empty below one
+    /// tile.
     tile_qs: Vec<i8>,
     /// `d` in the same order (`[tile][block][token]`).
     tile_d: Vec<f32>,
@@ -174,7 +178,11 @@ impl Acts {
             ActKind::K => sums.chunks_exact(2).map(|p| p[0] + p[1]).collect(),
             ActKind::B32 => Vec::new(),
         };
-        let tiles = rows / TILE;
+        // Only the row kernels (Q8_0, Q4_1) take tiles.
+        let tiles = match kind {
+            ActKind::K => 0,
+            ActKind::B32 => rows / TILE,
+        };
         let mut tile_qs = Vec::with_capacity(tiles * TILE * k);
         let mut tile_d = Vec::with_capacity(tiles * TILE * nb);
         let mut tile_sums = Vec::with_capacity(tiles * TILE * nb * spb);
@@ -295,8 +303,8 @@ pub(crate) fn kernel() -> Kernel {
 /// A weight matrix `[rows, cols]` (output by input) in one of the
 /// [`Format`]s, copied out of candle's tensor so that candle's copy can be
 /// dropped: row `r` is the `row_bytes` bytes at `r * row_bytes`, except
-/// for Q4_K matrices of whole groups of rows, which are stored grouped
-/// (see [`grouped`]).
+/// for Q4_K and Q6_K, which are stored in groups of rows (see [`grouped`];
+/// the last group padded with rows of zeros).
 pub(crate) struct QWeight {
     data: Vec<u8>,
     format: Format,
@@ -320,7 +328,7 @@ impl QWeight {
         if data.len() != rows * row_bytes {
             return None;
         }
-        let grouped = grouped::groups(format, rows);
+        let grouped = grouped::groups(format);
         let data = match grouped {
             true => grouped::group(format, &data, row_bytes),
             false => data.into_owned(),
@@ -342,6 +350,11 @@ impl QWeight {
         } else {
             1
         }
+    }
+
+    /// Rows stored: `rows`, and the padding of a grouped matrix.
+    fn stored_rows(&self) -> usize {
+        self.rows.next_multiple_of(self.unit())
     }
 }
 
@@ -396,10 +409,10 @@ pub(crate) fn matmul_many(
     let (mut th, mut used) = (0usize, 0usize);
     for (i, w) in ws.iter().enumerate() {
         let mut r = 0;
-        let unit = w.unit();
-        while r < w.rows {
+        let (unit, rows) = (w.unit(), w.stored_rows());
+        while r < rows {
             let room = share.saturating_sub(used).max(w.row_bytes * unit);
-            let n = (room / (w.row_bytes * unit) * unit).clamp(unit, w.rows - r);
+            let n = (room / (w.row_bytes * unit) * unit).clamp(unit, rows - r);
             parts[th].push((i, r, r + n));
             used += n * w.row_bytes;
             r += n;
@@ -428,7 +441,7 @@ pub(crate) fn matmul_many(
                 // SAFETY: rows r0..r1 of weight i are this part's alone, and
                 // `outs[i]` holds `t × rows` cells, alive until `pool.run`
                 // returns.
-                unsafe { product_groups(w, data, acts, dst.0[i].add(r0), kernel) };
+                unsafe { product_groups(w, data, r0, acts, dst.0[i], kernel) };
                 continue;
             }
             for b0 in (r0..r1).step_by(SCRATCH_ROWS) {
@@ -478,44 +491,53 @@ impl Cells {
     }
 }
 
-/// `out[tok * w.rows + r]` = row `r` of `data` (whole groups of `w`'s
-/// grouped rows) · activation row `tok`.
+/// `out[tok * w.rows + r]` = row `r` of `w` · activation row `tok`, for
+/// the rows in `data`: whole groups of `w`'s, from row `r0`.
 ///
 /// # Safety
-/// `out` is the cell of `data`'s first row for token 0 in an output of
-/// `acts.rows × w.rows` cells, and no other thread touches the cells of
-/// `data`'s rows.
-unsafe fn product_groups(w: &QWeight, data: &[u8], acts: &Acts, out: *mut f32, kernel: Kernel) {
+/// `out` is an output of `acts.rows × w.rows` cells, and no other thread
+/// touches the cells of `data`'s rows.
+unsafe fn product_groups(
+    w: &QWeight,
+    data: &[u8],
+    r0: usize,
+    acts: &Acts,
+    out: *mut f32,
+    kernel: Kernel,
+) {
     debug_assert!(w.grouped);
-    // SAFETY (both): as the caller promised, and `kernel()` names a kernel
-    // only on CPUs that have what it needs.
+    let rows = w.rows.saturating_sub(r0);
+    // SAFETY (all): as the caller promised.
+    let out = unsafe { out.add(r0) };
+    // `kernel()` names a kernel only on CPUs that have what it needs.
     #[cfg(target_arch = "x86_64")]
     match kernel {
         Kernel::Avx2 => {
             return unsafe {
-                x86::avx2::product_groups(w.format, data, w.row_bytes, w.rows, acts, out)
+                x86::avx2::product_groups(w.format, data, w.row_bytes, rows, w.rows, acts, out)
             }
         }
         Kernel::Avx512Vnni => {
             return unsafe {
-                x86::vnni::product_groups(w.format, data, w.row_bytes, w.rows, acts, out)
+                x86::vnni::product_groups(w.format, data, w.row_bytes, rows, w.rows, acts, out)
             }
         }
         Kernel::Portable => {}
     }
     let _ = kernel;
-    let group_bytes = grouped::ROWS * w.row_bytes;
-    let mut rows = vec![0u8; group_bytes];
-    for (g, grp) in data.chunks_exact(group_bytes).enumerate() {
-        grouped::ungroup(w.format, grp, w.row_bytes, &mut rows);
-        for (r, row) in rows.chunks_exact(w.row_bytes).enumerate() {
+    let mut plain = vec![0u8; grouped::ROWS * w.row_bytes];
+    for (g, grp) in data.chunks_exact(plain.len()).enumerate() {
+        grouped::ungroup(w.format, grp, w.row_bytes, &mut plain);
+        let valid = plain
+            .chunks_exact(w.row_bytes)
+            .take(rows.saturating_sub(g * grouped::ROWS));
+        for (r, row) in valid.enumerate() {
             for tok in 0..acts.rows {
                 let a = acts.row(tok);
                 let v = match w.format {
                     Format::Q6K => dot_q6k(row, a),
                     _ => dot_q4k(row, a),
                 };
-                // SAFETY: as the caller promised.
                 unsafe { out.add(tok * w.rows + g * grouped::ROWS + r).write(v) };
             }
         }

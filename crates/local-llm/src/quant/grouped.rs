@@ -32,9 +32,9 @@ pub(crate) const Q6K_D: usize = 0;
 pub(crate) const Q6K_SC: usize = 16;
 pub(crate) const Q6K_Q: usize = 144;
 
-/// Whether a matrix of `rows` in `format` is stored grouped.
-pub(crate) fn groups(format: Format, rows: usize) -> bool {
-    matches!(format, Format::Q4K | Format::Q6K) && rows.is_multiple_of(ROWS)
+/// Whether a matrix in `format` is stored grouped.
+pub(crate) fn groups(format: Format) -> bool {
+    matches!(format, Format::Q4K | Format::Q6K)
 }
 
 /// Where byte `i` of row `r`'s original block goes in the group's block.
@@ -64,21 +64,18 @@ fn place(format: Format, r: usize, i: usize) -> usize {
     }
 }
 
-/// Rows of `row_bytes` in `format` (whole groups of [`ROWS`]) in the
-/// grouped layout.
+/// Rows of `row_bytes` in `format` in the grouped layout, the last group
+/// filled up with rows of zeros (which give zeros).
 pub(crate) fn group(format: Format, plain: &[u8], row_bytes: usize) -> Vec<u8> {
     let bb = format.block_bytes();
-    let mut out = vec![0u8; plain.len()];
-    for (src, dst) in plain
-        .chunks_exact(ROWS * row_bytes)
-        .zip(out.chunks_exact_mut(ROWS * row_bytes))
-    {
-        for (r, row) in src.chunks_exact(row_bytes).enumerate() {
-            for (b, blk) in row.chunks_exact(bb).enumerate() {
-                let to = &mut dst[b * ROWS * bb..(b + 1) * ROWS * bb];
-                for (i, &v) in blk.iter().enumerate() {
-                    to[place(format, r, i)] = v;
-                }
+    let rows = plain.len() / row_bytes;
+    let mut out = vec![0u8; rows.next_multiple_of(ROWS) * row_bytes];
+    for (r, row) in plain.chunks_exact(row_bytes).enumerate() {
+        let dst = &mut out[r / ROWS * ROWS * row_bytes..];
+        for (b, blk) in row.chunks_exact(bb).enumerate() {
+            let to = &mut dst[b * ROWS * bb..(b + 1) * ROWS * bb];
+            for (i, &v) in blk.iter().enumerate() {
+                to[place(format, r % ROWS, i)] = v;
             }
         }
     }

@@ -26,6 +26,7 @@
 //! float operations in the same order: they give the same bits, and the tests
 //! compare them directly.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 use candle_core::quantized::{GgmlDType, QTensor};
@@ -395,8 +396,10 @@ pub(crate) fn matmul_many(
     let acts_k = need(ActKind::K).then(|| Acts::quantize(ActKind::K, x, t, cols));
     let acts_32 = need(ActKind::B32).then(|| Acts::quantize(ActKind::B32, x, t, cols));
 
-    // Work items: a range of rows of one weight, cut so each thread gets
-    // about the same number of bytes to read.
+    // Work items: a range of rows of one weight, about a sixteenth of a
+    // thread's share of the bytes, taken by whichever thread is free: a
+    // core slowed down (a neighbour on the host, a format that costs more
+    // per byte) no longer leaves the other waiting at the end.
     let total: usize = ws.iter().map(|w| w.rows * w.row_bytes).sum();
     let pool = crate::pool::pool();
     let n_threads = if total * t < 1 << 16 {
@@ -404,32 +407,21 @@ pub(crate) fn matmul_many(
     } else {
         pool.threads()
     };
-    let share = total.div_ceil(n_threads).max(1);
-    let mut parts: Vec<Vec<(usize, usize, usize)>> = vec![Vec::new(); n_threads];
-    let (mut th, mut used) = (0usize, 0usize);
+    let piece = (total / (n_threads * 16)).max(1);
+    let mut items: Vec<(usize, usize, usize)> = Vec::new();
     for (i, w) in ws.iter().enumerate() {
-        let mut r = 0;
         let (unit, rows) = (w.unit(), w.stored_rows());
-        while r < rows {
-            let room = share.saturating_sub(used).max(w.row_bytes * unit);
-            let n = (room / (w.row_bytes * unit) * unit).clamp(unit, rows - r);
-            parts[th].push((i, r, r + n));
-            used += n * w.row_bytes;
-            r += n;
-            if used >= share && th + 1 < n_threads {
-                th += 1;
-                used = 0;
-            }
-        }
+        let n = (piece / (w.row_bytes * unit)).max(1) * unit;
+        items.extend((0..rows).step_by(n).map(|r| (i, r, (r + n).min(rows))));
     }
-    // Zeroed lazily by the system (no pass over them here); each part
-    // writes the cells of its own rows, token-major, from a block of rows
-    // at a time in a scratch buffer of its own.
+    let next = AtomicUsize::new(0);
+    // Zeroed lazily by the system (no pass over them here); each item
+    // writes the cells of its own rows, token-major.
     let mut outs: Vec<Vec<f32>> = ws.iter().map(|w| vec![0f32; t * w.rows]).collect();
     let dst = Cells(outs.iter_mut().map(|o| o.as_mut_ptr()).collect());
-    let run = |items: &[(usize, usize, usize)]| {
+    let run = || {
         let mut scratch = Vec::new();
-        for &(i, r0, r1) in items {
+        while let Some(&(i, r0, r1)) = items.get(next.fetch_add(1, Ordering::Relaxed)) {
             let w = ws[i];
             let acts = match w.format.acts() {
                 ActKind::K => acts_k.as_ref(),
@@ -438,7 +430,7 @@ pub(crate) fn matmul_many(
             let Some(acts) = acts else { continue };
             if w.grouped {
                 let data = &w.data[r0 * w.row_bytes..r1 * w.row_bytes];
-                // SAFETY: rows r0..r1 of weight i are this part's alone, and
+                // SAFETY: rows r0..r1 of weight i are this item's alone, and
                 // `outs[i]` holds `t × rows` cells, alive until `pool.run`
                 // returns.
                 unsafe { product_groups(w, data, r0, acts, dst.0[i], kernel) };
@@ -454,7 +446,7 @@ pub(crate) fn matmul_many(
                     for (r, v) in (b0..b1).zip(scratch[tok..].iter().step_by(t)) {
                         // SAFETY: `outs[i]` holds `t × rows` cells, alive
                         // until `pool.run` returns; rows r0..r1 of weight i
-                        // are this part's alone, so no other part writes
+                        // are this item's alone, so no other item writes
                         // this cell.
                         unsafe { dst.write(i, tok * w.rows + r, *v) };
                     }
@@ -464,7 +456,7 @@ pub(crate) fn matmul_many(
     };
     // A part that panicked leaves every output NaN rather than taking the
     // process down.
-    if pool.run(n_threads, &|i| run(&parts[i])).is_err() {
+    if pool.run(n_threads, &|_| run()).is_err() {
         outs.iter_mut().for_each(|o| o.fill(f32::NAN));
     }
     Ok(outs)
@@ -474,11 +466,11 @@ pub(crate) fn matmul_many(
 /// 512-token batch, 128 KB: it stays in cache until it is copied out).
 const SCRATCH_ROWS: usize = 64;
 
-/// The outputs of a product, written by all its parts at once.
+/// The outputs of a product, written by all its items at once.
 struct Cells(Vec<*mut f32>);
 
-// SAFETY: the parts of a product write disjoint cells (their own rows) of
-// buffers that outlive them, and nothing reads the cells until every part
+// SAFETY: the items of a product write disjoint cells (their own rows) of
+// buffers that outlive them, and nothing reads the cells until every item
 // has returned.
 unsafe impl Sync for Cells {}
 

@@ -68,14 +68,18 @@ fn place(format: Format, r: usize, i: usize) -> usize {
 /// filled up with rows of zeros (which give zeros).
 pub(crate) fn group(format: Format, plain: &[u8], row_bytes: usize) -> Vec<u8> {
     let bb = format.block_bytes();
+    // `place` once per byte of a block, not once per byte of the model.
+    let table: Vec<u16> = (0..ROWS * bb)
+        .map(|ri| place(format, ri / bb, ri % bb) as u16)
+        .collect();
     let rows = plain.len() / row_bytes;
     let mut out = vec![0u8; rows.next_multiple_of(ROWS) * row_bytes];
     for (r, row) in plain.chunks_exact(row_bytes).enumerate() {
         let dst = &mut out[r / ROWS * ROWS * row_bytes..];
-        for (b, blk) in row.chunks_exact(bb).enumerate() {
-            let to = &mut dst[b * ROWS * bb..(b + 1) * ROWS * bb];
-            for (i, &v) in blk.iter().enumerate() {
-                to[place(format, r % ROWS, i)] = v;
+        let places = &table[r % ROWS * bb..(r % ROWS + 1) * bb];
+        for (to, blk) in dst.chunks_exact_mut(ROWS * bb).zip(row.chunks_exact(bb)) {
+            for (&at, &v) in places.iter().zip(blk) {
+                to[usize::from(at)] = v;
             }
         }
     }

@@ -161,8 +161,8 @@ macro_rules! kernels {
         /// meets four values of all eight rows in one multiply-add, the
         /// sums per 32 are weighted by each row's scale (`vpmulld`), the
         /// minimums meet the activations' sums per 32 in pairs. The
-        /// integers are the one-row kernels' and the floats are combined in
-        /// their order: the same bits.
+        /// integers are [`crate::quant::dot_q4k`]'s and the floats are
+        /// combined in its order: the same bits.
         ///
         /// # Safety
         /// The CPU has the module's features; `grp` is one whole group for

@@ -64,8 +64,8 @@ pub struct ModelConfig {
 }
 
 /// A weight matrix: this crate's kernels when they run its block type,
-/// else candle's product. The kernels keep their own copy (Q4_K in
-/// groups of rows), so candle's is dropped unless candle runs products.
+/// else candle's product. The kernels keep their own copy (Q4_K and Q6_K
+/// in groups of rows), so candle's is dropped unless candle runs products.
 struct Linear {
     own: Option<QWeight>,
     candle: Option<QMatMul>,

@@ -344,7 +344,7 @@ impl QWeight {
         })
     }
 
-    /// Rows a part of a product must take together.
+    /// Rows an item of a product must take together.
     fn unit(&self) -> usize {
         if self.grouped {
             grouped::ROWS

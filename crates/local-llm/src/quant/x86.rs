@@ -2,11 +2,12 @@
 //! x86-64 CPU since Haswell / Zen 1) and for AVX-512 VNNI (Ice Lake, Zen 4
 //! and later), which fuses each multiply-add with its accumulation.
 //!
-//! The two differ only in [`avx2::dot_acc`] / [`avx2::madd16_acc`] and
-//! their VNNI twins, the integer multiply-accumulate steps: `vpmaddubsw`
-//! then `vpmaddwd` then `vpaddd` on AVX2, one `vpdpbusd` or `vpdpwssd` with
-//! VNNI; and in how many tokens a grouped kernel takes at once (the
-//! registers it has). The integers are exact either way (no pair can
+//! The two differ only in [`avx2::dot_acc`], [`avx2::nibble_acc`],
+//! [`avx2::nibble_weigh`], [`avx2::madd16_acc`] and their VNNI twins, the
+//! integer multiply-accumulate steps: `vpmaddubsw` then `vpmaddwd` then
+//! `vpaddd` on AVX2 (or sums kept in 16 bits over the few steps where they
+//! cannot overflow), one `vpdpbusd` or `vpdpwssd` with VNNI; and in how many
+//! tokens a grouped kernel takes at once (the registers it has). The integers are exact either way (no pair can
 //! saturate: see each kernel), so both give the same bits as the portable
 //! loops.
 //!
@@ -14,9 +15,9 @@
 //! ([`crate::quant::grouped`]); Q8_0 and Q4_1 on rows, one token at a time
 //! or in tiles of [`TILE`] tokens.
 
-/// The kernels over `dot_acc`, `madd16_acc`, `Q4K_TOKENS` and `Q6K_TOKENS`
-/// as the invoking module defines them, every function compiled for
-/// `$features`.
+/// The kernels over `dot_acc`, `nibble_acc`, `nibble_weigh`, `madd16_acc`,
+/// `Q4K_TOKENS` and `Q6K_TOKENS` as the invoking module defines them, every
+/// function compiled for `$features`.
 macro_rules! kernels {
     ($features:literal) => {
         use std::arch::x86_64::*;
@@ -222,6 +223,7 @@ macro_rules! kernels {
                     let s_hi = _mm256_shuffle_epi8(u, scale[(2 * c + 1) % 4]);
                     let mut s0 = [_mm256_setzero_si256(); N];
                     let mut s1 = [_mm256_setzero_si256(); N];
+                    // Eight steps: what `nibble_acc` may take.
                     for g in 0..8 {
                         let q = unsafe {
                             _mm256_loadu_si256(blk.add(grouped::Q4K_QS + 256 * c + 32 * g).cast())
@@ -236,15 +238,13 @@ macro_rules! kernels {
                                     _mm256_set1_epi32(y.add(32).cast::<i32>().read_unaligned()),
                                 )
                             };
-                            s0[i] = dot_acc(s0[i], lo, y0);
-                            s1[i] = dot_acc(s1[i], hi, y1);
+                            s0[i] = nibble_acc(s0[i], lo, y0);
+                            s1[i] = nibble_acc(s1[i], hi, y1);
                         }
                     }
                     for i in 0..N {
-                        let both = _mm256_add_epi32(
-                            _mm256_mullo_epi32(s0[i], s_lo),
-                            _mm256_mullo_epi32(s1[i], s_hi),
-                        );
+                        let both =
+                            _mm256_add_epi32(nibble_weigh(s0[i], s_lo), nibble_weigh(s1[i], s_hi));
                         isum[i] = _mm256_add_epi32(isum[i], both);
                     }
                 }
@@ -601,6 +601,25 @@ pub(super) mod avx2 {
         _mm256_add_epi32(acc, _mm256_madd_epi16(p, _mm256_set1_epi16(1)))
     }
 
+    /// `acc` plus the products of unsigned 4-bit values `u` (at most 15)
+    /// and signed bytes `s`, kept as sums of pairs in 16-bit lanes: each
+    /// step adds at most 2 × 15 × 127 = 3,810 to a lane, so eight steps
+    /// from zero stay exact. [`nibble_weigh`] finishes the sums.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    pub(crate) fn nibble_acc(acc: __m256i, u: __m256i, s: __m256i) -> __m256i {
+        _mm256_add_epi16(acc, _mm256_maddubs_epi16(u, s))
+    }
+
+    /// The sums of [`nibble_acc`] per 32-bit lane, times `scale` (a
+    /// 32-bit lane each, below 2^15): one `vpmaddwd` against the scale in
+    /// both halves of the lane.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    pub(crate) fn nibble_weigh(acc: __m256i, scale: __m256i) -> __m256i {
+        _mm256_madd_epi16(acc, _mm256_or_si256(scale, _mm256_slli_epi32::<16>(scale)))
+    }
+
     /// `acc` plus, in each 32-bit lane, the two products of its 16-bit
     /// halves in `a` and `b`.
     #[inline]
@@ -625,6 +644,22 @@ pub(super) mod vnni {
     #[target_feature(enable = "avx2,avx512vnni,avx512vl")]
     pub(crate) fn dot_acc(acc: __m256i, u: __m256i, s: __m256i) -> __m256i {
         _mm256_dpbusd_epi32(acc, u, s)
+    }
+
+    /// [`super::avx2::nibble_acc`]: the sums of four in 32-bit lanes
+    /// (`vpdpbusd`), for any number of steps.
+    #[inline]
+    #[target_feature(enable = "avx2,avx512vnni,avx512vl")]
+    pub(crate) fn nibble_acc(acc: __m256i, u: __m256i, s: __m256i) -> __m256i {
+        _mm256_dpbusd_epi32(acc, u, s)
+    }
+
+    /// [`super::avx2::nibble_weigh`]: the 32-bit sums times the scale
+    /// (`vpmulld`).
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    pub(crate) fn nibble_weigh(acc: __m256i, scale: __m256i) -> __m256i {
+        _mm256_mullo_epi32(acc, scale)
     }
 
     /// [`super::avx2::madd16_acc`] in one `vpdpwssd`.

@@ -160,8 +160,8 @@ macro_rules! kernels {
         /// `tok .. tok + N`: each token's eight results in one vector. Lane
         /// `r` sums row `r`'s products: a broadcast of four activations
         /// meets four values of all eight rows in one multiply-add, the
-        /// sums per 32 are weighted by each row's scale (`vpmulld`), the
-        /// minimums meet the activations' sums per 32 in pairs. The
+        /// sums per 32 are weighted by each row's scale (`nibble_weigh`),
+        /// the minimums meet the activations' sums per 32 in pairs. The
         /// integers are [`crate::quant::dot_q4k`]'s and the floats are
         /// combined in its order: the same bits.
         ///

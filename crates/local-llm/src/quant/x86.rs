@@ -262,17 +262,12 @@ macro_rules! kernels {
                 };
                 for i in 0..N {
                     let at = (tok + i) * nb + b;
-                    let (s32, ad) = unsafe {
+                    let (imin, ad) = unsafe {
                         (
-                            acts.sums32.as_ptr().add(8 * at),
+                            pair_sums(&mins, acts.sums32.as_ptr().add(8 * at)),
                             _mm256_set1_ps(*acts.d.as_ptr().add(at)),
                         )
                     };
-                    let mut imin = _mm256_setzero_si256();
-                    for (p, m) in mins.iter().enumerate() {
-                        let s = unsafe { s32.add(2 * p).cast::<i32>().read_unaligned() };
-                        imin = madd16_acc(imin, *m, _mm256_set1_epi32(s));
-                    }
                     // q4k_combine, lane by lane.
                     let part = _mm256_mul_ps(
                         ad,
@@ -283,6 +278,25 @@ macro_rules! kernels {
                     );
                     acc[i] = _mm256_add_ps(acc[i], part);
                 }
+            }
+            acc
+        }
+
+        /// Per 32-bit lane, the sum over `p` of the two 16-bit halves of
+        /// `pairs[p]` times a token's `sums[2p]` and `sums[2p + 1]`: a
+        /// grouped row's minimums (Q4_K) or scales (Q6_K) against the
+        /// activations' sums.
+        ///
+        /// # Safety
+        /// The CPU has the module's features; `sums` has `2P` values.
+        #[inline]
+        #[target_feature(enable = $features)]
+        unsafe fn pair_sums<const P: usize>(pairs: &[__m256i; P], sums: *const i16) -> __m256i {
+            let mut acc = _mm256_setzero_si256();
+            for (p, pair) in pairs.iter().enumerate() {
+                // SAFETY: as the caller promised.
+                let s = unsafe { sums.add(2 * p).cast::<i32>().read_unaligned() };
+                acc = madd16_acc(acc, *pair, _mm256_set1_epi32(s));
             }
             acc
         }
@@ -377,17 +391,12 @@ macro_rules! kernels {
                 let d = unsafe { _mm256_cvtph_ps(_mm_loadu_si128(blk.add(grouped::Q6K_D).cast())) };
                 for i in 0..N {
                     let at = (tok + i) * nb + b;
-                    let (s16, ad) = unsafe {
+                    let (off, ad) = unsafe {
                         (
-                            acts.sums.as_ptr().add(16 * at),
+                            pair_sums(&pairs, acts.sums.as_ptr().add(16 * at)),
                             _mm256_set1_ps(*acts.d.as_ptr().add(at)),
                         )
                     };
-                    let mut off = _mm256_setzero_si256();
-                    for (p, pair) in pairs.iter().enumerate() {
-                        let s = unsafe { s16.add(2 * p).cast::<i32>().read_unaligned() };
-                        off = madd16_acc(off, *pair, _mm256_set1_epi32(s));
-                    }
                     let isum = _mm256_sub_epi32(isum[i], _mm256_slli_epi32::<5>(off));
                     let part = _mm256_mul_ps(ad, _mm256_mul_ps(d, _mm256_cvtepi32_ps(isum)));
                     acc[i] = _mm256_add_ps(acc[i], part);

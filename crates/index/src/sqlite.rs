@@ -62,6 +62,10 @@ impl From<rusqlite::Error> for IndexError {
 }
 use crate::vectors::{VectorScan, VectorSet};
 
+/// How long a connection waits for another one's lock before it reports
+/// the index busy.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(15);
+
 /// How much of the database a reading connection maps.
 const READER_MMAP_BYTES: i64 = 256 << 20;
 
@@ -329,10 +333,59 @@ fn meta_value(conn: &Connection, key: &str) -> rusqlite::Result<Option<String>> 
 }
 
 fn configure(conn: &Connection) -> Result<()> {
-    conn.busy_timeout(Duration::from_secs(15))?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
     conn.pragma_update(None, "journal_mode", "WAL")?;
     conn.pragma_update(None, "synchronous", "NORMAL")?;
     Ok(())
+}
+
+/// Opens the database at `path` and brings its tables up to date, trying
+/// again while another opener holds it: a database that does not exist
+/// yet is in rollback mode until the first opener has switched it to WAL,
+/// and two connections that both read it there and then want to write
+/// deadlock; SQLite answers one of them SQLITE_BUSY at once, without
+/// waiting for the busy timeout.
+fn open_connection(path: &Path) -> Result<Connection> {
+    let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+    let mut pause = Duration::from_millis(5);
+    loop {
+        match try_open_connection(path) {
+            Err(IndexError::Database {
+                failure: DbFailure::Busy,
+                ..
+            }) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(200));
+            }
+            r => return r,
+        }
+    }
+}
+
+fn try_open_connection(path: &Path) -> Result<Connection> {
+    let mut conn = Connection::open(path)?;
+    configure(&conn)?;
+    // Every write transaction of this connection reads before it
+    // writes. A deferred one that another connection wrote under in the
+    // meantime fails at once with SQLITE_BUSY, without waiting: taking
+    // the write lock at BEGIN makes it wait its turn instead.
+    conn.set_transaction_behavior(rusqlite::TransactionBehavior::Immediate);
+    add_missing_columns(&conn)?;
+    conn.execute_batch(SCHEMA)?;
+    // A random id of this database, so a vector cache written for an
+    // earlier database of the same name (deleted and rebuilt) never
+    // matches. Checked first: the insert takes the write lock.
+    if meta_value(&conn, "instance")?.is_none() {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        conn.execute(
+            "INSERT OR IGNORE INTO meta(key, value) VALUES ('instance', ?1)",
+            params![format!("{nanos:x}-{:x}", std::process::id())],
+        )?;
+    }
+    Ok(conn)
 }
 
 struct Mirror {
@@ -374,23 +427,7 @@ impl SqliteBackend {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(|e| IndexError::io(dir, e))?;
         }
-        let conn = Connection::open(path)?;
-        configure(&conn)?;
-        add_missing_columns(&conn)?;
-        conn.execute_batch(SCHEMA)?;
-        // A random id of this database, so a vector cache written for an
-        // earlier database of the same name (deleted and rebuilt) never
-        // matches. Checked first: the insert takes the write lock.
-        if meta_value(&conn, "instance")?.is_none() {
-            let nanos = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos())
-                .unwrap_or(0);
-            conn.execute(
-                "INSERT OR IGNORE INTO meta(key, value) VALUES ('instance', ?1)",
-                params![format!("{nanos:x}-{:x}", std::process::id())],
-            )?;
-        }
+        let conn = open_connection(path)?;
         let dims = embedder.as_ref().map(|e| e.1).unwrap_or(0);
         Ok(SqliteBackend {
             path: path.to_path_buf(),
@@ -437,7 +474,7 @@ impl SqliteBackend {
                         | OpenFlags::SQLITE_OPEN_NO_MUTEX
                         | OpenFlags::SQLITE_OPEN_URI,
                 )?;
-                c.busy_timeout(Duration::from_secs(15))?;
+                c.busy_timeout(BUSY_TIMEOUT)?;
                 c.pragma_update(None, "query_only", true)?;
                 // Pages read through the map rather than copied by a read
                 // call each: a keyword search touches hundreds of them.
@@ -1098,5 +1135,33 @@ mod tests {
         // A second open finds the columns in place.
         drop(backend);
         SqliteBackend::open(&path, None).unwrap();
+    }
+
+    /// Openers racing on a database that does not exist yet (a server's
+    /// first search beside its watcher, two commands started together) all
+    /// get it: before the first of them has switched the file to WAL, two
+    /// readers that both want to write deadlock, and SQLite answers one of
+    /// them SQLITE_BUSY at once, without waiting.
+    #[test]
+    fn openers_racing_on_a_new_database_all_succeed() {
+        for round in 0..20 {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("index.sqlite");
+            let barrier = std::sync::Barrier::new(6);
+            std::thread::scope(|s| {
+                let opens: Vec<_> = (0..6)
+                    .map(|_| {
+                        s.spawn(|| {
+                            barrier.wait();
+                            SqliteBackend::open(&path, None).map(|_| ())
+                        })
+                    })
+                    .collect();
+                for o in opens {
+                    let r = o.join().unwrap();
+                    assert!(r.is_ok(), "round {round}: {r:?}");
+                }
+            });
+        }
     }
 }

@@ -6,7 +6,7 @@
 #![warn(missing_docs)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
 use mnemo_core::{Config, Embedder, ErrorCode, Workspace};
 use serde::{Deserialize, Serialize};
@@ -154,7 +154,9 @@ pub struct Mnemo {
     /// first callers (a server warming up and its first search) load or
     /// download the model once.
     embedder: Mutex<Option<EmbedderChoice>>,
-    index: OnceLock<Arc<MemoryIndex>>,
+    /// Opened on first use, by one caller: the watcher starting beside a
+    /// server's first search would otherwise open the database twice.
+    index: Mutex<Option<Arc<MemoryIndex>>>,
     /// Set by [`Mnemo::keep_index_fresh`]: the index is watched once open.
     keep_fresh: std::sync::atomic::AtomicBool,
     watch: Mutex<Option<mnemo_index::WatchHandle>>,
@@ -186,7 +188,7 @@ impl Mnemo {
             sessions,
             memory,
             embedder: Mutex::new(None),
-            index: OnceLock::new(),
+            index: Mutex::new(None),
             keep_fresh: std::sync::atomic::AtomicBool::new(false),
             watch: Mutex::new(None),
         })
@@ -245,22 +247,25 @@ impl Mnemo {
     /// The search index over this workspace, opened once (and watched, once
     /// [`Mnemo::keep_index_fresh`] was called).
     pub fn index(&self) -> Result<Arc<MemoryIndex>> {
-        let index = match self.index.get() {
-            Some(i) => i.clone(),
-            None => {
-                let settings = IndexSettings::from_config(&self.config)?;
-                let choice = self.embedder()?;
-                let storage = self.sessions.storage();
-                let source = storage.root().is_none().then(|| {
-                    Arc::new(source::StorageSource(storage.clone())) as Arc<dyn SourceTree>
-                });
-                let index = Arc::new(open_index_over(
-                    &self.workspace,
-                    settings,
-                    choice.embedder,
-                    source,
-                )?);
-                self.index.get_or_init(|| index).clone()
+        let index = {
+            let mut open = self.index.lock().unwrap_or_else(|e| e.into_inner());
+            match open.as_ref() {
+                Some(i) => i.clone(),
+                None => {
+                    let settings = IndexSettings::from_config(&self.config)?;
+                    let choice = self.embedder()?;
+                    let storage = self.sessions.storage();
+                    let source = storage.root().is_none().then(|| {
+                        Arc::new(source::StorageSource(storage.clone())) as Arc<dyn SourceTree>
+                    });
+                    let index = Arc::new(open_index_over(
+                        &self.workspace,
+                        settings,
+                        choice.embedder,
+                        source,
+                    )?);
+                    open.insert(index).clone()
+                }
             }
         };
         // A workspace that is not a folder has no files to watch: its

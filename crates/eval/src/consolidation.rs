@@ -308,17 +308,30 @@ fn answer_of(q: &Question) -> Option<String> {
     }
 }
 
-/// The lower-cased words of `text` that carry meaning (no stop words).
+/// The lower-cased words of `text` that carry meaning (no stop words). A
+/// run of CJK characters, written without spaces, gives its overlapping
+/// character pairs (a lone character itself), as the index does.
 fn words(text: &str) -> Vec<String> {
     const STOP: &[&str] = &[
         "a", "an", "the", "and", "or", "of", "to", "in", "on", "at", "for", "with", "is", "was",
         "it", "her", "his", "she", "he", "they", "their", "by", "as", "from",
     ];
-    text.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
-        .filter(|w| !STOP.contains(&w.as_str()))
-        .collect()
+    let mut out = Vec::new();
+    for token in text.split(|c: char| !c.is_alphanumeric()) {
+        let chars: Vec<char> = token.chars().collect();
+        for run in chars.chunk_by(|a, b| crate::dialogue::is_cjk(*a) == crate::dialogue::is_cjk(*b))
+        {
+            if !crate::dialogue::is_cjk(run[0]) {
+                out.push(run.iter().collect::<String>().to_lowercase());
+            } else if run.len() == 1 {
+                out.push(run[0].to_string());
+            } else {
+                out.extend(run.windows(2).map(|p| p.iter().collect::<String>()));
+            }
+        }
+    }
+    out.retain(|w| !w.is_empty() && !STOP.contains(&w.as_str()));
+    out
 }
 
 /// Whether `texts` hold at least three fifths of the answer's words (all of
@@ -329,7 +342,15 @@ pub fn answer_found(answer: &str, texts: &[&str]) -> bool {
         return false;
     }
     let have: HashSet<String> = texts.iter().flat_map(|t| words(t)).collect();
-    let kept = want.iter().filter(|w| have.contains(*w)).count();
+    // CJK pieces are looked for as they are written, which also finds a
+    // one-character answer inside a longer run.
+    let kept = want
+        .iter()
+        .filter(|w| {
+            have.contains(*w)
+                || (w.chars().any(crate::dialogue::is_cjk) && texts.iter().any(|t| t.contains(*w)))
+        })
+        .count();
     kept * 5 >= want.len() * 3
 }
 
@@ -499,5 +520,11 @@ mod tests {
         ));
         assert!(!answer_found("Adoption agencies", &["adoption papers"]));
         assert!(!answer_found("the", &["the"]));
+        // CJK is matched by character pairs, not as one long "word".
+        assert!(answer_found("北京大学", &["他去年考上了北京大学。"]));
+        assert!(answer_found("喜欢游泳", &["用户说他很喜欢游泳和跑步"]));
+        assert!(!answer_found("北京大学", &["他在北方上大学"]));
+        assert!(answer_found("猫", &["我的猫叫米索"]));
+        assert!(answer_found("猫叫Miso", &["我的猫叫 miso。"]));
     }
 }

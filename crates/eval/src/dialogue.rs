@@ -386,7 +386,8 @@ fn clip(text: &str, columns: usize) -> String {
     out
 }
 
-fn is_cjk(c: char) -> bool {
+/// True for characters written without spaces between words.
+pub(crate) fn is_cjk(c: char) -> bool {
     matches!(c as u32, 0x3040..=0x30FF | 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xAC00..=0xD7AF | 0xF900..=0xFAFF)
 }
 

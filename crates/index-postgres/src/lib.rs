@@ -172,7 +172,10 @@ impl PostgresBackend {
     pub(crate) fn repack(&self) -> Result<()> {
         self.with(|pool, c| async move {
             let r = c
-                .batch_execute("CLUSTER word_lists USING word_lists_pkey; ANALYZE word_lists")
+                .batch_execute(&format!(
+                    "{}; ANALYZE word_lists",
+                    cluster_word_lists("word_lists")
+                ))
                 .await
                 .map_err(|e| pool.db(e));
             (c, r)
@@ -1113,4 +1116,10 @@ impl IndexBackend for PostgresBackend {
             (c, r)
         })
     }
+}
+
+/// The statement that lays the word-list table `table` (its name as SQL,
+/// schema-qualified or not) out word by word, in its key's order.
+pub(crate) fn cluster_word_lists(table: &str) -> String {
+    format!("CLUSTER {table} USING word_lists_pkey")
 }

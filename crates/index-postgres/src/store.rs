@@ -404,9 +404,8 @@ impl IndexStore for PostgresStore {
         })?;
         // CLUSTER rewrites as VACUUM FULL does, and leaves each word's rows
         // together (see `PostgresBackend::repack`).
-        self.0.execute(format!(
-            "CLUSTER \"{live}\".word_lists USING word_lists_pkey"
-        ))?;
+        self.0
+            .execute(crate::cluster_word_lists(&format!("\"{live}\".word_lists")))?;
         let mut tables = ["chunks", "vocab", "embedding_cache", "files"].to_vec();
         if has_vectors {
             tables.push("chunk_vectors");

@@ -567,3 +567,60 @@ pub fn argmax(logits: &[f32]) -> u32 {
     }
     best as u32
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use candle_core::quantized::QTensor;
+
+    /// The weight of `values` in `dtype`, and its dequantized values.
+    fn weight(values: &[f32], rows: usize, cols: usize, dtype: GgmlDType) -> (Linear, Vec<f32>) {
+        let t = Tensor::from_slice(values, (rows, cols), &Device::Cpu).unwrap();
+        let q = QTensor::quantize(&t, dtype).unwrap();
+        let plain = q
+            .dequantize(&Device::Cpu)
+            .unwrap()
+            .flatten_all()
+            .unwrap()
+            .to_vec1::<f32>()
+            .unwrap();
+        (Linear::new(q).unwrap(), plain)
+    }
+
+    /// A set whose weights are not all of a block type with a kernel (a
+    /// GGUF with a few Q5_0 matrices beside Q8_0 ones) goes weight by
+    /// weight: candle's product for one, the kernel for the other, each
+    /// giving what it gives alone and the product with its dequantized
+    /// values.
+    #[test]
+    fn a_set_mixing_kernel_and_candle_weights_gives_each_product() {
+        let (rows, cols, t) = (16, 64, 3);
+        let value = |i: usize| ((i * 37 % 101) as f32 - 50.0) / 50.0;
+        let a: Vec<f32> = (0..rows * cols).map(value).collect();
+        let b: Vec<f32> = (0..rows * cols).map(|i| value(i + 7)).collect();
+        let x: Vec<f32> = (0..t * cols).map(|i| value(i * 3 + 1)).collect();
+        let (own, a) = weight(&a, rows, cols, GgmlDType::Q8_0);
+        let (other, b) = weight(&b, rows, cols, GgmlDType::Q5_0);
+        assert!(own.own.is_some() && own.candle.is_none());
+        assert!(other.own.is_none() && other.candle.is_some());
+        let kernel = quant::kernel();
+        let both = products(&[&own, &other], &x, t, kernel).unwrap();
+        assert_eq!(both.len(), 2);
+        assert_eq!(both[0], product(&own, &x, t, kernel).unwrap());
+        assert_eq!(both[1], product(&other, &x, t, kernel).unwrap());
+        for (got, w) in both.iter().zip([&a, &b]) {
+            assert_eq!(got.len(), t * rows);
+            for (k, g) in got.iter().enumerate() {
+                let (tok, row) = (k / rows, k % rows);
+                let want: f32 = (0..cols)
+                    .map(|c| x[tok * cols + c] * w[row * cols + c])
+                    .sum();
+                // What is left is the activations' 8-bit rounding.
+                assert!(
+                    (g - want).abs() < 0.02 * (1.0 + want.abs()),
+                    "{k}: {g} vs {want}"
+                );
+            }
+        }
+    }
+}

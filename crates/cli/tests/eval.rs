@@ -179,11 +179,13 @@ const CONSOLIDATION_DATA: &str = r#"{
 /// The real consolidation path on the local model, then the three searches:
 /// the transcript and the raw archive hold every answer word for word, so
 /// both keep both questions asked (s3's question and the adversarial one
-/// are not asked); what SmolLM2 keeps in memory is its own affair.
+/// are not asked); what SmolLM2 keeps in memory is its own affair. With
+/// `--keep`, the workspaces stay to be read.
 #[test]
 fn eval_consolidation_scores_a_local_model_against_the_transcript_and_the_raw_archive() {
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path().join("ws");
+    let kept = dir.path().join("kept");
     let file = dir.path().join("data.json");
     std::fs::write(&file, CONSOLIDATION_DATA).unwrap();
     let gguf = mnemo_test_support::smollm2_gguf();
@@ -206,6 +208,8 @@ fn eval_consolidation_scores_a_local_model_against_the_transcript_and_the_raw_ar
             file.to_str().unwrap(),
             "--limit-sessions",
             "2",
+            "--keep",
+            kept.to_str().unwrap(),
             "--provider",
             "local",
             "--model",
@@ -231,6 +235,47 @@ fn eval_consolidation_scores_a_local_model_against_the_transcript_and_the_raw_ar
     assert_eq!(r["memory"]["asked"], 2, "{r}");
     assert!(r["memory"]["kept"].as_u64().unwrap() <= 2, "{r}");
     assert!(r["model"].as_str().unwrap().starts_with("local/"), "{r}");
+    // Each question asked, and where its answer was found.
+    let questions = r["questions"].as_array().unwrap();
+    let answers: Vec<&str> = questions
+        .iter()
+        .map(|q| q["answer"].as_str().unwrap())
+        .collect();
+    assert_eq!(answers, ["Pepper", "the cello"], "{r}");
+    assert!(questions
+        .iter()
+        .all(|q| q["transcript"] == true && q["raw_archive"] == true));
+    let in_memory = questions.iter().filter(|q| q["memory"] == true).count();
+    assert_eq!(r["memory"]["kept"], in_memory, "{r}");
+    // The kept workspaces: the model's memory beside the session logs, and
+    // the outage's archive with the sessions' words in its history.
+    assert!(kept.join("c/memory/sessions").is_dir());
+    let history = std::fs::read_to_string(kept.join("c/raw-archive/memory/HISTORY.md")).unwrap();
+    assert!(
+        history.contains("Pepper") && history.contains("cello"),
+        "{history}"
+    );
+    // A second run refuses to mix its workspaces into the first one's.
+    let o = mnemo_command(
+        env!("CARGO_BIN_EXE_mnemo"),
+        &ws,
+        &[
+            "eval",
+            "consolidation",
+            file.to_str().unwrap(),
+            "--keep",
+            kept.to_str().unwrap(),
+            "--provider",
+            "local",
+            "--model",
+            gguf.to_str().unwrap(),
+        ],
+    )
+    .output()
+    .unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("is not empty"), "{err}");
 }
 
 /// Six short sessions between Ann (the user) and Bob, none of whose turns

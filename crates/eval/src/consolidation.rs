@@ -63,6 +63,10 @@ pub struct ConsolidationOptions {
     pub embedder: Option<Arc<dyn Embedder>>,
     /// Skip the raw-archive baseline (it costs no model calls, only time).
     pub skip_raw_archive: bool,
+    /// Keep each conversation's workspaces under this folder
+    /// (`<conv_id>/memory`, `<conv_id>/raw-archive`) instead of temporary
+    /// ones, to read what was written. It must not exist or be empty.
+    pub keep: Option<PathBuf>,
 }
 
 impl ConsolidationOptions {
@@ -77,6 +81,7 @@ impl ConsolidationOptions {
             config: Config::default(),
             embedder: None,
             skip_raw_archive: false,
+            keep: None,
         }
     }
 }
@@ -112,6 +117,24 @@ impl Retention {
     }
 }
 
+/// Where one question's answer was found.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct QuestionOutcome {
+    /// The conversation.
+    pub conv_id: String,
+    /// The question as asked.
+    pub question: String,
+    /// The reference answer.
+    pub answer: String,
+    /// Kept in what consolidation wrote.
+    pub memory: bool,
+    /// Kept in the raw session logs.
+    pub transcript: bool,
+    /// Kept in the raw archive (absent when skipped).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub raw_archive: Option<bool>,
+}
+
 /// The figures of one run.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ConsolidationReport {
@@ -139,6 +162,8 @@ pub struct ConsolidationReport {
     pub raw_archive: Option<Retention>,
     /// Why rounds failed, one line each.
     pub errors: Vec<String>,
+    /// Each scored question and where its answer was found.
+    pub questions: Vec<QuestionOutcome>,
 }
 
 impl ConsolidationReport {
@@ -174,6 +199,15 @@ pub async fn run_consolidation_eval(
         return Err(EvalError::Options("top_k must be at least 1".into()));
     }
     let ds = Dataset::load(&opts.dataset)?;
+    if let Some(keep) = &opts.keep {
+        let used = std::fs::read_dir(keep).is_ok_and(|mut d| d.next().is_some());
+        if used {
+            return Err(EvalError::Options(format!(
+                "{} is not empty: give --keep a new or empty folder",
+                keep.display()
+            )));
+        }
+    }
     let convs: Vec<&Conversation> = ds
         .conversations
         .iter()
@@ -197,13 +231,14 @@ pub async fn run_consolidation_eval(
     for conv in convs {
         let sessions: Vec<_> = conv.sessions.iter().take(per_conv).collect();
         let replayed: HashSet<&str> = sessions.iter().map(|s| s.session_id.as_str()).collect();
-        let questions: Vec<&Question> = ds
+        let questions: Vec<(&Question, String)> = ds
             .questions
             .iter()
             .filter(|q| q.conv_id == conv.conv_id && answerable(q, &replayed))
+            .filter_map(|q| Some((q, answer_of(q)?)))
             .collect();
 
-        let (_tmp, ws) = scratch()?;
+        let (_tmp, ws) = scratch(opts, &conv.conv_id, "memory")?;
         let engine = Engine::new(&ws, &opts.config, model.clone()).map_err(engine_err)?;
         for s in &sessions {
             progress(&ConsolidationProgress {
@@ -246,17 +281,24 @@ pub async fn run_consolidation_eval(
         report.memory_bytes +=
             markdown_bytes(&ws.root().join("memory")) + file_len(&ws.root().join("MEMORY.md"));
         let index = index_of(&ws, opts)?;
-        add(
-            &mut report.memory,
-            score(&index, &questions, Source::Memory, opts.top_k)?,
-        );
-        add(
-            &mut report.transcript,
-            score(&index, &questions, Source::Sessions, opts.top_k)?,
-        );
+        let memory = score(&index, &questions, Source::Memory, opts.top_k)?;
+        let transcript = score(&index, &questions, Source::Sessions, opts.top_k)?;
+        let first = report.questions.len();
+        for (((q, answer), memory), transcript) in questions.iter().zip(memory).zip(transcript) {
+            add(&mut report.memory, memory);
+            add(&mut report.transcript, transcript);
+            report.questions.push(QuestionOutcome {
+                conv_id: conv.conv_id.clone(),
+                question: q.question.clone(),
+                answer: answer.clone(),
+                memory,
+                transcript,
+                raw_archive: None,
+            });
+        }
 
         if let Some(outage) = &outage {
-            let (_tmp, ws) = scratch()?;
+            let (_tmp, ws) = scratch(opts, &conv.conv_id, "raw-archive")?;
             let mut config = opts.config.clone();
             config.set("engine.consolidation_max_failures", "1");
             for s in &sessions {
@@ -273,10 +315,11 @@ pub async fn run_consolidation_eval(
                 }
             }
             let index = index_of(&ws, opts)?;
-            add(
-                &mut raw,
-                score(&index, &questions, Source::Memory, opts.top_k)?,
-            );
+            let kept = score(&index, &questions, Source::Memory, opts.top_k)?;
+            for (q, kept) in report.questions[first..].iter_mut().zip(kept) {
+                add(&mut raw, kept);
+                q.raw_archive = Some(kept);
+            }
         }
     }
     progress(&ConsolidationProgress {
@@ -354,28 +397,26 @@ pub fn answer_found(answer: &str, texts: &[&str]) -> bool {
     kept * 5 >= want.len() * 3
 }
 
-/// Searches every question in one source and counts the kept answers.
+/// Searches every question in one source: whether the top hits keep its
+/// answer.
 fn score(
     index: &MemoryIndex,
-    questions: &[&Question],
+    questions: &[(&Question, String)],
     source: Source,
     top_k: usize,
-) -> Result<Retention> {
-    let mut r = Retention::default();
-    for q in questions {
-        let Some(answer) = answer_of(q) else {
-            continue;
-        };
-        let mut req = SearchRequest::new(q.question.clone()).max_results(top_k);
-        req.sources = Some(vec![source]);
-        req.min_score = Some(0.0);
-        let resp = index.search(&req).map_err(EvalError::Index)?;
-        let texts: Vec<String> = resp.results.iter().map(|h| hit_text(index, h)).collect();
-        let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
-        r.asked += 1;
-        r.kept += usize::from(answer_found(&answer, &texts));
-    }
-    Ok(r)
+) -> Result<Vec<bool>> {
+    questions
+        .iter()
+        .map(|(q, answer)| {
+            let mut req = SearchRequest::new(q.question.clone()).max_results(top_k);
+            req.sources = Some(vec![source]);
+            req.min_score = Some(0.0);
+            let resp = index.search(&req).map_err(EvalError::Index)?;
+            let texts: Vec<String> = resp.results.iter().map(|h| hit_text(index, h)).collect();
+            let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+            Ok(answer_found(answer, &texts))
+        })
+        .collect()
 }
 
 /// A hit's whole text (its snippet is cut): the lines it cites.
@@ -390,9 +431,9 @@ fn hit_text(index: &MemoryIndex, h: &mnemo_index::SearchHit) -> String {
         .unwrap_or_else(|_| h.snippet.clone())
 }
 
-fn add(total: &mut Retention, r: Retention) {
-    total.kept += r.kept;
-    total.asked += r.asked;
+fn add(total: &mut Retention, kept: bool) {
+    total.kept += usize::from(kept);
+    total.asked += 1;
 }
 
 /// The index of a scratch workspace, synced.
@@ -419,14 +460,36 @@ fn append(
     log.sync().map_err(EvalError::Store)
 }
 
-/// A fresh workspace in a temporary folder (removed with the guard).
-fn scratch() -> Result<(tempfile::TempDir, Workspace)> {
+/// A fresh workspace: `<keep>/<conv_id>/<name>` with `--keep`, else a
+/// temporary folder (removed with the guard).
+fn scratch(
+    opts: &ConsolidationOptions,
+    conv_id: &str,
+    name: &str,
+) -> Result<(Option<tempfile::TempDir>, Workspace)> {
+    if let Some(keep) = &opts.keep {
+        // Conversation ids come from the data file: only their plain
+        // characters make the folder's name.
+        let conv: String = conv_id
+            .chars()
+            .map(|c| {
+                if c.is_alphanumeric() || c == '-' || c == '_' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        let dir = keep.join(conv).join(name);
+        std::fs::create_dir_all(&dir).map_err(EvalError::Workspace)?;
+        return Ok((None, Workspace::new(&dir)));
+    }
     let tmp = tempfile::Builder::new()
         .prefix("mnemo-eval-")
         .tempdir()
         .map_err(EvalError::Workspace)?;
     let ws = Workspace::new(tmp.path());
-    Ok((tmp, ws))
+    Ok((Some(tmp), ws))
 }
 
 /// An OpenAI-compatible provider on a loopback port nothing listens on,
@@ -498,6 +561,23 @@ pub fn render_consolidation(r: &ConsolidationReport) -> String {
     out.push_str(&row("transcript", &r.transcript));
     if let Some(raw) = &r.raw_archive {
         out.push_str(&row("raw archive", raw));
+        let lost: Vec<&QuestionOutcome> = r
+            .questions
+            .iter()
+            .filter(|q| q.raw_archive == Some(true) && !q.memory)
+            .collect();
+        if !lost.is_empty() {
+            out.push_str(&format!(
+                "kept by the raw archive, not by the memory ({}):\n",
+                lost.len()
+            ));
+            for q in lost {
+                out.push_str(&format!(
+                    "  {}: {} -> {}\n",
+                    q.conv_id, q.question, q.answer
+                ));
+            }
+        }
     }
     for e in &r.errors {
         out.push_str(&format!("failed: {e}\n"));

@@ -81,7 +81,12 @@ pub struct ConsolidationArgs {
     /// Skip the raw-archive baseline
     #[arg(long)]
     pub no_raw_archive: bool,
-    /// Print one JSON object
+    /// Keep each conversation's workspaces in DIR (CONV/memory: what the
+    /// model wrote, with the session logs; CONV/raw-archive: the outage's
+    /// archive) to read them; DIR must be new or empty
+    #[arg(long, value_name = "DIR")]
+    pub keep: Option<PathBuf>,
+    /// Print one JSON object (with each question and where its answer was found)
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
@@ -274,6 +279,7 @@ fn consolidation(args: ConsolidationArgs, global: &GlobalArgs) -> Result<()> {
     opts.limit_sessions = args.limit_sessions;
     opts.top_k = args.top_k;
     opts.skip_raw_archive = args.no_raw_archive;
+    opts.keep = args.keep;
     opts.config = ctx.config.clone();
     opts.embedder =
         with_download_bar(|p| mnemo::build_embedder_with_progress(&ctx.config, p))?.embedder;

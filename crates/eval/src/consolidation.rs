@@ -36,7 +36,7 @@ use std::time::Instant;
 
 use mnemo_core::{Config, Embedder, Workspace};
 use mnemo_engine::{Engine, EngineEvent};
-use mnemo_index::{IndexSettings, MemoryIndex, SearchRequest, Source};
+use mnemo_index::{is_cjk, IndexSettings, MemoryIndex, SearchRequest, Source};
 use mnemo_llm::ChatModel;
 use mnemo_store::SessionStore;
 use serde::Serialize;
@@ -234,8 +234,8 @@ pub async fn run_consolidation_eval(
         let questions: Vec<(&Question, String)> = ds
             .questions
             .iter()
-            .filter(|q| q.conv_id == conv.conv_id && answerable(q, &replayed))
-            .filter_map(|q| Some((q, answer_of(q)?)))
+            .filter(|q| q.conv_id == conv.conv_id)
+            .filter_map(|q| answerable(q, &replayed).map(|a| (q, a)))
             .collect();
 
         let (_tmp, ws) = scratch(opts, &conv.conv_id, "memory")?;
@@ -331,15 +331,15 @@ pub async fn run_consolidation_eval(
     Ok(report)
 }
 
-/// Whether a question can be scored here: an answer in words, not
-/// adversarial, every evidence session replayed.
-fn answerable(q: &Question, replayed: &HashSet<&str>) -> bool {
-    q.category.as_deref() != Some("5")
-        && answer_of(q).is_some_and(|a| !words(&a).is_empty())
+/// The answer of a question that can be scored here: an answer in words,
+/// not adversarial, every evidence session replayed.
+fn answerable(q: &Question, replayed: &HashSet<&str>) -> Option<String> {
+    let scored = q.category.as_deref() != Some("5")
         && !q.evidence_sessions.is_empty()
         && q.evidence_sessions
             .iter()
-            .all(|s| replayed.contains(s.as_str()))
+            .all(|s| replayed.contains(s.as_str()));
+    answer_of(q).filter(|a| scored && !words(a).is_empty())
 }
 
 /// The reference answer as text (LoCoMo has numbers among its answers).
@@ -362,9 +362,8 @@ fn words(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     for token in text.split(|c: char| !c.is_alphanumeric()) {
         let chars: Vec<char> = token.chars().collect();
-        for run in chars.chunk_by(|a, b| crate::dialogue::is_cjk(*a) == crate::dialogue::is_cjk(*b))
-        {
-            if !crate::dialogue::is_cjk(run[0]) {
+        for run in chars.chunk_by(|a, b| is_cjk(*a) == is_cjk(*b)) {
+            if !is_cjk(run[0]) {
                 out.push(run.iter().collect::<String>().to_lowercase());
             } else if run.len() == 1 {
                 out.push(run[0].to_string());
@@ -390,8 +389,7 @@ pub fn answer_found(answer: &str, texts: &[&str]) -> bool {
     let kept = want
         .iter()
         .filter(|w| {
-            have.contains(*w)
-                || (w.chars().any(crate::dialogue::is_cjk) && texts.iter().any(|t| t.contains(*w)))
+            have.contains(*w) || (w.chars().any(is_cjk) && texts.iter().any(|t| t.contains(*w)))
         })
         .count();
     kept * 5 >= want.len() * 3

@@ -25,6 +25,8 @@
 
 use std::collections::{HashMap, HashSet};
 
+use mnemo_index::is_cjk;
+
 use crate::dataset::{Conversation, Dataset, Question};
 
 /// The shape of the queries.
@@ -384,11 +386,6 @@ fn clip(text: &str, columns: usize) -> String {
         out.push('…');
     }
     out
-}
-
-/// True for characters written without spaces between words.
-pub(crate) fn is_cjk(c: char) -> bool {
-    matches!(c as u32, 0x3040..=0x30FF | 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xAC00..=0xD7AF | 0xF900..=0xFAFF)
 }
 
 /// FNV-1a: a stable hash of the question id, so the same question gets the

@@ -59,6 +59,7 @@ pub use settings::{
 pub use source::{SourceDoc, SourceTree};
 pub use sqlite_store::SqliteStore;
 pub use store::{Generation, IndexStore, LockWait, WriterLock};
+pub use text::is_cjk;
 pub use types::{
     FileIssue, GetResponse, IndexStatus, SearchHit, SearchMode, SearchRequest, SearchResponse,
     Source, SyncProgress, SyncReport,

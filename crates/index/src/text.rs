@@ -39,7 +39,9 @@ pub(crate) fn asks(text: &str) -> bool {
     text.trim_end().ends_with(['?', '？'])
 }
 
-pub(crate) fn is_cjk(c: char) -> bool {
+/// True for characters written without spaces between words (Han,
+/// kana, Hangul).
+pub fn is_cjk(c: char) -> bool {
     matches!(c as u32,
         0x3040..=0x30FF   // Hiragana, Katakana
         | 0x3400..=0x4DBF // CJK Extension A

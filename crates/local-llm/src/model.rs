@@ -577,13 +577,7 @@ mod tests {
     fn weight(values: &[f32], rows: usize, cols: usize, dtype: GgmlDType) -> (Linear, Vec<f32>) {
         let t = Tensor::from_slice(values, (rows, cols), &Device::Cpu).unwrap();
         let q = QTensor::quantize(&t, dtype).unwrap();
-        let plain = q
-            .dequantize(&Device::Cpu)
-            .unwrap()
-            .flatten_all()
-            .unwrap()
-            .to_vec1::<f32>()
-            .unwrap();
+        let plain = quant::dequantized(&q);
         (Linear::new(q).unwrap(), plain)
     }
 

@@ -744,6 +744,19 @@ mod grouped;
 #[cfg(target_arch = "x86_64")]
 mod x86;
 
+/// A quantized tensor's values, for the tests' references.
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+pub(crate) fn dequantized(tensor: &QTensor) -> Vec<f32> {
+    tensor
+        .dequantize(&candle_core::Device::Cpu)
+        .unwrap()
+        .flatten_all()
+        .unwrap()
+        .to_vec1::<f32>()
+        .unwrap()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -791,13 +804,7 @@ mod tests {
     /// Dequantize the weights and the quantized activations, then dot in
     /// `f64`: what the kernels compute, without their integer tricks.
     fn reference(w: &QWeight, tensor: &QTensor, x: &[f32]) -> Vec<f32> {
-        let wf = tensor
-            .dequantize(&Device::Cpu)
-            .unwrap()
-            .flatten_all()
-            .unwrap()
-            .to_vec1::<f32>()
-            .unwrap();
+        let wf = dequantized(tensor);
         let kind = w.format.acts();
         let t = x.len() / w.cols;
         let acts = Acts::quantize(kind, x, t, w.cols);

@@ -12,6 +12,10 @@ pub const FACTS_EXTRACT_USER: &str = include_str!("../templates/facts/extract_us
 pub const FACTS_UPDATE_PROMPT: &str = include_str!("../templates/facts/update.md");
 /// User message of the decisions (similar memories, new facts).
 pub const FACTS_UPDATE_USER: &str = include_str!("../templates/facts/update_user.md");
+/// A yes/no question: does a new fact replace a saved one?
+pub const FACTS_JUDGE_REPLACES: &str = include_str!("../templates/facts/judge_replaces.md");
+/// A yes/no question: does a request retract a saved fact?
+pub const FACTS_JUDGE_RETRACTS: &str = include_str!("../templates/facts/judge_retracts.md");
 /// System prompt of the memory flush.
 pub const FLUSH_PROMPT: &str = include_str!("../templates/flush/system.md");
 /// User message that starts the memory flush.

@@ -3,12 +3,18 @@
 //! editable by a person.
 //!
 //! ```markdown
-//! - Lives in Berlin. (f2; since 2026-03-05; recorded 2026-03-05 10:00; by cli:direct 4..8)
+//! - The user lives in Berlin. (f2; about user: home city; since 2026-03-05; recorded 2026-03-05 10:00; by cli:direct 4..8)
 //!
 //! ## No longer true
 //!
-//! - ~~Lives in Paris.~~ (f1; since 2026-03-01; until 2026-03-05; superseded by f2; recorded 2026-03-01 10:00; by cli:direct 0..4)
+//! - ~~The user lives in Paris.~~ (f1; about user: home city; since 2026-03-01; until 2026-03-05; superseded by f2; recorded 2026-03-01 10:00; by cli:direct 0..4)
 //! ```
+//!
+//! `about SUBJECT: ATTRIBUTE` is what the fact is about (who, and which of
+//! their attributes), as the write path read it: a later fact about the
+//! same subject and attribute is what can replace it. `by` lists every
+//! source that said it (`by cli:direct 0..4, cli:direct 10..12`): a fact
+//! said again gains a source, not a second line.
 //!
 //! A fact is never deleted by consolidation: an update or a contradiction
 //! ends the old fact (`until`, struck through, moved under `## No longer
@@ -62,8 +68,15 @@ pub struct Fact {
     pub retracted_by: Option<String>,
     /// When mnemo recorded it (`YYYY-MM-DD HH:MM`, UTC).
     pub recorded: Option<String>,
-    /// What caused it: `<session> <from>..<to>`, `dream`, `person`.
+    /// What caused it: `<session> <from>..<to>`, `dream`, `person`; more
+    /// than one source separated by `, `.
     pub by: Option<String>,
+    /// Who it is about (`user`, `Ana`), when the write path knew.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<String>,
+    /// What about them (`home city`), when the write path knew.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attribute: Option<String>,
     /// The line as it was read, written back unchanged while the fact is.
     #[serde(skip)]
     raw: Option<String>,
@@ -88,8 +101,36 @@ impl Fact {
             retracted_by: None,
             recorded: Some(now.format("%Y-%m-%d %H:%M").to_string()),
             by,
+            subject: None,
+            attribute: None,
             raw: None,
         }
+    }
+
+    /// The same fact about `subject`'s `attribute` (blank parts left out;
+    /// `;` and `)` would end the metadata, so they become `,`).
+    pub fn about(mut self, subject: &str, attribute: &str) -> Fact {
+        let clean = |s: &str| {
+            let s = one_line(&s.replace([';', ')', '('], ","));
+            let s = s.trim_matches([',', ' ', ':']).to_string();
+            (!s.is_empty()).then_some(s)
+        };
+        self.subject = clean(subject);
+        self.attribute = clean(&attribute.replace(':', ","));
+        self
+    }
+
+    /// The sources that said it (`by`, split).
+    pub fn sources(&self) -> Vec<&str> {
+        self.by
+            .as_deref()
+            .map(|b| {
+                b.split(", ")
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 
     /// True while it has not stopped being true.
@@ -113,6 +154,12 @@ impl Fact {
             return raw.clone();
         }
         let mut meta = vec![self.id.clone()];
+        if let Some(subject) = &self.subject {
+            meta.push(match &self.attribute {
+                Some(a) => format!("about {subject}: {a}"),
+                None => format!("about {subject}"),
+            });
+        }
         meta.extend(dating(
             self.since,
             self.until,
@@ -426,6 +473,35 @@ impl FactsFile {
         id
     }
 
+    /// Adds `fact` as a current fact under the next id (its own id is
+    /// replaced); returns the id.
+    pub fn add_fact(&mut self, mut fact: Fact) -> String {
+        let id = self.next_id();
+        fact.id = id.clone();
+        fact.raw = None;
+        self.facts.push(fact);
+        self.lines.push(Line::Fact(self.facts.len() - 1));
+        id
+    }
+
+    /// Records that `source` said the fact `id` again: it joins the
+    /// fact's sources (`by`) unless it is there. Returns whether it was
+    /// added.
+    pub fn add_source(&mut self, id: &str, source: &str) -> Result<bool> {
+        let fact = self
+            .get_mut(id)
+            .ok_or_else(|| Error::NotFound(format!("no fact {id:?} in {FACTS_FILE}")))?;
+        if source.trim().is_empty() || fact.sources().contains(&source.trim()) {
+            return Ok(false);
+        }
+        fact.by = Some(match fact.by.take().filter(|b| !b.trim().is_empty()) {
+            Some(b) => format!("{b}, {}", source.trim()),
+            None => source.trim().to_string(),
+        });
+        fact.touched();
+        Ok(true)
+    }
+
     /// Ends the current fact `id` (it stopped being true on `until`),
     /// replaced by `by` or retracted. Errors when there is no such current
     /// fact.
@@ -650,11 +726,21 @@ fn parse_fact_line(line: &str) -> Option<Fact> {
                     retracted_by: None,
                     recorded: None,
                     by: None,
+                    subject: None,
+                    attribute: None,
                     raw: Some(line.to_string()),
                 };
                 for p in parts {
                     let p = p.trim();
-                    if let Some(d) = p.strip_prefix("since ") {
+                    if let Some(a) = p.strip_prefix("about ") {
+                        match a.split_once(": ") {
+                            Some((s, attr)) => {
+                                fact.subject = Some(s.trim().to_string());
+                                fact.attribute = Some(attr.trim().to_string());
+                            }
+                            None => fact.subject = Some(a.trim().to_string()),
+                        }
+                    } else if let Some(d) = p.strip_prefix("since ") {
                         fact.since = d.trim().parse().ok();
                     } else if let Some(d) = p.strip_prefix("until ") {
                         fact.until = d.trim().parse().ok();
@@ -690,6 +776,8 @@ fn parse_fact_line(line: &str) -> Option<Fact> {
         retracted_by: None,
         recorded: None,
         by: None,
+        subject: None,
+        attribute: None,
         raw: Some(line.to_string()),
     })
 }
@@ -733,8 +821,10 @@ pub fn one_line(text: &str) -> String {
 pub struct AuditRecord {
     /// When (RFC 3339, UTC).
     pub at: String,
-    /// `add`, `update`, `delete` (ended, kept as no longer true), `forget`
-    /// (removed), `write` (a typed memory saved), `merge` (dream).
+    /// `add`, `update`, `delete` (ended, kept as no longer true), `confirm`
+    /// (said again: a source added), `refuse` (a proposed fact not stored,
+    /// `why` says why), `forget` (removed), `write` (a typed memory saved),
+    /// `merge` (dream).
     pub op: String,
     /// The memory changed: a fact id or a typed memory's name.
     pub memory: String,
@@ -755,6 +845,12 @@ pub struct AuditRecord {
     pub messages: Option<String>,
     /// Who: `consolidation`, `dream`, `memory_write`, `forget`.
     pub by: String,
+    /// The words of the message that say it (the write path's evidence).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<String>,
+    /// Why the change was made, or why a proposal was refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
 }
 
 impl AuditRecord {
@@ -830,11 +926,12 @@ pub fn scrub_audit(text: &str, name: &str) -> Result<(String, usize)> {
     for line in text.lines() {
         match serde_json::from_str::<AuditRecord>(line) {
             Ok(mut r) if r.memory.eq_ignore_ascii_case(name.trim()) => {
-                if r.old.is_some() || r.new.is_some() {
+                if r.old.is_some() || r.new.is_some() || r.evidence.is_some() {
                     scrubbed += 1;
                 }
                 r.old = None;
                 r.new = None;
+                r.evidence = None;
                 out.push_str(
                     &serde_json::to_string(&r).map_err(|e| Error::Invalid(e.to_string()))?,
                 );

@@ -1,0 +1,528 @@
+use chrono::{NaiveDate, TimeZone, Utc};
+use mnemo_core::Message;
+use mnemo_store::memory::facts::FactsFile;
+use pretty_assertions::assert_eq;
+
+use super::*;
+
+fn day(s: &str) -> NaiveDate {
+    s.parse().unwrap()
+}
+
+fn msg(role: &str, text: &str, ts: &str) -> Message {
+    let m = if role == "user" {
+        Message::user(text)
+    } else {
+        Message::assistant(text)
+    };
+    m.with_timestamp(ts)
+}
+
+fn prop(
+    quote: &str,
+    subject: &str,
+    attribute: &str,
+    value: &str,
+    kind: &str,
+    fact: &str,
+) -> Proposed {
+    Proposed {
+        quote: quote.into(),
+        subject: subject.into(),
+        attribute: attribute.into(),
+        value: value.into(),
+        kind: kind.into(),
+        fact: fact.into(),
+    }
+}
+
+#[test]
+fn keys_normalise_who_and_what() {
+    let names = vec!["Rui".to_string()];
+    assert_eq!(subject_key("user", &names), "user");
+    assert_eq!(subject_key("The User", &names), "user");
+    assert_eq!(subject_key("I", &names), "user");
+    assert_eq!(subject_key("Rui", &names), "user");
+    assert_eq!(subject_key("用户", &names), "user");
+    assert_eq!(subject_key("the user's sister", &names), "sister");
+    assert_eq!(subject_key("Ana", &names), "ana");
+    assert!(same_subject("sister ana", "ana"));
+    assert!(!same_subject("user", "ana"));
+    assert_eq!(attribute_key("home city"), ("home city".into(), Some(true)));
+    assert_eq!(attribute_key("current city of residence").0, "home city");
+    assert_eq!(attribute_key("lives in").0, "home city");
+    assert_eq!(attribute_key("occupation"), ("job".into(), Some(true)));
+    assert_eq!(
+        attribute_key("favourite tea"),
+        ("favourite tea".into(), Some(true))
+    );
+    assert_eq!(attribute_key("favorite teas").0, "favourite tea");
+    assert_eq!(
+        attribute_key("最喜欢的颜色"),
+        ("favourite 颜色".into(), Some(true))
+    );
+    assert_eq!(attribute_key("pets"), ("pet".into(), Some(false)));
+    assert_eq!(
+        attribute_key("gym locker number"),
+        ("gym locker number".into(), Some(true))
+    );
+    assert_eq!(attribute_key("dog's name").1, Some(true));
+    assert_eq!(attribute_key("weekend plans").1, Some(false));
+    assert_eq!(attribute_key("mood").1, None);
+}
+
+#[test]
+fn meta_a_model_copied_is_stripped() {
+    assert_eq!(
+        strip_meta("Rui is vegetarian now (f3)"),
+        "Rui is vegetarian now"
+    );
+    assert_eq!(
+        strip_meta("Rui lives in Lisbon (since 2026-12-05)"),
+        "Rui lives in Lisbon"
+    );
+    assert_eq!(
+        strip_meta("Likes tea (f2; since 2026-12-01; by cli:direct 0..2)"),
+        "Likes tea"
+    );
+    assert_eq!(
+        strip_meta("Works at Acme (the robotics firm)"),
+        "Works at Acme (the robotics firm)"
+    );
+}
+
+#[test]
+fn evidence_decides_what_is_stored() {
+    let ts = "2026-12-05T10:00:00Z";
+    let messages = vec![
+        msg("user", "Hi!", ts),
+        msg("assistant", "Hello! How can I help?", ts),
+        msg(
+            "user",
+            "Big news: I moved to Berlin last week, I don't live in Lisbon anymore.",
+            ts,
+        ),
+        msg(
+            "assistant",
+            "Should I note your new employer as Kestrel Robotics?",
+            ts,
+        ),
+        msg("user", "Yes, please.", ts),
+        msg(
+            "assistant",
+            "I am always happy to help you with anything.",
+            ts,
+        ),
+        msg("user", "I'm typing this from the train.", ts),
+    ];
+    let (ok, refused) = check(
+        &[
+            prop(
+                "I moved to Berlin last week",
+                "user",
+                "home city",
+                "Berlin",
+                "states",
+                "I moved to Berlin last week",
+            ),
+            prop(
+                "Hi!",
+                "user",
+                "greeting",
+                "hi",
+                "states",
+                "The user said hi.",
+            ),
+            prop(
+                "I moved to Paris",
+                "user",
+                "home city",
+                "Paris",
+                "changes",
+                "The user lives in Paris.",
+            ),
+            prop(
+                "I moved to Berlin last week",
+                "user",
+                "home city",
+                "Munich",
+                "changes",
+                "The user lives in Munich.",
+            ),
+            prop(
+                "your new employer as Kestrel Robotics",
+                "user",
+                "employer",
+                "Kestrel Robotics",
+                "states",
+                "The user works at Kestrel Robotics.",
+            ),
+            prop(
+                "happy to help",
+                "assistant",
+                "attitude",
+                "helpful",
+                "states",
+                "The assistant is happy to help.",
+            ),
+            prop(
+                "I'm typing this",
+                "user",
+                "activity",
+                "typing",
+                "states",
+                "The user is typing on the train.",
+            ),
+            prop(
+                "I moved to Berlin",
+                "user",
+                "home city",
+                "Berlin",
+                "states",
+                "The user lives in Berlin with his wife Clara.",
+            ),
+        ],
+        &messages,
+        day("2026-12-05"),
+    );
+    let texts: Vec<&str> = ok.iter().map(|c| c.text.as_str()).collect();
+    assert_eq!(
+        texts,
+        vec![
+            "The user's home city is Berlin.",
+            "The user works at Kestrel Robotics.",
+        ],
+        "{refused:#?}"
+    );
+    // A change by its words, dated to the week it names.
+    assert_eq!(ok[0].kind, Kind::Changes);
+    assert!(ok[0].rewritten);
+    assert_eq!(ok[0].since, day("2026-11-23"));
+    assert_eq!(ok[0].message, 2);
+    // Confirmed by the user's "yes": the assistant's words count.
+    assert_eq!(ok[1].message, 3);
+    let why: Vec<&str> = refused.iter().map(|r| r.why.as_str()).collect();
+    assert_eq!(why.len(), 5, "{why:#?}");
+    assert!(why[0].contains("small talk"), "{why:?}");
+    assert!(why[1].contains("in no message"), "{why:?}");
+    assert!(why[2].contains("value"), "{why:?}");
+    assert!(why[3].contains("assistant"), "{why:?}");
+    assert!(why[4].contains("moment"), "{why:?}");
+    // The copy with the invented wife was written again from its checked
+    // parts, and then it was the first claim again: stored once.
+}
+
+#[test]
+fn an_unconfirmed_assistant_claim_about_the_user_is_refused() {
+    let ts = "2026-12-05T10:00:00Z";
+    let messages = vec![
+        msg("assistant", "You mentioned you live in Oslo.", ts),
+        msg("user", "What's the weather there?", ts),
+    ];
+    let (ok, refused) = check(
+        &[prop(
+            "you live in Oslo",
+            "user",
+            "home city",
+            "Oslo",
+            "states",
+            "The user lives in Oslo.",
+        )],
+        &messages,
+        day("2026-12-05"),
+    );
+    assert!(ok.is_empty());
+    assert!(refused[0].why.contains("did not confirm"), "{refused:?}");
+}
+
+#[test]
+fn a_negated_quote_retracts_instead_of_stating() {
+    let ts = "2026-12-05T10:00:00Z";
+    let messages = vec![msg(
+        "user",
+        "I no longer eat meat. I am vegetarian now.",
+        ts,
+    )];
+    let (ok, _) = check(
+        &[
+            prop(
+                "I no longer eat meat",
+                "user",
+                "diet",
+                "meat",
+                "states",
+                "The user eats meat.",
+            ),
+            prop(
+                "I am vegetarian now",
+                "user",
+                "diet",
+                "vegetarian",
+                "states",
+                "The user is vegetarian.",
+            ),
+        ],
+        &messages,
+        day("2026-12-05"),
+    );
+    assert_eq!(ok.len(), 2);
+    assert_eq!(ok[0].kind, Kind::Retracts);
+    assert_eq!(ok[1].kind, Kind::Changes);
+    assert_eq!(ok[1].text, "The user is vegetarian.");
+}
+
+fn now() -> chrono::DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 12, 5, 12, 0, 0).unwrap()
+}
+
+fn checked(text: &str, subject: &str, attribute: &str, value: &str, kind: Kind) -> Checked {
+    let (attribute_key, single) = attribute_key(attribute);
+    Checked {
+        text: text.into(),
+        subject: subject.into(),
+        subject_key: subject_key(subject, &[]),
+        attribute: attribute.into(),
+        attribute_key,
+        single,
+        value: value.into(),
+        kind,
+        message: 0,
+        evidence: text.into(),
+        since: day("2026-12-05"),
+        said: day("2026-12-05"),
+        rewritten: false,
+    }
+}
+
+fn run(file: &mut FactsFile, facts: &[Checked], answers: &mut Answers) -> Vec<Decision> {
+    let sources: Vec<Option<String>> = (0..facts.len())
+        .map(|i| Some(format!("s {i}..{}", i + 1)))
+        .collect();
+    decide(file, facts, &[], now(), &sources, answers)
+        .unwrap()
+        .into_iter()
+        .map(|(d, _)| d)
+        .collect()
+}
+
+#[test]
+fn the_code_supersedes_by_subject_and_attribute() {
+    let mut file = FactsFile::parse("");
+    let mut answers = Answers::default();
+    let first = [
+        checked(
+            "The user lives in Lisbon.",
+            "user",
+            "home city",
+            "Lisbon",
+            Kind::States,
+        ),
+        checked(
+            "The user works as a nurse.",
+            "user",
+            "job",
+            "nurse",
+            Kind::States,
+        ),
+        checked(
+            "Ana lives in Madrid.",
+            "the user's sister Ana",
+            "home city",
+            "Madrid",
+            Kind::States,
+        ),
+    ];
+    run(&mut file, &first, &mut answers);
+    assert_eq!(file.current().count(), 3);
+    let second = [
+        // The sister moves: the user's home stays.
+        checked(
+            "Ana lives in Seville.",
+            "Ana",
+            "city",
+            "Seville",
+            Kind::Changes,
+        ),
+        // The user moves, said without a trigger word.
+        checked(
+            "The user lives in Berlin.",
+            "user",
+            "residence",
+            "Berlin",
+            Kind::States,
+        ),
+        // Said again: a source, not a line.
+        checked(
+            "The user is a nurse.",
+            "user",
+            "occupation",
+            "nurse",
+            Kind::States,
+        ),
+    ];
+    let d = run(&mut file, &second, &mut answers);
+    assert!(
+        matches!(&d[0], Decision::Supersede { ends, .. } if ends == &vec!["f3".to_string()]),
+        "{d:?}"
+    );
+    assert!(
+        matches!(&d[1], Decision::Supersede { ends, .. } if ends == &vec!["f1".to_string()]),
+        "{d:?}"
+    );
+    assert!(
+        matches!(&d[2], Decision::Confirm { id } if id == "f2"),
+        "{d:?}"
+    );
+    assert!(
+        answers.open.is_empty(),
+        "no question needed: {:?}",
+        answers.open
+    );
+    let text = file.render();
+    assert!(text.contains("- The user works as a nurse. (f2; about user: job; since 2026-12-05; recorded 2026-12-05 12:00; by s 1..2, s 2..3)"), "{text}");
+    assert!(text.contains("~~The user lives in Lisbon.~~ (f1; about user: home city; since 2026-12-05; until 2026-12-05; superseded by f5;"), "{text}");
+    // A retraction ends the fact it names, and adds nothing.
+    let d = run(
+        &mut file,
+        &[checked("forget my job", "user", "job", "", Kind::Retracts)],
+        &mut answers,
+    );
+    assert!(
+        matches!(&d[0], Decision::Retract { ends, .. } if ends == &vec!["f2".to_string()]),
+        "{d:?}"
+    );
+    let d = run(
+        &mut file,
+        &[checked(
+            "forget my boat",
+            "user",
+            "boat",
+            "",
+            Kind::Retracts,
+        )],
+        &mut answers,
+    );
+    assert_eq!(d, vec![Decision::Unmatched]);
+    assert_eq!(
+        file.current().map(|f| f.id.as_str()).collect::<Vec<_>>(),
+        vec!["f4", "f5"]
+    );
+}
+
+#[test]
+fn many_valued_attributes_gain_values_and_unknown_ones_ask() {
+    let mut file = FactsFile::parse("");
+    let mut answers = Answers::default();
+    run(
+        &mut file,
+        &[checked(
+            "The user has a dog called Bolt.",
+            "user",
+            "pet",
+            "dog called Bolt",
+            Kind::States,
+        )],
+        &mut answers,
+    );
+    let d = run(
+        &mut file,
+        &[checked(
+            "The user has a cat called Mia.",
+            "user",
+            "pet",
+            "cat called Mia",
+            Kind::States,
+        )],
+        &mut answers,
+    );
+    assert!(matches!(&d[0], Decision::Add { .. }), "{d:?}");
+    run(
+        &mut file,
+        &[checked(
+            "The user feels tired.",
+            "user",
+            "mood",
+            "tired",
+            Kind::States,
+        )],
+        &mut answers,
+    );
+    let d = run(
+        &mut file,
+        &[checked(
+            "The user feels great.",
+            "user",
+            "mood",
+            "great",
+            Kind::States,
+        )],
+        &mut answers,
+    );
+    assert!(matches!(&d[0], Decision::Add { .. }), "{d:?}");
+    assert_eq!(
+        answers.open.len(),
+        1,
+        "one question for the unknown attribute"
+    );
+    assert_eq!(answers.open[0].question, QuestionKind::Replaces);
+    // With the model's yes, the same round supersedes.
+    let mut file2 = FactsFile::parse("");
+    let mut a2 = Answers::default();
+    run(
+        &mut file2,
+        &[checked(
+            "The user feels tired.",
+            "user",
+            "mood",
+            "tired",
+            Kind::States,
+        )],
+        &mut a2,
+    );
+    a2.known.insert(answers.open[0].clone(), true);
+    let d = run(
+        &mut file2,
+        &[checked(
+            "The user feels great.",
+            "user",
+            "mood",
+            "great",
+            Kind::States,
+        )],
+        &mut a2,
+    );
+    assert!(matches!(&d[0], Decision::Supersede { .. }), "{d:?}");
+}
+
+#[test]
+fn a_fact_from_before_keys_is_read_from_its_text() {
+    let mut file = FactsFile::parse("- I live in Lisbon, near the river (f1; since 2026-12-01; recorded 2026-12-01 10:00; by s 0..2)\n- Jon's favourite dance style is contemporary (f2; since 2026-12-01)\n");
+    let mut answers = Answers::default();
+    let d = run(
+        &mut file,
+        &[
+            checked(
+                "The user lives in Berlin.",
+                "user",
+                "home city",
+                "Berlin",
+                Kind::Changes,
+            ),
+            // Shares only a name with f2: ends nothing.
+            checked(
+                "Gina appreciates Jon's support.",
+                "Gina",
+                "feeling",
+                "appreciates Jon's support",
+                Kind::Changes,
+            ),
+        ],
+        &mut answers,
+    );
+    assert!(
+        matches!(&d[0], Decision::Supersede { ends, .. } if ends == &vec!["f1".to_string()]),
+        "{d:?}"
+    );
+    assert!(matches!(&d[1], Decision::Add { .. }), "{d:?}");
+    assert!(file.get("f2").unwrap().is_current());
+}

@@ -1,0 +1,305 @@
+//! What the model is asked for on the write path: one constrained
+//! `extract_facts` call per batch of messages, each proposed fact with the
+//! words of the message that say it, who and what it is about, its value
+//! and its kind (states, changes, corrects, retracts), and one yes/no
+//! `judge` call for a pair of facts the code cannot tell apart. Both
+//! answers are proposals: [`crate::adjudicate`] checks and decides.
+//!
+//! The messages are shown numbered, without timestamps (the code resolves
+//! dates from each message's own timestamp), tool results left out (they
+//! are not what a person said), each message cut to
+//! [`MAX_MESSAGE_CHARS`]; a round whose messages do not fit one request
+//! is split into batches that do ([`batches`]).
+
+use mnemo_core::{Message, Role, TokenCounter};
+use mnemo_llm::{ChatRequest, ToolChoice, ToolSpec};
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::error::{Error, Result};
+use crate::templates;
+
+/// Most facts one extraction call may list (the schema says it, so a local
+/// model's constrained decoding closes the call within it).
+pub const MAX_FACTS: usize = 12;
+/// Longest quote, in characters.
+pub const MAX_QUOTE_CHARS: usize = 200;
+/// Longest fact sentence, in characters.
+pub const MAX_FACT_CHARS: usize = 240;
+/// Longest subject or attribute, in characters.
+pub const MAX_KEY_CHARS: usize = 60;
+/// Longest value, in characters.
+pub const MAX_VALUE_CHARS: usize = 120;
+/// Characters of one message shown to the model: a pasted log or file is
+/// not what facts come from, and must not fill the window.
+pub const MAX_MESSAGE_CHARS: usize = 1_500;
+/// Output tokens of an extraction call (a dozen facts fit).
+pub const EXTRACT_MAX_TOKENS: u32 = 1_200;
+
+/// The kinds of a proposed fact.
+pub const KINDS: &[&str] = &["states", "changes", "corrects", "retracts"];
+
+/// The `extract_facts` tool.
+pub fn extract_facts_tool() -> ToolSpec {
+    let text = |max: usize, description: &str| json!({"type": "string", "maxLength": max, "description": description});
+    ToolSpec::new(
+        "extract_facts",
+        "Save the facts worth remembering from the conversation, one item per claim.",
+        json!({
+            "type": "object",
+            "properties": {
+                "facts": {
+                    "type": "array",
+                    "maxItems": MAX_FACTS,
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "quote": text(MAX_QUOTE_CHARS, "The exact words of one message that say it, copied."),
+                            "subject": text(MAX_KEY_CHARS, "Who it is about: \"user\" for the user, else the person's name or relation."),
+                            "attribute": text(MAX_KEY_CHARS, "What about them, in one to four words (\"home city\", \"job\")."),
+                            "value": text(MAX_VALUE_CHARS, "The value the quote gives, in a few words; empty for a retraction."),
+                            "kind": {"type": "string", "enum": KINDS, "description": "states: a new fact; changes: replaces an earlier value; corrects: fixes something said wrongly; retracts: asks to forget it or says it is not true."},
+                            "fact": text(MAX_FACT_CHARS, "One short sentence in the third person naming the subject (\"The user lives in Berlin.\"), never \"I\" or \"my\".")
+                        },
+                        "required": ["quote", "subject", "attribute", "value", "kind", "fact"]
+                    }
+                }
+            },
+            "required": ["facts"]
+        }),
+    )
+}
+
+/// The `judge` tool: one yes or no.
+pub fn judge_tool() -> ToolSpec {
+    ToolSpec::new(
+        "judge",
+        "Answer the question with yes or no.",
+        json!({
+            "type": "object",
+            "properties": {"answer": {"type": "string", "enum": ["yes", "no"]}},
+            "required": ["answer"]
+        }),
+    )
+}
+
+/// One fact as the model proposed it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Proposed {
+    /// The words of a message that say it.
+    pub quote: String,
+    /// Who it is about.
+    pub subject: String,
+    /// What about them.
+    pub attribute: String,
+    /// The value.
+    pub value: String,
+    /// `states`, `changes`, `corrects` or `retracts` (anything else is
+    /// read as `states`).
+    pub kind: String,
+    /// The sentence to store.
+    pub fact: String,
+}
+
+fn field(o: &serde_json::Map<String, Value>, keys: &[&str]) -> String {
+    keys.iter()
+        .find_map(|k| match o.get(*k) {
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(Value::Number(n)) => Some(n.to_string()),
+            _ => None,
+        })
+        .map(|s| mnemo_store::memory::facts::one_line(&s))
+        .unwrap_or_default()
+}
+
+/// Reads `extract_facts` arguments: `facts` must be a list; an item may be
+/// an object (the schema's) or a bare string (a weak model's shortcut,
+/// read as a fact without evidence, which the checks then refuse).
+pub fn parse_extracted(args: &Value) -> Result<Vec<Proposed>> {
+    let obj = crate::consolidate::tool_arguments(args, "extract_facts")?;
+    let list = match obj.get("facts") {
+        Some(Value::Array(a)) => a.clone(),
+        Some(Value::String(s)) if s.trim().is_empty() => Vec::new(),
+        Some(v @ Value::Object(_)) => vec![v.clone()],
+        None | Some(Value::Null) => {
+            return Err(Error::BadAnswer("extract_facts: `facts` is missing".into()))
+        }
+        Some(_) => {
+            return Err(Error::BadAnswer(
+                "extract_facts: `facts` is not a list".into(),
+            ))
+        }
+    };
+    let mut out = Vec::new();
+    for item in list {
+        let p = match item {
+            Value::Object(o) => Proposed {
+                quote: field(&o, &["quote", "evidence"]),
+                subject: field(&o, &["subject", "who"]),
+                attribute: field(&o, &["attribute", "what"]),
+                value: field(&o, &["value"]),
+                kind: field(&o, &["kind", "type"]).to_lowercase(),
+                fact: field(&o, &["fact", "text"]),
+            },
+            Value::String(s) => Proposed {
+                fact: mnemo_store::memory::facts::one_line(&s),
+                kind: "states".into(),
+                ..Default::default()
+            },
+            _ => continue,
+        };
+        let blank = p.fact.is_empty() && p.value.is_empty();
+        if !blank && !out.contains(&p) {
+            out.push(p);
+        }
+    }
+    Ok(out)
+}
+
+/// Reads a `judge` answer: true for yes.
+pub fn parse_judge(args: &Value) -> Result<bool> {
+    let obj = crate::consolidate::tool_arguments(args, "judge")?;
+    match obj
+        .get("answer")
+        .and_then(Value::as_str)
+        .map(|s| s.trim().to_lowercase())
+        .as_deref()
+    {
+        Some("yes") => Ok(true),
+        Some("no") => Ok(false),
+        other => Err(Error::BadAnswer(format!(
+            "judge: the answer {other:?} is neither yes nor no"
+        ))),
+    }
+}
+
+/// A message as the extraction shows it: `[n] USER: text`, or `None` for
+/// what it leaves out (tool results, calls without text, empty messages).
+pub fn shown(n: usize, m: &Message) -> Option<String> {
+    if m.role == Role::Tool || m.role == Role::System {
+        return None;
+    }
+    let text = mnemo_store::memory::facts::one_line(&m.text());
+    if text.is_empty() {
+        return None;
+    }
+    let cut: String = text.chars().take(MAX_MESSAGE_CHARS).collect();
+    let more = if cut.len() < text.len() { " …" } else { "" };
+    Some(format!(
+        "[{n}] {}: {cut}{more}",
+        m.role.as_str().to_uppercase()
+    ))
+}
+
+/// The messages of a round split into batches whose shown lines take at
+/// most `budget` tokens each (at least one message a batch): index ranges
+/// into `messages`.
+pub fn batches(
+    messages: &[Message],
+    counter: &dyn TokenCounter,
+    budget: usize,
+) -> Vec<std::ops::Range<usize>> {
+    let mut out = Vec::new();
+    let (mut start, mut used) = (0, 0);
+    for (i, m) in messages.iter().enumerate() {
+        let n = shown(i + 1, m).map_or(0, |l| counter.count_text(&l) + 1);
+        if used + n > budget && i > start {
+            out.push(start..i);
+            start = i;
+            used = 0;
+        }
+        used += n;
+    }
+    if start < messages.len() {
+        out.push(start..messages.len());
+    }
+    out
+}
+
+/// The extraction request for `messages` (numbered from 1).
+pub fn extract_request(messages: &[Message], choice: ToolChoice) -> ChatRequest {
+    let lines: Vec<String> = messages
+        .iter()
+        .enumerate()
+        .filter_map(|(i, m)| shown(i + 1, m))
+        .collect();
+    let user = templates::render(
+        templates::FACTS_EXTRACT_USER,
+        &[
+            ("count", &lines.len().to_string()),
+            ("lines", &lines.join("\n")),
+        ],
+    );
+    ChatRequest::new(vec![Message::user(user.trim_end().to_string())])
+        .with_system(templates::FACTS_EXTRACT_PROMPT.trim_end().to_string())
+        .with_tools(vec![extract_facts_tool()])
+        .with_tool_choice(choice)
+        .with_max_tokens(EXTRACT_MAX_TOKENS)
+}
+
+/// The question a `judge` call asks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Question {
+    /// Does the new fact mean the old one is no longer true?
+    Replaces,
+    /// Does the request ask to forget (or say untrue) the old fact?
+    Retracts,
+}
+
+/// The `judge` request: `old` (a saved fact) against `new` (the new fact,
+/// or the words of a retraction).
+pub fn judge_request(question: Question, old: &str, new: &str, choice: ToolChoice) -> ChatRequest {
+    let template = match question {
+        Question::Replaces => templates::FACTS_JUDGE_REPLACES,
+        Question::Retracts => templates::FACTS_JUDGE_RETRACTS,
+    };
+    let user = templates::render(template, &[("old", old), ("new", new)]);
+    ChatRequest::new(vec![Message::user(user.trim_end().to_string())])
+        .with_tools(vec![judge_tool()])
+        .with_tool_choice(choice)
+        .with_max_tokens(16)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_schema_and_weak_answers() {
+        let got = parse_extracted(&json!({"facts": [
+            {"quote": "I moved to Berlin", "subject": "user", "attribute": "home city", "value": "Berlin", "kind": "Changes", "fact": "The user lives in Berlin."},
+            "Likes tea.",
+            {"quote": "", "subject": "", "attribute": "", "value": "", "kind": "states", "fact": ""},
+            3
+        ]}))
+        .unwrap();
+        assert_eq!(got.len(), 2);
+        assert_eq!(got[0].kind, "changes");
+        assert_eq!(got[0].value, "Berlin");
+        assert_eq!(got[1].fact, "Likes tea.");
+        assert!(got[1].quote.is_empty());
+        assert!(parse_extracted(&json!({"facts": 3})).is_err());
+        assert!(parse_extracted(&json!({})).is_err());
+        assert!(parse_judge(&json!({"answer": "Yes"})).unwrap());
+        assert!(!parse_judge(&json!("{\"answer\": \"no\"}")).unwrap());
+        assert!(parse_judge(&json!({"answer": "maybe"})).is_err());
+    }
+
+    #[test]
+    fn batches_fit_the_budget() {
+        let counter = mnemo_tokens::counter_for("gpt-4o", false);
+        let msgs: Vec<Message> = (0..10)
+            .map(|i| Message::user(format!("message number {i} ").repeat(20)))
+            .collect();
+        let b = batches(&msgs, &*counter, 300);
+        assert!(b.len() > 1, "{b:?}");
+        assert_eq!(b.first().map(|r| r.start), Some(0));
+        assert_eq!(b.last().map(|r| r.end), Some(10));
+        assert!(b.windows(2).all(|w| w[0].end == w[1].start));
+        // One message larger than the budget is a batch of its own.
+        let big = vec![Message::user("word ".repeat(2_000))];
+        assert_eq!(batches(&big, &*counter, 10), vec![0..1]);
+        // Tool results are not shown.
+        assert!(shown(1, &Message::tool_result("c1", "read", "x")).is_none());
+    }
+}

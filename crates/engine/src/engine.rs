@@ -50,26 +50,71 @@ pub(crate) struct SessionState {
 }
 
 /// The token thresholds that drive the engine, for a given model.
+///
+/// Each is the window less some reserves: nanobot's safety buffer,
+/// OpenClaw's reserve floor and soft threshold, Claude Code's autocompact
+/// buffer and its warning and blocking margins. The configured reserves
+/// were made for windows of 100,000 tokens and more; under 24,000 tokens
+/// they would leave nothing, and the flush and autocompact would fire on
+/// the first turn of every session. So each reserve is the configured
+/// value (or Claude Code's fixed margin) but at most a fixed share of the
+/// window ([`reserve_share`]): the safety buffer 1/6 of it, the
+/// autocompact buffer and the warning margin 1/8, the reserve floor 1/4,
+/// the soft threshold 1/16, the blocking margin 1/64. A 200,000-token window keeps
+/// every configured value; an 8,192-token one flushes at 5,632 tokens and
+/// autocompacts at 6,144 (with 1,024 tokens of output). Two orders hold
+/// whatever the settings: the warning comes at or before autocompact, and
+/// the flush never after it, so the pre-compaction flush runs in the same
+/// cycle, before the summary.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Thresholds {
     /// Context window of the model.
     pub context_window: usize,
     /// Largest output of the model.
     pub max_output: usize,
-    /// nanobot's budget: window − max output − safety buffer.
+    /// nanobot's budget: window − max output − safety buffer (1,024).
     pub budget: usize,
     /// Consolidation runs while the prompt is over this (budget × ratio).
     pub consolidation_target: usize,
-    /// The flush runs at window − reserve floor − soft threshold.
+    /// The flush runs at window − reserve floor (20,000) − soft threshold
+    /// (4,000), and at the latest at `autocompact`.
     pub flush: usize,
     /// window − min(max output, 20,000).
     pub effective_window: usize,
-    /// Autocompact fires at effective window − 13,000.
+    /// Autocompact fires at effective window − autocompact buffer (13,000).
     pub autocompact: usize,
     /// Claude Code warns the user 20,000 tokens before autocompact.
     pub warning: usize,
     /// Past effective window − 3,000 a request would be refused.
     pub blocking: usize,
+}
+
+/// The most of the window each reserve of [`Thresholds`] may take, as a
+/// divisor of the window: a 200,000-token window keeps every default
+/// (20,000 is 1/10 of it, 3,000 under 1/64).
+pub mod reserve_share {
+    /// The safety buffer of the consolidation budget: 1/6.
+    pub const SAFETY_BUFFER: usize = 6;
+    /// OpenClaw's reserve floor: 1/4.
+    pub const FLUSH_RESERVE_FLOOR: usize = 4;
+    /// OpenClaw's soft threshold: 1/16.
+    pub const FLUSH_SOFT_THRESHOLD: usize = 16;
+    /// The autocompact buffer: 1/8.
+    pub const AUTOCOMPACT_BUFFER: usize = 8;
+    /// The warning margin before autocompact: 1/8.
+    pub const WARNING: usize = 8;
+    /// The blocking margin before the effective window: 1/64.
+    pub const BLOCKING: usize = 64;
+}
+
+/// Claude Code's warning margin before autocompact (tokens).
+const WARNING_MARGIN: usize = 20_000;
+/// Claude Code's blocking margin before the effective window (tokens).
+const BLOCKING_MARGIN: usize = 3_000;
+
+/// `reserve`, but at most `window / share`.
+fn at_most(reserve: usize, window: usize, share: usize) -> usize {
+    reserve.min(window / share)
 }
 
 /// The memory engine of one workspace.
@@ -214,7 +259,8 @@ impl Engine {
         &self.sessions
     }
 
-    /// The thresholds for the configured model.
+    /// The thresholds for the configured model (see [`Thresholds`] for
+    /// how the reserves scale with the window).
     pub fn thresholds(&self) -> Thresholds {
         let info = self.model.info();
         let window = self
@@ -222,24 +268,40 @@ impl Engine {
             .context_window
             .unwrap_or(info.context_window as usize);
         let max_output = self.settings.max_output.unwrap_or(info.max_output as usize);
-        let budget = window
-            .saturating_sub(max_output)
-            .saturating_sub(self.settings.safety_buffer);
-        let effective = window.saturating_sub(max_output.min(self.settings.autocompact_output_cap));
+        let s = &self.settings;
+        use reserve_share as share;
+        let budget = window.saturating_sub(max_output).saturating_sub(at_most(
+            s.safety_buffer,
+            window,
+            share::SAFETY_BUFFER,
+        ));
+        let effective = window.saturating_sub(max_output.min(s.autocompact_output_cap));
+        let autocompact = effective.saturating_sub(at_most(
+            s.autocompact_buffer,
+            window,
+            share::AUTOCOMPACT_BUFFER,
+        ));
+        let flush = window
+            .saturating_sub(at_most(
+                s.flush_reserve_floor,
+                window,
+                share::FLUSH_RESERVE_FLOOR,
+            ))
+            .saturating_sub(at_most(
+                s.flush_soft_threshold,
+                window,
+                share::FLUSH_SOFT_THRESHOLD,
+            ));
         Thresholds {
             context_window: window,
             max_output,
             budget,
-            consolidation_target: (budget as f64 * self.settings.consolidation_ratio) as usize,
-            flush: window
-                .saturating_sub(self.settings.flush_reserve_floor)
-                .saturating_sub(self.settings.flush_soft_threshold),
+            consolidation_target: (budget as f64 * s.consolidation_ratio) as usize,
+            flush: flush.min(autocompact),
             effective_window: effective,
-            autocompact: effective.saturating_sub(self.settings.autocompact_buffer),
-            warning: effective
-                .saturating_sub(self.settings.autocompact_buffer)
-                .saturating_sub(20_000),
-            blocking: effective.saturating_sub(3_000),
+            autocompact,
+            warning: autocompact.saturating_sub(at_most(WARNING_MARGIN, window, share::WARNING)),
+            blocking: effective.saturating_sub(at_most(BLOCKING_MARGIN, window, share::BLOCKING)),
         }
     }
 

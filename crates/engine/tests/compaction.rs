@@ -50,7 +50,10 @@ async fn flush_runs_before_proactive_autocompact() {
     ));
     let engine = engine(&env, 12_000, 1_000, PROACTIVE, t0());
     let t = engine.thresholds();
-    assert_eq!((t.flush, t.autocompact), (8_000, 7_000));
+    // The soft threshold and the autocompact buffer are capped at 1/16 and
+    // 1/8 of the 12,000-token window: 12,000 - 2,500 - 750 and
+    // 12,000 - 1,000 - 1,500.
+    assert_eq!((t.flush, t.autocompact), (8_750, 9_500));
 
     let report = engine.prepare_turn(KEY, "what next?").await.unwrap();
     assert!(report.tokens_before > t.flush, "{report:#?}");

@@ -19,6 +19,7 @@ pub mod compact;
 pub mod compactor;
 pub mod consolidate;
 pub mod context;
+pub mod dates;
 pub mod dream;
 pub mod engine;
 pub mod error;

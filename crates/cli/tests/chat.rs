@@ -589,7 +589,7 @@ fn interactive_chat_in_tmux() {
     );
     server.push(Reply::text("Hi from the scripted model."));
     // /compact: autocompact flushes memory first (nothing new), then summarises.
-    server.push(Reply::text("NO_REPLY"));
+    server.push(Reply::tool_call("extract_facts", serde_json::json!({"facts": []})));
     server.push(Reply::text("## Summary\nThe user ran make; it failed."));
 
     let mut command = String::from("env");

@@ -75,9 +75,19 @@ pub fn pick_boundary(
     last
 }
 
-/// The last user-turn boundary after `cursor` (everything before the last
-/// user message), for `consolidate_now`.
+/// Where `consolidate_now` stops: the end of the log when its last turn
+/// was answered (the last message is the assistant's text), else before
+/// the last user message (a turn still running); `None` when nothing past
+/// `cursor` can be taken.
 pub fn last_boundary(messages: &[Message], cursor: usize) -> Option<usize> {
+    let answered = messages.last().is_some_and(|m| {
+        m.role == Role::Assistant
+            && m.tool_calls.as_ref().is_none_or(Vec::is_empty)
+            && !m.text().trim().is_empty()
+    });
+    if answered && messages.len() > cursor {
+        return Some(messages.len());
+    }
     messages
         .iter()
         .enumerate()
@@ -352,21 +362,19 @@ impl Engine {
         let chunk = &loaded.messages[from..to];
         let now = self.now();
         if self.settings.consolidation_mode == "facts" {
-            return match self.ask_facts(chunk).await {
-                Ok((extracted, ops, fell_back, calls)) => {
+            let ordinals: Vec<usize> = (from..to).collect();
+            return match self.plan_facts(chunk, &ordinals).await {
+                Ok(plan) => {
                     self.begin_round(key, from, to)?;
-                    let since = self.chunk_day(chunk, now);
-                    let mut round = self.apply_fact_operations(
-                        &extracted,
-                        &ops,
-                        Some(since),
-                        Some((key, from, to)),
-                        "consolidation",
-                    )?;
-                    round.model_calls = calls;
+                    let round =
+                        self.apply_facts(&plan, chunk, key, (from, to), "consolidation")?;
                     failpoint::hit("consolidate.after_memory");
                     let stamp = now.format("%Y-%m-%d %H:%M").to_string();
-                    let mut entry = crate::facts::history_entry(&extracted, &round, &stamp);
+                    let mut entry = crate::facts::history_entry(
+                        &round,
+                        &stamp,
+                        &format!("{key} messages {from}..{to}"),
+                    );
                     entry.push('\n');
                     entry.push_str(&round_marker(key, from, to));
                     self.memory.append_history(&entry, now)?;
@@ -378,7 +386,7 @@ impl Engine {
                     events.push(EngineEvent::Consolidated(ConsolidationRound {
                         from,
                         to,
-                        fell_back_to_auto: fell_back,
+                        fell_back_to_auto: plan.fell_back,
                         memory_changed: changed,
                         duplicates_dropped: round.duplicates,
                         facts: Some(round),
@@ -568,38 +576,49 @@ impl Engine {
         Ok(())
     }
 
-    /// Budget-driven consolidation before a turn: while the prompt is over
-    /// the target, at most `consolidation_max_rounds` rounds, each cutting
-    /// before a user turn; stops at the first failure.
+    /// Budget-driven consolidation with a turn (before its answer, or after
+    /// it in the background): while the prompt is over the target, at most
+    /// `consolidation_max_rounds` rounds, each cutting before a user turn;
+    /// stops at the first failure. Each round is reported to `progress` as
+    /// it ends.
     pub(crate) async fn consolidate_for_turn(
         &self,
         key: &str,
         log: &mut SessionLog,
-        message: &str,
+        request: crate::compact::Request<'_>,
+        progress: &crate::memory_work::Progress,
         events: &mut Vec<EngineEvent>,
     ) -> Result<()> {
         let target = self.thresholds().consolidation_target;
         let loaded = log.load()?;
+        let before = events.len();
         self.recover_round(key, log, &loaded, events)?;
+        progress.events(&events[before..]);
         for _ in 0..self.settings.consolidation_max_rounds {
             let loaded = log.load()?;
-            let estimate = self.measure(&loaded, message)?;
+            let estimate = self.measure(&loaded, request.pending())?;
             if estimate <= target {
                 break;
             }
             let cursor = loaded.meta.last_consolidated;
+            // A request already logged is not consolidated before its answer.
+            let end = loaded.messages.len().saturating_sub(request.logged());
             let Some(to) = pick_boundary(
-                &loaded.messages,
+                &loaded.messages[..end],
                 &*self.counter,
                 cursor,
                 (estimate - target).max(1),
             ) else {
                 break;
             };
-            if let ChunkOutcome::Failed { .. } = self
+            progress.doing(Some(format!("consolidating messages {cursor}..{to}")));
+            let before = events.len();
+            let outcome = self
                 .consolidate_chunk(key, log, &loaded, cursor, to, events)
-                .await?
-            {
+                .await?;
+            progress.doing(None);
+            progress.events(&events[before..]);
+            if let ChunkOutcome::Failed { .. } = outcome {
                 break;
             }
         }
@@ -610,8 +629,11 @@ impl Engine {
     /// boundary, whatever the budget (`mnemo consolidate`), with one model
     /// call. A failure is an error and the cursor stays; the run that
     /// reaches `consolidation_max_failures` failed runs archives the chunk
-    /// raw instead. A session that does not exist is not found.
+    /// raw instead. A session that does not exist is not found; a
+    /// workspace whose consolidation is off ([`Engine::require_consolidation`])
+    /// is refused before anything is read.
     pub async fn consolidate_now(&self, key: &str) -> Result<Vec<EngineEvent>> {
+        self.require_consolidation()?;
         if !self.sessions.exists(key)? {
             return Err(mnemo_store::Error::NotFound(format!(
                 "no session {key:?}: `mnemo session list` shows the sessions there are"
@@ -627,6 +649,21 @@ impl Engine {
                 .await?;
         }
         Ok(events)
+    }
+
+    /// An error when consolidation is off in this workspace (`[engine]
+    /// consolidation_enabled = false`, or a profile such as `openclaw` or
+    /// `claude-code` that does not consolidate): a command that asks for it
+    /// is refused rather than doing what the profile says it never does.
+    pub fn require_consolidation(&self) -> Result<()> {
+        if self.settings.consolidation_enabled {
+            return Ok(());
+        }
+        let profile = self.memory.settings().profile.clone();
+        Err(Error::ConsolidationOff {
+            by_profile: !crate::settings::profile_consolidates(&profile),
+            profile,
+        })
     }
 
     /// One consolidation round of `from..to`; a failed one is an error

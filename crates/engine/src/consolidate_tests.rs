@@ -26,8 +26,14 @@ fn boundary_is_first_user_turn_that_frees_enough() {
     for b in [2, 4, 8] {
         assert_eq!(msgs[b].role, Role::User);
     }
-    assert_eq!(last_boundary(&msgs, 0), Some(8));
-    assert_eq!(last_boundary(&msgs, 8), None);
+    // Every turn answered: all of it.
+    assert_eq!(last_boundary(&msgs, 0), Some(10));
+    assert_eq!(last_boundary(&msgs, 8), Some(10));
+    assert_eq!(last_boundary(&msgs, 10), None);
+    // A turn still waiting for its answer stays past the cursor.
+    let waiting = &msgs[..9];
+    assert_eq!(last_boundary(waiting, 0), Some(8));
+    assert_eq!(last_boundary(waiting, 8), None);
 }
 
 #[test]

@@ -1,33 +1,32 @@
-//! The pre-compaction memory flush (OpenClaw): one silent turn in which the
-//! model writes down durable memories, once per compaction cycle, recorded
-//! in the session log so it survives restarts.
+//! The pre-compaction memory flush (OpenClaw): once per compaction cycle,
+//! before older turns leave the context, what is durable in them is written
+//! down, recorded in the session log so it survives restarts.
 //!
-//! Where the items go is `[engine] flush_mode`:
+//! Where it goes is `[engine] flush_mode`:
 //!
-//! - `"daily_log"` (the `openclaw` profile): appended to today's daily log,
-//!   which is append-only (duplicates of its lines skipped);
-//! - `"facts"` (the default `mnemo` profile): each item is a new fact,
-//!   shown to the model with the most similar current facts, and the
-//!   model's ADD / UPDATE / DELETE / NOOP decisions are checked and applied
-//!   to `memory/facts.md` exactly as fact-level consolidation applies them
-//!   ([`crate::facts`]): a changed value supersedes the old fact (kept
-//!   under "No longer true" with the day it ended), a retraction ends it,
-//!   a fact already saved changes nothing, every change goes into the
-//!   audit log and the round into `memory/HISTORY.md`. When the decision
-//!   call fails (the model never calls `update_memory`, or its answer is
-//!   not a list of operations) the items are appended to the daily log
-//!   instead, so a weak model loses nothing, and the report says why.
+//! - `"daily_log"` (the `openclaw` profile): one silent turn in which the
+//!   model writes bullet lines, appended to today's daily log, which is
+//!   append-only (duplicates of its lines skipped);
+//! - `"facts"` (the default `mnemo` profile): the write path of fact-level
+//!   consolidation ([`crate::facts`]) runs on the messages not yet
+//!   consolidated: the model proposes facts with the words that say them,
+//!   the code checks them and decides (a changed value supersedes the old
+//!   fact, kept under "No longer true" with the day it ended; a retraction
+//!   ends it; a fact already saved gains a source), every change and
+//!   refusal goes into the audit log and the round into
+//!   `memory/HISTORY.md`. The model never sees the saved facts here, so it
+//!   cannot copy them back.
 
 use mnemo_core::Message;
 use mnemo_llm::ChatRequest;
-use mnemo_store::memory::facts::{self as facts_file, FACTS_FILE};
+use mnemo_store::memory::facts::FACTS_FILE;
 use mnemo_store::{CompactionRecord, LoadedSession, Record, SessionLog};
 use serde_json::{json, Map};
 
 use crate::engine::Engine;
 use crate::error::Result;
 use crate::events::{EngineEvent, FlushReport};
-use crate::facts::{Extracted, FactRound};
+use crate::facts::FactRound;
 use crate::history::{kind, strip, Entry};
 use crate::templates;
 
@@ -105,15 +104,9 @@ impl Engine {
     pub(crate) fn flush_request(&self, history: &[Entry]) -> Result<ChatRequest> {
         let now = self.now();
         let daily = format!("memory/{}.md", self.memory.today(now).format("%Y-%m-%d"));
-        let destination = if self.settings.flush_mode == "facts" {
-            format!(
-                "Each line is compared with the facts already saved ({FACTS_FILE}): a new fact is added, a line that changes a saved fact replaces it and one that retracts it ends it (the old value is kept as no longer true), a fact already saved changes nothing. Write a change as the complete new fact, and a retraction as what the user asked to forget."
-            )
-        } else {
-            format!(
-                "They are appended to today's daily log ({daily}); existing lines are never overwritten and duplicates are skipped."
-            )
-        };
+        let destination = format!(
+            "They are appended to today's daily log ({daily}); existing lines are never overwritten and duplicates are skipped."
+        );
         let prompt = templates::render(
             templates::FLUSH_PROMPT,
             &[
@@ -190,14 +183,9 @@ impl Engine {
         tokens: usize,
     ) -> Result<FlushReport> {
         let history = self.history_entries(loaded);
-        let req = self.flush_request(&history)?;
-        let resp = self.model.complete(req).await?;
-        let text = resp.text();
-        let trimmed = text.trim();
-        let no_reply = trimmed.is_empty() || trimmed.trim_matches(['`', '.', ' ']) == NO_REPLY;
         let mut report = FlushReport {
             reason: reason.to_string(),
-            no_reply,
+            no_reply: false,
             path: None,
             written: 0,
             duplicates: 0,
@@ -207,35 +195,38 @@ impl Engine {
             facts: None,
             decision_error: None,
         };
-        if !no_reply {
-            let (items, ignored) = bullet_items(trimmed);
-            report.ignored = ignored;
-            let (bounded, dropped) =
-                bound_lines(&items, self.memory.settings().daily_append_max_chars);
-            report.truncated = dropped;
-            let mut to_log = !bounded.trim().is_empty();
-            if to_log && self.settings.flush_mode == "facts" {
-                match self.flush_facts(log.key(), &history, &bounded).await {
-                    Ok(round) => {
-                        report.path = Some(FACTS_FILE.to_string());
-                        report.written = round.added.len() + round.updated.len();
-                        report.duplicates = round.unchanged;
-                        report.facts = Some(round);
-                        to_log = false;
-                    }
-                    Err(e) => report.decision_error = Some(e.to_string()),
+        if self.settings.flush_mode == "facts" {
+            let round = self
+                .flush_facts(log.key(), &history, loaded.meta.last_consolidated)
+                .await?;
+            report.no_reply = round.added.is_empty() && round.updated.is_empty() && round.deleted.is_empty();
+            report.path = Some(FACTS_FILE.to_string());
+            report.written = round.added.len() + round.updated.len();
+            report.duplicates = round.unchanged;
+            report.facts = Some(round);
+        } else {
+            let req = self.flush_request(&history)?;
+            let resp = self.model.complete(req).await?;
+            let text = resp.text();
+            let trimmed = text.trim();
+            report.no_reply = trimmed.is_empty() || trimmed.trim_matches(['`', '.', ' ']) == NO_REPLY;
+            if !report.no_reply {
+                let (items, ignored) = bullet_items(trimmed);
+                report.ignored = ignored;
+                let (bounded, dropped) =
+                    bound_lines(&items, self.memory.settings().daily_append_max_chars);
+                report.truncated = dropped;
+                if !bounded.trim().is_empty() {
+                    let outcome = self.memory.append_daily(&bounded, self.now(), true)?;
+                    report.path = Some(outcome.path);
+                    report.written = outcome.written;
+                    report.duplicates = outcome.duplicates;
                 }
-            }
-            if to_log {
-                let outcome = self.memory.append_daily(&bounded, self.now(), true)?;
-                report.path = Some(outcome.path);
-                report.written = outcome.written;
-                report.duplicates = outcome.duplicates;
             }
         }
         let mut extra = Map::new();
         extra.insert("reason".into(), json!(reason));
-        extra.insert("no_reply".into(), json!(no_reply));
+        extra.insert("no_reply".into(), json!(report.no_reply));
         extra.insert("written".into(), json!(report.written));
         log.append_record(&Record::Compaction(CompactionRecord {
             kind: kind::FLUSH.into(),
@@ -249,38 +240,42 @@ impl Engine {
         Ok(report)
     }
 
-    /// The items of a flush answer (one per line) through the fact-level
-    /// decisions (see the module docs): one `update_memory` call, then the
-    /// checked operations applied under the memory lock, the round in
-    /// `memory/HISTORY.md`. An error means nothing was written.
-    async fn flush_facts(&self, key: &str, history: &[Entry], items: &str) -> Result<FactRound> {
-        let mut new: Vec<String> = Vec::new();
-        for item in items.lines().map(facts_file::one_line) {
-            if !item.is_empty() && !new.contains(&item) {
-                new.push(item);
+    /// The write path ([`crate::facts`]) over the logged messages past the
+    /// consolidation cursor (`cursor`), the newest that fit two extraction
+    /// requests: the same extraction, checks and decisions as fact-level
+    /// consolidation, without moving the cursor (consolidation later finds
+    /// the same facts said already, which adds a source and no line). An
+    /// error means nothing was written.
+    async fn flush_facts(&self, key: &str, history: &[Entry], cursor: usize) -> Result<FactRound> {
+        let budget = 2 * self.extraction_budget();
+        let mut used = 0;
+        let mut picked: Vec<&Entry> = Vec::new();
+        for e in history.iter().rev() {
+            let Some(o) = e.ordinal else { continue };
+            if o < cursor {
+                break;
             }
+            used += self.counter.count_message(&e.message);
+            if used > budget && !picked.is_empty() {
+                break;
+            }
+            picked.push(e);
         }
-        let (ops, _, calls) = self.decide_facts(&new).await?;
+        picked.reverse();
+        let messages: Vec<Message> = picked.iter().map(|e| e.message.clone()).collect();
+        let ordinals: Vec<usize> = picked.iter().filter_map(|e| e.ordinal).collect();
         let now = self.now();
-        let messages: Vec<Message> = history.iter().map(|e| e.message.clone()).collect();
-        let since = self.chunk_day(&messages, now);
-        let ordinals = || history.iter().filter_map(|e| e.ordinal);
-        let range = ordinals()
-            .min()
-            .zip(ordinals().max())
-            .map(|(a, b)| (key, a, b + 1));
-        let stamp = now.format("%Y-%m-%d %H:%M").to_string();
-        let extracted = Extracted {
-            history_entry: Some(format!(
-                "[{stamp}] memory flush of {key}: {} fact(s)",
-                new.len()
-            )),
-            facts: new,
+        let Some((&first, &last)) = ordinals.first().zip(ordinals.last()) else {
+            return Ok(FactRound::default());
         };
-        let mut round =
-            self.apply_fact_operations(&extracted, &ops, Some(since), range, "flush")?;
-        round.model_calls = calls;
-        let entry = crate::facts::history_entry(&extracted, &round, &stamp);
+        let plan = self.plan_facts(&messages, &ordinals).await?;
+        let round = self.apply_facts(&plan, &messages, key, (first, last + 1), "flush")?;
+        let stamp = now.format("%Y-%m-%d %H:%M").to_string();
+        let entry = crate::facts::history_entry(
+            &round,
+            &stamp,
+            &format!("memory flush of {key} messages {first}..{}", last + 1),
+        );
         self.memory.append_history(&entry, now)?;
         Ok(round)
     }

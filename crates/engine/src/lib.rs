@@ -3,8 +3,9 @@
 //! ([`merge`]), undone with [`undo`], the pre-compaction memory flush
 //! ([`flush`]), the compaction pipeline, cheapest level first
 //! ([`pipeline`], [`compact`]), session notes ([`session`]), recall
-//! selection ([`recall`]), the context builder ([`context`]) and the agent
-//! loop that runs a turn with the memory tools ([`agent`]).
+//! selection ([`recall`]), the context builder ([`context`]), the agent
+//! loop that runs a turn with the memory tools ([`agent`]) and the memory
+//! work that runs after a turn's answer ([`memory_work`]).
 //!
 //! Everything that changes the prompt is written to the session log as a
 //! compaction record, so [`rebuild_history`] gives the same prompt from the
@@ -14,6 +15,7 @@
 #![warn(missing_docs)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
+pub mod adjudicate;
 pub mod agent;
 pub mod compact;
 pub mod compactor;
@@ -24,10 +26,12 @@ pub mod dream;
 pub mod engine;
 pub mod error;
 pub mod events;
+pub mod extract;
 pub mod facts;
 pub mod flush;
 pub mod history;
 pub mod lock;
+pub mod memory_work;
 pub mod merge;
 pub mod pipeline;
 pub mod recall;
@@ -52,6 +56,7 @@ pub use error::{Error, Result};
 pub use events::{CompactionReport, ConsolidationRound, EngineEvent, FlushReport};
 pub use facts::FactRound;
 pub use history::{rebuild_entries, rebuild_history, Entry};
+pub use memory_work::{MemoryWorkMode, MemoryWorkReport, MemoryWorkers, WorkState};
 pub use recall::{MemoryHit, MemorySearch, RecallOutcome};
 pub use rerank::{Passage, RerankOutcome};
 pub use rounds::round_marker;

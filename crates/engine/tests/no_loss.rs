@@ -54,7 +54,7 @@ async fn consolidation_keeps_index_lines_and_sections_it_did_not_write() {
     ] {
         assert!(memory.contains(line), "{line} is missing:\n{memory}");
     }
-    assert_eq!(load(&env.ws).meta.last_consolidated, 4);
+    assert_eq!(load(&env.ws).meta.last_consolidated, 6);
 }
 
 #[tokio::test]
@@ -154,9 +154,9 @@ async fn one_outage_fails_the_run_and_keeps_the_cursor() {
             .any(|e| matches!(e, mnemo_engine::EngineEvent::Consolidated(r) if r.raw)),
         "{events:#?}"
     );
-    assert_eq!(load(&env.ws).meta.last_consolidated, 4);
+    assert_eq!(load(&env.ws).meta.last_consolidated, 6);
     let history = engine.memory().read_history().unwrap();
-    assert!(history.contains("[RAW] 4 messages"), "{history}");
+    assert!(history.contains("[RAW] 6 messages"), "{history}");
     assert!(!history.contains("sk-proj-"), "{history}");
     assert!(
         history.contains("Your key is [redacted], keep it safe."),
@@ -239,10 +239,10 @@ async fn every_consolidation_can_be_undone_in_turn() {
     );
 
     let undone = mnemo_engine::undo_consolidation(engine.memory(), t0()).unwrap();
-    assert_eq!(undone.consolidation, "cli:test messages 8..12");
+    assert_eq!(undone.consolidation, "cli:test messages 10..12");
     assert_eq!(engine.memory().read_memory_md().unwrap(), after_first);
     let undone = mnemo_engine::undo_consolidation(engine.memory(), t0()).unwrap();
-    assert_eq!(undone.consolidation, "cli:test messages 0..8");
+    assert_eq!(undone.consolidation, "cli:test messages 0..10");
     assert_eq!(engine.memory().read_memory_md().unwrap(), WRITTEN_BY_TOOLS);
     let err = mnemo_engine::undo_consolidation(engine.memory(), t0()).unwrap_err();
     assert_eq!(err.code(), mnemo_core::ErrorCode::NotFound, "{err}");

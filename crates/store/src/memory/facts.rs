@@ -42,7 +42,7 @@ pub const AUDIT_FILE: &str = "memory/audit.jsonl";
 /// The heading under which facts that stopped being true are kept.
 pub const PAST_HEADING: &str = "## No longer true";
 
-const HEADER: &str = "# Facts\n\nWhat mnemo knows, one fact per line: `(id; since; until; recorded; by session messages)`. \
+const HEADER: &str = "# Facts\n\nWhat mnemo knows, one fact per line: `(id; about who: what; since; until; recorded; by session messages)`. \
 Edit or add lines freely; facts that stopped being true move under \"No longer true\".\n";
 
 /// One fact.

@@ -222,14 +222,12 @@ pub const PROFILE_KEYS: &[&str] = &[
     "flush_mode",
 ];
 
-/// Sets the `[engine]` defaults of a `[memory] profile` (see the README's
-/// table), leaving every key `given` says the file sets.
-pub fn apply_profile(
-    s: &mut EngineSettings,
-    profile: &str,
-    given: &dyn Fn(&str) -> bool,
-) -> Result<(), String> {
-    let (mode, consolidate, flush, flush_mode) = match profile {
+/// The `[engine]` defaults of a `[memory] profile`: consolidation mode,
+/// consolidation on, flush on, flush mode.
+type ProfileDefaults = (&'static str, bool, bool, &'static str);
+
+fn profile_defaults(profile: &str) -> Result<ProfileDefaults, String> {
+    Ok(match profile {
         // Consolidation rewrites MEMORY.md; the flush before compaction
         // saves durable facts through the fact-level decisions (a changed
         // value supersedes the old one, a retraction ends it), typed
@@ -250,7 +248,23 @@ pub fn apply_profile(
             "unknown [memory] profile {other:?}: use mnemo, nanobot, openclaw, claude-code or mem0"
         ))
         }
-    };
+    })
+}
+
+/// True when `profile` consolidates (the "consolidation" column of the
+/// README's table is not "off"); false for an unknown profile.
+pub fn profile_consolidates(profile: &str) -> bool {
+    profile_defaults(profile).is_ok_and(|(_, consolidate, _, _)| consolidate)
+}
+
+/// Sets the `[engine]` defaults of a `[memory] profile` (see the README's
+/// table), leaving every key `given` says the file sets.
+pub fn apply_profile(
+    s: &mut EngineSettings,
+    profile: &str,
+    given: &dyn Fn(&str) -> bool,
+) -> Result<(), String> {
+    let (mode, consolidate, flush, flush_mode) = profile_defaults(profile)?;
     if !given("consolidation_mode") {
         s.consolidation_mode = mode.into();
     }

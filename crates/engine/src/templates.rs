@@ -4,14 +4,11 @@
 pub const CONSOLIDATION_PROMPT: &str = include_str!("../templates/consolidate/system.md");
 /// User message of consolidation (memory plus excerpt).
 pub const CONSOLIDATION_USER: &str = include_str!("../templates/consolidate/user.md");
-/// System prompt of fact extraction (`consolidation_mode = "facts"`).
+/// System prompt of fact extraction (the write path of
+/// `consolidation_mode = "facts"` and `flush_mode = "facts"`).
 pub const FACTS_EXTRACT_PROMPT: &str = include_str!("../templates/facts/extract.md");
 /// User message of fact extraction (the excerpt).
 pub const FACTS_EXTRACT_USER: &str = include_str!("../templates/facts/extract_user.md");
-/// System prompt of the per-fact decisions.
-pub const FACTS_UPDATE_PROMPT: &str = include_str!("../templates/facts/update.md");
-/// User message of the decisions (similar memories, new facts).
-pub const FACTS_UPDATE_USER: &str = include_str!("../templates/facts/update_user.md");
 /// A yes/no question: does a new fact replace a saved one?
 pub const FACTS_JUDGE_REPLACES: &str = include_str!("../templates/facts/judge_replaces.md");
 /// A yes/no question: does a request retract a saved fact?

@@ -117,6 +117,33 @@ fn at_most(reserve: usize, window: usize, share: usize) -> usize {
     reserve.min(window / share)
 }
 
+/// The warning of [`Engine::model_notice`]: consolidation that rewrites
+/// MEMORY.md, with the local provider's small model.
+fn small_model_notice(
+    settings: &EngineSettings,
+    profile: &str,
+    provider: &str,
+    mode_given: bool,
+) -> Option<String> {
+    if provider != "local"
+        || !settings.consolidation_enabled
+        || settings.consolidation_mode != "memory_md"
+    {
+        return None;
+    }
+    let why = if mode_given {
+        "`[engine] consolidation_mode = \"memory_md\"` has consolidation rewrite MEMORY.md".to_string()
+    } else {
+        format!("the `{profile}` profile consolidates by rewriting MEMORY.md")
+    };
+    Some(format!(
+        "{why}, which a small local model cannot do: it copies the conversation instead, and mnemo \
+         refuses such answers (the messages stay in the session log). The `mnemo` or `mem0` profile \
+         keeps facts instead (`[memory] profile = \"mnemo\"`, without `[engine] consolidation_mode`), \
+         or use a remote model"
+    ))
+}
+
 /// The memory engine of one workspace.
 pub struct Engine {
     pub(crate) workspace: Workspace,
@@ -131,6 +158,9 @@ pub struct Engine {
     pub(crate) searcher: Option<Arc<dyn crate::recall::MemorySearch>>,
     /// The tools a turn offers the model (declared by the caller, who runs them).
     pub(crate) tools: Vec<mnemo_llm::ToolSpec>,
+    /// Why this model and these settings will not write good memory, when
+    /// they will not ([`Engine::model_notice`]).
+    notice: Option<String>,
     state: Mutex<HashMap<String, SessionState>>,
 }
 
@@ -181,6 +211,15 @@ impl Engine {
             settings.consolidation_mode = "facts".into();
         }
         settings.validate().map_err(Error::Invalid)?;
+        let notice = small_model_notice(
+            &settings,
+            &memory.settings().profile,
+            &model.info().provider,
+            given.contains_key("consolidation_mode"),
+        );
+        if let Some(n) = &notice {
+            tracing::warn!("{n}");
+        }
         let counter = mnemo_tokens::counter_for(&model.info().model, settings.exact_tokens);
         let compactor: Arc<dyn Compactor> =
             Arc::new(ModelCompactor::new(model.clone(), counter.clone()));
@@ -196,6 +235,7 @@ impl Engine {
             clock: Arc::new(Utc::now),
             searcher: None,
             tools: Vec::new(),
+            notice,
             state: Mutex::new(HashMap::new()),
         })
     }
@@ -242,6 +282,15 @@ impl Engine {
     /// The settings in force.
     pub fn settings(&self) -> &EngineSettings {
         &self.settings
+    }
+
+    /// A warning for the user when this model cannot do the memory work
+    /// these settings ask of it: a small local model asked to rewrite
+    /// MEMORY.md (the `nanobot` profile, or `consolidation_mode =
+    /// "memory_md"` set by hand) copies the conversation instead. Logged
+    /// once when the engine is made; `mnemo consolidate` prints it.
+    pub fn model_notice(&self) -> Option<&str> {
+        self.notice.as_deref()
     }
 
     /// The workspace.

@@ -52,6 +52,17 @@ pub enum Error {
     /// call, missing fields). Counted as a consolidation failure.
     #[error("the model's answer was unusable: {0}")]
     BadAnswer(String),
+    /// Consolidation was asked for (`mnemo consolidate`, HTTP or MCP
+    /// `consolidate`) in a workspace where it is off: nothing ran and
+    /// nothing changed.
+    #[error("{}", consolidation_off(.profile, .by_profile))]
+    ConsolidationOff {
+        /// The workspace's `[memory] profile`.
+        profile: String,
+        /// True when the profile turned it off, false when `[engine]
+        /// consolidation_enabled = false` did.
+        by_profile: bool,
+    },
     /// The prompt still overflows the context window after every recovery.
     #[error("the prompt of session {key:?} still does not fit the context window after {attempts} compactions: {message}")]
     StillOverflowing {
@@ -87,8 +98,23 @@ impl Error {
             Error::Busy { .. } => ErrorCode::Busy,
             Error::ConsolidationFailed { source, .. } => source.code(),
             Error::BadAnswer(_) | Error::StillOverflowing { .. } => ErrorCode::Provider,
+            Error::ConsolidationOff { .. } => ErrorCode::Config,
             Error::Invalid(_) => ErrorCode::InvalidInput,
             Error::Io { .. } => ErrorCode::Io,
         }
     }
+}
+
+/// What [`Error::ConsolidationOff`] says: why it is off and how to turn it on.
+fn consolidation_off(profile: &str, by_profile: &bool) -> String {
+    let why = if *by_profile {
+        format!("the `{profile}` profile does not consolidate")
+    } else {
+        format!("`[engine] consolidation_enabled = false` (profile `{profile}`)")
+    };
+    format!(
+        "consolidation is off in this workspace ({why}), so nothing was consolidated and nothing changed; \
+         to turn it on, set `[engine] consolidation_enabled = true` in mnemo.toml \
+         (or pass `--set engine.consolidation_enabled=true`); it then also runs with every turn"
+    )
 }

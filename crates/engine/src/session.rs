@@ -82,6 +82,9 @@ impl Engine {
     /// everything as it was, and the run that reaches the failure limit
     /// archives raw), writes the session note and moves the cursor to the
     /// end so the next turn starts empty. Nothing is deleted from the log.
+    /// Where consolidation is off (the `openclaw` and `claude-code`
+    /// profiles), the note is written and nothing is consolidated, as
+    /// OpenClaw's `/new` does.
     pub async fn new_session(&self, key: &str) -> Result<NewSessionReport> {
         let _lock = self.lock(key).await?;
         let mut events = Vec::new();
@@ -92,8 +95,10 @@ impl Engine {
         let lines = note_lines(tail, self.settings.note_messages);
         // A failed run is an error: no note, the cursor stays, and the
         // conversation is consolidated by a later /new.
-        self.consolidate_or_fail(key, &mut log, &loaded, cursor, end, &mut events)
-            .await?;
+        if self.settings.consolidation_enabled {
+            self.consolidate_or_fail(key, &mut log, &loaded, cursor, end, &mut events)
+                .await?;
+        }
         let (mut note, mut slug, mut fallback) = (None, None, false);
         if !lines.is_empty() {
             let now = self.now();

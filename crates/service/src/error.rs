@@ -91,11 +91,13 @@ impl Error {
     }
 
     /// The HTTP status: the code's, except that an operation needing a
-    /// chat model where none is configured is 501 (not available here)
-    /// rather than a server failure.
+    /// chat model where none is configured, or consolidation where the
+    /// workspace has it off, is 501 (not available here) rather than a
+    /// server failure.
     pub fn http_status(&self) -> u16 {
         match self {
-            Error::NotConfigured(_) => 501,
+            Error::NotConfigured(_)
+            | Error::Engine(mnemo_engine::Error::ConsolidationOff { .. }) => 501,
             _ => self.code().http_status(),
         }
     }

@@ -238,6 +238,9 @@ fn print_events(out: &EventsOutput, json: bool) -> Result<()> {
 
 pub fn consolidate(args: ConsolidateArgs, global: &GlobalArgs) -> Result<()> {
     let service = service_with_model(global, &args.model)?;
+    if let Some(notice) = service.engine()?.model_notice() {
+        eprintln!("warning: {notice}");
+    }
     let out = crate::ctx::runtime()?.block_on(service.consolidate(args.key))?;
     print_events(&out, args.json)
 }
@@ -332,6 +335,13 @@ pub fn new_session(args: NewArgs, global: &GlobalArgs) -> Result<()> {
     if args.json {
         outln!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(());
+    }
+    let engine = service.engine()?;
+    if !engine.settings().consolidation_enabled {
+        outln!(
+            "consolidation is off in this workspace (profile `{}`): nothing was consolidated; the messages stay in the session log",
+            engine.memory().settings().profile
+        );
     }
     for e in &out.events {
         outln!("{}", describe(e));

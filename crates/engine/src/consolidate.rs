@@ -398,13 +398,33 @@ impl Engine {
             };
         }
         let seen = self.memory.read_memory_md()?;
-        match self.ask_save_memory(chunk, &seen).await {
-            Ok((save, fell_back)) => {
+        // What the model copied from the excerpt or from its instructions is
+        // not memory: such lines are dropped, and an answer made mostly of
+        // them is a bad answer like any other (one failed run, the cursor
+        // stays).
+        let answer = self
+            .ask_save_memory(chunk, &seen)
+            .await
+            .and_then(|(save, fell_back)| {
+                let screened = crate::guard::screen_update(&seen, &save.memory_update, chunk);
+                match screened.refusal() {
+                    Some(why) => Err(Error::BadAnswer(why)),
+                    None => Ok((save, fell_back, screened)),
+                }
+            });
+        match answer {
+            Ok((save, fell_back, screened)) => {
                 self.begin_round(key, from, to)?;
                 let label = format!("{key} messages {from}..{to}");
-                let applied = self.apply_memory_update(&seen, &save.memory_update, &label)?;
+                let applied = self.apply_memory_update(&seen, &screened.text, &label)?;
                 failpoint::hit("consolidate.after_memory");
                 let mut entry = save.history_entry.trim().to_string();
+                if screened.copied + screened.echoed > 0 {
+                    entry.push_str(&format!(
+                        "\n[not memory, not saved: {} line(s) of the model's MEMORY.md copied the messages, {} repeated mnemo's instructions]",
+                        screened.copied, screened.echoed
+                    ));
+                }
                 if !applied.cut.is_empty() {
                     entry.push_str(&format!(
                         "\n[MEMORY.md over its cap of {} lines / {} bytes: these lines were kept here instead]\n{}",
@@ -432,6 +452,8 @@ impl Engine {
                     recovered: false,
                     facts: None,
                     lines_held_by_facts: applied.held_by_facts.len(),
+                    lines_copied: screened.copied,
+                    lines_echoed: screened.echoed,
                 }));
                 Ok(ChunkOutcome::Done)
             }

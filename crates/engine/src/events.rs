@@ -40,6 +40,15 @@ pub struct ConsolidationRound {
     /// of `memory/facts.md` already says all they say (one home per fact).
     #[serde(skip_serializing_if = "is_zero")]
     pub lines_held_by_facts: usize,
+    /// New lines of the model's MEMORY.md that copied the excerpt's
+    /// messages (`**User:** …` lines, or a message word for word): not
+    /// memory, not saved (see [`crate::guard`]).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub lines_copied: usize,
+    /// New lines of the model's MEMORY.md that repeated mnemo's own
+    /// instructions: not saved.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub lines_echoed: usize,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -74,6 +83,10 @@ pub struct FlushReport {
     /// `update_memory` call), so they were appended rather than lost.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub decision_error: Option<String>,
+    /// Items that only repeated mnemo's own instructions ("The
+    /// conversation has been compacted."): not memories, not saved.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub echoed: usize,
 }
 
 /// What one compaction level did.

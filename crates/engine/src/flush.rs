@@ -27,6 +27,7 @@ use crate::engine::Engine;
 use crate::error::Result;
 use crate::events::{EngineEvent, FlushReport};
 use crate::facts::FactRound;
+use crate::guard;
 use crate::history::{kind, strip, Entry};
 use crate::templates;
 
@@ -76,6 +77,28 @@ pub fn bullet_items(text: &str) -> (String, usize) {
         }
     }
     (items, ignored)
+}
+
+/// The items of a flush answer (one per line) that are memories: an item
+/// that repeats mnemo's instructions (`instructions`, the flush prompt as
+/// sent, or any other of mnemo's prompts) is dropped, and the fact
+/// metadata an item copied from the prompt (`(f2; since …)`) is stripped.
+/// Returns the items and the number dropped.
+pub fn memory_items(items: &str, instructions: &str) -> (String, usize) {
+    let mut out = String::new();
+    let mut echoed = 0;
+    for item in items.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        if guard::echoes_instructions(item) || guard::echoes_text(item, instructions) {
+            echoed += 1;
+            continue;
+        }
+        let item = guard::strip_fact_meta(item);
+        if !item.is_empty() {
+            out.push_str(&item);
+            out.push('\n');
+        }
+    }
+    (out, echoed)
 }
 
 /// Keeps whole lines of `text` within `max_chars`; returns the text and
@@ -194,6 +217,7 @@ impl Engine {
             tokens,
             facts: None,
             decision_error: None,
+            echoed: 0,
         };
         if self.settings.flush_mode == "facts" {
             let round = self
@@ -206,6 +230,14 @@ impl Engine {
             report.facts = Some(round);
         } else {
             let req = self.flush_request(&history)?;
+            // The flush's own instructions, as sent (without the memory
+            // part): an item that only repeats them is not a memory.
+            let instructions = req
+                .system
+                .as_deref()
+                .and_then(|s| s.split(crate::context::PART_SEPARATOR).next())
+                .unwrap_or_default()
+                .to_string();
             let resp = self.model.complete(req).await?;
             let text = resp.text();
             let trimmed = text.trim();
@@ -213,6 +245,8 @@ impl Engine {
             if !report.no_reply {
                 let (items, ignored) = bullet_items(trimmed);
                 report.ignored = ignored;
+                let (items, echoed) = memory_items(&items, &instructions);
+                report.echoed = echoed;
                 let (bounded, dropped) =
                     bound_lines(&items, self.memory.settings().daily_append_max_chars);
                 report.truncated = dropped;

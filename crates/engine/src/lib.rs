@@ -29,6 +29,7 @@ pub mod events;
 pub mod extract;
 pub mod facts;
 pub mod flush;
+pub mod guard;
 pub mod history;
 pub mod lock;
 pub mod memory_work;

@@ -165,6 +165,12 @@ pub fn describe(event: &EngineEvent) -> String {
                     r.lines_kept
                 ));
             }
+            if r.lines_copied + r.lines_echoed > 0 {
+                line.push_str(&format!(
+                    "; not saved: {} line(s) the model copied from the messages and {} repeating mnemo's instructions (not memory; the messages stay in the session log)",
+                    r.lines_copied, r.lines_echoed
+                ));
+            }
             line
         }
         EngineEvent::ConsolidationFailed {
@@ -175,6 +181,14 @@ pub fn describe(event: &EngineEvent) -> String {
         } => {
             format!("consolidation of messages {from}..{to} failed ({failures} failed run(s) in a row): {error}")
         }
+        EngineEvent::Flushed(f) if f.echoed > 0 => format!(
+            "{}; not saved: {} item(s) repeating mnemo's own instructions",
+            describe(&EngineEvent::Flushed(mnemo::engine::FlushReport {
+                echoed: 0,
+                ..f.clone()
+            })),
+            f.echoed
+        ),
         EngineEvent::Flushed(f) => match (&f.path, f.no_reply) {
             (_, true) | (None, _) if f.ignored > 0 => format!(
                 "memory flush: nothing saved ({} line(s) of the answer were not `- ` items)",

@@ -9,8 +9,8 @@
 //! - [`is_transcript_line`]: a line in the shape of a transcript (a role
 //!   marker such as `**User:**`, `User:`, `USER:`, `[2026-12-05 10:00]
 //!   USER:`);
-//! - [`is_copy_of`]: such a line, or one that holds nearly every word of
-//!   one of the messages (or of one of their sentences);
+//! - [`is_copy_of`]: such a line, or one that is one of the messages (or
+//!   one of their sentences) nearly word for word;
 //! - [`echoes_instructions`] and [`echoes_text`]: a line every content
 //!   word of which is in one sentence of mnemo's prompts (or of a given
 //!   prompt);
@@ -40,6 +40,12 @@ pub const MIN_COPY_WORDS: usize = 5;
 /// The share of a message's (or sentence's) words a line must hold to be
 /// its copy.
 pub const COPY_SHARE: f64 = 0.8;
+
+/// The share of a copy's own words that must come from the message (or
+/// sentence) it copies: "The user's preferred airline is Lufthansa" holds
+/// most of "My preferred airline is Lufthansa" but says it of the user, and
+/// is memory.
+pub const LINE_SHARE: f64 = 0.9;
 
 /// A line echoes an instruction when it has at least this many content
 /// words and all of them are in one sentence of the instructions.
@@ -221,37 +227,48 @@ fn sentences(text: &str) -> impl Iterator<Item = &str> {
         .filter(|s| !s.is_empty())
 }
 
-/// True when `line` holds at least [`COPY_SHARE`] of the words of `of`
-/// (which has at least [`MIN_COPY_WORDS`]), and with `tight`, is made of
-/// them too.
-fn holds(line: &HashSet<String>, of: &HashSet<String>, tight: bool) -> bool {
-    if of.len() < MIN_COPY_WORDS {
+/// True when the words `piece` are those of `of` (which has at least
+/// [`MIN_COPY_WORDS`]): at least [`COPY_SHARE`] of `of`'s, and of its own
+/// at least [`LINE_SHARE`] from `of`.
+fn copies(piece: &HashSet<String>, of: &HashSet<String>) -> bool {
+    if of.len() < MIN_COPY_WORDS || piece.is_empty() {
         return false;
     }
-    let shared = line.intersection(of).count() as f64;
-    shared >= COPY_SHARE * of.len() as f64 && (!tight || shared >= COPY_SHARE * line.len() as f64)
+    let shared = piece.intersection(of).count() as f64;
+    shared >= COPY_SHARE * of.len() as f64 && shared >= LINE_SHARE * piece.len() as f64
 }
 
-/// True when `line` copies one of `messages` rather than saying what
-/// holds: a transcript line ([`is_transcript_line`]), or a line that holds
-/// nearly every word of one message (of at least [`MIN_COPY_WORDS`]
-/// words), or is one of its sentences nearly word for word. Fact metadata
-/// (`(f2; …)`) is left out before comparing. "The user lives in Berlin"
-/// is not a copy of "I live in Berlin now, near the zoo"; "I live in
-/// Berlin now, near the zoo." is.
+/// True when `line` copies `messages` rather than saying what holds: a
+/// transcript line ([`is_transcript_line`]), or a line that is one of the
+/// messages or one of their sentences nearly word for word (of at least
+/// [`MIN_COPY_WORDS`] words), or a line whose every sentence is. Fact
+/// metadata (`(f2; …)`) is left out before comparing. "I live in Berlin
+/// now, near the zoo." is a copy of that message; "The user lives in
+/// Berlin" is not, nor "用户住在柏林" of "我住在柏林了".
 pub fn is_copy_of(line: &str, messages: &[Message]) -> bool {
     if is_transcript_line(line) {
         return true;
     }
-    let words = word_set(&strip_fact_meta(item_text(line)));
-    if words.is_empty() {
-        return false;
+    let text = strip_fact_meta(item_text(line));
+    let said: Vec<HashSet<String>> = messages
+        .iter()
+        .flat_map(|m| {
+            let text = m.text();
+            let mut parts: Vec<HashSet<String>> = sentences(&text).map(word_set).collect();
+            parts.push(word_set(&text));
+            parts
+        })
+        .filter(|p| p.len() >= MIN_COPY_WORDS)
+        .collect();
+    let copied = |piece: &HashSet<String>| said.iter().any(|s| copies(piece, s));
+    if copied(&word_set(&text)) {
+        return true;
     }
-    messages.iter().any(|m| {
-        let text = m.text();
-        holds(&words, &word_set(&text), false)
-            || sentences(&text).any(|s| holds(&words, &word_set(s), true))
-    })
+    let pieces: Vec<HashSet<String>> = sentences(&text)
+        .map(word_set)
+        .filter(|p| !p.is_empty())
+        .collect();
+    pieces.len() > 1 && pieces.iter().all(copied)
 }
 
 /// The content words of `text`: its words ([`word_set`]) less stopwords
@@ -289,20 +306,19 @@ fn instruction_sentences(text: &str) -> Vec<HashSet<String>> {
         .collect()
 }
 
-/// The sentences of every prompt mnemo sends a model to write or shape
-/// memory: consolidation, fact extraction, the flush, the compaction
-/// summary and its messages, the agent's identity.
+/// The sentences of mnemo's instructions to the models that write memory:
+/// consolidation, the flush, the compaction summary's and restoration's
+/// messages (a flush reads them in its history), the agent's identity.
+/// Not the fact extraction's prompt: its examples are facts ("The user
+/// lives in Porto.") that a conversation may well say too.
 fn mnemo_instructions() -> &'static [HashSet<String>] {
     static SENTENCES: OnceLock<Vec<HashSet<String>>> = OnceLock::new();
     SENTENCES.get_or_init(|| {
         [
             templates::CONSOLIDATION_PROMPT,
             templates::CONSOLIDATION_USER,
-            templates::FACTS_EXTRACT_PROMPT,
-            templates::FACTS_EXTRACT_USER,
             templates::FLUSH_PROMPT,
             templates::FLUSH_USER,
-            templates::SUMMARY_PROMPT,
             templates::SUMMARY_MESSAGE,
             templates::RESTORE_MESSAGE,
             templates::IDENTITY,

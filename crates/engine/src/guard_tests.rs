@@ -93,6 +93,36 @@ fn chinese_copies_are_found_and_restatements_are_not() {
     let m = msgs(&["我最喜欢的颜色是蓝色，但是其实我现在最喜欢绿色了。"]);
     assert!(is_copy_of("- 其实我现在最喜欢绿色了", &m));
     assert!(!is_copy_of("- 用户最喜欢绿色", &m));
+    let m = msgs(&["我最喜欢的颜色是琥珀色。"]);
+    assert!(is_copy_of("- 我最喜欢的颜色是琥珀色。", &m));
+    assert!(!is_copy_of("- 用户最喜欢的颜色是琥珀色。", &m));
+}
+
+#[test]
+fn a_short_message_said_of_the_user_is_memory() {
+    let m = msgs(&["My preferred airline is Lufthansa."]);
+    assert!(is_copy_of("- My preferred airline is Lufthansa", &m));
+    assert!(!is_copy_of(
+        "- The user's preferred airline is Lufthansa.",
+        &m
+    ));
+}
+
+#[test]
+fn a_line_of_copied_sentences_is_a_copy() {
+    let m = msgs(&[
+        "I live in Lisbon, near the river by the old bridge.",
+        "That sounds lovely.",
+        "I work as a nurse at the city hospital.",
+    ]);
+    assert!(is_copy_of(
+        "- I live in Lisbon, near the river by the old bridge. I work as a nurse at the city hospital.",
+        &m
+    ));
+    assert!(!is_copy_of(
+        "- Lives in Lisbon by the old bridge. Works as a nurse at the city hospital.",
+        &m
+    ));
 }
 
 #[test]
@@ -143,6 +173,8 @@ fn echoes_of_the_prompts_are_recognised() {
         "- Deploys on Fridays.",
         "- Memory",
         "- 我住在柏林",
+        // An example of the fact extraction's prompt, and a fact too.
+        "- The user lives in Porto.",
     ] {
         assert!(!echoes_instructions(line), "{line}");
     }

@@ -122,3 +122,25 @@ impl Error {
         serde_json::to_value(self.to_body()).unwrap_or_default()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn consolidation_off_is_not_available_here_rather_than_a_failure() {
+        let e = Error::Engine(mnemo_engine::Error::ConsolidationOff {
+            profile: "openclaw".into(),
+            by_profile: true,
+        });
+        assert_eq!((e.http_status(), e.exit_code()), (501, 7));
+        let body = e.to_json();
+        assert_eq!(body["error"]["code"], "config");
+        let message = body["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains("the `openclaw` profile does not consolidate")
+                && message.contains("consolidation_enabled = true"),
+            "{message}"
+        );
+    }
+}

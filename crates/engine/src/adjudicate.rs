@@ -108,6 +108,8 @@ pub struct Refusal {
     pub why: String,
     /// The message it names, when one was found.
     pub message: Option<usize>,
+    /// The words the model quoted for it.
+    pub quote: String,
 }
 
 // ---------------------------------------------------------------- words
@@ -600,6 +602,80 @@ fn first_person(text: &str) -> bool {
     }) || text.trim_start().starts_with('我')
 }
 
+/// People a user speaks of by relation: "my sister Ana lives in Madrid"
+/// is about the sister, not the user.
+const RELATIONS: &[&str] = &[
+    "sister", "brother", "mother", "mom", "mum", "father", "dad", "wife", "husband", "partner",
+    "boyfriend", "girlfriend", "fiance", "fiancee", "son", "daughter", "kid", "child", "friend",
+    "boss", "colleague", "coworker", "neighbour", "neighbor", "cousin", "aunt", "uncle",
+    "grandma", "grandmother", "grandpa", "grandfather", "niece", "nephew", "roommate",
+    "姐姐", "妹妹", "哥哥", "弟弟", "妈妈", "爸爸", "母亲", "父亲", "妻子", "丈夫", "老婆", "老公",
+    "朋友", "儿子", "女儿", "同事", "老板", "室友",
+];
+
+/// The person a sentence is about when the user speaks of someone by
+/// relation ("The user's sister Ana lives ...", "my sister Ana lives",
+/// "我姐姐住在"): `the user's sister Ana`, or `None`.
+fn relation_subject(text: &str) -> Option<String> {
+    let t = one_line(text);
+    let lower = t.to_lowercase();
+    for prefix in ["我的", "我", "用户的"] {
+        if let Some(rest) = t.trim().strip_prefix(prefix) {
+            if let Some(r) = RELATIONS.iter().find(|r| r.chars().any(is_cjk) && rest.starts_with(**r)) {
+                return Some(format!("用户的{r}"));
+            }
+        }
+    }
+    let w: Vec<&str> = lower.split_whitespace().collect();
+    let raw: Vec<&str> = t.split_whitespace().collect();
+    let after = match w.as_slice() {
+        ["the", "user's", ..] => 2,
+        ["my", ..] => 1,
+        _ => return None,
+    };
+    let rel = w.get(after)?.trim_matches(|c: char| !c.is_alphanumeric());
+    if !RELATIONS.contains(&rel) {
+        return None;
+    }
+    // A name right after the relation ("my sister Ana").
+    let name = raw
+        .get(after + 1)
+        .map(|n| n.trim_matches(|c: char| !c.is_alphanumeric()))
+        .filter(|n| n.chars().next().is_some_and(char::is_uppercase));
+    Some(match name {
+        Some(n) => format!("the user's {rel} {n}"),
+        None => format!("the user's {rel}"),
+    })
+}
+
+/// The clause of `quote` that holds `value` (clauses end at `,;.!?`, a
+/// dash, "but", "and"), else the whole quote: a negation or a cue counts
+/// only in the clause that says the value.
+fn clause_of(quote: &str, value: &str) -> String {
+    let v = content(value);
+    if v.is_empty() {
+        return quote.to_string();
+    }
+    let mut clauses: Vec<String> = Vec::new();
+    for part in quote.split([',', ';', '.', '!', '?', '，', '；', '。', '！', '？', '—']) {
+        let mut rest = part.to_string();
+        for sep in [" but ", " and ", " though ", " however "] {
+            if let Some((a, b)) = rest.clone().split_once(sep) {
+                clauses.push(a.to_string());
+                rest = b.to_string();
+            }
+        }
+        clauses.push(rest);
+    }
+    clauses
+        .into_iter()
+        .find(|c| {
+            let have: HashSet<String> = content(c).into_iter().collect();
+            v.iter().all(|w| have.contains(w))
+        })
+        .unwrap_or_else(|| quote.to_string())
+}
+
 // ---------------------------------------------------------------- keys
 
 /// Who a fact is about, normalised: `user` for the user (whatever the
@@ -725,6 +801,7 @@ const ATTRIBUTES: &[(&str, bool, &[&str])] = &[
             "eats",
             "food preference",
             "dietary preference",
+            "food",
             "eating habits",
             "vegetarian",
             "vegan",
@@ -1044,32 +1121,6 @@ fn inferred_attribute(text: &str) -> (String, Option<bool>) {
 
 // ---------------------------------------------------------------- check
 
-/// A fact sentence without the metadata a model copied from a prompt's
-/// fact lines: a trailing `(f2)`, `(f2; since …)`, `(since 2026-12-05)`.
-pub fn strip_meta(text: &str) -> String {
-    let mut t = one_line(text);
-    while let Some(open) = t.rfind(" (") {
-        let tail = &t[open + 2..];
-        let Some(inner) = tail.strip_suffix(')') else {
-            break;
-        };
-        let first = inner.split(';').next().unwrap_or_default().trim();
-        let is_id = first.len() > 1
-            && first.len() <= 16
-            && first.starts_with(['f', 'h'])
-            && first[1..].chars().all(|c| c.is_ascii_alphanumeric())
-            && first[1..].chars().any(|c| c.is_ascii_digit());
-        let is_dating = ["since ", "until ", "recorded ", "by ", "about "]
-            .iter()
-            .any(|p| first.starts_with(p));
-        if !(is_id || is_dating) {
-            break;
-        }
-        t.truncate(open);
-    }
-    t.trim().to_string()
-}
-
 /// The day of a message: its timestamp's, else `fallback`.
 pub fn message_day(m: &Message, fallback: NaiveDate) -> NaiveDate {
     m.timestamp
@@ -1155,6 +1206,9 @@ fn compose(
         return match kind {
             Kind::Retracts => Some(format!("{who}要求忘记其{attribute}。")),
             _ if value.trim().is_empty() || attribute.is_empty() => None,
+            _ if attribute.starts_with('最') || attribute.starts_with('的') => {
+                Some(format!("{who}{attribute}是{}。", value.trim()))
+            }
             _ => Some(format!("{who}的{attribute}是{}。", value.trim())),
         };
     }
@@ -1212,6 +1266,7 @@ pub fn check(
             fact: label.clone(),
             why: why.to_string(),
             message,
+            quote: p.quote.clone(),
         };
         match check_one(p, messages, &texts, &names, today) {
             Ok(c) => {
@@ -1238,7 +1293,7 @@ fn check_one(
     names: &[String],
     today: NaiveDate,
 ) -> std::result::Result<Checked, (String, Option<usize>)> {
-    let fact = strip_meta(&p.fact);
+    let fact = crate::guard::strip_fact_meta(&p.fact);
     if fact.trim_end().ends_with('?') || fact.trim_end().ends_with('？') {
         return Err(("a question states nothing".into(), None));
     }
@@ -1273,6 +1328,7 @@ fn check_one(
         None => said_text.clone(),
     };
     let quote_flat = flat(&quote);
+    let clause_flat = flat(&clause_of(&quote, &p.value));
     // Small talk and the assistant's own chatter.
     if words(&said_text).len() <= 8 && has_phrase(&flat(&said_text), SMALL_TALK) {
         return Err(("small talk".into(), Some(at)));
@@ -1286,7 +1342,23 @@ fn check_one(
     if has_phrase(&flat(&fact), TRANSIENT) || has_phrase(&flat(&p.value), TRANSIENT) {
         return Err(("true only for the moment".into(), Some(at)));
     }
-    let subject_key = subject_key(subject_raw, names);
+    let mut subject_raw = subject_raw.to_string();
+    let mut subject_key = subject_key(&subject_raw, names);
+    // "My sister Ana lives in Madrid" is the sister's, whatever the model
+    // named: unless the attribute is the relation itself ("my sister is
+    // Ana").
+    if subject_key == "user" {
+        if let Some(rel) = relation_subject(&fact).or_else(|| relation_subject(&clause_of(&quote, &p.value))) {
+            let attr_words: HashSet<String> = words(&p.attribute).into_iter().collect();
+            // Past "the user's" (or 用户的): the relation and the name.
+            let about_relation = words(&rel).iter().skip(3).any(|w| attr_words.contains(w));
+            if !about_relation {
+                subject_key = self::subject_key(&rel, names);
+                subject_raw = rel;
+            }
+        }
+    }
+    let subject_raw = subject_raw.as_str();
     // The assistant's words count for the user only when the user's next
     // message confirms them.
     let mut evidence = said_text.clone();
@@ -1339,9 +1411,9 @@ fn check_one(
         "retracts" => Kind::Retracts,
         _ => Kind::States,
     };
-    let negated_quote = has_phrase(&quote_flat, NEGATIONS);
+    let negated_quote = has_phrase(&clause_flat, NEGATIONS);
     let negated_fact = has_phrase(&flat(&fact), NEGATIONS);
-    let mut kind = if has_phrase(&quote_flat, RETRACT_CUES) || model_kind == Kind::Retracts {
+    let mut kind = if has_phrase(&clause_flat, RETRACT_CUES) || model_kind == Kind::Retracts {
         Kind::Retracts
     } else if has_phrase(&quote_flat, CORRECT_CUES) {
         Kind::Corrects
@@ -1403,7 +1475,16 @@ fn check_one(
             support(&needed, &have) >= 0.5
         };
     let (mut text, rewritten) = if sentence_ok {
-        (fact.trim().to_string(), false)
+        let t = fact.trim();
+        // "The user最喜欢的颜色是蓝色": one language in a sentence.
+        let t = if t.chars().any(is_cjk) {
+            t.strip_prefix("The user's ")
+                .or_else(|| t.strip_prefix("The user"))
+                .map_or_else(|| t.to_string(), |rest| format!("用户{}", rest.trim_start()))
+        } else {
+            t.to_string()
+        };
+        (t, false)
     } else {
         match compose(subject_raw, &subject_key, &attribute, &value, kind, cjk) {
             Some(t) => (t, true),

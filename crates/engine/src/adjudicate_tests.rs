@@ -72,26 +72,6 @@ fn keys_normalise_who_and_what() {
 }
 
 #[test]
-fn meta_a_model_copied_is_stripped() {
-    assert_eq!(
-        strip_meta("Rui is vegetarian now (f3)"),
-        "Rui is vegetarian now"
-    );
-    assert_eq!(
-        strip_meta("Rui lives in Lisbon (since 2026-12-05)"),
-        "Rui lives in Lisbon"
-    );
-    assert_eq!(
-        strip_meta("Likes tea (f2; since 2026-12-01; by cli:direct 0..2)"),
-        "Likes tea"
-    );
-    assert_eq!(
-        strip_meta("Works at Acme (the robotics firm)"),
-        "Works at Acme (the robotics firm)"
-    );
-}
-
-#[test]
 fn evidence_decides_what_is_stored() {
     let ts = "2026-12-05T10:00:00Z";
     let messages = vec![
@@ -525,4 +505,32 @@ fn a_fact_from_before_keys_is_read_from_its_text() {
     );
     assert!(matches!(&d[1], Decision::Add { .. }), "{d:?}");
     assert!(file.get("f2").unwrap().is_current());
+}
+
+#[test]
+fn the_clause_that_says_the_value_decides_its_kind_and_subject() {
+    let ts = "2026-12-05T10:00:00Z";
+    let messages = vec![
+        msg("user", "Big news: I moved to Berlin last week, I don't live in Lisbon anymore.", ts),
+        msg("user", "My sister Ana lives in Madrid and she is a doctor.", ts),
+        msg("user", "My sister is Ana.", ts),
+        msg("user", "我最喜欢的颜色是蓝色。", ts),
+    ];
+    let (ok, refused) = check(
+        &[
+            // The quote holds the old value's negation, not the new one's.
+            prop("Big news: I moved to Berlin last week, I don't live in Lisbon anymore.", "user", "home city", "Berlin", "states", "The user lives in Berlin."),
+            // The model says it is the user's: the words say the sister's.
+            prop("My sister Ana lives in Madrid", "user", "home city", "Madrid", "states", "The user's sister Ana lives in Madrid."),
+            prop("My sister is Ana", "user", "sister", "Ana", "states", "The user's sister is Ana."),
+            prop("我最喜欢的颜色是蓝色", "user", "最喜欢的颜色", "蓝色", "states", "The user最喜欢的颜色是蓝色。"),
+        ],
+        &messages,
+        day("2026-12-05"),
+    );
+    assert!(refused.is_empty(), "{refused:#?}");
+    assert_eq!(ok[0].kind, Kind::Changes);
+    assert_eq!(ok[1].subject_key, "sister ana");
+    assert_eq!(ok[2].subject_key, "user");
+    assert_eq!(ok[3].text, "用户最喜欢的颜色是蓝色。");
 }

@@ -173,22 +173,67 @@ pub fn parse_judge(args: &Value) -> Result<bool> {
     }
 }
 
-/// A message as the extraction shows it: `[n] USER: text`, or `None` for
-/// what it leaves out (tool results, calls without text, empty messages).
+/// The sentences of `text`: cut after `.`, `!` or `?` followed by a space
+/// and a capital or digit, after `。！？`, and at line ends; never inside
+/// "Dr. Smith" or "3.5".
+pub fn sentences(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let chars: Vec<(usize, char)> = text.char_indices().collect();
+    for (k, &(i, c)) in chars.iter().enumerate() {
+        let end = i + c.len_utf8();
+        let cut = match c {
+            '\n' | '。' | '！' | '？' => true,
+            '.' | '!' | '?' => {
+                let next = chars.get(k + 1).map(|x| x.1);
+                let after = chars.get(k + 2).map(|x| x.1);
+                let word = text[start..i].rsplit(char::is_whitespace).next().unwrap_or("");
+                let abbreviation = c == '.'
+                    && ["dr", "mr", "mrs", "ms", "st", "prof", "jr", "sr", "vs", "etc", "e.g", "i.e"]
+                        .contains(&word.to_lowercase().as_str());
+                !abbreviation
+                    && next.is_some_and(char::is_whitespace)
+                    && after.is_some_and(|a| {
+                        a.is_uppercase() || a.is_ascii_digit() || a == '"' || !a.is_ascii()
+                    })
+            }
+            _ => false,
+        };
+        if cut {
+            let piece = text[start..end].trim();
+            if !piece.is_empty() {
+                out.push(piece);
+            }
+            start = end;
+        }
+    }
+    let piece = text[start..].trim();
+    if !piece.is_empty() {
+        out.push(piece);
+    }
+    out
+}
+
+/// A message as the extraction shows it: one `[n] USER: sentence` line per
+/// sentence (a small model takes one fact per line it reads, so a message
+/// that says three things is shown as three lines), or `None` for what it
+/// leaves out (tool results, calls without text, empty messages).
 pub fn shown(n: usize, m: &Message) -> Option<String> {
     if m.role == Role::Tool || m.role == Role::System {
         return None;
     }
-    let text = mnemo_store::memory::facts::one_line(&m.text());
-    if text.is_empty() {
+    let text = m.text();
+    if text.trim().is_empty() {
         return None;
     }
     let cut: String = text.chars().take(MAX_MESSAGE_CHARS).collect();
     let more = if cut.len() < text.len() { " …" } else { "" };
-    Some(format!(
-        "[{n}] {}: {cut}{more}",
-        m.role.as_str().to_uppercase()
-    ))
+    let role = m.role.as_str().to_uppercase();
+    let lines: Vec<String> = sentences(&cut)
+        .into_iter()
+        .map(|s| format!("[{n}] {role}: {}", mnemo_store::memory::facts::one_line(s)))
+        .collect();
+    Some(format!("{}{more}", lines.join("\n")))
 }
 
 /// The messages of a round split into batches whose shown lines take at
@@ -301,5 +346,14 @@ mod tests {
         assert_eq!(batches(&big, &*counter, 10), vec![0..1]);
         // Tool results are not shown.
         assert!(shown(1, &Message::tool_result("c1", "read", "x")).is_none());
+    }
+
+    #[test]
+    fn a_message_is_shown_a_sentence_a_line() {
+        let m = Message::user("Hi, my name is Rui. I live in Lisbon, Dr. Sousa says 3.5 km from the river! 我喜欢蓝色。我有一只狗\nOk");
+        assert_eq!(
+            shown(2, &m).unwrap(),
+            "[2] USER: Hi, my name is Rui.\n[2] USER: I live in Lisbon, Dr. Sousa says 3.5 km from the river!\n[2] USER: 我喜欢蓝色。\n[2] USER: 我有一只狗\n[2] USER: Ok"
+        );
     }
 }

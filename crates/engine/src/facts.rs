@@ -141,6 +141,7 @@ impl Engine {
                 .await?;
             plan.calls += calls;
             plan.fell_back |= fell_back;
+            tracing::debug!(target: "mnemo::write_path", "extract_facts answered {args}");
             let proposed = extract::parse_extracted(&args)?;
             plan.proposed += proposed.len();
             let (checked, refused) = adjudicate::check(&proposed, batch, today);
@@ -298,6 +299,7 @@ impl Engine {
         for r in &plan.refused {
             audit.push(AuditRecord {
                 new: Some(r.fact.clone()),
+                evidence: (!r.quote.is_empty()).then(|| r.quote.clone()),
                 why: Some(r.why.clone()),
                 ..record("refuse", "", r.message)
             });

@@ -141,16 +141,21 @@ pub fn describe(event: &EngineEvent) -> String {
             }
             if let Some(f) = &r.facts {
                 line.push_str(&format!(
-                    "; memory/facts.md: {} added, {} updated, {} ended, {} unchanged (every change is in memory/audit.jsonl)",
+                    "; memory/facts.md: {} added, {} updated, {} ended, {} said again (every change is in memory/audit.jsonl)",
                     f.added.len(),
                     f.updated.len(),
                     f.deleted.len(),
-                    f.unchanged
+                    f.duplicates
                 ));
-                for x in &f.refused {
+                if !f.refused.is_empty() {
                     line.push_str(&format!(
-                        "\nwarning: the model's {x}; refused, nothing changed by it (a fact it carried was added instead)"
+                        "\nnot saved: {} of the model's {} proposed fact(s), which the messages do not support (the messages stay in the session log):",
+                        f.refused.len(),
+                        f.extracted
                     ));
+                    for x in &f.refused {
+                        line.push_str(&format!("\n  - {x}"));
+                    }
                 }
             } else if r.memory_changed {
                 line.push_str("; MEMORY.md updated (the change is in memory/HISTORY.md)");
@@ -201,15 +206,18 @@ pub fn describe(event: &EngineEvent) -> String {
                     f.written
                 ),
                 (None, Some(r)) => format!(
-                    "memory flush: {p}: {} added, {} updated, {} ended, {} unchanged{}",
+                    "memory flush: {p}: {} added, {} updated, {} ended, {} said again{}",
                     r.added.len(),
                     r.updated.len(),
                     r.deleted.len(),
-                    r.unchanged,
+                    r.duplicates,
                     if r.refused.is_empty() {
                         String::new()
                     } else {
-                        format!(", {} operation(s) refused", r.refused.len())
+                        format!(
+                            ", {} proposed fact(s) not saved (why: memory/audit.jsonl)",
+                            r.refused.len()
+                        )
                     }
                 ),
                 (None, None) => format!("memory flush: {} line(s) saved to {p}", f.written),
@@ -255,7 +263,10 @@ pub fn consolidate(args: ConsolidateArgs, global: &GlobalArgs) -> Result<()> {
     if let Some(notice) = service.engine()?.model_notice() {
         eprintln!("warning: {notice}");
     }
-    let out = crate::ctx::runtime()?.block_on(service.consolidate(args.key))?;
+    let rt = crate::ctx::runtime()?;
+    let out = crate::output::Activity::during("consolidating (the model is working)", || {
+        rt.block_on(service.consolidate(args.key))
+    })?;
     print_events(&out, args.json)
 }
 
@@ -297,13 +308,16 @@ pub fn dream(args: DreamArgs, global: &GlobalArgs) -> Result<()> {
 
 pub fn compact(args: CompactArgs, global: &GlobalArgs) -> Result<()> {
     let service = service_with_model(global, &args.model)?;
-    let out = crate::ctx::runtime()?.block_on(service.compact(
-        args.key,
-        mnemo_service::args::CompactArgs {
-            level: args.level,
-            focus: args.focus,
-        },
-    ))?;
+    let rt = crate::ctx::runtime()?;
+    let out = crate::output::Activity::during("compacting", || {
+        rt.block_on(service.compact(
+            args.key,
+            mnemo_service::args::CompactArgs {
+                level: args.level,
+                focus: args.focus,
+            },
+        ))
+    })?;
     print_events(&out, args.json)
 }
 
@@ -334,8 +348,12 @@ pub fn context(args: ContextArgs, global: &GlobalArgs) -> Result<()> {
         outln!("selected memories: {}", report.selected_memories.join(", "));
     }
     if let Some(r) = report.recall.as_ref().filter(|r| r.from_search) {
-        let why = if r.timed_out { "was late" } else { "failed" };
-        outln!("(the memory side query {why}; the files memory search found with the conversation are recalled instead)");
+        if r.asked_model {
+            let why = if r.timed_out { "was late" } else { "failed" };
+            outln!("(the memory side query {why}; the files memory search found with the conversation are recalled instead)");
+        } else {
+            outln!("(recalled by memory search with the conversation; no side query asks the model: [engine] recall_mode)");
+        }
     } else if report.recall_timed_out {
         outln!("(the memory side query timed out; the turn goes on without it)");
     }
@@ -345,7 +363,11 @@ pub fn context(args: ContextArgs, global: &GlobalArgs) -> Result<()> {
 
 pub fn new_session(args: NewArgs, global: &GlobalArgs) -> Result<()> {
     let service = service_with_model(global, &args.model)?;
-    let out = crate::ctx::runtime()?.block_on(service.close(args.key))?;
+    let rt = crate::ctx::runtime()?;
+    let out = crate::output::Activity::during(
+        "consolidating the conversation and writing its session note",
+        || rt.block_on(service.close(args.key)),
+    )?;
     if args.json {
         outln!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(());

@@ -110,8 +110,10 @@ impl Fact {
     /// The same fact about `subject`'s `attribute` (blank parts left out;
     /// `;` and `)` would end the metadata, so they become `,`).
     pub fn about(mut self, subject: &str, attribute: &str) -> Fact {
+        // "Ana (the user's sister)" reads "Ana, the user's sister" there.
         let clean = |s: &str| {
-            let s = one_line(&s.replace([';', ')', '('], ","));
+            let s = s.replace(" (", ", ").replace([';', '('], ",").replace(')', "");
+            let s = one_line(&s);
             let s = s.trim_matches([',', ' ', ':']).to_string();
             (!s.is_empty()).then_some(s)
         };

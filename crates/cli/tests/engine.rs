@@ -125,7 +125,7 @@ fn a_missing_provider_says_how_to_configure_one() {
 }
 
 #[test]
-fn a_weak_models_fact_operations_are_refused_with_a_warning_and_lose_nothing() {
+fn a_weak_models_unsupported_facts_are_refused_with_why_and_lose_nothing() {
     let server = ScriptedServer::start_blocking();
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path();
@@ -165,36 +165,31 @@ fn a_weak_models_fact_operations_are_refused_with_a_warning_and_lose_nothing() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("did not call extract_facts"), "{err}");
     assert!(!ws.join("memory/facts.md").exists());
-    // Ids that do not exist, an UPDATE with empty text, an unknown event:
-    // each refused with a warning, each fact added instead.
+    // A fact no message says, a value the message does not give, the
+    // assistant's own chatter: each refused with why; the supported one
+    // is saved in the third person.
+    let p = |quote: &str, subject: &str, attribute: &str, value: &str, fact: &str| {
+        json!({"quote": quote, "subject": subject, "attribute": attribute, "value": value, "kind": "states", "fact": fact})
+    };
     server.push(Reply::tool_call(
         "extract_facts",
-        json!({"facts": ["Lives in Paris.", "Works at Acme.", "Likes tea."], "history_entry": "[2026-11-29 10:00] home and work"}),
-    ));
-    server.push(Reply::tool_call(
-        "update_memory",
-        json!({"operations": [
-            {"fact": 0, "event": "UPDATE", "id": "f9", "text": "Lives in Paris."},
-            {"fact": 1, "event": "UPDATE", "id": "f9", "text": ""},
-            {"fact": 2, "event": "REPLACE", "id": "f1"}
+        json!({"facts": [
+            p("I live in Paris", "user", "home city", "Paris", "I live in Paris."),
+            p("I work at Acme", "user", "employer", "Initech", "The user works at Initech."),
+            p("I like tea", "user", "drink", "tea", "The user likes tea."),
+            p("Noted.", "assistant", "reply", "noted", "The assistant noted it."),
         ]}),
     ));
     let out = ok(facts(&["consolidate", "cli:direct"]));
-    assert!(out.contains("memory/facts.md: 3 added"), "{out}");
-    assert_eq!(
-        out.matches("warning: the model's operation").count(),
-        3,
-        "{out}"
-    );
-    assert!(
-        out.contains("UPDATE of \"f9\": no such current memory"),
-        "{out}"
-    );
-    assert!(out.contains("unknown operation \"REPLACE\""), "{out}");
+    assert!(out.contains("memory/facts.md: 1 added"), "{out}");
+    assert!(out.contains("not saved: 3 of the model's 4 proposed fact(s)"), "{out}");
+    assert!(out.contains("the value \"Initech\" is not in the message"), "{out}");
+    assert!(out.contains("are in no message"), "{out}");
     let text = std::fs::read_to_string(ws.join("memory/facts.md")).unwrap();
-    for f in ["Lives in Paris.", "Works at Acme.", "Likes tea."] {
-        assert!(text.contains(f), "{f} missing from {text}");
-    }
+    assert!(text.contains("- The user's home city is Paris."), "{text}");
+    assert!(!text.contains("Initech") && !text.contains("tea"), "{text}");
+    let audit = std::fs::read_to_string(ws.join("memory/audit.jsonl")).unwrap();
+    assert_eq!(audit.matches("\"op\":\"refuse\"").count(), 3, "{audit}");
     // Every message is still in the session log.
     let all = ok(mnemo(
         ws,

@@ -809,7 +809,10 @@ impl Engine {
             }
         }
 
-        // Merge duplicates: the fuller (then the older) fact stays.
+        // Merge duplicates: the fuller (then the clean, then the older)
+        // fact stays. Texts are compared without the metadata a model may
+        // have copied into them (`(f2)`, `(since ...)`), so a copy that
+        // carries it is the one that ends.
         let current: Vec<(String, String)> = file
             .current()
             .map(|f| (f.id.clone(), f.text.clone()))
@@ -819,15 +822,18 @@ impl Engine {
             if ended.contains_key(a) {
                 continue;
             }
+            let ca = crate::guard::strip_fact_meta(ta);
             for (b, tb) in current.iter().skip(i + 1) {
-                if ended.contains_key(b) || !near_duplicate(ta, tb) {
+                let cb = crate::guard::strip_fact_meta(tb);
+                if ended.contains_key(b) || !near_duplicate(&ca, &cb) {
                     continue;
                 }
-                let (keep, drop, dropped_text) = if words(tb).len() > words(ta).len() {
-                    (b, a, ta)
-                } else {
-                    (a, b, tb)
+                let keep_b = match words(&cb).len().cmp(&words(&ca).len()) {
+                    std::cmp::Ordering::Greater => true,
+                    std::cmp::Ordering::Less => false,
+                    std::cmp::Ordering::Equal => ta.trim() != ca && tb.trim() == cb,
                 };
+                let (keep, drop, dropped_text) = if keep_b { (b, a, ta) } else { (a, b, tb) };
                 let since = file.get(keep).and_then(|f| f.since);
                 file.end(drop, since.or(Some(today)), Some(keep))?;
                 audit.push(record(

@@ -686,3 +686,33 @@ async fn a_retraction_among_the_facts_ends_older_dated_lines_only() {
         facts
     );
 }
+
+#[tokio::test]
+async fn a_copy_with_fact_ids_in_its_text_is_the_one_that_ends() {
+    let env = env().await;
+    let mem = env.ws.root().join("memory");
+    std::fs::create_dir_all(&mem).unwrap();
+    // What a weak model's flush wrote before the write path checked it:
+    // the current facts copied back with their ids and dates in the text.
+    std::fs::write(
+        mem.join("facts.md"),
+        "# Facts\n\n\
+- Rui is vegetarian now (f3) (f6; since 2026-02-05; by cli:direct 10..12)\n\
+- Rui is vegetarian now (f3; since 2026-02-05; by cli:direct 0..10)\n\
+- Rui lives in Lisbon (since 2026-02-05) (f4; since 2026-02-05)\n\
+- Rui lives in Lisbon (f1; since 2026-02-01)\n",
+    )
+    .unwrap();
+    let engine = engine(&env, 8_000, 1_000, "", t0());
+    let r = engine.dream().unwrap();
+    assert_eq!(
+        r.merged,
+        vec![
+            ("f6".to_string(), "f3".to_string()),
+            ("f4".to_string(), "f1".to_string())
+        ]
+    );
+    let file = FactsFile::parse(&std::fs::read_to_string(mem.join("facts.md")).unwrap());
+    let current: Vec<&str> = file.current().map(|f| f.text.as_str()).collect();
+    assert_eq!(current, vec!["Rui is vegetarian now", "Rui lives in Lisbon"]);
+}

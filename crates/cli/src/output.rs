@@ -76,6 +76,47 @@ pub fn stderr_bar(template: &str) -> ProgressBar {
     bar
 }
 
+/// A spinner on stderr, drawn only when stderr is a terminal, while a
+/// model works (a turn, memory work, consolidation): what is going on and
+/// for how long, so a local model's minute is not a silent one.
+#[derive(Clone)]
+pub struct Activity(ProgressBar);
+
+impl Activity {
+    /// Starts spinning with `what`.
+    pub fn start(what: &str) -> Self {
+        let bar = stderr_bar("{spinner} {msg} ({elapsed})");
+        bar.set_message(what.to_string());
+        if !bar.is_hidden() {
+            bar.enable_steady_tick(std::time::Duration::from_millis(120));
+        }
+        Activity(bar)
+    }
+
+    /// Says what is going on now.
+    pub fn set(&self, what: impl Into<String>) {
+        self.0.set_message(what.into());
+    }
+
+    /// Runs `f` (which prints) with the spinner out of the way.
+    pub fn print<T>(&self, f: impl FnOnce() -> T) -> T {
+        self.0.suspend(f)
+    }
+
+    /// Stops and clears the spinner.
+    pub fn done(&self) {
+        self.0.finish_and_clear();
+    }
+
+    /// Runs `f` with the spinner saying `what`.
+    pub fn during<T>(what: &str, f: impl FnOnce() -> T) -> T {
+        let activity = Activity::start(what);
+        let out = f();
+        activity.done();
+        out
+    }
+}
+
 /// Runs `f` with a reporter for a model download (the first run's ~90 MB):
 /// a bar on a terminal, else one stderr line per file, so a slow first run
 /// says why.

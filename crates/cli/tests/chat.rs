@@ -589,7 +589,10 @@ fn interactive_chat_in_tmux() {
     );
     server.push(Reply::text("Hi from the scripted model."));
     // /compact: autocompact flushes memory first (nothing new), then summarises.
-    server.push(Reply::tool_call("extract_facts", serde_json::json!({"facts": []})));
+    server.push(Reply::tool_call(
+        "extract_facts",
+        serde_json::json!({"facts": []}),
+    ));
     server.push(Reply::text("## Summary\nThe user ran make; it failed."));
 
     let mut command = String::from("env");
@@ -679,4 +682,203 @@ fn interactive_chat_in_tmux() {
         Some("assistant: Back again.")
     );
     assert_eq!(log[5], "assistant: Hi from the scripted model.");
+}
+
+/// A session over its consolidation target with the `--set`s of
+/// [`background`] (as in `a_turn_says_when_the_engine_consolidated…`).
+fn big_session(ws: &Path, key: &str) {
+    let mut old = Vec::new();
+    for i in 0..4 {
+        old.push(Message::user(format!(
+            "fact {i}: {}",
+            "alpha beta gamma delta ".repeat(1_000)
+        )));
+        old.push(Message::assistant(format!("noted {i}")));
+    }
+    write_session(ws, key, &old);
+}
+
+/// `--set`s that put [`big_session`] over its target, with the memory
+/// work after the answer.
+const BACKGROUND: [&str; 8] = [
+    "--set",
+    "engine.context_window=100000",
+    "--set",
+    "engine.max_output=4000",
+    "--set",
+    "engine.consolidation_ratio=0.1",
+    "--set",
+    "engine.memory_work=background",
+];
+
+/// Consolidation answers after `delay`; anything else is the answer.
+fn consolidate_after(server: &ScriptedServer, delay: Duration) {
+    server.respond_with(move |req| {
+        if req.body["tool_choice"]["function"]["name"] == "save_memory" {
+            Reply::delay(
+                delay,
+                Reply::tool_call(
+                    "save_memory",
+                    json!({"history_entry": "[2026-11-30 10:00] Four facts about greek letters.",
+                           "memory_update": "# Memory\n\n- Four facts were given.\n"}),
+                ),
+            )
+        } else {
+            Reply::text("All set.")
+        }
+    });
+}
+
+fn cursor(ws: &Path, key: &str) -> usize {
+    SessionStore::new(&Workspace::new(ws), SessionOptions::default())
+        .load(key)
+        .unwrap()
+        .meta
+        .last_consolidated
+}
+
+#[test]
+fn piped_chat_answers_before_the_memory_work_and_waits_for_it_on_exit() {
+    let (server, dir) = setup();
+    let ws = dir.path();
+    big_session(ws, "cli:bg");
+    consolidate_after(&server, Duration::from_secs(1));
+    let mut cmd = with_model(ws, &server, &["chat", "-s", "cli:bg"]);
+    cmd.args(BACKGROUND);
+    let o = piped(cmd, b"anything new?\n/exit\n");
+    let out = ok(&o);
+    let answer = out
+        .find("mnemo> All set.")
+        .unwrap_or_else(|| panic!("{out}"));
+    let leaving = out
+        .find("[mnemo] saving memory from this conversation before leaving")
+        .unwrap_or_else(|| panic!("{out}"));
+    let consolidated = out
+        .find("[mnemo] consolidated messages 0..")
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(answer < leaving && leaving < consolidated, "{out}");
+    assert!(out.contains("[mnemo] memory saved ("), "{out}");
+    // The model answered first, then consolidated.
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 2);
+    assert!(reqs[0].body.to_string().contains("anything new?"));
+    assert_eq!(
+        reqs[1].body["tool_choice"]["function"]["name"],
+        "save_memory"
+    );
+    assert!(cursor(ws, "cli:bg") > 0);
+
+    // `mnemo run` prints the answer, then saves memory before it exits.
+    big_session(ws, "cli:run-bg");
+    let o = with_model(
+        ws,
+        &server,
+        &["run", "-s", "cli:run-bg", "--json", "and now?"],
+    )
+    .args(BACKGROUND)
+    .output()
+    .unwrap();
+    let turn: Value = serde_json::from_str(&ok(&o)).unwrap();
+    assert_eq!(turn["answer"], "All set.", "{turn}");
+    assert_eq!(turn["memory_work"], "background", "{turn}");
+    assert!(
+        !turn["events"].to_string().contains("consolidated"),
+        "{turn}"
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("[mnemo] consolidated messages 0.."), "{err}");
+    assert!(cursor(ws, "cli:run-bg") > 0);
+}
+
+#[test]
+fn chat_in_tmux_stops_memory_work_for_the_next_turn_and_ctrl_c_stops_the_wait_on_exit() {
+    if Command::new("tmux").arg("-V").output().is_err() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "tmux is missing in CI: .ci/run installs it"
+        );
+        eprintln!("notice: tmux is not installed; skipping the interactive chat test");
+        return;
+    }
+    let (server, dir) = setup();
+    let ws = dir.path();
+    big_session(ws, "cli:bgtmux");
+    // Consolidation would take a minute: nothing may wait for it.
+    consolidate_after(&server, Duration::from_secs(60));
+    let mut command = String::from("env");
+    for v in SCRUBBED_ENV {
+        command.push_str(&format!(" -u {v}"));
+    }
+    command.push_str(&format!(
+        " {} --workspace {} chat --session cli:bgtmux --provider openai --base-url {} --model test-model \
+         --set embedder.kind=none --set memory.timezone=UTC --set provider.max_retries=0 {}; \
+         echo CHAT-EXITED-$?; sleep 120",
+        shell_quote(env!("CARGO_BIN_EXE_mnemo")),
+        shell_quote(&ws.display().to_string()),
+        server.openai_base(),
+        BACKGROUND.join(" "),
+    ));
+    let tmux = Tmux::start(&command);
+    tmux.wait_for("memory is saved after each answer, while you type", 1);
+    tmux.wait_for("you> ", 1);
+    let consolidations = || {
+        server
+            .requests()
+            .iter()
+            .filter(|r| r.body["tool_choice"]["function"]["name"] == "save_memory")
+            .count()
+    };
+
+    tmux.send("first question");
+    tmux.wait_for("mnemo> All set.", 1);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while consolidations() == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "no consolidation after the answer"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // The next turn stops it and answers at once.
+    let asked = Instant::now();
+    tmux.send("second question");
+    let screen = tmux.wait_for("mnemo> All set.", 2);
+    assert!(asked.elapsed() < Duration::from_secs(30), "{screen}");
+    assert!(
+        screen.contains("[mnemo] memory work from the last turn stopped after"),
+        "{screen}"
+    );
+    // ...and starts it again after the answer.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while consolidations() < 2 {
+        assert!(
+            Instant::now() < deadline,
+            "the memory work did not start again"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    // Leaving waits for it; Ctrl-C stops the wait.
+    tmux.send("/exit");
+    tmux.wait_for("saving memory from this conversation before leaving", 1);
+    tmux.key("C-c");
+    let screen = tmux.wait_for("CHAT-EXITED-0", 1);
+    assert!(
+        screen.contains("[mnemo] memory work stopped after"),
+        "{screen}"
+    );
+    // Nothing half-written: the cursor and the history are as they were,
+    // and both messages are in the log.
+    assert_eq!(cursor(ws, "cli:bgtmux"), 0);
+    assert!(
+        !ws.join("memory/HISTORY.md").exists()
+            || !std::fs::read_to_string(ws.join("memory/HISTORY.md"))
+                .unwrap()
+                .contains("[consolidated from")
+    );
+    let log = shape(&session(ws, "cli:bgtmux"));
+    assert_eq!(log[8], "user: first question");
+    assert_eq!(log[9], "assistant: All set.");
+    assert_eq!(log[10], "user: second question");
+    assert_eq!(log[11], "assistant: All set.");
 }

@@ -829,3 +829,137 @@ fn a_cli_search_is_answered_by_the_running_server() {
         ("memory/ferry.md".to_string(), false)
     );
 }
+
+/// A session log over the consolidation target of the `--set`s below.
+fn big_session(ws: &Path, key: &str) {
+    use mnemo::core::{Message, Workspace};
+    use mnemo::store::{SessionOptions, SessionStore};
+    let mut old = Vec::new();
+    for i in 0..4 {
+        old.push(Message::user(format!(
+            "fact {i}: {}",
+            "alpha beta gamma delta ".repeat(1_000)
+        )));
+        old.push(Message::assistant(format!("noted {i}")));
+    }
+    SessionStore::new(&Workspace::new(ws), SessionOptions::default())
+        .open(key)
+        .unwrap()
+        .append(&old)
+        .unwrap();
+}
+
+fn cursor_of(ws: &Path, key: &str) -> usize {
+    use mnemo::core::Workspace;
+    use mnemo::store::{SessionOptions, SessionStore};
+    SessionStore::new(&Workspace::new(ws), SessionOptions::default())
+        .load(key)
+        .unwrap()
+        .meta
+        .last_consolidated
+}
+
+/// `[engine] memory_work = "background"`: the turn answers before its
+/// consolidation, which runs after it in the server (not dropped with the
+/// request), is reported by GET …/memory-work, and is waited for when the
+/// server stops.
+#[test]
+fn a_background_turn_answers_first_and_the_server_waits_for_its_memory_work() {
+    use mnemo_test_support::{Reply, ScriptedServer};
+    let model = ScriptedServer::start_blocking();
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path();
+    // Consolidation answers after 3 s; the turn at once.
+    model.respond_with(|req| {
+        if req.body["tool_choice"]["function"]["name"] == "save_memory" {
+            Reply::delay(
+                std::time::Duration::from_secs(3),
+                Reply::tool_call(
+                    "save_memory",
+                    json!({"history_entry": "[2026-11-30 10:00] Four facts about greek letters.",
+                           "memory_update": "# Memory\n\n- Four facts were given.\n"}),
+                ),
+            )
+        } else {
+            Reply::text("All set.")
+        }
+    });
+    let mut sets = model_sets(&model);
+    for s in [
+        "engine.memory_work=background",
+        "engine.context_window=100000",
+        "engine.max_output=4000",
+        "engine.consolidation_ratio=0.1",
+    ] {
+        sets.push(s.into());
+    }
+    // Written before the server starts (it would create the workspace).
+    assert!(command(ws, &["init"]).output().unwrap().status.success());
+    big_session(ws, "web:a");
+    big_session(ws, "web:b");
+    let mut srv = start_with(ws, &sets);
+    let p = srv.port;
+
+    let started = std::time::Instant::now();
+    let (status, v) = call(
+        p,
+        "POST",
+        "/v1/sessions/web%3Aa/turn",
+        Some(json!({"message": "anything new?", "recall": false})),
+    );
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["answer"], "All set.", "{v}");
+    assert_eq!(v["memory_work"], "background", "{v}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(3));
+    assert!(
+        !v["events"].to_string().contains("consolidated"),
+        "consolidation waited for the answer: {v}"
+    );
+    assert_eq!(cursor_of(ws, "web:a"), 0);
+    // The request is over; its memory work is not.
+    let (status, v) = call(p, "GET", "/v1/sessions/web%3Aa/memory-work", None);
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["mode"], "background", "{v}");
+    assert_eq!(v["state"], "running", "{v}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let done = loop {
+        let (_, v) = call(p, "GET", "/v1/sessions/web%3Aa/memory-work", None);
+        if v["state"] != "running" {
+            break v;
+        }
+        assert!(std::time::Instant::now() < deadline, "{v}");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    assert_eq!(done["state"], "done", "{done}");
+    assert_eq!(done["events"][0]["event"], "consolidated", "{done}");
+    assert_eq!(done["events"][0]["from"], 0, "{done}");
+    assert!(cursor_of(ws, "web:a") > 0);
+    // A session without a log is not found.
+    let (status, _) = call(p, "GET", "/v1/sessions/web%3Anone/memory-work", None);
+    assert_eq!(status, 404);
+
+    // Stopping the server while memory work runs waits for it.
+    let (status, v) = call(
+        p,
+        "POST",
+        "/v1/sessions/web%3Ab/turn",
+        Some(json!({"message": "and now?", "recall": false})),
+    );
+    assert_eq!(status, 200, "{v}");
+    let (_, v) = call(p, "GET", "/v1/sessions/web%3Ab/memory-work", None);
+    assert_eq!(v["state"], "running", "{v}");
+    let stopping = std::time::Instant::now();
+    // SAFETY: signalling a child process this test started.
+    unsafe {
+        libc::kill(srv.child.id() as i32, libc::SIGTERM);
+    }
+    let status = srv.child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    assert!(
+        stopping.elapsed() >= std::time::Duration::from_millis(1_500),
+        "the server left without its memory work"
+    );
+    assert!(cursor_of(ws, "web:b") > 0, "the consolidation was cut off");
+    let history = std::fs::read_to_string(ws.join("memory/HISTORY.md")).unwrap();
+    assert_eq!(history.matches("[consolidated from web:b").count(), 1);
+}

@@ -1,8 +1,11 @@
 //! The agent loop: one user turn run to its final answer.
-//! [`Engine::run_turn`] prepares the session ([`Engine::prepare_turn`]:
-//! consolidation, flush, compaction), picks memory files
-//! ([`Engine::select_memories`]), appends the user message to the log, then
-//! calls the model ([`Engine::send_from_log`], with its reactive
+//! [`Engine::run_turn`] appends the user message to the log first (so that
+//! nothing slow after it, a failure or Ctrl-C, can lose it), prepares the
+//! session (as [`Engine::prepare_turn`] does: consolidation, flush,
+//! compaction; in the background mode of [`crate::memory_work`] only what
+//! the prompt needs to fit, the rest left to [`Engine::spawn_memory_work`]
+//! after the answer), picks memory files ([`Engine::select_memories`]),
+//! then calls the model ([`Engine::send_from_log`], with its reactive
 //! compaction). When the model asks for tools, the assistant's call and the
 //! results (from a [`ToolExecutor`]) are appended to the log and the model
 //! is called again from the log, without a new user message, until it
@@ -18,10 +21,11 @@ use mnemo_llm::BoxFuture;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::compact::TurnReport;
+use crate::compact::{Request, TurnReport};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::events::EngineEvent;
+use crate::memory_work::{MemoryWorkMode, MemoryWorkReport};
 use crate::recall::RecallOutcome;
 
 /// Model calls a turn may make by default before it is stopped.
@@ -94,12 +98,20 @@ pub struct AgentTurn {
     pub iterations: usize,
     /// The turn was stopped at `max_iterations` without a final answer.
     pub hit_iteration_limit: bool,
+    /// Where the turn's memory work (consolidation, the flush at its
+    /// threshold) runs: `inline` (done before the answer; its events are in
+    /// `events`) or `background` (not done yet: the caller starts it with
+    /// [`Engine::spawn_memory_work`] after the answer).
+    pub memory_work: MemoryWorkMode,
 }
 
 /// Progress of a turn as it happens (for live output; the same facts are
 /// in the [`AgentTurn`] at the end).
 #[derive(Debug)]
 pub enum AgentStep<'a> {
+    /// The memory work the last turn left running was stopped so that this
+    /// turn answers at once (it runs again after this turn).
+    MemoryWorkStopped(&'a MemoryWorkReport),
     /// `prepare_turn` ran (its events, tokens before and after).
     Prepared(&'a TurnReport),
     /// The recall side query answered.
@@ -136,10 +148,13 @@ impl Engine {
 
     /// Runs one user turn to its final answer (see the module docs). Every
     /// message is appended to the session log as it happens: the user
-    /// message, each assistant message (with its tool calls), the tool
-    /// results, the final answer. When the model fails, the error is
-    /// returned and the log keeps what was appended so far; the steps
+    /// message before anything else, each assistant message (with its tool
+    /// calls), the tool results, the final answer. When a step fails (or
+    /// the caller drops the turn), the error is returned and the log keeps
+    /// what was appended so far, the user message at least; the steps
     /// already reported through `observe` (compactions among them) stand.
+    /// With [`MemoryWorkMode::Background`] (see `memory_work` in the
+    /// answer) the caller starts the memory work after it.
     pub async fn run_turn(
         &self,
         key: &str,
@@ -158,7 +173,18 @@ impl Engine {
                 "max_iterations is 0: allow at least 1 model call per turn".into(),
             ));
         }
-        let prepare = self.prepare_turn(key, user_message).await?;
+        // Logged before anything slow: the compaction records the
+        // preparation writes come after it, and the model's answer after
+        // them, so the user message is still the last message before the
+        // answer, and the history the model sees ends with it.
+        self.append_to_log(key, &[Message::user(user_message)])?;
+        if let Some(stopped) = self.stop_memory_work(key).await {
+            observe(AgentStep::MemoryWorkStopped(&stopped));
+        }
+        let memory_work = self.memory_work_mode();
+        let prepare = self
+            .prepare(key, Request::Logged, memory_work == MemoryWorkMode::Inline)
+            .await?;
         observe(AgentStep::Prepared(&prepare));
         let recall = if options.recall {
             self.select_memories(key, user_message).await
@@ -166,7 +192,6 @@ impl Engine {
             RecallOutcome::default()
         };
         observe(AgentStep::Recalled(&recall));
-        self.append_to_log(key, &[Message::user(user_message)])?;
 
         let mut events = prepare.events.clone();
         let mut records: Vec<ToolCallRecord> = Vec::new();
@@ -256,6 +281,7 @@ impl Engine {
             recall,
             iterations,
             hit_iteration_limit,
+            memory_work,
         })
     }
 }

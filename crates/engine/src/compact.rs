@@ -40,6 +40,35 @@ pub struct TurnOutcome {
     pub events: Vec<EngineEvent>,
 }
 
+/// The user message a preparation is for, as the prompt is measured with it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Request<'a> {
+    /// Not in the log yet ([`Engine::prepare_turn`]): counted beside it.
+    Pending(&'a str),
+    /// Already the log's last message: [`Engine::run_turn`] logs it before
+    /// anything slow, so that nothing (Ctrl-C, a failed step) loses it.
+    Logged,
+    /// None: memory work after a turn's answer.
+    None,
+}
+
+impl Request<'_> {
+    /// The text to count beside the log.
+    pub(crate) fn pending(&self) -> &str {
+        match self {
+            Request::Pending(text) => text,
+            _ => "",
+        }
+    }
+
+    /// Messages at the log's end that are the request itself: never
+    /// consolidated before its answer, and a turn of their own for snip
+    /// and collapse, which protect the newest turns.
+    pub(crate) fn logged(&self) -> usize {
+        usize::from(matches!(self, Request::Logged))
+    }
+}
+
 /// The text of the latest user message when a split at `split` folds it
 /// into the summary, that is when no user message stays in the tail.
 fn folded_request(entries: &[Entry], split: usize) -> Option<String> {
@@ -93,16 +122,17 @@ impl Engine {
     async fn level_snip(
         &self,
         log: &mut SessionLog,
-        message: &str,
+        request: Request<'_>,
         force: bool,
         events: &mut Vec<EngineEvent>,
     ) -> Result<()> {
+        let message = request.pending();
         let loaded = log.load()?;
         let entries = self.history_entries(&loaded);
         let keep = if force {
             1
         } else {
-            self.settings.collapse_keep_turns
+            self.settings.collapse_keep_turns + request.logged()
         };
         let dropped = pipeline::snip(&entries, keep);
         if dropped.is_empty() {
@@ -185,12 +215,16 @@ impl Engine {
     async fn level_collapse(
         &self,
         log: &mut SessionLog,
-        message: &str,
+        request: Request<'_>,
         events: &mut Vec<EngineEvent>,
     ) -> Result<()> {
+        let message = request.pending();
         let loaded = log.load()?;
         let entries = self.history_entries(&loaded);
-        let spans = pipeline::collapse(&entries, self.settings.collapse_keep_turns);
+        let spans = pipeline::collapse(
+            &entries,
+            self.settings.collapse_keep_turns + request.logged(),
+        );
         if spans.is_empty() {
             return Ok(());
         }
@@ -223,6 +257,11 @@ impl Engine {
         } = how;
         let loaded = log.load()?;
         let before = self.measure(&loaded, message)?;
+        let entries = self.history_entries(&loaded);
+        if pipeline::split_tail(&entries, &*self.counter, tail_tokens).is_none() {
+            // Nothing would be folded: no reason to flush before it.
+            return Ok(false);
+        }
         self.flush_if_needed(log, record_kind, before, events)
             .await?;
         let loaded = log.load()?;
@@ -391,33 +430,46 @@ impl Engine {
     /// Everything before a turn, under the session lock: consolidation while
     /// over the target, snip and microcompact, the flush at its threshold,
     /// and when over the autocompact threshold collapse then autocompact
-    /// (flushing first). Returns an event for each thing done.
+    /// (flushing first). `user_message` is not in the log yet. Returns an
+    /// event for each thing done.
     pub async fn prepare_turn(&self, key: &str, user_message: &str) -> Result<TurnReport> {
+        self.prepare(key, Request::Pending(user_message), true)
+            .await
+    }
+
+    /// [`Engine::prepare_turn`] for `request`; without `memory_work` only
+    /// what the prompt needs to fit (no consolidation, no flush at its
+    /// threshold: see [`crate::memory_work`]).
+    pub(crate) async fn prepare(
+        &self,
+        key: &str,
+        request: Request<'_>,
+        memory_work: bool,
+    ) -> Result<TurnReport> {
         let _lock = self.lock(key).await?;
         let (mut log, loaded) = self.open(key)?;
+        let user_message = request.pending();
         let t = self.thresholds();
         let tokens_before = self.measure(&loaded, user_message)?;
         let mut events = Vec::new();
-        if self.settings.consolidation_enabled {
-            self.consolidate_for_turn(key, &mut log, user_message, &mut events)
+        if memory_work && self.settings.consolidation_enabled {
+            let progress = crate::memory_work::Progress::none();
+            self.consolidate_for_turn(key, &mut log, request, &progress, &mut events)
                 .await?;
         }
-        self.level_snip(&mut log, user_message, false, &mut events)
+        self.level_snip(&mut log, request, false, &mut events)
             .await?;
         self.level_microcompact(&mut log, user_message, false, &mut events)
             .await?;
         let tokens = self.measure(&log.load()?, user_message)?;
-        let log_bytes = std::fs::metadata(log.path()).map(|m| m.len()).unwrap_or(0);
-        if tokens >= t.flush {
-            self.flush_if_needed(&mut log, "threshold", tokens, &mut events)
-                .await?;
-        } else if log_bytes >= self.settings.flush_transcript_bytes {
-            self.flush_if_needed(&mut log, "transcript_size", tokens, &mut events)
-                .await?;
+        if memory_work {
+            if let Some(reason) = self.flush_reason(&log, tokens) {
+                self.flush_if_needed(&mut log, reason, tokens, &mut events)
+                    .await?;
+            }
         }
         if tokens >= t.autocompact {
-            self.level_collapse(&mut log, user_message, &mut events)
-                .await?;
+            self.level_collapse(&mut log, request, &mut events).await?;
             let tokens = self.measure(&log.load()?, user_message)?;
             if tokens >= t.autocompact {
                 let failures = self.with_state(key, |s| s.compact_failures);
@@ -446,6 +498,22 @@ impl Engine {
             tokens_after,
             thresholds: t,
         })
+    }
+
+    /// Why the flush is due at `tokens` (its threshold, or a transcript
+    /// over `flush_transcript_bytes`), if it is.
+    pub(crate) fn flush_reason(&self, log: &SessionLog, tokens: usize) -> Option<&'static str> {
+        if !self.settings.flush_enabled {
+            return None;
+        }
+        let log_bytes = std::fs::metadata(log.path()).map(|m| m.len()).unwrap_or(0);
+        if tokens >= self.thresholds().flush {
+            Some("threshold")
+        } else if log_bytes >= self.settings.flush_transcript_bytes {
+            Some("transcript_size")
+        } else {
+            None
+        }
     }
 
     /// Runs one level (1 budget, 2 snip, 3 microcompact ignoring the gap,
@@ -506,12 +574,18 @@ impl Engine {
                         }));
                     }
                 }
-                2 => self.level_snip(&mut log, "", true, &mut events).await?,
+                2 => {
+                    self.level_snip(&mut log, Request::None, true, &mut events)
+                        .await?
+                }
                 3 => {
                     self.level_microcompact(&mut log, "", true, &mut events)
                         .await?
                 }
-                4 => self.level_collapse(&mut log, "", &mut events).await?,
+                4 => {
+                    self.level_collapse(&mut log, Request::None, &mut events)
+                        .await?
+                }
                 5 => {
                     self.level_autocompact(
                         key,

@@ -161,6 +161,8 @@ pub struct Engine {
     /// Why this model and these settings will not write good memory, when
     /// they will not ([`Engine::model_notice`]).
     notice: Option<String>,
+    /// Memory work running after turns (see [`crate::memory_work`]).
+    pub(crate) workers: Arc<crate::memory_work::MemoryWorkers>,
     state: Mutex<HashMap<String, SessionState>>,
 }
 
@@ -236,6 +238,7 @@ impl Engine {
             searcher: None,
             tools: Vec::new(),
             notice,
+            workers: crate::memory_work::MemoryWorkers::new(),
             state: Mutex::new(HashMap::new()),
         })
     }
@@ -427,7 +430,10 @@ impl Engine {
         }
     }
 
+    /// The session lock, once this process's memory work of `key` has
+    /// stopped (a command or a turn goes first).
     pub(crate) async fn lock(&self, key: &str) -> Result<SessionLock> {
+        self.stop_memory_work(key).await;
         SessionLock::acquire(
             self.sessions.storage(),
             key,

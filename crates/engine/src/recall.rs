@@ -7,7 +7,15 @@
 //! as `User:`/`Assistant:` lines ([`mnemo_core::dialogue`]), which the index
 //! reads as dialogue. The files it finds lead the manifest, and when the
 //! model fails or is late they are the selection, so recall never comes
-//! back empty-handed just because a small model was slow.
+//! back empty-handed just because a small model was slow. A side query
+//! that runs out of time is dropped, which stops its generation (a local
+//! model stops at its next token), so the turn's answer never waits
+//! behind it.
+//!
+//! `[engine] recall_mode = "search"` (the default with the local provider,
+//! whose small model cannot answer the side query within its timeout)
+//! skips the model: the files search finds are the selection, so a turn
+//! costs what its answer costs.
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -40,8 +48,12 @@ pub struct RecallOutcome {
     /// Memory files the search found, best first.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub found: Vec<String>,
-    /// The selection is the search's, because the model failed or was late.
+    /// The selection is the search's: the model failed or was late, or
+    /// was not asked (`asked_model` false).
     pub from_search: bool,
+    /// The side query asked the model (`recall_mode` "model"; "search"
+    /// asks none).
+    pub asked_model: bool,
 }
 
 /// Searches long-term memory for the recall side query.
@@ -128,15 +140,32 @@ pub fn parse_selection(text: &str) -> Vec<String> {
 }
 
 impl Engine {
+    /// Whether recall asks the side model (`[engine] recall_mode`, `"auto"`
+    /// resolved by the provider).
+    pub fn recall_asks_model(&self) -> bool {
+        match self.settings.recall_mode.as_str() {
+            "model" => true,
+            "search" => false,
+            _ => self.side_model.info().provider != "local",
+        }
+    }
+
     /// The conversation as the recall query: the session's latest turns and
-    /// `message`, as the index reads dialogue.
+    /// `message`, as the index reads dialogue. `message` may be logged
+    /// already (a turn logs it first): it is then not read twice.
     pub fn recall_query(&self, key: &str, message: &str) -> Result<String> {
-        let history = match self.sessions.open(key).and_then(|log| log.load()) {
+        let mut history = match self.sessions.open(key).and_then(|log| log.load()) {
             Ok(loaded) => loaded.replay(),
             // A session that does not exist yet has no turns before this one.
             Err(mnemo_store::Error::NotFound(_)) => Vec::new(),
             Err(e) => return Err(e.into()),
         };
+        if history
+            .last()
+            .is_some_and(|m| m.role == mnemo_core::Role::User && m.text() == message)
+        {
+            history.pop();
+        }
         Ok(mnemo_core::dialogue::query_from_messages(
             &history,
             message,
@@ -202,10 +231,12 @@ impl Engine {
         )))
     }
 
-    /// Asks the side model which memory files help with `message`. Never
-    /// fails the turn: a timeout or an error gives an empty selection with
-    /// the reason. Selected files are remembered so they are not surfaced
-    /// twice in the session.
+    /// Asks the side model which memory files help with `message` (with
+    /// `recall_mode` "search", takes the files memory search finds
+    /// instead). Never fails the turn: a timeout or an error gives an empty
+    /// selection with the reason (or search's files, when it found some).
+    /// Selected files are remembered so they are not surfaced twice in the
+    /// session.
     pub async fn select_memories(&self, key: &str, message: &str) -> RecallOutcome {
         let (query, found) = self.search_memory(key, message).await;
         let (req, names) = match self.recall_request(key, message, &found) {
@@ -223,8 +254,6 @@ impl Engine {
             query,
             ..Default::default()
         };
-        let timeout = Duration::from_millis(self.settings.recall_timeout_ms);
-        let answer = tokio::time::timeout(timeout, self.side_model.complete(req)).await;
         // Files search found that are in the manifest (not surfaced yet).
         let fallback: Vec<String> = found
             .iter()
@@ -233,6 +262,17 @@ impl Engine {
             .cloned()
             .collect();
         out.found = found;
+        if !self.recall_asks_model() {
+            self.with_state(key, |s| s.surfaced.extend(fallback.iter().cloned()));
+            out.from_search = !fallback.is_empty();
+            out.selected = fallback;
+            return out;
+        }
+        out.asked_model = true;
+        let timeout = Duration::from_millis(self.settings.recall_timeout_ms);
+        // On timeout the request's future is dropped: an HTTP request is
+        // cancelled, a local generation stops at its next token.
+        let answer = tokio::time::timeout(timeout, self.side_model.complete(req)).await;
         match answer {
             Err(_) => out.timed_out = true,
             Ok(Err(e)) => out.error = Some(e.to_string()),

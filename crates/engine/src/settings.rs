@@ -24,8 +24,15 @@ pub struct EngineSettings {
     /// Separate failed consolidation runs (commands, turns) before the
     /// chunk is archived raw (3); one run asks the model once.
     pub consolidation_max_failures: u32,
-    /// Consolidation runs before a turn; off leaves it to `consolidate_now`.
+    /// Consolidation runs with a turn; off leaves it to `consolidate_now`.
     pub consolidation_enabled: bool,
+    /// When a turn's memory work (consolidation rounds and the memory
+    /// flush at its threshold) runs: `"inline"` before the answer,
+    /// `"background"` after it, beside the conversation (see
+    /// [`crate::memory_work`]), or `"auto"` (the default): in the
+    /// background with the local provider, whose small model takes 30-100 s
+    /// for each, inline otherwise.
+    pub memory_work: String,
     /// How consolidation writes long-term memory: `"memory_md"` (one model
     /// call rewrites MEMORY.md through the merge guard, nanobot's design)
     /// or `"facts"` (facts extracted, compared with the most similar ones
@@ -109,8 +116,17 @@ pub struct EngineSettings {
     pub recall_head_lines: usize,
     /// Files the side query may select (5).
     pub recall_max_selected: usize,
-    /// Side query timeout in milliseconds (3,000).
+    /// Side query timeout in milliseconds (3,000); a query that runs out
+    /// of time is stopped (a local model stops generating).
     pub recall_timeout_ms: u64,
+    /// How recall picks memory files: `"model"` (the side query: the
+    /// model picks from a manifest, what memory search found first, and
+    /// search's files stand in when it fails or is late), `"search"` (the
+    /// files memory search finds with the conversation, no model call) or
+    /// `"auto"` (the default): search with the local provider, whose model
+    /// cannot answer the side query in its timeout and would keep the
+    /// turn's answer waiting, the model otherwise.
+    pub recall_mode: String,
     /// Output tokens of the side query (256).
     pub recall_max_tokens: u32,
     /// Turns of the conversation, the new message included, that the
@@ -152,6 +168,7 @@ impl Default for EngineSettings {
             consolidation_max_rounds: 5,
             consolidation_max_failures: 3,
             consolidation_enabled: true,
+            memory_work: "auto".into(),
             consolidation_mode: "memory_md".into(),
             facts_similar: 5,
             dream_fold_days: 7,
@@ -199,6 +216,7 @@ impl Default for EngineSettings {
             recall_head_lines: 30,
             recall_max_selected: 5,
             recall_timeout_ms: 3_000,
+            recall_mode: "auto".into(),
             recall_max_tokens: 256,
             recall_query_turns: mnemo_core::dialogue::RECALL_TURNS,
             rerank: false,
@@ -305,6 +323,18 @@ impl EngineSettings {
             return Err(format!(
                 "[engine] flush_mode = {:?} is unknown: use \"daily_log\" or \"facts\"",
                 self.flush_mode
+            ));
+        }
+        if !matches!(self.memory_work.as_str(), "auto" | "inline" | "background") {
+            return Err(format!(
+                "[engine] memory_work = {:?} is unknown: use \"auto\" (background with the local model), \"inline\" or \"background\"",
+                self.memory_work
+            ));
+        }
+        if !matches!(self.recall_mode.as_str(), "auto" | "model" | "search") {
+            return Err(format!(
+                "[engine] recall_mode = {:?} is unknown: use \"auto\" (search with the local model), \"model\" or \"search\"",
+                self.recall_mode
             ));
         }
         if self.consolidation_max_failures == 0 || self.breaker_failures == 0 {

@@ -99,6 +99,7 @@ async fn a_tool_call_runs_and_the_model_continues_from_the_log() {
     let steps = Mutex::new(Vec::new());
     let observe = |s: AgentStep<'_>| {
         let label = match s {
+            AgentStep::MemoryWorkStopped(_) => "memory work stopped".to_string(),
             AgentStep::Prepared(_) => "prepared".to_string(),
             AgentStep::Recalled(_) => "recalled".to_string(),
             AgentStep::Engine(_) => "engine".to_string(),

@@ -34,6 +34,7 @@ pub(crate) fn workspace_api() -> Router {
         .route("/sessions/{key}/compact", post(compact))
         .route("/sessions/{key}/close", post(close))
         .route("/sessions/{key}/turn", post(turn))
+        .route("/sessions/{key}/memory-work", get(memory_work))
         .route("/memory/search", post(search))
         .route("/memory/get", get(memory_get))
         .route("/memory/write", post(write))
@@ -299,6 +300,10 @@ async fn turn(
     Body(args): Body<TurnArgs>,
 ) -> ApiResult<impl serde::Serialize> {
     Ok(axum::Json(s.turn(key, args).await?))
+}
+
+async fn memory_work(Svc(s): Svc, Key(key): Key) -> ApiResult<impl serde::Serialize> {
+    Ok(axum::Json(s.memory_work(key).await?))
 }
 
 async fn search(Svc(s): Svc, Body(args): Body<SearchArgs>) -> ApiResult<impl serde::Serialize> {

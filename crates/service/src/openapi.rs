@@ -12,8 +12,8 @@ use crate::args::{
 };
 use crate::output::{
     AppendOutput, CloseOutput, ContextOutput, ErrorBody, EventsOutput, ForgetOutput, GetOutput,
-    HealthOutput, HistoryOutput, MemoryHistoryOutput, SearchOutput, SessionsOutput, TurnOutput,
-    WriteOutput,
+    HealthOutput, HistoryOutput, MemoryHistoryOutput, MemoryWorkOutput, SearchOutput,
+    SessionsOutput, TurnOutput, WriteOutput,
 };
 use crate::schema::{components_generator, input_schema};
 use crate::tenants::{CreateWorkspaceArgs, CreatedOutput, DeletedOutput, WorkspacesOutput};
@@ -150,10 +150,17 @@ pub const ENDPOINTS: &[Endpoint] = &[
     needs_model(ep(
         "POST",
         "/v1/sessions/{key}/turn",
-        "One agent turn with the memory tools",
+        "One agent turn with the memory tools (its `memory_work`: inline, or background after it)",
         Input::Body(s::<TurnArgs>),
         s::<TurnOutput>,
     )),
+    ep(
+        "GET",
+        "/v1/sessions/{key}/memory-work",
+        "A session's memory work after its turns: what it is doing, or what its last run did",
+        Input::Nothing,
+        s::<MemoryWorkOutput>,
+    ),
     ep(
         "POST",
         "/v1/memory/search",
@@ -223,8 +230,14 @@ pub fn document() -> Value {
         paths,
         "Durable memory for LLM agents over one workspace: sessions (append, history, context, \
          consolidation, compaction, close, an agent turn) and memory (search, get, write, forget). \
-         Loopback by default; off loopback every request needs `Authorization: Bearer TOKEN`. \
-         Errors are {\"error\": {\"code\", \"message\"}}.",
+         A turn's memory work (consolidation rounds, the memory flush at its threshold) runs before \
+         its answer (`memory_work: \"inline\"` in the turn's answer, its events in the turn's \
+         `events`) or, with `[engine] memory_work = \"background\"` (the default with the local \
+         model), after it, in a task that outlives the request: GET \
+         /v1/sessions/{key}/memory-work reports it, the next request that needs the session stops \
+         it and the next turn starts it again, and the server waits for it (up to a minute) as it \
+         stops. Loopback by default; off loopback every request needs \
+         `Authorization: Bearer TOKEN`. Errors are {\"error\": {\"code\", \"message\"}}.",
     )
 }
 

@@ -414,12 +414,89 @@ pub struct CloseOutput {
 }
 
 /// One agent turn: the answer, the tool calls and what the engine did.
+/// `memory_work` says where its consolidation and memory flush ran:
+/// "inline" (before the answer, their events in `events`) or "background"
+/// (after it: GET /v1/sessions/{key}/memory-work says what they did).
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct TurnOutput {
-    /// key, answer, tool_calls, events, iterations, …
+    /// key, answer, tool_calls, events, iterations, hit_iteration_limit,
+    /// prepare, recall, memory_work.
     #[serde(flatten)]
     #[schemars(with = "serde_json::Map<String, serde_json::Value>")]
     pub turn: AgentTurn,
+}
+
+/// Where a turn's memory work (consolidation, the memory flush at its
+/// threshold) runs: `[engine] memory_work`, "auto" resolved by the provider.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum MemoryWorkMode {
+    /// Before the answer, inside the turn (its events are the turn's).
+    Inline,
+    /// After the answer, beside the conversation.
+    Background,
+}
+
+impl From<mnemo_engine::MemoryWorkMode> for MemoryWorkMode {
+    fn from(m: mnemo_engine::MemoryWorkMode) -> Self {
+        match m {
+            mnemo_engine::MemoryWorkMode::Inline => MemoryWorkMode::Inline,
+            mnemo_engine::MemoryWorkMode::Background => MemoryWorkMode::Background,
+        }
+    }
+}
+
+/// Where a session's memory work is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum MemoryWorkState {
+    /// None ran on this session since the server started.
+    Idle,
+    /// Running now.
+    Running,
+    /// Finished; `events` says what it did.
+    Done,
+    /// Ended with an error (`error`); what it finished before stays.
+    Failed,
+    /// Stopped by something that needed the session (a turn, a compaction)
+    /// or by the server stopping; it runs again after the next turn.
+    Stopped,
+}
+
+impl From<mnemo_engine::WorkState> for MemoryWorkState {
+    fn from(s: mnemo_engine::WorkState) -> Self {
+        match s {
+            mnemo_engine::WorkState::Running => MemoryWorkState::Running,
+            mnemo_engine::WorkState::Done => MemoryWorkState::Done,
+            mnemo_engine::WorkState::Failed => MemoryWorkState::Failed,
+            mnemo_engine::WorkState::Stopped => MemoryWorkState::Stopped,
+        }
+    }
+}
+
+/// A session's memory work after its turns: what it is doing, or what its
+/// last run did.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct MemoryWorkOutput {
+    /// The session key.
+    pub key: String,
+    /// Where this server runs a turn's memory work.
+    pub mode: MemoryWorkMode,
+    /// Idle, running, done, failed or stopped.
+    pub state: MemoryWorkState,
+    /// While it runs: what it is doing ("consolidating messages 4..10",
+    /// "memory flush").
+    pub doing: Option<String>,
+    /// When the run began (RFC 3339).
+    pub started: Option<String>,
+    /// Seconds it has run, so far or in all.
+    pub seconds: Option<f64>,
+    /// What it did, each `{"event": name, …}` as a turn's `events`
+    /// (consolidation rounds, the flush); a running one's so far.
+    #[schemars(with = "Vec<serde_json::Map<String, serde_json::Value>>")]
+    pub events: Vec<EngineEvent>,
+    /// Why it failed.
+    pub error: Option<String>,
 }
 
 /// The server is up.

@@ -10,7 +10,7 @@ use std::sync::{Arc, OnceLock};
 
 use chrono::Utc;
 use mnemo::{DownloadProgress, Mnemo};
-use mnemo_engine::{Engine, Passage, RerankOutcome};
+use mnemo_engine::{Engine, MemoryWorkMode, MemoryWorkers, Passage, RerankOutcome};
 use mnemo_index::{SearchHit, SearchRequest, SearchResponse};
 use mnemo_llm::{
     BoxFuture, ChatModel, ChatRequest, ChatResponse, LlmError, ModelInfo, ProviderConfig,
@@ -26,8 +26,8 @@ use crate::args::{
 use crate::error::{Error, Result};
 use crate::output::{
     AppendOutput, CloseOutput, ContextOutput, DreamOutput, EventsOutput, FactState, ForgetOutput,
-    GetOutput, HealthOutput, HistoryOutput, MemoryChange, MemoryHistoryOutput, SearchOutput,
-    SectionAction, SessionsOutput, TurnOutput, WriteOutput,
+    GetOutput, HealthOutput, HistoryOutput, MemoryChange, MemoryHistoryOutput, MemoryWorkOutput,
+    MemoryWorkState, SearchOutput, SectionAction, SessionsOutput, TurnOutput, WriteOutput,
 };
 
 /// What to do when no chat model is configured.
@@ -52,6 +52,9 @@ pub struct Service {
     mnemo: Arc<Mnemo>,
     overrides: ProviderOverrides,
     engine: OnceLock<std::result::Result<EngineSlot, String>>,
+    /// The memory work its turns leave running (shared by every workspace
+    /// of a multi-tenant server, which waits for all of it as it stops).
+    workers: Arc<MemoryWorkers>,
     search_permits: tokio::sync::Semaphore,
     /// `[engine] rerank`, read once: a search without it never builds the engine.
     rerank: bool,
@@ -67,6 +70,16 @@ impl Service {
     /// [`Service::new`] with the chat model named by flags (`--provider`,
     /// `--base-url`, `--model`) over the configuration's.
     pub fn with_provider(mnemo: Arc<Mnemo>, overrides: ProviderOverrides) -> Arc<Self> {
+        Self::with_memory_workers(mnemo, overrides, MemoryWorkers::new())
+    }
+
+    /// [`Service::with_provider`] whose turns' memory work is kept in
+    /// `workers` (see [`Service::memory_workers`]).
+    pub fn with_memory_workers(
+        mnemo: Arc<Mnemo>,
+        overrides: ProviderOverrides,
+        workers: Arc<MemoryWorkers>,
+    ) -> Arc<Self> {
         // Searches are CPU-bound (scoring, vector scan): running more at once
         // than there are cores only makes every one of them slower.
         let cores = std::thread::available_parallelism()
@@ -81,6 +94,7 @@ impl Service {
             overrides,
             rerank,
             engine: OnceLock::new(),
+            workers,
             search_permits: tokio::sync::Semaphore::new(cores),
         })
     }
@@ -541,6 +555,9 @@ impl Service {
 
     /// One agent turn: `message` from the user, answered by the chat model
     /// with the memory tools run on this service. A new key starts a session.
+    /// In the background mode (`memory_work` of the answer) the turn's
+    /// consolidation and memory flush run after it, in a task that outlives
+    /// the request ([`Service::memory_work`] reports it).
     pub async fn turn(self: &Arc<Self>, key: String, args: TurnArgs) -> Result<TurnOutput> {
         if args.message.trim().is_empty() {
             return Err(Error::Invalid(
@@ -560,7 +577,48 @@ impl Service {
         let turn = engine
             .run_turn(&key, &args.message, &tools, &options, &|_| {})
             .await?;
+        if turn.memory_work == MemoryWorkMode::Background {
+            engine.spawn_memory_work(&key)?;
+        }
         Ok(TurnOutput { turn })
+    }
+
+    /// `memory_work`: what a session's memory work after its turns is
+    /// doing, or what its last run did.
+    pub async fn memory_work(self: &Arc<Self>, key: String) -> Result<MemoryWorkOutput> {
+        let engine = match self.engine_slot()? {
+            EngineSlot::Ready(e) | EngineSlot::Offline(e, _) => e.clone(),
+        };
+        self.require_session(&key).await?;
+        let mode = engine.memory_work_mode();
+        Ok(match engine.memory_work_status(&key) {
+            Some(r) => MemoryWorkOutput {
+                key,
+                mode: mode.into(),
+                state: MemoryWorkState::from(r.state),
+                doing: r.doing,
+                started: Some(r.started),
+                seconds: Some((r.seconds * 10.0).round() / 10.0),
+                events: r.events,
+                error: r.error,
+            },
+            None => MemoryWorkOutput {
+                key,
+                mode: mode.into(),
+                state: MemoryWorkState::Idle,
+                doing: None,
+                started: None,
+                seconds: None,
+                events: Vec::new(),
+                error: None,
+            },
+        })
+    }
+
+    /// The memory work this service's turns left running (a server waits
+    /// for it before it exits).
+    pub fn memory_workers(&self) -> &Arc<MemoryWorkers> {
+        &self.workers
     }
 
     /// The server is up.
@@ -644,7 +702,8 @@ impl Service {
                     EngineSlot::Ready(Arc::new(
                         self.over_stores(e)
                             .with_memory_search(self.memory_search())
-                            .with_tools(tools),
+                            .with_tools(tools)
+                            .with_memory_workers(self.workers.clone()),
                     ))
                 }),
                 Err(e) => {

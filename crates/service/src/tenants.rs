@@ -25,6 +25,7 @@ use mnemo::index_postgres::{PostgresOptions, PostgresStore};
 use mnemo::store_postgres::{Database, Tenant};
 use mnemo::{EmbedderChoice, Mnemo};
 use mnemo_core::{Config, Workspace};
+use mnemo_engine::MemoryWorkers;
 use mnemo_llm::ProviderOverrides;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -137,6 +138,9 @@ pub struct Tenants {
     embedder: EmbedderChoice,
     /// The workspaces this server holds open, at most [`MAX_OPEN`].
     open: Mutex<Open>,
+    /// The memory work the turns of every workspace left running, those
+    /// let go of since included: the server waits for it as it stops.
+    workers: Arc<MemoryWorkers>,
 }
 
 /// True for an id a workspace may have: 1 to 64 ASCII letters, digits,
@@ -191,6 +195,7 @@ impl Tenants {
             max_open: config.max_open.max(1),
             embedder,
             open: Mutex::default(),
+            workers: MemoryWorkers::new(),
         });
         tenants.sweep_folders();
         tenants.sweep_indexes()?;
@@ -328,7 +333,11 @@ impl Tenants {
         let storage = Arc::new(self.db.workspace(&t.id)?);
         let mnemo = Mnemo::open_with_storage(Workspace::new(root), config, storage)?
             .with_embedder(self.embedder.clone());
-        let service = Service::with_provider(Arc::new(mnemo), self.overrides.clone());
+        let service = Service::with_memory_workers(
+            Arc::new(mnemo),
+            self.overrides.clone(),
+            self.workers.clone(),
+        );
 
         let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
         open.clock += 1;
@@ -465,6 +474,11 @@ impl Tenants {
             .by_id
             .get(id)
             .is_some_and(|(_, s, _)| Arc::ptr_eq(s, service))
+    }
+
+    /// The memory work the turns of every workspace left running.
+    pub fn memory_workers(&self) -> &Arc<MemoryWorkers> {
+        &self.workers
     }
 
     /// How many workspaces this server holds open at most.

@@ -1,16 +1,21 @@
 //! `mnemo chat` (the interactive agent) and `mnemo run` (one turn, for
 //! scripts): a thin terminal layer over [`Engine::run_turn`] with the
 //! service's memory tools ([`Service::tools`]). This module owns the slash
-//! commands and how turns and engine events are printed.
+//! commands, how turns and engine events are printed, the spinner on
+//! stderr while the model works, and the memory work a turn leaves running
+//! in the background (`[engine] memory_work`): its report at the next
+//! prompt, and the wait for it on leaving.
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{Context as _, Result};
 use clap::Args;
 use mnemo::engine::{
-    AgentStep, AgentTurn, Engine, EngineEvent, TurnOptions, DEFAULT_MAX_ITERATIONS,
+    AgentStep, AgentTurn, Engine, EngineEvent, MemoryWorkMode, MemoryWorkReport, TurnOptions,
+    WorkState, DEFAULT_MAX_ITERATIONS,
 };
 use mnemo_service::args::{ForgetArgs, SearchArgs};
 use mnemo_service::{Service, ServiceTools};
@@ -19,7 +24,7 @@ use tokio::sync::Notify;
 
 use super::engine::{describe, service_with_model, ModelArgs};
 use crate::ctx::GlobalArgs;
-use crate::output::{with_download_bar, UsageError};
+use crate::output::{with_download_bar, Activity, UsageError};
 
 /// The session key when none is given (the key nanobot's CLI uses).
 pub const DEFAULT_SESSION: &str = "cli:direct";
@@ -56,7 +61,9 @@ pub struct RunArgs {
     pub message: String,
     /// Print one JSON object: {"session", "answer", "tool_calls": [{"id", "name",
     /// "arguments", "result", "is_error"}], "events": [...], "iterations",
-    /// "hit_iteration_limit", "selected_memories", "prompt_tokens": {"before", "after"}}
+    /// "hit_iteration_limit", "selected_memories", "prompt_tokens": {"before", "after"},
+    /// "memory_work": "inline" | "background"}; with "background", consolidation
+    /// and the memory flush run after the answer is printed, their events on stderr
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
@@ -72,10 +79,14 @@ struct Agent {
     rt: tokio::runtime::Runtime,
     /// Ctrl-C during a turn cancels it (interactive chat only).
     interrupt: Option<Interrupt>,
+    /// Memory work may be left to do in the background: a turn ran (or
+    /// memory work was stopped) since memory work last finished.
+    due: AtomicBool,
 }
 
-/// Ctrl-C in the interactive chat: during a turn it cancels the turn; at
-/// the prompt it leaves, as it did before a turn ever ran.
+/// Ctrl-C in the interactive chat: during a turn (or the wait for memory
+/// work on leaving) it cancels it; at the prompt it leaves, as it did
+/// before a turn ever ran, after stopping memory work still running.
 #[derive(Clone)]
 struct Interrupt {
     in_turn: Arc<AtomicBool>,
@@ -83,8 +94,9 @@ struct Interrupt {
 }
 
 impl Interrupt {
-    /// Installs the Ctrl-C listener on `rt`.
-    fn install(rt: &tokio::runtime::Runtime) -> Self {
+    /// Installs the Ctrl-C listener on `rt`; `work` is the session whose
+    /// memory work is stopped before leaving.
+    fn install(rt: &tokio::runtime::Runtime, work: (Arc<Engine>, String)) -> Self {
         let it = Interrupt {
             in_turn: Arc::new(AtomicBool::new(false)),
             cancel: Arc::new(Notify::new()),
@@ -98,12 +110,39 @@ impl Interrupt {
                     listener.cancel.notify_waiters();
                 } else {
                     // Leaving anyway: a closed stdout changes nothing.
+                    let (engine, key) = &work;
+                    if running(engine, key).is_some() {
+                        // Stopped at a model call, never between two writes.
+                        let _ = crate::output::write_out(format_args!(
+                            "\n[mnemo] stopping the memory work; the rest runs after your next turn in session {key}"
+                        ));
+                        engine.stop_memory_work(key).await;
+                    }
                     let _ = crate::output::write_out(format_args!("\n"));
                     std::process::exit(130);
                 }
             }
         });
         it
+    }
+}
+
+/// The memory work of `key` while it runs.
+fn running(engine: &Engine, key: &str) -> Option<MemoryWorkReport> {
+    engine
+        .memory_work_status(key)
+        .filter(|r| r.state == WorkState::Running)
+}
+
+/// Sets `activity` to what a turn does after `step`.
+fn follow(activity: &Activity, step: &AgentStep<'_>, recall: bool) {
+    match step {
+        AgentStep::Prepared(_) if recall => activity.set("recalling memory"),
+        AgentStep::Prepared(_) | AgentStep::Recalled(_) | AgentStep::ToolFinished(_) => {
+            activity.set("the model is answering")
+        }
+        AgentStep::ToolStarted { name, .. } => activity.set(format!("running {name}")),
+        _ => {}
     }
 }
 
@@ -119,6 +158,7 @@ fn agent(global: &GlobalArgs, args: &TurnArgs) -> Result<Agent> {
         },
         rt: crate::ctx::runtime()?,
         interrupt: None,
+        due: AtomicBool::new(false),
     })
 }
 
@@ -128,6 +168,14 @@ fn agent(global: &GlobalArgs, args: &TurnArgs) -> Result<Agent> {
 /// each tool call with its result.
 fn step_lines(step: &AgentStep<'_>) -> Vec<String> {
     match step {
+        AgentStep::MemoryWorkStopped(r) => vec![format!(
+            "[mnemo] memory work from the last turn stopped after {:.0} s{} so that this turn answers now; it runs again after the answer",
+            r.seconds,
+            r.doing
+                .as_deref()
+                .map(|d| format!(" ({d})"))
+                .unwrap_or_default()
+        )],
         AgentStep::Prepared(p) => {
             let mut out: Vec<String> = p
                 .events
@@ -160,6 +208,25 @@ fn step_lines(step: &AgentStep<'_>) -> Vec<String> {
         AgentStep::Said(text) => vec![format!("mnemo> {text}")],
         AgentStep::ToolStarted { name, arguments } => vec![tool_line(name, arguments)],
         AgentStep::ToolFinished(r) => vec![result_line(r)],
+    }
+}
+
+/// Lines for a finished run of memory work in the background: its events
+/// as a turn's are printed, or why it failed.
+fn memory_work_lines(r: &MemoryWorkReport) -> Vec<String> {
+    match r.state {
+        WorkState::Failed => vec![format!(
+            "[mnemo] the memory work after the last answer failed after {:.0} s: {}; it runs again after the next turn",
+            r.seconds,
+            r.error.as_deref().unwrap_or("unknown error")
+        )],
+        _ if r.events.is_empty() => Vec::new(),
+        _ => std::iter::once(format!(
+            "[mnemo] memory work after the last answer ({:.0} s):",
+            r.seconds
+        ))
+        .chain(r.events.iter().map(|e| format!("[mnemo] {}", describe(e))))
+        .collect(),
     }
 }
 
@@ -247,6 +314,10 @@ memory_get and memory_write as it needs. Commands:
   /help            show this help
   /exit            leave (also /quit or Ctrl-D)
 Ctrl-C cancels a turn in progress; at the prompt it leaves.
+With [engine] memory_work = \"background\" (the default with the local model),
+consolidation and the memory flush run after each answer while you type; the
+next turn stops them and they run again after it, and leaving waits for them
+(Ctrl-C stops the wait; what was saved stays).
 "
     .to_string()
 }
@@ -268,10 +339,15 @@ pub fn run(args: RunArgs, global: &GlobalArgs) -> Result<()> {
         .into());
     }
     let a = agent(global, &args.turn)?;
+    let activity = Activity::start("preparing the prompt");
+    let recall = a.options.recall;
     let observe = |step: AgentStep<'_>| {
-        for line in step_lines(&step) {
-            eprintln!("{line}");
-        }
+        follow(&activity, &step, recall);
+        activity.print(|| {
+            for line in step_lines(&step) {
+                eprintln!("{line}");
+            }
+        });
     };
     let turn = a
         .rt
@@ -279,7 +355,9 @@ pub fn run(args: RunArgs, global: &GlobalArgs) -> Result<()> {
             a.engine
                 .run_turn(&args.turn.session, &message, &a.tools, &a.options, &observe),
         )
-        .with_context(|| turn_failed(&args.turn.session))?;
+        .with_context(|| turn_failed(&args.turn.session));
+    activity.done();
+    let turn = turn?;
     if let Some(line) = bound_notice(&turn) {
         eprintln!("{line}");
     }
@@ -293,10 +371,27 @@ pub fn run(args: RunArgs, global: &GlobalArgs) -> Result<()> {
             "hit_iteration_limit": turn.hit_iteration_limit,
             "selected_memories": turn.recall.selected,
             "prompt_tokens": {"before": turn.prepare.tokens_before, "after": turn.prepare.tokens_after},
+            "memory_work": turn.memory_work,
         });
         outln!("{out}");
     } else {
         outln!("{}", turn.answer);
+    }
+    if turn.memory_work == MemoryWorkMode::Background {
+        // The answer is out; the process stays for the memory work.
+        let activity = Activity::start("saving memory");
+        let done = a.rt.block_on(a.engine.memory_work(&args.turn.session));
+        activity.done();
+        match done {
+            Ok(events) => {
+                for e in &events {
+                    eprintln!("[mnemo] {}", describe(e));
+                }
+            }
+            Err(e) => eprintln!(
+                "warning: the memory work after the answer failed: {e}; it runs again after the next turn"
+            ),
+        }
     }
     Ok(())
 }
@@ -354,8 +449,9 @@ pub fn chat(args: ChatArgs, global: &GlobalArgs) -> Result<()> {
     a.service.mnemo().keep_index_fresh();
     let key = args.turn.session;
     let tty = std::io::stdin().is_terminal();
+    let background = a.engine.memory_work_mode() == MemoryWorkMode::Background;
     if tty {
-        a.interrupt = Some(Interrupt::install(&a.rt));
+        a.interrupt = Some(Interrupt::install(&a.rt, (a.engine.clone(), key.clone())));
         // The first search would otherwise fetch a missing model in silence.
         let choice = with_download_bar(|p| a.service.mnemo().embedder_with_progress(p))?;
         if let Some(w) = choice.warning {
@@ -368,8 +464,13 @@ pub fn chat(args: ChatArgs, global: &GlobalArgs) -> Result<()> {
     let out = std::io::stdout();
     if tty {
         outln!(
-            "mnemo chat: session {key}, workspace {} (/help for commands, Ctrl-C cancels a turn, /exit or Ctrl-D to leave)",
-            a.engine.workspace().root().display()
+            "mnemo chat: session {key}, workspace {} (/help for commands, Ctrl-C cancels a turn, /exit or Ctrl-D to leave{})",
+            a.engine.workspace().root().display(),
+            if background {
+                "; memory is saved after each answer, while you type"
+            } else {
+                ""
+            }
         );
     }
     let stdin = std::io::stdin();
@@ -386,31 +487,47 @@ pub fn chat(args: ChatArgs, global: &GlobalArgs) -> Result<()> {
             break;
         };
         let line = line.context("cannot read from stdin")?;
+        // What the memory work did while this line was typed.
+        if let Some(r) = a.engine.take_memory_work_report(&key) {
+            if r.state == WorkState::Done {
+                a.due.store(false, Ordering::SeqCst);
+            }
+            for l in memory_work_lines(&r) {
+                outln!("{l}");
+            }
+        }
         match parse_line(&line) {
             Line::Empty => {}
             Line::Exit => break,
             Line::Help => out!("{}", help_text()),
             Line::Message(text) => turn(&a, &key, text)?,
-            Line::New => match a.rt.block_on(a.engine.new_session(&key)) {
-                Ok(report) => {
-                    for l in command_notices(&report.events) {
-                        outln!("[mnemo] {l}");
+            Line::New => {
+                pause_memory_work(&a, &key, "/new consolidates the conversation itself")?;
+                match Activity::during(
+                    "consolidating the conversation and writing its session note",
+                    || a.rt.block_on(a.engine.new_session(&key)),
+                ) {
+                    Ok(report) => {
+                        a.due.store(false, Ordering::SeqCst);
+                        for l in command_notices(&report.events) {
+                            outln!("[mnemo] {l}");
+                        }
+                        if let Some(note) = &report.note {
+                            outln!("[mnemo] session note written to {note}");
+                        }
+                        outln!(
+                            "[mnemo] new conversation in session {key}: {} earlier message(s) are in long-term memory and stay in the log",
+                            report.cursor
+                        );
                     }
-                    if let Some(note) = &report.note {
-                        outln!("[mnemo] session note written to {note}");
-                    }
-                    outln!(
-                        "[mnemo] new conversation in session {key}: {} earlier message(s) are in long-term memory and stay in the log",
-                        report.cursor
-                    );
+                    Err(e) => outln!("error: /new failed: {e}"),
                 }
-                Err(e) => outln!("error: /new failed: {e}"),
-            },
+            }
             Line::Compact(focus) => {
-                match a
-                    .rt
-                    .block_on(a.engine.compact_with_focus(&key, None, focus))
-                {
+                pause_memory_work(&a, &key, "it runs again after the compaction")?;
+                match Activity::during("compacting", || {
+                    a.rt.block_on(a.engine.compact_with_focus(&key, None, focus))
+                }) {
                     Ok(events) if events.is_empty() => {
                         outln!("[mnemo] compaction: nothing to do")
                     }
@@ -420,6 +537,9 @@ pub fn chat(args: ChatArgs, global: &GlobalArgs) -> Result<()> {
                         }
                     }
                     Err(e) => outln!("error: /compact failed: {e}"),
+                }
+                if background && a.due.load(Ordering::SeqCst) {
+                    start_memory_work(&a, &key)?;
                 }
             }
             Line::Memory => match a.engine.memory().read_memory_md() {
@@ -445,15 +565,110 @@ pub fn chat(args: ChatArgs, global: &GlobalArgs) -> Result<()> {
         }
         let _ = out.lock().flush();
     }
+    if background {
+        finish_memory_work(&a, &key)?;
+    }
+    Ok(())
+}
+
+/// Starts the memory work of `key` after a turn (background mode).
+fn start_memory_work(a: &Agent, key: &str) -> Result<()> {
+    let _runtime = a.rt.enter();
+    a.engine.spawn_memory_work(key)?;
+    a.due.store(true, Ordering::SeqCst);
+    Ok(())
+}
+
+/// Stops the memory work running in the background before a command that
+/// needs the session, saying so; `then` says what happens to it.
+fn pause_memory_work(a: &Agent, key: &str, then: &str) -> Result<()> {
+    if let Some(r) = a.rt.block_on(a.engine.stop_memory_work(key)) {
+        outln!(
+            "[mnemo] memory work from the last turn stopped after {:.0} s; {then}",
+            r.seconds
+        );
+    }
+    Ok(())
+}
+
+/// On leaving: waits for the memory work still running (starting what a
+/// stopped or failed turn left to do), showing what it does; Ctrl-C stops
+/// it (at a model call, never between two writes).
+fn finish_memory_work(a: &Agent, key: &str) -> Result<()> {
+    match a.engine.memory_work_status(key) {
+        Some(r) if r.state == WorkState::Running => {}
+        Some(r) if r.state == WorkState::Done => {
+            // Finished while the last line was typed: shown now.
+            if let Some(r) = a.engine.take_memory_work_report(key) {
+                for l in memory_work_lines(&r) {
+                    outln!("{l}");
+                }
+            }
+            return Ok(());
+        }
+        _ if a.due.load(Ordering::SeqCst) => start_memory_work(a, key)?,
+        _ => return Ok(()),
+    }
+    outln!(
+        "[mnemo] saving memory from this conversation before leaving (Ctrl-C stops it; the rest runs after your next turn in session {key})"
+    );
+    let activity = Activity::start("saving memory");
+    let wait = async {
+        while let Some(r) = running(&a.engine, key) {
+            activity.set(r.doing.unwrap_or_else(|| "saving memory".into()));
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    };
+    let finished = match &a.interrupt {
+        Some(it) => {
+            it.in_turn.store(true, Ordering::SeqCst);
+            let r = a.rt.block_on(async {
+                tokio::select! {
+                    () = wait => true,
+                    () = it.cancel.notified() => false,
+                }
+            });
+            it.in_turn.store(false, Ordering::SeqCst);
+            r
+        }
+        None => {
+            a.rt.block_on(wait);
+            true
+        }
+    };
+    activity.done();
+    if !finished {
+        let stopped = a.rt.block_on(a.engine.stop_memory_work(key));
+        outln!(
+            "[mnemo] memory work stopped{}: what it finished is saved; the rest runs after your next turn in session {key}",
+            stopped
+                .map(|r| format!(" after {:.0} s", r.seconds))
+                .unwrap_or_default()
+        );
+        return Ok(());
+    }
+    if let Some(r) = a.engine.take_memory_work_report(key) {
+        for l in memory_work_lines(&r) {
+            outln!("{l}");
+        }
+        if r.state == WorkState::Done {
+            outln!("[mnemo] memory saved ({:.0} s)", r.seconds);
+        }
+    }
     Ok(())
 }
 
 fn turn(a: &Agent, key: &str, text: &str) -> Result<()> {
+    let activity = Activity::start("preparing the prompt");
+    let recall = a.options.recall;
     let observe = |step: AgentStep<'_>| {
-        for line in step_lines(&step) {
-            // The turn goes on (and is logged) even if no one reads along.
-            let _ = crate::output::write_out(format_args!("{line}\n"));
-        }
+        follow(&activity, &step, recall);
+        activity.print(|| {
+            for line in step_lines(&step) {
+                // The turn goes on (and is logged) even if no one reads along.
+                let _ = crate::output::write_out(format_args!("{line}\n"));
+            }
+        });
     };
     let run = a.engine.run_turn(key, text, &a.tools, &a.options, &observe);
     let outcome = match &a.interrupt {
@@ -470,9 +685,12 @@ fn turn(a: &Agent, key: &str, text: &str) -> Result<()> {
         }
         None => Some(a.rt.block_on(run)),
     };
+    activity.done();
+    // The message is logged whatever happened: memory work may be due.
+    a.due.store(true, Ordering::SeqCst);
     let Some(outcome) = outcome else {
         outln!(
-            "[mnemo] turn cancelled (Ctrl-C); what was logged before it stays in the session, and a tool call left without a result is dropped from the next request"
+            "[mnemo] turn cancelled (Ctrl-C); your message and what was logged after it stay in the session, and a tool call left without a result is dropped from the next request"
         );
         return Ok(());
     };
@@ -481,6 +699,9 @@ fn turn(a: &Agent, key: &str, text: &str) -> Result<()> {
             outln!("mnemo> {}", turn.answer.trim_end());
             if let Some(line) = bound_notice(&turn) {
                 outln!("{line}");
+            }
+            if turn.memory_work == MemoryWorkMode::Background {
+                start_memory_work(a, key)?;
             }
         }
         Err(e) => outln!("error: {e}\n  ({})", turn_failed(key)),

@@ -1,8 +1,13 @@
 //! `mnemo serve`: the HTTP API over the workspace, or (with `--database`)
-//! over many workspaces kept in PostgreSQL.
+//! over many workspaces kept in PostgreSQL. Memory work that turns leave
+//! running in the background is reported on stderr as it ends, and a
+//! stopping server waits for it (bounded).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
+
+use mnemo::engine::{MemoryWorkReport, MemoryWorkers};
 
 use anyhow::{Context as _, Result};
 use clap::Args;
@@ -88,6 +93,8 @@ pub fn run(args: ServeArgs, global: &GlobalArgs) -> Result<()> {
     crate::output::warm_embedder(&mnemo);
     mnemo.keep_index_fresh();
     let service = mnemo_service::Service::new(mnemo);
+    report_memory_work(service.memory_workers());
+    let workers = service.memory_workers().clone();
     let rt = crate::ctx::runtime()?;
     rt.block_on(async move {
         let listener = mnemo_service::guard::bind(args.http, args.token.as_deref()).await?;
@@ -102,6 +109,7 @@ pub fn run(args: ServeArgs, global: &GlobalArgs) -> Result<()> {
             crate::cmd::warm::announce(m.workspace(), m.config(), local, args.token.is_some());
         eprintln!("mnemo serve: listening on http://{local} (OpenAPI at /openapi.json)");
         mnemo_http::serve_on(listener, service, args.token).await?;
+        finish_memory_work(&workers).await;
         anyhow::Ok(())
     })
 }
@@ -127,6 +135,8 @@ fn run_tenants(args: ServeArgs, global: &GlobalArgs) -> Result<()> {
             admin_token: admin_token.clone(),
             max_open: args.max_open,
         })?;
+    report_memory_work(tenants.memory_workers());
+    let workers = tenants.memory_workers().clone();
     let rt = crate::ctx::runtime()?;
     rt.block_on(async move {
         // The admin token stands in for --token: off loopback the guard
@@ -146,6 +156,56 @@ fn run_tenants(args: ServeArgs, global: &GlobalArgs) -> Result<()> {
             mnemo_http::tenants_router(tenants, Some(mcp))
         })
         .await?;
+        finish_memory_work(&workers).await;
         anyhow::Ok(())
     })
+}
+
+/// How long a stopping server waits for memory work still running.
+const MEMORY_WORK_GRACE: Duration = Duration::from_secs(60);
+
+/// Prints what each run of memory work in the background did, as it ends.
+fn report_memory_work(workers: &MemoryWorkers) {
+    workers.on_finish(Arc::new(|r: &MemoryWorkReport| {
+        for e in &r.events {
+            eprintln!(
+                "mnemo serve: session {}: {}",
+                r.key,
+                crate::cmd::engine::describe(e)
+            );
+        }
+        if let Some(error) = &r.error {
+            eprintln!(
+                "mnemo serve: session {}: the memory work after its turn failed: {error}; it runs again after its next turn",
+                r.key
+            );
+        }
+    }));
+}
+
+/// Once the last request is answered: waits for the memory work the turns
+/// left running, at most [`MEMORY_WORK_GRACE`]; past that, or on a second
+/// Ctrl-C or SIGTERM, stops it (at a model call, never between two writes;
+/// it runs again after the session's next turn).
+async fn finish_memory_work(workers: &MemoryWorkers) {
+    let running = workers.running();
+    if running == 0 {
+        return;
+    }
+    eprintln!(
+        "mnemo serve: waiting for the memory work of {running} session(s) (at most {} s; Ctrl-C again stops it)",
+        MEMORY_WORK_GRACE.as_secs()
+    );
+    let left = tokio::select! {
+        left = workers.wait_all(MEMORY_WORK_GRACE) => left,
+        () = mnemo_service::guard::shutdown_signal() => workers.running(),
+    };
+    if left == 0 {
+        eprintln!("mnemo serve: memory work done");
+        return;
+    }
+    let stopped = workers.stop_all().await;
+    eprintln!(
+        "mnemo serve: stopped the memory work of {stopped} session(s); what it finished is saved, the rest runs after each session's next turn"
+    );
 }

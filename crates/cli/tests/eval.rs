@@ -1,7 +1,8 @@
 //! `mnemo eval retrieval` through the real binary: keyword mode on a small
 //! handmade file, and `--rerank`, which asks the configured chat model (a
 //! scripted OpenAI-compatible server on loopback) to order each question's
-//! hits; `mnemo eval consolidation` with the local SmolLM2 model; and
+//! hits; `mnemo eval consolidation` with the local SmolLM2 model, and on a
+//! file without reference answers with the rule-based model; and
 //! `mnemo eval write-path` against the rule-based model served on loopback,
 //! whose numbers on a handmade conversation follow from the script.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -278,6 +279,126 @@ fn eval_consolidation_scores_a_local_model_against_the_transcript_and_the_raw_ar
     assert!(err.contains("is not empty"), "{err}");
 }
 
+/// Three days of a Chinese MemoryBank-like conversation whose question has
+/// no reference answer.
+const CHINESE_DAYS: &str = r#"{
+  "dataset": "handmade", "language": "zh",
+  "conversations": [
+    {"conv_id": "u", "speakers": ["林", "AI"], "sessions": [
+      {"session_id": "2023-05-01", "date_time": "2023-05-01", "turns": [
+        {"turn_id": "1#0", "text": "林: 你好，今天天气很好。\nAI: 是啊，适合出去走走。"},
+        {"turn_id": "1#1", "text": "林: 我想去公园散步。\nAI: 好主意。"}]},
+      {"session_id": "2023-05-02", "date_time": "2023-05-02", "turns": [
+        {"turn_id": "2#0", "text": "林: 我最近在学做饭。\nAI: 学了什么菜？"},
+        {"turn_id": "2#1", "text": "林: 红烧肉。\nAI: 听起来很好吃。"}]},
+      {"session_id": "2023-05-03", "date_time": "2023-05-03", "turns": [
+        {"turn_id": "3#0", "text": "林: 周末要去看电影。\nAI: 看什么电影？"},
+        {"turn_id": "3#1", "text": "林: 还没想好。\nAI: 可以看看评分高的。"}]}]}
+  ],
+  "questions": [{"qid": "u#q0", "conv_id": "u", "question": "我周末要做什么？", "answer": null, "evidence_sessions": ["2023-05-03"]}]
+}"#;
+
+/// A file without reference answers is scored on scripted ones: the
+/// user's Chinese statements with known answers are said in the
+/// conversation and asked about. With the rule-based model (right on
+/// every one of them) the memory keeps every answer, as the transcript
+/// and the raw archive do; the last value said is the one in MEMORY.md.
+#[test]
+fn eval_consolidation_scores_scripted_chinese_answers_without_reference_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    let kept = dir.path().join("kept");
+    let file = dir.path().join("zh.json");
+    std::fs::write(&file, CHINESE_DAYS).unwrap();
+    let model = ScriptedServer::start_blocking();
+    model.respond_with(|req| match mnemo_eval::rule_model::answer(&req.body) {
+        mnemo_eval::rule_model::RuleAnswer::Tool { name, arguments } => {
+            Reply::tool_call(name, arguments)
+        }
+        mnemo_eval::rule_model::RuleAnswer::Text(t) => Reply::text(t),
+    });
+    let base = format!("provider.base_url={}", model.openai_base());
+    std::fs::create_dir_all(&ws).unwrap();
+    let o = mnemo_command(
+        env!("CARGO_BIN_EXE_mnemo"),
+        &ws,
+        &[
+            "--set",
+            "embedder.kind=none",
+            "--set",
+            "provider.kind=openai",
+            "--set",
+            &base,
+            "--set",
+            "provider.model=rule-based",
+            "--set",
+            "provider.max_retries=0",
+            "eval",
+            "consolidation",
+            file.to_str().unwrap(),
+            "--keep",
+            kept.to_str().unwrap(),
+            "--json",
+        ],
+    )
+    .output()
+    .unwrap();
+    let r: Value = serde_json::from_str(&stdout_of_success(&o)).unwrap();
+    assert_eq!(r["scripted"], true, "{r}");
+    assert_eq!(r["sessions"], 3, "{r}");
+    for memory in ["memory", "transcript", "raw_archive"] {
+        assert_eq!(r[memory]["asked"], 8, "{memory}: {r}");
+        assert_eq!(r[memory]["kept"], 8, "{memory}: {r}");
+    }
+    let answers: Vec<&str> = r["questions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|q| q["answer"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        answers,
+        [
+            "根特",
+            "毕尔巴鄂",
+            "里昂",
+            "佐尔巴",
+            "汉莎航空",
+            "靛青色",
+            "B7",
+            "K38"
+        ],
+        "{r}"
+    );
+    let memory = std::fs::read_to_string(kept.join("u/memory/MEMORY.md")).unwrap();
+    assert!(
+        memory.contains("根特") && !memory.contains("塔林"),
+        "{memory}"
+    );
+    // The text report says where its questions came from.
+    let o = mnemo_command(
+        env!("CARGO_BIN_EXE_mnemo"),
+        &ws,
+        &[
+            "--set",
+            "embedder.kind=none",
+            "--set",
+            "provider.kind=openai",
+            "--set",
+            &base,
+            "--set",
+            "provider.model=rule-based",
+            "eval",
+            "consolidation",
+            file.to_str().unwrap(),
+        ],
+    )
+    .output()
+    .unwrap();
+    let text = stdout_of_success(&o);
+    assert!(text.contains("questions: 8 scripted"), "{text}");
+}
+
 /// Six short sessions between Ann (the user) and Bob, none of whose turns
 /// states a `my ... is ...` fact: every fact comes from the script.
 const SIX_SESSIONS: &str = r#"{
@@ -313,9 +434,10 @@ fn write_path_scores_each_profile_against_the_rule_based_model() {
     std::fs::write(&file, SIX_SESSIONS).unwrap();
     let report = write_path(dir.path(), &file, &[]);
     assert_eq!(report["sessions"], 6, "{report:#}");
-    // 3 changed subjects (7 statements), 2 repeated (8), 2 retracted (4),
-    // 4 fillers.
-    assert_eq!(report["statements"], 23, "{report:#}");
+    // (a) 3 changed subjects (7 statements), (b) 2 repeated (8), (c) 2
+    // retracted (4), (d) 4 fillers; (e) 2, (f) 3, (g) 2, (h) 2 (the second
+    // the assistant's proposal and the user's yes), (i) 2, (j) 4.
+    assert_eq!(report["statements"], 38, "{report:#}");
     let profile = |name: &str| {
         report["profiles"]
             .as_array()
@@ -336,34 +458,65 @@ fn write_path_scores_each_profile_against_the_rule_based_model() {
             p["model_calls"].as_u64().unwrap(),
         )
     };
+    // Each kind's score, `correct/subjects`, (a) to (j).
+    let kinds = |p: &Value| {
+        p["kinds"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|k| format!("{}/{}", k["correct"], k["subjects"]))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let clean = |p: &Value| {
+        (
+            p["wrong_supersessions"].as_u64().unwrap(),
+            p["invented_facts"].as_u64().unwrap(),
+        )
+    };
+    let all_right = "3/3 2/2 2/2 4/4 1/1 1/1 1/1 1/1 1/1 2/2";
     // Facts: every value current, the old ones ended (in history), the
-    // retractions ended, nothing twice; extract + update per session.
+    // retractions ended, nothing twice, nothing ended that was still true,
+    // nothing no message says; one extraction per session (no pair the
+    // code could not tell apart, so no yes/no question).
     let mem0 = profile("mem0");
-    assert_eq!(row(&mem0), (9, 9, 2, 0, 0, 4, 12), "{mem0:#}");
+    assert_eq!(row(&mem0), (14, 14, 4, 0, 0, 9, 6), "{mem0:#}");
+    assert_eq!(kinds(&mem0), all_right, "{mem0:#}");
+    assert_eq!(clean(&mem0), (0, 0), "{mem0:#}");
     assert_eq!(mem0["writes"], "facts");
     // MEMORY.md rewritten per session: the same, old values in the diffs.
     let nanobot = profile("nanobot");
-    assert_eq!(row(&nanobot), (9, 9, 2, 0, 0, 4, 6), "{nanobot:#}");
+    assert_eq!(row(&nanobot), (14, 14, 4, 0, 0, 9, 6), "{nanobot:#}");
+    assert_eq!(kinds(&nanobot), all_right, "{nanobot:#}");
+    assert_eq!(clean(&nanobot), (0, 0), "{nanobot:#}");
     assert_eq!(nanobot["within_caps"], true);
     // Daily logs are append-only: every value ever stated stays, so the
     // changed subjects contradict themselves, retractions are not honoured
     // and a repeated fact is in every day's log.
     let openclaw = profile("openclaw");
-    assert_eq!(row(&openclaw), (6, 9, 0, 6, 3, 4, 6), "{openclaw:#}");
+    assert_eq!(row(&openclaw), (6, 14, 0, 7, 8, 9, 6), "{openclaw:#}");
+    assert_eq!(
+        kinds(&openclaw),
+        "0/3 2/2 0/2 4/4 0/1 0/1 0/1 0/1 0/1 0/2",
+        "{openclaw:#}"
+    );
+    assert_eq!(clean(&openclaw), (0, 0), "{openclaw:#}");
     assert_eq!(openclaw["writes"], "flush");
-    // mnemo: the flush through the fact decisions: every value current,
-    // the old ones and the retractions ended in the facts file, no
-    // contradiction; consolidation leaves to the facts file what a current
-    // fact says (one home per fact: no duplicate); flush, decision and
-    // consolidation per session.
+    // mnemo: the flush through the fact-level write path: every value
+    // current, the old ones and the retractions ended in the facts file,
+    // no contradiction; consolidation leaves to the facts file what a
+    // current fact says (one home per fact: no duplicate); flush
+    // (extraction) and consolidation per session.
     let mnemo = profile("mnemo");
-    assert_eq!(row(&mnemo), (9, 9, 2, 0, 0, 4, 18), "{mnemo:#}");
+    assert_eq!(row(&mnemo), (14, 14, 4, 0, 0, 9, 12), "{mnemo:#}");
+    assert_eq!(kinds(&mnemo), all_right, "{mnemo:#}");
+    assert_eq!(clean(&mnemo), (0, 0), "{mnemo:#}");
     assert_eq!(mnemo["memory_md_lines"], 0, "{mnemo:#}");
     assert_eq!(mnemo["writes"], "memory_md+facts flush");
     assert_eq!(mnemo["refused_operations"], 0, "{mnemo:#}");
     // claude-code writes nothing in the background.
     let cc = profile("claude-code");
-    assert_eq!(row(&cc), (0, 9, 2, 0, 0, 0, 0), "{cc:#}");
+    assert_eq!(row(&cc), (0, 14, 4, 0, 0, 0, 0), "{cc:#}");
     assert_eq!(cc["writes"], "none");
     assert!(mem0["tokens_per_100_turns"].as_f64().unwrap() > 0.0);
 }
@@ -402,12 +555,15 @@ fn write_path_with_dream_scores_the_memory_a_dream_leaves() {
     };
     let n = |p: &Value, k: &str| p[k].as_u64().unwrap_or_else(|| panic!("{k} in {p:#}"));
     // openclaw: the five old logs fold into facts, and the dream supersedes
-    // the older values of the changed subjects among them (gym locker 14
-    // and 27 by 33, parking spot B4 by C9); the one retraction folded
-    // ("The user asked to forget their ...") ends the fact it names instead
+    // the older values among them whose facts read `X is V` (gym locker 14
+    // and 27 by 33, parking spot B4 by C9, the airline, the wedding's Lyon
+    // by its correction Nantes; "lives in" has no `is` to read); the one
+    // retraction folded that says "forget" ends the fact it names instead
     // of becoming one. The logs stay (append-only, still searched), so the
     // contradictions stay and each folded item is now a log line and a
-    // fact.
+    // fact. The wedding's Lyon, corrected back in the last (unfolded) log,
+    // is left ended: a wrong supersession by the scores' rule (a fact
+    // ended by a dream is judged against what is true at the end).
     let openclaw = profile("openclaw");
     assert_eq!(openclaw["writes"], "flush+dream");
     assert_eq!(
@@ -421,7 +577,7 @@ fn write_path_with_dream_scores_the_memory_a_dream_leaves() {
             "dream_refused"
         ]
         .map(|k| n(&openclaw, k)),
-        [5, 14, 3, 0, 1, 0, 0],
+        [5, 26, 5, 0, 1, 0, 0],
         "{openclaw:#}"
     );
     assert_eq!(
@@ -429,10 +585,12 @@ fn write_path_with_dream_scores_the_memory_a_dream_leaves() {
             "current_correct",
             "retractions_honoured",
             "duplicates",
-            "contradictions"
+            "contradictions",
+            "wrong_supersessions",
+            "invented_facts"
         ]
         .map(|k| n(&openclaw, k)),
-        [6, 0, 14, 3],
+        [6, 0, 18, 8, 1, 0],
         "{openclaw:#}"
     );
     // mnemo: nothing for the dream to do (no daily log, no contradiction).
@@ -444,10 +602,11 @@ fn write_path_with_dream_scores_the_memory_a_dream_leaves() {
             "dream_added",
             "dream_superseded",
             "current_correct",
-            "contradictions"
+            "contradictions",
+            "wrong_supersessions"
         ]
         .map(|k| n(&mnemo, k)),
-        [0, 0, 0, 9, 0],
+        [0, 0, 0, 14, 0, 0],
         "{mnemo:#}"
     );
 }

@@ -28,13 +28,20 @@
 //! The word match is strict: a model that rewrites "7 May 2023" as
 //! "2023-05-07" loses that answer here, so the memory figure is a lower
 //! bound.
+//!
+//! A file none of whose questions carries a reference answer (MemoryBank)
+//! is scored on scripted questions instead ([`crate::consolidation_script`]):
+//! statements with known answers are said by the user in each
+//! conversation, in its language, and each is asked about; the three
+//! memories are searched for them alike, and the report says so
+//! (`scripted`).
 
 use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
-use mnemo_core::{Config, Embedder, Workspace};
+use mnemo_core::{Config, Embedder, Message, Workspace};
 use mnemo_engine::{Engine, EngineEvent};
 use mnemo_index::{is_cjk, IndexSettings, MemoryIndex, SearchRequest, Source};
 use mnemo_llm::ChatModel;
@@ -164,6 +171,9 @@ pub struct ConsolidationReport {
     pub errors: Vec<String>,
     /// Each scored question and where its answer was found.
     pub questions: Vec<QuestionOutcome>,
+    /// The questions are the scripted ones: the file's carry no reference
+    /// answers (see the module docs).
+    pub scripted: bool,
 }
 
 impl ConsolidationReport {
@@ -216,9 +226,16 @@ pub async fn run_consolidation_eval(
     let per_conv = opts.limit_sessions.unwrap_or(usize::MAX);
     let total: usize = convs.iter().map(|c| c.sessions.len().min(per_conv)).sum();
     let info = model.info();
+    // A file whose questions carry no reference answer is scored on
+    // scripted ones (see the module docs).
+    let scripted = !ds
+        .questions
+        .iter()
+        .any(|q| answer_of(q).is_some_and(|a| !words(&a).is_empty()));
     let mut report = ConsolidationReport {
         model: format!("{}/{}", info.provider, info.model),
         conversations: convs.len(),
+        scripted,
         ..Default::default()
     };
     let outage = if opts.skip_raw_archive {
@@ -231,23 +248,36 @@ pub async fn run_consolidation_eval(
     for conv in convs {
         let sessions: Vec<_> = conv.sessions.iter().take(per_conv).collect();
         let replayed: HashSet<&str> = sessions.iter().map(|s| s.session_id.as_str()).collect();
-        let questions: Vec<(&Question, String)> = ds
-            .questions
-            .iter()
-            .filter(|q| q.conv_id == conv.conv_id)
+        let (said, own): (Vec<Vec<Message>>, Vec<Question>) = if scripted {
+            let script = crate::consolidation_script::script_for(ds.language.as_deref(), conv);
+            crate::consolidation_script::apply(conv, &sessions, script)
+        } else {
+            let said = sessions.iter().map(|s| session_messages(conv, s)).collect();
+            (said, Vec::new())
+        };
+        let asked: Vec<&Question> = if scripted {
+            own.iter().collect()
+        } else {
+            ds.questions
+                .iter()
+                .filter(|q| q.conv_id == conv.conv_id)
+                .collect()
+        };
+        let questions: Vec<(&Question, String)> = asked
+            .into_iter()
             .filter_map(|q| answerable(q, &replayed).map(|a| (q, a)))
             .collect();
 
         let (_tmp, ws) = scratch(opts, &conv.conv_id, "memory")?;
         let engine = Engine::new(&ws, &opts.config, model.clone()).map_err(engine_err)?;
-        for s in &sessions {
+        for (s, messages) in sessions.iter().zip(&said) {
             progress(&ConsolidationProgress {
                 done,
                 total,
                 at: format!("{} {}", conv.conv_id, s.session_id),
             });
             let key = session_key(&conv.conv_id, &s.session_id);
-            append(&ws, &opts.config, &key, conv, s)?;
+            append(&ws, &opts.config, &key, messages)?;
             let t = Instant::now();
             let outcome = engine.new_session(&key).await.map(|r| r.events);
             report.round_seconds.push(t.elapsed().as_secs_f64());
@@ -301,9 +331,9 @@ pub async fn run_consolidation_eval(
             let (_tmp, ws) = scratch(opts, &conv.conv_id, "raw-archive")?;
             let mut config = opts.config.clone();
             config.set("engine.consolidation_max_failures", "1");
-            for s in &sessions {
+            for (s, messages) in sessions.iter().zip(&said) {
                 let key = session_key(&conv.conv_id, &s.session_id);
-                append(&ws, &config, &key, conv, s)?;
+                append(&ws, &config, &key, messages)?;
                 // An engine per session, as one CLI run each: one engine's
                 // breaker would stop trying after the first failure and
                 // leave the later sessions in their logs, unarchived.
@@ -442,19 +472,12 @@ fn index_of(ws: &Workspace, opts: &ConsolidationOptions) -> Result<MemoryIndex> 
     Ok(index)
 }
 
-/// Appends one session's turns to its log.
-fn append(
-    ws: &Workspace,
-    config: &Config,
-    key: &str,
-    conv: &Conversation,
-    session: &crate::dataset::SessionData,
-) -> Result<()> {
+/// Appends one session's messages to its log.
+fn append(ws: &Workspace, config: &Config, key: &str, messages: &[Message]) -> Result<()> {
     let store = SessionStore::from_config(ws, config)
         .map_err(|e| EvalError::Options(format!("the [session] settings: {e}")))?;
     let mut log = store.open(key).map_err(EvalError::Store)?;
-    log.append(&session_messages(conv, session))
-        .map_err(EvalError::Store)?;
+    log.append(messages).map_err(EvalError::Store)?;
     log.sync().map_err(EvalError::Store)
 }
 
@@ -551,6 +574,12 @@ pub fn render_consolidation(r: &ConsolidationReport) -> String {
         total
     ));
     out.push_str(&format!("memory written: {} bytes\n", r.memory_bytes));
+    if r.scripted {
+        out.push_str(&format!(
+            "questions: {} scripted (the file's questions carry no reference answers, so the user said facts with known answers in each conversation and each is asked about)\n",
+            r.memory.asked
+        ));
+    }
     out.push_str("retention (answer in the top hits of the question's search):\n");
     let row = |name: &str, x: &Retention| {
         format!("  {name:<12} {:.3} ({}/{})\n", x.rate(), x.kept, x.asked)

@@ -11,16 +11,19 @@
 //! interleaved into the same conversations, replayed through each memory
 //! profile's consolidation, and scored on what memory holds afterwards,
 //! with a deterministic rule-based model ([`rule_model`]) to serve for a
-//! reproducible baseline.
+//! reproducible baseline, and the checks of wrong supersessions and
+//! invented facts ([`memory_checks`]).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod consolidation;
+pub mod consolidation_script;
 pub mod dataset;
 pub mod dates;
 pub mod dialogue;
 pub mod error;
+pub mod memory_checks;
 pub mod metrics;
 pub mod replay;
 pub mod report;

@@ -2,29 +2,48 @@
 //! their replay through the real consolidation pipeline of each `[memory]
 //! profile`, and the scores.
 //!
-//! Scripted user statements with known ground truth are interleaved into
-//! the real turns of a benchmark file's conversations (read at run time,
-//! never copied), one statement and an acknowledgement at a time, spread
-//! over the conversation's sessions:
+//! Scripted exchanges with known ground truth are interleaved into the
+//! real turns of a benchmark file's conversations (read at run time, never
+//! copied), one exchange at a time (a user statement and an
+//! acknowledgement, or a few messages), spread over the conversation's
+//! sessions. Each scenario kind is scored on its own:
 //!
 //! - (a) changed: a subject is stated, then changed in a later session
-//!   (once or twice); the last value must be the current one and the old
-//!   ones must stay in history;
+//!   (once or twice, "Update: my ... is now ..."); the last value must be
+//!   the current one and the old ones must stay in history;
 //! - (b) repeated: the same fact stated in several sessions must end as one
 //!   memory;
 //! - (c) retracted: a fact stated, then "please forget that ..." later: no
 //!   current memory may hold it;
 //! - (d) long: the whole conversation plus `fillers` further distinct
 //!   facts, with the `[engine]` MEMORY.md caps set to `cap_lines` /
-//!   `cap_bytes`: the memory must stay within them.
+//!   `cap_bytes`: the memory must stay within them;
+//! - (e) a change without the usual words ("I live in Tallinn." ... "We're
+//!   in Ghent these days."): Ghent current, Tallinn ended;
+//! - (f) a correction of a correction ("My cousin's wedding is in Lyon." ->
+//!   "Sorry, I got that wrong: the wedding is in Nantes." -> "No wait, the
+//!   wedding is in Lyon after all."): Lyon current, Nantes ended;
+//! - (g) a retraction in other words ("I have a pet iguana called Zorba."
+//!   -> "Scratch what I told you about the iguana, that isn't true.");
+//! - (h) a change the assistant proposes and the user confirms ("My
+//!   preferred airline is Lufthansa." ... the assistant: "Shall I switch
+//!   your preferred airline to KLM?", the user: "Yes, do that.");
+//! - (i) two people: the user's sister moves ("My sister Marisol lives in
+//!   Valencia." -> "Marisol moved to Bilbao last month."), and the user's
+//!   own home (e) must not take her cities;
+//! - (j) statements in Chinese: a change (我最喜欢的颜色是琥珀色。 ->
+//!   其实我现在最喜欢靛青色了。) and a retraction (我的车位号码是B7。 ->
+//!   请忘掉我的车位号码是B7。).
 //!
-//! Every statement reads `... my SUBJECT is VALUE.` (see
-//! [`crate::rule_model`], which answers such requests deterministically).
-//! For each profile a fresh workspace is made with `[memory] profile`
-//! set; every session of the conversation is written as its own session
-//! log and, when it ends, the profile's write path runs as mnemo runs it:
-//! the memory flush when the profile flushes (`Engine::flush`), then
-//! consolidation when it consolidates (`Engine::consolidate_now`). A
+//! The values occur nowhere in the benchmark files, nor in the examples of
+//! mnemo's prompts (a model that copies its prompt's example, "The user
+//! lives in Porto" or 蓝色, must not score). [`crate::rule_model`]
+//! answers every such request right, deterministically: it is the suite's
+//! ceiling. For each profile a fresh workspace is made with `[memory]
+//! profile` set; every session of the conversation is written as its own
+//! session log and, when it ends, the profile's write path runs as mnemo
+//! runs it: the memory flush when the profile flushes (`Engine::flush`),
+//! then consolidation when it consolidates (`Engine::consolidate_now`). A
 //! profile that does neither (claude-code: memory is written by the
 //! agent's own tool calls) writes nothing here. With `dream`, one dream
 //! pass (`Engine::dream`, at the time the last session ends) runs after
@@ -34,8 +53,19 @@
 //! lines of MEMORY.md, the current facts of `memory/facts.md` and the items
 //! of the daily logs (append-only journals, searched as they are). History
 //! is `memory/HISTORY.md` and the facts no longer true. A line is about a
-//! subject when it contains the subject's words, and holds a value when it
-//! contains the value as a word.
+//! subject when it contains one of the subject's words (for (a)-(d) its
+//! whole name, `gym locker number`; for (e)-(j) a word of it or one of its
+//! values, which are unique; for the sister, her name alone) and none of
+//! the words that name someone else (`Marisol` for the user's own home),
+//! and holds a value when it contains the value as a word (as a run of
+//! characters in Chinese). A daily-log item is read without its `[10:00]`
+//! time. A subject is right when memory holds its current value and no
+//! other of its values, nor a value of the other person's (a line about
+//! the user's home that holds Bilbao is a contradiction of the user's
+//! home). Current value, retractions, duplicates, contradictions and
+//! old values in history count every kind; (a)+(b) only those two. Wrong
+//! supersessions and invented facts are scored by
+//! [`crate::memory_checks`].
 
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -44,7 +74,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use chrono::{DateTime, Duration, NaiveDate, Utc};
-use mnemo_core::{Config, Message, Workspace};
+use mnemo_core::{Config, Message, Role, Workspace};
 use mnemo_llm::{BoxFuture, ChatModel, ChatRequest, ChatResponse, LlmError, ModelInfo};
 use serde::Serialize;
 
@@ -92,7 +122,7 @@ impl WritePathOptions {
     }
 }
 
-/// The scenario a subject belongs to.
+/// The scenario kind a subject belongs to (see the module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Scenario {
@@ -104,36 +134,120 @@ pub enum Scenario {
     Retracted,
     /// (d) one of many distinct facts.
     Filler,
+    /// (e) a change without the usual words.
+    UnmarkedChange,
+    /// (f) a correction of a correction.
+    CorrectedTwice,
+    /// (g) a retraction in other words.
+    RewordedRetraction,
+    /// (h) a change the assistant proposed and the user confirmed.
+    ConfirmedProposal,
+    /// (i) someone else's fact changes, not the user's.
+    AnotherPerson,
+    /// (j) statements in Chinese.
+    Chinese,
+}
+
+impl Scenario {
+    /// Every kind, in the report's order.
+    pub const ALL: [Scenario; 10] = [
+        Scenario::Changed,
+        Scenario::Repeated,
+        Scenario::Retracted,
+        Scenario::Filler,
+        Scenario::UnmarkedChange,
+        Scenario::CorrectedTwice,
+        Scenario::RewordedRetraction,
+        Scenario::ConfirmedProposal,
+        Scenario::AnotherPerson,
+        Scenario::Chinese,
+    ];
+
+    /// Its column heading: the letter and a few words.
+    pub fn title(self) -> &'static str {
+        match self {
+            Scenario::Changed => "(a) changed",
+            Scenario::Repeated => "(b) repeated",
+            Scenario::Retracted => "(c) retracted",
+            Scenario::Filler => "(d) fillers",
+            Scenario::UnmarkedChange => "(e) change, no cue words",
+            Scenario::CorrectedTwice => "(f) correction corrected",
+            Scenario::RewordedRetraction => "(g) retraction reworded",
+            Scenario::ConfirmedProposal => "(h) proposal confirmed",
+            Scenario::AnotherPerson => "(i) another person",
+            Scenario::Chinese => "(j) Chinese",
+        }
+    }
 }
 
 /// One scripted subject and its ground truth.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Subject {
-    /// Its scenario.
+    /// Its scenario kind.
     pub scenario: Scenario,
-    /// The subject's words, lower case (`gym locker number`).
+    /// Its name (`gym locker number`, `sister Marisol's home city`).
     pub subject: String,
+    /// Who it is about (`user`, `Marisol`) and which of their attributes, as
+    /// the rule-based model names them.
+    pub who: String,
+    /// See [`Subject::who`].
+    pub attribute: String,
+    /// Words that make a line about it (any one, as whole words in order).
+    pub about: Vec<String>,
+    /// Words that make a line about someone else instead.
+    pub not_about: Vec<String>,
     /// The values stated, in order (the last is current unless retracted).
     pub values: Vec<String>,
+    /// Someone else's values, which no line about it may hold.
+    pub foreign: Vec<String>,
+    /// Retracted at the end.
+    pub retracted: bool,
 }
 
 impl Subject {
     /// The value that must be current, `None` when retracted.
     pub fn current(&self) -> Option<&str> {
-        match self.scenario {
-            Scenario::Retracted => None,
-            _ => self.values.last().map(String::as_str),
+        if self.retracted {
+            None
+        } else {
+            self.values.last().map(String::as_str)
         }
+    }
+
+    /// True when the line (its [`words`]) is about this subject.
+    pub fn is_about(&self, line: &[String]) -> bool {
+        self.about.iter().any(|p| holds(line, p)) && !self.not_about.iter().any(|p| holds(line, p))
+    }
+
+    /// Its values that are not current any more (distinct, in order).
+    pub fn old_values(&self) -> Vec<&str> {
+        let mut out: Vec<&str> = Vec::new();
+        if self.retracted {
+            return out;
+        }
+        for v in &self.values {
+            if Some(v.as_str()) != self.current() && !out.contains(&v.as_str()) {
+                out.push(v);
+            }
+        }
+        out
     }
 }
 
-/// One scripted statement: the session it goes into and what the user says.
+/// One scripted exchange: the session it goes into, its messages, and
+/// what it makes true.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Scripted {
     /// Index of the session (after the limits).
     pub session: usize,
-    /// The user's message.
-    pub text: String,
+    /// Its messages, in order (the user's statement; or a user message, the
+    /// assistant's proposal and the user's yes). An acknowledgement follows
+    /// when the last is the user's.
+    pub turns: Vec<(Role, String)>,
+    /// The subject (index into [`Plan::subjects`]).
+    pub subject: usize,
+    /// The subject's value after it; `None` once retracted.
+    pub value: Option<String>,
 }
 
 /// The scripted part of one conversation.
@@ -141,7 +255,7 @@ pub struct Scripted {
 pub struct Plan {
     /// The subjects and their truth.
     pub subjects: Vec<Subject>,
-    /// The statements, in order.
+    /// The exchanges, in the order they are said.
     pub statements: Vec<Scripted>,
 }
 
@@ -160,88 +274,309 @@ const RETRACTED: &[(&str, &str)] = &[
     ("hotel room number", "512"),
 ];
 
+/// Words naming a place someone lives in, for (e) and (i).
+const HOME_WORDS: &[&str] = &[
+    "live", "lives", "living", "lived", "home", "moved", "city", "based", "resides",
+];
+
+/// One stage of a subject: where in the conversation (a fraction of its
+/// sessions), what is said, and the value after it.
+type Stage = (f64, Vec<(Role, String)>, Option<String>);
+
+fn user(text: impl Into<String>) -> Vec<(Role, String)> {
+    vec![(Role::User, text.into())]
+}
+
+fn some(value: &str) -> Option<String> {
+    Some(value.to_string())
+}
+
+/// A subject of (a)-(d): about the user, named by its own words.
+fn plain(scenario: Scenario, subject: &str, values: &[&str], retracted: bool) -> Subject {
+    Subject {
+        scenario,
+        subject: subject.to_string(),
+        who: "user".into(),
+        attribute: subject.to_string(),
+        about: vec![subject.to_string()],
+        not_about: Vec::new(),
+        values: values.iter().map(|v| v.to_string()).collect(),
+        foreign: Vec::new(),
+        retracted,
+    }
+}
+
+/// A subject of (e)-(j): `who`'s `attribute` (as the rule-based model
+/// names them), a line about it when it has one of `about` or of its
+/// (unique) values.
+fn named(
+    scenario: Scenario,
+    subject: &str,
+    (who, attribute): (&str, &str),
+    about: &[&str],
+    values: &[&str],
+) -> Subject {
+    Subject {
+        who: who.into(),
+        attribute: attribute.to_string(),
+        about: about.iter().chain(values).map(|w| w.to_string()).collect(),
+        ..plain(scenario, subject, values, false)
+    }
+}
+
 /// The plan for a conversation of `sessions` sessions (see the module
 /// docs); stages of one subject go into different sessions when there are
 /// at least six.
+#[allow(clippy::too_many_lines)]
 pub fn plan(sessions: usize, fillers: usize) -> Plan {
     let at = |frac: f64| ((frac * sessions as f64) as usize).min(sessions.saturating_sub(1));
-    let mut subjects = Vec::new();
-    let mut statements: Vec<(usize, usize, String)> = Vec::new();
-    let say = |session: usize, text: String, statements: &mut Vec<(usize, usize, String)>| {
-        let n = statements.len();
-        statements.push((session, n, text));
+    let mut subjects: Vec<Subject> = Vec::new();
+    // (session, order said, exchange)
+    let mut said: Vec<(usize, usize, Scripted)> = Vec::new();
+    let mut add = |subject: Subject, stages: Vec<Stage>| {
+        let index = subjects.len();
+        subjects.push(subject);
+        for (frac, turns, value) in stages {
+            let n = said.len();
+            let session = at(frac);
+            said.push((
+                session,
+                n,
+                Scripted {
+                    session,
+                    turns,
+                    subject: index,
+                    value,
+                },
+            ));
+        }
     };
     let changed_at: [&[f64]; 3] = [&[0.1, 0.5, 0.8], &[0.2, 0.6], &[0.3, 0.9]];
     for ((subject, values), fracs) in CHANGED.iter().zip(changed_at) {
-        for (k, (v, f)) in values.iter().zip(fracs).enumerate() {
-            let text = if k == 0 {
-                format!("By the way, my {subject} is {v}.")
-            } else {
-                format!("Update: my {subject} is now {v}.")
-            };
-            say(at(*f), text, &mut statements);
-        }
-        subjects.push(Subject {
-            scenario: Scenario::Changed,
-            subject: subject.to_string(),
-            values: values.iter().map(|v| v.to_string()).collect(),
-        });
+        let stages = values
+            .iter()
+            .zip(fracs)
+            .enumerate()
+            .map(|(k, (v, f))| {
+                let text = if k == 0 {
+                    format!("By the way, my {subject} is {v}.")
+                } else {
+                    format!("Update: my {subject} is now {v}.")
+                };
+                (*f, user(text), some(v))
+            })
+            .collect();
+        add(plain(Scenario::Changed, subject, values, false), stages);
     }
     for (subject, value, times) in REPEATED {
-        for k in 0..*times {
-            let f = k as f64 / (*times - 1).max(1) as f64;
-            say(
-                at(f),
-                format!("Just so you know, my {subject} is {value}."),
-                &mut statements,
-            );
-        }
-        subjects.push(Subject {
-            scenario: Scenario::Repeated,
-            subject: subject.to_string(),
-            values: vec![value.to_string()],
-        });
+        let stages = (0..*times)
+            .map(|k| {
+                let f = k as f64 / (*times - 1).max(1) as f64;
+                (
+                    f,
+                    user(format!("Just so you know, my {subject} is {value}.")),
+                    some(value),
+                )
+            })
+            .collect();
+        add(plain(Scenario::Repeated, subject, &[value], false), stages);
     }
     for ((subject, value), (set, forget)) in RETRACTED.iter().zip([(0.15, 0.7), (0.4, 0.95)]) {
-        say(
-            at(set),
-            format!("By the way, my {subject} is {value}."),
-            &mut statements,
+        add(
+            plain(Scenario::Retracted, subject, &[value], true),
+            vec![
+                (
+                    set,
+                    user(format!("By the way, my {subject} is {value}.")),
+                    some(value),
+                ),
+                (
+                    forget,
+                    user(format!("Please forget that my {subject} is {value}.")),
+                    None,
+                ),
+            ],
         );
-        say(
-            at(forget),
-            format!("Please forget that my {subject} is {value}."),
-            &mut statements,
-        );
-        subjects.push(Subject {
-            scenario: Scenario::Retracted,
-            subject: subject.to_string(),
-            values: vec![value.to_string()],
-        });
     }
     for k in 0..fillers {
         let subject = format!("storage box {} label", k + 1);
         let value = format!("L{}x", k + 1);
         let f = k as f64 / fillers.max(1) as f64;
-        say(
-            at(f),
-            format!("Noting it here: my {subject} is {value}."),
-            &mut statements,
+        let text = format!("Noting it here: my {subject} is {value}.");
+        add(
+            plain(Scenario::Filler, &subject, &[&value], false),
+            vec![(f, user(text), Some(value.clone()))],
         );
-        subjects.push(Subject {
-            scenario: Scenario::Filler,
-            subject,
-            values: vec![value],
-        });
     }
-    statements.sort();
+    // (e) and (i): the user's home and the sister's, neither taking the
+    // other's cities.
+    add(
+        Subject {
+            not_about: vec!["marisol".into(), "sister".into()],
+            foreign: vec!["Valencia".into(), "Bilbao".into()],
+            ..named(
+                Scenario::UnmarkedChange,
+                "home city",
+                ("user", "home city"),
+                HOME_WORDS,
+                &["Tallinn", "Ghent"],
+            )
+        },
+        vec![
+            (0.1, user("I live in Tallinn."), some("Tallinn")),
+            (0.5, user("We're in Ghent these days."), some("Ghent")),
+        ],
+    );
+    add(
+        Subject {
+            // Her name makes a line hers, not her cities: "The user lives
+            // in Bilbao" is a wrong line about the user.
+            about: vec!["marisol".into(), "sister".into()],
+            foreign: vec!["Tallinn".into(), "Ghent".into()],
+            ..named(
+                Scenario::AnotherPerson,
+                "sister Marisol's home city",
+                ("Marisol", "home city"),
+                &["marisol"],
+                &["Valencia", "Bilbao"],
+            )
+        },
+        vec![
+            (
+                0.2,
+                user("My sister Marisol lives in Valencia."),
+                some("Valencia"),
+            ),
+            (
+                0.7,
+                user("Marisol moved to Bilbao last month."),
+                some("Bilbao"),
+            ),
+        ],
+    );
+    add(
+        Subject {
+            // Lyon, corrected to Nantes, corrected back: Lyon is current.
+            values: vec!["Lyon".into(), "Nantes".into(), "Lyon".into()],
+            ..named(
+                Scenario::CorrectedTwice,
+                "cousin's wedding",
+                ("user", "cousin's wedding"),
+                &["wedding"],
+                &["Lyon", "Nantes"],
+            )
+        },
+        vec![
+            (0.25, user("My cousin's wedding is in Lyon."), some("Lyon")),
+            (
+                0.55,
+                user("Sorry, I got that wrong: the wedding is in Nantes."),
+                some("Nantes"),
+            ),
+            (
+                0.85,
+                user("No wait, the wedding is in Lyon after all."),
+                some("Lyon"),
+            ),
+        ],
+    );
+    add(
+        Subject {
+            retracted: true,
+            ..named(
+                Scenario::RewordedRetraction,
+                "pet iguana",
+                ("user", "pet iguana"),
+                &["iguana"],
+                &["Zorba"],
+            )
+        },
+        vec![
+            (
+                0.3,
+                user("I have a pet iguana called Zorba."),
+                some("Zorba"),
+            ),
+            (
+                0.75,
+                user("Scratch what I told you about the iguana, that isn't true."),
+                None,
+            ),
+        ],
+    );
+    let proposal = vec![
+        (
+            Role::User,
+            "Flights with my usual airline keep getting cancelled.".to_string(),
+        ),
+        (
+            Role::Assistant,
+            "Shall I switch your preferred airline to KLM?".to_string(),
+        ),
+        (Role::User, "Yes, do that.".to_string()),
+    ];
+    add(
+        named(
+            Scenario::ConfirmedProposal,
+            "preferred airline",
+            ("user", "preferred airline"),
+            &["airline"],
+            &["Lufthansa", "KLM"],
+        ),
+        vec![
+            (
+                0.35,
+                user("My preferred airline is Lufthansa."),
+                some("Lufthansa"),
+            ),
+            (0.8, proposal, some("KLM")),
+        ],
+    );
+    add(
+        named(
+            Scenario::Chinese,
+            "最喜欢的颜色",
+            ("user", "最喜欢的颜色"),
+            &["颜色", "colour", "color"],
+            &["琥珀色", "靛青色"],
+        ),
+        vec![
+            (0.4, user("我最喜欢的颜色是琥珀色。"), some("琥珀色")),
+            (0.9, user("其实我现在最喜欢靛青色了。"), some("靛青色")),
+        ],
+    );
+    add(
+        Subject {
+            retracted: true,
+            ..named(
+                Scenario::Chinese,
+                "车位号码",
+                ("user", "车位号码"),
+                &["车位", "parking"],
+                &["B7"],
+            )
+        },
+        vec![
+            (0.45, user("我的车位号码是B7。"), some("B7")),
+            (0.95, user("请忘掉我的车位号码是B7。"), None),
+        ],
+    );
+    said.sort_by_key(|(session, n, _)| (*session, *n));
     Plan {
         subjects,
-        statements: statements
-            .into_iter()
-            .map(|(session, _, text)| Scripted { session, text })
-            .collect(),
+        statements: said.into_iter().map(|(_, _, s)| s).collect(),
     }
+}
+
+/// What a message of a replay is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// A turn of the benchmark conversation.
+    Real,
+    /// A message of the scripted exchange [`Plan::statements`]`[i]`.
+    Scripted(usize),
+    /// The suite's own acknowledgement or closing message.
+    Eval,
 }
 
 /// One session of the replay: its key, its day and its messages.
@@ -251,10 +586,12 @@ pub struct ReplaySession {
     pub key: String,
     /// When it ends.
     pub end: DateTime<Utc>,
-    /// Its messages: the real turns with the scripted statements spread
+    /// Its messages: the real turns with the scripted exchanges spread
     /// among them, and a closing user message (consolidation stops before
     /// the last user turn).
     pub messages: Vec<Message>,
+    /// What each message is.
+    pub origins: Vec<Origin>,
 }
 
 fn timestamp(m: &Message) -> Option<DateTime<Utc>> {
@@ -270,7 +607,37 @@ fn timestamp(m: &Message) -> Option<DateTime<Utc>> {
         })
 }
 
-/// The sessions of `conv` with `plan`'s statements interleaved.
+/// `extra` spread evenly among `real`: extra item k goes after real item
+/// (k + 1) * n / (m + 1) (those left over at the end).
+pub fn spread<T: Clone>(real: &[T], extra: &[Vec<T>]) -> Vec<T> {
+    let mut out = Vec::new();
+    let mut next = 0;
+    for (t, r) in real.iter().enumerate() {
+        out.push(r.clone());
+        while next < extra.len() && (next + 1) * real.len() / (extra.len() + 1) <= t + 1 {
+            out.extend(extra[next].iter().cloned());
+            next += 1;
+        }
+    }
+    for e in &extra[next.min(extra.len())..] {
+        out.extend(e.iter().cloned());
+    }
+    out
+}
+
+/// The messages of one scripted exchange, with the acknowledgement.
+pub fn exchange(turns: &[(Role, String)]) -> Vec<Message> {
+    let mut out: Vec<Message> = turns
+        .iter()
+        .map(|(r, t)| Message::new(*r, t.clone()))
+        .collect();
+    if turns.last().is_some_and(|(r, _)| *r == Role::User) {
+        out.push(Message::assistant("Noted."));
+    }
+    out
+}
+
+/// The sessions of `conv` with `plan`'s exchanges interleaved.
 pub fn interleave(conv: &Conversation, plan: &Plan, limit: Option<usize>) -> Vec<ReplaySession> {
     let base = DateTime::parse_from_rfc3339("2023-01-01T12:00:00Z")
         .map(|d| d.with_timezone(&Utc))
@@ -287,37 +654,43 @@ pub fn interleave(conv: &Conversation, plan: &Plan, limit: Option<usize>) -> Vec
                 .filter(|t| *t > last)
                 .unwrap_or(last + Duration::days(1));
             last = start;
-            let stamp = |k: usize| (start + Duration::minutes(k as i64)).to_rfc3339();
-            let mine: Vec<&Scripted> = plan.statements.iter().filter(|p| p.session == i).collect();
-            let mut messages = Vec::new();
-            // Statement k goes after real turn (k + 1) * n / (m + 1).
-            let mut next = 0;
-            for (t, m) in real.iter().enumerate() {
-                let mut m = m.clone();
-                m.timestamp = Some(stamp(messages.len()));
-                messages.push(m);
-                while next < mine.len() && (next + 1) * real.len() / (mine.len() + 1) <= t + 1 {
-                    messages.push(
-                        Message::user(mine[next].text.clone())
-                            .with_timestamp(stamp(messages.len())),
-                    );
-                    messages
-                        .push(Message::assistant("Noted.").with_timestamp(stamp(messages.len())));
-                    next += 1;
-                }
+            let real: Vec<(Message, Origin)> =
+                real.into_iter().map(|m| (m, Origin::Real)).collect();
+            let extra: Vec<Vec<(Message, Origin)>> = plan
+                .statements
+                .iter()
+                .enumerate()
+                .filter(|(_, p)| p.session == i)
+                .map(|(k, p)| {
+                    exchange(&p.turns)
+                        .into_iter()
+                        .enumerate()
+                        .map(|(j, m)| {
+                            (
+                                m,
+                                if j < p.turns.len() {
+                                    Origin::Scripted(k)
+                                } else {
+                                    Origin::Eval
+                                },
+                            )
+                        })
+                        .collect()
+                })
+                .collect();
+            let mut all = spread(&real, &extra);
+            all.push((Message::user("Talk to you later."), Origin::Eval));
+            let (mut messages, origins): (Vec<Message>, Vec<Origin>) = all.into_iter().unzip();
+            for (k, m) in messages.iter_mut().enumerate() {
+                m.timestamp = Some((start + Duration::minutes(k as i64)).to_rfc3339());
             }
-            for p in &mine[next..] {
-                messages.push(Message::user(p.text.clone()).with_timestamp(stamp(messages.len())));
-                messages.push(Message::assistant("Noted.").with_timestamp(stamp(messages.len())));
-            }
-            messages
-                .push(Message::user("Talk to you later.").with_timestamp(stamp(messages.len())));
             let end = start + Duration::minutes(messages.len() as i64 + 1);
             last = end;
             ReplaySession {
                 key: format!("eval:{}-{}", conv.conv_id, s.session_id),
                 end,
                 messages,
+                origins,
             }
         })
         .collect()
@@ -381,7 +754,8 @@ pub struct ProfileReport {
     pub writes: String,
     /// Messages replayed.
     pub turns: usize,
-    /// Subjects of scenarios (a), (b) and (d) whose value must be current.
+    /// Subjects whose value must be current (every kind but the
+    /// retractions).
     pub subjects: usize,
     /// Of those, the ones memory holds with the current value and no other.
     pub current_correct: usize,
@@ -391,15 +765,23 @@ pub struct ProfileReport {
     pub changed_and_repeated: usize,
     /// Of those, the ones held right.
     pub changed_and_repeated_correct: usize,
-    /// Retracted subjects (c).
+    /// Retracted subjects ((c), (g) and the Chinese one of (j)).
     pub retracted: usize,
     /// Of those, the ones no memory line holds any more.
     pub retractions_honoured: usize,
     /// Memory lines beyond the first that hold a subject's current value.
     pub duplicates: usize,
-    /// Subjects for which memory holds more than one value.
+    /// Subjects for which memory holds more than one value (its own, or
+    /// another person's).
     pub contradictions: usize,
-    /// Old values of scenario (a).
+    /// Facts ended while still true, or by a fact about something else
+    /// (see [`crate::memory_checks`]).
+    pub wrong_supersessions: usize,
+    /// Memory lines no message supports (see [`crate::memory_checks`]).
+    pub invented_facts: usize,
+    /// Each scenario kind's score.
+    pub kinds: Vec<KindScore>,
+    /// Old values of the subjects that changed (not retracted).
     pub old_values: usize,
     /// Of those, the ones still in history (or in memory).
     pub old_values_in_history: usize,
@@ -444,8 +826,22 @@ pub struct ProfileReport {
     pub dream_refused: usize,
     /// The first few errors and refusals, to read.
     pub warnings: Vec<String>,
+    /// The first few wrong supersessions and invented facts, to read.
+    pub findings: Vec<String>,
     /// Seconds the profile took.
     pub seconds: f64,
+}
+
+/// One scenario kind's score: its subjects held right (the current value
+/// and no other; for a retracted one, no line holding it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct KindScore {
+    /// The kind.
+    pub kind: Scenario,
+    /// Its subjects held right.
+    pub correct: usize,
+    /// Its subjects.
+    pub subjects: usize,
 }
 
 /// The whole run.
@@ -461,7 +857,7 @@ pub struct WritePathReport {
     pub sessions: usize,
     /// Messages per profile.
     pub turns: usize,
-    /// Scripted statements.
+    /// Scripted exchanges.
     pub statements: usize,
     /// The caps of scenario (d).
     pub cap_lines: usize,
@@ -528,11 +924,24 @@ pub async fn run_write_path(
         let mut r = ProfileReport {
             profile: profile.clone(),
             within_caps: true,
+            kinds: Scenario::ALL
+                .iter()
+                .map(|k| KindScore {
+                    kind: *k,
+                    correct: 0,
+                    subjects: 0,
+                })
+                .collect(),
             ..Default::default()
         };
         for ((plan, sessions), conv) in replays.iter().zip(&convs) {
             progress(&format!("{profile} {}", conv.conv_id));
-            replay_profile(opts, profile, plan, sessions, counting.clone(), &mut r).await?;
+            let replay = Replay {
+                plan,
+                sessions,
+                user_names: conv.speakers.iter().take(1).cloned().collect(),
+            };
+            replay_profile(opts, profile, &replay, counting.clone(), &mut r).await?;
         }
         r.turns = report.turns;
         r.model_calls = counting.calls();
@@ -561,14 +970,25 @@ fn ratio(a: usize, b: usize) -> f64 {
     }
 }
 
+/// One conversation as replayed: its plan, its sessions, and the names
+/// its user goes by.
+pub struct Replay<'a> {
+    /// The scripted part.
+    pub plan: &'a Plan,
+    /// The sessions with the exchanges interleaved.
+    pub sessions: &'a [ReplaySession],
+    /// The user's names (the first speaker of the benchmark file).
+    pub user_names: Vec<String>,
+}
+
 async fn replay_profile(
     opts: &WritePathOptions,
     profile: &str,
-    plan: &Plan,
-    sessions: &[ReplaySession],
+    replay: &Replay<'_>,
     model: Arc<Counting>,
     r: &mut ProfileReport,
 ) -> Result<()> {
+    let sessions = replay.sessions;
     let dir = tempfile::tempdir().map_err(EvalError::Workspace)?;
     let ws = Workspace::new(dir.path());
     let config = Config::parse(&format!(
@@ -695,39 +1115,44 @@ async fn replay_profile(
             }
         }
     }
-    score(&ws, plan, opts, r)
+    score(&ws, replay, opts, r)
 }
 
-/// Words of a line, lower case, for matching subjects and values.
-fn words(text: &str) -> Vec<String> {
-    text.to_lowercase()
-        .split(|c: char| !(c.is_alphanumeric() || c == '\''))
-        .filter(|w| !w.is_empty())
-        .map(str::to_string)
-        .collect()
+/// Words of a line as subjects and values are matched: lower case, each
+/// CJK character a word of its own.
+pub fn words(text: &str) -> Vec<String> {
+    mnemo_engine::adjudicate::words(text)
 }
 
-fn about(line_words: &[String], subject: &str) -> bool {
-    let s = words(subject);
-    !s.is_empty() && line_words.windows(s.len()).any(|w| w == s.as_slice())
-}
-
-fn holds(line_words: &[String], value: &str) -> bool {
-    let v = words(value);
-    !v.is_empty() && line_words.windows(v.len()).any(|w| w == v.as_slice())
+/// True when `line` (its [`words`]) contains the words of `phrase`, in
+/// order and next to each other.
+pub fn holds(line: &[String], phrase: &str) -> bool {
+    let p = words(phrase);
+    !p.is_empty() && line.windows(p.len()).any(|w| w == p.as_slice())
 }
 
 fn read(path: &std::path::Path) -> String {
     std::fs::read_to_string(path).unwrap_or_default()
 }
 
-fn score(
-    ws: &Workspace,
-    plan: &Plan,
-    opts: &WritePathOptions,
-    r: &mut ProfileReport,
-) -> Result<()> {
-    let root = ws.root();
+/// What a workspace's memory holds, as the suite scores it.
+pub struct Scored {
+    /// Every memory line (see the module docs), as written.
+    pub memory: Vec<String>,
+    /// History: HISTORY.md's lines and the whole facts file.
+    pub history: String,
+    /// The facts file.
+    pub facts: mnemo_store::memory::facts::FactsFile,
+    /// The audit log's records.
+    pub audit: Vec<mnemo_store::memory::facts::AuditRecord>,
+    /// Bytes of MEMORY.md, the facts file and the daily logs.
+    pub bytes: u64,
+    /// MEMORY.md as it is.
+    pub memory_md: String,
+}
+
+/// Reads what the suite scores from the workspace at `root`.
+pub fn read_memory(root: &std::path::Path) -> Scored {
     let md = read(&root.join("MEMORY.md"));
     let facts_text = read(&root.join(mnemo_store::memory::facts::FACTS_FILE));
     let facts = mnemo_store::memory::facts::FactsFile::parse(&facts_text);
@@ -754,17 +1179,47 @@ fn score(
         for p in logs {
             let text = read(&p);
             bytes += text.len() as u64;
+            // `- [10:00] item`: the time is the log's, not the item's.
             memory.extend(
                 text.lines()
                     .filter_map(|l| l.strip_prefix("- "))
-                    .map(str::to_string),
+                    .map(|item| {
+                        let stamped = item.strip_prefix('[').and_then(|r| r.split_once("] "));
+                        match stamped {
+                            Some((time, rest)) if time.len() == 5 && time.as_bytes()[2] == b':' => {
+                                rest.to_string()
+                            }
+                            _ => item.to_string(),
+                        }
+                    }),
             );
         }
     }
-    let lines: Vec<Vec<String>> = memory.iter().map(|l| words(l)).collect();
-    let history_words: Vec<Vec<String>> = history.lines().map(words).collect();
-    r.memory_bytes += bytes;
-    r.memory_lines += memory.len();
+    let audit = mnemo_store::memory::facts::parse_audit(&read(
+        &root.join(mnemo_store::memory::facts::AUDIT_FILE),
+    ));
+    Scored {
+        memory,
+        history,
+        facts,
+        audit,
+        bytes,
+        memory_md: md,
+    }
+}
+
+fn score(
+    ws: &Workspace,
+    replay: &Replay<'_>,
+    opts: &WritePathOptions,
+    r: &mut ProfileReport,
+) -> Result<()> {
+    let scored = read_memory(ws.root());
+    let md = &scored.memory_md;
+    let lines: Vec<Vec<String>> = scored.memory.iter().map(|l| words(l)).collect();
+    let history_words: Vec<Vec<String>> = scored.history.lines().map(words).collect();
+    r.memory_bytes += scored.bytes;
+    r.memory_lines += scored.memory.len();
     let md_lines = md.lines().count();
     r.memory_md_lines = r.memory_md_lines.max(md_lines);
     r.memory_md_bytes = r.memory_md_bytes.max(md.len() as u64);
@@ -772,60 +1227,75 @@ fn score(
         r.within_caps = false;
     }
     let (mut ab, mut ab_ok) = (0usize, 0usize);
-    for s in &plan.subjects {
-        let mine: Vec<&Vec<String>> = lines.iter().filter(|l| about(l, &s.subject)).collect();
-        let values: HashSet<&str> = s
+    for s in &replay.plan.subjects {
+        let mine: Vec<&Vec<String>> = lines.iter().filter(|l| s.is_about(l)).collect();
+        let held: HashSet<&str> = s
             .values
             .iter()
+            .chain(&s.foreign)
             .map(String::as_str)
             .filter(|v| mine.iter().any(|l| holds(l, v)))
             .collect();
-        if values.len() > 1 {
+        if held.len() > 1 {
             r.contradictions += 1;
         }
-        match s.current() {
+        let ok = match s.current() {
             None => {
                 r.retracted += 1;
-                if values.is_empty() {
-                    r.retractions_honoured += 1;
-                }
+                let honoured = held.is_empty();
+                r.retractions_honoured += usize::from(honoured);
+                honoured
             }
             Some(v) => {
                 r.subjects += 1;
                 let copies = mine.iter().filter(|l| holds(l, v)).count();
                 r.duplicates += copies.saturating_sub(1);
-                let ok = copies > 0 && values.len() == 1;
-                if ok {
-                    r.current_correct += 1;
-                }
-                if s.scenario != Scenario::Filler {
+                let ok = copies > 0 && held.len() == 1;
+                r.current_correct += usize::from(ok);
+                if matches!(s.scenario, Scenario::Changed | Scenario::Repeated) {
                     ab += 1;
                     ab_ok += usize::from(ok);
                 }
+                ok
             }
+        };
+        if let Some(k) = r.kinds.iter_mut().find(|k| k.kind == s.scenario) {
+            k.subjects += 1;
+            k.correct += usize::from(ok);
         }
-        if s.scenario == Scenario::Changed {
-            for old in &s.values[..s.values.len() - 1] {
-                r.old_values += 1;
-                let kept = history_words
-                    .iter()
-                    .chain(lines.iter())
-                    .any(|l| about(l, &s.subject) && holds(l, old));
-                if kept {
-                    r.old_values_in_history += 1;
-                }
-            }
+        for old in s.old_values() {
+            r.old_values += 1;
+            let kept = history_words
+                .iter()
+                .chain(lines.iter())
+                .any(|l| s.is_about(l) && holds(l, old));
+            r.old_values_in_history += usize::from(kept);
         }
     }
     r.changed_and_repeated += ab;
     r.changed_and_repeated_correct += ab_ok;
+    let wrong = crate::memory_checks::wrong_supersessions(&scored.facts, &scored.audit, replay);
+    let invented = crate::memory_checks::invented_facts(&scored.memory, replay.sessions);
+    r.wrong_supersessions += wrong.len();
+    r.invented_facts += invented.len();
+    for f in wrong
+        .iter()
+        .map(|w| format!("wrong supersession: {w}"))
+        .chain(invented.iter().map(|l| format!("invented: {l}")))
+    {
+        if r.findings.len() < 8 {
+            r.findings.push(f);
+        }
+    }
     Ok(())
 }
 
-/// The report as Markdown: one row per profile.
+/// The report as Markdown: one row per profile, each kind's score per
+/// profile, then the warnings and the first wrong supersessions and
+/// invented facts of each.
 pub fn render_text(report: &WritePathReport) -> String {
     let mut out = format!(
-        "write path: {} ({} conversation(s), {} sessions, {} messages per profile, {} scripted statements), model {}, MEMORY.md caps {} lines / {} bytes{}\n\n",
+        "write path: {} ({} conversation(s), {} sessions, {} messages per profile, {} scripted exchanges), model {}, MEMORY.md caps {} lines / {} bytes{}\n\n",
         if report.dataset.is_empty() { "benchmark" } else { &report.dataset },
         report.conversations,
         report.sessions,
@@ -840,11 +1310,11 @@ pub fn render_text(report: &WritePathReport) -> String {
             ""
         }
     );
-    out.push_str("| profile | writes | current value | (a)+(b) | retractions | duplicates | contradictions | old values in history | memory bytes / lines | MEMORY.md lines | within caps | calls / 100 turns | tokens / 100 turns | failed rounds | refused ops |\n");
-    out.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    out.push_str("| profile | writes | current value | (a)+(b) | retractions | duplicates | contradictions | wrong supersessions | invented facts | old values in history | memory bytes / lines | MEMORY.md lines | within caps | calls / 100 turns | tokens / 100 turns | failed rounds | refused ops |\n");
+    out.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for p in &report.profiles {
         out.push_str(&format!(
-            "| {} | {} | {:.3} ({}/{}) | {}/{} | {}/{} | {} | {} | {}/{} | {} / {} | {} | {} | {:.1} | {:.0} | {} | {} |\n",
+            "| {} | {} | {:.3} ({}/{}) | {}/{} | {}/{} | {} | {} | {} | {} | {}/{} | {} / {} | {} | {} | {:.1} | {:.0} | {} | {} |\n",
             p.profile,
             p.writes,
             p.current_value_accuracy,
@@ -856,6 +1326,8 @@ pub fn render_text(report: &WritePathReport) -> String {
             p.retracted,
             p.duplicates,
             p.contradictions,
+            p.wrong_supersessions,
+            p.invented_facts,
             p.old_values_in_history,
             p.old_values,
             p.memory_bytes,
@@ -867,6 +1339,18 @@ pub fn render_text(report: &WritePathReport) -> String {
             p.failed_rounds,
             p.refused_operations
         ));
+    }
+    out.push_str("\nEach kind's subjects held right:\n\n| profile |");
+    for k in Scenario::ALL {
+        out.push_str(&format!(" {} |", k.title()));
+    }
+    out.push_str(&format!("\n|---|{}\n", "---|".repeat(Scenario::ALL.len())));
+    for p in &report.profiles {
+        out.push_str(&format!("| {} |", p.profile));
+        for k in &p.kinds {
+            out.push_str(&format!(" {}/{} |", k.correct, k.subjects));
+        }
+        out.push('\n');
     }
     if report.dream {
         out.push('\n');
@@ -889,8 +1373,16 @@ pub fn render_text(report: &WritePathReport) -> String {
         for w in &p.warnings {
             out.push_str(&format!("\nwarning ({}): {w}", p.profile));
         }
+        for f in &p.findings {
+            let (what, text) = f.split_once(": ").unwrap_or(("finding", f));
+            out.push_str(&format!("\n{what} ({}): {text}", p.profile));
+        }
     }
-    if report.profiles.iter().any(|p| !p.warnings.is_empty()) {
+    if report
+        .profiles
+        .iter()
+        .any(|p| !p.warnings.is_empty() || !p.findings.is_empty())
+    {
         out.push('\n');
     }
     out
@@ -904,37 +1396,231 @@ pub fn render_json(report: &WritePathReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rule_model::{conversation_statements, Kind};
 
     #[test]
     fn each_stage_of_a_subject_is_in_a_later_session() {
         let p = plan(6, 3);
-        assert_eq!(p.statements.len(), 7 + 8 + 4 + 3);
-        for s in p.subjects.iter().filter(|s| s.scenario != Scenario::Filler) {
+        // (a) 7, (b) 8, (c) 4, (d) 3; (e) 2, (f) 3, (g) 2, (h) 2, (i) 2, (j) 4.
+        assert_eq!(p.statements.len(), 7 + 8 + 4 + 3 + 2 + 3 + 2 + 2 + 2 + 4);
+        for (i, s) in p
+            .subjects
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.scenario != Scenario::Filler)
+        {
             let sessions: Vec<usize> = p
                 .statements
                 .iter()
-                .filter(|x| x.text.contains(&format!("my {} is", s.subject)))
+                .filter(|x| x.subject == i)
                 .map(|x| x.session)
                 .collect();
+            assert!(sessions.len() >= 2, "{}: {sessions:?}", s.subject);
             assert!(
                 sessions.windows(2).all(|w| w[0] < w[1]),
                 "{}: {sessions:?}",
                 s.subject
             );
         }
-        // Every statement is one the rule-based model reads back.
-        for s in &p.statements {
-            assert_eq!(
-                crate::rule_model::statements(&s.text).len(),
-                1,
-                "{}",
-                s.text
-            );
+        for k in Scenario::ALL {
+            assert!(p.subjects.iter().any(|s| s.scenario == k), "{k:?}");
         }
-        let retracted = p
+        let retracted: Vec<&str> = p
             .subjects
             .iter()
-            .find(|s| s.scenario == Scenario::Retracted);
-        assert_eq!(retracted.and_then(Subject::current), None);
+            .filter(|s| s.current().is_none())
+            .map(|s| s.subject.as_str())
+            .collect();
+        assert_eq!(
+            retracted,
+            [
+                "spare key spot",
+                "hotel room number",
+                "pet iguana",
+                "车位号码"
+            ]
+        );
+    }
+
+    #[test]
+    fn every_exchange_is_one_the_rule_based_model_reads_right() {
+        let p = plan(6, 3);
+        for x in &p.statements {
+            let found = conversation_statements(&x.turns);
+            assert_eq!(found.len(), 1, "{:?}: {found:?}", x.turns);
+            let s = &found[0];
+            let subject = &p.subjects[x.subject];
+            assert_eq!(s.kind == Kind::Retracts, x.value.is_none(), "{:?}", x.turns);
+            if let Some(v) = &x.value {
+                assert_eq!(s.value.as_ref(), Some(v), "{:?}", x.turns);
+                let line = words(&s.fact);
+                assert!(
+                    subject.is_about(&line),
+                    "{} is not about {}",
+                    s.fact,
+                    subject.subject
+                );
+                assert!(holds(&line, v), "{}", s.fact);
+            }
+            assert_eq!(
+                crate::rule_model::key(&subject.who, &subject.attribute),
+                s.key(),
+                "{:?}",
+                x.turns
+            );
+        }
+    }
+
+    #[test]
+    fn no_scripted_value_is_in_a_prompt_of_mnemo() {
+        use mnemo_engine::templates as t;
+        let prompts = [
+            t::CONSOLIDATION_PROMPT,
+            t::CONSOLIDATION_USER,
+            t::FACTS_EXTRACT_PROMPT,
+            t::FACTS_EXTRACT_USER,
+            t::FACTS_JUDGE_REPLACES,
+            t::FACTS_JUDGE_RETRACTS,
+            t::FLUSH_PROMPT,
+            t::FLUSH_USER,
+        ]
+        .map(words);
+        for s in &plan(6, 3).subjects {
+            let name = Some(&s.who).filter(|w| *w != "user");
+            for v in s.values.iter().chain(&s.foreign).chain(name) {
+                assert!(
+                    !prompts.iter().any(|p| holds(p, v)),
+                    "{v:?} ({}) is in a prompt",
+                    s.subject
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn another_persons_value_is_not_the_users() {
+        let p = plan(6, 0);
+        let find = |k: Scenario| p.subjects.iter().find(|s| s.scenario == k).unwrap();
+        let (home, sister) = (
+            find(Scenario::UnmarkedChange),
+            find(Scenario::AnotherPerson),
+        );
+        let hers = words("The user's sister Marisol lives in Bilbao.");
+        assert!(sister.is_about(&hers) && !home.is_about(&hers));
+        // The user given the sister's city: about the user's home, holding
+        // a value no line about it may hold.
+        let wrong = words("The user lives in Bilbao.");
+        assert!(home.is_about(&wrong) && home.foreign.iter().any(|v| holds(&wrong, v)));
+        assert!(!sister.is_about(&wrong));
+        // Chinese values are matched as runs of characters.
+        let colour = find(Scenario::Chinese);
+        let line = words("用户最喜欢的颜色是靛青色。");
+        assert!(colour.is_about(&line) && holds(&line, "靛青色") && !holds(&line, "琥珀色"));
+    }
+
+    #[test]
+    fn the_text_report_has_the_new_columns_and_each_kind() {
+        let mut p = ProfileReport {
+            profile: "mem0".into(),
+            writes: "facts".into(),
+            subjects: 14,
+            current_correct: 13,
+            current_value_accuracy: 13.0 / 14.0,
+            wrong_supersessions: 2,
+            invented_facts: 3,
+            within_caps: true,
+            kinds: Scenario::ALL
+                .iter()
+                .map(|k| KindScore {
+                    kind: *k,
+                    correct: 1,
+                    subjects: 2,
+                })
+                .collect(),
+            findings: vec!["invented: The user lives in Lisbon.".into()],
+            ..Default::default()
+        };
+        p.kinds[0].correct = 2;
+        let text = render_text(&WritePathReport {
+            profiles: vec![p],
+            ..Default::default()
+        });
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines[2].contains(
+                "| contradictions | wrong supersessions | invented facts | old values in history |"
+            ),
+            "{text}"
+        );
+        assert!(
+            lines[4].starts_with("| mem0 | facts | 0.929 (13/14) | 0/0 | 0/0 | 0 | 0 | 2 | 3 |"),
+            "{text}"
+        );
+        assert!(
+            lines.contains(&"| mem0 | 2/2 | 1/2 | 1/2 | 1/2 | 1/2 | 1/2 | 1/2 | 1/2 | 1/2 | 1/2 |"),
+            "{text}"
+        );
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.starts_with("| profile | (a) changed | (b) repeated |")),
+            "{text}"
+        );
+        assert!(
+            lines.contains(&"invented (mem0): The user lives in Lisbon."),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn interleaving_marks_each_message() {
+        let conv: Conversation = serde_json::from_value(serde_json::json!({
+            "conv_id": "c", "speakers": ["Ann", "Bob"],
+            "sessions": [
+                {"session_id": "s1", "date_time": "2023-05-01", "turns": [
+                    {"turn_id": "1", "speaker": "Ann", "text": "Morning!"},
+                    {"turn_id": "2", "speaker": "Bob", "text": "Hi Ann."}]},
+                {"session_id": "s2", "date_time": "2023-05-02", "turns": [
+                    {"turn_id": "3", "speaker": "Ann", "text": "Back again."}]}]
+        }))
+        .unwrap();
+        let p = plan(2, 0);
+        let sessions = interleave(&conv, &p, None);
+        assert_eq!(sessions.len(), 2);
+        for s in &sessions {
+            assert_eq!(s.messages.len(), s.origins.len());
+            assert_eq!(s.origins.last(), Some(&Origin::Eval));
+            assert_eq!(
+                s.messages.last().map(Message::text).as_deref(),
+                Some("Talk to you later.")
+            );
+        }
+        let all: Vec<(&Message, Origin)> = sessions
+            .iter()
+            .flat_map(|s| s.messages.iter().zip(s.origins.iter().copied()))
+            .collect();
+        assert_eq!(all.iter().filter(|(_, o)| *o == Origin::Real).count(), 3);
+        // Every exchange is there, in order, each of its messages marked.
+        let said: Vec<String> = all
+            .iter()
+            .filter(|(_, o)| matches!(o, Origin::Scripted(_)))
+            .map(|(m, _)| m.text())
+            .collect();
+        let script: Vec<String> = p
+            .statements
+            .iter()
+            .flat_map(|x| x.turns.iter().map(|(_, t)| t.clone()))
+            .collect();
+        assert_eq!(said, script);
+        // The assistant's proposal is the assistant's, the yes the user's.
+        let at = all
+            .iter()
+            .position(|(m, _)| m.text() == "Shall I switch your preferred airline to KLM?")
+            .unwrap();
+        assert_eq!(all[at].0.role, Role::Assistant);
+        assert_eq!(
+            (all[at + 1].0.role, all[at + 1].0.text()),
+            (Role::User, "Yes, do that.".to_string())
+        );
     }
 }

@@ -25,6 +25,10 @@ use std::ops::Range;
 
 use chrono::{Datelike, Days, Months, NaiveDate, Weekday};
 
+/// How an English day is written: "4 December 2026", the way people (and
+/// the questions asked of memory) write dates, unambiguous in any locale.
+const EN_DAY: &str = "%-d %B %Y";
+
 /// A time expression found in a text and what it means.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Resolved {
@@ -37,7 +41,7 @@ pub struct Resolved {
     /// The last day it names, inclusive (`start` for one day).
     pub end: NaiveDate,
     /// What [`absolutize`] writes in its place, fitted to the words before
-    /// it ("on 2026-12-04", but "since 2026-12-04").
+    /// it ("on 4 December 2026", but "since 4 December 2026").
     pub absolute: String,
 }
 
@@ -59,7 +63,7 @@ pub fn find(text: &str, today: NaiveDate) -> Vec<Resolved> {
 
 /// `text` with each relative time expression replaced by its absolute
 /// form: "I moved to Berlin last week" becomes "I moved to Berlin in the
-/// week of 2026-11-23", 昨天 becomes 2026年12月4日. A text without one is
+/// week of 23 November 2026", 昨天 becomes 2026年12月4日. A text without one is
 /// returned unchanged.
 pub fn absolutize(text: &str, today: NaiveDate) -> String {
     let mut out = String::with_capacity(text.len() + 16);
@@ -235,7 +239,7 @@ impl Period {
     fn absolute(self, lang: Lang, around: [Option<&str>; 2]) -> String {
         let zh_day = |d: NaiveDate| format!("{}年{}月{}日", d.year(), d.month(), d.day());
         let (prep, rest) = match (lang, self) {
-            (Lang::En, Period::Day(d, None)) => ("on ", d.format("%Y-%m-%d").to_string()),
+            (Lang::En, Period::Day(d, None)) => ("on ", d.format(EN_DAY).to_string()),
             (Lang::En, Period::Day(d, Some(p))) => {
                 let part = match p {
                     Part::Morning => "morning",
@@ -243,11 +247,11 @@ impl Period {
                     Part::Evening => "evening",
                     Part::Night => "night",
                 };
-                ("on ", format!("the {part} of {}", d.format("%Y-%m-%d")))
+                ("on ", format!("the {part} of {}", d.format(EN_DAY)))
             }
-            (Lang::En, Period::Week(m)) => ("in ", format!("the week of {}", m.format("%Y-%m-%d"))),
+            (Lang::En, Period::Week(m)) => ("in ", format!("the week of {}", m.format(EN_DAY))),
             (Lang::En, Period::Weekend(s)) => {
-                ("on ", format!("the weekend of {}", s.format("%Y-%m-%d")))
+                ("on ", format!("the weekend of {}", s.format(EN_DAY)))
             }
             (Lang::En, Period::Month(f)) => ("in ", f.format("%B %Y").to_string()),
             (Lang::En, Period::Year(y)) => ("in ", y.to_string()),
@@ -289,7 +293,7 @@ fn resolved(
     let period = rel.resolve(today)?;
     let (start, end) = period.range()?;
     let mut absolute = period.absolute(lang, around);
-    // "Yesterday I ..." -> "On 2026-12-04 I ...".
+    // "Yesterday I ..." -> "On 4 December 2026 I ...".
     if text[span.start..].starts_with(|c: char| c.is_ascii_uppercase()) {
         if let Some(first) = absolute.get(..1) {
             absolute = first.to_ascii_uppercase() + &absolute[1..];
@@ -353,7 +357,7 @@ const EN_MONTHS: &str = "january february march april may june july august septe
     november december jan feb mar apr jun jul aug sep sept oct nov dec";
 
 /// Words after which the absolute form drops its own preposition
-/// ("since yesterday" -> "since 2026-12-04"). Not "in", "on" or "at":
+/// ("since yesterday" -> "since 4 December 2026"). Not "in", "on" or "at":
 /// before a day they are a verb's ("flew in yesterday"), unless they are
 /// the form's own ("on last Friday").
 const EN_PREPOSITIONS: &str =
@@ -367,7 +371,7 @@ const EN_DETERMINERS: &[&str] = &[
 ];
 
 /// Verbs after which an expression is a subject and needs no preposition
-/// ("yesterday was" -> "2026-12-04 was").
+/// ("yesterday was" -> "4 December 2026 was").
 const EN_VERBS: &[&str] = &[
     "is", "was", "were", "will", "has", "had", "would", "seems", "seemed",
 ];
@@ -867,23 +871,23 @@ mod tests {
     #[rustfmt::skip] // a table: one case a line
     fn english_days() {
         check(&[
-            ("I went today", "today", "2026-12-05", "2026-12-05", "on 2026-12-05"),
-            ("we eat out tonight", "tonight", "2026-12-05", "2026-12-05", "on the night of 2026-12-05"),
-            ("I ran this morning", "this morning", "2026-12-05", "2026-12-05", "on the morning of 2026-12-05"),
-            ("she called this evening", "this evening", "2026-12-05", "2026-12-05", "on the evening of 2026-12-05"),
-            ("I fell ill yesterday", "yesterday", "2026-12-04", "2026-12-04", "on 2026-12-04"),
-            ("it rained yesterday evening", "yesterday evening", "2026-12-04", "2026-12-04", "on the evening of 2026-12-04"),
-            ("we met last night", "last night", "2026-12-04", "2026-12-04", "on the night of 2026-12-04"),
-            ("I flew in the day before yesterday", "the day before yesterday", "2026-12-03", "2026-12-03", "on 2026-12-03"),
-            ("I called on last Friday", "last Friday", "2026-12-04", "2026-12-04", "2026-12-04"),
-            ("the plan for next week", "next week", "2026-12-07", "2026-12-13", "the week of 2026-12-07"),
-            ("Yesterday was great", "Yesterday", "2026-12-04", "2026-12-04", "2026-12-04"),
-            ("last week was hard", "last week", "2026-11-23", "2026-11-29", "the week of 2026-11-23"),
-            ("I fly tomorrow", "tomorrow", "2026-12-06", "2026-12-06", "on 2026-12-06"),
-            ("we leave the day after tomorrow", "the day after tomorrow", "2026-12-07", "2026-12-07", "on 2026-12-07"),
-            ("Yesterday I quit", "Yesterday", "2026-12-04", "2026-12-04", "On 2026-12-04"),
-            ("I have been sick since yesterday", "yesterday", "2026-12-04", "2026-12-04", "2026-12-04"),
-            ("TOMORROW we go", "TOMORROW", "2026-12-06", "2026-12-06", "On 2026-12-06"),
+            ("I went today", "today", "2026-12-05", "2026-12-05", "on 5 December 2026"),
+            ("we eat out tonight", "tonight", "2026-12-05", "2026-12-05", "on the night of 5 December 2026"),
+            ("I ran this morning", "this morning", "2026-12-05", "2026-12-05", "on the morning of 5 December 2026"),
+            ("she called this evening", "this evening", "2026-12-05", "2026-12-05", "on the evening of 5 December 2026"),
+            ("I fell ill yesterday", "yesterday", "2026-12-04", "2026-12-04", "on 4 December 2026"),
+            ("it rained yesterday evening", "yesterday evening", "2026-12-04", "2026-12-04", "on the evening of 4 December 2026"),
+            ("we met last night", "last night", "2026-12-04", "2026-12-04", "on the night of 4 December 2026"),
+            ("I flew in the day before yesterday", "the day before yesterday", "2026-12-03", "2026-12-03", "on 3 December 2026"),
+            ("I called on last Friday", "last Friday", "2026-12-04", "2026-12-04", "4 December 2026"),
+            ("the plan for next week", "next week", "2026-12-07", "2026-12-13", "the week of 7 December 2026"),
+            ("Yesterday was great", "Yesterday", "2026-12-04", "2026-12-04", "4 December 2026"),
+            ("last week was hard", "last week", "2026-11-23", "2026-11-29", "the week of 23 November 2026"),
+            ("I fly tomorrow", "tomorrow", "2026-12-06", "2026-12-06", "on 6 December 2026"),
+            ("we leave the day after tomorrow", "the day after tomorrow", "2026-12-07", "2026-12-07", "on 7 December 2026"),
+            ("Yesterday I quit", "Yesterday", "2026-12-04", "2026-12-04", "On 4 December 2026"),
+            ("I have been sick since yesterday", "yesterday", "2026-12-04", "2026-12-04", "4 December 2026"),
+            ("TOMORROW we go", "TOMORROW", "2026-12-06", "2026-12-06", "On 6 December 2026"),
         ]);
     }
 
@@ -891,24 +895,24 @@ mod tests {
     #[rustfmt::skip] // a table: one case a line
     fn english_counts() {
         check(&[
-            ("I moved 3 days ago", "3 days ago", "2026-12-02", "2026-12-02", "on 2026-12-02"),
-            ("I moved three days ago", "three days ago", "2026-12-02", "2026-12-02", "on 2026-12-02"),
-            ("we met a day ago", "a day ago", "2026-12-04", "2026-12-04", "on 2026-12-04"),
-            ("a couple of days ago it broke", "a couple of days ago", "2026-12-03", "2026-12-03", "on 2026-12-03"),
-            ("a couple days ago it broke", "a couple days ago", "2026-12-03", "2026-12-03", "on 2026-12-03"),
-            ("two weeks ago I started", "two weeks ago", "2026-11-16", "2026-11-22", "in the week of 2026-11-16"),
-            ("a week ago", "a week ago", "2026-11-23", "2026-11-29", "in the week of 2026-11-23"),
+            ("I moved 3 days ago", "3 days ago", "2026-12-02", "2026-12-02", "on 2 December 2026"),
+            ("I moved three days ago", "three days ago", "2026-12-02", "2026-12-02", "on 2 December 2026"),
+            ("we met a day ago", "a day ago", "2026-12-04", "2026-12-04", "on 4 December 2026"),
+            ("a couple of days ago it broke", "a couple of days ago", "2026-12-03", "2026-12-03", "on 3 December 2026"),
+            ("a couple days ago it broke", "a couple days ago", "2026-12-03", "2026-12-03", "on 3 December 2026"),
+            ("two weeks ago I started", "two weeks ago", "2026-11-16", "2026-11-22", "in the week of 16 November 2026"),
+            ("a week ago", "a week ago", "2026-11-23", "2026-11-29", "in the week of 23 November 2026"),
             ("I quit a month ago", "a month ago", "2026-11-01", "2026-11-30", "in November 2026"),
             ("twelve months ago", "twelve months ago", "2025-12-01", "2025-12-31", "in December 2025"),
             ("I married 5 years ago", "5 years ago", "2021-01-01", "2021-12-31", "in 2021"),
             ("a year ago", "a year ago", "2025-01-01", "2025-12-31", "in 2025"),
-            ("I start in 3 days", "in 3 days", "2026-12-08", "2026-12-08", "on 2026-12-08"),
-            ("I start in two weeks", "in two weeks", "2026-12-14", "2026-12-20", "in the week of 2026-12-14"),
+            ("I start in 3 days", "in 3 days", "2026-12-08", "2026-12-08", "on 8 December 2026"),
+            ("I start in two weeks", "in two weeks", "2026-12-14", "2026-12-20", "in the week of 14 December 2026"),
             ("she is back in a month", "in a month", "2027-01-01", "2027-01-31", "in January 2027"),
-            ("ten days from now", "ten days from now", "2026-12-15", "2026-12-15", "on 2026-12-15"),
-            ("born 2 years ago today", "2 years ago today", "2024-12-05", "2024-12-05", "on 2024-12-05"),
-            ("a month ago today", "a month ago today", "2026-11-05", "2026-11-05", "on 2026-11-05"),
-            ("in 2 weeks' time", "in 2 weeks' time", "2026-12-14", "2026-12-20", "in the week of 2026-12-14"),
+            ("ten days from now", "ten days from now", "2026-12-15", "2026-12-15", "on 15 December 2026"),
+            ("born 2 years ago today", "2 years ago today", "2024-12-05", "2024-12-05", "on 5 December 2024"),
+            ("a month ago today", "a month ago today", "2026-11-05", "2026-11-05", "on 5 November 2026"),
+            ("in 2 weeks' time", "in 2 weeks' time", "2026-12-14", "2026-12-20", "in the week of 14 December 2026"),
         ]);
     }
 
@@ -916,12 +920,12 @@ mod tests {
     #[rustfmt::skip] // a table: one case a line
     fn english_weeks_months_years() {
         check(&[
-            ("I moved to Berlin last week", "last week", "2026-11-23", "2026-11-29", "in the week of 2026-11-23"),
-            ("busy this week", "this week", "2026-11-30", "2026-12-06", "in the week of 2026-11-30"),
-            ("Next week I travel", "Next week", "2026-12-07", "2026-12-13", "In the week of 2026-12-07"),
-            ("we hiked last weekend", "last weekend", "2026-11-28", "2026-11-29", "on the weekend of 2026-11-28"),
-            ("we hike this weekend", "this weekend", "2026-12-05", "2026-12-06", "on the weekend of 2026-12-05"),
-            ("we hike next weekend", "next weekend", "2026-12-12", "2026-12-13", "on the weekend of 2026-12-12"),
+            ("I moved to Berlin last week", "last week", "2026-11-23", "2026-11-29", "in the week of 23 November 2026"),
+            ("busy this week", "this week", "2026-11-30", "2026-12-06", "in the week of 30 November 2026"),
+            ("Next week I travel", "Next week", "2026-12-07", "2026-12-13", "In the week of 7 December 2026"),
+            ("we hiked last weekend", "last weekend", "2026-11-28", "2026-11-29", "on the weekend of 28 November 2026"),
+            ("we hike this weekend", "this weekend", "2026-12-05", "2026-12-06", "on the weekend of 5 December 2026"),
+            ("we hike next weekend", "next weekend", "2026-12-12", "2026-12-13", "on the weekend of 12 December 2026"),
             ("I got a raise last month", "last month", "2026-11-01", "2026-11-30", "in November 2026"),
             ("this month is calm", "this month", "2026-12-01", "2026-12-31", "December 2026"),
             ("we met in this month", "this month", "2026-12-01", "2026-12-31", "December 2026"),
@@ -938,20 +942,20 @@ mod tests {
     fn english_weekdays() {
         // Today is a Saturday.
         check(&[
-            ("I saw her last Friday", "last Friday", "2026-12-04", "2026-12-04", "on 2026-12-04"),
-            ("he said that last Friday he quit", "last Friday", "2026-12-04", "2026-12-04", "on 2026-12-04"),
-            ("last Saturday", "last Saturday", "2026-11-28", "2026-11-28", "on 2026-11-28"),
-            ("the exam is next Friday", "next Friday", "2026-12-11", "2026-12-11", "on 2026-12-11"),
-            ("next Saturday", "next Saturday", "2026-12-12", "2026-12-12", "on 2026-12-12"),
-            ("this Monday was hard", "this Monday", "2026-11-30", "2026-11-30", "2026-11-30"),
-            ("this Sunday we rest", "this Sunday", "2026-12-06", "2026-12-06", "on 2026-12-06"),
-            ("I called on Monday", "on Monday", "2026-11-30", "2026-11-30", "on 2026-11-30"),
-            ("call me on Monday at 3pm", "on Monday", "2026-11-30", "2026-11-30", "on 2026-11-30"),
-            ("on Monday 10:30 we met", "on Monday", "2026-11-30", "2026-11-30", "on 2026-11-30"),
-            ("the call on Monday may move", "on Monday", "2026-11-30", "2026-11-30", "on 2026-11-30"),
-            ("it opened on saturday", "on saturday", "2026-12-05", "2026-12-05", "on 2026-12-05"),
-            ("on Sunday", "on Sunday", "2026-11-29", "2026-11-29", "on 2026-11-29"),
-            ("we danced last Friday night", "last Friday night", "2026-12-04", "2026-12-04", "on the night of 2026-12-04"),
+            ("I saw her last Friday", "last Friday", "2026-12-04", "2026-12-04", "on 4 December 2026"),
+            ("he said that last Friday he quit", "last Friday", "2026-12-04", "2026-12-04", "on 4 December 2026"),
+            ("last Saturday", "last Saturday", "2026-11-28", "2026-11-28", "on 28 November 2026"),
+            ("the exam is next Friday", "next Friday", "2026-12-11", "2026-12-11", "on 11 December 2026"),
+            ("next Saturday", "next Saturday", "2026-12-12", "2026-12-12", "on 12 December 2026"),
+            ("this Monday was hard", "this Monday", "2026-11-30", "2026-11-30", "30 November 2026"),
+            ("this Sunday we rest", "this Sunday", "2026-12-06", "2026-12-06", "on 6 December 2026"),
+            ("I called on Monday", "on Monday", "2026-11-30", "2026-11-30", "on 30 November 2026"),
+            ("call me on Monday at 3pm", "on Monday", "2026-11-30", "2026-11-30", "on 30 November 2026"),
+            ("on Monday 10:30 we met", "on Monday", "2026-11-30", "2026-11-30", "on 30 November 2026"),
+            ("the call on Monday may move", "on Monday", "2026-11-30", "2026-11-30", "on 30 November 2026"),
+            ("it opened on saturday", "on saturday", "2026-12-05", "2026-12-05", "on 5 December 2026"),
+            ("on Sunday", "on Sunday", "2026-11-29", "2026-11-29", "on 29 November 2026"),
+            ("we danced last Friday night", "last Friday night", "2026-12-04", "2026-12-04", "on the night of 4 December 2026"),
         ]);
     }
 
@@ -1003,15 +1007,15 @@ mod tests {
     #[rustfmt::skip] // a table: one case a line
     fn replacement_text() {
         let cases = [
-            ("I moved to Berlin last week", "I moved to Berlin in the week of 2026-11-23"),
-            ("yesterday", "on 2026-12-04"),
-            ("The exam is next Friday.", "The exam is on 2026-12-11."),
+            ("I moved to Berlin last week", "I moved to Berlin in the week of 23 November 2026"),
+            ("yesterday", "on 4 December 2026"),
+            ("The exam is next Friday.", "The exam is on 11 December 2026."),
             ("Since last year I have lived in Porto.", "Since 2025 I have lived in Porto."),
-            ("Last week I quit, and tomorrow I start.", "In the week of 2026-11-23 I quit, and on 2026-12-06 I start."),
+            ("Last week I quit, and tomorrow I start.", "In the week of 23 November 2026 I quit, and on 6 December 2026 I start."),
             ("上周我搬到了柏林", "2026年11月23日那周我搬到了柏林"),
             ("昨天", "2026年12月4日"),
             ("我去年三月换了工作", "我2025年三月换了工作"),
-            ("I moved yesterday (昨天)", "I moved on 2026-12-04 (2026年12月4日)"),
+            ("I moved yesterday (昨天)", "I moved on 4 December 2026 (2026年12月4日)"),
         ];
         for (text, want) in cases {
             assert_eq!(absolutize(text, today()), want, "{text:?}");

@@ -33,6 +33,11 @@ pub const MAX_VALUE_CHARS: usize = 120;
 /// Characters of one message shown to the model: a pasted log or file is
 /// not what facts come from, and must not fill the window.
 pub const MAX_MESSAGE_CHARS: usize = 1_500;
+/// Tokens of messages one extraction call reads at most: a call lists at
+/// most [`MAX_FACTS`], so a long round is read in parts that each give
+/// their facts (a model asked about a whole session keeps its gist and
+/// drops details), and the prompt's prefix is the model's cache.
+pub const BATCH_TOKENS: usize = 1_200;
 /// Output tokens of an extraction call (a dozen facts fit).
 pub const EXTRACT_MAX_TOKENS: u32 = 1_200;
 

@@ -131,7 +131,8 @@ impl Engine {
         let now = self.now();
         let today = self.memory.today(now);
         let mut plan = FactPlan::default();
-        for range in extract::batches(messages, &*self.counter, self.extraction_budget()) {
+        let budget = self.extraction_budget().min(extract::BATCH_TOKENS);
+        for range in extract::batches(messages, &*self.counter, budget) {
             let batch = &messages[range.clone()];
             let (args, fell_back, calls) = self
                 .ask_tool(

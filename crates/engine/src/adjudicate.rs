@@ -1003,8 +1003,14 @@ pub fn attribute_key(attribute: &str) -> (String, Option<bool>) {
             return (format!("favourite {}", words(rest).concat()), Some(true));
         }
     }
+    // "dentist's name", "dog's name": the attribute of someone or
+    // something else, not the user's name; read as the words it is.
+    let possessive = a
+        .replace('’', "'")
+        .split_once("'s ")
+        .is_some_and(|(owner, _)| !matches!(owner.trim(), "user" | "the user" | "my"));
     let mut best: Option<(usize, &str, bool)> = None;
-    for (key, single, names) in ATTRIBUTES {
+    for (key, single, names) in ATTRIBUTES.iter().filter(|_| !possessive) {
         for n in *names {
             let ns = stems(n);
             let hit = if n.chars().any(is_cjk) {

@@ -66,7 +66,9 @@ fn keys_normalise_who_and_what() {
         attribute_key("gym locker number"),
         ("gym locker number".into(), Some(true))
     );
-    assert_eq!(attribute_key("dog's name").1, Some(true));
+    assert_eq!(attribute_key("dog's name"), ("dog name".into(), Some(true)));
+    assert_eq!(attribute_key("dentist's name").0, "dentist name");
+    assert_eq!(attribute_key("user's city").0, "home city");
     assert_eq!(attribute_key("weekend plans").1, Some(false));
     assert_eq!(attribute_key("mood").1, None);
 }

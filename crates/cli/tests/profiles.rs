@@ -71,7 +71,12 @@ fn consolidate_is_refused_where_the_profile_has_it_off() {
                 && err.contains("set `[engine] consolidation_enabled = true`"),
             "{err}"
         );
-        let o = mnemo(ws, &server, profile, &["consolidate", "cli:direct", "--json"]);
+        let o = mnemo(
+            ws,
+            &server,
+            profile,
+            &["consolidate", "cli:direct", "--json"],
+        );
         assert_eq!(o.status.code(), Some(7));
         let body: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
         assert_eq!(body["error"]["code"], "config", "{body}");

@@ -69,7 +69,13 @@ async fn consolidation_turned_off_by_hand_says_which_key_did_it() {
     let engine = with_profile(&env, "mnemo", "consolidation_enabled = false");
     let err = engine.consolidate_now(KEY).await.unwrap_err();
     assert!(
-        matches!(&err, Error::ConsolidationOff { by_profile: false, .. }),
+        matches!(
+            &err,
+            Error::ConsolidationOff {
+                by_profile: false,
+                ..
+            }
+        ),
         "{err:?}"
     );
     assert!(

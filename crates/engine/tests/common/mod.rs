@@ -177,7 +177,10 @@ fn placeholder(role: &str, m: &Value) -> String {
             "## Current long-term memory",
             "<MEMORY_MD><SESSION_EXCERPT>",
         ),
-        ("You turn a conversation into memory facts", "<FACTS_EXTRACT_PROMPT>"),
+        (
+            "You turn a conversation into memory facts",
+            "<FACTS_EXTRACT_PROMPT>",
+        ),
         ("## Conversation (", "<NUMBERED_MESSAGES>"),
         ("Saved memory:", "<JUDGE_QUESTION>"),
         ("Pre-compaction memory flush", "<FLUSH_PROMPT><MEMORY_MD>"),

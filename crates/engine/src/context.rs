@@ -89,6 +89,46 @@ fn longest(total: usize, fits: impl Fn(usize) -> bool) -> usize {
     lo
 }
 
+/// The current facts of `facts` as the prompt lists them, one `- text (id)`
+/// line each: a person's own lines (no date) first, as they are curated,
+/// then the newest recorded first (the later line first on a tie), so a
+/// fact that replaced another is read before anything older. Facts that
+/// ended are not listed.
+pub(crate) fn current_facts(facts: &mnemo_store::memory::facts::FactsFile) -> String {
+    let mut current: Vec<(usize, &mnemo_store::memory::facts::Fact)> =
+        facts.current().enumerate().collect();
+    let when = |f: &mnemo_store::memory::facts::Fact| {
+        f.recorded
+            .clone()
+            .or_else(|| f.since.map(|d| d.to_string()))
+    };
+    current.sort_by(|(i, a), (j, b)| match (when(a), when(b)) {
+        (None, None) => i.cmp(j),
+        (None, Some(_)) => std::cmp::Ordering::Less,
+        (Some(_), None) => std::cmp::Ordering::Greater,
+        (Some(x), Some(y)) => y.cmp(&x).then(j.cmp(i)),
+    });
+    current
+        .iter()
+        .map(|(_, f)| format!("- {} ({})\n", f.text, f.id))
+        .collect()
+}
+
+/// The first lines of `text` within `max_lines` and `max_bytes`, and how
+/// many lines were left out.
+fn first_lines(text: &str, max_lines: usize, max_bytes: usize) -> (&str, usize) {
+    let mut end = 0;
+    let mut kept = 0;
+    for line in text.split_inclusive('\n') {
+        if kept >= max_lines || end + line.len() > max_bytes {
+            break;
+        }
+        end += line.len();
+        kept += 1;
+    }
+    (text[..end].trim_end(), text.lines().count() - kept)
+}
+
 /// The line that says what the prompt left out of a memory file.
 fn left_out_note(lines: usize, which: &str, file: &str) -> String {
     format!(
@@ -148,22 +188,26 @@ impl Engine {
         );
         let memory_truncated = rendered.truncated || memory_cut;
         let mut memory_md = part;
-        // The facts that are true now (fact-level consolidation); those
+        // The facts that are true now (fact-level consolidation), newest
+        // first, so that what a cap or the share cuts is the oldest; those
         // that stopped being true are found by search, not shown.
         let facts = self.memory.read_facts()?;
-        let current: String = facts
-            .current()
-            .map(|f| format!("- {} ({})\n", f.text, f.id))
-            .collect();
+        let current = current_facts(&facts);
         if !current.is_empty() {
             let file = mnemo_store::memory::facts::FACTS_FILE;
-            let capped = mnemo_store::memory::cap_memory(
+            let settings = self.memory.settings();
+            let (kept, cut) = first_lines(
                 &current,
-                self.memory.settings().memory_md_max_lines,
-                self.memory.settings().memory_md_max_bytes,
+                settings.memory_md_max_lines,
+                settings.memory_md_max_bytes,
             );
+            let body = if cut > 0 {
+                format!("{kept}\n\n{}", left_out_note(cut, "older", file))
+            } else {
+                kept.to_string()
+            };
             let header = format!("## Facts ({file})\n\n");
-            let (part, _) = self.fit_part(&header, capped.text.trim_end(), file, false, &mut left);
+            let (part, _) = self.fit_part(&header, &body, file, false, &mut left);
             memory_md.push_str("\n\n");
             memory_md.push_str(&part);
         }
@@ -193,8 +237,13 @@ impl Engine {
             };
             let cap = self.settings.restore_file_tokens * 4;
             // Lines a retraction ended are history: found by search, not
-            // shown (as the facts that ended).
-            let text = mnemo_store::memory::facts::current_text(&text);
+            // shown (as the facts that ended). The facts file shows its
+            // current facts only, as `## Facts` does.
+            let text = if rel == mnemo_store::memory::facts::FACTS_FILE {
+                current_facts(&mnemo_store::memory::facts::FactsFile::parse(&text))
+            } else {
+                mnemo_store::memory::facts::current_text(&text)
+            };
             let body = crate::pipeline::clip(text.trim(), cap);
             sel.push_str(&format!("## Relevant memory: {rel}\n\n{body}\n\n"));
         }

@@ -190,6 +190,9 @@ impl Engine {
             .flatten()
             .map(|d| format!("memory/{}.md", d.format("%Y-%m-%d")))
             .chain(["memory/HISTORY.md".to_string()])
+            // Its current facts are in every prompt already (`## Facts`),
+            // and the file holds the facts that ended too.
+            .chain([mnemo_store::memory::facts::FACTS_FILE.to_string()])
             .collect();
         let headers = self.memory.scan_memory_files(
             self.settings.recall_max_files,

@@ -480,8 +480,34 @@ fn is_list_item(line: &str) -> bool {
 
 /// Version of the chunking rules, kept in the index's metadata: a change
 /// rebuilds indexes made by the old rules. 2: a question ending a chunk
-/// opens the next one. 3: no blank lines at either end of a chunk.
-pub(crate) const CHUNKER_VERSION: &str = "3";
+/// opens the next one. 3: no blank lines at either end of a chunk. 4: the
+/// files of [`ITEM_FILES`] one block per chunk.
+pub(crate) const CHUNKER_VERSION: &str = "4";
+
+/// Files whose every block is a chunk of its own ([`chunk_items`]): the
+/// facts file (mnemo-store's `FACTS_FILE`), one fact per list item.
+pub const ITEM_FILES: &[&str] = &["memory/facts.md"];
+
+/// Chunks a file of items, such as the facts file: every block of
+/// [`markdown_parts`] (a list item with the lines under it, a paragraph, a
+/// heading with the block after it) is a chunk of its own, so each fact is
+/// embedded and scored on its own words rather than with its neighbours'
+/// (where "Berlin is my home" would share a vector with the job and the
+/// diet). A block over the limit is chunked as Markdown.
+pub fn chunk_items(text: &str, limits: &ChunkLimits<'_>) -> Vec<Chunk> {
+    let parts = markdown_parts(text, 1);
+    let mut out = Vec::new();
+    for i in 0..parts.len() {
+        let Some(p) = parts.get(i) else { continue };
+        let block = MessagePart::text_of(&parts, i, text);
+        for mut c in chunk_markdown(block, limits) {
+            c.start_line += p.line - 1;
+            c.end_line += p.line - 1;
+            out.push(c);
+        }
+    }
+    out
+}
 
 /// Chunks a transcript: whole messages per chunk, a message longer than the
 /// limit split by lines; overlap is the previous chunk's last message when it

@@ -161,6 +161,46 @@ fn markdown_blocks_are_items_paragraphs_and_headed_blocks() {
 }
 
 #[test]
+fn a_facts_file_is_one_chunk_per_fact() {
+    let text = "# Facts\n\nWhat mnemo knows.\n\n- The user lives in Berlin. (f2; about user: home city)\n- Berlin is my home (h1a2b3c)\n  said twice\n\n## No longer true\n\n- ~~Lives in Paris.~~ (f1; until 2026-03-05)\n- ~~Has a dog.~~ (f3; retracted)\n";
+    let chunks = chunk_items(text, &limits(50, 10, &words));
+    let got: Vec<(usize, usize, &str)> = chunks
+        .iter()
+        .map(|c| (c.start_line, c.end_line, c.text.as_str()))
+        .collect();
+    // Each fact alone, with the lines under it; its metadata stays in the
+    // chunk (what it is about is searched); a heading opens the block
+    // after it, as in block hits.
+    assert_eq!(
+        got,
+        [
+            (1, 3, "# Facts\n\nWhat mnemo knows."),
+            (
+                5,
+                5,
+                "- The user lives in Berlin. (f2; about user: home city)"
+            ),
+            (6, 7, "- Berlin is my home (h1a2b3c)\n  said twice"),
+            (
+                9,
+                11,
+                "## No longer true\n\n- ~~Lives in Paris.~~ (f1; until 2026-03-05)"
+            ),
+            (12, 12, "- ~~Has a dog.~~ (f3; retracted)"),
+        ]
+    );
+    // A block over the limit is cut as Markdown, on its own line numbers.
+    let long = format!("- first\n- {}\n", vec!["word"; 120].join(" "));
+    let chunks = chunk_items(&long, &limits(50, 10, &words));
+    assert_eq!(chunks[0].start_line, 1);
+    assert!(chunks.len() > 2, "{chunks:#?}");
+    assert!(chunks[1..]
+        .iter()
+        .all(|c| c.start_line == 2 && words(&c.text) <= 50));
+    assert!(chunk_items("", &limits(50, 10, &words)).is_empty());
+}
+
+#[test]
 fn a_question_opens_the_next_chunk_with_its_answer() {
     let text = |i: usize| match i {
         // 9 words: more than the overlap budget of 4.

@@ -14,7 +14,9 @@
 //! - [`guard`]: who may talk to a server (loopback, Host/Origin/JSON checks,
 //!   bearer tokens), shared by both servers;
 //! - [`tenants`]: many workspaces in PostgreSQL behind one server, each
-//!   opened by its own token.
+//!   opened by its own token;
+//! - [`validity`]: whether what a search finds still holds (current facts
+//!   first, ended ones marked).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
@@ -29,6 +31,7 @@ pub mod schema;
 mod service;
 pub mod tenants;
 pub mod tools;
+pub mod validity;
 
 pub use agent::ServiceTools;
 pub use error::{Error, Result};

@@ -40,6 +40,12 @@ pub struct Hit {
     pub end_line: usize,
     /// Final score in 0..=1, rounded to 4 places.
     pub score: f64,
+    /// Whether the fact this hit holds is still true: on a hit of one fact
+    /// of memory/facts.md, or of one dated line of a typed memory. Read it
+    /// before the snippet: a fact that is no longer true says since when
+    /// and what replaced it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validity: Option<Validity>,
     /// The text around the best-matching lines.
     pub snippet: String,
     /// memory or sessions.
@@ -69,8 +75,47 @@ impl From<&SearchHit> for Hit {
             citation: h.citation.clone(),
             session_key: h.session_key.clone(),
             date: h.date.clone(),
+            validity: None,
         }
     }
+}
+
+/// Whether a fact still holds, as a search hit states it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Validity {
+    /// True while it holds; false once it was replaced or retracted.
+    pub current: bool,
+    /// The fact's id (`f8`); absent for a typed memory's dated line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// The day it became true (`YYYY-MM-DD`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<String>,
+    /// The day it stopped being true (`YYYY-MM-DD`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<String>,
+    /// The fact that replaced it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replaced_by: Option<FactRef>,
+    /// True when it was retracted ("forget that …") rather than replaced.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub retracted: bool,
+    /// For a fact that is no longer true, what to tell a reader: "no longer
+    /// true since 2026-12-05, replaced by f8: The user lives in Berlin." or
+    /// "no longer true: retracted on 2026-12-05".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// A fact named by another: its id, its text and whether it holds now.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct FactRef {
+    /// Its id (`f8`).
+    pub id: String,
+    /// Its text.
+    pub text: String,
+    /// True while it holds (a replacement can have been replaced in turn).
+    pub current: bool,
 }
 
 /// The answer of `memory_search`.
@@ -119,6 +164,20 @@ pub struct GetOutput {
     pub lines: usize,
     /// Lines in the whole file (0 when missing).
     pub total_lines: usize,
+    /// The lines returned whose fact no longer holds (memory/facts.md, and
+    /// the dated lines of typed memories), each with since when and what
+    /// replaced it: read them as history, not as what is true now.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ended: Vec<EndedLine>,
+}
+
+/// A line of a memory file whose fact no longer holds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct EndedLine {
+    /// The line (1-based).
+    pub line: usize,
+    /// Since when it no longer holds, and what replaced it.
+    pub validity: Validity,
 }
 
 impl From<mnemo_index::GetResponse> for GetOutput {
@@ -129,6 +188,7 @@ impl From<mnemo_index::GetResponse> for GetOutput {
             from: g.from,
             lines: g.lines,
             total_lines: g.total_lines,
+            ended: Vec::new(),
         }
     }
 }

@@ -16,7 +16,7 @@ use mnemo_llm::{
     BoxFuture, ChatModel, ChatRequest, ChatResponse, LlmError, ModelInfo, ProviderConfig,
     ProviderOverrides,
 };
-use mnemo_store::memory::facts::{DatedLine, FACTS_FILE};
+use mnemo_store::memory::facts::FACTS_FILE;
 use mnemo_store::{FrontMatter, SaveMode};
 
 use crate::args::{
@@ -28,6 +28,9 @@ use crate::output::{
     AppendOutput, CloseOutput, ContextOutput, DreamOutput, EventsOutput, FactState, ForgetOutput,
     GetOutput, HealthOutput, HistoryOutput, MemoryChange, MemoryHistoryOutput, MemoryWorkOutput,
     MemoryWorkState, SearchOutput, SectionAction, SessionsOutput, TurnOutput, WriteOutput,
+};
+use crate::validity::{
+    dated_lines_of, ended_last, ended_lines, order_by_validity, validity_of, Facts,
 };
 
 /// What to do when no chat model is configured.
@@ -129,30 +132,31 @@ impl Service {
         let me = self.clone();
         let query = args.query.clone();
         let as_of = args.as_of_day()?;
-        let (mut resp, wanted): (SearchResponse, usize) = blocking(move || {
+        let (mut resp, wanted, marks, ended) = blocking(move || {
             let index = me.mnemo.index()?;
             let wanted = args
                 .max_results
                 .unwrap_or(index.settings().search.max_results)
                 .clamp(1, MAX_RESULTS);
+            let args_query = args.query.clone();
             let mut req = SearchRequest::new(args.query);
             // Facts that ended (or, as of a day, did not hold then) go last
-            // or go: ask for more so that the answer still has `wanted`.
+            // or go, and a current fact just past the first `wanted` hits
+            // can lead the records: ask for more so that the answer still
+            // has `wanted` and sees that fact.
             let asked = wider.map_or(wanted, |w| w.clamp(wanted, MAX_RESULTS));
-            req.max_results = Some(if as_of.is_some() {
-                (asked * 3).min(MAX_RESULTS)
-            } else {
-                asked
-            });
+            let widen = if as_of.is_some() { 3 } else { 2 };
+            req.max_results = Some((asked * widen).min(MAX_RESULTS));
             req.min_score = args.min_score;
             let mut resp = index.search(&req)?;
             let memory = me.mnemo.memory();
-            let facts = memory.read_facts()?;
+            let facts = Facts::parse(&memory.read_document(FACTS_FILE)?.unwrap_or_default());
             // Typed memories only: not the history or a daily log, which
             // can be long and hold no dated lines.
             let dated = dated_lines_of(&resp, |p| memory.read_typed_document(p))?;
-            order_by_validity(&mut resp, &facts, &dated, as_of);
-            Ok((resp, wanted))
+            order_by_validity(&mut resp, &args_query, &facts, &dated, as_of);
+            let (marks, ended) = validity_of(&resp, &facts, &dated);
+            Ok((resp, wanted, marks, ended))
         })
         .await?;
         let reranked = match rerank {
@@ -166,11 +170,18 @@ impl Service {
             Some(Ok(engine)) => {
                 let passages = rerank_passages(&resp, resp.results.len());
                 let outcome = engine.rerank(&query, &passages).await;
-                Some(apply_rerank(&mut resp, outcome))
+                let applied = apply_rerank(&mut resp, outcome);
+                // The model judges relevance, not whether a fact still holds.
+                ended_last(&mut resp, &ended);
+                Some(applied)
             }
         };
         resp.results.truncate(wanted);
-        Ok(SearchOutput::from_response(&resp, reranked))
+        let mut out = SearchOutput::from_response(&resp, reranked);
+        for hit in &mut out.results {
+            hit.validity = marks.get(&hit.citation).cloned();
+        }
+        Ok(out)
     }
 
     /// `memory_get`: lines of a Markdown memory file (never a session log,
@@ -178,7 +189,13 @@ impl Service {
     pub async fn get(self: &Arc<Self>, args: GetArgs) -> Result<GetOutput> {
         let (path, from, lines) = args.resolve()?;
         let me = self.clone();
-        blocking(move || Ok(me.mnemo.index()?.get(&path, from, lines)?.into())).await
+        blocking(move || {
+            let mut got: GetOutput = me.mnemo.index()?.get(&path, from, lines)?.into();
+            let memory = me.mnemo.memory();
+            got.ended = ended_lines(&got.path, &got.text, got.from, || memory.read_facts())?;
+            Ok(got)
+        })
+        .await
     }
 
     /// Lines of any file a search cites, for a person at the terminal
@@ -741,94 +758,6 @@ pub fn chat_model(
     mnemo::build_chat_model(&provider, progress)
 }
 
-/// The dated lines ([`DatedLine`]) of the memory files other than the
-/// facts file that `resp` has hits in (typed memories: the lines a dream
-/// folded into them), by path, one entry per line; `read` reads a file
-/// (`None`: none to read).
-pub fn dated_lines_of(
-    resp: &SearchResponse,
-    read: impl Fn(&str) -> mnemo_store::Result<Option<String>>,
-) -> Result<std::collections::HashMap<String, Vec<Option<DatedLine>>>> {
-    let mut out = std::collections::HashMap::new();
-    for h in &resp.results {
-        if h.path == FACTS_FILE
-            || !h.path.starts_with("memory/")
-            || !h.path.ends_with(".md")
-            || out.contains_key(&h.path)
-        {
-            continue;
-        }
-        let lines: Vec<Option<DatedLine>> = read(&h.path)?
-            .unwrap_or_default()
-            .lines()
-            .map(DatedLine::parse)
-            .collect();
-        out.insert(h.path.clone(), lines);
-    }
-    Ok(out)
-}
-
-/// Current facts before facts that stopped being true (which stay, after
-/// every other hit, so history is still found); as of a day, only the facts
-/// that held on it and nothing dated after it. The dated lines of typed
-/// memories (`dated`, from [`dated_lines_of`]) are ordered alike: a line a
-/// retraction ended (under the memory's "No longer true") is history.
-pub fn order_by_validity(
-    resp: &mut SearchResponse,
-    facts: &mnemo_store::memory::facts::FactsFile,
-    dated: &std::collections::HashMap<String, Vec<Option<DatedLine>>>,
-    as_of: Option<chrono::NaiveDate>,
-) {
-    // A block hit may open with a heading or hold several items: its facts
-    // are the fact lines (or dated lines) in its range, each as (current
-    // now, held on `as_of`).
-    let facts_of = |h: &mnemo_index::SearchHit| -> Vec<(bool, bool)> {
-        let range = h.start_line..=h.end_line.max(h.start_line);
-        let held = |valid: &dyn Fn(chrono::NaiveDate) -> bool| as_of.is_some_and(valid);
-        if h.path == FACTS_FILE {
-            range
-                .filter_map(|l| facts.fact_at_line(l))
-                .map(|f| (f.is_current(), held(&|d| f.valid_on(d))))
-                .collect()
-        } else if let Some(lines) = dated.get(&h.path) {
-            range
-                .filter_map(|l| lines.get(l.checked_sub(1)?)?.as_ref())
-                .map(|x| (x.is_current(), held(&|d| x.valid_on(d))))
-                .collect()
-        } else {
-            Vec::new()
-        }
-    };
-    let hits = std::mem::take(&mut resp.results);
-    let (mut now, mut past) = (Vec::new(), Vec::new());
-    for h in hits {
-        let found = facts_of(&h);
-        match as_of {
-            // As of a day: a fact hit holds if one of its facts held then.
-            Some(_) if !found.is_empty() => {
-                if found.iter().any(|(_, then)| *then) {
-                    now.push(h);
-                }
-            }
-            Some(day) => {
-                let first = h
-                    .date
-                    .as_deref()
-                    .and_then(|d| d.get(..10))
-                    .and_then(|d| d.parse::<chrono::NaiveDate>().ok());
-                if first.is_none_or(|d| d <= day) {
-                    now.push(h);
-                }
-            }
-            // Now: a hit whose facts all ended goes after the others.
-            None if !found.is_empty() && found.iter().all(|(current, _)| !current) => past.push(h),
-            None => now.push(h),
-        }
-    }
-    now.extend(past);
-    resp.results = now;
-}
-
 /// Lines `from..from+lines` of `text` (1-based), as `memory_get` answers.
 fn slice_lines(path: &str, text: &str, from: Option<usize>, lines: Option<usize>) -> GetOutput {
     let all: Vec<&str> = text.lines().collect();
@@ -845,6 +774,7 @@ fn slice_lines(path: &str, text: &str, from: Option<usize>, lines: Option<usize>
         from,
         lines: picked.len(),
         total_lines: all.len(),
+        ended: Vec::new(),
     }
 }
 

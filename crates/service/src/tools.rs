@@ -23,12 +23,15 @@ const MEMORY_SEARCH: &str = "Mandatory recall step: search long-term memory (MEM
 memory/*.md, past sessions) before answering about prior work, decisions, dates, people, \
 preferences or todos. Returns snippets with path, lines, score, source, the `date` each speaks \
 from and a `citation` (path#Lx-Ly) to quote; dates in the query (\"on 3 June\", \"yesterday\") \
-find what was said then. If nothing relevant comes back, say you checked and found nothing. \
-Follow up with memory_get to read more lines.";
+find what was said then. Facts that hold now come first; a fact's `validity` says whether it \
+still holds, and one that does not (`current` false) is history: answer with what replaced it, \
+never with it. If nothing relevant comes back, say you checked and found nothing. Follow up with \
+memory_get to read more lines.";
 
 const MEMORY_GET: &str = "Read lines of a memory file (MEMORY.md or memory/**/*.md, paths \
 relative to the workspace) after memory_search pointed at it; a hit's citation (path#Lx-Ly) reads \
-just its lines. A file that does not exist yet gives empty text.";
+just its lines. A file that does not exist yet gives empty text. Lines of facts that no longer \
+hold are listed in `ended`, with what replaced them.";
 
 const MEMORY_WRITE: &str = "Save something worth remembering across sessions. By default \
 `text` is appended, one fact per line, to today's log memory/YYYY-MM-DD.md. With `name` and \

@@ -725,6 +725,9 @@ fn search(a: &Agent, query: &str) -> Result<()> {
                     .map(|d| format!(", {d}"))
                     .unwrap_or_default();
                 outln!("{}  (score {:.2}{date})", r.citation, r.score);
+                if let Some(note) = super::recall::validity_note(r) {
+                    outln!("    {note}");
+                }
                 outln!("    {}", clip(r.snippet.trim(), 200));
             }
             for w in &found.warnings {

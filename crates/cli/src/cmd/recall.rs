@@ -1,6 +1,5 @@
 //! `mnemo index | search | get | status`: the recall side.
 
-use std::io::Write;
 use std::sync::Arc;
 
 use anyhow::Result;
@@ -242,23 +241,34 @@ fn print_found(
         outln!("{}", serde_json::to_string(&found)?);
         return Ok(());
     }
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
+    out!("{}", render_found(found, warning.as_deref()));
+    Ok(())
+}
+
+/// A search's answer as a person reads it: warnings, how dates were read,
+/// then each hit (citation, score, source, day), a fact that is no longer
+/// true marked as such above its lines, and up to 8 lines of its snippet.
+pub(crate) fn render_found(
+    found: &mnemo_service::output::SearchOutput,
+    warning: Option<&str>,
+) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
     if let Some(w) = warning {
-        writeln!(out, "({w})")?;
+        let _ = writeln!(out, "({w})");
     }
     for w in &found.warnings {
-        writeln!(out, "({w})")?;
+        let _ = writeln!(out, "({w})");
     }
     if let Some(note) = dates_note(&found.dates) {
-        writeln!(out, "{note}")?;
+        let _ = writeln!(out, "{note}");
     }
     let mode = match found.mode {
         Mode::Hybrid => "hybrid",
         Mode::Keyword => "keyword",
     };
     if found.results.is_empty() {
-        writeln!(out, "no results ({mode} search)")?;
+        let _ = writeln!(out, "no results ({mode} search)");
     }
     for hit in &found.results {
         let date = hit
@@ -270,17 +280,30 @@ fn print_found(
             HitSource::Memory => "memory",
             HitSource::Sessions => "sessions",
         };
-        writeln!(
+        let _ = writeln!(
             out,
             "{}  score {:.3}  [{source}]{date}",
             hit.citation, hit.score
-        )?;
-        for line in hit.snippet.lines().take(8) {
-            writeln!(out, "    {line}")?;
+        );
+        if let Some(note) = validity_note(hit) {
+            let _ = writeln!(out, "    {note}");
         }
-        writeln!(out)?;
+        for line in hit.snippet.lines().take(8) {
+            let _ = writeln!(out, "    {line}");
+        }
+        let _ = writeln!(out);
     }
-    Ok(())
+    out
+}
+
+/// The mark of a hit whose fact is no longer true, `[no longer true since
+/// …, replaced by f8: …]`; none for anything else.
+pub(crate) fn validity_note(hit: &mnemo_service::output::Hit) -> Option<String> {
+    let v = hit.validity.as_ref().filter(|v| !v.current)?;
+    Some(format!(
+        "[{}]",
+        v.note.as_deref().unwrap_or("no longer true")
+    ))
 }
 
 /// The line that says how a search read the dates its query named.
@@ -375,4 +398,100 @@ pub fn status(args: StatusArgs, global: &GlobalArgs) -> Result<()> {
         outln!("warning: {w}");
     }
     Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use mnemo_service::output::{FactRef, Hit, SearchOutput, Validity};
+
+    fn hit(citation: &str, score: f64, snippet: &str, validity: Option<Validity>) -> Hit {
+        let (path, _) = citation.split_once('#').unwrap();
+        Hit {
+            path: path.into(),
+            start_line: 1,
+            end_line: 1,
+            score,
+            validity,
+            snippet: snippet.into(),
+            source: if path.starts_with("sessions/") {
+                HitSource::Sessions
+            } else {
+                HitSource::Memory
+            },
+            citation: citation.into(),
+            session_key: path.starts_with("sessions/").then(|| "cli:direct".into()),
+            date: path.starts_with("sessions/").then(|| "2026-11-02".into()),
+        }
+    }
+
+    #[test]
+    fn a_fact_no_longer_true_says_so_above_its_lines() {
+        let berlin = FactRef {
+            id: "f6".into(),
+            text: "The user lives in Berlin.".into(),
+            current: true,
+        };
+        let found = SearchOutput {
+            mode: Mode::Hybrid,
+            results: vec![
+                hit(
+                    "memory/facts.md#L7-L7",
+                    0.8123,
+                    "- The user lives in Berlin. (f6; about user: home city; since 2026-11-25)",
+                    Some(Validity {
+                        current: true,
+                        id: Some("f6".into()),
+                        since: Some("2026-11-25".into()),
+                        until: None,
+                        replaced_by: None,
+                        retracted: false,
+                        note: None,
+                    }),
+                ),
+                hit(
+                    "sessions/cli_direct.jsonl#L2-L2",
+                    0.7011,
+                    "User: Hi, my name is Rui. I live in Lisbon.",
+                    None,
+                ),
+                hit(
+                    "memory/facts.md#L17-L17",
+                    0.6504,
+                    "- ~~I live in Lisbon~~ (f2; since 2026-11-02; until 2026-11-25; superseded by f6)",
+                    Some(Validity {
+                        current: false,
+                        id: Some("f2".into()),
+                        since: Some("2026-11-02".into()),
+                        until: Some("2026-11-25".into()),
+                        replaced_by: Some(berlin),
+                        retracted: false,
+                        note: Some(
+                            "no longer true since 2026-11-25, replaced by f6: The user lives in Berlin."
+                                .into(),
+                        ),
+                    }),
+                ),
+                hit(
+                    "memory/facts.md#L19-L19",
+                    0.4,
+                    "- ~~The user has a dog called Bolt.~~ (f5; until 2026-12-03; retracted)",
+                    Some(Validity {
+                        current: false,
+                        id: Some("f5".into()),
+                        since: None,
+                        until: Some("2026-12-03".into()),
+                        replaced_by: None,
+                        retracted: true,
+                        note: Some("no longer true: retracted on 2026-12-03".into()),
+                    }),
+                ),
+            ],
+            warnings: Vec::new(),
+            dates: Vec::new(),
+            reranked: None,
+        };
+        insta::assert_snapshot!("search_marks_ended_facts", render_found(&found, None));
+    }
 }

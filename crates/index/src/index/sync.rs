@@ -472,10 +472,12 @@ impl MemoryIndex {
                     });
                 }
                 let days = when::date_in_path(&f.rel).map(|d| (d, d));
-                let chunks = chunk::chunk_markdown(&text, &limits)
-                    .into_iter()
-                    .map(|c| (c, days))
-                    .collect();
+                let chunks = if chunk::ITEM_FILES.contains(&f.rel.as_str()) {
+                    chunk::chunk_items(&text, &limits)
+                } else {
+                    chunk::chunk_markdown(&text, &limits)
+                };
+                let chunks = chunks.into_iter().map(|c| (c, days)).collect();
                 (chunks, None)
             }
         };

@@ -605,12 +605,58 @@ fn first_person(text: &str) -> bool {
 /// People a user speaks of by relation: "my sister Ana lives in Madrid"
 /// is about the sister, not the user.
 const RELATIONS: &[&str] = &[
-    "sister", "brother", "mother", "mom", "mum", "father", "dad", "wife", "husband", "partner",
-    "boyfriend", "girlfriend", "fiance", "fiancee", "son", "daughter", "kid", "child", "friend",
-    "boss", "colleague", "coworker", "neighbour", "neighbor", "cousin", "aunt", "uncle",
-    "grandma", "grandmother", "grandpa", "grandfather", "niece", "nephew", "roommate",
-    "姐姐", "妹妹", "哥哥", "弟弟", "妈妈", "爸爸", "母亲", "父亲", "妻子", "丈夫", "老婆", "老公",
-    "朋友", "儿子", "女儿", "同事", "老板", "室友",
+    "sister",
+    "brother",
+    "mother",
+    "mom",
+    "mum",
+    "father",
+    "dad",
+    "wife",
+    "husband",
+    "partner",
+    "boyfriend",
+    "girlfriend",
+    "fiance",
+    "fiancee",
+    "son",
+    "daughter",
+    "kid",
+    "child",
+    "friend",
+    "boss",
+    "colleague",
+    "coworker",
+    "neighbour",
+    "neighbor",
+    "cousin",
+    "aunt",
+    "uncle",
+    "grandma",
+    "grandmother",
+    "grandpa",
+    "grandfather",
+    "niece",
+    "nephew",
+    "roommate",
+    "姐姐",
+    "妹妹",
+    "哥哥",
+    "弟弟",
+    "妈妈",
+    "爸爸",
+    "母亲",
+    "父亲",
+    "妻子",
+    "丈夫",
+    "老婆",
+    "老公",
+    "朋友",
+    "儿子",
+    "女儿",
+    "同事",
+    "老板",
+    "室友",
 ];
 
 /// The person a sentence is about when the user speaks of someone by
@@ -621,7 +667,10 @@ fn relation_subject(text: &str) -> Option<String> {
     let lower = t.to_lowercase();
     for prefix in ["我的", "我", "用户的"] {
         if let Some(rest) = t.trim().strip_prefix(prefix) {
-            if let Some(r) = RELATIONS.iter().find(|r| r.chars().any(is_cjk) && rest.starts_with(**r)) {
+            if let Some(r) = RELATIONS
+                .iter()
+                .find(|r| r.chars().any(is_cjk) && rest.starts_with(**r))
+            {
                 return Some(format!("用户的{r}"));
             }
         }
@@ -1335,9 +1384,27 @@ fn check_one(
     };
     let quote_flat = flat(&quote);
     let clause_flat = flat(&clause_of(&quote, &p.value));
-    // Small talk and the assistant's own chatter.
-    if words(&said_text).len() <= 8 && has_phrase(&flat(&said_text), SMALL_TALK) {
+    // Small talk, questions and the assistant's own chatter: a value that
+    // is a greeting or thanks, a quote that asks, or labelled one.
+    let attribute_words: HashSet<String> = words(&p.attribute).into_iter().collect();
+    let said = if p.value.trim().is_empty() {
+        &fact
+    } else {
+        &p.value
+    };
+    if has_phrase(&flat(said), SMALL_TALK)
+        || ["greeting", "greetings", "thanks", "farewell", "small"]
+            .iter()
+            .any(|w| attribute_words.contains(*w))
+    {
         return Err(("small talk".into(), Some(at)));
+    }
+    if (by_quote.is_some() && quote.trim_end().ends_with(['?', '？']))
+        || ["question", "questions", "request", "asked"]
+            .iter()
+            .any(|w| attribute_words.contains(*w))
+    {
+        return Err(("a question states nothing".into(), Some(at)));
     }
     let subject_raw = p.subject.trim();
     if ASSISTANT_SUBJECTS.contains(&subject_raw.to_lowercase().as_str())
@@ -1354,7 +1421,9 @@ fn check_one(
     // named: unless the attribute is the relation itself ("my sister is
     // Ana").
     if subject_key == "user" {
-        if let Some(rel) = relation_subject(&fact).or_else(|| relation_subject(&clause_of(&quote, &p.value))) {
+        if let Some(rel) =
+            relation_subject(&fact).or_else(|| relation_subject(&clause_of(&quote, &p.value)))
+        {
             let attr_words: HashSet<String> = words(&p.attribute).into_iter().collect();
             // Past "the user's" (or 用户的): the relation and the name.
             let about_relation = words(&rel).iter().skip(3).any(|w| attr_words.contains(w));
@@ -1486,7 +1555,10 @@ fn check_one(
         let t = if t.chars().any(is_cjk) {
             t.strip_prefix("The user's ")
                 .or_else(|| t.strip_prefix("The user"))
-                .map_or_else(|| t.to_string(), |rest| format!("用户{}", rest.trim_start()))
+                .map_or_else(
+                    || t.to_string(),
+                    |rest| format!("用户{}", rest.trim_start()),
+                )
         } else {
             t.to_string()
         };

@@ -513,19 +513,55 @@ fn a_fact_from_before_keys_is_read_from_its_text() {
 fn the_clause_that_says_the_value_decides_its_kind_and_subject() {
     let ts = "2026-12-05T10:00:00Z";
     let messages = vec![
-        msg("user", "Big news: I moved to Berlin last week, I don't live in Lisbon anymore.", ts),
-        msg("user", "My sister Ana lives in Madrid and she is a doctor.", ts),
+        msg(
+            "user",
+            "Big news: I moved to Berlin last week, I don't live in Lisbon anymore.",
+            ts,
+        ),
+        msg(
+            "user",
+            "My sister Ana lives in Madrid and she is a doctor.",
+            ts,
+        ),
         msg("user", "My sister is Ana.", ts),
         msg("user", "我最喜欢的颜色是蓝色。", ts),
     ];
     let (ok, refused) = check(
         &[
             // The quote holds the old value's negation, not the new one's.
-            prop("Big news: I moved to Berlin last week, I don't live in Lisbon anymore.", "user", "home city", "Berlin", "states", "The user lives in Berlin."),
+            prop(
+                "Big news: I moved to Berlin last week, I don't live in Lisbon anymore.",
+                "user",
+                "home city",
+                "Berlin",
+                "states",
+                "The user lives in Berlin.",
+            ),
             // The model says it is the user's: the words say the sister's.
-            prop("My sister Ana lives in Madrid", "user", "home city", "Madrid", "states", "The user's sister Ana lives in Madrid."),
-            prop("My sister is Ana", "user", "sister", "Ana", "states", "The user's sister is Ana."),
-            prop("我最喜欢的颜色是蓝色", "user", "最喜欢的颜色", "蓝色", "states", "The user最喜欢的颜色是蓝色。"),
+            prop(
+                "My sister Ana lives in Madrid",
+                "user",
+                "home city",
+                "Madrid",
+                "states",
+                "The user's sister Ana lives in Madrid.",
+            ),
+            prop(
+                "My sister is Ana",
+                "user",
+                "sister",
+                "Ana",
+                "states",
+                "The user's sister is Ana.",
+            ),
+            prop(
+                "我最喜欢的颜色是蓝色",
+                "user",
+                "最喜欢的颜色",
+                "蓝色",
+                "states",
+                "The user最喜欢的颜色是蓝色。",
+            ),
         ],
         &messages,
         day("2026-12-05"),
@@ -535,4 +571,63 @@ fn the_clause_that_says_the_value_decides_its_kind_and_subject() {
     assert_eq!(ok[1].subject_key, "sister ana");
     assert_eq!(ok[2].subject_key, "user");
     assert_eq!(ok[3].text, "用户最喜欢的颜色是蓝色。");
+}
+
+#[test]
+fn greetings_and_questions_inside_a_longer_message_are_not_facts() {
+    let ts = "2026-12-05T10:00:00Z";
+    let messages = vec![msg(
+        "user",
+        "Emily: Hello, my name is Emily. Nice to meet you. Can you recommend a book about tea?",
+        ts,
+    )];
+    let (ok, refused) = check(
+        &[
+            prop(
+                "Emily: Hello, my name is Emily.",
+                "user",
+                "name",
+                "Emily",
+                "states",
+                "The user's name is Emily.",
+            ),
+            prop(
+                "Nice to meet you.",
+                "user",
+                "greeting",
+                "nice to meet you",
+                "states",
+                "The user greeted the AI.",
+            ),
+            prop(
+                "Can you recommend a book about tea?",
+                "user",
+                "interest",
+                "a book about tea",
+                "states",
+                "The user wants a book about tea.",
+            ),
+            prop(
+                "recommend a book about tea",
+                "user",
+                "question",
+                "book about tea",
+                "states",
+                "The user asked for a book.",
+            ),
+        ],
+        &messages,
+        day("2026-12-05"),
+    );
+    assert_eq!(ok.len(), 1, "{refused:#?}");
+    assert_eq!(ok[0].subject_key, "user");
+    let why: Vec<&str> = refused.iter().map(|r| r.why.as_str()).collect();
+    assert_eq!(
+        why,
+        [
+            "small talk",
+            "a question states nothing",
+            "a question states nothing"
+        ]
+    );
 }

@@ -37,7 +37,14 @@ fn p(quote: &str, subject: &str, attribute: &str, value: &str, kind: &str, fact:
 }
 
 fn paris() -> Value {
-    p("I live in Paris", "user", "home city", "Paris", "states", "The user lives in Paris.")
+    p(
+        "I live in Paris",
+        "user",
+        "home city",
+        "Paris",
+        "states",
+        "The user lives in Paris.",
+    )
 }
 
 fn extract(facts: &[Value]) -> Reply {
@@ -83,20 +90,44 @@ async fn a_move_supersedes_the_old_home_and_leaves_the_job() {
     said(
         &env.ws,
         "2026-12-01",
-        &["I live in Lisbon, near the river.", "I work as a nurse at the city hospital."],
+        &[
+            "I live in Lisbon, near the river.",
+            "I work as a nurse at the city hospital.",
+        ],
     );
     env.server.push(extract(&[
-        p("I live in Lisbon, near the river", "user", "home city", "Lisbon", "states", "The user lives in Lisbon, near the river."),
-        p("I work as a nurse at the city hospital", "user", "job", "nurse at the city hospital", "states", "The user works as a nurse at the city hospital."),
+        p(
+            "I live in Lisbon, near the river",
+            "user",
+            "home city",
+            "Lisbon",
+            "states",
+            "The user lives in Lisbon, near the river.",
+        ),
+        p(
+            "I work as a nurse at the city hospital",
+            "user",
+            "job",
+            "nurse at the city hospital",
+            "states",
+            "The user works as a nurse at the city hospital.",
+        ),
     ]));
     let engine = engine(&env, 8_000, 1_000, FACTS, t0());
     let r = round(&engine.consolidate_now(KEY).await.unwrap());
-    assert_eq!((r.extracted, r.added.len(), r.model_calls), (2, 2, 1), "{r:#?}");
+    assert_eq!(
+        (r.extracted, r.added.len(), r.model_calls),
+        (2, 2, 1),
+        "{r:#?}"
+    );
     let body = &env.server.requests()[0].body;
     assert_eq!(body["tool_choice"]["function"]["name"], "extract_facts");
     // The model sees numbered messages, not the saved facts.
     let user = body["messages"][1]["content"].as_str().unwrap();
-    assert!(user.contains("[1] USER: I live in Lisbon, near the river."), "{user}");
+    assert!(
+        user.contains("[1] USER: I live in Lisbon, near the river."),
+        "{user}"
+    );
     assert!(!user.contains("(f1"), "{user}");
     insta::assert_snapshot!("facts_extract_request", shape(body));
     insta::assert_snapshot!("facts_extract_user", user);
@@ -113,11 +144,29 @@ async fn a_move_supersedes_the_old_home_and_leaves_the_job() {
         ],
     );
     env.server.push(extract(&[
-        p("I moved to Berlin last week", "user", "home city", "Berlin", "states", "Big news: I moved to Berlin last week, I don't live in Lisbon anymore"),
-        p("Still a nurse at the hospital", "user", "occupation", "nurse", "states", "The user is a nurse."),
+        p(
+            "I moved to Berlin last week",
+            "user",
+            "home city",
+            "Berlin",
+            "states",
+            "Big news: I moved to Berlin last week, I don't live in Lisbon anymore",
+        ),
+        p(
+            "Still a nurse at the hospital",
+            "user",
+            "occupation",
+            "nurse",
+            "states",
+            "The user is a nurse.",
+        ),
     ]));
     let r = round(&engine.consolidate_now(KEY).await.unwrap());
-    assert_eq!(r.updated, vec![("f1".to_string(), "f3".to_string())], "{r:#?}");
+    assert_eq!(
+        r.updated,
+        vec![("f1".to_string(), "f3".to_string())],
+        "{r:#?}"
+    );
     assert_eq!((r.duplicates, r.rewritten), (1, 1), "{r:#?}");
     let file = FactsFile::parse(&facts_md(&env));
     let berlin = file.get("f3").unwrap();
@@ -138,8 +187,13 @@ async fn a_move_supersedes_the_old_home_and_leaves_the_job() {
     assert_eq!(update["supersedes"], "f1");
     assert_eq!(update["evidence"], "I moved to Berlin last week");
     assert_eq!(update["messages"], "5..6");
-    assert!(update["why"].as_str().unwrap().contains("same subject and attribute"));
-    assert!(a.iter().any(|r| r["op"] == "confirm" && r["memory"] == "f2"));
+    assert!(update["why"]
+        .as_str()
+        .unwrap()
+        .contains("same subject and attribute"));
+    assert!(a
+        .iter()
+        .any(|r| r["op"] == "confirm" && r["memory"] == "f2"));
     // The history names ids, never a copy of what was said.
     let history = engine.memory().read_history().unwrap();
     assert!(history.contains("replaced f1 by f3"), "{history}");
@@ -152,19 +206,69 @@ async fn what_no_message_supports_is_refused_with_why_and_nothing_is_lost() {
     said(
         &env.ws,
         "2026-03-01",
-        &["Hi there!", "My locker code is 4471.", "I'm typing on my phone."],
+        &[
+            "Hi there!",
+            "My locker code is 4471.",
+            "I'm typing on my phone.",
+        ],
     );
     env.server.push(extract(&[
-        p("Hi there!", "user", "greeting", "hi", "states", "The user greeted the assistant."),
-        p("My locker code is 4471", "user", "locker code", "4417", "states", "The user's locker code is 4417."),
-        p("The conversation has been compacted", "user", "status", "compacted", "states", "The conversation has been compacted."),
-        p("Noted.", "assistant", "reply", "noted", "states", "The assistant noted it."),
-        p("I'm typing on my phone", "user", "activity", "typing", "states", "The user is typing on the phone."),
-        p("My locker code is 4471", "user", "locker code", "4471", "states", "My locker code is 4471 (f2; since 2026-03-01)"),
+        p(
+            "Hi there!",
+            "user",
+            "greeting",
+            "hi",
+            "states",
+            "The user greeted the assistant.",
+        ),
+        p(
+            "My locker code is 4471",
+            "user",
+            "locker code",
+            "4417",
+            "states",
+            "The user's locker code is 4417.",
+        ),
+        p(
+            "The conversation has been compacted",
+            "user",
+            "status",
+            "compacted",
+            "states",
+            "The conversation has been compacted.",
+        ),
+        p(
+            "Noted.",
+            "assistant",
+            "reply",
+            "noted",
+            "states",
+            "The assistant noted it.",
+        ),
+        p(
+            "I'm typing on my phone",
+            "user",
+            "activity",
+            "typing",
+            "states",
+            "The user is typing on the phone.",
+        ),
+        p(
+            "My locker code is 4471",
+            "user",
+            "locker code",
+            "4471",
+            "states",
+            "My locker code is 4471 (f2; since 2026-03-01)",
+        ),
     ]));
     let engine = engine(&env, 8_000, 1_000, FACTS, t0());
     let r = round(&engine.consolidate_now(KEY).await.unwrap());
-    assert_eq!(current(&env), vec!["The user's locker code is 4471.".to_string()], "{r:#?}");
+    assert_eq!(
+        current(&env),
+        vec!["The user's locker code is 4471.".to_string()],
+        "{r:#?}"
+    );
     assert_eq!(r.refused.len(), 5, "{:#?}", r.refused);
     for (refusal, why) in r.refused.iter().zip([
         "small talk",
@@ -177,9 +281,17 @@ async fn what_no_message_supports_is_refused_with_why_and_nothing_is_lost() {
     }
     // Each refusal is in the audit log with why; the messages stay in the
     // session and the round is done.
-    let refusals: Vec<&Value> = audit(&env).into_iter().filter(|r| r["op"] == "refuse").collect::<Vec<_>>().leak().iter().collect();
+    let refusals: Vec<&Value> = audit(&env)
+        .into_iter()
+        .filter(|r| r["op"] == "refuse")
+        .collect::<Vec<_>>()
+        .leak()
+        .iter()
+        .collect();
     assert_eq!(refusals.len(), 5);
-    assert!(refusals.iter().all(|r| r["why"].is_string() && r["session"] == KEY));
+    assert!(refusals
+        .iter()
+        .all(|r| r["why"].is_string() && r["session"] == KEY));
     assert_eq!(load(&env.ws).messages.len(), 7);
     assert_eq!(load(&env.ws).meta.last_consolidated, 6);
 }
@@ -191,9 +303,13 @@ async fn no_tool_call_or_a_malformed_answer_fails_and_keeps_the_cursor() {
     let engine = engine(&env, 8_000, 1_000, FACTS, t0());
     env.server.push(Reply::text("Sure, noted!"));
     let err = engine.consolidate_now(KEY).await.unwrap_err();
-    assert!(err.to_string().contains("did not call extract_facts"), "{err}");
+    assert!(
+        err.to_string().contains("did not call extract_facts"),
+        "{err}"
+    );
     assert!(err.to_string().contains("failed run 1 of 3"), "{err}");
-    env.server.push(Reply::tool_call("extract_facts", json!({"facts": 3})));
+    env.server
+        .push(Reply::tool_call("extract_facts", json!({"facts": 3})));
     let err = engine.consolidate_now(KEY).await.unwrap_err();
     assert!(err.to_string().contains("`facts` is not a list"), "{err}");
     assert_eq!(load(&env.ws).meta.last_consolidated, 0);
@@ -205,7 +321,11 @@ async fn no_tool_call_or_a_malformed_answer_fails_and_keeps_the_cursor() {
         matches!(events.last(), Some(EngineEvent::Consolidated(r)) if r.raw),
         "{events:#?}"
     );
-    assert!(engine.memory().read_history().unwrap().contains("I live in Paris."));
+    assert!(engine
+        .memory()
+        .read_history()
+        .unwrap()
+        .contains("I live in Paris."));
     assert_eq!(load(&env.ws).meta.last_consolidated, 2);
 }
 
@@ -228,9 +348,30 @@ async fn a_pair_the_code_cannot_tell_apart_is_one_yes_or_no() {
         ],
     );
     env.server.push(extract(&[
-        p("I feel great today", "user", "mood", "great", "states", "The user feels great."),
-        p("thanks for supporting me, Jon", "Gina", "feeling", "thankful for Jon's support", "changes", "Gina is thankful for Jon's support."),
-        p("My weekend plan is also a concert", "user", "weekend plan", "a concert", "states", "The user's weekend plan includes a concert."),
+        p(
+            "I feel great today",
+            "user",
+            "mood",
+            "great",
+            "states",
+            "The user feels great.",
+        ),
+        p(
+            "thanks for supporting me, Jon",
+            "Gina",
+            "feeling",
+            "thankful for Jon's support",
+            "changes",
+            "Gina is thankful for Jon's support.",
+        ),
+        p(
+            "My weekend plan is also a concert",
+            "user",
+            "weekend plan",
+            "a concert",
+            "states",
+            "The user's weekend plan includes a concert.",
+        ),
     ]));
     // Mood: an attribute the code does not know how many values it holds.
     env.server.push(judge(true));
@@ -240,15 +381,26 @@ async fn a_pair_the_code_cannot_tell_apart_is_one_yes_or_no() {
     assert_eq!(r.updated, vec![("f1".to_string(), "f4".to_string())]);
     let reqs = env.server.requests();
     assert_eq!(reqs[1].body["tool_choice"]["function"]["name"], "judge");
-    let q = reqs[1].body["messages"][0]["content"].as_str().unwrap().to_string();
-    assert!(q.contains("The user feels tired.") && q.contains("The user feels great."), "{q}");
+    let q = reqs[1].body["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        q.contains("The user feels tired.") && q.contains("The user feels great."),
+        "{q}"
+    );
     insta::assert_snapshot!("facts_judge_request", shape(&reqs[1].body));
     // Jon's dance style shares only a name with Gina's thanks, and plans
     // hold many values: both stay current.
     let file = FactsFile::parse(&facts_md(&env));
     assert!(file.get("f2").unwrap().is_current());
     assert!(file.get("f3").unwrap().is_current());
-    assert_eq!(file.current().count(), 4);
+    let current: Vec<&str> = file.current().map(|f| f.text.as_str()).collect();
+    assert_eq!(current.len(), 5, "{current:#?}");
+    assert!(
+        current.contains(&"Gina is thankful for Jon's support."),
+        "{current:#?}"
+    );
 }
 
 #[tokio::test]
@@ -260,28 +412,66 @@ async fn a_retraction_ends_the_fact_in_the_same_round_and_chinese_works_alike() 
         &["I have a dog called Bolt.", "我最喜欢的颜色是蓝色。"],
     );
     env.server.push(extract(&[
-        p("I have a dog called Bolt", "user", "pet", "dog called Bolt", "states", "The user has a dog called Bolt."),
-        p("我最喜欢的颜色是蓝色", "user", "最喜欢的颜色", "蓝色", "states", "用户最喜欢的颜色是蓝色。"),
+        p(
+            "I have a dog called Bolt",
+            "user",
+            "pet",
+            "dog called Bolt",
+            "states",
+            "The user has a dog called Bolt.",
+        ),
+        p(
+            "我最喜欢的颜色是蓝色",
+            "user",
+            "最喜欢的颜色",
+            "蓝色",
+            "states",
+            "用户最喜欢的颜色是蓝色。",
+        ),
     ]));
     let engine = engine(&env, 8_000, 1_000, FACTS, t0());
     round(&engine.consolidate_now(KEY).await.unwrap());
     said(
         &env.ws,
         "2026-03-05",
-        &["Please forget what I said about my dog.", "其实我现在最喜欢绿色了。"],
+        &[
+            "Please forget what I said about my dog.",
+            "其实我现在最喜欢绿色了。",
+        ],
     );
     env.server.push(extract(&[
         // Labelled a plain statement: the words say it is a retraction.
-        p("Please forget what I said about my dog", "user", "pet", "dog", "states", "The user wants to forget their dog."),
-        p("其实我现在最喜欢绿色了", "user", "最喜欢的颜色", "绿色", "changes", "用户现在最喜欢绿色。"),
+        p(
+            "Please forget what I said about my dog",
+            "user",
+            "pet",
+            "dog",
+            "states",
+            "The user wants to forget their dog.",
+        ),
+        p(
+            "其实我现在最喜欢绿色了",
+            "user",
+            "最喜欢的颜色",
+            "绿色",
+            "changes",
+            "用户现在最喜欢绿色。",
+        ),
     ]));
     let r = round(&engine.consolidate_now(KEY).await.unwrap());
     assert_eq!(r.deleted, vec!["f1".to_string()], "{r:#?}");
-    assert_eq!(r.updated, vec![("f2".to_string(), "f3".to_string())], "{r:#?}");
+    assert_eq!(
+        r.updated,
+        vec![("f2".to_string(), "f3".to_string())],
+        "{r:#?}"
+    );
     assert_eq!(current(&env), vec!["用户现在最喜欢绿色。".to_string()]);
     let file = FactsFile::parse(&facts_md(&env));
     let dog = file.get("f1").unwrap();
-    assert!(dog.retracted && dog.until.unwrap().to_string() == "2026-03-05", "{dog:?}");
+    assert!(
+        dog.retracted && dog.until.unwrap().to_string() == "2026-03-05",
+        "{dog:?}"
+    );
     assert_eq!(dog.retracted_by.as_deref(), Some("cli:test 5..6"));
 }
 
@@ -400,7 +590,10 @@ async fn two_consolidations_of_one_session_at_once_make_one_round() {
         .count();
     assert_eq!(rounds, 1, "{a:#?} {b:#?}");
     assert_eq!(env.server.request_count(), 1);
-    assert_eq!(facts_md(&env).matches("The user lives in Paris.").count(), 1);
+    assert_eq!(
+        facts_md(&env).matches("The user lives in Paris.").count(),
+        1
+    );
     let history = engine.memory().read_history().unwrap();
     assert_eq!(
         history

@@ -366,8 +366,7 @@ impl Engine {
             return match self.plan_facts(chunk, &ordinals).await {
                 Ok(plan) => {
                     self.begin_round(key, from, to)?;
-                    let round =
-                        self.apply_facts(&plan, chunk, key, (from, to), "consolidation")?;
+                    let round = self.apply_facts(&plan, chunk, key, (from, to), "consolidation")?;
                     failpoint::hit("consolidate.after_memory");
                     let stamp = now.format("%Y-%m-%d %H:%M").to_string();
                     let mut entry = crate::facts::history_entry(

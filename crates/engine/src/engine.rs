@@ -132,7 +132,8 @@ fn small_model_notice(
         return None;
     }
     let why = if mode_given {
-        "`[engine] consolidation_mode = \"memory_md\"` has consolidation rewrite MEMORY.md".to_string()
+        "`[engine] consolidation_mode = \"memory_md\"` has consolidation rewrite MEMORY.md"
+            .to_string()
     } else {
         format!("the `{profile}` profile consolidates by rewriting MEMORY.md")
     };

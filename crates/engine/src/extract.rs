@@ -192,10 +192,16 @@ pub fn sentences(text: &str) -> Vec<&str> {
             '.' | '!' | '?' => {
                 let next = chars.get(k + 1).map(|x| x.1);
                 let after = chars.get(k + 2).map(|x| x.1);
-                let word = text[start..i].rsplit(char::is_whitespace).next().unwrap_or("");
+                let word = text[start..i]
+                    .rsplit(char::is_whitespace)
+                    .next()
+                    .unwrap_or("");
                 let abbreviation = c == '.'
-                    && ["dr", "mr", "mrs", "ms", "st", "prof", "jr", "sr", "vs", "etc", "e.g", "i.e"]
-                        .contains(&word.to_lowercase().as_str());
+                    && [
+                        "dr", "mr", "mrs", "ms", "st", "prof", "jr", "sr", "vs", "etc", "e.g",
+                        "i.e",
+                    ]
+                    .contains(&word.to_lowercase().as_str());
                 !abbreviation
                     && next.is_some_and(char::is_whitespace)
                     && after.is_some_and(|a| {

@@ -112,8 +112,12 @@ impl Engine {
     /// less the answer, the prompt and a margin for counting.
     pub(crate) fn extraction_budget(&self) -> usize {
         let t = self.thresholds();
-        let fixed = self.counter.count_text(crate::templates::FACTS_EXTRACT_PROMPT)
-            + self.counter.count_text(crate::templates::FACTS_EXTRACT_USER)
+        let fixed = self
+            .counter
+            .count_text(crate::templates::FACTS_EXTRACT_PROMPT)
+            + self
+                .counter
+                .count_text(crate::templates::FACTS_EXTRACT_USER)
             + extract::EXTRACT_MAX_TOKENS as usize;
         t.context_window
             .saturating_sub(fixed)
@@ -127,7 +131,11 @@ impl Engine {
     /// questions the decisions need against the facts file as it is now.
     /// A failed extraction call is an error (the round fails and is tried
     /// again); a failed question is answered "no".
-    pub(crate) async fn plan_facts(&self, messages: &[Message], ordinals: &[usize]) -> Result<FactPlan> {
+    pub(crate) async fn plan_facts(
+        &self,
+        messages: &[Message],
+        ordinals: &[usize],
+    ) -> Result<FactPlan> {
         let now = self.now();
         let today = self.memory.today(now);
         let mut plan = FactPlan::default();
@@ -148,14 +156,18 @@ impl Engine {
             let (checked, refused) = adjudicate::check(&proposed, batch, today);
             for mut c in checked {
                 c.message += range.start;
-                plan.ordinals.push(ordinals.get(c.message).copied().unwrap_or(c.message));
+                plan.ordinals
+                    .push(ordinals.get(c.message).copied().unwrap_or(c.message));
                 plan.checked.push(c);
             }
             // Refusals name the session ordinal of their message.
             plan.refused.extend(refused.into_iter().map(|mut r| {
-                r.message = r
-                    .message
-                    .map(|m| ordinals.get(m + range.start).copied().unwrap_or(m + range.start));
+                r.message = r.message.map(|m| {
+                    ordinals
+                        .get(m + range.start)
+                        .copied()
+                        .unwrap_or(m + range.start)
+                });
                 r
             }));
         }
@@ -222,7 +234,14 @@ impl Engine {
             .collect();
         let mut answers = plan.answers.clone();
         let before = file.clone();
-        let decisions = adjudicate::decide(&mut file, &plan.checked, &names, now, &sources, &mut answers)?;
+        let decisions = adjudicate::decide(
+            &mut file,
+            &plan.checked,
+            &names,
+            now,
+            &sources,
+            &mut answers,
+        )?;
         let mut round = FactRound {
             extracted: plan.proposed,
             rewritten: plan.checked.iter().filter(|c| c.rewritten).count(),
@@ -239,7 +258,9 @@ impl Engine {
             }),
             ..AuditRecord::change(now, by, op, memory, None, None, None)
         };
-        for (((decision, id), c), ordinal) in decisions.iter().zip(&plan.checked).zip(&plan.ordinals) {
+        for (((decision, id), c), ordinal) in
+            decisions.iter().zip(&plan.checked).zip(&plan.ordinals)
+        {
             let evidence = Some(c.evidence.clone());
             match decision {
                 Decision::Add { why } => {

@@ -223,7 +223,8 @@ impl Engine {
             let round = self
                 .flush_facts(log.key(), &history, loaded.meta.last_consolidated)
                 .await?;
-            report.no_reply = round.added.is_empty() && round.updated.is_empty() && round.deleted.is_empty();
+            report.no_reply =
+                round.added.is_empty() && round.updated.is_empty() && round.deleted.is_empty();
             report.path = Some(FACTS_FILE.to_string());
             report.written = round.added.len() + round.updated.len();
             report.duplicates = round.unchanged;
@@ -241,7 +242,8 @@ impl Engine {
             let resp = self.model.complete(req).await?;
             let text = resp.text();
             let trimmed = text.trim();
-            report.no_reply = trimmed.is_empty() || trimmed.trim_matches(['`', '.', ' ']) == NO_REPLY;
+            report.no_reply =
+                trimmed.is_empty() || trimmed.trim_matches(['`', '.', ' ']) == NO_REPLY;
             if !report.no_reply {
                 let (items, ignored) = bullet_items(trimmed);
                 report.ignored = ignored;

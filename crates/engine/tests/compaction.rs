@@ -213,7 +213,8 @@ async fn each_level_alone() {
     for level in 1..=5u8 {
         if level == 5 {
             // The default flush proposes facts: nothing new here.
-            env.server.push(Reply::tool_call("extract_facts", json!({"facts": []})));
+            env.server
+                .push(Reply::tool_call("extract_facts", json!({"facts": []})));
         }
         let events = engine.compact(KEY, Some(level)).await.unwrap();
         let reports = compactions(&events);
@@ -348,7 +349,8 @@ async fn breaker_opens_after_three_failures() {
 async fn large_transcript_forces_the_flush_once_per_cycle() {
     let env = env().await;
     write_session(&env.ws, &chat_turns(3, 20));
-    env.server.push(Reply::tool_call("extract_facts", json!({"facts": []})));
+    env.server
+        .push(Reply::tool_call("extract_facts", json!({"facts": []})));
     let engine = engine(&env, 200_000, 8_192, "flush_transcript_bytes = 100", t0());
     let r = engine.prepare_turn(KEY, "x").await.unwrap();
     match &r.events[..] {

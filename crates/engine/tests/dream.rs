@@ -714,5 +714,8 @@ async fn a_copy_with_fact_ids_in_its_text_is_the_one_that_ends() {
     );
     let file = FactsFile::parse(&std::fs::read_to_string(mem.join("facts.md")).unwrap());
     let current: Vec<&str> = file.current().map(|f| f.text.as_str()).collect();
-    assert_eq!(current, vec!["Rui is vegetarian now", "Rui lives in Lisbon"]);
+    assert_eq!(
+        current,
+        vec!["Rui is vegetarian now", "Rui lives in Lisbon"]
+    );
 }

@@ -1,0 +1,596 @@
+//! What the code decides on the write path, so that a small model's
+//! answer is only ever a proposal ([`crate::extract`] asks for it):
+//!
+//! - **Evidence** ([`check`]): a proposed fact is stored only when a
+//!   message of the round says it. Its quote must be in a message (the
+//!   model's pointer; the code finds which), its value's words must be in
+//!   that message (or in the assistant message a user's "yes" confirms),
+//!   and every number and name of its sentence must be there too. A
+//!   sentence that drifts from the message (first person, a copy of the
+//!   message, words the message does not say) is written again from the
+//!   subject, attribute and value, which were checked; a fact that cannot
+//!   be is refused, with why.
+//! - **Junk**: greetings and thanks, the assistant talking about itself,
+//!   what the assistant said that the user never confirmed, questions, and
+//!   states that hold for a moment ("is typing", "the build passed") are
+//!   not stored.
+//! - **Kind by cue words**: a quote that asks to forget or says something
+//!   is not true is a retraction, one that says "now", "moved", "no
+//!   longer" is a change, "actually", "I meant" a correction, whatever the
+//!   model labelled it; a quote that negates what its fact says ("I no
+//!   longer eat meat" -> "The user eats meat") retracts the fact instead
+//!   of storing it.
+//! - **Dates** ([`crate::dates`]): relative expressions ("last week",
+//!   上周) are resolved against the message's own timestamp; the fact
+//!   carries absolute dates and starts (`since`) on the day it names.
+//! - **Keys** ([`subject_key`], [`attribute_key`]): who a fact is about
+//!   ("user" for the user, whatever the model called them) and which of
+//!   their attributes, normalised with a table of common attributes
+//!   (home city = lives = residence = 住在 ...) and word stems.
+//! - **Decisions** ([`decide`]): a fact that says what a current fact says
+//!   adds its source to that fact; a retraction ends the current facts of
+//!   its subject and attribute; a change or correction, or a new value of
+//!   an attribute that holds one value (a home city, a job, a number),
+//!   ends the current facts of the same subject and attribute, replaced by
+//!   it; an attribute that holds many values (pets, hobbies) gains one.
+//!   Only where the code cannot tell (an attribute it does not know,
+//!   facts of the same subject whose attributes are alike but not the
+//!   same) does the model answer one yes/no question per pair, and only
+//!   those pairs can be ended. A fact about someone else never ends a
+//!   fact about the user.
+
+mod decide;
+mod keys;
+mod words;
+
+use std::collections::HashSet;
+
+use chrono::{DateTime, NaiveDate};
+use mnemo_core::{Message, Role};
+use mnemo_store::memory::facts::one_line;
+use serde::Serialize;
+
+use crate::extract::Proposed;
+pub use decide::{decide, Answers, Decision, Pair, QuestionKind};
+use keys::inferred_attribute;
+pub use keys::{attribute_key, fact_keys, same_subject, subject_key, Keys};
+use words::*;
+pub use words::{content, words};
+
+/// Judge questions one round may ask at most (each is a model call).
+pub const MAX_QUESTIONS: usize = 8;
+/// Pairs asked about per new fact at most.
+const MAX_PAIRS: usize = 3;
+
+/// What a fact does, as the code reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// A fact.
+    States,
+    /// A new value that replaces an earlier one.
+    Changes,
+    /// A fix of something said wrongly.
+    Corrects,
+    /// Asks to forget something, or says it is not true.
+    Retracts,
+}
+
+/// A proposed fact that passed the checks.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Checked {
+    /// The sentence to store (third person, absolute dates).
+    pub text: String,
+    /// Who, as the model named them (`user` for the user).
+    pub subject: String,
+    /// Who, normalised.
+    pub subject_key: String,
+    /// What about them, as the model named it.
+    pub attribute: String,
+    /// What about them, normalised.
+    pub attribute_key: String,
+    /// Whether the attribute holds one value (`None`: unknown).
+    pub single: Option<bool>,
+    /// The value.
+    pub value: String,
+    /// What it does.
+    pub kind: Kind,
+    /// The message (index into the round's messages) that says it.
+    pub message: usize,
+    /// The words of that message that say it.
+    pub evidence: String,
+    /// The day it became true.
+    pub since: NaiveDate,
+    /// The day it was said.
+    pub said: NaiveDate,
+    /// The model's sentence was replaced by one made from the checked
+    /// parts.
+    pub rewritten: bool,
+}
+
+/// A proposal that was not stored, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Refusal {
+    /// The proposed sentence (or value).
+    pub fact: String,
+    /// Why it was not stored.
+    pub why: String,
+    /// The message it names, when one was found.
+    pub message: Option<usize>,
+    /// The words the model quoted for it.
+    pub quote: String,
+}
+
+/// The day of a message: its timestamp's, else `fallback`.
+pub fn message_day(m: &Message, fallback: NaiveDate) -> NaiveDate {
+    m.timestamp
+        .as_deref()
+        .and_then(|t| {
+            DateTime::parse_from_rfc3339(t)
+                .map(|d| d.date_naive())
+                .ok()
+                .or_else(|| t.get(..10).and_then(|d| d.parse().ok()))
+        })
+        .unwrap_or(fallback)
+}
+
+/// The names a round's user messages go by (`Caroline: ...` in a
+/// transcript of two people).
+pub fn user_names(messages: &[Message]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for m in messages.iter().filter(|m| m.role == Role::User) {
+        let t = m.text();
+        if let Some((name, _)) = t.split_once(": ") {
+            let name = name.trim();
+            if (1..=3).contains(&name.split_whitespace().count())
+                && name.chars().next().is_some_and(char::is_uppercase)
+                && !out.iter().any(|n| n == name)
+            {
+                out.push(name.to_string());
+            }
+        }
+    }
+    out
+}
+
+/// The message that holds `quote` best: the whole quote inside it (its
+/// words in order), else the most of its words (at least four in five);
+/// the later message on a tie. Returns its index and the share found.
+fn locate(quote: &str, texts: &[(usize, String, HashSet<String>)]) -> Option<(usize, f32)> {
+    let q = words(quote);
+    if q.is_empty() {
+        return None;
+    }
+    let qf = flat(quote);
+    let mut best: Option<(usize, f32)> = None;
+    for (i, text, set) in texts {
+        let score = if flat(text).contains(&qf)
+            || (quote.chars().any(is_cjk) && flat(text).contains(qf.trim()))
+        {
+            1.0
+        } else {
+            q.iter().filter(|w| set.contains(*w)).count() as f32 / q.len() as f32
+        };
+        if best.is_none_or(|(_, s)| score >= s) && score > 0.0 {
+            best = Some((*i, score));
+        }
+    }
+    best.filter(|(_, s)| *s >= 0.8)
+}
+
+fn capitalised(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().chain(c).collect(),
+        None => String::new(),
+    }
+}
+
+/// A sentence made from the checked parts, for a model's sentence that
+/// could not be stored as it was.
+fn compose(
+    subject: &str,
+    subject_key: &str,
+    attribute: &str,
+    value: &str,
+    kind: Kind,
+    cjk: bool,
+) -> Option<String> {
+    let attribute = attribute.trim();
+    if cjk {
+        let who = if subject_key == "user" {
+            "用户"
+        } else {
+            subject.trim()
+        };
+        return match kind {
+            Kind::Retracts => Some(format!("{who}要求忘记其{attribute}。")),
+            _ if value.trim().is_empty() || attribute.is_empty() => None,
+            _ if attribute.starts_with('最') || attribute.starts_with('的') => {
+                Some(format!("{who}{attribute}是{}。", value.trim()))
+            }
+            _ => Some(format!("{who}的{attribute}是{}。", value.trim())),
+        };
+    }
+    let who = if subject_key == "user" {
+        "The user".to_string()
+    } else {
+        capitalised(subject.trim())
+    };
+    let whose = if who.ends_with('s') {
+        format!("{who}'")
+    } else {
+        format!("{who}'s")
+    };
+    match kind {
+        Kind::Retracts if !attribute.is_empty() => {
+            Some(format!("{who} asked to forget their {attribute}."))
+        }
+        Kind::Retracts => None,
+        _ if value.trim().is_empty() || attribute.is_empty() => None,
+        _ => Some(format!(
+            "{whose} {attribute} is {}.",
+            value.trim().trim_end_matches('.')
+        )),
+    }
+}
+
+/// Checks the model's proposals against the round's `messages` (see the
+/// module docs). `today` dates messages without a timestamp.
+pub fn check(
+    proposed: &[Proposed],
+    messages: &[Message],
+    today: NaiveDate,
+) -> (Vec<Checked>, Vec<Refusal>) {
+    let names = user_names(messages);
+    let texts: Vec<(usize, String, HashSet<String>)> = messages
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| matches!(m.role, Role::User | Role::Assistant))
+        .map(|(i, m)| {
+            let t = m.text();
+            let set = words(&t).into_iter().collect();
+            (i, t, set)
+        })
+        .filter(|(_, t, _)| !t.trim().is_empty())
+        .collect();
+    let mut out: Vec<Checked> = Vec::new();
+    let mut refused = Vec::new();
+    for p in proposed {
+        let label = if p.fact.is_empty() {
+            p.value.clone()
+        } else {
+            p.fact.clone()
+        };
+        let refuse = |why: &str, message: Option<usize>| Refusal {
+            fact: label.clone(),
+            why: why.to_string(),
+            message,
+            quote: p.quote.clone(),
+        };
+        match check_one(p, messages, &texts, &names, today) {
+            Ok(c) => {
+                let dup = out.iter().any(|o| {
+                    o.subject_key == c.subject_key
+                        && o.attribute_key == c.attribute_key
+                        && o.kind == c.kind
+                        && content(&o.value) == content(&c.value)
+                });
+                if !dup {
+                    out.push(c);
+                }
+            }
+            Err((why, message)) => refused.push(refuse(&why, message)),
+        }
+    }
+    (out, refused)
+}
+
+/// Why a proposal is not stored, and the message it named.
+type Reject = (String, Option<usize>);
+
+/// Where a proposal comes from: the message holding its quote, else the
+/// one that says most of its words; and whether the quote was found.
+fn source_of(
+    p: &Proposed,
+    fact: &str,
+    texts: &[(usize, String, HashSet<String>)],
+) -> std::result::Result<(usize, bool), Reject> {
+    if let Some((at, _)) = locate(&p.quote, texts) {
+        return Ok((at, true));
+    }
+    let needed = content(&format!("{} {fact}", p.value));
+    texts
+        .iter()
+        .map(|(i, t, _)| {
+            let have: HashSet<String> = content(t).into_iter().collect();
+            (*i, support(&needed, &have))
+        })
+        .filter(|(_, s)| *s >= 0.75)
+        .max_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)))
+        .map(|(at, _)| (at, false))
+        .ok_or_else(|| {
+            let why = if p.quote.trim().is_empty() {
+                "no message says it".into()
+            } else {
+                format!("the quoted words {:?} are in no message", p.quote)
+            };
+            (why, None)
+        })
+}
+
+/// Why a proposal is not memory at all, if it is not: a greeting or
+/// thanks, a question, the assistant talking about itself, or a state that
+/// holds for a moment.
+fn junk(p: &Proposed, fact: &str, quote: Option<&str>) -> Option<&'static str> {
+    let attribute: HashSet<String> = words(&p.attribute).into_iter().collect();
+    let labelled = |names: &[&str]| names.iter().any(|w| attribute.contains(*w));
+    let said = if p.value.trim().is_empty() {
+        fact
+    } else {
+        &p.value
+    };
+    if has_phrase(&flat(said), SMALL_TALK)
+        || labelled(&["greeting", "greetings", "thanks", "farewell", "small"])
+    {
+        return Some("small talk");
+    }
+    let asks = |t: &str| t.trim_end().ends_with(['?', '？']);
+    if asks(fact)
+        || quote.is_some_and(asks)
+        || labelled(&["question", "questions", "request", "asked"])
+    {
+        return Some("a question states nothing");
+    }
+    if ASSISTANT_SUBJECTS.contains(&p.subject.trim().to_lowercase().as_str())
+        || fact.to_lowercase().starts_with("the assistant")
+    {
+        return Some("about the assistant, not the user");
+    }
+    if has_phrase(&flat(fact), TRANSIENT) || has_phrase(&flat(&p.value), TRANSIENT) {
+        return Some("true only for the moment");
+    }
+    None
+}
+
+/// Who a proposal is about, as said and as a key: the model's subject,
+/// except that "my sister Ana lives in Madrid" is the sister's whatever
+/// the model named (unless the attribute is the relation itself, "my
+/// sister is Ana").
+fn who(p: &Proposed, fact: &str, quote: &str, names: &[String]) -> (String, String) {
+    let subject = p.subject.trim().to_string();
+    let key = subject_key(&subject, names);
+    if key != "user" {
+        return (subject, key);
+    }
+    let Some(rel) =
+        relation_subject(fact).or_else(|| relation_subject(&clause_of(quote, &p.value)))
+    else {
+        return (subject, key);
+    };
+    let attribute: HashSet<String> = words(&p.attribute).into_iter().collect();
+    // Past "the user's" (or 用户的): the relation and the name.
+    if words(&rel).iter().skip(3).any(|w| attribute.contains(w)) {
+        return (subject, key);
+    }
+    let key = subject_key(&rel, names);
+    (rel, key)
+}
+
+/// The words that count as evidence for a proposal from message `at`:
+/// that message, and the exchange a confirmation joins. What the
+/// assistant said counts for the user only when the user's next message
+/// confirms it; a user's "Yes, do that" brings in the assistant's
+/// proposal before it.
+fn evidence(
+    messages: &[Message],
+    at: usize,
+    about_user: bool,
+) -> std::result::Result<String, Reject> {
+    let spoken = |m: &&Message| matches!(m.role, Role::User | Role::Assistant);
+    let confirms = |m: &Message| {
+        let t = m.text();
+        m.role == Role::User && words(&t).len() <= 12 && has_phrase(&flat(&t), CONFIRMATIONS)
+    };
+    let msg = &messages[at];
+    let mut text = msg.text();
+    if msg.role == Role::Assistant && about_user {
+        match messages.iter().skip(at + 1).find(spoken) {
+            Some(next) if confirms(next) => {
+                text.push('\n');
+                text.push_str(&next.text());
+            }
+            _ => {
+                return Err((
+                    "the assistant said it and the user did not confirm it".into(),
+                    Some(at),
+                ))
+            }
+        }
+    } else if confirms(msg) {
+        if let Some(prev) = messages[..at].iter().rev().find(spoken) {
+            if prev.role == Role::Assistant {
+                text.push('\n');
+                text.push_str(&prev.text());
+            }
+        }
+    }
+    Ok(text)
+}
+
+/// What a proposal does, by the words of the clause that says its value
+/// first, the model's label second; "I no longer eat meat" proposed as
+/// "The user eats meat" retracts that fact.
+fn kind_of(p: &Proposed, fact: &str, quote: &str) -> Kind {
+    let quote_flat = flat(quote);
+    let clause_flat = flat(&clause_of(quote, &p.value));
+    let model = match p.kind.as_str() {
+        "changes" => Kind::Changes,
+        "corrects" => Kind::Corrects,
+        "retracts" => Kind::Retracts,
+        _ => Kind::States,
+    };
+    let kind = if has_phrase(&clause_flat, RETRACT_CUES) || model == Kind::Retracts {
+        Kind::Retracts
+    } else if has_phrase(&quote_flat, CORRECT_CUES) || model == Kind::Corrects {
+        Kind::Corrects
+    } else if has_phrase(&quote_flat, CHANGE_CUES) || model == Kind::Changes {
+        Kind::Changes
+    } else {
+        Kind::States
+    };
+    let ends_it = has_phrase(&clause_flat, NEGATIONS)
+        && !has_phrase(&flat(fact), NEGATIONS)
+        && has_phrase(&quote_flat, &["no longer", "anymore", "any more", "不再"])
+        && {
+            let v = content(&p.value);
+            let q: HashSet<String> = content(quote).into_iter().collect();
+            !v.is_empty() && v.iter().all(|w| q.contains(w))
+        };
+    if ends_it {
+        Kind::Retracts
+    } else {
+        kind
+    }
+}
+
+/// The sentence to store: the model's when the evidence (`have`)
+/// supports it and it speaks in the third person, else one made from the
+/// checked parts; `true` when it was made.
+fn sentence(
+    fact: &str,
+    (subject, key, attribute, value): (&str, &str, &str, &str),
+    kind: Kind,
+    said: &str,
+    have: &HashSet<String>,
+) -> std::result::Result<(String, bool), String> {
+    let attr_words: HashSet<String> = content(attribute).into_iter().collect();
+    let supported = !fact.trim().is_empty()
+        && !first_person(fact)
+        && flat(fact) != flat(said)
+        && hard_words(fact).iter().all(|w| have.contains(w))
+        && {
+            let needed: Vec<String> = content(fact)
+                .into_iter()
+                .filter(|w| !attr_words.contains(w))
+                .collect();
+            support(&needed, have) >= 0.5
+        };
+    if supported {
+        let t = fact.trim();
+        // "The user最喜欢的颜色是蓝色": one language in a sentence.
+        let t = match t
+            .strip_prefix("The user's ")
+            .or_else(|| t.strip_prefix("The user"))
+        {
+            Some(rest) if t.chars().any(is_cjk) => format!("用户{}", rest.trim_start()),
+            _ => t.to_string(),
+        };
+        return Ok((t, false));
+    }
+    compose(
+        subject,
+        key,
+        attribute,
+        value,
+        kind,
+        said.chars().any(is_cjk),
+    )
+    .map(|t| (t, true))
+    .ok_or_else(|| {
+        if first_person(fact) {
+            "written in the first person, and without an attribute and value to write it again"
+                .into()
+        } else {
+            "the message does not say what the sentence says".into()
+        }
+    })
+}
+
+fn check_one(
+    p: &Proposed,
+    messages: &[Message],
+    texts: &[(usize, String, HashSet<String>)],
+    names: &[String],
+    today: NaiveDate,
+) -> std::result::Result<Checked, Reject> {
+    let fact = crate::guard::strip_fact_meta(&p.fact);
+    let (at, quoted) = source_of(p, &fact, texts)?;
+    let said_text = messages[at].text();
+    let quote = if quoted {
+        p.quote.clone()
+    } else {
+        said_text.clone()
+    };
+    if let Some(why) = junk(p, &fact, quoted.then_some(quote.as_str())) {
+        return Err((why.into(), Some(at)));
+    }
+    let (subject, subject_key) = who(p, &fact, &quote, names);
+    let mut have: HashSet<String> = content(&evidence(messages, at, subject_key == "user")?)
+        .into_iter()
+        .collect();
+    have.extend(content(&subject));
+    for n in names {
+        have.extend(content(n));
+    }
+    let kind = kind_of(p, &fact, &quote);
+    // The value must be in the evidence: a value the messages do not say
+    // is made up.
+    let value = one_line(&p.value);
+    if kind != Kind::Retracts {
+        let value_words = content(&value);
+        if value_words.is_empty() && fact.trim().is_empty() {
+            return Err(("no value".into(), Some(at)));
+        }
+        if hard_words(&value).iter().any(|w| !have.contains(w))
+            || support(&value_words, &have) < 0.6
+        {
+            return Err((
+                format!("the value {value:?} is not in the message"),
+                Some(at),
+            ));
+        }
+    }
+    let said = message_day(&messages[at], today);
+    let attribute = one_line(&p.attribute);
+    let (text, rewritten) = sentence(
+        &fact,
+        (&subject, &subject_key, &attribute, &value),
+        kind,
+        &said_text,
+        &have,
+    )
+    .map_err(|why| (why, Some(at)))?;
+    let text = crate::dates::absolutize(&text, said);
+    let since = match kind {
+        Kind::Retracts => said,
+        _ => crate::dates::event_day(&quote, said).unwrap_or(said),
+    };
+    let (attribute_key, single) = if attribute.is_empty() {
+        inferred_attribute(&text)
+    } else {
+        attribute_key(&attribute)
+    };
+    Ok(Checked {
+        text,
+        subject: if subject.is_empty() {
+            "user".into()
+        } else {
+            subject
+        },
+        subject_key,
+        attribute,
+        attribute_key,
+        single,
+        value,
+        kind,
+        message: at,
+        evidence: quote,
+        since,
+        said,
+        rewritten,
+    })
+}
+
+#[cfg(test)]
+mod tests;

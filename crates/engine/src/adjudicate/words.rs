@@ -1,0 +1,617 @@
+//! The words the write path's checks compare: words and stems in any
+//! script, the content words evidence is checked on, and the cue words
+//! that say what a clause does (asks to forget, changes, corrects, negates,
+//! greets, confirms), with the clause of a quote they are read in.
+
+use std::collections::HashSet;
+
+use mnemo_store::memory::facts::one_line;
+
+/// True for characters of scripts written without spaces between words.
+pub(super) fn is_cjk(c: char) -> bool {
+    matches!(c as u32,
+        0x3040..=0x30FF | 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xF900..=0xFAFF
+        | 0xAC00..=0xD7AF | 0x20000..=0x2FA1F)
+}
+
+/// Lower-cased words of `text` (apostrophes split them), each character
+/// of a CJK run a word of its own.
+pub fn words(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for w in text.split(|c: char| !c.is_alphanumeric()) {
+        if w.is_empty() {
+            continue;
+        }
+        if w.chars().any(is_cjk) {
+            let mut latin = String::new();
+            for c in w.chars() {
+                if is_cjk(c) {
+                    if !latin.is_empty() {
+                        out.push(std::mem::take(&mut latin).to_lowercase());
+                    }
+                    out.push(c.to_string());
+                } else {
+                    latin.push(c);
+                }
+            }
+            if !latin.is_empty() {
+                out.push(latin.to_lowercase());
+            }
+        } else {
+            out.push(w.to_lowercase());
+        }
+    }
+    out
+}
+
+pub(super) const STOPWORDS: &[&str] = &[
+    "a",
+    "an",
+    "the",
+    "is",
+    "are",
+    "was",
+    "were",
+    "be",
+    "been",
+    "being",
+    "am",
+    "i",
+    "me",
+    "my",
+    "mine",
+    "myself",
+    "we",
+    "us",
+    "our",
+    "you",
+    "your",
+    "he",
+    "him",
+    "his",
+    "she",
+    "her",
+    "they",
+    "them",
+    "their",
+    "it",
+    "its",
+    "to",
+    "of",
+    "in",
+    "on",
+    "at",
+    "for",
+    "with",
+    "and",
+    "or",
+    "but",
+    "that",
+    "this",
+    "these",
+    "those",
+    "there",
+    "here",
+    "do",
+    "does",
+    "did",
+    "have",
+    "has",
+    "had",
+    "will",
+    "would",
+    "can",
+    "could",
+    "should",
+    "shall",
+    "may",
+    "might",
+    "must",
+    "just",
+    "so",
+    "very",
+    "really",
+    "also",
+    "then",
+    "than",
+    "as",
+    "by",
+    "from",
+    "about",
+    "into",
+    "up",
+    "out",
+    "over",
+    "again",
+    "still",
+    "too",
+    "only",
+    "own",
+    "some",
+    "any",
+    "each",
+    "more",
+    "most",
+    "such",
+    "what",
+    "which",
+    "who",
+    "whom",
+    "whose",
+    "when",
+    "where",
+    "why",
+    "how",
+    "all",
+    "both",
+    "if",
+    "because",
+    "while",
+    "s",
+    "t",
+    "ll",
+    "re",
+    "ve",
+    "d",
+    "m",
+    "user",
+    "users",
+    "now",
+    "currently",
+    "actually",
+    "oh",
+    "well",
+    "yes",
+    "yeah",
+    "ok",
+    "okay",
+    "one",
+    "not",
+    "no",
+    "don",
+    "doesn",
+    "didn",
+    "isn",
+    "aren",
+    "wasn",
+    "anymore",
+    "longer",
+    "like",
+    "get",
+    "got",
+    "go",
+    "going",
+    "let",
+    "lets",
+    "please",
+    "thanks",
+    "thank",
+    "hi",
+    "hello",
+    "hey",
+    "的",
+    "了",
+    "是",
+    "我",
+    "你",
+    "他",
+    "她",
+    "它",
+    "们",
+    "在",
+    "有",
+    "和",
+    "就",
+    "也",
+    "都",
+    "很",
+    "吗",
+    "呢",
+    "吧",
+    "啊",
+    "这",
+    "那",
+    "个",
+    "用",
+    "户",
+    "还",
+    "又",
+    "把",
+];
+
+/// The stem of a word (English; other words as they are).
+pub(super) fn stem(w: &str) -> String {
+    if !w.is_ascii() || w.len() <= 3 {
+        return w.to_string();
+    }
+    thread_local! {
+        static STEMMER: rust_stemmers::Stemmer =
+            rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English);
+    }
+    STEMMER.with(|s| s.stem(w).into_owned())
+}
+
+/// The content words of `text`, stemmed: what evidence is checked on.
+pub fn content(text: &str) -> Vec<String> {
+    words(text)
+        .into_iter()
+        .filter(|w| !STOPWORDS.contains(&w.as_str()))
+        .map(|w| stem(&w))
+        .collect()
+}
+
+/// Words a reader cannot make up: numbers and names (capitalised words
+/// past a sentence's first), stemmed as [`content`] stems.
+pub(super) fn hard_words(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut first = true;
+    for raw in text.split(|c: char| c.is_whitespace()) {
+        let w: String = raw.trim_matches(|c: char| !c.is_alphanumeric()).to_string();
+        if w.is_empty() {
+            continue;
+        }
+        let capital = w.chars().next().is_some_and(char::is_uppercase) && !first;
+        let number = w.chars().any(|c| c.is_ascii_digit());
+        if (capital || number) && w.is_ascii() {
+            for x in words(&w) {
+                if !STOPWORDS.contains(&x.as_str()) {
+                    out.push(stem(&x));
+                }
+            }
+        }
+        first = raw.ends_with(['.', '!', '?', ':']);
+    }
+    out
+}
+
+/// Share of `needed` found in `have` (1 when nothing is needed).
+pub(super) fn support(needed: &[String], have: &HashSet<String>) -> f32 {
+    if needed.is_empty() {
+        return 1.0;
+    }
+    needed.iter().filter(|w| have.contains(*w)).count() as f32 / needed.len() as f32
+}
+
+/// Words of `text` joined by one space, for "is this inside that".
+pub(super) fn flat(text: &str) -> String {
+    format!(" {} ", words(text).join(" "))
+}
+
+pub(super) fn has_phrase(text_flat: &str, phrases: &[&str]) -> bool {
+    phrases.iter().any(|p| {
+        let pf = flat(p);
+        if p.chars().any(is_cjk) {
+            text_flat.contains(pf.trim())
+        } else {
+            text_flat.contains(&pf)
+        }
+    })
+}
+
+pub(super) const RETRACT_CUES: &[&str] = &[
+    "forget",
+    "not true",
+    "isn't true",
+    "is not true",
+    "wasn't true",
+    "was not true",
+    "scratch that",
+    "scratch what",
+    "disregard",
+    "ignore what",
+    "never mind that",
+    "don't remember",
+    "do not remember",
+    "delete that",
+    "remove that",
+    "not the case",
+    "忘掉",
+    "忘记",
+    "忘了",
+    "不是真的",
+    "别记",
+    "不要记",
+    "删掉",
+];
+pub(super) const CHANGE_CUES: &[&str] = &[
+    "now",
+    "moved",
+    "moving",
+    "anymore",
+    "any more",
+    "no longer",
+    "switched",
+    "changed",
+    "these days",
+    "new",
+    "instead",
+    "started",
+    "quit",
+    "left",
+    "became",
+    "since then",
+    "现在",
+    "搬到",
+    "搬去",
+    "改成",
+    "换成",
+    "不再",
+    "如今",
+    "新的",
+    "变成",
+];
+pub(super) const CORRECT_CUES: &[&str] = &[
+    "actually",
+    "sorry",
+    "i meant",
+    "i mean",
+    "correction",
+    "wrong",
+    "mistake",
+    "my bad",
+    "after all",
+    "其实",
+    "说错",
+    "应该是",
+    "搞错",
+    "更正",
+];
+pub(super) const NEGATIONS: &[&str] = &[
+    "no longer",
+    "not",
+    "don't",
+    "doesn't",
+    "didn't",
+    "never",
+    "anymore",
+    "any more",
+    "不再",
+    "不",
+    "没有",
+    "没",
+];
+pub(super) const CONFIRMATIONS: &[&str] = &[
+    "yes",
+    "yeah",
+    "yep",
+    "yup",
+    "sure",
+    "ok",
+    "okay",
+    "correct",
+    "right",
+    "exactly",
+    "please do",
+    "do that",
+    "go ahead",
+    "sounds good",
+    "that's right",
+    "that is right",
+    "indeed",
+    "absolutely",
+    "是",
+    "对",
+    "好",
+    "没错",
+    "是的",
+    "对的",
+];
+pub(super) const SMALL_TALK: &[&str] = &[
+    "hi",
+    "hello",
+    "hey",
+    "thanks",
+    "thank you",
+    "good morning",
+    "good night",
+    "good evening",
+    "bye",
+    "goodbye",
+    "see you",
+    "talk to you later",
+    "how are you",
+    "noted",
+    "you're welcome",
+    "no problem",
+    "nice to meet you",
+    "ttyl",
+    "你好",
+    "谢谢",
+    "再见",
+    "早上好",
+    "晚安",
+];
+pub(super) const ASSISTANT_SUBJECTS: &[&str] = &[
+    "assistant",
+    "the assistant",
+    "ai",
+    "the ai",
+    "bot",
+    "the bot",
+    "chatbot",
+    "you",
+    "mnemo",
+    "助手",
+    "你",
+];
+pub(super) const TRANSIENT: &[&str] = &[
+    "is typing",
+    "is running",
+    "is compiling",
+    "is building",
+    "built successfully",
+    "build passed",
+    "build succeeded",
+    "build failed",
+    "tests pass",
+    "tests passed",
+    "test passed",
+    "is loading",
+    "is waiting",
+    "is online",
+    "is offline",
+    "is asking",
+    "asked about",
+    "asks about",
+    "wants to know",
+    "is wondering",
+    "is thinking",
+    "is looking at",
+    "is reading",
+    "is here",
+    "just said",
+    "said hello",
+    "says hello",
+    "greeted",
+    "is chatting",
+    "is talking to",
+    "started the conversation",
+    "is happy to help",
+    "正在输入",
+    "正在运行",
+];
+pub(super) const USER_WORDS: &[&str] = &[
+    "user",
+    "the user",
+    "i",
+    "me",
+    "myself",
+    "the speaker",
+    "speaker",
+    "用户",
+    "我",
+    "本人",
+];
+
+pub(super) fn first_person(text: &str) -> bool {
+    let w = words(text);
+    w.iter().any(|x| {
+        matches!(
+            x.as_str(),
+            "i" | "my" | "me" | "mine" | "myself" | "we" | "our"
+        )
+    }) || text.trim_start().starts_with('我')
+}
+
+/// People a user speaks of by relation: "my sister Ana lives in Madrid"
+/// is about the sister, not the user.
+pub(super) const RELATIONS: &[&str] = &[
+    "sister",
+    "brother",
+    "mother",
+    "mom",
+    "mum",
+    "father",
+    "dad",
+    "wife",
+    "husband",
+    "partner",
+    "boyfriend",
+    "girlfriend",
+    "fiance",
+    "fiancee",
+    "son",
+    "daughter",
+    "kid",
+    "child",
+    "friend",
+    "boss",
+    "colleague",
+    "coworker",
+    "neighbour",
+    "neighbor",
+    "cousin",
+    "aunt",
+    "uncle",
+    "grandma",
+    "grandmother",
+    "grandpa",
+    "grandfather",
+    "niece",
+    "nephew",
+    "roommate",
+    "姐姐",
+    "妹妹",
+    "哥哥",
+    "弟弟",
+    "妈妈",
+    "爸爸",
+    "母亲",
+    "父亲",
+    "妻子",
+    "丈夫",
+    "老婆",
+    "老公",
+    "朋友",
+    "儿子",
+    "女儿",
+    "同事",
+    "老板",
+    "室友",
+];
+
+/// The person a sentence is about when the user speaks of someone by
+/// relation ("The user's sister Ana lives ...", "my sister Ana lives",
+/// "我姐姐住在"): `the user's sister Ana`, or `None`.
+pub(super) fn relation_subject(text: &str) -> Option<String> {
+    let t = one_line(text);
+    let lower = t.to_lowercase();
+    for prefix in ["我的", "我", "用户的"] {
+        if let Some(rest) = t.trim().strip_prefix(prefix) {
+            if let Some(r) = RELATIONS
+                .iter()
+                .find(|r| r.chars().any(is_cjk) && rest.starts_with(**r))
+            {
+                return Some(format!("用户的{r}"));
+            }
+        }
+    }
+    let w: Vec<&str> = lower.split_whitespace().collect();
+    let raw: Vec<&str> = t.split_whitespace().collect();
+    let after = match w.as_slice() {
+        ["the", "user's", ..] => 2,
+        ["my", ..] => 1,
+        _ => return None,
+    };
+    let rel = w.get(after)?.trim_matches(|c: char| !c.is_alphanumeric());
+    if !RELATIONS.contains(&rel) {
+        return None;
+    }
+    // A name right after the relation ("my sister Ana").
+    let name = raw
+        .get(after + 1)
+        .map(|n| n.trim_matches(|c: char| !c.is_alphanumeric()))
+        .filter(|n| n.chars().next().is_some_and(char::is_uppercase));
+    Some(match name {
+        Some(n) => format!("the user's {rel} {n}"),
+        None => format!("the user's {rel}"),
+    })
+}
+
+/// The clause of `quote` that holds `value` (clauses end at `,;.!?`, a
+/// dash, "but", "and"), else the whole quote: a negation or a cue counts
+/// only in the clause that says the value.
+pub(super) fn clause_of(quote: &str, value: &str) -> String {
+    let v = content(value);
+    if v.is_empty() {
+        return quote.to_string();
+    }
+    let mut clauses: Vec<String> = Vec::new();
+    for part in quote.split([',', ';', '.', '!', '?', '，', '；', '。', '！', '？', '—']) {
+        let mut rest = part.to_string();
+        for sep in [" but ", " and ", " though ", " however "] {
+            if let Some((a, b)) = rest.clone().split_once(sep) {
+                clauses.push(a.to_string());
+                rest = b.to_string();
+            }
+        }
+        clauses.push(rest);
+    }
+    clauses
+        .into_iter()
+        .find(|c| {
+            let have: HashSet<String> = content(c).into_iter().collect();
+            v.iter().all(|w| have.contains(w))
+        })
+        .unwrap_or_else(|| quote.to_string())
+}

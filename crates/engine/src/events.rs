@@ -75,14 +75,11 @@ pub struct FlushReport {
     pub ignored: usize,
     /// Prompt tokens when it ran.
     pub tokens: usize,
-    /// What the items did to `memory/facts.md` (`flush_mode = "facts"`).
+    /// What the write path did to `memory/facts.md` (`flush_mode =
+    /// "facts"`; a failed extraction is a `FlushFailed` event, and the
+    /// messages stay for consolidation).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub facts: Option<crate::facts::FactRound>,
-    /// Why the items went to the daily log although `flush_mode =
-    /// "facts"`: the decision call failed (the model gave no usable
-    /// `update_memory` call), so they were appended rather than lost.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub decision_error: Option<String>,
     /// Items that only repeated mnemo's own instructions ("The
     /// conversation has been compacted."): not memories, not saved.
     #[serde(skip_serializing_if = "is_zero")]

@@ -216,7 +216,6 @@ impl Engine {
             ignored: 0,
             tokens,
             facts: None,
-            decision_error: None,
             echoed: 0,
         };
         if self.settings.flush_mode == "facts" {

@@ -1041,16 +1041,6 @@ async fn replay_profile(
                                 warn(r, format!("{}: flush: {error}", session.key));
                             }
                             mnemo_engine::EngineEvent::Flushed(f) => {
-                                if let Some(error) = f.decision_error {
-                                    r.failed_rounds += 1;
-                                    warn(
-                                        r,
-                                        format!(
-                                            "{}: flush: no fact decisions ({error}), items appended to the daily log",
-                                            session.key
-                                        ),
-                                    );
-                                }
                                 if let Some(round) = f.facts {
                                     r.refused_operations += round.refused.len();
                                     for x in round.refused {

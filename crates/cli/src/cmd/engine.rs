@@ -200,12 +200,8 @@ pub fn describe(event: &EngineEvent) -> String {
                 f.ignored
             ),
             (_, true) | (None, _) => "memory flush: nothing new to save".to_string(),
-            (Some(p), false) => match (&f.decision_error, &f.facts) {
-                (Some(e), _) => format!(
-                    "memory flush: {} line(s) saved to {p} (no fact decisions: {e})",
-                    f.written
-                ),
-                (None, Some(r)) => format!(
+            (Some(p), false) => match &f.facts {
+                Some(r) => format!(
                     "memory flush: {p}: {} added, {} updated, {} ended, {} said again{}",
                     r.added.len(),
                     r.updated.len(),
@@ -220,7 +216,7 @@ pub fn describe(event: &EngineEvent) -> String {
                         )
                     }
                 ),
-                (None, None) => format!("memory flush: {} line(s) saved to {p}", f.written),
+                None => format!("memory flush: {} line(s) saved to {p}", f.written),
             },
         },
         EngineEvent::FlushFailed { error } => format!("memory flush failed: {error}"),

@@ -42,7 +42,9 @@
 //!    sentence) is in no message (nor in a message's date: its year,
 //!    month, day, month name and weekday), or
 //! 2. fewer than half of its content words (the write path's: lower case,
-//!    stemmed, without stop words, each CJK character a word) are in any
+//!    stemmed, without stop words, each CJK character a word; a fact's
+//!    attribute, its `about` label, is the write path's classification and
+//!    is left out) are in any
 //!    one message (or its date) together with the message after it (a
 //!    user's "Yes, do that." with the proposal before it).
 //!
@@ -260,8 +262,14 @@ fn hard_words(text: &str) -> Vec<String> {
 }
 
 /// The memory lines of `lines` that no message of `sessions` supports
-/// (see the module docs).
-pub fn invented_facts(lines: &[String], sessions: &[ReplaySession]) -> Vec<String> {
+/// (see the module docs). `labels` gives a fact's attribute (its `about`
+/// metadata, the write path's classification, not a claim): its words
+/// need no message.
+pub fn invented_facts(
+    lines: &[String],
+    labels: &HashMap<String, String>,
+    sessions: &[ReplaySession],
+) -> Vec<String> {
     let messages: Vec<&Message> = sessions.iter().flat_map(|s| &s.messages).collect();
     let mut known: HashSet<String> = HashSet::new();
     let contents: Vec<HashSet<String>> = messages
@@ -276,12 +284,17 @@ pub fn invented_facts(lines: &[String], sessions: &[ReplaySession]) -> Vec<Strin
         .collect();
     lines
         .iter()
-        .filter(|l| unsupported(l, &known, &contents))
+        .filter(|l| unsupported(l, labels.get(*l), &known, &contents))
         .cloned()
         .collect()
 }
 
-fn unsupported(line: &str, known: &HashSet<String>, contents: &[HashSet<String>]) -> bool {
+fn unsupported(
+    line: &str,
+    label: Option<&String>,
+    known: &HashSet<String>,
+    contents: &[HashSet<String>],
+) -> bool {
     let text = line
         .trim()
         .trim_start_matches(['-', '*', '+', ' '])
@@ -289,7 +302,15 @@ fn unsupported(line: &str, known: &HashSet<String>, contents: &[HashSet<String>]
     if hard_words(&text).iter().any(|w| !known.contains(w)) {
         return true;
     }
-    let needed = content(&text);
+    let label: HashSet<String> = label
+        .map(|l| content(l))
+        .unwrap_or_default()
+        .into_iter()
+        .collect();
+    let needed: Vec<String> = content(&text)
+        .into_iter()
+        .filter(|w| !label.contains(w))
+        .collect();
     if needed.is_empty() {
         return false;
     }
@@ -634,12 +655,23 @@ mod tests {
         .iter()
         .map(|s| s.to_string())
         .collect();
-        let invented = invented_facts(&lines, &sessions);
+        let invented = invented_facts(&lines, &HashMap::new(), &sessions);
         assert_eq!(
             invented,
             lines[5..].to_vec(),
             "supported lines must pass and the last three must not"
         );
+        // A fact's attribute is the write path's label, not a claim: the
+        // message need not say "home city" for "The user's home city is
+        // Porto." to hold; unlabelled, most of its words are unsaid.
+        let labelled = vec!["The user's home city region is Porto.".to_string()];
+        assert_eq!(
+            invented_facts(&labelled, &HashMap::new(), &sessions),
+            labelled
+        );
+        let labels: HashMap<String, String> =
+            [(labelled[0].clone(), "home city region".to_string())].into();
+        assert!(invented_facts(&labelled, &labels, &sessions).is_empty());
         // Chinese: characters are the words.
         let zh = ReplaySession {
             key: "eval:z-1".into(),
@@ -651,6 +683,9 @@ mod tests {
             "用户最喜欢的颜色是绿色。".to_string(),
             "用户的车位号码是B7。".to_string(),
         ];
-        assert_eq!(invented_facts(&lines, &[zh]), vec![lines[1].clone()]);
+        assert_eq!(
+            invented_facts(&lines, &HashMap::new(), &[zh]),
+            vec![lines[1].clone()]
+        );
     }
 }

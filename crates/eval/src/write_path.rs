@@ -1265,7 +1265,12 @@ fn score(
     r.changed_and_repeated += ab;
     r.changed_and_repeated_correct += ab_ok;
     let wrong = crate::memory_checks::wrong_supersessions(&scored.facts, &scored.audit, replay);
-    let invented = crate::memory_checks::invented_facts(&scored.memory, replay.sessions);
+    let labels: std::collections::HashMap<String, String> = scored
+        .facts
+        .current()
+        .filter_map(|f| Some((f.text.clone(), f.attribute.clone()?)))
+        .collect();
+    let invented = crate::memory_checks::invented_facts(&scored.memory, &labels, replay.sessions);
     r.wrong_supersessions += wrong.len();
     r.invented_facts += invented.len();
     for f in wrong

@@ -507,6 +507,27 @@ fn sentence(
     })
 }
 
+/// A fact without "now" and "currently": what is true now is stored, and
+/// the word would read wrong once it is not ("The user now lives in
+/// Berlin", 用户现在最喜欢绿色).
+fn timeless(text: &str) -> String {
+    let mut t = format!(" {} ", text.trim());
+    for w in ["now", "currently", "Now", "Currently"] {
+        for (from, to) in [
+            (format!(" {w} "), " "),
+            (format!(" {w}."), "."),
+            (format!(" {w},"), ","),
+            (format!(" {w}!"), "!"),
+        ] {
+            t = t.replace(&from, to);
+        }
+    }
+    let t = t.replace("现在", "").replace("目前", "");
+    let t = t.trim();
+    // Capitalised again when the sentence began with the word.
+    capitalised(t)
+}
+
 fn check_one(
     p: &Proposed,
     messages: &[Message],
@@ -561,7 +582,7 @@ fn check_one(
         &have,
     )
     .map_err(|why| (why, Some(at)))?;
-    let text = crate::dates::absolutize(&text, said);
+    let text = crate::dates::absolutize(&timeless(&text), said);
     let since = match kind {
         Kind::Retracts => said,
         _ => crate::dates::event_day(&quote, said).unwrap_or(said),

@@ -631,3 +631,21 @@ fn greetings_and_questions_inside_a_longer_message_are_not_facts() {
         ]
     );
 }
+
+#[test]
+fn what_is_stored_does_not_say_now() {
+    assert_eq!(
+        timeless("The user now lives in Berlin."),
+        "The user lives in Berlin."
+    );
+    assert_eq!(
+        timeless("Now the user is vegetarian"),
+        "The user is vegetarian"
+    );
+    assert_eq!(
+        timeless("The user's locker is now 27, not 14."),
+        "The user's locker is 27, not 14."
+    );
+    assert_eq!(timeless("用户现在最喜欢绿色。"), "用户最喜欢绿色。");
+    assert_eq!(timeless("The user knows Nowak."), "The user knows Nowak.");
+}

@@ -9,7 +9,8 @@
 //!   append-only (duplicates of its lines skipped);
 //! - `"facts"` (the default `mnemo` profile): the write path of fact-level
 //!   consolidation ([`crate::facts`]) runs on the messages not yet
-//!   consolidated: the model proposes facts with the words that say them,
+//!   consolidated (when consolidation itself writes facts, the flush is a
+//!   consolidation round, so the messages are read once): the model proposes facts with the words that say them,
 //!   the code checks them and decides (a changed value supersedes the old
 //!   fact, kept under "No longer true" with the day it ended; a retraction
 //!   ends it; a fact already saved gains a source), every change and
@@ -219,9 +220,14 @@ impl Engine {
             echoed: 0,
         };
         if self.settings.flush_mode == "facts" {
-            let round = self
-                .flush_facts(log.key(), &history, loaded.meta.last_consolidated)
-                .await?;
+            let round = if self.settings.consolidation_enabled
+                && self.settings.consolidation_mode == "facts"
+            {
+                self.flush_by_consolidation(log, loaded).await?
+            } else {
+                self.flush_facts(log.key(), &history, loaded.meta.last_consolidated)
+                    .await?
+            };
             report.no_reply =
                 round.added.is_empty() && round.updated.is_empty() && round.deleted.is_empty();
             report.path = Some(FACTS_FILE.to_string());
@@ -273,6 +279,33 @@ impl Engine {
             extra,
         }))?;
         Ok(report)
+    }
+
+    /// The flush when consolidation itself writes facts: the same write
+    /// path over the same messages, so the flush is a consolidation round
+    /// of everything past the cursor (the messages are extracted once, and
+    /// the cursor moves); a failed round counts as consolidation's do and
+    /// is this flush's error.
+    async fn flush_by_consolidation(
+        &self,
+        log: &mut SessionLog,
+        loaded: &LoadedSession,
+    ) -> Result<FactRound> {
+        let key = log.key().to_string();
+        let cursor = loaded.meta.last_consolidated;
+        let Some(to) = crate::consolidate::last_boundary(&loaded.messages, cursor) else {
+            return Ok(FactRound::default());
+        };
+        let mut events = Vec::new();
+        self.consolidate_or_fail(&key, log, loaded, cursor, to, &mut events)
+            .await?;
+        Ok(events
+            .into_iter()
+            .find_map(|e| match e {
+                EngineEvent::Consolidated(r) => r.facts,
+                _ => None,
+            })
+            .unwrap_or_default())
     }
 
     /// The write path ([`crate::facts`]) over the logged messages past the

@@ -624,3 +624,28 @@ async fn two_consolidations_of_one_session_at_once_make_one_round() {
     assert!(err.to_string().contains("is busy"), "{err}");
     assert_eq!(env.server.request_count(), 2);
 }
+
+#[tokio::test]
+async fn where_consolidation_writes_facts_the_flush_is_a_consolidation_round() {
+    let env = env().await;
+    // The default profile with fact consolidation (as on the local model):
+    // the flush and consolidation would read the same messages.
+    let engine = engine(&env, 8_000, 1_000, FACTS, t0());
+    assert_eq!(engine.settings().flush_mode, "facts");
+    said(&env.ws, "2026-03-01", &["I live in Paris."]);
+    env.server.push(extract(&[paris()]));
+    let events = engine.flush(KEY).await.unwrap();
+    let report = events
+        .iter()
+        .find_map(|e| match e {
+            EngineEvent::Flushed(f) => f.facts.clone(),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("{events:#?}"));
+    assert_eq!(report.added, vec!["f1".to_string()]);
+    // The cursor moved: consolidation has nothing left and asks nothing.
+    assert_eq!(load(&env.ws).meta.last_consolidated, 2);
+    let events = engine.consolidate_now(KEY).await.unwrap();
+    assert!(events.is_empty(), "{events:#?}");
+    assert_eq!(env.server.request_count(), 1);
+}

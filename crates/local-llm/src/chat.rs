@@ -34,6 +34,10 @@ pub const REPEAT_WINDOW: usize = 64;
 /// add to what closing takes (`{"` of an object with required keys).
 const CLOSE_MARGIN: usize = 48;
 
+/// Most tokens of a forced run checked in one batch: each brings a row of
+/// logits as long as the vocabulary, and a schema's runs are a few tokens.
+const FORCED_RUN_MAX: usize = 32;
+
 /// Smallest output budget a prompt must leave free in the context window;
 /// below it the prompt is reported as too long (so the engine compacts)
 /// rather than answered in a few tokens.
@@ -63,6 +67,14 @@ pub struct GenerationStats {
     pub prompt_secs: f64,
     /// Tokens generated.
     pub generated_tokens: usize,
+    /// Of which a forced call's schema left no choice about, run in the
+    /// same pass as the token before them (and kept because the model
+    /// chose them there): the model's passes for the generated tokens are
+    /// `generated_tokens - forced_tokens`.
+    pub forced_tokens: usize,
+    /// Forced tokens that ran but were dropped: the model wrote those
+    /// bytes with other tokens.
+    pub dropped_tokens: usize,
     /// Seconds spent generating them.
     pub generate_secs: f64,
 }
@@ -77,6 +89,19 @@ struct Engine {
     max_output: usize,
     stats: GenerationStats,
     cancelled: u64,
+    /// Whether a forced call runs the bytes its schema forces as batches
+    /// (`MNEMO_LLM_FORCED_BATCH=0` turns it off, to compare).
+    forced_batch: bool,
+    /// Forced tokens of the request being generated: kept, and run but
+    /// dropped.
+    forced_tokens: usize,
+    dropped_tokens: usize,
+}
+
+/// Whether `MNEMO_LLM_FORCED_BATCH` leaves forced runs batched (anything
+/// but `0`; the default).
+fn forced_batch_default() -> bool {
+    std::env::var("MNEMO_LLM_FORCED_BATCH").map_or(true, |v| v.trim() != "0")
 }
 
 /// A GGUF chat model run inside the process.
@@ -164,6 +189,9 @@ impl LocalChat {
                 max_output,
                 stats: GenerationStats::default(),
                 cancelled: 0,
+                forced_batch: forced_batch_default(),
+                forced_tokens: 0,
+                dropped_tokens: 0,
             })),
             path: path.to_path_buf(),
             ids: Arc::new(AtomicU64::new(0)),
@@ -178,6 +206,17 @@ impl LocalChat {
     /// Timings of the last request.
     pub fn last_stats(&self) -> GenerationStats {
         self.engine.lock().unwrap_or_else(|e| e.into_inner()).stats
+    }
+
+    /// Whether forced calls run what their schema forces (key names,
+    /// separators, the rest of a settled enum option, closing brackets) as
+    /// batches through the model instead of a pass per token. On unless
+    /// `MNEMO_LLM_FORCED_BATCH=0`; the answer is the same either way.
+    pub fn set_forced_batch(&self, on: bool) {
+        self.engine
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .forced_batch = on;
     }
 
     /// How many generations stopped because their caller went away.
@@ -296,6 +335,8 @@ impl Engine {
         call_no: u64,
     ) -> Result<ChatResponse> {
         self.calls += 1;
+        self.forced_tokens = 0;
+        self.dropped_tokens = 0;
         let forced = forced_call(req)?;
         let mut prompt = self.template.render(req);
         match &forced {
@@ -355,8 +396,13 @@ impl Engine {
                             .map(|(_, s)| s)
                             .unwrap_or(Value::Null);
                         logits = l;
-                        for t in self.tokenizer.encode(", \"arguments\": ")? {
-                            logits = self.model.step(t)?;
+                        let opening = self.tokenizer.encode(", \"arguments\": ")?;
+                        if self.forced_batch {
+                            logits = self.model.append(&opening, cancel)?;
+                        } else {
+                            for t in opening {
+                                logits = self.model.step(t)?;
+                            }
                         }
                         (name, schema)
                     }
@@ -409,6 +455,8 @@ impl Engine {
             reused_tokens: reused,
             prompt_secs,
             generated_tokens: generated,
+            forced_tokens: self.forced_tokens,
+            dropped_tokens: self.dropped_tokens,
             generate_secs: started.elapsed().as_secs_f64(),
         };
         tracing::debug!(stats = ?self.stats, "local generation");
@@ -496,10 +544,20 @@ impl Engine {
         })
     }
 
-    /// Generates one JSON value of `node`, token by token, only ever taking
-    /// a token the matcher accepts; returns its text and the logits after
-    /// it. Running out of budget first is an error: a forced call is never
-    /// cut short and passed on as if whole.
+    /// Generates one JSON value of `node`, only ever taking a token the
+    /// matcher accepts; returns its text and the logits after it. Running
+    /// out of budget first is an error: a forced call is never cut short
+    /// and passed on as if whole.
+    ///
+    /// Where the schema forces the bytes after a chosen token (a key and
+    /// its `": "`, the rest of a settled enum option, closing brackets),
+    /// their tokens run through the model in the same batch as that token,
+    /// and each is kept while it is the token the model chooses there
+    /// (chosen as always, on the batch's logits, which are the bits a step
+    /// gives): the answer is the one a pass per token gives, for one pass
+    /// over the token and its run. Where the model writes the bytes with
+    /// other tokens (`},` where the run says `}`), the rest of the run
+    /// leaves the cache and the model's token is taken.
     #[allow(clippy::too_many_arguments)]
     fn constrained(
         &mut self,
@@ -512,90 +570,207 @@ impl Engine {
         cancel: &AtomicBool,
         what: &str,
     ) -> Result<(String, Vec<f32>)> {
-        let mut matcher = JsonMatcher::new(node);
-        let mut bytes = Vec::new();
-        let mut recent: Vec<u32> = Vec::new();
-        let vocab = self.tokenizer.vocab_size().min(logits.len());
+        let mut d = Decoding {
+            matcher: JsonMatcher::new(node),
+            bytes: Vec::new(),
+            recent: Vec::new(),
+            budget,
+            what,
+        };
+        // The model's choice where it left a run, already drawn.
+        let mut pending = None;
         loop {
             if cancel.load(Ordering::Relaxed) {
                 return Err(Error::Cancelled);
             }
-            let over_budget = |bytes: &[u8]| {
-                let text = String::from_utf8_lossy(bytes);
-                let tail: String = {
-                    let chars: Vec<char> = text.chars().collect();
-                    chars[chars.len().saturating_sub(160)..].iter().collect()
-                };
-                Error::BadAnswer(format!(
-                    "the model spent its budget of {budget} tokens inside {what} without closing its JSON ({} bytes so far, ending {tail:?}); raise max_tokens / max_output",
-                    bytes.len()
-                ))
+            let choice = match pending.take() {
+                Some(c) => c,
+                None => self.choose(&mut logits, &d, *generated, temperature, rng)?,
             };
-            if *generated >= budget {
-                return Err(over_budget(&bytes));
-            }
-            penalize(&mut logits, &recent);
-            // Near the end of the budget, a token must leave room to close
-            // the value (one token per byte of `closing` at worst): a small
-            // model that writes on is steered to close its call in time
-            // rather than fail at the limit.
-            let left = budget - *generated;
-            let tight = matcher.closing().len() + CLOSE_MARGIN >= left;
-            let ok = |id: usize| {
-                if self.tokenizer.is_control(id as u32) {
-                    return false;
-                }
-                let tb = self.tokenizer.token_bytes(id as u32);
-                match matcher.usable_prefix(tb) {
-                    None => false,
-                    Some(n) if tight && n == tb.len() => {
-                        let mut m = matcher.clone();
-                        m.feed(tb);
-                        m.is_done() || m.closing().len() < left
-                    }
-                    Some(_) => true,
-                }
+            let past_end = self.take(&mut d, choice, generated);
+            let run = match self.forced_batch && !past_end && !d.matcher.is_done() {
+                true => self.forced_run(&d.matcher)?,
+                false => Vec::new(),
             };
-            let best = crate::model::argmax(&logits[..vocab]) as usize;
-            let choice = if temperature <= 0.0 && ok(best) {
-                best
+            if run.is_empty() {
+                logits = self.model.step(choice)?;
             } else {
-                let mut order: Vec<usize> = (0..vocab).collect();
-                order.sort_unstable_by(|&a, &b| logits[b].total_cmp(&logits[a]));
-                let allowed: Vec<usize> = order
-                    .into_iter()
-                    .filter(|&i| ok(i))
-                    .take(if temperature > 0.0 { 40 } else { 1 })
-                    .collect();
-                if allowed.is_empty() && tight {
-                    // Not even the shortest way to close fits any more.
-                    return Err(over_budget(&bytes));
+                let base = self.model.cached_len();
+                let batch: Vec<u32> = std::iter::once(choice).chain(run.iter().copied()).collect();
+                let mut rows = self.model.append_rows(&batch, cancel)?.into_iter();
+                logits = rows
+                    .next()
+                    .ok_or_else(|| Error::Inference("no logits for a forced run".into()))?;
+                let mut kept = 0;
+                for (&token, row) in run.iter().zip(rows) {
+                    let c = self.choose(&mut logits, &d, *generated, temperature, rng)?;
+                    if c != token {
+                        pending = Some(c);
+                        break;
+                    }
+                    self.take(&mut d, token, generated);
+                    kept += 1;
+                    logits = row;
+                    if d.matcher.is_done() {
+                        break;
+                    }
                 }
-                if allowed.is_empty() {
-                    return Err(Error::BadAnswer(format!("no token can continue {what}")));
+                if kept < run.len() {
+                    self.model.truncate(base + 1 + kept);
                 }
-                if temperature > 0.0 {
-                    let sub: Vec<f32> = allowed.iter().map(|&i| logits[i]).collect();
-                    allowed[sample(&sub, temperature, rng) as usize]
-                } else {
-                    allowed[0]
-                }
-            };
-            recent.push(choice as u32);
-            let tb = self.tokenizer.token_bytes(choice as u32);
-            // The bytes past the value's end (`}` of the call, a new line)
-            // are not part of it.
-            let take = matcher.usable_prefix(tb).unwrap_or(tb.len());
-            let past_end = take < tb.len();
-            let tb = tb[..take].to_vec();
-            matcher.feed(&tb);
-            bytes.extend_from_slice(&tb);
-            *generated += 1;
-            logits = self.model.step(choice as u32)?;
-            if matcher.is_done() || past_end {
-                return Ok((String::from_utf8_lossy(&bytes).into_owned(), logits));
+                self.forced_tokens += kept;
+                self.dropped_tokens += run.len() - kept;
+            }
+            if d.matcher.is_done() || past_end {
+                return Ok((d.text(), logits));
             }
         }
+    }
+
+    /// The token decoding takes at this point, from `logits` (penalized
+    /// here for the recent tokens): the best one the matcher accepts at
+    /// temperature 0, else a draw from the best 40 it accepts.
+    fn choose(
+        &self,
+        logits: &mut [f32],
+        d: &Decoding,
+        generated: usize,
+        temperature: f32,
+        rng: &mut Rng,
+    ) -> Result<u32> {
+        let (budget, matcher) = (d.budget, &d.matcher);
+        let over_budget = || {
+            let text = String::from_utf8_lossy(&d.bytes);
+            let tail: String = {
+                let chars: Vec<char> = text.chars().collect();
+                chars[chars.len().saturating_sub(160)..].iter().collect()
+            };
+            Error::BadAnswer(format!(
+                "the model spent its budget of {budget} tokens inside {} without closing its JSON ({} bytes so far, ending {tail:?}); raise max_tokens / max_output",
+                d.what,
+                d.bytes.len()
+            ))
+        };
+        if generated >= budget {
+            return Err(over_budget());
+        }
+        penalize(logits, &d.recent);
+        let vocab = self.tokenizer.vocab_size().min(logits.len());
+        // Near the end of the budget, a token must leave room to close
+        // the value (one token per byte of `closing` at worst): a small
+        // model that writes on is steered to close its call in time
+        // rather than fail at the limit.
+        let left = budget - generated;
+        let tight = matcher.closing().len() + CLOSE_MARGIN >= left;
+        let ok = |id: usize| {
+            if self.tokenizer.is_control(id as u32) {
+                return false;
+            }
+            let tb = self.tokenizer.token_bytes(id as u32);
+            match matcher.usable_prefix(tb) {
+                None => false,
+                Some(n) if tight && n == tb.len() => {
+                    let mut m = matcher.clone();
+                    m.feed(tb);
+                    m.is_done() || m.closing().len() < left
+                }
+                Some(_) => true,
+            }
+        };
+        let best = crate::model::argmax(&logits[..vocab]) as usize;
+        if temperature <= 0.0 && ok(best) {
+            return Ok(best as u32);
+        }
+        let mut order: Vec<usize> = (0..vocab).collect();
+        order.sort_unstable_by(|&a, &b| logits[b].total_cmp(&logits[a]));
+        let allowed: Vec<usize> = order
+            .into_iter()
+            .filter(|&i| ok(i))
+            .take(if temperature > 0.0 { 40 } else { 1 })
+            .collect();
+        if allowed.is_empty() && tight {
+            // Not even the shortest way to close fits any more.
+            return Err(over_budget());
+        }
+        if allowed.is_empty() {
+            return Err(Error::BadAnswer(format!(
+                "no token can continue {}",
+                d.what
+            )));
+        }
+        let choice = if temperature > 0.0 {
+            let sub: Vec<f32> = allowed.iter().map(|&i| logits[i]).collect();
+            allowed[sample(&sub, temperature, rng) as usize]
+        } else {
+            allowed[0]
+        };
+        Ok(choice as u32)
+    }
+
+    /// Takes `token`: its bytes up to the value's end (a token may close
+    /// the value and go on: `}` of the call, a new line) join the value.
+    /// True when some of them were past the end.
+    fn take(&self, d: &mut Decoding, token: u32, generated: &mut usize) -> bool {
+        d.recent.push(token);
+        let tb = self.tokenizer.token_bytes(token);
+        let take = d.matcher.usable_prefix(tb).unwrap_or(tb.len());
+        d.matcher.feed(&tb[..take]);
+        d.bytes.extend_from_slice(&tb[..take]);
+        *generated += 1;
+        take < tb.len()
+    }
+
+    /// The tokens of the run the schema forces from `matcher`'s state
+    /// ([`JsonMatcher::forced`]), each piece tokenized on its own, at most
+    /// [`FORCED_RUN_MAX`]; empty when the next token is the model's choice.
+    /// A piece that is part of a character, or that the tokenizer does not
+    /// give back byte for byte, is left to the model.
+    fn forced_run(&self, matcher: &JsonMatcher) -> Result<Vec<u32>> {
+        let mut m = matcher.clone();
+        let mut ids = Vec::new();
+        while ids.len() < FORCED_RUN_MAX {
+            let run = m.forced();
+            let text = match std::str::from_utf8(&run) {
+                Ok(t) => t,
+                Err(e) => std::str::from_utf8(&run[..e.valid_up_to()]).unwrap_or_default(),
+            };
+            if text.is_empty() {
+                break;
+            }
+            let piece = self.tokenizer.encode(text)?;
+            let same = piece.iter().all(|&t| !self.tokenizer.is_control(t))
+                && piece
+                    .iter()
+                    .flat_map(|&t| self.tokenizer.token_bytes(t))
+                    .eq(text.as_bytes());
+            if !same || !m.feed(text.as_bytes()) {
+                break;
+            }
+            ids.extend(piece);
+            if text.len() < run.len() {
+                break;
+            }
+        }
+        ids.truncate(FORCED_RUN_MAX);
+        Ok(ids)
+    }
+}
+
+/// The state of one constrained value being decoded.
+struct Decoding<'a> {
+    matcher: JsonMatcher,
+    /// The value's bytes so far.
+    bytes: Vec<u8>,
+    /// Its tokens so far, for [`REPEAT_PENALTY`].
+    recent: Vec<u32>,
+    budget: usize,
+    /// What is being decoded, for errors ("the forced save_memory call").
+    what: &'a str,
+}
+
+impl Decoding<'_> {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.bytes).into_owned()
     }
 }
 

@@ -10,6 +10,11 @@
 //! control characters). A schema part it does not understand (`anyOf`,
 //! `$ref`, …) accepts any JSON value there. Runs of whitespace between
 //! tokens are limited, so a model cannot pad forever.
+//!
+//! [`JsonMatcher::forced`] says which bytes the schema leaves no choice
+//! about from a point on (a key, its `": "`, the rest of an enum option,
+//! closing brackets), so the decoder can run them through the model in one
+//! batch rather than a pass per token.
 
 use std::sync::Arc;
 
@@ -398,6 +403,79 @@ impl JsonMatcher {
             }
         }
         out
+    }
+
+    /// The bytes the schema forces from here: as long as only one byte
+    /// can come next (the rest of a key, `:` after it, `,` before a
+    /// required property, the rest of an enum option once one fits, a
+    /// `}` or `]` that nothing else may take the place of), those bytes;
+    /// empty at a choice. Whitespace the matcher would allow is not a
+    /// choice here: the run is laid out as Python's `json.dumps` writes
+    /// JSON (and the call's own opening is written), a space after `:` and
+    /// `,` and nowhere else, and that space is only part of the run when
+    /// the byte after it is forced too, so a free value after `: ` is
+    /// still written by the model with whatever space its tokens carry.
+    ///
+    /// The run stops right after the opening quote of a string value: its
+    /// content starts a new token, so a caller that tokenizes the run
+    /// leaves the model's next token (or the next run, for an enum option
+    /// that is already settled) to start the content, as it would.
+    pub fn forced(&self) -> Vec<u8> {
+        let mut m = self.clone();
+        let mut out = Vec::new();
+        while !m.done {
+            let Some(b) = m.only_byte() else {
+                break;
+            };
+            if m.ws == 0 && m.spaced_here() && m.feed_byte(b' ') {
+                out.push(b' ');
+            }
+            let opens_value = matches!(m.stack.last(), Some(Frame::Value(_))) && b == b'"';
+            if !m.feed_byte(b) {
+                break;
+            }
+            out.push(b);
+            if opens_value {
+                break;
+            }
+        }
+        out
+    }
+
+    /// The one byte other than layout whitespace that may come next, if
+    /// there is exactly one.
+    fn only_byte(&self) -> Option<u8> {
+        // Inside a string a space is content, not layout.
+        let in_string = matches!(self.stack.last(), Some(Frame::Str { .. }));
+        let mut found = None;
+        for b in 0..=u8::MAX {
+            if !in_string && matches!(b, b' ' | b'\n' | b'\t' | b'\r') {
+                continue;
+            }
+            if self.clone().feed_byte(b) {
+                if found.is_some() {
+                    return None;
+                }
+                found = Some(b);
+            }
+        }
+        found
+    }
+
+    /// Right after a `:` or a `,` (where `json.dumps` puts a space).
+    fn spaced_here(&self) -> bool {
+        match self.stack.last() {
+            // A value after a key's colon or an array's comma; the
+            // outermost value has nothing before it.
+            Some(Frame::Value(_)) => self.stack.len() > 1,
+            Some(Frame::Obj {
+                first,
+                after_value,
+                pending,
+                ..
+            }) => !*first && !*after_value && pending.is_none(),
+            _ => false,
+        }
     }
 
     fn whitespace(&mut self, b: u8) -> bool {

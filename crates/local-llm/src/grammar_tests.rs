@@ -193,3 +193,188 @@ fn closing_completes_every_prefix() {
     let m = JsonMatcher::new(facts);
     assert_eq!(m.closing(), br#"{"facts":[],"history_entry":""}"#.to_vec());
 }
+
+/// The items of the write path's `extract_facts`: required strings, an
+/// enum whose options share a first letter, a bounded array.
+fn facts_schema() -> Arc<Node> {
+    Node::compile(&json!({
+        "type": "object",
+        "properties": {
+            "facts": {
+                "type": "array",
+                "maxItems": 2,
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "quote": {"type": "string", "maxLength": 200},
+                        "subject": {"type": "string"},
+                        "kind": {"type": "string", "enum": ["states", "changes", "corrects", "retracts"]},
+                        "fact": {"type": "string"}
+                    },
+                    "required": ["quote", "subject", "kind", "fact"]
+                }
+            }
+        },
+        "required": ["facts"]
+    }))
+}
+
+/// What the schema forces after `text`.
+fn forced_after(node: &Arc<Node>, text: &str) -> String {
+    let mut m = JsonMatcher::new(node.clone());
+    assert!(m.feed(text.as_bytes()), "{text}");
+    let run = m.forced();
+    assert!(run.is_empty() || m.accepts(&run), "{text} + {run:?}");
+    String::from_utf8(run).unwrap()
+}
+
+/// Key names, their colons, the separator before a required property and
+/// closing brackets run on their own, laid out as `json.dumps` writes
+/// them; a run stops at every choice the model has, and right after the
+/// opening quote of a string value.
+#[test]
+fn forced_runs_of_required_properties_and_closings() {
+    let n = facts_schema();
+    let item = r#"{"facts": [{"quote": "I moved", "subject": "user", "kind": "changes", "fact": "The user moved."}"#;
+    for (prefix, run) in [
+        ("", r#"{"facts": ["#),
+        (r#"{"facts": ["#, ""), // an item or the end: the model's
+        (r#"{"facts": [{"#, r#""quote": ""#),
+        (r#"{"facts": [{"quote": ""#, ""), // the content is the model's
+        (r#"{"facts": [{"quote": "I moved"#, ""),
+        (r#"{"facts": [{"quote": "I moved""#, r#", "subject": ""#),
+        // The model's token carried the comma (`",`): the rest still runs.
+        (r#"{"facts": [{"quote": "I moved","#, r#" "subject": ""#),
+        // Whitespace the model wrote itself is not doubled.
+        (r#"{"facts": [{"quote": "I moved", "#, r#""subject": ""#),
+        (
+            r#"{"facts": [{"quote": "I moved", "subject": "user""#,
+            r#", "kind": ""#,
+        ),
+        (
+            r#"{"facts": [{"quote": "I", "subject": "u", "kind": "states""#,
+            r#", "fact": ""#,
+        ),
+        (&item[..item.len() - 1], "}"),
+        (item, ""), // another item or the end
+        (&format!("{item},"), r#" {"quote": ""#),
+        // The second item is the last `maxItems` allows: the array and
+        // the object close.
+        (&format!("{item}, {}", &item[11..]), "]}"),
+        (&format!("{item}]"), "}"),
+    ] {
+        assert_eq!(forced_after(&n, prefix), run, "after {prefix:?}");
+    }
+    let mut done = JsonMatcher::new(n);
+    assert!(done.feed(format!("{item}]}}").as_bytes()) && done.is_done());
+    assert!(done.forced().is_empty());
+}
+
+/// An enum option runs once only one fits what was written; options
+/// that share a prefix leave the choice to the model until they part.
+#[test]
+fn forced_runs_of_enum_options() {
+    let n = facts_schema();
+    let at = r#"{"facts": [{"quote": "I", "subject": "u", "kind": ""#;
+    assert_eq!(forced_after(&n, at), ""); // states, changes, corrects, retracts
+    assert_eq!(forced_after(&n, &format!("{at}c")), ""); // changes or corrects
+    assert_eq!(
+        forced_after(&n, &format!("{at}co")),
+        r#"rrects", "fact": ""#
+    );
+    assert_eq!(
+        forced_after(&n, &format!("{at}r")),
+        r#"etracts", "fact": ""#
+    );
+    let shared = Node::compile(&json!({"enum": ["note", "notes", "nothing", "yes"]}));
+    assert_eq!(forced_after(&shared, ""), "\""); // the opening quote alone
+    assert_eq!(forced_after(&shared, "\"n"), "ot");
+    assert_eq!(forced_after(&shared, "\"not"), ""); // e or h
+    assert_eq!(forced_after(&shared, "\"note"), ""); // the end or s
+    assert_eq!(forced_after(&shared, "\"noth"), "ing\"");
+    // A settled option after an opening quote runs as its own piece.
+    let one = Node::compile(&json!({"const": "extract"}));
+    assert_eq!(forced_after(&one, ""), "\"");
+    assert_eq!(forced_after(&one, "\""), "extract\"");
+}
+
+/// Optional properties are a choice (to close, or which key), and a key
+/// runs as far as the keys still allowed agree; a free value after a
+/// colon is the model's, space included.
+#[test]
+fn forced_runs_with_optional_properties() {
+    let n = save_memory();
+    assert_eq!(forced_after(&n, ""), r#"{"history_entry": ""#);
+    assert_eq!(
+        forced_after(&n, r#"{"history_entry": "h""#),
+        r#", "memory_update": ""#
+    );
+    let both = r#"{"history_entry": "h", "memory_update": "m""#;
+    assert_eq!(forced_after(&n, both), ""); // `,` or `}`
+    assert_eq!(forced_after(&n, &format!("{both},")), r#" ""#); // tags or count
+    assert_eq!(forced_after(&n, &format!("{both}, \"c")), r#"ount":"#);
+    assert_eq!(forced_after(&n, &format!("{both}, \"t")), r#"ags": ["#);
+    let prefixed = Node::compile(&json!({
+        "type": "object",
+        "properties": {"max_a": {"type": "null"}, "max_b": {"type": "boolean"}}
+    }));
+    assert_eq!(forced_after(&prefixed, "{"), ""); // a key or `}`
+    assert_eq!(forced_after(&prefixed, "{\""), "max_");
+    assert_eq!(forced_after(&prefixed, "{\"max_a"), r#"": null"#);
+    assert_eq!(forced_after(&prefixed, "{\"max_b\": t"), "rue}");
+}
+
+/// Arrays of arrays of objects: each level's opening runs until the
+/// model's first choice, and `maxItems` closes a level.
+#[test]
+fn forced_runs_in_nested_arrays() {
+    let n = Node::compile(&json!({
+        "type": "array",
+        "items": {
+            "type": "array",
+            "maxItems": 1,
+            "items": {
+                "type": "object",
+                "properties": {"ok": {"type": "boolean"}},
+                "required": ["ok"]
+            }
+        }
+    }));
+    assert_eq!(forced_after(&n, ""), "[");
+    assert_eq!(forced_after(&n, "["), ""); // an item or `]`
+    assert_eq!(forced_after(&n, "[["), "");
+    assert_eq!(forced_after(&n, "[[{"), r#""ok":"#);
+    assert_eq!(forced_after(&n, r#"[[{"ok": f"#), "alse}]");
+    assert_eq!(forced_after(&n, r#"[[{"ok": false}]"#), "");
+    assert_eq!(forced_after(&n, r#"[[{"ok": false}],"#), " [");
+    let empty = Node::compile(&json!({"type": "array", "maxItems": 0}));
+    assert_eq!(forced_after(&empty, ""), "[]");
+}
+
+/// Whatever the cut, what is forced is where a value laid out as
+/// `json.dumps` writes it goes on: the runs never take a byte the model
+/// might have written differently (except layout whitespace).
+#[test]
+fn forced_runs_follow_every_valid_value() {
+    let n = facts_schema();
+    let doc: Value = json!({"facts": [
+        {"quote": "Ich wohne in Köln, 咖啡", "subject": "user", "kind": "states", "fact": "The user lives in Köln."},
+        {"quote": "", "subject": "sister \"Ana\"", "kind": "retracts", "fact": ""}
+    ]});
+    let text = crate::template::py_json(&doc);
+    let bytes = text.as_bytes();
+    let mut forced_total = 0;
+    for cut in 0..=bytes.len() {
+        let mut m = JsonMatcher::new(n.clone());
+        assert!(m.feed(&bytes[..cut]), "cut {cut}");
+        let run = m.forced();
+        assert!(
+            bytes[cut..].starts_with(&run),
+            "after {:?}: {:?}",
+            String::from_utf8_lossy(&bytes[..cut]),
+            String::from_utf8_lossy(&run)
+        );
+        forced_total += run.len();
+    }
+    assert!(forced_total > 0);
+}

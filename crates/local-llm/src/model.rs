@@ -1,7 +1,8 @@
 //! The transformer of a GGUF chat model (Qwen2 and Llama families: RMS
 //! norms, rotary positions, grouped-query attention, SwiGLU), with a KV
 //! cache that keeps the longest prefix the next prompt shares with the last
-//! one, and prompts run in batches.
+//! one, and prompts (and the runs of tokens a schema forces) run in
+//! batches.
 //!
 //! The forward pass works on plain rows of `f32` (one per token): the
 //! matrix products run on [`crate::quant`]'s kernels, attention and the
@@ -411,24 +412,54 @@ impl Model {
         // At least one token must run, to have logits.
         let reuse = self.shared_prefix(tokens).min(tokens.len() - 1);
         self.truncate(reuse);
+        Ok((self.append(&tokens[reuse..], cancel)?, reuse))
+    }
+
+    /// Runs `tokens` after everything the cache holds, in batches of
+    /// [`PROMPT_BATCH`], and returns the last one's logits (the bits
+    /// [`Model::step`] would give). `cancel` stops it between batches.
+    pub fn append(&mut self, tokens: &[u32], cancel: &AtomicBool) -> Result<Vec<f32>> {
         let mut logits = None;
-        for chunk in tokens[reuse..].chunks(PROMPT_BATCH) {
+        for chunk in tokens.chunks(PROMPT_BATCH) {
             if cancel.load(Ordering::Relaxed) {
                 return Err(Error::Cancelled);
             }
-            logits = Some(self.forward(chunk)?);
+            logits = Some(self.forward(chunk, false)?);
         }
-        logits
-            .map(|l| (l, reuse))
-            .ok_or_else(|| Error::Inference("no tokens ran".into()))
+        logits.ok_or_else(|| Error::Inference("no tokens ran".into()))
+    }
+
+    /// Runs `tokens` after everything the cache holds, as [`Model::append`]
+    /// does, and returns the logits after each of them, one row per token,
+    /// each the bits [`Model::step`] would give: a run of tokens the caller
+    /// expects (the bytes a schema forces) is checked against what the
+    /// model would have chosen at every position for one pass.
+    pub fn append_rows(&mut self, tokens: &[u32], cancel: &AtomicBool) -> Result<Vec<Vec<f32>>> {
+        let mut rows = Vec::with_capacity(tokens.len());
+        for chunk in tokens.chunks(PROMPT_BATCH) {
+            if cancel.load(Ordering::Relaxed) {
+                return Err(Error::Cancelled);
+            }
+            let all = self.forward(chunk, true)?;
+            let vocab = all.len() / chunk.len();
+            rows.extend(all.chunks_exact(vocab).map(<[f32]>::to_vec));
+        }
+        Ok(rows)
     }
 
     /// Runs one generated token and returns the next logits.
     pub fn step(&mut self, token: u32) -> Result<Vec<f32>> {
-        self.forward(&[token])
+        self.forward(&[token], false)
     }
 
-    fn truncate(&mut self, len: usize) {
+    /// How many tokens the cache holds.
+    pub fn cached_len(&self) -> usize {
+        self.cached.len()
+    }
+
+    /// Keeps the first `len` tokens of the cache and forgets the rest (the
+    /// tail of an appended run the model would not have written).
+    pub fn truncate(&mut self, len: usize) {
         self.cached.truncate(len);
         let kv_dim = self.config.n_kv_head * self.config.head_dim;
         for c in &mut self.cache {
@@ -444,7 +475,9 @@ impl Model {
         }
     }
 
-    fn forward(&mut self, tokens: &[u32]) -> Result<Vec<f32>> {
+    /// Runs `tokens` after the cache; the logits of the last one, or with
+    /// `all_rows` of each (`[tokens, vocab]`).
+    fn forward(&mut self, tokens: &[u32], all_rows: bool) -> Result<Vec<f32>> {
         let pos = self.cached.len();
         let n = tokens.len();
         if pos + n > self.max_positions {
@@ -494,8 +527,9 @@ impl Model {
             add(&mut x, &product(&layer.down, &g, n, kernel)?);
         }
         self.cached.extend_from_slice(tokens);
-        let last = rms_norm(&x[(n - 1) * cfg.n_embd..], &self.norm, eps);
-        product(&self.output, &last, 1, kernel)
+        let from = if all_rows { 0 } else { n - 1 };
+        let rows = rms_norm(&x[from * cfg.n_embd..], &self.norm, eps);
+        product(&self.output, &rows, n - from, kernel)
     }
 }
 

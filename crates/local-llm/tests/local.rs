@@ -179,3 +179,72 @@ fn missing_truncated_and_foreign_files_get_clear_errors() {
     // The files are left as they were.
     assert_eq!(std::fs::read(&cut).unwrap().len(), full.len() / 2);
 }
+
+/// The write path's `extract_facts` shape: required strings and an enum.
+fn extract_facts_tool() -> mnemo_llm::ToolSpec {
+    let text = serde_json::json!({"type": "string", "maxLength": 80});
+    mnemo_llm::ToolSpec::new(
+        "extract_facts",
+        "Save the facts worth remembering from the conversation, one item per claim.",
+        serde_json::json!({
+            "type": "object",
+            "properties": {"facts": {"type": "array", "maxItems": 2, "items": {
+                "type": "object",
+                "properties": {
+                    "quote": text,
+                    "subject": text,
+                    "kind": {"type": "string", "enum": ["states", "changes", "corrects", "retracts"]},
+                    "fact": text
+                },
+                "required": ["quote", "subject", "kind", "fact"]
+            }}},
+            "required": ["facts"]
+        }),
+    )
+}
+
+/// What the schema forces (key names, separators, the rest of a settled
+/// enum option, closing brackets) runs through the model in the pass of
+/// the token before it, each token kept where the model chooses it: fewer
+/// passes, and the same answer as a pass per token, greedy or sampled.
+#[test]
+fn a_forced_call_runs_what_its_schema_forces_in_batches() {
+    let batched = common::smollm2(2048);
+    let stepped = common::smollm2(2048);
+    stepped.set_forced_batch(false);
+    let no = AtomicBool::new(false);
+    for temperature in [0.0, 0.8] {
+        let r = ChatRequest::new(common::dialogue())
+            .with_system("Extract the facts the user states.")
+            .with_tools(vec![extract_facts_tool()])
+            .with_tool_choice(ToolChoice::Function("extract_facts".into()))
+            .with_max_tokens(300)
+            .with_temperature(temperature);
+        let fast = batched.complete_blocking(&r, &no).unwrap();
+        let stats = batched.last_stats();
+        // `"facts": [` after `{`, then each item's keys and separators.
+        assert!(stats.forced_tokens >= 10, "{stats:?}");
+        assert!(stats.forced_tokens < stats.generated_tokens, "{stats:?}");
+        assert_eq!(fast.usage.output_tokens as usize, stats.generated_tokens);
+        let args = fast.tool_calls()[0].function.arguments_value();
+        let facts = args["facts"].as_array().unwrap();
+        assert!(!facts.is_empty(), "{args}");
+        for f in facts {
+            let keys: Vec<&String> = f.as_object().unwrap().keys().collect();
+            assert_eq!(keys, ["quote", "subject", "kind", "fact"], "{args}");
+        }
+
+        let slow = stepped.complete_blocking(&r, &no).unwrap();
+        let one_by_one = stepped.last_stats();
+        assert_eq!(
+            (one_by_one.forced_tokens, one_by_one.dropped_tokens),
+            (0, 0)
+        );
+        assert_eq!(one_by_one.generated_tokens, stats.generated_tokens);
+        assert_eq!(
+            slow.tool_calls()[0].function,
+            fast.tool_calls()[0].function,
+            "temperature {temperature}"
+        );
+    }
+}

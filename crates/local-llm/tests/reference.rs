@@ -109,3 +109,50 @@ fn got_prompt(m: &mut Model, tokens: &[u32]) -> Vec<f32> {
     }
     last
 }
+
+/// Tokens appended as one batch after a prompt (a run a schema forces)
+/// give, at every position, the bits of the same tokens stepped one at a
+/// time, and leave the cache as the steps do: the next token's logits are
+/// the same too, and a cut back to part of the run is as if only that part
+/// had run.
+#[test]
+fn appended_tokens_give_the_bits_of_steps() {
+    let path = mnemo_test_support::smollm2_gguf();
+    let chat = common::smollm2(2048);
+    let req = ChatRequest::new(vec![Message::user("Where does my sister live?")]);
+    let prompt = chat.tokenize(&chat.render(&req)).unwrap();
+    let run = chat.tokenize(r#"{"facts": [{"quote": ""#).unwrap();
+    let next = chat.tokenize("My").unwrap()[0];
+    drop(chat);
+    assert!(run.len() >= 5, "{run:?}");
+    let mut f = std::fs::File::open(&path).unwrap();
+    let ct = gguf_file::Content::read(&mut f).unwrap();
+    let mut m = Model::load(&ct, &mut f, 2048).unwrap();
+    let no = AtomicBool::new(false);
+
+    m.prefill(&prompt, &no).unwrap();
+    let rows = m.append_rows(&run, &no).unwrap();
+    let after = m.step(next).unwrap();
+    m.truncate(prompt.len());
+    assert_eq!(m.append(&run, &no).unwrap(), rows[run.len() - 1]);
+
+    m.reset();
+    m.prefill(&prompt, &no).unwrap();
+    assert_eq!(rows.len(), run.len());
+    for (i, &t) in run.iter().enumerate() {
+        assert_eq!(m.step(t).unwrap(), rows[i], "token {i} of the run");
+    }
+    assert_eq!(m.step(next).unwrap(), after);
+
+    // Cut back to the first two tokens of the run: the next token sees
+    // only them.
+    m.truncate(prompt.len() + 2);
+    assert_eq!(m.cached_len(), prompt.len() + 2);
+    let cut = m.step(next).unwrap();
+    m.reset();
+    let mut two = prompt.clone();
+    two.extend(&run[..2]);
+    two.push(next);
+    let (fresh, _) = m.prefill(&two, &no).unwrap();
+    assert_eq!(cut, fresh);
+}

@@ -168,9 +168,7 @@ fn a_weak_models_unsupported_facts_are_refused_with_why_and_lose_nothing() {
     // A fact no message says, a value the message does not give, the
     // assistant's own chatter: each refused with why; the supported one
     // is saved in the third person.
-    let p = |quote: &str, subject: &str, attribute: &str, value: &str, fact: &str| {
-        json!({"quote": quote, "subject": subject, "attribute": attribute, "value": value, "kind": "states", "fact": fact})
-    };
+    let p = |quote: &str, subject: &str, attribute: &str, value: &str, fact: &str| json!({"quote": quote, "subject": subject, "attribute": attribute, "value": value, "kind": "states", "fact": fact});
     server.push(Reply::tool_call(
         "extract_facts",
         json!({"facts": [
@@ -182,8 +180,14 @@ fn a_weak_models_unsupported_facts_are_refused_with_why_and_lose_nothing() {
     ));
     let out = ok(facts(&["consolidate", "cli:direct"]));
     assert!(out.contains("memory/facts.md: 1 added"), "{out}");
-    assert!(out.contains("not saved: 3 of the model's 4 proposed fact(s)"), "{out}");
-    assert!(out.contains("the value \"Initech\" is not in the message"), "{out}");
+    assert!(
+        out.contains("not saved: 3 of the model's 4 proposed fact(s)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("the value \"Initech\" is not in the message"),
+        "{out}"
+    );
     assert!(out.contains("are in no message"), "{out}");
     let text = std::fs::read_to_string(ws.join("memory/facts.md")).unwrap();
     assert!(text.contains("- The user's home city is Paris."), "{text}");

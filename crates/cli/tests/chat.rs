@@ -439,6 +439,9 @@ fn piped_chat_forgets_a_memory_and_starts_a_new_conversation() {
         .contains("Deploys on Fridays."));
 }
 
+/// tmux servers started by this test binary.
+static SERVERS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
 /// A tmux server of its own (its own socket), killed on drop.
 struct Tmux {
     socket: String,
@@ -454,7 +457,12 @@ impl Tmux {
 
     fn start(command: &str) -> Tmux {
         let t = Tmux {
-            socket: format!("mnemo-chat-test-{}", std::process::id()),
+            // One server per test: tests run at once, and each kills its own.
+            socket: format!(
+                "mnemo-chat-test-{}-{}",
+                std::process::id(),
+                SERVERS.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+            ),
             session: "chat".into(),
         };
         let st = t

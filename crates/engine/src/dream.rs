@@ -165,20 +165,8 @@ pub struct DreamUndone {
     pub lines: usize,
 }
 
-/// The words of `text` as the dream compares them: lower-cased runs of
-/// letters and digits, and each character of scripts without spaces.
-pub(crate) fn words(text: &str) -> Vec<String> {
-    text.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .flat_map(|w| {
-            if w.is_ascii() {
-                vec![w.to_lowercase()]
-            } else {
-                w.chars().map(|c| c.to_lowercase().to_string()).collect()
-            }
-        })
-        .collect()
-}
+/// The words of `text` as the dream compares them (the write path's).
+pub(crate) use crate::adjudicate::words;
 
 /// True when `a` and `b` say the same thing: the same words, or one holds
 /// every word of the other (at least three), or nine tenths shared.

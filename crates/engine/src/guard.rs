@@ -176,12 +176,7 @@ pub fn is_transcript_line(line: &str) -> bool {
         .is_some_and(|said| !said.trim_matches(['*', '_', ' ']).is_empty())
 }
 
-/// True for a character of a script written without spaces (Han, kana,
-/// Hangul), whose words are compared as pairs of characters.
-fn is_cjk(c: char) -> bool {
-    matches!(c as u32,
-        0x3040..=0x30FF | 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xAC00..=0xD7AF | 0xF900..=0xFAFF)
-}
+use mnemo_core::text::is_cjk;
 
 /// The distinct words of `text`, lower-cased; a run of CJK characters
 /// gives its pairs of neighbours (a lone one itself).

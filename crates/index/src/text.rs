@@ -39,18 +39,7 @@ pub(crate) fn asks(text: &str) -> bool {
     text.trim_end().ends_with(['?', '？'])
 }
 
-/// True for characters written without spaces between words (Han,
-/// kana, Hangul).
-pub fn is_cjk(c: char) -> bool {
-    matches!(c as u32,
-        0x3040..=0x30FF   // Hiragana, Katakana
-        | 0x3400..=0x4DBF // CJK Extension A
-        | 0x4E00..=0x9FFF // CJK Unified Ideographs
-        | 0xF900..=0xFAFF // Compatibility Ideographs
-        | 0xAC00..=0xD7AF // Hangul syllables
-        | 0x1100..=0x11FF // Hangul Jamo
-        | 0x20000..=0x2FA1F)
-}
+pub use mnemo_core::text::is_cjk;
 
 /// True when at least half of the query's letters are CJK.
 pub(crate) fn mostly_cjk(text: &str) -> bool {

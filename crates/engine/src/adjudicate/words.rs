@@ -7,12 +7,7 @@ use std::collections::HashSet;
 
 use mnemo_store::memory::facts::one_line;
 
-/// True for characters of scripts written without spaces between words.
-pub(super) fn is_cjk(c: char) -> bool {
-    matches!(c as u32,
-        0x3040..=0x30FF | 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xF900..=0xFAFF
-        | 0xAC00..=0xD7AF | 0x20000..=0x2FA1F)
-}
+pub(super) use mnemo_core::text::is_cjk;
 
 /// Lower-cased words of `text` (apostrophes split them), each character
 /// of a CJK run a word of its own.

@@ -482,7 +482,7 @@ impl Engine {
                         user_message,
                         Summarise {
                             kind: kind::AUTOCOMPACT,
-                            tail_tokens: self.settings.tail_tokens,
+                            tail_tokens: self.tail_tokens(),
                             focus: None,
                         },
                         &mut events,
@@ -593,7 +593,7 @@ impl Engine {
                         "",
                         Summarise {
                             kind: kind::AUTOCOMPACT,
-                            tail_tokens: self.settings.tail_tokens,
+                            tail_tokens: self.tail_tokens(),
                             focus,
                         },
                         &mut events,
@@ -608,7 +608,7 @@ impl Engine {
                             "",
                             Summarise {
                                 kind: kind::REACTIVE,
-                                tail_tokens: self.settings.tail_tokens / 2,
+                                tail_tokens: self.tail_tokens() / 2,
                                 focus,
                             },
                             &mut events,
@@ -679,7 +679,7 @@ impl Engine {
                     attempt += 1;
                     let _lock = self.lock(key).await?;
                     let (mut log, _) = self.open(key)?;
-                    let tail = self.settings.tail_tokens >> attempt;
+                    let tail = self.tail_tokens() >> attempt;
                     let compacted = self
                         .level_autocompact(
                             key,

@@ -358,6 +358,16 @@ impl Engine {
         }
     }
 
+    /// Tokens of the newest messages a summary keeps verbatim: `[engine]
+    /// tail_tokens`, at most a quarter of the effective window (20,000 of
+    /// an 8,192-token window would keep everything and fold nothing).
+    pub(crate) fn tail_tokens(&self) -> usize {
+        self.settings
+            .tail_tokens
+            .min(self.thresholds().effective_window / 4)
+            .max(1)
+    }
+
     pub(crate) fn now(&self) -> DateTime<Utc> {
         (self.clock)()
     }

@@ -114,3 +114,27 @@ async fn a_prompt_of_1158_tokens_neither_flushes_nor_autocompacts() {
     }
     assert!(load(&env.ws).compactions.is_empty());
 }
+
+#[tokio::test]
+async fn a_small_window_summarises_more_than_its_oldest_message() {
+    let env = env().await;
+    // Forty turns of about 150 tokens: 6,000 tokens, most of an 8,192
+    // window; the default tail of 20,000 tokens would keep all of them.
+    write_session(&env.ws, &chat_turns(20, 600));
+    let engine = engine(&env, 8_192, 1_024, "", t0())
+        .with_compactor(std::sync::Arc::new(mnemo_engine::TemplateCompactor));
+    env.server.push(mnemo_test_support::Reply::tool_call(
+        "extract_facts",
+        serde_json::json!({"facts": []}),
+    ));
+    let events = engine.compact(KEY, Some(5)).await.unwrap();
+    let folded = events
+        .iter()
+        .find_map(|e| match e {
+            mnemo_engine::EngineEvent::Compacted(c) => c.first_kept,
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("{events:#?}"));
+    // A quarter of the effective window stays verbatim: most turns fold.
+    assert!(folded >= 20, "first kept message {folded}: {events:#?}");
+}

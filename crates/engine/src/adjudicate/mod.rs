@@ -536,6 +536,10 @@ fn check_one(
     today: NaiveDate,
 ) -> std::result::Result<Checked, Reject> {
     let fact = crate::guard::strip_fact_meta(&p.fact);
+    // "- ," from a hostile fragment: nothing a reader could use.
+    if !fact.chars().any(char::is_alphanumeric) && !p.value.chars().any(char::is_alphanumeric) {
+        return Err(("no words".into(), None));
+    }
     let (at, quoted) = source_of(p, &fact, texts)?;
     let said_text = messages[at].text();
     let quote = if quoted {

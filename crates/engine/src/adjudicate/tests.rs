@@ -649,3 +649,16 @@ fn what_is_stored_does_not_say_now() {
     assert_eq!(timeless("用户现在最喜欢绿色。"), "用户最喜欢绿色。");
     assert_eq!(timeless("The user knows Nowak."), "The user knows Nowak.");
 }
+
+#[test]
+fn a_fact_without_words_is_refused() {
+    let ts = "2026-12-05T10:00:00Z";
+    let messages = vec![msg("user", "- , ; -- ,", ts)];
+    let (ok, refused) = check(
+        &[prop("- , ;", "user", ",", ",", "states", "- ,")],
+        &messages,
+        day("2026-12-05"),
+    );
+    assert!(ok.is_empty());
+    assert_eq!(refused[0].why, "no words");
+}

@@ -112,7 +112,10 @@ impl Fact {
     pub fn about(mut self, subject: &str, attribute: &str) -> Fact {
         // "Ana (the user's sister)" reads "Ana, the user's sister" there.
         let clean = |s: &str| {
-            let s = s.replace(" (", ", ").replace([';', '('], ",").replace(')', "");
+            let s = s
+                .replace(" (", ", ")
+                .replace([';', '('], ",")
+                .replace(')', "");
             let s = one_line(&s);
             let s = s.trim_matches([',', ' ', ':']).to_string();
             (!s.is_empty()).then_some(s)

@@ -962,6 +962,113 @@ pub fn scrub_audit(text: &str, name: &str) -> Result<(String, usize)> {
     Ok((out, scrubbed))
 }
 
+/// The words of `text` as forget compares facts: lower case, split at
+/// anything but letters and digits, as a set (punctuation and case aside,
+/// "The code is 42." and "the code is 42" say the same).
+fn word_set(text: &str) -> std::collections::BTreeSet<String> {
+    text.to_lowercase()
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// True when `a` and `b` hold the same words (see [`word_set`]) and some.
+pub fn same_words(a: &str, b: &str) -> bool {
+    let wa = word_set(a);
+    !wa.is_empty() && wa == word_set(b)
+}
+
+/// What forget looks for in other files for a fact's `text`: the text
+/// without its closing punctuation, when it says enough to be found
+/// without catching unrelated words (two words or more, or six
+/// characters).
+pub fn forget_needle(text: &str) -> Option<String> {
+    let t = one_line(text);
+    let t = t
+        .trim()
+        .trim_end_matches(['.', '!', '?', ';', ',', ':', ' '])
+        .trim_start_matches("~~")
+        .trim_end_matches("~~");
+    let words = t.split_whitespace().count();
+    (words >= 2 || t.chars().count() >= 6).then(|| t.to_string())
+}
+
+/// The placeholder forget leaves where forgotten text was.
+pub const FORGOTTEN: &str = "[forgotten]";
+
+/// `text` with every occurrence of each of `needles` (ASCII case aside,
+/// standing as whole words) replaced by [`FORGOTTEN`], and how many were
+/// replaced. Lines keep their place (a diff in the history stays a diff,
+/// a daily log's item an item).
+pub fn redact(text: &str, needles: &[String]) -> (String, usize) {
+    let mut out = text.to_string();
+    let mut count = 0;
+    for needle in needles.iter().filter(|n| !n.is_empty()) {
+        let lower_needle = needle.to_ascii_lowercase();
+        // ASCII lower-casing keeps every byte offset where it was.
+        let lower = out.to_ascii_lowercase();
+        let mut result = String::with_capacity(out.len());
+        let mut last = 0;
+        let mut from = 0;
+        while let Some(at) = lower.get(from..).and_then(|h| h.find(&lower_needle)) {
+            let start = from + at;
+            let end = start + lower_needle.len();
+            let before = out.get(..start).and_then(|s| s.chars().next_back());
+            let after = out.get(end..).and_then(|s| s.chars().next());
+            let word = |c: Option<char>| c.is_some_and(char::is_alphanumeric);
+            if word(before) || word(after) {
+                from = start + lower_needle.len().max(1);
+                while from < out.len() && !out.is_char_boundary(from) {
+                    from += 1;
+                }
+                continue;
+            }
+            result.push_str(out.get(last..start).unwrap_or_default());
+            result.push_str(FORGOTTEN);
+            last = end;
+            from = end;
+            count += 1;
+        }
+        result.push_str(out.get(last..).unwrap_or_default());
+        out = result;
+    }
+    (out, count)
+}
+
+/// The audit log `text` with `needles` redacted (see [`redact`]) from the
+/// texts of every record: a forgotten fact's words quoted by another
+/// record (a refusal, a confirmation's evidence) go as well.
+pub fn redact_audit(text: &str, needles: &[String]) -> Result<String> {
+    let mut out = String::new();
+    for line in text.lines() {
+        match serde_json::from_str::<AuditRecord>(line) {
+            Ok(mut r) => {
+                let mut n = 0;
+                for field in [&mut r.old, &mut r.new, &mut r.evidence, &mut r.why] {
+                    if let Some(t) = field.as_mut() {
+                        let (red, k) = redact(t, needles);
+                        if k > 0 {
+                            *t = red;
+                            n += k;
+                        }
+                    }
+                }
+                if n > 0 {
+                    out.push_str(
+                        &serde_json::to_string(&r).map_err(|e| Error::Invalid(e.to_string()))?,
+                    );
+                } else {
+                    out.push_str(line);
+                }
+            }
+            Err(_) => out.push_str(&redact(line, needles).0),
+        }
+        out.push('\n');
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1072,6 +1179,56 @@ mod tests {
         ] {
             assert_eq!(DatedLine::parse(l), None, "{l}");
         }
+    }
+
+    #[test]
+    fn redact_replaces_whole_words_without_case() {
+        let needles = vec!["Locker code is 4242".to_string()];
+        let (out, n) = redact(
+            "- the LOCKER code is 4242.\n+- x (f1) Locker code is 42420\n- Locker code is 4242!",
+            &needles,
+        );
+        assert_eq!(n, 2);
+        assert_eq!(
+            out,
+            "- the [forgotten].\n+- x (f1) Locker code is 42420\n- [forgotten]!"
+        );
+        // Non-ASCII text is matched as written.
+        let (out, n) = redact("- Café au lait für Ana", &["café au lait".to_string()]);
+        assert_eq!((out.as_str(), n), ("- [forgotten] für Ana", 1));
+        assert_eq!(redact("abc", &[]).1, 0);
+    }
+
+    #[test]
+    fn forget_compares_words_and_needs_enough_of_them() {
+        assert!(same_words("The code is 42.", "the code is 42"));
+        assert!(!same_words("The code is 42.", "The code is 43"));
+        assert!(!same_words("", ""));
+        assert_eq!(
+            forget_needle("Lives in Paris. ").as_deref(),
+            Some("Lives in Paris")
+        );
+        assert_eq!(forget_needle("Vegan."), None);
+        assert_eq!(forget_needle("Vegetarian").as_deref(), Some("Vegetarian"));
+    }
+
+    #[test]
+    fn redacting_the_audit_log_keeps_its_records() {
+        let text = audit_lines(&[AuditRecord {
+            at: "2026-03-05T10:00:00Z".into(),
+            op: "refuse".into(),
+            memory: "f9".into(),
+            new: Some("Locker code is 4242".into()),
+            why: Some("already known".into()),
+            by: "consolidation".into(),
+            ..Default::default()
+        }])
+        .unwrap();
+        let out = redact_audit(&text, &["Locker code is 4242".to_string()]).unwrap();
+        let r = parse_audit(&out);
+        assert_eq!(r.len(), 1);
+        assert_eq!(r[0].new.as_deref(), Some(FORGOTTEN));
+        assert_eq!(r[0].why.as_deref(), Some("already known"));
     }
 
     #[test]

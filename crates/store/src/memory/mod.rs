@@ -8,7 +8,9 @@
 //! refused for reading and for writing alike. Every read-modify-write runs
 //! under the workspace's memory lock ([`MemoryLock`]), so writers in other
 //! threads and processes never undo each other. History, daily logs and
-//! session notes are never deleted: forgetting removes typed memories only.
+//! session notes are never deleted: forgetting removes typed memories and
+//! facts, and a forgotten fact's text is redacted from the history, the
+//! daily logs and the audit log (replaced by `[forgotten]`).
 
 pub mod facts;
 mod frontmatter;
@@ -386,25 +388,87 @@ impl MemoryStore {
         )
     }
 
-    /// Removes fact `id` from the facts file and its text from the audit
-    /// log, under the memory lock (a person's forget: gone from the files;
-    /// the index drops it at its next sync). Returns the removed fact.
+    /// Forgets fact `id` (a person's forget: "no search finds it"), under
+    /// the memory lock, and returns it. Goes with it every fact that holds
+    /// the same words (an ended duplicate, current or not) and every fact a
+    /// dream merged into one of them (the audit log's `merge` records);
+    /// their text is redacted (replaced by [`facts::FORGOTTEN`]) from the
+    /// history (dream and consolidation diffs), the daily logs and the
+    /// audit log, whose records stay, saying what happened when.
+    ///
+    /// The facts file is written last, so a crash anywhere before leaves
+    /// the fact in place and forgetting it again does the whole job; every
+    /// file is replaced atomically. The index drops the text at its next
+    /// sync (the service syncs at once).
     pub fn forget_fact(&self, id: &str, now: DateTime<Utc>) -> Result<facts::Fact> {
         let _lock = self.lock()?;
         let mut file = self.read_facts()?;
-        let removed = file.forget(id)?;
+        let main = file
+            .get(id)
+            .cloned()
+            .ok_or_else(|| Error::NotFound(format!("no fact {id:?} in {}", facts::FACTS_FILE)))?;
+        let audit = facts::parse_audit(&self.read_document(facts::AUDIT_FILE)?.unwrap_or_default());
+        let gone = forget_group(&file, &main.id, &audit);
+        let mut needles: Vec<String> = gone
+            .iter()
+            .filter_map(|g| file.get(g))
+            .filter_map(|f| facts::forget_needle(&f.text))
+            .collect();
+        // Longest first: a shorter text inside a longer one is found after.
+        needles.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+        needles.dedup();
+        failpoint::hit("memory.forget_fact_start");
+        // Derived copies first, the fact itself last (see above).
+        self.redact_document(HISTORY_MD, &needles)?;
+        for e in self.storage.list(MEMORY_DIR)? {
+            let daily = e
+                .rel
+                .strip_prefix("memory/")
+                .and_then(|n| n.strip_suffix(".md"))
+                .is_some_and(is_date);
+            if daily {
+                self.redact_document(&e.rel, &needles)?;
+            }
+        }
+        if self.storage.exists(facts::AUDIT_FILE)? {
+            self.swap(facts::AUDIT_FILE, |text| {
+                let mut text = text.to_string();
+                for g in &gone {
+                    text = facts::scrub_audit(&text, g)?.0;
+                }
+                Ok(Some(facts::redact_audit(&text, &needles)?))
+            })?;
+        }
+        failpoint::hit("memory.forget_fact_scrubbed");
+        let records: Vec<facts::AuditRecord> = gone
+            .iter()
+            .map(|g| facts::AuditRecord {
+                at: now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+                op: "forget".into(),
+                memory: g.clone(),
+                by: "forget".into(),
+                why: (*g != main.id).then(|| format!("the same words as {}", main.id)),
+                ..Default::default()
+            })
+            .collect();
+        self.append_audit(&records)?;
+        for g in &gone {
+            file.forget(g)?;
+        }
         self.write_facts(&file)?;
-        self.swap(facts::AUDIT_FILE, |text| {
-            Ok(Some(facts::scrub_audit(text, &removed.id)?.0))
-        })?;
-        self.append_audit(&[facts::AuditRecord {
-            at: now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-            op: "forget".into(),
-            memory: removed.id.clone(),
-            by: "forget".into(),
-            ..Default::default()
-        }])?;
-        Ok(removed)
+        Ok(main)
+    }
+
+    /// Replaces `needles` in the document `rel` by [`facts::FORGOTTEN`]
+    /// (see [`facts::redact`]), atomically, when it holds any.
+    fn redact_document(&self, rel: &str, needles: &[String]) -> Result<bool> {
+        if needles.is_empty() {
+            return Ok(false);
+        }
+        self.swap(rel, |text| {
+            let (out, n) = facts::redact(text, needles);
+            Ok((n > 0).then_some(out))
+        })
     }
 
     // ----- history -----
@@ -728,18 +792,26 @@ impl MemoryStore {
     }
 
     /// Removes a typed memory (by its name, or its `memory/…md` path), its
-    /// index line and its text in the audit log, under the memory lock. Anything else under `memory/`
-    /// (the history, daily logs, session notes: append-only) is refused.
-    /// Returns the removed file's path.
+    /// index line and its text in the audit log, under the memory lock.
+    /// Anything else under `memory/` (the history, daily logs, session
+    /// notes: append-only) is refused. Returns the removed file's path.
+    ///
+    /// The file goes last: a crash before leaves it in place, and
+    /// forgetting it again finishes the job. An index line whose file is
+    /// gone already (left by a crash of an older mnemo, or a file deleted
+    /// by hand) is removed when its name or path is forgotten.
     pub fn forget_typed(&self, name_or_path: &str) -> Result<String> {
         let given = name_or_path.trim();
         let _lock = self.lock()?;
-        let rel = if given.ends_with(".md") || given.contains('/') {
+        let memory_md = self.read_memory_md()?;
+        let by_path = given.ends_with(".md") || given.contains('/');
+        let rel = if by_path {
             given.trim_start_matches("./").to_string()
         } else {
             match self.find_typed(given)? {
                 Some(m) => m.path,
-                None => format!("memory/{}.md", typed_slug(given)),
+                None => index_line_named(&memory_md, given)
+                    .unwrap_or_else(|| format!("memory/{}.md", typed_slug(given))),
             }
         };
         let doc = match rel.starts_with("memory/") {
@@ -747,6 +819,15 @@ impl MemoryStore {
             false => None,
         };
         let Some(doc) = doc else {
+            // No file: only a dangling index line is left to remove.
+            if rel.starts_with("memory/") && has_index_line(&memory_md, &rel) {
+                let name = if by_path { None } else { Some(given) };
+                self.scrub_typed_audit(name)?;
+                self.swap(MEMORY_MD, |memory| {
+                    Ok(Some(remove_index_line(memory, &rel)))
+                })?;
+                return Ok(rel);
+            }
             return Err(Error::NotFound(format!(
                 "no typed memory {given:?} (looked for {rel}): `mnemo memory list` shows them"
             )));
@@ -762,20 +843,30 @@ impl MemoryStore {
                 "{rel} is {what} never forgotten; forget removes typed memories only (`mnemo memory list` shows them)"
             )));
         }
-        self.storage.remove(&rel)?;
-        self.swap(MEMORY_MD, |memory| {
-            Ok(Some(remove_index_line(memory, &rel)))
-        })?;
         // Its text goes from the audit log too: the records stay, saying
         // what happened when, without what was said.
         if let (Some(Ok(front)), _) = frontmatter::split(&doc.text) {
-            if self.storage.exists(facts::AUDIT_FILE)? {
-                self.swap(facts::AUDIT_FILE, |text| {
-                    Ok(Some(facts::scrub_audit(text, &front.name)?.0))
-                })?;
-            }
+            self.scrub_typed_audit(Some(&front.name))?;
         }
+        // The index line before the file (issue 43 N8): the line is in
+        // every prompt, and a retry finds the file by its name.
+        self.swap(MEMORY_MD, |memory| {
+            Ok(Some(remove_index_line(memory, &rel)))
+        })?;
+        failpoint::hit("memory.forget_typed_index_removed");
+        self.storage.remove(&rel)?;
         Ok(rel)
+    }
+
+    /// Removes the text of the typed memory `name` from the audit log.
+    fn scrub_typed_audit(&self, name: Option<&str>) -> Result<()> {
+        let Some(name) = name else { return Ok(()) };
+        if self.storage.exists(facts::AUDIT_FILE)? {
+            self.swap(facts::AUDIT_FILE, |text| {
+                Ok(Some(facts::scrub_audit(text, name)?.0))
+            })?;
+        }
+        Ok(())
     }
 
     /// Reads a typed memory file.
@@ -885,6 +976,39 @@ impl MemoryStore {
             }
         }
         Ok(out)
+    }
+}
+
+/// The ids forget removes with fact `id`: it, the facts with the same
+/// words as any of them ([`facts::same_words`]), and the facts a dream
+/// merged into any of them (an audit `merge` record: the kept fact as
+/// `memory`, the merged one as `supersedes`), to a fixed point.
+fn forget_group(file: &facts::FactsFile, id: &str, audit: &[facts::AuditRecord]) -> Vec<String> {
+    let mut gone = vec![id.to_string()];
+    loop {
+        let before = gone.len();
+        for f in file.facts() {
+            if gone.iter().any(|g| g.eq_ignore_ascii_case(&f.id)) {
+                continue;
+            }
+            let same = gone
+                .iter()
+                .filter_map(|g| file.get(g))
+                .any(|g| facts::same_words(&g.text, &f.text));
+            let merged = audit.iter().any(|r| {
+                r.op == "merge"
+                    && r.supersedes
+                        .as_deref()
+                        .is_some_and(|s| s.eq_ignore_ascii_case(&f.id))
+                    && gone.iter().any(|g| g.eq_ignore_ascii_case(&r.memory))
+            });
+            if same || merged {
+                gone.push(f.id.clone());
+            }
+        }
+        if gone.len() == before {
+            return gone;
+        }
     }
 }
 
@@ -1015,9 +1139,17 @@ fn is_date(s: &str) -> bool {
     NaiveDate::parse_from_str(s, "%Y-%m-%d").is_ok() && s.len() == 10
 }
 
+/// Bytes a typed memory's slug may take. A file name may take 255 bytes
+/// (most file systems); the slug shares it with `.md`, the suffix that
+/// keeps two names apart (`-1a2b3c4d-2`) and the temp file's name while it
+/// is written (`.<name>.tmp-<pid>-<n>`), so 60 characters of four bytes
+/// each (emoji, CJK Extension B) would not fit (issue 43 N10).
+pub const MAX_SLUG_BYTES: usize = 150;
+
 /// The file-name slug of a typed memory's name: lower case, letters and
 /// digits of every script kept (`过敏`, `张三-phone`, `café`), every other
-/// run of characters one `-`, at most 60 characters.
+/// run of characters one `-`, at most 60 characters and
+/// [`MAX_SLUG_BYTES`] bytes.
 pub fn typed_slug(name: &str) -> String {
     let mut out = String::new();
     for c in name.chars().flat_map(char::to_lowercase) {
@@ -1027,7 +1159,16 @@ pub fn typed_slug(name: &str) -> String {
             out.push('-');
         }
     }
-    let mut out: String = out.trim_matches('-').chars().take(60).collect();
+    let mut bytes = 0;
+    let mut out: String = out
+        .trim_matches('-')
+        .chars()
+        .take(60)
+        .take_while(|c| {
+            bytes += c.len_utf8();
+            bytes <= MAX_SLUG_BYTES
+        })
+        .collect();
     while out.ends_with('-') {
         out.pop();
     }
@@ -1183,6 +1324,27 @@ pub fn upsert_index_line(memory: &str, rel: &str, front: &FrontMatter) -> String
     s
 }
 
+/// True when `memory` holds the index line of the file `rel`.
+fn has_index_line(memory: &str, rel: &str) -> bool {
+    let needle = format!("]({rel})");
+    memory
+        .lines()
+        .any(|l| l.trim_start().starts_with("- [") && l.contains(&needle))
+}
+
+/// The file an index line of `memory` names for the memory called `name`
+/// (`- [Name](memory/….md): …`, names compared as [`name_key`] does).
+fn index_line_named(memory: &str, name: &str) -> Option<String> {
+    let wanted = name_key(&name.replace(['[', ']'], ""));
+    memory.lines().find_map(|l| {
+        let rest = l.trim_start().strip_prefix("- [")?;
+        let (n, rest) = rest.split_once("](")?;
+        let (rel, _) = rest.split_once(')')?;
+        (name_key(n) == wanted && rel.starts_with("memory/") && rel.ends_with(".md"))
+            .then(|| rel.to_string())
+    })
+}
+
 fn remove_index_line(memory: &str, rel: &str) -> String {
     let needle = format!("]({rel})");
     let mut s: String = memory
@@ -1235,6 +1397,15 @@ mod tests {
         assert_eq!(typed_slug("हिन्दी नोट"), "हिन्दी-नोट");
         assert_eq!(typed_slug("电话，地址。"), "电话-地址");
         assert_eq!(typed_slug("/\\:*?<>|"), "");
+        // Issue 43 N10: capped in bytes, not only in characters.
+        let emoji = typed_slug(&"\u{1F642}".repeat(56));
+        assert!(
+            emoji.len() <= MAX_SLUG_BYTES && !emoji.is_empty(),
+            "{emoji}"
+        );
+        assert_eq!(emoji.chars().count(), MAX_SLUG_BYTES / 4);
+        assert!(typed_slug(&"\u{20000}".repeat(60)).len() <= MAX_SLUG_BYTES);
+        assert_eq!(typed_slug(&"a".repeat(80)).len(), 60);
         assert!(is_date("2026-11-28") && !is_date("2026-11-28-x") && !is_date("tea"));
         assert_eq!(name_key("  Tea   Time "), "tea time");
     }

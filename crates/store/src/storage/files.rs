@@ -47,6 +47,72 @@ impl FileStorage {
 }
 
 impl FileStorage {
+    /// `e` naming its file by its workspace-relative path: an error goes to
+    /// clients of a server, which must not learn where the server keeps
+    /// its workspaces (issue 43 N10).
+    fn relative(&self, e: Error) -> Error {
+        let root = self.workspace.root();
+        // The path may be the resolved one (links followed).
+        let real = root.canonicalize().ok();
+        let rel = |p: PathBuf| {
+            let inside = p
+                .strip_prefix(root)
+                .ok()
+                .or_else(|| real.as_deref().and_then(|r| p.strip_prefix(r).ok()));
+            match inside {
+                Some(r) => PathBuf::from(mnemo_core::paths::slash_join(r)),
+                None => p,
+            }
+        };
+        match e {
+            Error::Io { op, path, source } => Error::Io {
+                op,
+                path: rel(path),
+                source,
+            },
+            Error::Corrupt {
+                path,
+                line,
+                message,
+            } => Error::Corrupt {
+                path: rel(path),
+                line,
+                message,
+            },
+            other => other,
+        }
+    }
+
+    /// [`Storage::write`], its errors naming absolute paths (see
+    /// [`relative`](Self::relative)).
+    fn write_file(&self, rel: &str, text: &str, expect: Expect) -> Result<Version> {
+        let path = self.path(rel)?;
+        match expect {
+            Expect::Any => fsutil::atomic_write(&path, text.as_bytes())?,
+            Expect::Absent => {
+                if !fsutil::create_new(&path, text.as_bytes())? {
+                    return Err(Error::Conflict(format!(
+                        "{rel} already exists; nothing was written"
+                    )));
+                }
+            }
+            Expect::Version(v) => {
+                // The callers hold the memory lock: the check and the
+                // rename are not raced by another mnemo writer.
+                let current = fsutil::read_text_opt(&path)?;
+                let found = current.as_deref().map(|t| version_of(t.as_bytes()));
+                if found.as_ref() != Some(&v) {
+                    return Err(Error::Conflict(format!(
+                        "{rel} changed since it was read (version {v}, now {}); nothing was written: read it again",
+                        found.map_or_else(|| "gone".to_string(), |f| f.0)
+                    )));
+                }
+                fsutil::atomic_write(&path, text.as_bytes())?;
+            }
+        }
+        Ok(version_of(text.as_bytes()))
+    }
+
     /// `.mnemo/locks/<name>.lock`; a name that is not a plain file name is
     /// refused.
     fn lock_path(&self, name: &str) -> Result<PathBuf> {
@@ -91,10 +157,12 @@ impl Storage for FileStorage {
 
     fn read(&self, rel: &str) -> Result<Option<Document>> {
         let path = self.path(rel)?;
-        Ok(fsutil::read_text_opt(&path)?.map(|text| Document {
-            version: version_of(text.as_bytes()),
-            text,
-        }))
+        Ok(fsutil::read_text_opt(&path)
+            .map_err(|e| self.relative(e))?
+            .map(|text| Document {
+                version: version_of(text.as_bytes()),
+                text,
+            }))
     }
 
     fn read_head(&self, rel: &str, max: usize) -> Result<Option<Vec<u8>>> {
@@ -104,47 +172,24 @@ impl Storage for FileStorage {
         let mut f = match fsutil::open_regular(&path, fs::OpenOptions::new().read(true)) {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(Error::io("open", &path)(e)),
+            Err(e) => return Err(self.relative(Error::io("open", &path)(e))),
         };
         let mut head = Vec::with_capacity(max);
         f.by_ref()
             .take(max as u64)
             .read_to_end(&mut head)
-            .map_err(Error::io("read", &path))?;
+            .map_err(|e| self.relative(Error::io("read", &path)(e)))?;
         Ok(Some(head))
     }
 
     fn write(&self, rel: &str, text: &str, expect: Expect) -> Result<Version> {
-        let path = self.path(rel)?;
-        match expect {
-            Expect::Any => fsutil::atomic_write(&path, text.as_bytes())?,
-            Expect::Absent => {
-                if !fsutil::create_new(&path, text.as_bytes())? {
-                    return Err(Error::Conflict(format!(
-                        "{rel} already exists; nothing was written"
-                    )));
-                }
-            }
-            Expect::Version(v) => {
-                // The callers hold the memory lock: the check and the
-                // rename are not raced by another mnemo writer.
-                let current = fsutil::read_text_opt(&path)?;
-                let found = current.as_deref().map(|t| version_of(t.as_bytes()));
-                if found.as_ref() != Some(&v) {
-                    return Err(Error::Conflict(format!(
-                        "{rel} changed since it was read (version {v}, now {}); nothing was written: read it again",
-                        found.map_or_else(|| "gone".to_string(), |f| f.0)
-                    )));
-                }
-                fsutil::atomic_write(&path, text.as_bytes())?;
-            }
-        }
-        Ok(version_of(text.as_bytes()))
+        self.write_file(rel, text, expect)
+            .map_err(|e| self.relative(e))
     }
 
     fn append(&self, rel: &str, text: &str) -> Result<()> {
         let path = self.path(rel)?;
-        fsutil::append(&path, text.as_bytes(), true)?;
+        fsutil::append(&path, text.as_bytes(), true).map_err(|e| self.relative(e))?;
         // An append leaves the folder's times as they were: the index
         // learns of it from the journal.
         mnemo_core::journal::note(&self.workspace, &path);
@@ -156,7 +201,7 @@ impl Storage for FileStorage {
         match fs::remove_file(&path) {
             Ok(()) => Ok(true),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
-            Err(e) => Err(Error::io("remove", &path)(e)),
+            Err(e) => Err(self.relative(Error::io("remove", &path)(e))),
         }
     }
 

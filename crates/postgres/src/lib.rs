@@ -103,9 +103,26 @@ impl Drop for Runtime {
     }
 }
 
+/// How long connecting may take, the TCP, TLS and startup handshakes
+/// together, unless the URL's `connect_timeout` says otherwise.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long one statement may run unless the URL's `options` set
+/// `statement_timeout` (`options=-c%20statement_timeout%3D30s`; `0` for
+/// none): longer than any statement of mnemo takes on a healthy server,
+/// short enough that a stuck one gives its request back. Waits for
+/// mnemo's own locks are exempt ([`WAIT_WITHOUT_TIMEOUT`]).
+pub const STATEMENT_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// Run in a transaction before a wait for an advisory lock: such a wait
+/// lasts as long as the other holder's work (a consolidation, an index
+/// build), which no statement timeout can know.
+pub const WAIT_WITHOUT_TIMEOUT: &str = "SET LOCAL statement_timeout = 0";
+
 /// A database to reach: the client's settings (a connect timeout and
 /// mnemo's application name unless the URL sets them), its TLS (libpq's
-/// `sslmode` and `sslrootcert`, see [`tls`]) and its [`location`].
+/// `sslmode` and `sslrootcert`, see [`tls`]), its statement timeout and
+/// its [`location`].
 #[derive(Clone)]
 pub struct Target {
     config: Config,
@@ -137,7 +154,7 @@ impl Target {
         })?;
         config.ssl_mode(tls.ssl_mode());
         if config.get_connect_timeout().is_none() {
-            config.connect_timeout(Duration::from_secs(10));
+            config.connect_timeout(CONNECT_TIMEOUT);
         }
         if config.get_application_name().is_none() {
             config.application_name("mnemo");
@@ -168,8 +185,65 @@ impl Target {
     }
 
     /// One new connection, its I/O driven by a task of the current
-    /// runtime; the error names the server and what to check.
+    /// runtime, with mnemo's statement timeout unless the URL sets one;
+    /// the error names the server and what to check. The whole handshake
+    /// is bounded by the connect timeout: the client's own bounds only
+    /// the TCP connect, and a server that accepts and never answers (a
+    /// stuck server, a dead proxy, another service on the port) would
+    /// hold the caller for ever.
     pub async fn connect(&self) -> Result<Client, String> {
+        let limit = self
+            .config
+            .get_connect_timeout()
+            .copied()
+            .unwrap_or(CONNECT_TIMEOUT);
+        let client = match tokio::time::timeout(limit, self.handshake()).await {
+            Ok(client) => client?,
+            Err(_) => {
+                return Err(format!(
+                    "cannot connect to the {} at {}: the server did not answer within {} s \
+                     (is a PostgreSQL server listening on that port, and is it up? a slow one \
+                     needs a larger connect_timeout in the URL)",
+                    self.what,
+                    self.location,
+                    limit.as_secs_f64()
+                ))
+            }
+        };
+        if !self
+            .config
+            .get_options()
+            .is_some_and(|o| o.contains("statement_timeout"))
+        {
+            let set = format!("SET statement_timeout = {}", STATEMENT_TIMEOUT.as_millis());
+            // The server answered the handshake; one more statement is
+            // bounded as well.
+            match tokio::time::timeout(limit, client.batch_execute(&set)).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    return Err(format!(
+                        "cannot set up the connection to the {} at {}: {}",
+                        self.what,
+                        self.location,
+                        describe(&e)
+                    ))
+                }
+                Err(_) => {
+                    return Err(format!(
+                        "cannot set up the connection to the {} at {}: the server did not \
+                         answer within {} s",
+                        self.what,
+                        self.location,
+                        limit.as_secs_f64()
+                    ))
+                }
+            }
+        }
+        Ok(client)
+    }
+
+    /// The client's connect: TCP, TLS and the startup handshake.
+    async fn handshake(&self) -> Result<Client, String> {
         let failed = |e: tokio_postgres::Error| {
             let why = describe(&e);
             let check = if why.contains("TLS") || why.contains("certificate") {
@@ -346,7 +420,7 @@ pub fn lock_key(parts: &[&str]) -> i64 {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 
@@ -354,6 +428,59 @@ mod tests {
     fn lock_keys_tell_parts_apart() {
         assert_ne!(lock_key(&["ab", "c"]), lock_key(&["a", "bc"]));
         assert_eq!(lock_key(&["w", "memory"]), lock_key(&["w", "memory"]));
+    }
+
+    /// Issue 43 N4: a server that accepts TCP and never answers is given
+    /// up on after the connect timeout, the startup handshake included.
+    #[test]
+    fn a_server_that_never_answers_times_out() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        // Accepts and holds every connection, answering nothing.
+        std::thread::spawn(move || {
+            let mut held = Vec::new();
+            for s in listener.incoming() {
+                held.push(s);
+            }
+        });
+        let t = Target::parse(&format!(
+            "postgres://u@127.0.0.1:{port}/x?connect_timeout=1&sslmode=disable"
+        ))
+        .unwrap();
+        // Waited for on a thread of its own, so that a hang fails the test.
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let rt = Runtime::start().unwrap();
+            let _ = tx.send(rt.run(async move { t.connect().await.map(|_| ()) }));
+        });
+        let err = rx
+            .recv_timeout(Duration::from_secs(5))
+            .expect("still connecting after 5 s")
+            .unwrap()
+            .unwrap_err();
+        assert!(err.contains("did not answer within 1 s"), "{err}");
+    }
+
+    /// Issue 43 N4: connections carry mnemo's statement timeout unless the
+    /// URL's `options` set one.
+    #[test]
+    fn connections_have_a_statement_timeout() {
+        let Ok(url) = std::env::var("MNEMO_TEST_POSTGRES_URL") else {
+            return;
+        };
+        let rt = Runtime::start().unwrap();
+        let show = |url: String| {
+            rt.run(async move {
+                let c = Target::parse(&url).unwrap().connect().await.unwrap();
+                let row = c.query_one("SHOW statement_timeout", &[]).await.unwrap();
+                row.get::<_, String>(0)
+            })
+            .unwrap()
+        };
+        assert_eq!(show(url.clone()), "5min");
+        let sep = if url.contains('?') { '&' } else { '?' };
+        let own = format!("{url}{sep}options=-c%20statement_timeout%3D7s");
+        assert_eq!(show(own), "7s");
     }
 
     #[test]

@@ -51,19 +51,18 @@ pub fn export_nanobot(
             message: "not a folder: give nanobot's data folder (~/.nanobot)".into(),
         });
     }
-    let nb_ws = options
-        .nanobot_workspace
-        .clone()
-        .unwrap_or_else(|| dest.join("workspace"));
-    let nb_ws = nb_ws.canonicalize().map_err(|e| Error::Source {
-        path: nb_ws.clone(),
-        message: format!(
-            "no nanobot workspace here ({e}): run nanobot once, or pass the workspace the sessions belong to (--nanobot-workspace)"
-        ),
-    })?;
     let mut report = Report {
         dry_run: options.dry_run,
         ..Report::default()
+    };
+    let nb_ws = match &options.nanobot_workspace {
+        Some(given) => given.canonicalize().map_err(|e| Error::Source {
+            path: given.clone(),
+            message: format!(
+                "no nanobot workspace here ({e}): check the path given to --nanobot-workspace"
+            ),
+        })?,
+        None => default_workspace(dest, options.dry_run, &mut report)?,
     };
     let id_file = nb_ws.join(".nanobot").join("workspace-id");
     let id = match fsutil::read_text_opt(&id_file)? {
@@ -269,6 +268,44 @@ fn export_one(
     }
     report.messages += messages.len();
     report.push(verb, Kind::Session, target, source, detail);
+}
+
+/// nanobot's default workspace, `DEST/workspace`, created as nanobot
+/// would when it has not run yet (a dry run only reports it).
+fn default_workspace(dest: &Path, dry_run: bool, report: &mut Report) -> Result<PathBuf> {
+    let dest = dest.canonicalize().map_err(|e| Error::Source {
+        path: dest.to_path_buf(),
+        message: format!("cannot open nanobot's data folder ({e}): check the path"),
+    })?;
+    let nb_ws = dest.join("workspace");
+    match std::fs::symlink_metadata(&nb_ws) {
+        Ok(_) => nb_ws.canonicalize().map_err(|e| Error::Source {
+            path: nb_ws.clone(),
+            message: format!(
+                "cannot open nanobot's workspace ({e}): check it, or pass the workspace the sessions belong to (--nanobot-workspace)"
+            ),
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if !dry_run {
+                std::fs::create_dir_all(&nb_ws).map_err(|e| Error::Source {
+                    path: nb_ws.clone(),
+                    message: format!("cannot create nanobot's workspace folder ({e}): check the permissions of the data folder"),
+                })?;
+            }
+            report.push(
+                Verb::Create,
+                Kind::Other,
+                nb_ws.display().to_string(),
+                "",
+                "nanobot's workspace folder, which nanobot has not created yet",
+            );
+            Ok(nb_ws)
+        }
+        Err(e) => Err(Error::Source {
+            path: nb_ws,
+            message: format!("cannot open nanobot's workspace ({e}): check its permissions"),
+        }),
+    }
 }
 
 fn is_id(s: &str) -> bool {

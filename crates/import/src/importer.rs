@@ -121,6 +121,11 @@ impl<'a> Importer<'a> {
         format!("{}/{rel}", self.source_display.trim_end_matches('/'))
     }
 
+    /// The `[session]` options the workspace's logs are written with.
+    pub(crate) fn session_options(&self) -> &mnemo_store::SessionOptions {
+        self.sessions.options()
+    }
+
     pub(crate) fn tool(&self) -> Tool {
         self.tool
     }
@@ -211,22 +216,9 @@ impl<'a> Importer<'a> {
         source_rel: &str,
     ) {
         self.report.conversations += 1;
-        let mut text = Vec::with_capacity(lines.len());
-        for l in &lines {
-            match l.text() {
-                Ok(t) => text.push(t),
-                Err(e) => {
-                    self.report.push(
-                        Verb::Error,
-                        Kind::Session,
-                        "",
-                        source_rel,
-                        format!("cannot encode a line ({e}); the session was skipped"),
-                    );
-                    return;
-                }
-            }
-        }
+        let Some((lines, text)) = self.bound_lines(key, lines, source_rel) else {
+            return;
+        };
         // Compared through the store's own encoding, so that a line written
         // verbatim and the same line read back compare equal.
         let cmp: Vec<String> = text
@@ -325,6 +317,90 @@ impl<'a> Importer<'a> {
                 "the workspace already holds a different conversation under key {key:?} (and {alt:?}); nothing was written: move those logs out of sessions/ and run the import again"
             ),
         );
+    }
+
+    /// Puts a session's lines through the limits of an append: the
+    /// tool-result budget (an oversized result is persisted beside the log
+    /// and replaced by a preview; a dry run only names its file) and the
+    /// line limit (`[session] max_line_bytes`). A line over the limit is an
+    /// error and left out, so the log never holds a line mnemo's own writers
+    /// would refuse. Returns the lines kept and their text, or `None` when
+    /// the session cannot be imported (reported).
+    ///
+    /// Each message is its own batch here: an imported conversation has no
+    /// appended turns to share the per-turn budget. The budget runs before
+    /// the session is compared with the workspace, so a result may be
+    /// persisted for a session that turns out to conflict; the file names
+    /// it, and a later import reuses it.
+    fn bound_lines(
+        &mut self,
+        key: &str,
+        lines: Vec<SessionLine>,
+        source_rel: &str,
+    ) -> Option<(Vec<SessionLine>, Vec<String>)> {
+        let mut kept = Vec::with_capacity(lines.len());
+        let mut text = Vec::with_capacity(lines.len());
+        for (i, mut l) in lines.into_iter().enumerate() {
+            if let Record::Message(m) = &mut l.record {
+                let inline = mnemo_store::session::persisted_path(m).is_none();
+                if let Err(e) =
+                    self.sessions
+                        .apply_budget(key, std::slice::from_mut(m), self.dry_run)
+                {
+                    self.report.push(
+                        Verb::Error,
+                        Kind::Session,
+                        "",
+                        source_rel,
+                        format!(
+                            "cannot persist a large tool result ({e}); the session was skipped"
+                        ),
+                    );
+                    return None;
+                }
+                if inline && mnemo_store::session::persisted_path(m).is_some() {
+                    // The source's own JSON holds the full result: the
+                    // message is written as the budget left it.
+                    l.verbatim = None;
+                }
+            }
+            let t = match l.text() {
+                Ok(t) => t,
+                Err(e) => {
+                    self.report.push(
+                        Verb::Error,
+                        Kind::Session,
+                        "",
+                        source_rel,
+                        format!("cannot encode a line ({e}); the session was skipped"),
+                    );
+                    return None;
+                }
+            };
+            let options = self.sessions.options();
+            let over = match &l.record {
+                Record::Message(m) => options.check_line(m, t.as_bytes()).err().map(|e| e.to_string()),
+                _ if t.len() > options.max_line_bytes => Some(format!(
+                    "a record of {} bytes is over the {}-byte line limit; raise [session] max_line_bytes to import it",
+                    t.len(),
+                    options.max_line_bytes
+                )),
+                _ => None,
+            };
+            if let Some(why) = over {
+                self.report.push(
+                    Verb::Error,
+                    Kind::Session,
+                    "",
+                    source_rel,
+                    format!("line {} of the conversation: {why}; it was left out of the imported log, the rest imported", i + 1),
+                );
+                continue;
+            }
+            kept.push(l);
+            text.push(t);
+        }
+        Some((kept, text))
     }
 
     #[allow(clippy::too_many_arguments)]

@@ -166,6 +166,24 @@ pub fn import_watched(
     watch: Option<report::Watch>,
 ) -> Result<Report> {
     let src = source::Source::open(source)?;
+    // Another tool's folder is refused before anything is written: a
+    // nanobot data folder also has a `workspace/` with a MEMORY.md, which
+    // an OpenClaw import would take for its own and copy.
+    if !src.marked_as(tool) {
+        let others = [Tool::Nanobot, Tool::OpenClaw, Tool::ClaudeCode];
+        if let Some(other) = others.into_iter().find(|t| *t != tool && src.marked_as(*t)) {
+            return Err(Error::Source {
+                path: source.to_path_buf(),
+                message: format!(
+                    "this looks like {}'s folder, not {}'s: nothing was written; import it with `mnemo import {} {}`",
+                    other.as_str(),
+                    tool.as_str(),
+                    other.as_str(),
+                    source.display()
+                ),
+            });
+        }
+    }
     let manifest = manifest::Manifest::load(workspace)?;
     let sessions = SessionStore::new(workspace, options.session.clone());
     let mut imp = importer::Importer::new(

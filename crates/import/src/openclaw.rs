@@ -309,7 +309,8 @@ fn workspace(imp: &mut Importer<'_>, src: &Source, ws: &str, agent: &str) {
 
 /// The transcripts of an agent database; returns the session ids found.
 fn database(imp: &mut Importer<'_>, src: &Source, agent: &str, rel: &str) -> HashSet<String> {
-    let db = match openclaw_db::read(&src.path(rel)) {
+    let limit = imp.session_options().max_line_bytes;
+    let db = match openclaw_db::read(&src.path(rel), limit) {
         Ok(db) => db,
         Err(e) => {
             imp.report.push(
@@ -327,7 +328,19 @@ fn database(imp: &mut Importer<'_>, src: &Source, agent: &str, rel: &str) -> Has
         let id = &w.session_id;
         ids.insert(id.clone());
         let at = format!("{rel}#{id}");
-        let events = db.events.get(id).cloned().unwrap_or_default();
+        let events = match db.events(id) {
+            Ok(e) => e,
+            Err(e) => {
+                imp.report.push(
+                    Verb::Error,
+                    Kind::Session,
+                    "",
+                    at,
+                    format!("{e}; this conversation was not imported"),
+                );
+                continue;
+            }
+        };
         if events.is_empty() {
             imp.report.push(
                 Verb::Skip,
@@ -378,6 +391,13 @@ fn agent_files(imp: &mut Importer<'_>, src: &Source, dir: &str) {
         if name == "openclaw-agent.sqlite" {
             continue;
         }
+        let rel = join(dir, &name);
+        if src.entry(&rel) == Entry::Link {
+            // A linked write-ahead log is not read with the database (see
+            // `openclaw_db::read`); no link is followed.
+            src.report_link(&rel, Kind::Session, &mut imp.report);
+            continue;
+        }
         let (verb, detail) =
             if name.ends_with("-wal") || name.ends_with("-shm") || name.ends_with("-journal") {
                 (
@@ -397,8 +417,7 @@ fn agent_files(imp: &mut Importer<'_>, src: &Source, dir: &str) {
                     "not something OpenClaw keeps conversations in: left as it is",
                 )
             };
-        imp.report
-            .push(verb, Kind::Other, "", join(dir, &name), detail);
+        imp.report.push(verb, Kind::Other, "", rel, detail);
     }
 }
 

@@ -10,13 +10,26 @@
 //!
 //! The database is read from a private copy (with its write-ahead log, where
 //! OpenClaw's latest writes often still are), so the source is never opened
-//! for writing, and a running OpenClaw is not disturbed.
+//! for writing, and a running OpenClaw is not disturbed. A write-ahead log
+//! that is a link is never followed: the database is read without it.
+//!
+//! A compressed row is a small input that can expand without end (a
+//! "decompression bomb"), so each row is decoded up to a limit, never past
+//! it: its recorded length, OpenClaw's own 4 MiB row limit and the session
+//! line limit, whichever is least. A row over it is an error of that row,
+//! and the rest of the import goes on. Rows are read one conversation at a
+//! time, so memory holds one conversation, not the whole database.
 
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::Path;
 
 use rusqlite::{Connection, OpenFlags};
+
+/// OpenClaw's own limit on one transcript row (its schema's
+/// `CHECK (event_utf8_bytes BETWEEN 1 AND 4194304)`), which a database
+/// need not carry: no row is decoded past it.
+pub(crate) const MAX_ROW_BYTES: usize = 4 * 1024 * 1024;
 
 /// One conversation window.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,29 +48,37 @@ pub(crate) struct Event {
     pub json: Result<String, String>,
 }
 
-/// What an agent database holds of its conversations.
-#[derive(Debug, Default)]
+/// An agent database opened from its private copy: what it holds of its
+/// conversations, and their rows on demand ([`AgentDb::events`]).
+#[derive(Debug)]
 pub(crate) struct AgentDb {
     /// Windows in creation order, then every session id that has events but
     /// no window row.
     pub windows: Vec<Window>,
-    /// Session id → its rows in `seq` order.
-    pub events: BTreeMap<String, Vec<Event>>,
     /// Session id → the session keys whose current window it is.
     pub current: BTreeMap<String, Vec<String>>,
     /// The OpenClaw version that created the database, when recorded.
     pub app_version: Option<String>,
+    conn: Connection,
+    compressed: bool,
+    /// Bytes one row may decode to.
+    row_limit: usize,
+    /// The scratch folder of the copy; removed when this is dropped.
+    _dir: tempfile::TempDir,
 }
 
-/// Reads the transcripts of the database at `path` (from a copy).
-pub(crate) fn read(path: &Path) -> Result<AgentDb, String> {
+/// Opens the database at `path` (from a copy). A compressed row decodes to
+/// at most `row_limit` bytes (and never past [`MAX_ROW_BYTES`]).
+pub(crate) fn read(path: &Path, row_limit: usize) -> Result<AgentDb, String> {
     let dir = tempfile::tempdir().map_err(|e| format!("cannot make a scratch folder ({e})"))?;
     let copy = dir.path().join("agent.sqlite");
     std::fs::copy(path, &copy).map_err(|e| format!("cannot copy the database ({e})"))?;
     let mut wal = path.as_os_str().to_owned();
     wal.push("-wal");
     let wal = Path::new(&wal);
-    if wal.is_file() {
+    // `is_file` and `copy` follow links: the link is looked at itself, so a
+    // log linked in from elsewhere (another database's) is never read.
+    if std::fs::symlink_metadata(wal).is_ok_and(|m| m.file_type().is_file()) {
         std::fs::copy(wal, dir.path().join("agent.sqlite-wal"))
             .map_err(|e| format!("cannot copy its write-ahead log ({e})"))?;
     }
@@ -67,120 +88,183 @@ pub(crate) fn read(path: &Path) -> Result<AgentDb, String> {
         OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )
     .map_err(|e| format!("not an SQLite database ({e})"))?;
-    read_conn(&conn)
-}
-
-fn read_conn(conn: &Connection) -> Result<AgentDb, String> {
-    let sql_err = |e: rusqlite::Error| format!("cannot read it ({e})");
-    let tables = table_names(conn).map_err(sql_err)?;
-    if !tables.iter().any(|t| t == "transcript_events") {
-        return Err(
-            "it has no transcript_events table: not an agent database of OpenClaw 2026.9 or later"
-                .into(),
-        );
-    }
-    let mut db = AgentDb::default();
-    if tables.iter().any(|t| t == "schema_meta") {
-        db.app_version = conn
-            .query_row(
-                "SELECT app_version FROM schema_meta WHERE role = 'agent' LIMIT 1",
-                [],
-                |r| r.get::<_, Option<String>>(0),
-            )
-            .ok()
-            .flatten();
-    }
-    if tables.iter().any(|t| t == "session_windows") {
-        let mut stmt = conn
-            .prepare(
-                "SELECT session_id, session_key, previous_session_id, reason, created_at \
-                 FROM session_windows ORDER BY created_at, session_id",
-            )
-            .map_err(sql_err)?;
-        let rows = stmt
-            .query_map([], |r| {
-                Ok(Window {
-                    session_id: r.get(0)?,
-                    session_key: r.get(1)?,
-                    previous: r.get(2)?,
-                    reason: r.get(3)?,
-                    created_at: r.get(4)?,
-                })
-            })
-            .map_err(sql_err)?;
-        for w in rows {
-            db.windows.push(w.map_err(sql_err)?);
-        }
-    }
-    if tables.iter().any(|t| t == "session_nodes") {
-        let mut stmt = conn
-            .prepare(
-                "SELECT session_key, current_session_id FROM session_nodes ORDER BY session_key",
-            )
-            .map_err(sql_err)?;
-        let rows = stmt
-            .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))
-            .map_err(sql_err)?;
-        for row in rows {
-            let (key, id) = row.map_err(sql_err)?;
-            db.current.entry(id).or_default().push(key);
-        }
-    }
-    let columns = column_names(conn, "transcript_events").map_err(sql_err)?;
-    let compressed = columns.iter().any(|c| c == "event_zstd");
-    let query = if compressed {
-        "SELECT session_id, seq, event_json, event_zstd, event_utf8_bytes FROM transcript_events ORDER BY session_id, seq"
-    } else {
-        "SELECT session_id, seq, event_json, NULL, NULL FROM transcript_events ORDER BY session_id, seq"
+    let mut db = AgentDb {
+        windows: Vec::new(),
+        current: BTreeMap::new(),
+        app_version: None,
+        conn,
+        compressed: false,
+        row_limit: row_limit.min(MAX_ROW_BYTES),
+        _dir: dir,
     };
-    let mut stmt = conn.prepare(query).map_err(sql_err)?;
-    let rows = stmt
-        .query_map([], |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, i64>(1)?,
-                r.get::<_, Option<String>>(2)?,
-                r.get::<_, Option<Vec<u8>>>(3)?,
-                r.get::<_, Option<i64>>(4)?,
-            ))
-        })
-        .map_err(sql_err)?;
-    for row in rows {
-        let (id, seq, json, zstd, bytes) = row.map_err(sql_err)?;
-        let json = match (json, zstd) {
-            (Some(j), _) => Ok(j),
-            (None, Some(z)) => decompress(&z, bytes),
-            (None, None) => Err("the row holds no event".to_string()),
-        };
-        db.events.entry(id).or_default().push(Event { seq, json });
-    }
-    let known: Vec<String> = db.windows.iter().map(|w| w.session_id.clone()).collect();
-    for id in db.events.keys() {
-        if !known.contains(id) {
-            db.windows.push(Window {
-                session_id: id.clone(),
-                session_key: None,
-                previous: None,
-                reason: None,
-                created_at: None,
-            });
-        }
-    }
+    db.read_windows()?;
     Ok(db)
 }
 
-/// A zstd-compressed row, checked against its recorded UTF-8 length.
-fn decompress(data: &[u8], expected: Option<i64>) -> Result<String, String> {
+fn sql_err(e: rusqlite::Error) -> String {
+    format!("cannot read it ({e})")
+}
+
+impl AgentDb {
+    fn read_windows(&mut self) -> Result<(), String> {
+        let conn = &self.conn;
+        let tables = table_names(conn).map_err(sql_err)?;
+        if !tables.iter().any(|t| t == "transcript_events") {
+            return Err(
+                "it has no transcript_events table: not an agent database of OpenClaw 2026.9 or later"
+                    .into(),
+            );
+        }
+        if tables.iter().any(|t| t == "schema_meta") {
+            self.app_version = conn
+                .query_row(
+                    "SELECT app_version FROM schema_meta WHERE role = 'agent' LIMIT 1",
+                    [],
+                    |r| r.get::<_, Option<String>>(0),
+                )
+                .ok()
+                .flatten();
+        }
+        let mut windows = Vec::new();
+        if tables.iter().any(|t| t == "session_windows") {
+            let mut stmt = conn
+                .prepare(
+                    "SELECT session_id, session_key, previous_session_id, reason, created_at \
+                     FROM session_windows ORDER BY created_at, session_id",
+                )
+                .map_err(sql_err)?;
+            let rows = stmt
+                .query_map([], |r| {
+                    Ok(Window {
+                        session_id: r.get(0)?,
+                        session_key: r.get(1)?,
+                        previous: r.get(2)?,
+                        reason: r.get(3)?,
+                        created_at: r.get(4)?,
+                    })
+                })
+                .map_err(sql_err)?;
+            for w in rows {
+                windows.push(w.map_err(sql_err)?);
+            }
+        }
+        if tables.iter().any(|t| t == "session_nodes") {
+            let mut stmt = conn
+                .prepare(
+                    "SELECT session_key, current_session_id FROM session_nodes ORDER BY session_key",
+                )
+                .map_err(sql_err)?;
+            let rows = stmt
+                .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))
+                .map_err(sql_err)?;
+            for row in rows {
+                let (key, id) = row.map_err(sql_err)?;
+                self.current.entry(id).or_default().push(key);
+            }
+        }
+        let columns = column_names(conn, "transcript_events").map_err(sql_err)?;
+        self.compressed = columns.iter().any(|c| c == "event_zstd");
+        let mut stmt = conn
+            .prepare("SELECT DISTINCT session_id FROM transcript_events ORDER BY session_id")
+            .map_err(sql_err)?;
+        let ids = stmt
+            .query_map([], |r| r.get::<_, String>(0))
+            .map_err(sql_err)?;
+        let mut with_events = Vec::new();
+        for id in ids {
+            with_events.push(id.map_err(sql_err)?);
+        }
+        for id in with_events {
+            if !windows.iter().any(|w| w.session_id == id) {
+                windows.push(Window {
+                    session_id: id,
+                    session_key: None,
+                    previous: None,
+                    reason: None,
+                    created_at: None,
+                });
+            }
+        }
+        self.windows = windows;
+        Ok(())
+    }
+
+    /// The rows of one conversation window, in `seq` order.
+    pub(crate) fn events(&self, session_id: &str) -> Result<Vec<Event>, String> {
+        let query = if self.compressed {
+            "SELECT seq, event_json, event_zstd, event_utf8_bytes FROM transcript_events WHERE session_id = ?1 ORDER BY seq"
+        } else {
+            "SELECT seq, event_json, NULL, NULL FROM transcript_events WHERE session_id = ?1 ORDER BY seq"
+        };
+        let mut stmt = self.conn.prepare(query).map_err(sql_err)?;
+        let rows = stmt
+            .query_map([session_id], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, Option<String>>(1)?,
+                    r.get::<_, Option<Vec<u8>>>(2)?,
+                    r.get::<_, Option<i64>>(3)?,
+                ))
+            })
+            .map_err(sql_err)?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (seq, json, zstd, bytes) = row.map_err(sql_err)?;
+            let json = match (json, zstd) {
+                (Some(j), _) => Ok(j),
+                (None, Some(z)) => decompress(&z, bytes, self.row_limit),
+                (None, None) => Err("the row holds no event".to_string()),
+            };
+            out.push(Event { seq, json });
+        }
+        Ok(out)
+    }
+}
+
+/// A zstd-compressed row, decoded up to `limit` bytes (and its recorded
+/// UTF-8 length, when that is less) and checked against that length. A row
+/// that would decode past the limit is an error, found after decoding at
+/// most one byte more than the limit.
+fn decompress(data: &[u8], expected: Option<i64>, limit: usize) -> Result<String, String> {
+    let limit_u64 = u64::try_from(limit).unwrap_or(u64::MAX);
+    let over = |what: String| {
+        format!(
+            "compressed row {what}, over the limit of {limit} bytes a row may hold \
+             (OpenClaw's own 4 MiB, or [session] max_line_bytes when that is less): \
+             not decompressed further and not imported"
+        )
+    };
+    let cap = match expected {
+        Some(n) if n < 0 => {
+            return Err(format!(
+                "compressed row records a length of {n} bytes: not imported"
+            ))
+        }
+        Some(n) if n.unsigned_abs() > limit_u64 => {
+            return Err(over(format!("records {n} bytes")));
+        }
+        Some(n) => n.unsigned_abs(),
+        None => limit_u64,
+    };
     let mut out = Vec::new();
     ruzstd::decoding::StreamingDecoder::new(data)
         .map_err(|e| format!("compressed row does not decode ({e})"))?
+        .take(cap.saturating_add(1))
         .read_to_end(&mut out)
         .map_err(|e| format!("compressed row does not decode ({e})"))?;
+    let got = u64::try_from(out.len()).unwrap_or(u64::MAX);
+    if got > cap {
+        return Err(match expected {
+            Some(n) => format!(
+                "compressed row decodes to more than the {n} bytes recorded: not decompressed further and not imported"
+            ),
+            None => over("decodes to more bytes".to_string()),
+        });
+    }
     if let Some(n) = expected {
-        if usize::try_from(n).ok() != Some(out.len()) {
+        if got != n.unsigned_abs() {
             return Err(format!(
-                "compressed row decodes to {} bytes where {n} were recorded",
-                out.len()
+                "compressed row decodes to {got} bytes where {n} were recorded"
             ));
         }
     }

@@ -101,6 +101,27 @@ impl Source {
         fs::read_to_string(self.path(rel)).ok()
     }
 
+    /// True when the folder carries a mark only `tool` leaves: its name
+    /// (`.nanobot`, `.openclaw`, `.claude`), its configuration file, or a
+    /// folder only it makes. Used to refuse a source of another tool before
+    /// anything is written.
+    pub(crate) fn marked_as(&self, tool: crate::Tool) -> bool {
+        let name = self.name();
+        let dir = |rel: &str| self.entry(rel) == Entry::Dir;
+        let file = |rel: &str| self.entry(rel) == Entry::File;
+        match tool {
+            crate::Tool::Nanobot => {
+                name == ".nanobot"
+                    || dir(".nanobot")
+                    || (file("config.json") && dir("workspace") && !file("openclaw.json"))
+            }
+            crate::Tool::OpenClaw => {
+                name == ".openclaw" || dir(".openclaw") || file("openclaw.json") || dir("agents")
+            }
+            crate::Tool::ClaudeCode => name == ".claude" || dir("projects"),
+        }
+    }
+
     /// A source-relative path joined to the root.
     pub(crate) fn path(&self, rel: &str) -> PathBuf {
         if rel.is_empty() {

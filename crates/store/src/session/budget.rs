@@ -27,12 +27,15 @@ pub struct ToolResultBudget {
 }
 
 /// Applies the budget to a batch of messages being appended. `dir` is the
-/// workspace-relative folder of the persisted results in `storage`.
+/// workspace-relative folder of the persisted results in `storage`. With
+/// `dry_run` nothing is written: the messages become what they would be,
+/// naming the files their results would take.
 pub fn apply(
     budget: ToolResultBudget,
     messages: &mut [Message],
     storage: &dyn Storage,
     dir: &str,
+    dry_run: bool,
 ) -> Result<()> {
     let sizes: Vec<usize> = messages
         .iter()
@@ -79,7 +82,7 @@ pub fn apply(
     }
     for (m, spilled) in messages.iter_mut().zip(&spill) {
         if *spilled {
-            persist(budget, m, storage, dir)?;
+            persist(budget, m, storage, dir, dry_run)?;
         }
     }
     Ok(())
@@ -136,8 +139,15 @@ fn same_content(storage: &dyn Storage, rel: &str, data: &str) -> bool {
 /// Stores `data` as `<stem>.txt`, or `<stem>-2.txt`, `<stem>-3.txt`, …
 /// when that name already holds another result; a name holding exactly
 /// `data` is reused. Files are created exclusively, so two appenders never
-/// take one name. Returns the file name.
-fn claim_file(storage: &dyn Storage, dir: &str, stem: &str, data: &str) -> Result<String> {
+/// take one name. Returns the file name. With `dry_run` nothing is written:
+/// the name is the first that is free or holds `data`.
+fn claim_file(
+    storage: &dyn Storage,
+    dir: &str,
+    stem: &str,
+    data: &str,
+    dry_run: bool,
+) -> Result<String> {
     for n in 1..=10_000u32 {
         let name = if n == 1 {
             format!("{stem}.txt")
@@ -145,6 +155,13 @@ fn claim_file(storage: &dyn Storage, dir: &str, stem: &str, data: &str) -> Resul
             format!("{stem}-{n}.txt")
         };
         let rel = format!("{dir}/{name}");
+        if dry_run {
+            match storage.read(&rel)? {
+                None => return Ok(name),
+                Some(d) if d.text == data => return Ok(name),
+                Some(_) => continue,
+            }
+        }
         match storage.write(&rel, data, Expect::Absent) {
             Ok(_) => return Ok(name),
             Err(Error::Conflict(_)) if same_content(storage, &rel, data) => return Ok(name),
@@ -162,9 +179,10 @@ fn persist(
     m: &mut Message,
     storage: &dyn Storage,
     dir: &str,
+    dry_run: bool,
 ) -> Result<()> {
     let text = m.text();
-    let name = claim_file(storage, dir, &spill_stem(m), &text)?;
+    let name = claim_file(storage, dir, &spill_stem(m), &text, dry_run)?;
     let shown = format!("{dir}/{name}");
     let chars = text.chars().count();
     let preview = cut_at_byte_boundary(&text, budget.preview_bytes);

@@ -66,6 +66,21 @@ impl Default for SessionOptions {
 }
 
 impl SessionOptions {
+    /// Refuses a message whose encoded `line` is over `max_line_bytes`: the
+    /// check of every append, and of imports that place whole logs.
+    pub fn check_line(&self, m: &Message, line: &[u8]) -> Result<()> {
+        if line.len() > self.max_line_bytes {
+            return Err(Error::Invalid(format!(
+                "a {} message of {} bytes is over the {}-byte line limit; nothing was written. \
+                 Store large content as a file and reference it, or raise [session] max_line_bytes",
+                m.role.as_str(),
+                line.len(),
+                self.max_line_bytes
+            )));
+        }
+        Ok(())
+    }
+
     fn budget(&self) -> ToolResultBudget {
         ToolResultBudget {
             max_chars: self.tool_result_max_chars,
@@ -191,6 +206,21 @@ impl SessionStore {
         }
     }
 
+    /// Applies the tool-result budget of an append to `messages` bound for
+    /// the log of `key` (an oversized result is persisted beside the log
+    /// and replaced by a preview), for writers that place whole logs
+    /// themselves (imports). With `dry_run` nothing is written: the
+    /// messages become what they would be.
+    pub fn apply_budget(&self, key: &str, messages: &mut [Message], dry_run: bool) -> Result<()> {
+        budget::apply(
+            self.options.budget(),
+            messages,
+            &*self.storage,
+            &spill_dir(&*self.storage, key)?,
+            dry_run,
+        )
+    }
+
     /// True when a log exists for `key`.
     pub fn exists(&self, key: &str) -> Result<bool> {
         self.storage.session_exists(key)
@@ -199,11 +229,9 @@ impl SessionStore {
     /// Opens the log of `key` for appending; the log is created on the
     /// first append.
     pub fn open(&self, key: &str) -> Result<SessionLog> {
-        let rel = self.storage.session_rel(key)?;
-        let stem = rel.strip_suffix(".jsonl").unwrap_or(&rel);
         Ok(SessionLog {
             key: key.to_string(),
-            spill_dir: format!("{stem}.tool-results"),
+            spill_dir: spill_dir(&*self.storage, key)?,
             writer: self.storage.open_session(key, &self.options)?,
             storage: self.storage.clone(),
             options: self.options.clone(),
@@ -385,20 +413,13 @@ impl SessionLog {
             &mut stored,
             &*self.storage,
             &self.spill_dir,
+            false,
         )?;
         let mut buf = Vec::with_capacity(256 * stored.len());
         for m in &stored {
             let line = serde_json::to_vec(m)
                 .map_err(|e| Error::Invalid(format!("cannot encode message: {e}")))?;
-            if line.len() > self.options.max_line_bytes {
-                return Err(Error::Invalid(format!(
-                    "a {} message of {} bytes is over the {}-byte line limit; nothing was written. \
-                     Store large content as a file and reference it, or raise [session] max_line_bytes",
-                    m.role.as_str(),
-                    line.len(),
-                    self.options.max_line_bytes
-                )));
-            }
+            self.options.check_line(m, &line)?;
             buf.extend_from_slice(&line);
             buf.push(b'\n');
         }
@@ -456,6 +477,14 @@ impl SessionLog {
     pub fn fold(&mut self) -> Result<()> {
         self.writer.fold()
     }
+}
+
+/// The workspace-relative folder of the persisted tool results of `key`:
+/// `sessions/<stem>.tool-results`.
+fn spill_dir(storage: &dyn crate::storage::Storage, key: &str) -> Result<String> {
+    let rel = storage.session_rel(key)?;
+    let stem = rel.strip_suffix(".jsonl").unwrap_or(&rel);
+    Ok(format!("{stem}.tool-results"))
 }
 
 fn torn_path(log: &Path) -> PathBuf {

@@ -389,6 +389,8 @@ pub struct FactsFile {
     /// Facts current when the file was read (they move under "No longer
     /// true" when they end).
     was_current: HashSet<String>,
+    /// How many of `lines` were read from the file (the rest were added).
+    read: usize,
 }
 
 impl FactsFile {
@@ -415,6 +417,7 @@ impl FactsFile {
                 None => f.lines.push(Line::Other(line.to_string())),
             }
         }
+        f.read = f.lines.len();
         f
     }
 
@@ -595,9 +598,11 @@ impl FactsFile {
             .collect();
         let new_set: HashSet<usize> = new.iter().copied().collect();
         // Where new facts go: after the last current fact line that was
-        // read, else before the past heading, else at the end.
+        // read, else before the past heading, else at the end. A fact added
+        // and ended since the read is no anchor: its line is at the end.
         let mut out: Vec<String> = Vec::new();
-        let last_current = self.lines.iter().rposition(|l| match l {
+        let read = self.read.min(self.lines.len());
+        let last_current = self.lines[..read].iter().rposition(|l| match l {
             Line::Fact(i) => {
                 !new_set.contains(i)
                     && self
@@ -1081,6 +1086,32 @@ mod tests {
 
     fn day(s: &str) -> NaiveDate {
         s.parse().unwrap()
+    }
+
+    #[test]
+    fn a_fact_added_and_ended_in_one_round_keeps_new_facts_above_the_past() {
+        // One current fact, one ended: the file has its "No longer true".
+        let mut f = FactsFile::parse("");
+        let a = f.add("Lives in Paris.", Some(day("2026-03-01")), now(), None);
+        let b = f.add("Works as a nurse.", Some(day("2026-03-01")), now(), None);
+        let c = f.add("Lives in Rome.", Some(day("2026-03-02")), now(), None);
+        f.end(&a, Some(day("2026-03-02")), Some(&c)).unwrap();
+        let mut f = FactsFile::parse(&f.render());
+        // The next round adds a fact and ends it by another one.
+        let d = f.add("Has a cat.", Some(day("2026-03-03")), now(), None);
+        let e = f.add("Has two cats.", Some(day("2026-03-03")), now(), None);
+        f.end(&d, Some(day("2026-03-03")), Some(&e)).unwrap();
+        let text = f.render();
+        let past = text.find(PAST_HEADING).unwrap();
+        for current in [&b, &c, &e] {
+            let at = text.find(&format!("({current};")).unwrap();
+            assert!(at < past, "{current} under the past heading:\n{text}");
+        }
+        for ended in [&a, &d] {
+            let at = text.find(&format!("({ended};")).unwrap();
+            assert!(at > past, "{ended} above the past heading:\n{text}");
+        }
+        assert_eq!(FactsFile::parse(&text).current().count(), 3);
     }
 
     #[test]

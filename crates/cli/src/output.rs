@@ -4,6 +4,8 @@
 //! ends the command quietly instead of panicking it.
 
 use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use mnemo::core::ErrorCode;
@@ -77,10 +79,19 @@ pub fn stderr_bar(template: &str) -> ProgressBar {
 }
 
 /// A spinner on stderr, drawn only when stderr is a terminal, while a
-/// model works (a turn, memory work, consolidation): what is going on and
-/// for how long, so a local model's minute is not a silent one.
+/// model works (a turn, memory work, consolidation): what is going on, how
+/// far the model is when it can tell ([`Activity::follow`]), and for how
+/// long, so a local model's minute is not a silent one.
 #[derive(Clone)]
-pub struct Activity(ProgressBar);
+pub struct Activity {
+    bar: ProgressBar,
+    /// What is going on ("the model is answering").
+    what: Arc<Mutex<String>>,
+    /// How far it is, when something says ("57 tokens written").
+    detail: Arc<Mutex<Option<String>>>,
+    /// Set when done: a follower stops.
+    stopped: Arc<AtomicBool>,
+}
 
 impl Activity {
     /// Starts spinning with `what`.
@@ -90,22 +101,63 @@ impl Activity {
         if !bar.is_hidden() {
             bar.enable_steady_tick(std::time::Duration::from_millis(120));
         }
-        Activity(bar)
+        Activity {
+            bar,
+            what: Arc::new(Mutex::new(what.to_string())),
+            detail: Arc::new(Mutex::new(None)),
+            stopped: Arc::new(AtomicBool::new(false)),
+        }
     }
 
     /// Says what is going on now.
     pub fn set(&self, what: impl Into<String>) {
-        self.0.set_message(what.into());
+        *self.what.lock().unwrap_or_else(|e| e.into_inner()) = what.into();
+        self.redraw();
+    }
+
+    fn redraw(&self) {
+        let what = self.what.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let msg = match &*self.detail.lock().unwrap_or_else(|e| e.into_inner()) {
+            Some(d) => format!("{what}: {d}"),
+            None => what,
+        };
+        self.bar.set_message(msg);
+    }
+
+    /// Shows how far the work is, as `detail` says (asked a few times a
+    /// second, `None` when it cannot tell), after what is going on, until
+    /// [`Activity::done`]. Nothing is asked when the spinner is not drawn.
+    pub fn follow(&self, detail: impl Fn() -> Option<String> + Send + 'static) {
+        if self.bar.is_hidden() {
+            return;
+        }
+        let me = self.clone();
+        std::thread::spawn(move || {
+            while !me.stopped.load(Ordering::Relaxed) {
+                let now = detail();
+                let changed = {
+                    let mut d = me.detail.lock().unwrap_or_else(|e| e.into_inner());
+                    let changed = *d != now;
+                    *d = now;
+                    changed
+                };
+                if changed {
+                    me.redraw();
+                }
+                std::thread::sleep(std::time::Duration::from_millis(200));
+            }
+        });
     }
 
     /// Runs `f` (which prints) with the spinner out of the way.
     pub fn print<T>(&self, f: impl FnOnce() -> T) -> T {
-        self.0.suspend(f)
+        self.bar.suspend(f)
     }
 
     /// Stops and clears the spinner.
     pub fn done(&self) {
-        self.0.finish_and_clear();
+        self.stopped.store(true, Ordering::Relaxed);
+        self.bar.finish_and_clear();
     }
 
     /// Runs `f` with the spinner saying `what`.
@@ -114,6 +166,19 @@ impl Activity {
         let out = f();
         activity.done();
         out
+    }
+}
+
+/// How far a model is, for [`Activity::follow`]: reading a prompt of so
+/// many tokens, or so many tokens of the answer written.
+pub fn model_progress(a: &mnemo::llm::ModelActivity) -> String {
+    if a.reading {
+        format!("reading the prompt ({} tokens)", a.prompt_tokens)
+    } else {
+        format!(
+            "{} token(s) written after a {}-token prompt",
+            a.written, a.prompt_tokens
+        )
     }
 }
 

@@ -297,6 +297,12 @@ impl Engine {
         self.notice.as_deref()
     }
 
+    /// What the chat model (else the side model) is doing now, when it
+    /// can tell: a progress line for a local model's long turn.
+    pub fn model_activity(&self) -> Option<mnemo_llm::ModelActivity> {
+        self.model.activity().or_else(|| self.side_model.activity())
+    }
+
     /// The workspace.
     pub fn workspace(&self) -> &Workspace {
         &self.workspace

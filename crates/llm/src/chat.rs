@@ -181,4 +181,23 @@ pub trait ChatModel: Send + Sync {
 
     /// The model's name and limits.
     fn info(&self) -> &ModelInfo;
+
+    /// What the model is doing in the request it answers now, when it can
+    /// tell (a model run in this process); `None` when it is idle or
+    /// cannot tell (a remote API answers all at once).
+    fn activity(&self) -> Option<ModelActivity> {
+        None
+    }
+}
+
+/// How far a model is in the request it answers, for a progress line: a
+/// local model's minute of work is not a silent one.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ModelActivity {
+    /// Tokens of the prompt.
+    pub prompt_tokens: usize,
+    /// True while it reads the prompt; false once it writes the answer.
+    pub reading: bool,
+    /// Tokens of the answer written so far.
+    pub written: usize,
 }

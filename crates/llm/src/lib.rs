@@ -48,7 +48,8 @@ mod transport;
 
 pub use anthropic::{AnthropicChat, ANTHROPIC_VERSION};
 pub use chat::{
-    BoxFuture, ChatModel, ChatRequest, ChatResponse, ModelInfo, ToolChoice, ToolSpec, Usage,
+    BoxFuture, ChatModel, ChatRequest, ChatResponse, ModelActivity, ModelInfo, ToolChoice,
+    ToolSpec, Usage,
 };
 pub use embeddings::{OpenAiEmbedder, OpenAiEmbedderConfig};
 pub use error::{

@@ -4,14 +4,15 @@
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use candle_core::quantized::gguf_file::Content;
 use mnemo_core::{FunctionCall, Message, ToolCall};
 use mnemo_llm::{
-    BoxFuture, ChatModel, ChatRequest, ChatResponse, LlmError, ModelInfo, ToolChoice, Usage,
+    BoxFuture, ChatModel, ChatRequest, ChatResponse, LlmError, ModelActivity, ModelInfo,
+    ToolChoice, Usage,
 };
 use serde_json::{Map, Value};
 
@@ -96,6 +97,19 @@ struct Engine {
     /// dropped.
     forced_tokens: usize,
     dropped_tokens: usize,
+    /// What the request being answered has done so far, read without the
+    /// engine's lock (which a generation holds) by [`LocalChat::activity`].
+    live: Arc<Live>,
+}
+
+/// How far the request being answered is: set as it goes, read by
+/// another thread for a progress line.
+#[derive(Debug, Default)]
+struct Live {
+    busy: AtomicBool,
+    reading: AtomicBool,
+    prompt_tokens: AtomicUsize,
+    written: AtomicUsize,
 }
 
 /// Whether `MNEMO_LLM_FORCED_BATCH` leaves forced runs batched (anything
@@ -111,6 +125,7 @@ pub struct LocalChat {
     label: String,
     path: PathBuf,
     ids: Arc<AtomicU64>,
+    live: Arc<Live>,
 }
 
 impl std::fmt::Debug for LocalChat {
@@ -176,6 +191,7 @@ impl LocalChat {
         };
         tracing::debug!(path = %path.display(), %arch, context, "local chat model loaded");
         let max_output = info.max_output as usize;
+        let live = Arc::new(Live::default());
         Ok(LocalChat {
             label: format!("local model `{}` ({})", options.name, path.display()),
             info,
@@ -192,9 +208,11 @@ impl LocalChat {
                 forced_batch: forced_batch_default(),
                 forced_tokens: 0,
                 dropped_tokens: 0,
+                live: live.clone(),
             })),
             path: path.to_path_buf(),
             ids: Arc::new(AtomicU64::new(0)),
+            live,
         })
     }
 
@@ -292,6 +310,15 @@ impl ChatModel for LocalChat {
     fn info(&self) -> &ModelInfo {
         &self.info
     }
+
+    fn activity(&self) -> Option<ModelActivity> {
+        let live = &self.live;
+        live.busy.load(Ordering::Relaxed).then(|| ModelActivity {
+            prompt_tokens: live.prompt_tokens.load(Ordering::Relaxed),
+            reading: live.reading.load(Ordering::Relaxed),
+            written: live.written.load(Ordering::Relaxed),
+        })
+    }
 }
 
 /// A tiny deterministic generator for sampling with a temperature.
@@ -321,7 +348,12 @@ impl Engine {
         cancel: &AtomicBool,
         call_no: u64,
     ) -> Result<ChatResponse> {
+        self.live.written.store(0, Ordering::Relaxed);
+        self.live.prompt_tokens.store(0, Ordering::Relaxed);
+        self.live.reading.store(true, Ordering::Relaxed);
+        self.live.busy.store(true, Ordering::Relaxed);
         let out = self.generate_inner(req, cancel, call_no);
+        self.live.busy.store(false, Ordering::Relaxed);
         if matches!(out, Err(Error::Cancelled)) {
             self.cancelled += 1;
         }
@@ -360,8 +392,12 @@ impl Engine {
             )));
         }
         let budget = want.min(room);
+        self.live
+            .prompt_tokens
+            .store(tokens.len(), Ordering::Relaxed);
         let started = Instant::now();
         let (mut logits, reused) = self.model.prefill(&tokens, cancel)?;
+        self.live.reading.store(false, Ordering::Relaxed);
         let prompt_secs = started.elapsed().as_secs_f64();
         let started = Instant::now();
         let mut rng = Rng(self.seed ^ (self.calls.wrapping_mul(0x9E37_79B9_7F4A_7C15)) | 1);
@@ -492,6 +528,7 @@ impl Engine {
             penalize(&mut logits, &out);
             let t = sample(&logits, temperature, rng);
             *generated += 1;
+            self.live.written.store(*generated, Ordering::Relaxed);
             if self.stops.contains(&t) {
                 finish = "stop";
                 break;
@@ -717,6 +754,7 @@ impl Engine {
         d.matcher.feed(&tb[..take]);
         d.bytes.extend_from_slice(&tb[..take]);
         *generated += 1;
+        self.live.written.store(*generated, Ordering::Relaxed);
         take < tb.len()
     }
 

@@ -248,3 +248,37 @@ fn a_forced_call_runs_what_its_schema_forces_in_batches() {
         );
     }
 }
+
+/// While it answers, the model says how far it is (the prompt's tokens,
+/// then the answer's tokens as they are written), read from another
+/// thread without waiting for the generation: a progress line for a turn
+/// that takes a minute. Idle, it says nothing.
+#[test]
+fn its_activity_follows_a_generation() {
+    let m = std::sync::Arc::new(common::smollm2(2048));
+    assert_eq!(m.activity(), None);
+    let r = req("Count from one to twenty in words.").with_max_tokens(48);
+    let prompt = m.tokenize(&m.render(&r)).unwrap().len();
+    let runner = m.clone();
+    let handle = std::thread::spawn(move || runner.complete_blocking(&r, &AtomicBool::new(false)));
+    let mut seen = Vec::new();
+    while !handle.is_finished() {
+        seen.extend(m.activity());
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let resp = handle.join().unwrap().unwrap();
+    assert_eq!(m.activity(), None, "idle again");
+    let writing: Vec<_> = seen.iter().filter(|a| !a.reading).collect();
+    assert!(
+        writing
+            .iter()
+            .any(|a| a.written > 0 && a.prompt_tokens == prompt),
+        "{seen:?}"
+    );
+    let most = writing.iter().map(|a| a.written).max().unwrap_or(0);
+    assert!(
+        most <= resp.usage.output_tokens as usize,
+        "{most} > {:?}",
+        resp.usage
+    );
+}

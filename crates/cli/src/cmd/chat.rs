@@ -127,6 +127,17 @@ impl Interrupt {
     }
 }
 
+/// How far the model is in what it answers now (a local model's prompt
+/// tokens read, answer tokens written), for the spinner.
+fn model_progress(engine: &Arc<Engine>) -> impl Fn() -> Option<String> + Send + 'static {
+    let engine = engine.clone();
+    move || {
+        engine
+            .model_activity()
+            .map(|m| crate::output::model_progress(&m))
+    }
+}
+
 /// The memory work of `key` while it runs.
 fn running(engine: &Engine, key: &str) -> Option<MemoryWorkReport> {
     engine
@@ -340,6 +351,7 @@ pub fn run(args: RunArgs, global: &GlobalArgs) -> Result<()> {
     }
     let a = agent(global, &args.turn)?;
     let activity = Activity::start("preparing the prompt");
+    activity.follow(model_progress(&a.engine));
     let recall = a.options.recall;
     let observe = |step: AgentStep<'_>| {
         follow(&activity, &step, recall);
@@ -380,6 +392,7 @@ pub fn run(args: RunArgs, global: &GlobalArgs) -> Result<()> {
     if turn.memory_work == MemoryWorkMode::Background {
         // The answer is out; the process stays for the memory work.
         let activity = Activity::start("saving memory");
+        activity.follow(model_progress(&a.engine));
         let done = a.rt.block_on(a.engine.memory_work(&args.turn.session));
         activity.done();
         match done {
@@ -613,6 +626,7 @@ fn finish_memory_work(a: &Agent, key: &str) -> Result<()> {
         "[mnemo] saving memory from this conversation before leaving (Ctrl-C stops it; the rest runs after your next turn in session {key})"
     );
     let activity = Activity::start("saving memory");
+    activity.follow(model_progress(&a.engine));
     let wait = async {
         while let Some(r) = running(&a.engine, key) {
             activity.set(r.doing.unwrap_or_else(|| "saving memory".into()));
@@ -660,6 +674,7 @@ fn finish_memory_work(a: &Agent, key: &str) -> Result<()> {
 
 fn turn(a: &Agent, key: &str, text: &str) -> Result<()> {
     let activity = Activity::start("preparing the prompt");
+    activity.follow(model_progress(&a.engine));
     let recall = a.options.recall;
     let observe = |step: AgentStep<'_>| {
         follow(&activity, &step, recall);

@@ -90,18 +90,40 @@ impl Ctx {
         Ok(Service::with_provider(mnemo, model.overrides()))
     }
 
-    /// Fails with a hint when the workspace was never initialised.
+    /// Fails with [`NoWorkspace`] when the workspace was never initialised.
     pub fn require_initialised(&self) -> Result<()> {
         if !self.workspace.root().exists() {
-            anyhow::bail!(
-                "workspace {} does not exist: run `mnemo init --workspace {}` first",
-                self.workspace.root().display(),
-                self.workspace.root().display()
-            );
+            return Err(NoWorkspace(self.workspace.root().to_path_buf()).into());
         }
         Ok(())
     }
 }
+
+/// The workspace folder does not exist. Its own exit code
+/// ([`NoWorkspace::EXIT_CODE`]) and `--json` code (`no_workspace`): a
+/// script tells "run `mnemo init` first" from a failure of the command.
+#[derive(Debug)]
+pub struct NoWorkspace(pub PathBuf);
+
+impl NoWorkspace {
+    /// The exit code of a command run on a workspace that does not exist.
+    pub const EXIT_CODE: i32 = 8;
+    /// Its `code` in a `--json` error.
+    pub const CODE: &'static str = "no_workspace";
+}
+
+impl std::fmt::Display for NoWorkspace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let dir = self.0.display();
+        write!(
+            f,
+            "workspace {dir} does not exist: run `mnemo init --workspace {dir}` to create it, \
+             or point --workspace (or MNEMO_WORKSPACE) at an existing workspace"
+        )
+    }
+}
+
+impl std::error::Error for NoWorkspace {}
 
 /// The async runtime for commands that serve or call models.
 pub fn runtime() -> Result<tokio::runtime::Runtime> {

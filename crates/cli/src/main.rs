@@ -36,11 +36,13 @@ struct Cli {
     command: Command,
 }
 
-/// What each exit code means (the same codes as the servers' error `code`s).
+/// What each exit code means (the servers' error `code`s, and the CLI's
+/// own `no_workspace`).
 const EXIT_CODES: &str = "Exit codes: 0 done; 1 I/O or internal error (io, internal); 2 invalid input or a \
 path outside the workspace (invalid_input, forbidden); 3 not found (not_found); 4 stored data could \
 not be read (corrupt); 5 another writer holds it, retry (busy); 6 the model provider failed (provider); \
-7 configuration missing or wrong (config). With --json, an error is also printed on stdout as \
+7 configuration missing or wrong (config); 8 the workspace does not exist: run `mnemo init` \
+(no_workspace). With --json, an error is also printed on stdout as \
 {\"error\": {\"code\", \"message\"}}.";
 
 fn main() -> ExitCode {

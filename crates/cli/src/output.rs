@@ -249,6 +249,11 @@ pub fn warm_embedder(mnemo: &std::sync::Arc<mnemo::Mnemo>) {
 /// `{"error": {"code", "message"}}` on stdout) and returns the exit code
 /// for it.
 pub fn report_error(err: &anyhow::Error, json: bool) -> i32 {
+    // A workspace that does not exist is the CLI's own case (the servers
+    // never open one), with a code and an exit status of its own.
+    let no_workspace = err
+        .chain()
+        .any(|c| c.downcast_ref::<crate::ctx::NoWorkspace>().is_some());
     let code = classify(err);
     eprintln!("error: {err}");
     for cause in err.chain().skip(1) {
@@ -256,12 +261,20 @@ pub fn report_error(err: &anyhow::Error, json: bool) -> i32 {
     }
     if json {
         let message: Vec<String> = err.chain().map(|c| c.to_string()).collect();
+        let code = if no_workspace {
+            crate::ctx::NoWorkspace::CODE
+        } else {
+            code.unwrap_or(ErrorCode::Internal).as_str()
+        };
         let body = serde_json::json!({"error": {
-            "code": code.unwrap_or(ErrorCode::Internal).as_str(),
+            "code": code,
             "message": message.join(": "),
         }});
         // Nothing more can be done when stdout is closed too.
         let _ = write_out(format_args!("{body}\n"));
+    }
+    if no_workspace {
+        return crate::ctx::NoWorkspace::EXIT_CODE;
     }
     code.map(ErrorCode::exit_code).unwrap_or(1)
 }

@@ -93,9 +93,17 @@ fn bad_input_gets_clear_errors_and_loses_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path();
     ok(&mnemo(ws, &["init"], None));
-    // A malformed line stops with its number; the lines before it are kept.
+    // A malformed line stops with its number; nothing is written (without
+    // --ack, which writes each line as it is read).
     let input = "{\"role\":\"user\",\"content\":\"one\"}\nnot json\n{\"role\":\"user\",\"content\":\"three\"}\n";
     let o = mnemo(ws, &["session", "append", "k"], Some(input));
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("stdin line 2") && err.contains("nothing was written"),
+        "{err}"
+    );
+    let o = mnemo(ws, &["session", "append", "k", "--ack"], Some(input));
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
@@ -172,6 +180,7 @@ fn bad_input_gets_clear_errors_and_loses_nothing() {
     // Commands on a workspace that does not exist say to run init.
     let o = mnemo(&ws.join("missing"), &["memory", "show"], None);
     assert!(String::from_utf8_lossy(&o.stderr).contains("mnemo init"));
+    assert_eq!(o.status.code(), Some(8));
 }
 
 #[test]

@@ -149,12 +149,14 @@ impl Service {
             req.max_results = Some((asked * widen).min(MAX_RESULTS));
             req.min_score = args.min_score;
             let mut resp = index.search(&req)?;
+            keyword_only_because(&mut resp, me.mnemo.embedder()?.warning);
             let memory = me.mnemo.memory();
             let facts = Facts::parse(&memory.read_document(FACTS_FILE)?.unwrap_or_default());
             // Typed memories only: not the history or a daily log, which
             // can be long and hold no dated lines.
             let dated = dated_lines_of(&resp, |p| memory.read_typed_document(p))?;
             order_by_validity(&mut resp, &args_query, &facts, &dated, as_of);
+            snippets_after_front_matter(&mut resp, |p| memory.read_typed_document(p))?;
             let (marks, ended) = validity_of(&resp, &facts, &dated);
             Ok((resp, wanted, marks, ended))
         })
@@ -814,6 +816,59 @@ impl mnemo_engine::MemorySearch for IndexMemorySearch {
             })
             .collect())
     }
+}
+
+/// The start of the index's warning when it has no embedder. It does not
+/// know why; the embedder's choice does.
+const NO_EMBEDDER: &str = "no embedding model configured";
+
+/// Puts why a search ran keyword-only (`why`: the model is not configured,
+/// or it could not be loaded or downloaded) in place of the index's
+/// "no embedding model configured", which contradicted it when the model
+/// was configured and only unavailable.
+fn keyword_only_because(resp: &mut SearchResponse, why: Option<String>) {
+    let Some(why) = why else { return };
+    resp.warnings.retain(|w| !w.starts_with(NO_EMBEDDER));
+    resp.warnings.insert(0, why);
+}
+
+/// A typed memory's front matter (`---`, name, description, type, `---`)
+/// is how mnemo files it, not what it says: the snippet of a hit that
+/// opens with it starts after it (the citation's lines stay the chunk's).
+/// A hit over the front matter alone shows the description.
+fn snippets_after_front_matter(
+    resp: &mut SearchResponse,
+    read: impl Fn(&str) -> mnemo_store::Result<Option<String>>,
+) -> Result<()> {
+    for h in &mut resp.results {
+        if !h.path.starts_with("memory/") || !h.path.ends_with(".md") || h.path == FACTS_FILE {
+            continue;
+        }
+        let Some(text) = read(&h.path)? else {
+            continue;
+        };
+        let (Some(front), body) = mnemo_store::memory::split_front_matter(&text) else {
+            continue;
+        };
+        let head = text
+            .get(..text.len().saturating_sub(body.len()))
+            .unwrap_or_default();
+        if h.start_line > head.lines().count() {
+            continue;
+        }
+        let head: std::collections::HashSet<&str> = head.lines().map(str::trim_end).collect();
+        let kept: Vec<&str> = h
+            .snippet
+            .lines()
+            .skip_while(|l| head.contains(l.trim_end()) || l.trim().is_empty())
+            .collect();
+        if !kept.is_empty() {
+            h.snippet = kept.join("\n");
+        } else if let Ok(front) = front {
+            h.snippet = front.description;
+        }
+    }
+    Ok(())
 }
 
 /// Stands in for a chat model when none is configured: the context builder

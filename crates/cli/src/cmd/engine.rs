@@ -87,6 +87,9 @@ pub struct ContextArgs {
     /// Print the request and the token count of each part as JSON
     #[arg(long)]
     pub json: bool,
+    // The chat model, for its context window, tokenizer and the recall
+    // side query; without one the prompt is shown all the same (model
+    // "none", no side query).
     #[command(flatten)]
     pub model: ModelArgs,
 }
@@ -318,7 +321,16 @@ pub fn compact(args: CompactArgs, global: &GlobalArgs) -> Result<()> {
 }
 
 pub fn context(args: ContextArgs, global: &GlobalArgs) -> Result<()> {
-    let service = service_with_model(global, &args.model)?;
+    // As over HTTP, the prompt is shown without a chat model too: only the
+    // recall side query needs one, and the notes say it was skipped. A
+    // local model is loaded now (the first time downloaded, with a bar).
+    let service = global.ctx()?.service(&args.model)?;
+    match crate::output::with_download_bar_for("the chat model", |p| {
+        service.engine_with_progress(p)
+    }) {
+        Ok(_) | Err(mnemo_service::Error::NotConfigured(_)) => {}
+        Err(e) => return Err(e.into()),
+    }
     let out = crate::ctx::runtime()?.block_on(service.context(
         args.key,
         mnemo_service::args::ContextArgs {
@@ -330,6 +342,9 @@ pub fn context(args: ContextArgs, global: &GlobalArgs) -> Result<()> {
         return Ok(());
     }
     let report = &out.report;
+    for note in &out.notes {
+        eprintln!("note: {note}");
+    }
     outln!("# context for {} ({})", report.key, report.model);
     for p in &report.parts {
         outln!("{:>20}  {:>8} tokens", p.name, p.tokens);

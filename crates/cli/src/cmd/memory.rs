@@ -40,7 +40,15 @@ pub enum MemoryCommand {
     History(HistoryArgs),
     /// Undo the newest consolidation's change to MEMORY.md (run it again to
     /// go further back); each change and each undo is in memory/HISTORY.md
-    Undo,
+    Undo(UndoArgs),
+}
+
+/// Arguments of `mnemo memory undo`.
+#[derive(Debug, Args)]
+pub struct UndoArgs {
+    /// Print the answer as one JSON object: {"consolidation", "lines"}
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Arguments of `mnemo memory add`.
@@ -262,8 +270,12 @@ pub fn run(command: MemoryCommand, global: &GlobalArgs) -> Result<()> {
             }
             Ok(())
         }
-        MemoryCommand::Undo => {
+        MemoryCommand::Undo(args) => {
             let undone = mnemo::engine::undo_consolidation(&store, chrono::Utc::now())?;
+            if args.json {
+                outln!("{}", serde_json::to_string(&undone)?);
+                return Ok(());
+            }
             outln!(
                 "undid the consolidation of {}: {} line(s) of MEMORY.md changed back (recorded in memory/HISTORY.md)",
                 undone.consolidation, undone.lines

@@ -60,6 +60,9 @@ pub enum Command {
     /// Run the compaction pipeline (or one level of it) on a session
     Compact(engine::CompactArgs),
     /// Show the request that would be sent for a message, with the tokens of each part
+    ///
+    /// Needs no chat model: without one the prompt is shown all the same
+    /// (model "none"), only the recall side query is skipped, as over HTTP.
     Context(engine::ContextArgs),
     /// Close a session: consolidate its tail and write a session note memory/DATE-slug.md
     New(engine::NewArgs),

@@ -32,6 +32,13 @@ pub struct IndexArgs {
     /// The schema of --copy-to [default: [index] schema, "mnemo"]
     #[arg(long, value_name = "NAME", requires = "copy_to")]
     pub copy_schema: Option<String>,
+    /// Print one JSON object per sync (with --watch, one line each): the
+    /// report ({"full_rebuild", "files_scanned", "indexed", "removed",
+    /// "touched", "chunks_written", "chunks_embedded", "cache_hits",
+    /// "cache_pruned", "issues"}) and "warnings"; with --copy-to also
+    /// "copied_to" and "copied_vectors"
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Arguments of `mnemo search`.
@@ -138,25 +145,55 @@ fn print_report(report: &SyncReport) {
     }
 }
 
+/// One sync's answer for `index --json`: its report and the warnings.
+fn report_json(report: &SyncReport, warnings: &[String]) -> Result<serde_json::Value> {
+    let mut v = serde_json::to_value(report)?;
+    if let Some(obj) = v.as_object_mut() {
+        obj.insert("warnings".into(), serde_json::json!(warnings));
+    }
+    Ok(v)
+}
+
 pub fn index(args: IndexArgs, global: &GlobalArgs) -> Result<()> {
     let (m, index, warning) = open(global)?;
-    if let Some(w) = &warning {
-        eprintln!("warning: {w}");
+    let mut warnings: Vec<String> = warning.into_iter().collect();
+    if !args.json {
+        for w in &warnings {
+            eprintln!("warning: {w}");
+        }
     }
     let report = sync_with_bar(&index, args.force)?;
-    print_report(&report);
+    if !args.json {
+        print_report(&report);
+    }
     if let Some(url) = args.copy_to {
-        return copy_to(&m, &index, url, args.copy_schema);
+        return copy_to(&m, &index, url, args.copy_schema, args.json, &warnings);
     }
     let status = index.status()?;
     if status.chunks == 0 {
-        eprintln!("warning: 0 chunks indexed: the workspace has no memory or session text yet");
+        let w = "0 chunks indexed: the workspace has no memory or session text yet";
+        if args.json {
+            warnings.push(w.into());
+        } else {
+            eprintln!("warning: {w}");
+        }
+    }
+    if args.json {
+        outln!("{}", report_json(&report, &warnings)?);
     }
     if args.watch {
         eprintln!("watching for changes (Ctrl-C to stop) ...");
-        let _handle = index.watch(|r| match r {
+        let json = args.json;
+        let _handle = index.watch(move |r| match r {
             Ok(report) if !report.indexed.is_empty() || !report.removed.is_empty() => {
-                print_report(&report)
+                if json {
+                    // A closed stdout ends nothing here: the watch goes on.
+                    if let Ok(v) = report_json(&report, &[]) {
+                        let _ = crate::output::write_out(format_args!("{v}\n"));
+                    }
+                } else {
+                    print_report(&report)
+                }
             }
             Ok(_) => {}
             Err(e) => eprintln!("error: re-index failed: {e}"),
@@ -170,7 +207,14 @@ pub fn index(args: IndexArgs, global: &GlobalArgs) -> Result<()> {
 
 /// `mnemo index --copy-to URL`: the vectors first, then a sync of the
 /// target, which finds every chunk's vector in its cache.
-fn copy_to(m: &Mnemo, index: &MemoryIndex, url: String, schema: Option<String>) -> Result<()> {
+fn copy_to(
+    m: &Mnemo,
+    index: &MemoryIndex,
+    url: String,
+    schema: Option<String>,
+    json: bool,
+    warnings: &[String],
+) -> Result<()> {
     let mut settings = mnemo::index::IndexSettings::from_config(m.config())?;
     settings.index.backend = mnemo::index::BackendKind::Postgres;
     settings.index.url = Some(mnemo::index::DatabaseUrl(url));
@@ -182,10 +226,21 @@ fn copy_to(m: &Mnemo, index: &MemoryIndex, url: String, schema: Option<String>) 
     let bar = stderr_bar("{spinner} copying vectors: {pos} {msg}");
     let copied = index.copy_embeddings_to(&target, &|n| bar.set_position(n as u64))?;
     bar.finish_and_clear();
-    eprintln!("copied {copied} cached vector(s)");
+    if !json {
+        eprintln!("copied {copied} cached vector(s)");
+    }
     let report = sync_with_bar(&target, false)?;
-    print_report(&report);
     let st = target.status()?;
+    if json {
+        let mut v = report_json(&report, warnings)?;
+        if let Some(obj) = v.as_object_mut() {
+            obj.insert("copied_to".into(), serde_json::json!(st.location));
+            obj.insert("copied_vectors".into(), serde_json::json!(copied));
+        }
+        outln!("{v}");
+        return Ok(());
+    }
+    print_report(&report);
     outln!(
         "copied to {}: {} file(s), {} chunk(s), {} with vectors, {} embedded anew",
         st.location,
@@ -219,7 +274,8 @@ pub fn search(args: SearchArgs, global: &GlobalArgs) -> Result<()> {
             return print_found(&found, None, args.json);
         }
     }
-    let (m, _index, warning) = open(global)?;
+    // Why a search runs keyword-only is among the answer's warnings.
+    let (m, _index, _warning) = open(global)?;
     let service = Service::with_provider(Arc::new(m), args.model.overrides());
     if args.rerank {
         // A local model is loaded (and the first time downloaded) now, with a bar.
@@ -228,7 +284,7 @@ pub fn search(args: SearchArgs, global: &GlobalArgs) -> Result<()> {
         })?;
     }
     let found = crate::ctx::runtime()?.block_on(service.search(request))?;
-    print_found(&found, warning, args.json)
+    print_found(&found, None, args.json)
 }
 
 /// Prints a search's answer: one JSON object, or the hits for a person.
@@ -336,6 +392,16 @@ pub fn get(args: GetArgs, global: &GlobalArgs) -> Result<()> {
         lines: args.lines,
     };
     let got = crate::ctx::runtime()?.block_on(service.read(request))?;
+    // An agent asking for a file not written yet gets an empty answer; a
+    // person or a script asked for a file that is not there: an error.
+    if got.total_lines == 0 && !exists(&service, &got.path)? {
+        return Err(mnemo_service::Error::NotFound(format!(
+            "{} does not exist: `mnemo search` finds what memory holds and cites its files, \
+             `mnemo memory list` lists the typed memories",
+            got.path
+        ))
+        .into());
+    }
     if args.json {
         outln!("{}", serde_json::to_string(&got)?);
         return Ok(());
@@ -344,11 +410,10 @@ pub fn get(args: GetArgs, global: &GlobalArgs) -> Result<()> {
     if !got.text.is_empty() && !got.text.ends_with('\n') {
         outln!();
     }
-    // Empty output is an answer, not an error (an agent may ask for a file
-    // that is not written yet); a person running the command wants to know why.
+    // An empty file or a range past its end prints nothing: say why.
     if got.text.is_empty() {
         if got.total_lines == 0 {
-            eprintln!("note: {} is missing or empty", got.path);
+            eprintln!("note: {} is empty", got.path);
         } else {
             eprintln!(
                 "note: {} has {} line(s); --from {} is past its end",
@@ -357,6 +422,17 @@ pub fn get(args: GetArgs, global: &GlobalArgs) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Whether the workspace file `path` (a memory file or a session log,
+/// as [`Service::read`] normalised it) exists.
+fn exists(service: &Service, path: &str) -> Result<bool> {
+    let mnemo = service.mnemo();
+    if path.starts_with("sessions/") {
+        let abs = mnemo::core::resolve_in_workspace(mnemo.workspace().root(), path)?;
+        return Ok(abs.is_file());
+    }
+    Ok(mnemo.memory().read_document(path)?.is_some())
 }
 
 pub fn status(args: StatusArgs, global: &GlobalArgs) -> Result<()> {

@@ -17,9 +17,10 @@ pub enum SessionCommand {
     ///
     /// Reads messages as JSON lines on stdin, one message object per line
     /// ({"role":"user","content":"…"}; also tool_calls, tool_call_id, name,
-    /// timestamp), or takes one message from --role and --content. Each line
-    /// is written as soon as it is read; a malformed line stops the command
-    /// with its line number, and the lines before it stay written.
+    /// timestamp), or takes one message from --role and --content. All or
+    /// nothing: a malformed line stops the command with its line number and
+    /// nothing is written. With --ack each line is written as soon as it is
+    /// read instead (the lines before a malformed one stay written).
     Append(AppendArgs),
     /// Print a session's messages
     Show(ShowArgs),
@@ -38,9 +39,13 @@ pub struct AppendArgs {
     /// Text of a single message (with --role)
     #[arg(long, requires = "role")]
     pub content: Option<String>,
-    /// Print `ok N` after each message is written (N counts from 1)
-    #[arg(long)]
+    /// Write each line as soon as it is read and print `ok N` after it
+    /// (N counts from 1), for a writer that streams its messages
+    #[arg(long, conflicts_with = "json")]
     pub ack: bool,
+    /// Print one JSON object when done: {"key", "appended", "path"}
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Arguments of `mnemo session show`.
@@ -77,21 +82,120 @@ pub fn run(command: SessionCommand, global: &GlobalArgs) -> Result<()> {
 }
 
 fn append(store: &SessionStore, args: AppendArgs) -> Result<()> {
-    let mut log = store.open(&args.key)?;
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
     if let (Some(role), Some(content)) = (&args.role, &args.content) {
         let role: Role = role.parse().map_err(UsageError)?;
+        let mut log = store.open(&args.key)?;
         log.append(&[Message::new(role, content.clone())])?;
-        if args.ack {
-            writeln!(out, "ok 1")?;
-        }
-        return Ok(());
+        log.sync()?;
+        return appended(store, &args, &log, 1);
     }
+    if args.ack {
+        return append_acked(store, &args);
+    }
+    // All or nothing: every line is read and checked before the first is
+    // written, so a script that fixes a bad line and runs again does not
+    // write the lines before it twice.
+    let mut messages = Vec::new();
+    read_messages(&mut |_line_no, msg| {
+        messages.push(msg);
+        Ok(())
+    })
+    .map_err(|e| match e {
+        ReadError::Bad(why) => UsageError(format!("{why}; nothing was written")).into(),
+        ReadError::Other(e) => e,
+    })?;
+    if messages.is_empty() {
+        bail!(UsageError(
+            "no messages on stdin: pipe JSON lines, or use --role R --content TEXT".into()
+        ));
+    }
+    let mut log = store.open(&args.key)?;
+    log.append(&messages)?;
+    log.sync()?;
+    appended(store, &args, &log, messages.len())
+}
+
+/// `session append --ack`: each line written as soon as it is read and
+/// acknowledged with `ok N`, for a writer that streams its messages.
+fn append_acked(store: &SessionStore, args: &AppendArgs) -> Result<()> {
+    let mut log = store.open(&args.key)?;
+    let stdout = std::io::stdout();
+    let mut n = 0usize;
+    let read = read_messages(&mut |_line_no, msg| {
+        log.append(std::slice::from_ref(&msg))?;
+        n += 1;
+        let mut out = stdout.lock();
+        writeln!(out, "ok {n}")?;
+        out.flush()?;
+        Ok(())
+    });
+    log.sync()?;
+    read.map_err(|e| match e {
+        ReadError::Bad(why) => {
+            UsageError(format!("{why}; {n} message(s) before it were written")).into()
+        }
+        ReadError::Other(e) => e,
+    })
+}
+
+/// What `session append` says when it is done (nothing with --ack, which
+/// said `ok N` for each message).
+fn appended(
+    store: &SessionStore,
+    args: &AppendArgs,
+    log: &mnemo::store::SessionLog,
+    n: usize,
+) -> Result<()> {
+    if args.json {
+        // Workspace-relative, as every other answer names its files.
+        let path = store.storage().session_rel(&args.key)?;
+        outln!(
+            "{}",
+            serde_json::json!({"key": args.key, "appended": n, "path": path})
+        );
+    } else if args.ack {
+        writeln!(std::io::stdout().lock(), "ok {n}")?;
+    } else {
+        eprintln!("appended {n} message(s) to {}", log.path().display());
+    }
+    Ok(())
+}
+
+/// Why reading the messages on stdin stopped.
+enum ReadError {
+    /// A line is not a message: what is wrong with it.
+    Bad(String),
+    /// Reading stdin, or what was done with a message, failed.
+    Other(anyhow::Error),
+}
+
+impl From<anyhow::Error> for ReadError {
+    fn from(e: anyhow::Error) -> Self {
+        ReadError::Other(e)
+    }
+}
+
+impl From<std::io::Error> for ReadError {
+    fn from(e: std::io::Error) -> Self {
+        ReadError::Other(e.into())
+    }
+}
+
+impl From<mnemo::store::Error> for ReadError {
+    fn from(e: mnemo::store::Error) -> Self {
+        ReadError::Other(e.into())
+    }
+}
+
+/// Reads the JSON message lines on stdin (blank lines skipped), giving
+/// each to `each` with its line number.
+fn read_messages(
+    each: &mut dyn FnMut(usize, Message) -> std::result::Result<(), ReadError>,
+) -> std::result::Result<(), ReadError> {
     let stdin = std::io::stdin();
     let mut reader = stdin.lock();
     let mut line = Vec::new();
-    let (mut n, mut line_no) = (0usize, 0usize);
+    let mut line_no = 0usize;
     loop {
         line.clear();
         if reader
@@ -99,37 +203,26 @@ fn append(store: &SessionStore, args: AppendArgs) -> Result<()> {
             .context("cannot read stdin")?
             == 0
         {
-            break;
+            return Ok(());
         }
         line_no += 1;
-        let text = std::str::from_utf8(&line)
-            .map_err(|e| UsageError(format!("stdin line {line_no}: invalid UTF-8 at byte {}; {n} message(s) before it were written", e.valid_up_to())))?;
+        let text = std::str::from_utf8(&line).map_err(|e| {
+            ReadError::Bad(format!(
+                "stdin line {line_no}: invalid UTF-8 at byte {}",
+                e.valid_up_to()
+            ))
+        })?;
         if text.trim().is_empty() {
             continue;
         }
         let msg: Message = serde_json::from_str(text).map_err(|e| {
-            UsageError(format!(
-                "stdin line {line_no} is not a message object ({e}); {n} message(s) before it were written. \
-                 Expected e.g. {{\"role\":\"user\",\"content\":\"hello\"}}"
+            ReadError::Bad(format!(
+                "stdin line {line_no} is not a message object ({e}); \
+                 expected e.g. {{\"role\":\"user\",\"content\":\"hello\"}}"
             ))
         })?;
-        log.append(std::slice::from_ref(&msg))?;
-        n += 1;
-        if args.ack {
-            writeln!(out, "ok {n}")?;
-            out.flush()?;
-        }
+        each(line_no, msg)?;
     }
-    log.sync()?;
-    if !args.ack {
-        if n == 0 {
-            bail!(UsageError(
-                "no messages on stdin: pipe JSON lines, or use --role R --content TEXT".into()
-            ));
-        }
-        eprintln!("appended {n} message(s) to {}", log.path().display());
-    }
-    Ok(())
 }
 
 fn show(store: &SessionStore, args: ShowArgs) -> Result<()> {

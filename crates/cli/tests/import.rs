@@ -192,3 +192,61 @@ fn import_asks_which_agent_then_takes_one_or_all_and_exports_to_nanobot() {
         "{help}"
     );
 }
+
+/// `--json` on import and export: one object with the actions and counts
+/// (issue 43); a report with problems still fails, its error following as
+/// an object of its own.
+#[test]
+fn import_and_export_answer_with_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    ok(&mnemo(&ws, &["init"]));
+    let src = dir.path().join("nanobot");
+    write(
+        &src,
+        "sessions/cli_direct.jsonl",
+        "{\"_type\":\"metadata\",\"key\":\"cli:direct\",\"created_at\":\"2026-03-03T12:00:00\",\"updated_at\":\"2026-03-03T12:00:00\",\"metadata\":{},\"last_consolidated\":0}\n{\"role\":\"user\",\"content\":\"my cat is Mochi\",\"timestamp\":\"2026-03-03T12:00:00\"}\n",
+    );
+    let out = ok(&mnemo(
+        &ws,
+        &["import", "nanobot", src.to_str().unwrap(), "--json"],
+    ));
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["messages"], 1, "{v}");
+    assert_eq!(v["conversations"], 1, "{v}");
+    assert_eq!(v["problems"], 0, "{v}");
+    assert_eq!(v["dry_run"], false, "{v}");
+    assert!(v["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|a| a["verb"] == "create" && a["target"] == "sessions/cli_direct.jsonl"));
+
+    // No workspace/ in nanobot's folder: created, as the README says.
+    let nanobot = dir.path().join("home/.nanobot");
+    fs::create_dir_all(&nanobot).unwrap();
+    let out = ok(&mnemo(
+        &ws,
+        &["export", "nanobot", nanobot.to_str().unwrap(), "--json"],
+    ));
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["messages"], 1, "{v}");
+    assert!(nanobot.join("workspace").is_dir());
+
+    // Problems: the report, then the error, each an object; exit 1.
+    let memory = dir.path().join("cc-memory");
+    write(&memory, "MEMORY.md", "- a note\n");
+    let failed = mnemo(
+        &ws,
+        &["import", "claude-code", memory.to_str().unwrap(), "--json"],
+    );
+    assert_eq!(failed.status.code(), Some(1));
+    let out = String::from_utf8_lossy(&failed.stdout);
+    let objects: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(objects.len(), 2, "{out}");
+    assert_eq!(objects[0]["problems"], 1, "{out}");
+    assert!(objects[1]["error"]["message"].is_string(), "{out}");
+}

@@ -53,6 +53,7 @@ pub fn export_nanobot(
     }
     let mut report = Report {
         dry_run: options.dry_run,
+        exporting: true,
         ..Report::default()
     };
     let nb_ws = match &options.nanobot_workspace {

@@ -138,6 +138,10 @@ pub struct Report {
     /// Told of each action as it is recorded (a progress bar).
     #[serde(skip)]
     pub(crate) watcher: Watcher,
+    /// True for the report of an export, whose summary speaks of what was
+    /// exported rather than imported.
+    #[serde(skip)]
+    pub(crate) exporting: bool,
 }
 
 /// A callback told of each action as the import records it.
@@ -249,6 +253,19 @@ impl Report {
                 .map(|(v, n)| format!("{n} {}", v.as_str()))
                 .collect();
             out.push_str(&format!("\n  {:<12} {}", kind.as_str(), parts.join(", ")));
+        }
+        if self.exporting {
+            out.push_str(&format!(
+                "\n  {} session(s) looked at; {} message(s) written to nanobot's session logs",
+                self.conversations, self.messages
+            ));
+            let problems = self.count(Verb::Error) + self.count(Verb::Refuse);
+            if problems > 0 {
+                out.push_str(&format!(
+                    "\n  {problems} problem(s): see the `error` lines above; fix them and run the export again (what was exported stays)"
+                ));
+            }
+            return out;
         }
         out.push_str(&format!(
             "\n  {} conversation(s) found; {} message(s) and {} other record(s) into session logs, {} line(s) into MEMORY.md, {} history entr{}",

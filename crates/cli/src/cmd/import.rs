@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::{Args, Subcommand};
 use mnemo_import::{
-    export_nanobot, import_watched, ExportOptions, ImportOptions, Report, Select, Tool,
+    export_nanobot, import_watched, ExportOptions, ImportOptions, Report, Select, Tool, Verb,
 };
 
 use mnemo::store::storage::copy_workspace;
@@ -55,6 +55,9 @@ pub struct ImportArgs {
     /// keeps them (otherwise that is reported as a problem)
     #[arg(long)]
     pub allow_no_sessions: bool,
+    /// Print the report as one JSON object (actions, counts, problems)
+    #[arg(long)]
+    pub json: bool,
 }
 
 const IMPORT_HELP: &str = "\
@@ -119,6 +122,9 @@ pub struct ExportDatabaseArgs {
     /// The schema of the workspaces' tables
     #[arg(long, value_name = "SCHEMA", default_value = DEFAULT_SCHEMA)]
     pub schema: String,
+    /// Print what was copied as one JSON object
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Arguments of `mnemo export nanobot`.
@@ -139,6 +145,9 @@ pub struct ExportNanobotArgs {
     /// List what would be written and write nothing
     #[arg(long)]
     pub dry_run: bool,
+    /// Print the report as one JSON object (actions, counts, problems)
+    #[arg(long)]
+    pub json: bool,
 }
 
 pub fn run(args: ImportArgs, global: &GlobalArgs) -> Result<()> {
@@ -158,7 +167,12 @@ pub fn run(args: ImportArgs, global: &GlobalArgs) -> Result<()> {
             ))
             .into());
         }
-        return copy(&from, &FileStorage::new(&ctx.workspace), "importing");
+        return copy(
+            &from,
+            &FileStorage::new(&ctx.workspace),
+            "importing",
+            args.json,
+        );
     }
     let tool: Tool = args.tool.parse().map_err(UsageError)?;
     let ctx = global.ctx()?;
@@ -177,7 +191,8 @@ pub fn run(args: ImportArgs, global: &GlobalArgs) -> Result<()> {
         allow_no_sessions: args.allow_no_sessions,
     };
     // The number of files is not known before the source is read: a
-    // spinner that counts what was handled, with the latest target.
+    // spinner that counts what was handled, with the latest target (on
+    // stderr, so it never mixes with --json).
     let bar = stderr_bar("{spinner} importing: {pos} done {elapsed} {wide_msg}");
     bar.enable_steady_tick(std::time::Duration::from_millis(120));
     let ticks = bar.clone();
@@ -192,7 +207,7 @@ pub fn run(args: ImportArgs, global: &GlobalArgs) -> Result<()> {
     let result = import_watched(&ctx.workspace, tool, &args.path, &options, Some(watch));
     bar.finish_and_clear();
     let report = result.map_err(library_error)?;
-    print_report(&report, "the import finished with problems (the `error` and `refuse` lines above); what could be imported was")
+    print_report(&report, args.json, "the import finished with problems (the `error` and `refuse` lines of the report); what could be imported was")
 }
 
 pub fn export(command: ExportCommand, global: &GlobalArgs) -> Result<()> {
@@ -206,6 +221,7 @@ pub fn export(command: ExportCommand, global: &GlobalArgs) -> Result<()> {
                 &FileStorage::new(&ctx.workspace),
                 &db.workspace(&args.id)?,
                 "exporting",
+                args.json,
             );
         }
     };
@@ -218,11 +234,11 @@ pub fn export(command: ExportCommand, global: &GlobalArgs) -> Result<()> {
         overwrite: args.overwrite,
     };
     let report = export_nanobot(&ctx.workspace, &args.dest, &options).map_err(library_error)?;
-    print_report(&report, "the export finished with problems (the `error` lines above); the other sessions were exported")
+    print_report(&report, args.json, "the export finished with problems (the `error` lines of the report); the other sessions were exported")
 }
 
 /// Copies a whole workspace with a bar, then says what was copied.
-fn copy(from: &dyn Storage, to: &dyn Storage, verb: &str) -> Result<()> {
+fn copy(from: &dyn Storage, to: &dyn Storage, verb: &str, json: bool) -> Result<()> {
     let bar = stderr_bar(&format!("{verb} {{bar:30}} {{pos}}/{{len}} {{wide_msg}}"));
     let report = copy_workspace(from, to, &mut |step| {
         bar.set_length(step.total as u64);
@@ -231,6 +247,17 @@ fn copy(from: &dyn Storage, to: &dyn Storage, verb: &str) -> Result<()> {
     });
     bar.finish_and_clear();
     let report = report?;
+    if json {
+        let out = serde_json::json!({
+            "documents": report.documents,
+            "sessions": report.sessions,
+            "bytes": report.bytes,
+            "from": from.location(),
+            "to": to.location(),
+        });
+        outln!("{out}");
+        return Ok(());
+    }
     outln!(
         "copied {} document(s) and {} session log(s), {} bytes, from {} to {}",
         report.documents,
@@ -250,11 +277,28 @@ fn library_error(e: mnemo_import::Error) -> anyhow::Error {
     }
 }
 
-fn print_report(report: &Report, problems: &str) -> Result<()> {
-    for action in &report.actions {
-        outln!("{action}");
+/// Prints the report: one line per action and the summary, or with `json`
+/// one object (the report's actions and counts, the number of problems and
+/// of things not understood). Problems make the command fail either way;
+/// with `json` the error follows the report as its own object, as for
+/// every command.
+fn print_report(report: &Report, json: bool, problems: &str) -> Result<()> {
+    if json {
+        let mut out = serde_json::to_value(report)?;
+        if let Some(map) = out.as_object_mut() {
+            map.insert(
+                "problems".into(),
+                (report.count(Verb::Error) + report.count(Verb::Refuse)).into(),
+            );
+            map.insert("unknown".into(), report.count(Verb::Unknown).into());
+        }
+        outln!("{out}");
+    } else {
+        for action in &report.actions {
+            outln!("{action}");
+        }
+        outln!("{}", report.summary());
     }
-    outln!("{}", report.summary());
     if report.has_problems() {
         anyhow::bail!("{problems}");
     }

@@ -4,11 +4,22 @@
 //! merge guard ([`crate::merge`]) under the memory lock, and the change is
 //! recorded in the history as a diff, so it can be undone.
 //!
-//! Each run asks the model once: a failure leaves the cursor where it was
-//! and counts one failed run; only after `consolidation_max_failures`
-//! separate failed runs is the chunk archived raw (redacted like the
-//! index), so nothing is ever lost and one outage never costs the
-//! distillation.
+//! A range is consolidated in rounds that fit the model's window
+//! ([`crate::excerpt`]: the window less the answer, the prompt and
+//! MEMORY.md; each message cut for the prompt to a share of it, the session
+//! log keeping it whole), each round one model call whose result is
+//! written and the cursor moved before the next, so a long imported
+//! session is distilled in parts and a failure costs at most one round.
+//!
+//! A failed round leaves the cursor where it was and counts one failed
+//! run, at most one per `consolidation_failure_spacing_secs` (quick
+//! retries during one outage are one failed run); only after
+//! `consolidation_max_failures` counted failed runs is the round archived
+//! raw (redacted like the index), so nothing is ever lost and one outage
+//! never costs the distillation. A round the model refuses as too long for
+//! its window is halved and asked again; one that still does not fit fails
+//! the run without counting: that is a wrong window, not an outage, and
+//! the raw archive would not fix it.
 //!
 //! The steps of a round and how a crashed one is finished are in
 //! [`crate::rounds`].
@@ -27,6 +38,7 @@ use serde_json::{json, Value};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::events::{ConsolidationRound, EngineEvent};
+use crate::excerpt;
 use crate::history::format_lines;
 use crate::merge::{self, MergeInput};
 use crate::rounds::round_marker;
@@ -34,6 +46,44 @@ use crate::templates;
 
 /// Probe message used to estimate the prompt (nanobot's).
 pub const TOKEN_PROBE: &str = "[token-probe]";
+
+/// A message shows at most this share of a round's budget (1/4), so a
+/// round of a small window still holds a few messages.
+const MESSAGE_SHARE: usize = 4;
+/// Tokens of messages a round may show at the least, whatever MEMORY.md
+/// takes (a round is at least one message, cut to fit).
+const MIN_ROUND_TOKENS: usize = 256;
+/// Times a round the model refuses as too long for its window is halved
+/// before the run fails (down to 1/16 of the budget mnemo computed).
+const OVERFLOW_HALVINGS: u32 = 4;
+/// Extraction batches one fact-level round reads at most: its facts are
+/// written when the round ends, so a long range is saved in parts and a
+/// failed call repeats at most one round.
+const FACTS_ROUND_BATCHES: usize = 8;
+
+/// Where a consolidation run is, for a caller that shows it (`mnemo
+/// consolidate`'s progress line).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunProgress {
+    /// The round under way, from 1.
+    pub round: usize,
+    /// Its first message (the cursor).
+    pub from: usize,
+    /// Its end (exclusive).
+    pub to: usize,
+    /// Where the run began.
+    pub start: usize,
+    /// Where the run stops.
+    pub end: usize,
+}
+
+/// A callback told of each round as it begins.
+pub type OnRound<'a> = &'a (dyn Fn(&RunProgress) + Send + Sync);
+
+/// True for a model's "the prompt does not fit the context window".
+fn is_overflow(e: &Error) -> bool {
+    matches!(e, Error::Llm(l) if l.kind() == ErrorKind::ContextOverflow)
+}
 
 /// The `save_memory` tool.
 pub fn save_memory_tool() -> ToolSpec {
@@ -346,10 +396,13 @@ impl Engine {
         Ok((parse_save_memory(arguments)?, fell_back))
     }
 
-    /// Consolidates `messages[from..to]` once (one model call). On failure
-    /// the session's count of failed runs goes up and the cursor stays; at
-    /// `consolidation_max_failures` the chunk is archived raw and the cursor
-    /// moves.
+    /// Consolidates `messages[from..to]` once (one model call; each
+    /// message shown cut to `cap` tokens). On failure the session's count
+    /// of failed runs goes up (see [`Self::failed_chunk`]) and the cursor
+    /// stays; at `consolidation_max_failures` the chunk is archived raw and
+    /// the cursor moves. A prompt the model refuses as too long is
+    /// [`ChunkOutcome::TooLong`] and counts nothing.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) async fn consolidate_chunk(
         &self,
         key: &str,
@@ -357,6 +410,7 @@ impl Engine {
         loaded: &LoadedSession,
         from: usize,
         to: usize,
+        cap: usize,
         events: &mut Vec<EngineEvent>,
     ) -> Result<ChunkOutcome> {
         let chunk = &loaded.messages[from..to];
@@ -393,16 +447,18 @@ impl Engine {
                     }));
                     Ok(ChunkOutcome::Done)
                 }
+                Err(e) if is_overflow(&e) => Ok(ChunkOutcome::TooLong(e)),
                 Err(e) => self.failed_chunk(key, log, chunk, from, to, e, events, now),
             };
         }
         let seen = self.memory.read_memory_md()?;
+        let (shown, messages_cut) = excerpt::cut_messages(chunk, cap, &*self.counter);
         // What the model copied from the excerpt or from its instructions is
         // not memory: such lines are dropped, and an answer made mostly of
         // them is a bad answer like any other (one failed run, the cursor
         // stays).
         let answer = self
-            .ask_save_memory(chunk, &seen)
+            .ask_save_memory(&shown, &seen)
             .await
             .and_then(|(save, fell_back)| {
                 let screened = crate::guard::screen_update(&seen, &save.memory_update, chunk);
@@ -453,15 +509,19 @@ impl Engine {
                     lines_held_by_facts: applied.held_by_facts.len(),
                     lines_copied: screened.copied,
                     lines_echoed: screened.echoed,
+                    messages_cut,
                 }));
                 Ok(ChunkOutcome::Done)
             }
+            Err(e) if is_overflow(&e) => Ok(ChunkOutcome::TooLong(e)),
             Err(e) => self.failed_chunk(key, log, chunk, from, to, e, events, now),
         }
     }
 
-    /// A failed model call: one more failed run, and at
-    /// `consolidation_max_failures` the chunk archived raw.
+    /// A failed model call: one more failed run when the last counted one
+    /// is at least `consolidation_failure_spacing_secs` ago (a retry within
+    /// that time is the same outage), and at `consolidation_max_failures`
+    /// counted runs the chunk archived raw.
     #[allow(clippy::too_many_arguments)]
     fn failed_chunk(
         &self,
@@ -474,9 +534,20 @@ impl Engine {
         events: &mut Vec<EngineEvent>,
         now: DateTime<Utc>,
     ) -> Result<ChunkOutcome> {
-        let failures = self.with_state(key, |s| {
-            s.consolidation_failures += 1;
-            s.consolidation_failures
+        let spacing = chrono::Duration::seconds(
+            i64::try_from(self.settings.consolidation_failure_spacing_secs).unwrap_or(i64::MAX),
+        );
+        let (failures, last) = self.with_state(key, |s| {
+            let last = s
+                .last_counted_failure
+                .filter(|_| s.consolidation_failures > 0);
+            // A clock that went back counts, as does the first failure.
+            let same_outage = last.is_some_and(|t| now >= t && now - t < spacing);
+            if !same_outage {
+                s.consolidation_failures += 1;
+                s.last_counted_failure = Some(now);
+            }
+            (s.consolidation_failures, last.filter(|_| same_outage))
         });
         events.push(EngineEvent::ConsolidationFailed {
             from,
@@ -484,8 +555,12 @@ impl Engine {
             failures,
             error: e.to_string(),
         });
-        if failures < self.settings.consolidation_max_failures {
-            return Ok(ChunkOutcome::Failed { failures, error: e });
+        if last.is_some() || failures < self.settings.consolidation_max_failures {
+            return Ok(ChunkOutcome::Failed {
+                failures,
+                error: e,
+                not_counted_since: last,
+            });
         }
         self.begin_round(key, from, to)?;
         self.archive_raw(key, chunk, from, to, now)?;
@@ -597,11 +672,101 @@ impl Engine {
         Ok(())
     }
 
+    /// Tokens of messages one round may show, and the most one message
+    /// may show. For `memory_md`: the window less the answer, the prompt
+    /// with MEMORY.md as it is now and a tenth of the window for counting
+    /// (the counter may not be the model's tokenizer), at least
+    /// [`MIN_ROUND_TOKENS`]; a message at most a quarter of that and
+    /// [`excerpt::MAX_MESSAGE_TOKENS`]. For `facts`: a few extraction
+    /// batches (the extraction cuts messages itself).
+    pub(crate) fn round_limits(&self) -> Result<(usize, usize)> {
+        if self.settings.consolidation_mode == "facts" {
+            let batch = self.extraction_budget().min(crate::extract::BATCH_TOKENS);
+            return Ok((batch * FACTS_ROUND_BATCHES, batch));
+        }
+        let t = self.thresholds();
+        let memory = self.memory.read_memory_md()?;
+        let probe = self.consolidation_request(&[], &memory, ToolChoice::Auto);
+        let tools = serde_json::to_string(&probe.tools).unwrap_or_default();
+        let fixed = probe
+            .messages
+            .iter()
+            .map(|m| self.counter.count_message(m))
+            .sum::<usize>()
+            + probe
+                .system
+                .as_deref()
+                .map_or(0, |s| self.counter.count_text(s))
+            + self.counter.count_text(&tools);
+        let budget = t
+            .context_window
+            .saturating_sub(t.max_output)
+            .saturating_sub(fixed)
+            .saturating_sub(t.context_window / 10)
+            .max(MIN_ROUND_TOKENS);
+        let cap = (budget / MESSAGE_SHARE).clamp(1, excerpt::MAX_MESSAGE_TOKENS);
+        Ok((budget, cap))
+    }
+
+    /// One round from `from` toward `to`: as many messages as fit the
+    /// model's window ([`Self::round_limits`], [`excerpt::round_end`]),
+    /// consolidated by [`Self::consolidate_chunk`]; `on_round` is told of
+    /// it before the model is asked. A round the model refuses as too long
+    /// (its window is smaller than mnemo was told) is halved and asked
+    /// again, up to [`OVERFLOW_HALVINGS`] times; then it is
+    /// [`ChunkOutcome::TooLong`], with a `ConsolidationFailed` event, and
+    /// no failed run is counted. Returns where the round ended.
+    #[allow(clippy::too_many_arguments)]
+    async fn consolidate_round(
+        &self,
+        key: &str,
+        log: &mut SessionLog,
+        loaded: &LoadedSession,
+        from: usize,
+        to: usize,
+        on_round: &(dyn Fn(usize) + Sync),
+        events: &mut Vec<EngineEvent>,
+    ) -> Result<(usize, ChunkOutcome)> {
+        let (budget, cap) = self.round_limits()?;
+        let mut halving = 0;
+        loop {
+            let budget = (budget >> halving).max(1);
+            let cap = (cap >> halving).clamp(1, budget);
+            let end = excerpt::round_end(&loaded.messages, from, to, budget, cap, &*self.counter);
+            on_round(end);
+            let outcome = self
+                .consolidate_chunk(key, log, loaded, from, end, cap, events)
+                .await?;
+            let ChunkOutcome::TooLong(error) = outcome else {
+                return Ok((end, outcome));
+            };
+            if halving < OVERFLOW_HALVINGS && (end - from > 1 || cap > 1) {
+                halving += 1;
+                continue;
+            }
+            let error = Error::ConsolidationTooLong {
+                key: key.to_string(),
+                from,
+                to: end,
+                tokens: budget,
+                window: self.thresholds().context_window,
+                source: Box::new(error),
+            };
+            events.push(EngineEvent::ConsolidationFailed {
+                from,
+                to: end,
+                failures: self.with_state(key, |s| s.consolidation_failures),
+                error: error.to_string(),
+            });
+            return Ok((end, ChunkOutcome::TooLong(error)));
+        }
+    }
+
     /// Budget-driven consolidation with a turn (before its answer, or after
     /// it in the background): while the prompt is over the target, at most
-    /// `consolidation_max_rounds` rounds, each cutting before a user turn;
-    /// stops at the first failure. Each round is reported to `progress` as
-    /// it ends.
+    /// `consolidation_max_rounds` rounds, each cutting before a user turn
+    /// and fitting the window; stops at the first failure. Each round is
+    /// reported to `progress` as it ends.
     pub(crate) async fn consolidate_for_turn(
         &self,
         key: &str,
@@ -632,14 +797,21 @@ impl Engine {
             ) else {
                 break;
             };
-            progress.doing(Some(format!("consolidating messages {cursor}..{to}")));
             let before = events.len();
-            let outcome = self
-                .consolidate_chunk(key, log, &loaded, cursor, to, events)
+            let (_, outcome) = self
+                .consolidate_round(
+                    key,
+                    log,
+                    &loaded,
+                    cursor,
+                    to,
+                    &|end| progress.doing(Some(format!("consolidating messages {cursor}..{end}"))),
+                    events,
+                )
                 .await?;
             progress.doing(None);
             progress.events(&events[before..]);
-            if let ChunkOutcome::Failed { .. } = outcome {
+            if !matches!(outcome, ChunkOutcome::Done) {
                 break;
             }
         }
@@ -647,13 +819,26 @@ impl Engine {
     }
 
     /// Consolidates everything past the cursor up to the last user-turn
-    /// boundary, whatever the budget (`mnemo consolidate`), with one model
-    /// call. A failure is an error and the cursor stays; the run that
-    /// reaches `consolidation_max_failures` failed runs archives the chunk
-    /// raw instead. A session that does not exist is not found; a
-    /// workspace whose consolidation is off ([`Engine::require_consolidation`])
-    /// is refused before anything is read.
+    /// boundary, whatever the budget (`mnemo consolidate`), in rounds that
+    /// fit the model's window. A failed round is an error and the cursor
+    /// stays at its start (earlier rounds stay saved); the run that reaches
+    /// `consolidation_max_failures` counted failed runs archives that round
+    /// raw instead (see [`crate::Error::from_raw_archive`] for a caller
+    /// that treats that as the failure it is). A session that does not
+    /// exist is not found; a workspace whose consolidation is off
+    /// ([`Engine::require_consolidation`]) is refused before anything is
+    /// read.
     pub async fn consolidate_now(&self, key: &str) -> Result<Vec<EngineEvent>> {
+        self.consolidate_now_with(key, &|_| {}).await
+    }
+
+    /// [`Self::consolidate_now`], telling `on_round` of each round as it
+    /// begins (which messages, of which range), for a progress line.
+    pub async fn consolidate_now_with(
+        &self,
+        key: &str,
+        on_round: OnRound<'_>,
+    ) -> Result<Vec<EngineEvent>> {
         self.require_consolidation()?;
         if !self.sessions.exists(key)? {
             return Err(mnemo_store::Error::NotFound(format!(
@@ -666,7 +851,7 @@ impl Engine {
         let (mut log, loaded) = self.open_recovered(key, &mut events)?;
         let cursor = loaded.meta.last_consolidated;
         if let Some(to) = last_boundary(&loaded.messages, cursor) {
-            self.consolidate_or_fail(key, &mut log, &loaded, cursor, to, &mut events)
+            self.consolidate_rounds(key, &mut log, &loaded, cursor, to, on_round, &mut events)
                 .await?;
         }
         Ok(events)
@@ -687,8 +872,9 @@ impl Engine {
         })
     }
 
-    /// One consolidation round of `from..to`; a failed one is an error
-    /// saying how many failed runs are left before the raw archive.
+    /// Consolidates `from..to` in rounds that fit the window; a failed
+    /// round is an error saying how many failed runs are left before the
+    /// raw archive (or that it did not count).
     pub(crate) async fn consolidate_or_fail(
         &self,
         key: &str,
@@ -698,23 +884,62 @@ impl Engine {
         to: usize,
         events: &mut Vec<EngineEvent>,
     ) -> Result<()> {
-        if from >= to {
-            return Ok(());
+        self.consolidate_rounds(key, log, loaded, from, to, &|_| {}, events)
+            .await
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn consolidate_rounds(
+        &self,
+        key: &str,
+        log: &mut SessionLog,
+        loaded: &LoadedSession,
+        start: usize,
+        end: usize,
+        on_round: OnRound<'_>,
+        events: &mut Vec<EngineEvent>,
+    ) -> Result<()> {
+        let mut from = start;
+        let mut round = 0;
+        while from < end {
+            round += 1;
+            let tell = |to| {
+                on_round(&RunProgress {
+                    round,
+                    from,
+                    to,
+                    start,
+                    end,
+                })
+            };
+            let (to, outcome) = self
+                .consolidate_round(key, log, loaded, from, end, &tell, events)
+                .await?;
+            match outcome {
+                ChunkOutcome::Done => from = to,
+                ChunkOutcome::TooLong(error) => return Err(error),
+                ChunkOutcome::Failed {
+                    failures,
+                    error,
+                    not_counted_since,
+                } => {
+                    let now = self.now();
+                    return Err(Error::ConsolidationFailed {
+                        key: key.to_string(),
+                        from,
+                        to,
+                        failures,
+                        limit: self.settings.consolidation_max_failures,
+                        spacing_secs: self.settings.consolidation_failure_spacing_secs,
+                        not_counted: not_counted_since
+                            .map(|t| (now - t).num_seconds().max(0).unsigned_abs()),
+                        saved_from: (from > start).then_some(start),
+                        source: Box::new(error),
+                    });
+                }
+            }
         }
-        match self
-            .consolidate_chunk(key, log, loaded, from, to, events)
-            .await?
-        {
-            ChunkOutcome::Done => Ok(()),
-            ChunkOutcome::Failed { failures, error } => Err(Error::ConsolidationFailed {
-                key: key.to_string(),
-                from,
-                to,
-                failures,
-                limit: self.settings.consolidation_max_failures,
-                source: Box::new(error),
-            }),
-        }
+        Ok(())
     }
 }
 
@@ -724,11 +949,17 @@ pub(crate) enum ChunkOutcome {
     Done,
     /// The model failed; the cursor stayed.
     Failed {
-        /// Failed runs of this session so far.
+        /// Counted failed runs of this session so far.
         failures: u32,
         /// Why.
         error: Error,
+        /// Not counted: the last counted failed run was then, within
+        /// `consolidation_failure_spacing_secs`.
+        not_counted_since: Option<DateTime<Utc>>,
     },
+    /// The model refused the prompt as too long for its window; nothing
+    /// counted, the cursor stayed.
+    TooLong(Error),
 }
 
 /// What applying a model's MEMORY.md did.

@@ -39,8 +39,11 @@ pub type Clock = Arc<dyn Fn() -> DateTime<Utc> + Send + Sync>;
 #[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub(crate) struct SessionState {
-    /// Consecutive failed consolidation runs (one per command or turn).
+    /// Consecutive failed consolidation runs (one per command or turn,
+    /// at most one per `consolidation_failure_spacing_secs`).
     pub consolidation_failures: u32,
+    /// When the last counted failed consolidation run was.
+    pub last_counted_failure: Option<DateTime<Utc>>,
     /// Consecutive autocompact failures (the breaker opens at the limit).
     pub compact_failures: u32,
     /// Memory files the side query already surfaced in this session.

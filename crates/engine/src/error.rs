@@ -28,12 +28,12 @@ pub enum Error {
         /// The lock file.
         lock: String,
     },
-    /// A consolidation run could not reach the model or use its answer;
-    /// the cursor stayed and the run counts as one failed run. The run that
-    /// reaches the limit archives the messages raw instead.
-    #[error("consolidation of session {key:?} (messages {from}..{to}) failed: {source}; the cursor stays at {from}. \
-             This is failed run {failures} of {limit}: run it again when the model answers \
-             (at {limit} failed runs the messages are archived raw into memory/HISTORY.md)")]
+    /// A consolidation round could not reach the model or use its answer;
+    /// the cursor stayed at its start (earlier rounds of the run stay
+    /// saved) and the run counts as one failed run, unless the last
+    /// counted one is under `consolidation_failure_spacing_secs` ago. The
+    /// run that reaches the limit archives the round raw instead.
+    #[error("{}", consolidation_failed(self))]
     ConsolidationFailed {
         /// Session key.
         key: String,
@@ -41,12 +41,59 @@ pub enum Error {
         from: usize,
         /// Chunk end.
         to: usize,
-        /// Failed runs so far.
+        /// Counted failed runs so far.
         failures: u32,
         /// `[engine] consolidation_max_failures`.
         limit: u32,
+        /// `[engine] consolidation_failure_spacing_secs`.
+        spacing_secs: u64,
+        /// Not counted: the last counted failed run was this many seconds
+        /// ago.
+        not_counted: Option<u64>,
+        /// Where the run began, when its earlier rounds were saved.
+        saved_from: Option<usize>,
         /// Why this run failed.
         source: Box<Error>,
+    },
+    /// The model refused a consolidation round as too long for its context
+    /// window even after it was halved: the window mnemo was told is
+    /// larger than the model's. Not counted as a failed run (no raw
+    /// archive): set the real window and run it again.
+    #[error("consolidation of session {key:?} (messages {from}..{to}) failed: the model refused the excerpt as too long for its context window, even cut to {tokens} tokens of messages ({source}). \
+             The cursor stays at {from}, and this does not count toward the raw archive (it is not an outage). \
+             mnemo sized the rounds for a window of {window} tokens: set `context_window` in mnemo.toml's [provider] section \
+             (or `[engine] context_window`) to the model's real window and run it again")]
+    ConsolidationTooLong {
+        /// Session key.
+        key: String,
+        /// Round start (the cursor).
+        from: usize,
+        /// Round end.
+        to: usize,
+        /// Tokens of messages the last attempt showed at most.
+        tokens: usize,
+        /// The context window the rounds were sized for.
+        window: usize,
+        /// What the model said.
+        source: Box<Error>,
+    },
+    /// A consolidation run archived a round raw after repeated failed runs
+    /// ([`Error::from_raw_archive`]): nothing is lost, but nothing was
+    /// distilled, so a command reports it as the failure it is.
+    #[error("consolidation of session {key:?} failed {failures} time(s) in a row (the last: {last}); \
+             messages {from}..{to} were archived raw into memory/HISTORY.md instead (secrets redacted; still searchable) and the cursor moved to {to}. \
+             Nothing is lost, but nothing was distilled: check the model (`mnemo consolidate` of newer messages distils them once it answers)")]
+    ArchivedRaw {
+        /// Session key.
+        key: String,
+        /// Round start.
+        from: usize,
+        /// Round end.
+        to: usize,
+        /// Counted failed runs.
+        failures: u32,
+        /// The last failure's message.
+        last: String,
     },
     /// The model answered, but not in a usable shape (no `save_memory`
     /// call, missing fields). Counted as a consolidation failure.
@@ -97,11 +144,86 @@ impl Error {
             Error::Config(_) => ErrorCode::Config,
             Error::Busy { .. } => ErrorCode::Busy,
             Error::ConsolidationFailed { source, .. } => source.code(),
+            Error::ConsolidationTooLong { .. } | Error::ArchivedRaw { .. } => ErrorCode::Provider,
             Error::BadAnswer(_) | Error::StillOverflowing { .. } => ErrorCode::Provider,
             Error::ConsolidationOff { .. } => ErrorCode::Config,
             Error::Invalid(_) => ErrorCode::InvalidInput,
             Error::Io { .. } => ErrorCode::Io,
         }
+    }
+}
+
+impl Error {
+    /// The error of a consolidation run whose `events` show a round
+    /// archived raw after repeated failed runs; `None` when none was. The
+    /// engine returns such a run's events (the cursor moved, the history
+    /// holds the messages), and a command that should fail then says so.
+    pub fn from_raw_archive(key: &str, events: &[crate::EngineEvent]) -> Option<Error> {
+        use crate::EngineEvent;
+        let (i, round) = events.iter().enumerate().find_map(|(i, e)| match e {
+            EngineEvent::Consolidated(r) if r.raw => Some((i, r)),
+            _ => None,
+        })?;
+        let (failures, last) = events[..i]
+            .iter()
+            .rev()
+            .find_map(|e| match e {
+                EngineEvent::ConsolidationFailed {
+                    failures, error, ..
+                } => Some((*failures, error.clone())),
+                _ => None,
+            })
+            .unwrap_or((0, "unknown".into()));
+        Some(Error::ArchivedRaw {
+            key: key.to_string(),
+            from: round.from,
+            to: round.to,
+            failures,
+            last,
+        })
+    }
+}
+
+/// What [`Error::ConsolidationFailed`] says: where the cursor is, whether
+/// the run counted and how far the raw archive is.
+fn consolidation_failed(e: &Error) -> String {
+    let Error::ConsolidationFailed {
+        key,
+        from,
+        to,
+        failures,
+        limit,
+        spacing_secs,
+        not_counted,
+        saved_from,
+        source,
+    } = e
+    else {
+        return String::new();
+    };
+    let saved = match saved_from {
+        Some(s) => format!(" (this run's earlier rounds saved messages {s}..{from})"),
+        None => String::new(),
+    };
+    let head = format!(
+        "consolidation of session {key:?} (messages {from}..{to}) failed: {source}; the cursor stays at {from}{saved}."
+    );
+    let spacing = if *spacing_secs > 0 {
+        format!(", at least {spacing_secs} s apart,")
+    } else {
+        String::new()
+    };
+    match not_counted {
+        None => format!(
+            "{head} This is failed run {failures} of {limit}: run it again when the model answers \
+             (at {limit} failed runs{spacing} the messages are archived raw into memory/HISTORY.md)"
+        ),
+        Some(ago) => format!(
+            "{head} Not counted as another failed run: the last counted one was {ago} s ago, and failed runs \
+             count at most once every {spacing_secs} s (`[engine] consolidation_failure_spacing_secs`), so quick \
+             retries during one outage do not archive the messages raw; {failures} of {limit} counted so far. \
+             Run it again when the model answers"
+        ),
     }
 }
 

@@ -49,6 +49,10 @@ pub struct ConsolidationRound {
     /// instructions: not saved.
     #[serde(skip_serializing_if = "is_zero")]
     pub lines_echoed: usize,
+    /// Messages cut for the prompt (longer than their share of the round;
+    /// the session log keeps them whole).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub messages_cut: usize,
 }
 
 fn is_zero(n: &usize) -> bool {

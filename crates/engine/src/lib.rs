@@ -26,6 +26,7 @@ pub mod dream;
 pub mod engine;
 pub mod error;
 pub mod events;
+pub mod excerpt;
 pub mod extract;
 pub mod facts;
 pub mod flush;
@@ -49,7 +50,7 @@ pub use agent::{
 };
 pub use compact::{TurnOutcome, TurnReport};
 pub use compactor::{Compactor, ModelCompactor, TemplateCompactor};
-pub use consolidate::{pick_boundary, save_memory_tool};
+pub use consolidate::{pick_boundary, save_memory_tool, OnRound, RunProgress};
 pub use context::{ContextPart, ContextReport};
 pub use dream::{undo_dream, DreamReport, DreamUndone};
 pub use engine::{Clock, Engine, Thresholds};

@@ -45,6 +45,7 @@ impl Engine {
         log.set_cursor(to)?;
         self.with_state(key, |s| {
             s.consolidation_failures = 0;
+            s.last_counted_failure = None;
             s.pending = None;
         });
         Ok(())

@@ -24,6 +24,12 @@ pub struct EngineSettings {
     /// Separate failed consolidation runs (commands, turns) before the
     /// chunk is archived raw (3); one run asks the model once.
     pub consolidation_max_failures: u32,
+    /// Seconds a failed consolidation run must come after the last counted
+    /// one to count toward `consolidation_max_failures` (600): a script's
+    /// retry loop or a user's quick re-runs during one outage are one
+    /// failed run, not three, so the raw archive needs an outage of
+    /// `(max_failures - 1) × spacing` at least. 0 counts every failed run.
+    pub consolidation_failure_spacing_secs: u64,
     /// Consolidation runs with a turn; off leaves it to `consolidate_now`.
     pub consolidation_enabled: bool,
     /// When a turn's memory work (consolidation rounds and the memory
@@ -167,6 +173,7 @@ impl Default for EngineSettings {
             consolidation_ratio: 0.5,
             consolidation_max_rounds: 5,
             consolidation_max_failures: 3,
+            consolidation_failure_spacing_secs: 600,
             consolidation_enabled: true,
             memory_work: "auto".into(),
             consolidation_mode: "memory_md".into(),

@@ -148,7 +148,13 @@ async fn three_failed_runs_archive_raw_and_lose_nothing() {
     for _ in 0..3 {
         env.server.push(Reply::text("I would rather chat."));
     }
-    let engine = engine(&env, 8_000, 1_000, "", t0());
+    let engine = engine(
+        &env,
+        8_000,
+        1_000,
+        "consolidation_failure_spacing_secs = 0",
+        t0(),
+    );
     // Each run asks once; the first two fail and keep the cursor.
     for _ in 0..2 {
         let err = engine.consolidate_now(KEY).await.unwrap_err();

@@ -300,7 +300,9 @@ async fn what_no_message_supports_is_refused_with_why_and_nothing_is_lost() {
 async fn no_tool_call_or_a_malformed_answer_fails_and_keeps_the_cursor() {
     let env = env().await;
     said(&env.ws, "2026-03-01", &["I live in Paris."]);
-    let engine = engine(&env, 8_000, 1_000, FACTS, t0());
+    // Three failed runs in a row count three (no spacing between them).
+    let settings = format!("{FACTS}\nconsolidation_failure_spacing_secs = 0");
+    let engine = engine(&env, 8_000, 1_000, &settings, t0());
     env.server.push(Reply::text("Sure, noted!"));
     let err = engine.consolidate_now(KEY).await.unwrap_err();
     assert!(

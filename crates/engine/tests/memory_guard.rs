@@ -69,7 +69,13 @@ async fn an_answer_of_copied_messages_is_refused_and_changes_nothing() {
     write_session(&env.ws, &trial());
     std::fs::write(env.ws.root().join("MEMORY.md"), MEMORY_MD).unwrap();
     env.server.set_default(save_memory(&copied_answer()));
-    let engine = engine(&env, 100_000, 1_000, "", t0());
+    let engine = engine(
+        &env,
+        100_000,
+        1_000,
+        "consolidation_failure_spacing_secs = 0",
+        t0(),
+    );
     let err = engine.consolidate_now(KEY).await.unwrap_err();
     match &err {
         Error::ConsolidationFailed {

@@ -129,7 +129,13 @@ async fn one_outage_fails_the_run_and_keeps_the_cursor() {
     msgs[1] = Message::assistant("Your key is sk-proj-abcdefghijklmnopqrstuvwx12, keep it safe.")
         .with_timestamp(ts(1));
     write_session(&env.ws, &msgs);
-    let engine = engine(&env, 8_000, 1_000, "", t0());
+    let engine = engine(
+        &env,
+        8_000,
+        1_000,
+        "consolidation_failure_spacing_secs = 0",
+        t0(),
+    );
     env.server.set_default(Reply::error(
         500,
         json!({"error": {"message": "upstream down", "type": "server_error"}}),

@@ -66,7 +66,7 @@ pub(crate) fn import(
     let mut side: Vec<(usize, Value)> = Vec::new();
     let mut unparsed: Vec<(usize, Record)> = Vec::new();
     for (i, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
+        if line.trim().is_empty() || imp.over_line_limit(rel, i, line) {
             continue;
         }
         match serde_json::from_str::<Value>(line) {

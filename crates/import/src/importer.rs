@@ -535,6 +535,28 @@ impl<'a> Importer<'a> {
     /// A source line that could not be read, kept verbatim as an
     /// `import_unparsed` record (the import loses nothing) and reported
     /// with where to look.
+    /// True (and reported) when a source line is over the session line
+    /// limit. Every imported line keeps its source entry, so such a line
+    /// could only become a log line over the limit: it is left out before
+    /// it is parsed, which would take several times its size in memory.
+    pub(crate) fn over_line_limit(&mut self, rel: &str, index: usize, line: &str) -> bool {
+        let limit = self.sessions.options().max_line_bytes;
+        if line.len() <= limit {
+            return false;
+        }
+        self.report.push(
+            Verb::Error,
+            Kind::Session,
+            "",
+            format!("{rel}:{}", index + 1),
+            format!(
+                "a line of {} bytes is over the {limit}-byte line limit of a session log; it was left out of the imported log, the rest imported (raise [session] max_line_bytes to import it)",
+                line.len()
+            ),
+        );
+        true
+    }
+
     pub(crate) fn unparsed_line(
         &mut self,
         rel: &str,

@@ -367,7 +367,7 @@ fn session(imp: &mut Importer<'_>, src: &Source, rel: &str) {
     let mut meta: Option<SessionMetadata> = None;
     let mut lines: Vec<SessionLine> = Vec::new();
     for (i, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
+        if line.trim().is_empty() || imp.over_line_limit(rel, i, line) {
             continue;
         }
         match Record::parse(line) {

@@ -571,11 +571,12 @@ fn transcript(
         .unwrap_or(rel)
         .trim_end_matches(".jsonl");
     let key = format!("openclaw:{agent}:{stem}");
-    let lines = text
-        .lines()
-        .enumerate()
-        .map(|(i, l)| (i, Ok(l.to_string())))
-        .collect();
+    let mut lines = Vec::new();
+    for (i, l) in text.lines().enumerate() {
+        if !imp.over_line_limit(rel, i, l) {
+            lines.push((i, Ok(l.to_string())));
+        }
+    }
     let (mut meta, records) = convert(imp, lines, rel, &key);
     // The keys OpenClaw knew this conversation by ("agent:main:main",
     // "agent:main:telegram:dm:42"), so it can be found by them.

@@ -535,8 +535,18 @@ impl Service {
 
     /// Consolidates a session now (needs a chat model).
     pub async fn consolidate(self: &Arc<Self>, key: String) -> Result<EventsOutput> {
+        self.consolidate_with(key, &|_| {}).await
+    }
+
+    /// [`Service::consolidate`], telling `on_round` of each round as it
+    /// begins (`mnemo consolidate`'s progress line).
+    pub async fn consolidate_with(
+        self: &Arc<Self>,
+        key: String,
+        on_round: mnemo_engine::consolidate::OnRound<'_>,
+    ) -> Result<EventsOutput> {
         let engine = self.session_engine(&key).await?;
-        let events = engine.consolidate_now(&key).await?;
+        let events = engine.consolidate_now_with(&key, on_round).await?;
         Ok(EventsOutput { key, events })
     }
 

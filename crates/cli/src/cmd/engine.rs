@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use anyhow::Result;
 use clap::Args;
-use mnemo::engine::EngineEvent;
+use mnemo::engine::{EngineEvent, RunProgress};
 use mnemo::llm::ProviderOverrides;
 use mnemo_service::output::EventsOutput;
 use mnemo_service::Service;
@@ -173,6 +173,12 @@ pub fn describe(event: &EngineEvent) -> String {
                     r.lines_kept
                 ));
             }
+            if r.messages_cut > 0 {
+                line.push_str(&format!(
+                    "; {} long message(s) cut for the model (the session log keeps them whole)",
+                    r.messages_cut
+                ));
+            }
             if r.lines_copied + r.lines_echoed > 0 {
                 line.push_str(&format!(
                     "; not saved: {} line(s) the model copied from the messages and {} repeating mnemo's instructions (not memory; the messages stay in the session log)",
@@ -263,10 +269,44 @@ pub fn consolidate(args: ConsolidateArgs, global: &GlobalArgs) -> Result<()> {
         eprintln!("warning: {notice}");
     }
     let rt = crate::ctx::runtime()?;
-    let out = crate::output::Activity::during("consolidating (the model is working)", || {
-        rt.block_on(service.consolidate(args.key))
-    })?;
+    // Which round, of how much: a local model takes a minute a round, and
+    // a long imported session many rounds (only drawn on a terminal).
+    let activity = crate::output::Activity::start("consolidating (the model is working)");
+    let line = activity.clone();
+    let on_round = move |p: &RunProgress| line.set(round_line(p));
+    let out = rt.block_on(service.consolidate_with(args.key, &on_round));
+    activity.done();
+    let out = out?;
+    fail_on_raw_archive(&out, args.json)?;
     print_events(&out, args.json)
+}
+
+/// What the progress line says of a round under way.
+fn round_line(p: &RunProgress) -> String {
+    let total = p.end.saturating_sub(p.start).max(1);
+    let done = p.from.saturating_sub(p.start);
+    format!(
+        "consolidating messages {}..{} (round {}; {done} of {total} messages done, {}%; the model is working)",
+        p.from,
+        p.to,
+        p.round,
+        done * 100 / total
+    )
+}
+
+/// A run that archived messages raw after repeated failed runs is a
+/// failure (exit 6), though the cursor moved: it says what was archived,
+/// after the events (on stdout; with `--json` the error alone).
+fn fail_on_raw_archive(out: &EventsOutput, json: bool) -> Result<()> {
+    match mnemo::engine::Error::from_raw_archive(&out.key, &out.events) {
+        Some(err) => {
+            if !json {
+                print_events(out, false)?;
+            }
+            Err(err.into())
+        }
+        None => Ok(()),
+    }
 }
 
 pub fn dream(args: DreamArgs, global: &GlobalArgs) -> Result<()> {
@@ -379,7 +419,13 @@ pub fn new_session(args: NewArgs, global: &GlobalArgs) -> Result<()> {
         "consolidating the conversation and writing its session note",
         || rt.block_on(service.close(args.key)),
     )?;
+    // Messages archived raw after repeated failed runs: the note is
+    // written and the cursor moved, but the command failed (exit 6).
+    let raw = mnemo::engine::Error::from_raw_archive(&out.key, &out.events);
     if args.json {
+        if let Some(err) = raw {
+            return Err(err.into());
+        }
         outln!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(());
     }
@@ -408,5 +454,8 @@ pub fn new_session(args: NewArgs, global: &GlobalArgs) -> Result<()> {
         "the next turn starts a new conversation (cursor at message {})",
         out.cursor
     );
-    Ok(())
+    match raw {
+        Some(err) => Err(err.into()),
+        None => Ok(()),
+    }
 }

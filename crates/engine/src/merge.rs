@@ -67,11 +67,14 @@ pub struct Merged {
     pub consolidated: HashSet<String>,
 }
 
-/// An update may drop at most this share of consolidation's own lines
-/// (when there are at least [`MIN_LINES_TO_JUDGE`] of them).
+/// An update may drop at most this share of consolidation's own lines,
+/// however few there are. A MEMORY.md of one to three such lines is the
+/// one a model answering with the new fact only would empty round after
+/// round (issue 43 N15), so it is judged too: dropping its only line is
+/// refused, and the old line stays beside the new one until a later round
+/// (with two lines, one may go) or a person removes it. Keeping a stale
+/// line costs less than losing a true one.
 pub const MAX_DROP_SHARE: f64 = 0.5;
-/// Below this many droppable lines, any share may go.
-pub const MIN_LINES_TO_JUDGE: usize = 4;
 
 /// Merges the model's update into MEMORY.md (see the module docs).
 pub fn merge(input: MergeInput<'_>) -> Merged {
@@ -108,7 +111,7 @@ pub fn merge(input: MergeInput<'_>) -> Merged {
         .collect();
     let wipes = update_keys.is_empty() && !current_keys.is_empty();
     let refused = wipes
-        || (droppable.len() >= MIN_LINES_TO_JUDGE
+        || (!droppable.is_empty()
             && dropped.len() as f64 > droppable.len() as f64 * MAX_DROP_SHARE);
     let (text, kept, dropped) = if refused {
         let added = insert_missing(current, update, &|l| {

@@ -7,24 +7,26 @@ fn set(keys: &[&str]) -> HashSet<String> {
 
 #[test]
 fn lines_the_model_did_not_write_come_back_where_they_were() {
-    let current = "# Memory\n\n- works at ACME\n- person wrote this\n\n## Preferences\n\n- tea, no sugar\n\n## Memory files\n\n- [Tea](memory/tea.md): likes tea\n";
-    let update = "# Memory\n\n- works at ACME since 2024\n- lives in Lyon\n";
+    // Two lines of consolidation's own: rewording one of them drops half,
+    // which is the model's call (one of one would be refused).
+    let current = "# Memory\n\n- has a cat\n- works at ACME\n- person wrote this\n\n## Preferences\n\n- tea, no sugar\n\n## Memory files\n\n- [Tea](memory/tea.md): likes tea\n";
+    let update = "# Memory\n\n- has a cat\n- works at ACME since 2024\n- lives in Lyon\n";
     let m = merge(MergeInput {
         seen: current,
         current,
         update,
-        consolidated: &set(&["works at acme"]),
+        consolidated: &set(&["has a cat", "works at acme"]),
     });
     assert_eq!(
         m.text,
-        "# Memory\n\n- works at ACME since 2024\n- lives in Lyon\n- person wrote this\n\n## Preferences\n\n- tea, no sugar\n\n## Memory files\n\n- [Tea](memory/tea.md): likes tea\n"
+        "# Memory\n\n- has a cat\n- person wrote this\n- works at ACME since 2024\n- lives in Lyon\n\n## Preferences\n\n- tea, no sugar\n\n## Memory files\n\n- [Tea](memory/tea.md): likes tea\n"
     );
     assert_eq!(m.kept, 3);
     assert_eq!(m.dropped, vec!["- works at ACME".to_string()]);
     assert!(!m.refused);
     assert_eq!(
         m.consolidated,
-        set(&["works at acme since 2024", "lives in lyon"])
+        set(&["has a cat", "works at acme since 2024", "lives in lyon"])
     );
 }
 
@@ -138,4 +140,48 @@ fn diffs_reverse_to_the_old_text() {
         "--- MEMORY.md\n+++ MEMORY.md\n@@ -2 +2 @@\n-- b\n+- c\n"
     );
     assert!(reverse_diff("- a\n- changed since\n", &diff).is_err());
+}
+
+#[test]
+fn a_short_memory_is_guarded_too() {
+    // Issue 43 N15: five rounds of a model that answers with the new fact
+    // only used to leave just the last one, each earlier fact dropped the
+    // round after it was written.
+    let mut memory = String::new();
+    let mut consolidated = HashSet::new();
+    for round in 0..5 {
+        let update = format!("- fact MARK-S{round}x\n");
+        let m = merge(MergeInput {
+            seen: &memory,
+            current: &memory,
+            update: &update,
+            consolidated: &consolidated,
+        });
+        memory = m.text;
+        consolidated = m.consolidated;
+    }
+    for round in 0..5 {
+        assert!(
+            memory.contains(&format!("- fact MARK-S{round}x")),
+            "S{round} was dropped: {memory}"
+        );
+    }
+    // Dropping the only line is refused: the new one joins it.
+    let m = merge(MergeInput {
+        seen: "- lives in Paris\n",
+        current: "- lives in Paris\n",
+        update: "- lives in Berlin\n",
+        consolidated: &set(&["lives in paris"]),
+    });
+    assert!(m.refused);
+    assert_eq!(m.text, "- lives in Berlin\n- lives in Paris\n");
+    // With two, one may go: the stale line leaves in the next round.
+    let m = merge(MergeInput {
+        seen: &m.text,
+        current: &m.text,
+        update: "- lives in Berlin\n",
+        consolidated: &m.consolidated,
+    });
+    assert!(!m.refused);
+    assert_eq!(m.text, "- lives in Berlin\n");
 }

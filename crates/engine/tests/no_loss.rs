@@ -221,11 +221,14 @@ async fn every_consolidation_can_be_undone_in_turn() {
     write_session(&env.ws, &chat_turns(5, 20));
     let engine = engine(&env, 8_000, 1_000, "", t0());
     engine.memory().write_memory_md(WRITTEN_BY_TOOLS).unwrap();
-    env.server
-        .push(save("# Memory\n\n- Works at ACME.\n- Moved to Lyon.\n"));
+    env.server.push(save(
+        "# Memory\n\n- Works at ACME.\n- Moved to Lyon.\n- Has a cat named Tom.\n",
+    ));
     engine.consolidate_now(KEY).await.unwrap();
     let after_first = engine.memory().read_memory_md().unwrap();
-    // More turns, a second consolidation that rewrites the model's line.
+    // More turns, a second consolidation that rewrites one of the model's
+    // two lines (its only line would be kept: the merge guard refuses
+    // dropping all of consolidation's lines, however few).
     let store = SessionStore::new(&env.ws, SessionOptions::default());
     let mut log = store.open(KEY).unwrap();
     log.append(&[
@@ -235,7 +238,7 @@ async fn every_consolidation_can_be_undone_in_turn() {
     ])
     .unwrap();
     env.server.push(save(
-        "# Memory\n\n- Works at ACME.\n- Lives in Lyon since March.\n",
+        "# Memory\n\n- Works at ACME.\n- Lives in Lyon since March.\n- Has a cat named Tom.\n",
     ));
     engine.consolidate_now(KEY).await.unwrap();
     let after_second = engine.memory().read_memory_md().unwrap();

@@ -381,3 +381,58 @@ fn offline_search_gives_one_reason_for_keyword_only() {
     assert!(out.contains("could not be downloaded"), "{out}");
     assert!(!out.contains("no embedding model configured"), "{out}");
 }
+
+/// The memory block (`memory show`, and the prompt `context` shows) is
+/// titled `# Memory` once: MEMORY.md's own title is not repeated in it.
+#[test]
+fn the_memory_block_has_one_memory_title() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path();
+    init(ws);
+    ok(&mnemo(
+        ws,
+        &[
+            "memory",
+            "add",
+            "--type",
+            "user",
+            "--name",
+            "Tea",
+            "--description",
+            "likes green tea",
+        ],
+        Some("Likes green tea.\n"),
+    ));
+    assert!(
+        read(ws, "MEMORY.md").starts_with("# Memory\n"),
+        "the file keeps it"
+    );
+    let titles = |text: &str| text.lines().filter(|l| l.trim() == "# Memory").count();
+    let block = ok(&mnemo(ws, &["memory", "show"], None));
+    assert_eq!(titles(&block), 1, "{block}");
+    assert!(
+        block.contains("- [Tea](memory/tea.md): likes green tea"),
+        "{block}"
+    );
+    ok(&mnemo(
+        ws,
+        &[
+            "session",
+            "append",
+            "k",
+            "--role",
+            "user",
+            "--content",
+            "hi",
+        ],
+        None,
+    ));
+    let v = json_of_str(&ok(&mnemo(
+        ws,
+        &["context", "k", "-m", "tea?", "--json"],
+        None,
+    )));
+    let system = v["system"].as_str().unwrap();
+    assert_eq!(titles(system), 1, "{system}");
+    assert!(system.contains("memory/tea.md"), "{system}");
+}

@@ -168,10 +168,11 @@ impl Engine {
             ],
         );
         let rendered = self.memory.render_memory_md()?;
-        let memory_body = if rendered.text.trim().is_empty() {
+        let memory_text = mnemo_store::memory::without_memory_title(&rendered.text);
+        let memory_body = if memory_text.trim().is_empty() {
             "(empty)".to_string()
         } else {
-            rendered.text.trim_end().to_string()
+            memory_text.trim_end().to_string()
         };
         // Memory takes at most its share of the prompt budget, spent in
         // order of trust: MEMORY.md (curated), the current facts, then the

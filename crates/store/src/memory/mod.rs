@@ -937,11 +937,12 @@ impl MemoryStore {
     /// cap, then today's and yesterday's daily logs (newest part kept).
     pub fn render_prompt_block(&self, now: DateTime<Utc>) -> Result<String> {
         let memory = self.render_memory_md()?;
+        let body = without_memory_title(&memory.text);
         let mut out = String::from("# Memory\n\n## Long-term memory (MEMORY.md)\n\n");
-        if memory.text.trim().is_empty() {
+        if body.trim().is_empty() {
             out.push_str("(empty)\n");
         } else {
-            out.push_str(memory.text.trim_end());
+            out.push_str(body.trim_end());
             out.push('\n');
         }
         // The current facts of fact-level consolidation, when there are any
@@ -1024,6 +1025,19 @@ fn memory_rel(rel: &str) -> Result<&str> {
         }));
     }
     Ok(rel)
+}
+
+/// MEMORY.md without its own `# Memory` title (the first line `mnemo
+/// init` writes): a prompt's memory block is titled `# Memory` already,
+/// and the title twice reads as two memories.
+pub fn without_memory_title(text: &str) -> &str {
+    match text.split_inclusive('\n').next() {
+        Some(first) if first.trim().eq_ignore_ascii_case("# memory") => text
+            .get(first.len()..)
+            .unwrap_or_default()
+            .trim_start_matches(['\n', '\r']),
+        _ => text,
+    }
 }
 
 /// Caps MEMORY.md for the prompt: at most `max_lines` lines, then at most

@@ -230,3 +230,26 @@ fn a_terminal_sees_which_round_runs() {
     );
     assert!(screen.contains("(round 2; "), "{screen}");
 }
+
+#[test]
+fn new_exits_6_when_it_archived_the_conversation_raw() {
+    let server = ScriptedServer::start_blocking();
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path();
+    session(ws, &server, 2);
+    server.set_default(Reply::text("I would rather chat."));
+    let mut c = command(ws, &server, &["new", "big:1"]);
+    c.args(server.model_flags())
+        .args(["--set", "engine.consolidation_max_failures=1"]);
+    let o = c.output().unwrap();
+    assert_eq!(o.status.code(), Some(6));
+    let out = String::from_utf8_lossy(&o.stdout);
+    let err = String::from_utf8_lossy(&o.stderr);
+    // The conversation is closed (note, cursor) and nothing is lost, but
+    // the command says the consolidation failed.
+    assert!(
+        out.contains("archived raw") && out.contains("the next turn starts a new conversation"),
+        "{out}"
+    );
+    assert!(err.contains("were archived raw"), "{err}");
+}

@@ -288,3 +288,36 @@ async fn a_turn_over_a_long_imported_session_consolidates_within_the_window() {
     assert!(cursor > 0 && msgs[cursor].role == Role::User, "{cursor}");
     assert!(!engine.memory().read_history().unwrap().contains("[RAW]"));
 }
+
+#[tokio::test]
+async fn fact_level_consolidation_saves_a_long_range_in_rounds() {
+    let env = env().await;
+    let msgs = chat_turns(300, 200);
+    write_session(&env.ws, &msgs);
+    env.server.respond_with(|req: &RecordedRequest| {
+        assert!(req.raw_body.len() / 4 <= WINDOW, "{}", req.raw_body.len());
+        Reply::tool_call("extract_facts", json!({"facts": []}))
+    });
+    let engine = engine(
+        &env,
+        WINDOW as u32,
+        1_000,
+        "exact_tokens = false\nconsolidation_mode = \"facts\"",
+        t0(),
+    );
+    let events = engine.consolidate_now(KEY).await.unwrap();
+    let rounds = rounds(&events);
+    // About 33,000 tokens: a round reads a few extraction batches and is
+    // saved (cursor moved) before the next, so a failure repeats one round.
+    assert!(rounds.len() >= 3, "{}", rounds.len());
+    let mut cursor = 0;
+    for r in &rounds {
+        assert_eq!(r.from, cursor);
+        assert!(!r.raw && r.facts.is_some());
+        let calls = r.facts.as_ref().unwrap().model_calls;
+        assert!((1..=8).contains(&calls), "{calls}");
+        cursor = r.to;
+    }
+    assert_eq!(cursor, msgs.len());
+    assert_eq!(load(&env.ws).meta.last_consolidated, msgs.len());
+}

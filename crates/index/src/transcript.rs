@@ -1,6 +1,13 @@
 //! Session logs (`sessions/*.jsonl`) rendered as `User: …` / `Assistant: …`
 //! text for indexing, with each message's ordinal and JSONL line kept so a
 //! hit maps back to the messages it came from.
+//!
+//! What one log costs to index is bounded, whatever wrote it: a line over
+//! [`MAX_LINE_BYTES`] (which mnemo's own writers refuse) is not rendered,
+//! a message is indexed in its first [`MAX_MESSAGE_BYTES`], and a log in its
+//! first [`MAX_FILE_TEXT_BYTES`] of rendered text. Chunks take several times
+//! their text in memory, so a single pasted 300 MB message would otherwise
+//! take gigabytes.
 
 // This module reads text a user or a model wrote: no byte-offset slicing
 // or indexing that could land inside a character or past the end.
@@ -14,6 +21,16 @@ use serde_json::Value;
 
 use crate::chunk::RenderedMessage;
 
+/// A line longer than this is not rendered (its message still counts, so
+/// the ordinals after it stay right): `[session] max_line_bytes`'s default,
+/// which every append and import keeps to.
+pub(crate) const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
+/// A message's text is indexed up to this many bytes.
+pub(crate) const MAX_MESSAGE_BYTES: usize = 1024 * 1024;
+/// A log's rendered text is indexed up to this many bytes; the messages
+/// after it are not.
+pub(crate) const MAX_FILE_TEXT_BYTES: usize = 128 * 1024 * 1024;
+
 /// A parsed session log.
 #[derive(Debug, Default)]
 pub(crate) struct Transcript {
@@ -25,6 +42,21 @@ pub(crate) struct Transcript {
     pub skipped_lines: usize,
     /// The day of each message's timestamp, by ordinal.
     pub days: Vec<Option<NaiveDate>>,
+    /// Lines over [`MAX_LINE_BYTES`], not rendered.
+    pub long_lines: usize,
+    /// Messages indexed in their first [`MAX_MESSAGE_BYTES`] only.
+    pub cut_messages: usize,
+    /// Messages past [`MAX_FILE_TEXT_BYTES`] of the log, not indexed.
+    pub unindexed_messages: usize,
+}
+
+/// Whether a line too long to read whole is a message: its keys only, the
+/// values skipped without being kept.
+#[derive(serde::Deserialize)]
+struct LineKind {
+    #[serde(rename = "_type")]
+    kind: Option<serde::de::IgnoredAny>,
+    role: Option<serde::de::IgnoredAny>,
 }
 
 impl Transcript {
@@ -51,8 +83,21 @@ fn day_of(timestamp: &str) -> Option<NaiveDate> {
 pub(crate) fn parse(text: &str, include_tools: bool, redact: bool) -> Transcript {
     let mut t = Transcript::default();
     let mut ordinal = 0usize;
+    let mut rendered = 0usize;
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
+            continue;
+        }
+        if line.len() > MAX_LINE_BYTES {
+            t.long_lines += 1;
+            match serde_json::from_str::<LineKind>(line) {
+                Ok(k) if k.kind.is_none() && k.role.is_some() => {
+                    ordinal += 1;
+                    t.days.push(None);
+                }
+                Ok(_) => {}
+                Err(_) => t.skipped_lines += 1,
+            }
             continue;
         }
         let Ok(value) = serde_json::from_str::<Value>(line) else {
@@ -75,7 +120,20 @@ pub(crate) fn parse(text: &str, include_tools: bool, redact: bool) -> Transcript
         ordinal += 1;
         let day = msg.timestamp.as_deref().and_then(day_of);
         t.days.push(day);
+        if rendered >= MAX_FILE_TEXT_BYTES {
+            t.unindexed_messages += 1;
+            continue;
+        }
         if let Some(mut text) = render(&msg, include_tools) {
+            if text.len() > MAX_MESSAGE_BYTES {
+                let mut end = MAX_MESSAGE_BYTES;
+                while !text.is_char_boundary(end) {
+                    end -= 1;
+                }
+                text.truncate(end);
+                t.cut_messages += 1;
+            }
+            rendered += text.len();
             if redact {
                 if let Cow::Owned(clean) = crate::redact::redact(&text) {
                     text = clean;

@@ -13,6 +13,10 @@ use crate::fresh::{self, Due, Stamp};
 /// The journal is emptied (and every file compared) once it grows past
 /// this: about 20,000 noted appends.
 const JOURNAL_MAX_BYTES: u64 = 1 << 20;
+/// A file larger than this is not read to be indexed: it would be held in
+/// memory whole (see `transcript` for the bounds of what is indexed of a
+/// file that is read).
+const MAX_FILE_BYTES: u64 = 1 << 30;
 
 /// What a sync compares with the index.
 pub(super) enum Scope {
@@ -342,7 +346,17 @@ impl MemoryIndex {
             let complete = |p: &FileRecord| p.embedded || !want_vectors;
             let unchanged_stat =
                 prev.is_some_and(|p| p.mtime_ms == f.mtime_ms && p.size == f.size && complete(p));
-            if !unchanged_stat {
+            if !unchanged_stat && f.size > MAX_FILE_BYTES {
+                // Read whole, a file this large would be in memory at once.
+                report.issues.push(FileIssue {
+                    path: f.rel.clone(),
+                    message: format!(
+                        "{} bytes, over the {} GiB a file may have to be indexed: not read; split it, or move it out of the workspace",
+                        f.size,
+                        MAX_FILE_BYTES >> 30
+                    ),
+                });
+            } else if !unchanged_stat {
                 match self.read_found(f) {
                     Ok(bytes) => {
                         let hash = sha256_hex(&bytes);
@@ -450,6 +464,37 @@ impl MemoryIndex {
                         message: format!("{} malformed line(s) skipped", t.skipped_lines),
                     });
                 }
+                let mut bounded = Vec::new();
+                if t.long_lines > 0 {
+                    bounded.push(format!(
+                        "{} line(s) over {} MiB not indexed",
+                        t.long_lines,
+                        transcript::MAX_LINE_BYTES >> 20
+                    ));
+                }
+                if t.cut_messages > 0 {
+                    bounded.push(format!(
+                        "{} message(s) indexed in their first {} MiB only",
+                        t.cut_messages,
+                        transcript::MAX_MESSAGE_BYTES >> 20
+                    ));
+                }
+                if t.unindexed_messages > 0 {
+                    bounded.push(format!(
+                        "{} message(s) after the first {} MiB of text not indexed",
+                        t.unindexed_messages,
+                        transcript::MAX_FILE_TEXT_BYTES >> 20
+                    ));
+                }
+                if !bounded.is_empty() {
+                    report.issues.push(FileIssue {
+                        path: f.rel.clone(),
+                        message: format!(
+                            "{}: what one log costs to index is bounded (the log itself is kept whole)",
+                            bounded.join(", ")
+                        ),
+                    });
+                }
                 let key = t.key.clone().or_else(|| {
                     Path::new(&f.rel)
                         .file_stem()
@@ -465,7 +510,21 @@ impl MemoryIndex {
                 (chunks, key)
             }
             Source::Memory => {
-                if let Some(msg) = front_matter_problem(&text) {
+                let mut end = text.len().min(transcript::MAX_FILE_TEXT_BYTES);
+                while !text.is_char_boundary(end) {
+                    end -= 1;
+                }
+                if end < text.len() {
+                    report.issues.push(FileIssue {
+                        path: f.rel.clone(),
+                        message: format!(
+                            "indexed in its first {} MiB only: what one file costs to index is bounded",
+                            transcript::MAX_FILE_TEXT_BYTES >> 20
+                        ),
+                    });
+                }
+                let text = text.get(..end).unwrap_or_default();
+                if let Some(msg) = front_matter_problem(text) {
                     report.issues.push(FileIssue {
                         path: f.rel.clone(),
                         message: msg,
@@ -473,9 +532,9 @@ impl MemoryIndex {
                 }
                 let days = when::date_in_path(&f.rel).map(|d| (d, d));
                 let chunks = if chunk::ITEM_FILES.contains(&f.rel.as_str()) {
-                    chunk::chunk_items(&text, &limits)
+                    chunk::chunk_items(text, &limits)
                 } else {
-                    chunk::chunk_markdown(&text, &limits)
+                    chunk::chunk_markdown(text, &limits)
                 };
                 let chunks = chunks.into_iter().map(|c| (c, days)).collect();
                 (chunks, None)

@@ -140,7 +140,9 @@ impl Engine {
         let today = self.memory.today(now);
         let mut plan = FactPlan::default();
         let budget = self.extraction_budget().min(extract::BATCH_TOKENS);
-        for range in extract::batches(messages, &*self.counter, budget) {
+        let mut queue: std::collections::VecDeque<std::ops::Range<usize>> =
+            extract::batches(messages, &*self.counter, budget).into();
+        while let Some(range) = queue.pop_front() {
             let batch = &messages[range.clone()];
             let (args, fell_back, calls) = self
                 .ask_tool(
@@ -154,6 +156,9 @@ impl Engine {
             let proposed = extract::parse_extracted(&args)?;
             plan.proposed += proposed.len();
             let (checked, refused) = adjudicate::check(&proposed, batch, today);
+            if let Some(rest) = unread_after_cap(proposed.len(), &checked, &refused, &range) {
+                queue.push_front(rest);
+            }
             for mut c in checked {
                 c.message += range.start;
                 plan.ordinals
@@ -404,4 +409,27 @@ mod tests {
         "
         );
     }
+}
+
+/// The messages of `range` that a call which listed as many facts as it
+/// may ([`extract::MAX_FACTS`]) did not reach: those after the last message
+/// any of its facts came from. They are asked about again, so a round's
+/// later messages are not lost to the cap (a small model lists the first
+/// messages' facts, small talk included, until the list is full).
+fn unread_after_cap(
+    listed: usize,
+    checked: &[adjudicate::Checked],
+    refused: &[adjudicate::Refusal],
+    range: &std::ops::Range<usize>,
+) -> Option<std::ops::Range<usize>> {
+    if listed < extract::MAX_FACTS {
+        return None;
+    }
+    let last = checked
+        .iter()
+        .map(|c| c.message)
+        .chain(refused.iter().filter_map(|r| r.message))
+        .max()?;
+    let next = range.start + last + 1;
+    (next < range.end).then_some(next..range.end)
 }

@@ -200,6 +200,49 @@ async fn a_move_supersedes_the_old_home_and_leaves_the_job() {
     assert!(!history.contains("Big news"), "{history}");
 }
 
+/// A call that lists as many facts as it may has not read the messages
+/// after the last one its facts came from: they are asked about again.
+#[tokio::test]
+async fn the_messages_a_full_list_did_not_reach_are_read_again() {
+    let env = env().await;
+    let cousins: Vec<(String, String)> = (0..=mnemo_engine::extract::MAX_FACTS)
+        .map(|i| (format!("Cousin{i}"), format!("Town{i}")))
+        .collect();
+    let lines: Vec<String> = cousins
+        .iter()
+        .map(|(who, town)| format!("My cousin {who} lives in {town}."))
+        .collect();
+    let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+    said(&env.ws, "2026-12-01", &refs);
+    let fact = |(who, town): &(String, String)| {
+        p(
+            &format!("My cousin {who} lives in {town}"),
+            &format!("{who} (the user's cousin)"),
+            "home city",
+            town,
+            "states",
+            &format!("The user's cousin {who} lives in {town}."),
+        )
+    };
+    let (first, rest) = cousins.split_at(mnemo_engine::extract::MAX_FACTS);
+    env.server
+        .push(extract(&first.iter().map(fact).collect::<Vec<_>>()));
+    env.server
+        .push(extract(&rest.iter().map(fact).collect::<Vec<_>>()));
+    let engine = engine(&env, 8_000, 1_000, FACTS, t0());
+    let r = round(&engine.consolidate_now(KEY).await.unwrap());
+    assert_eq!((r.model_calls, r.added.len()), (2, cousins.len()), "{r:#?}");
+    // The second call reads what the first did not reach, numbered anew.
+    let again = env.server.requests()[1].body["messages"][1]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let last = lines.last().unwrap();
+    assert!(again.contains(&format!("USER: {last}")), "{again}");
+    assert!(!again.contains(&lines[0]), "{again}");
+    assert_eq!(current(&env).len(), cousins.len());
+}
+
 #[tokio::test]
 async fn what_no_message_supports_is_refused_with_why_and_nothing_is_lost() {
     let env = env().await;

@@ -46,8 +46,62 @@ pub fn subject_key(subject: &str, user_names: &[String]) -> String {
     }
 }
 
+/// Words that say how someone relates to the user rather than who they
+/// are: two people the user calls "cousin" are not one person.
+const RELATIONS: &[&str] = &[
+    "user",
+    "s",
+    "sister",
+    "brother",
+    "sibling",
+    "mother",
+    "mom",
+    "mum",
+    "father",
+    "dad",
+    "parent",
+    "parents",
+    "wife",
+    "husband",
+    "partner",
+    "girlfriend",
+    "boyfriend",
+    "son",
+    "daughter",
+    "child",
+    "kid",
+    "cousin",
+    "aunt",
+    "uncle",
+    "niece",
+    "nephew",
+    "grandmother",
+    "grandma",
+    "grandfather",
+    "grandpa",
+    "friend",
+    "best",
+    "colleague",
+    "coworker",
+    "boss",
+    "manager",
+    "neighbour",
+    "neighbor",
+    "roommate",
+    "flatmate",
+    "teacher",
+    "doctor",
+    "old",
+    "new",
+    "older",
+    "younger",
+    "little",
+    "big",
+];
+
 /// True when two subject keys name the same one: equal, or (neither the
-/// user) sharing a word.
+/// user) sharing a name, or, where one of them has no name ("sister"),
+/// sharing a word.
 pub fn same_subject(a: &str, b: &str) -> bool {
     if a == b {
         return true;
@@ -55,8 +109,18 @@ pub fn same_subject(a: &str, b: &str) -> bool {
     if a == "user" || b == "user" {
         return false;
     }
-    let wa: HashSet<&str> = a.split(' ').collect();
-    b.split(' ').any(|w| wa.contains(w))
+    let names = |k: &str| -> HashSet<String> {
+        k.split(' ')
+            .filter(|w| !w.is_empty() && !RELATIONS.contains(w))
+            .map(str::to_string)
+            .collect()
+    };
+    let (na, nb) = (names(a), names(b));
+    if !na.is_empty() && !nb.is_empty() {
+        return na.intersection(&nb).next().is_some();
+    }
+    let wa: HashSet<&str> = a.split(' ').filter(|w| *w != "user").collect();
+    b.split(' ').any(|w| w != "user" && wa.contains(w))
 }
 
 /// Common attributes: the key, whether it holds one value, and the words

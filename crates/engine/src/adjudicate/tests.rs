@@ -48,6 +48,14 @@ fn keys_normalise_who_and_what() {
     assert_eq!(subject_key("Ana", &names), "ana");
     assert!(same_subject("sister ana", "ana"));
     assert!(!same_subject("user", "ana"));
+    // Two named cousins are two people; a cousin without a name may be either.
+    let (ana, rui) = (
+        subject_key("Ana (the user's cousin)", &[]),
+        subject_key("Rui (the user's cousin)", &[]),
+    );
+    assert!(!same_subject(&ana, &rui), "{ana} / {rui}");
+    assert!(same_subject(&ana, &subject_key("the user's cousin", &[])));
+    assert!(same_subject(&ana, &subject_key("Ana", &[])));
     assert_eq!(attribute_key("home city"), ("home city".into(), Some(true)));
     assert_eq!(attribute_key("current city of residence").0, "home city");
     assert_eq!(attribute_key("lives in").0, "home city");

@@ -153,7 +153,8 @@ impl LocalChat {
         let len = file.metadata().map(|m| m.len()).unwrap_or(0);
         let ct = Content::read(&mut file).map_err(|e| {
             bad(format!(
-                "it is not a readable GGUF file ({e}); fetch it again (scripts/fetch-models.sh --chat) or point `path` at a .gguf file"
+                "it is not a readable GGUF file ({e}); {}",
+                crate::error::REFETCH
             ))
         })?;
         check_extents(&ct, len, path)?;

@@ -18,7 +18,7 @@ pub enum Error {
     /// The model file is there but unusable (not GGUF, truncated, an
     /// architecture or tensor type this crate does not run). The file is
     /// left as it is.
-    #[error("cannot use the model file {path}: {message}")]
+    #[error("the model file {path} could not be loaded: {message}")]
     BadModel {
         /// The file.
         path: PathBuf,
@@ -44,6 +44,10 @@ pub enum Error {
     #[error("generation cancelled")]
     Cancelled,
 }
+
+/// What to do about a model file that cannot be loaded: get it again.
+pub const REFETCH: &str = "re-download it: delete the file and mnemo fetches its default model again on \
+first use (or run scripts/fetch-models.sh --chat), or point `path` in [provider] at a good .gguf file";
 
 /// Result alias of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

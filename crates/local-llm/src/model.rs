@@ -23,7 +23,7 @@ use candle_core::quantized::gguf_file::{Content, Value};
 use candle_core::quantized::{ggml_file::qtensor_from_ggml, GgmlDType, QMatMul};
 use candle_core::{DType, Device, Module, Tensor};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, REFETCH};
 use crate::kv::{self, Heads, LayerCache};
 use crate::quant::{self, Kernel, QWeight};
 
@@ -250,7 +250,7 @@ pub fn check_extents(ct: &Content, file_len: u64, path: &Path) -> Result<()> {
             return Err(Error::BadModel {
                 path: path.to_path_buf(),
                 message: format!(
-                    "it is truncated: tensor {name} ends at byte {end} but the file has {file_len}; delete it and fetch it again"
+                    "it is truncated: tensor {name} ends at byte {end} but the file has {file_len} bytes; {REFETCH}"
                 ),
             });
         }

@@ -167,8 +167,12 @@ fn missing_truncated_and_foreign_files_get_clear_errors() {
     let cut = dir.path().join("cut.gguf");
     std::fs::write(&cut, &full[..full.len() / 2]).unwrap();
     let e = LocalChat::load(&cut, &opts).unwrap_err().to_string();
+    // The file and its problem first, then what to do (issue 43 N13).
     assert!(
-        e.contains("truncated") && e.contains("fetch it again"),
+        e.starts_with(&format!(
+            "the model file {} could not be loaded: it is truncated",
+            cut.display()
+        )) && e.contains("re-download it"),
         "{e}"
     );
 

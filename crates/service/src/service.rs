@@ -694,6 +694,21 @@ impl Service {
         chat_model(self.mnemo.config(), &self.overrides, progress)
     }
 
+    /// The chat model, or why there is none, said as the user needs it:
+    /// with none configured, how to configure one; with one configured
+    /// that cannot be built (a broken model file, a missing key), its own
+    /// failure first (issue 43 N13: a configured model is not "no chat
+    /// model").
+    fn chat_model_or_why(
+        &self,
+        progress: &mut dyn FnMut(&DownloadProgress),
+    ) -> std::result::Result<Arc<dyn ChatModel>, String> {
+        let env = |k: &str| std::env::var(k).ok();
+        let provider = ProviderConfig::resolve(self.mnemo.config(), None, &self.overrides, &env)
+            .map_err(|e| format!("{NO_MODEL_HINT} ({e})"))?;
+        mnemo::build_chat_model(&provider, progress).map_err(|e| configured_model_failed(&e))
+    }
+
     async fn require_session(self: &Arc<Self>, key: &str) -> Result<()> {
         let me = self.clone();
         let k = key.to_string();
@@ -726,7 +741,7 @@ impl Service {
             let ws = self.mnemo.workspace();
             let config = self.mnemo.config();
             let tools = crate::tools::agent_tools();
-            match self.chat_model(progress) {
+            match self.chat_model_or_why(progress) {
                 Ok(model) => Engine::new(ws, config, model).map(|e| {
                     EngineSlot::Ready(Arc::new(
                         self.over_stores(e)
@@ -735,8 +750,7 @@ impl Service {
                             .with_memory_workers(self.workers.clone()),
                     ))
                 }),
-                Err(e) => {
-                    let why = format!("{NO_MODEL_HINT} ({e})");
+                Err(why) => {
                     let model: Arc<dyn ChatModel> = Arc::new(NoModel::new(why.clone()));
                     Engine::new(ws, config, model).map(|e| {
                         EngineSlot::Offline(
@@ -768,6 +782,15 @@ pub fn chat_model(
     let env = |k: &str| std::env::var(k).ok();
     let provider = ProviderConfig::resolve(config, None, overrides, &env)?;
     mnemo::build_chat_model(&provider, progress)
+}
+
+/// Why a configured chat model cannot be used: its own failure, then
+/// where to choose another.
+fn configured_model_failed(e: &LlmError) -> String {
+    format!(
+        "{e} (the chat model configured with --provider, MNEMO_PROVIDER or [provider] in \
+         mnemo.toml; fix it there, or choose another one)"
+    )
 }
 
 /// Lines `from..from+lines` of `text` (1-based), as `memory_get` answers.

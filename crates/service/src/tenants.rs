@@ -10,7 +10,9 @@
 //! database, and a server keeps nothing of a workspace but caches and
 //! derived state, in a folder named after the registration (`<id>-<seq>`)
 //! so that a workspace created again under a deleted one's id never sees
-//! its predecessor's.
+//! its predecessor's. A service's rows are bound to the registration it
+//! was opened for, so a request that outlives a delete writes nothing
+//! into the workspace created again under the id.
 //!
 //! Tokens are random, shown once, and stored as their SHA-256. A missing
 //! token is 401, and a token that does not open the workspace asked for
@@ -330,7 +332,9 @@ impl Tenants {
             op: format!("cannot create {}", root.display()),
             source,
         })?;
-        let storage = Arc::new(self.db.workspace(&t.id)?);
+        // Bound to this registration: a request that outlives a delete
+        // writes nothing into a workspace created again under the id.
+        let storage = Arc::new(self.db.registered(t)?);
         let mnemo = Mnemo::open_with_storage(Workspace::new(root), config, storage)?
             .with_embedder(self.embedder.clone());
         let service = Service::with_memory_workers(

@@ -150,3 +150,144 @@ async fn what_a_delete_left_is_swept() {
     assert!(indexes(&url).is_empty());
     execute(&url, &format!("DROP SCHEMA IF EXISTS {schema} CASCADE")).unwrap();
 }
+
+/// Issue 43 N2: a request authorized on server B before the admin
+/// deletes the workspace and creates it again through server A (a
+/// consolidation or a turn still running) writes nothing into the new
+/// workspace: its writes are refused as `not_found`, its reads find
+/// nothing of the successor, and the new workspace starts empty.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_that_outlives_its_workspace_writes_nothing_into_the_next() {
+    let Some(url) = test_url() else { return };
+    let schema = format!("mr{}", std::process::id());
+    let (data_a, data_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let a = connect(&url, &schema, data_a.path(), 8).await;
+    let b = connect(&url, &schema, data_b.path(), 8).await;
+
+    let old = a.create("rc3".into()).await.unwrap().token;
+    let on_b = b.authorize("rc3", Some(&old)).await.unwrap();
+    on_b.write(WriteArgs {
+        text: "MARK-OLDTENANT0 was said before the delete.".into(),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+
+    a.delete("rc3".into()).await.unwrap();
+    let new = a.create("rc3".into()).await.unwrap().token;
+    let fresh = a.authorize("rc3", Some(&new)).await.unwrap();
+    fresh
+        .write(WriteArgs {
+            text: "The new tenant keeps bees.".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+
+    // B's request goes on with the service it was authorized for.
+    let late = on_b
+        .write(WriteArgs {
+            text: "MARK-OLDTENANT1 my bank PIN is 4711".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(late.code().as_str(), "not_found", "{late}");
+    let message: mnemo_core::Message = serde_json::from_value(
+        serde_json::json!({"role": "user", "content": "MARK-OLDTENANT2 more"}),
+    )
+    .unwrap();
+    let appended = on_b
+        .append(
+            "s".into(),
+            mnemo_service::args::AppendArgs {
+                message: Some(message),
+                messages: None,
+            },
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(appended.code().as_str(), "not_found", "{appended}");
+    let seen = on_b.search(search("bees")).await;
+    assert!(
+        seen.as_ref().map_or(true, |s| s.results.is_empty()),
+        "the old request read the new tenant's memory: {seen:?}"
+    );
+
+    // Nothing of the old tenant in the new workspace, nor in the rows.
+    let found = fresh
+        .search(search("MARK-OLDTENANT1 bank PIN"))
+        .await
+        .unwrap();
+    assert!(
+        !found
+            .results
+            .iter()
+            .any(|h| h.snippet.contains("OLDTENANT")),
+        "{:#?}",
+        found.results
+    );
+    let sessions = fresh.sessions().await.unwrap();
+    assert!(
+        serde_json::to_string(&sessions)
+            .unwrap()
+            .find("\"s\"")
+            .is_none(),
+        "{sessions:?}"
+    );
+    let db = a.database().clone();
+    let leaked = tokio::task::spawn_blocking(move || {
+        let rows = db.workspace("rc3").unwrap();
+        let mut all = String::new();
+        for e in rows.documents().unwrap() {
+            if let Some(d) = rows.read(&e.rel).unwrap() {
+                all.push_str(&d.text);
+            }
+        }
+        all
+    })
+    .await
+    .unwrap();
+    assert!(!leaked.contains("OLDTENANT"), "{leaked}");
+    assert!(leaked.contains("bees"), "{leaked}");
+
+    a.delete("rc3".into()).await.unwrap();
+    drop((a, b));
+    execute(&url, &format!("DROP SCHEMA IF EXISTS {schema} CASCADE")).unwrap();
+}
+
+/// Issue 43 N11: a NUL in a session key, which PostgreSQL's `text`
+/// cannot hold, is the caller's bad key (400 `invalid_input`), not a
+/// failure of the database (500).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_nul_in_a_session_key_is_invalid_input() {
+    let Some(url) = test_url() else { return };
+    let schema = format!("mn{}", std::process::id());
+    let data = tempfile::tempdir().unwrap();
+    let tenants = connect(&url, &schema, data.path(), 8).await;
+    let token = tenants.create("alice".into()).await.unwrap().token;
+    let alice = tenants.authorize("alice", Some(&token)).await.unwrap();
+    let message: mnemo_core::Message =
+        serde_json::from_value(serde_json::json!({"role": "user", "content": "hi"})).unwrap();
+    let err = alice
+        .append(
+            "s1\0x".into(),
+            mnemo_service::args::AppendArgs {
+                message: Some(message),
+                messages: None,
+            },
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.http_status(), 400, "{err}");
+    assert_eq!(err.code().as_str(), "invalid_input", "{err}");
+    let err = alice
+        .history("s1\0x".into(), Default::default())
+        .await
+        .unwrap_err();
+    assert_eq!(err.http_status(), 400, "{err}");
+
+    tenants.delete("alice".into()).await.unwrap();
+    drop(tenants);
+    execute(&url, &format!("DROP SCHEMA IF EXISTS {schema} CASCADE")).unwrap();
+}

@@ -17,6 +17,13 @@
 //! - The memory lock is a session advisory lock per workspace, on a
 //!   connection of its own: the server frees it when the holder dies.
 //!
+//! - A tenant's storage ([`Database::registered`]) is bound to its
+//!   registration: every statement checks it, a write holding the
+//!   registration's row shared until it commits, and a delete takes that
+//!   row first. A request still running when its workspace is deleted
+//!   (and perhaps created again) writes nothing and reads nothing of the
+//!   successor.
+//!
 //! Every table leads with the workspace id, so a distributed PostgreSQL
 //! (Citus) can shard by it; [`Database::delete_workspace`] removes every
 //! row a workspace owns.
@@ -146,7 +153,17 @@ impl Database {
         Ok(PgStorage {
             db: self.clone(),
             workspace: id.to_string(),
+            registration: None,
         })
+    }
+
+    /// The storage of tenant `t`, bound to its registration: once the
+    /// workspace is deleted, its writes fail with [`Error::NotFound`]
+    /// and its reads find nothing, even after the id is registered again.
+    pub fn registered(self: &Arc<Self>, t: &Tenant) -> Result<PgStorage> {
+        let mut storage = self.workspace(&t.id)?;
+        storage.registration = Some(t.seq);
+        Ok(storage)
     }
 
     /// The workspaces that hold any row, by id.
@@ -188,6 +205,19 @@ impl Database {
         self.call(move |c, loc| {
             Box::pin(async move {
                 c.batch_execute("BEGIN").await.map_err(db_err(&loc))?;
+                if !unless_registered {
+                    // The registration's row lock first: a write of the
+                    // workspace holds it shared for its statement or
+                    // transaction, so one under way commits before the
+                    // rows below are deleted (and goes with them), and
+                    // one that comes later finds the registration gone.
+                    c.execute(
+                        "SELECT 1 FROM tenants WHERE workspace = $1 FOR UPDATE",
+                        &[&id],
+                    )
+                    .await
+                    .map_err(db_err(&loc))?;
+                }
                 let keep = unless_registered
                     && c.query_opt(
                         "SELECT 1 FROM tenants WHERE workspace = $1 FOR SHARE",
@@ -333,13 +363,29 @@ fn tenant_of(r: &tokio_postgres::Row) -> Tenant {
 pub struct PgStorage {
     db: Arc<Database>,
     workspace: String,
+    /// The tenant registration this storage was opened for
+    /// ([`Database::registered`]): every statement then touches the rows
+    /// only while the id is registered under this number, so a request
+    /// still running when its workspace is deleted (and perhaps created
+    /// again) writes nothing and reads nothing of the successor.
+    registration: Option<i64>,
 }
 
 impl PgStorage {
     /// Takes the workspace's advisory lock `name` on a connection of its
     /// own (waiting for it with `wait`; else `None` when it is held).
     fn advisory_lock(&self, name: &str, wait: bool) -> Result<Option<Held>> {
-        let key = mnemo_postgres::lock_key(&[&self.db.schema, &self.workspace, name]);
+        // A registration's locks are its own: a request of a deleted
+        // workspace never holds up its successor's.
+        let key = match self.registration {
+            Some(seq) => mnemo_postgres::lock_key(&[
+                &self.db.schema,
+                &self.workspace,
+                &seq.to_string(),
+                name,
+            ]),
+            None => mnemo_postgres::lock_key(&[&self.db.schema, &self.workspace, name]),
+        };
         let locks = self.db.locks.clone();
         let loc = self.db.location.clone();
         let conn = self
@@ -352,12 +398,27 @@ impl PgStorage {
                 } else {
                     "SELECT pg_try_advisory_lock($1)"
                 };
+                if wait {
+                    // The wait lasts as long as the holder's work (a
+                    // consolidation's model call): no statement timeout.
+                    // The lock is the session's and outlives the commit.
+                    p.client
+                        .batch_execute(&format!("BEGIN; {}", mnemo_postgres::WAIT_WITHOUT_TIMEOUT))
+                        .await
+                        .map_err(db_err(&loc))?;
+                }
                 let got: bool = p
                     .client
                     .query_one(sql, &[&key])
                     .await
                     .map_err(db_err(&loc))?
                     .get(0);
+                if wait {
+                    p.client
+                        .batch_execute("COMMIT")
+                        .await
+                        .map_err(db_err(&loc))?;
+                }
                 if got {
                     Ok::<_, Error>(Some(p))
                 } else {
@@ -415,6 +476,70 @@ impl PgStorage {
     }
 }
 
+/// The condition that keeps a read of workspace `$1` to the registration
+/// `$n` (always true for a storage opened without one, `$n` NULL).
+fn registered(n: u8) -> String {
+    format!(
+        "(${n}::bigint IS NULL OR EXISTS \
+         (SELECT 1 FROM tenants r WHERE r.workspace = $1 AND r.seq = ${n}))"
+    )
+}
+
+/// The head of a write of workspace `$1`: a CTE `reg` that holds the row
+/// of registration `$n` shared until the statement commits (a delete
+/// takes it exclusively first, see [`Database::delete_workspace`]).
+fn hold_registration(n: u8) -> String {
+    format!(
+        "WITH reg AS (SELECT 1 FROM tenants \
+         WHERE ${n}::bigint IS NOT NULL AND workspace = $1 AND seq = ${n} FOR KEY SHARE) "
+    )
+}
+
+/// The condition of a write headed by [`hold_registration`]`(n)`.
+fn held(n: u8) -> String {
+    format!("(${n}::bigint IS NULL OR EXISTS (SELECT 1 FROM reg))")
+}
+
+/// True when workspace `ws` is registered as `registration` (or the
+/// storage has none).
+async fn still_registered(
+    c: &Client,
+    loc: &str,
+    ws: &str,
+    registration: Option<i64>,
+) -> Result<bool> {
+    let Some(seq) = registration else {
+        return Ok(true);
+    };
+    Ok(c.query_opt(
+        "SELECT 1 FROM tenants WHERE workspace = $1 AND seq = $2",
+        &[&ws, &seq],
+    )
+    .await
+    .map_err(db_err(loc))?
+    .is_some())
+}
+
+/// Refuses a session key PostgreSQL's `text` cannot hold (a NUL), as a
+/// bad key rather than a failure of the database.
+fn storable_key(key: &str) -> Result<()> {
+    if key.contains('\0') {
+        return Err(Error::BadKey {
+            key: key.to_string(),
+            reason: "a NUL character cannot be stored in the database; leave it out",
+        });
+    }
+    Ok(())
+}
+
+/// The error of a write whose workspace was deleted while it ran.
+fn deleted(ws: &str) -> Error {
+    Error::NotFound(format!(
+        "the workspace {ws:?} was deleted while this request ran; nothing was written \
+         (a workspace created again under its id starts empty and has a new token)"
+    ))
+}
+
 fn version(v: i64) -> Version {
     Version(v.to_string())
 }
@@ -446,13 +571,17 @@ impl Storage for PgStorage {
     }
 
     fn read(&self, rel: &str) -> Result<Option<Document>> {
-        let (ws, rel) = (self.workspace.clone(), rel.to_string());
+        let (ws, rel, reg) = (self.workspace.clone(), rel.to_string(), self.registration);
         self.db.call(move |c, loc| {
             Box::pin(async move {
                 let row = c
                     .query_opt(
-                        "SELECT body, version FROM documents WHERE workspace = $1 AND path = $2",
-                        &[&ws, &rel],
+                        &format!(
+                            "SELECT body, version FROM documents WHERE workspace = $1 AND path = $2 \
+                             AND {}",
+                            registered(3)
+                        ),
+                        &[&ws, &rel, &reg],
                     )
                     .await
                     .map_err(db_err(&loc))?;
@@ -468,15 +597,18 @@ impl Storage for PgStorage {
     }
 
     fn read_head(&self, rel: &str, max: usize) -> Result<Option<Vec<u8>>> {
-        let (ws, rel) = (self.workspace.clone(), rel.to_string());
+        let (ws, rel, reg) = (self.workspace.clone(), rel.to_string(), self.registration);
         let max = i32::try_from(max).unwrap_or(i32::MAX);
         self.db.call(move |c, loc| {
             Box::pin(async move {
                 let row = c
                     .query_opt(
-                        "SELECT substring(body FROM 1 FOR $3) FROM documents \
-                         WHERE workspace = $1 AND path = $2",
-                        &[&ws, &rel, &max],
+                        &format!(
+                            "SELECT substring(body FROM 1 FOR $3) FROM documents \
+                             WHERE workspace = $1 AND path = $2 AND {}",
+                            registered(4)
+                        ),
+                        &[&ws, &rel, &max, &reg],
                     )
                     .await
                     .map_err(db_err(&loc))?;
@@ -486,31 +618,40 @@ impl Storage for PgStorage {
     }
 
     fn write(&self, rel: &str, text: &str, expect: Expect) -> Result<Version> {
-        let (ws, rel, body) = (
+        let (ws, rel, body, reg) = (
             self.workspace.clone(),
             rel.to_string(),
             text.as_bytes().to_vec(),
+            self.registration,
         );
         self.db.call(move |c, loc| {
             Box::pin(async move {
+                let (head, held) = (hold_registration(4), held(4));
                 let row = match &expect {
-                    Expect::Any => c
-                        .query_opt(
-                            "INSERT INTO documents (workspace, path, body, version) \
-                             VALUES ($1, $2, $3, 1) ON CONFLICT (workspace, path) DO UPDATE \
-                             SET body = EXCLUDED.body, version = documents.version + 1, \
-                             modified = now() RETURNING version",
-                            &[&ws, &rel, &body],
+                    Expect::Any => {
+                        c.query_opt(
+                            &format!(
+                                "{head}INSERT INTO documents (workspace, path, body, version) \
+                                 SELECT $1, $2, $3, 1 WHERE {held} \
+                                 ON CONFLICT (workspace, path) DO UPDATE \
+                                 SET body = EXCLUDED.body, version = documents.version + 1, \
+                                 modified = now() RETURNING version"
+                            ),
+                            &[&ws, &rel, &body, &reg],
                         )
-                        .await,
-                    Expect::Absent => c
-                        .query_opt(
-                            "INSERT INTO documents (workspace, path, body, version) \
-                             VALUES ($1, $2, $3, 1) ON CONFLICT (workspace, path) DO NOTHING \
-                             RETURNING version",
-                            &[&ws, &rel, &body],
+                        .await
+                    }
+                    Expect::Absent => {
+                        c.query_opt(
+                            &format!(
+                                "{head}INSERT INTO documents (workspace, path, body, version) \
+                                 SELECT $1, $2, $3, 1 WHERE {held} \
+                                 ON CONFLICT (workspace, path) DO NOTHING RETURNING version"
+                            ),
+                            &[&ws, &rel, &body, &reg],
                         )
-                        .await,
+                        .await
+                    }
                     Expect::Version(v) => {
                         let Ok(v) = v.0.parse::<i64>() else {
                             return Err(Error::Conflict(format!(
@@ -518,9 +659,13 @@ impl Storage for PgStorage {
                             )));
                         };
                         c.query_opt(
-                            "UPDATE documents SET body = $3, version = version + 1, modified = now() \
-                             WHERE workspace = $1 AND path = $2 AND version = $4 RETURNING version",
-                            &[&ws, &rel, &body, &v],
+                            &format!(
+                                "{head}UPDATE documents SET body = $3, version = version + 1, \
+                                 modified = now() \
+                                 WHERE workspace = $1 AND path = $2 AND version = $5 AND {held} \
+                                 RETURNING version"
+                            ),
+                            &[&ws, &rel, &body, &reg, &v],
                         )
                         .await
                     }
@@ -528,6 +673,7 @@ impl Storage for PgStorage {
                 .map_err(db_err(&loc))?;
                 match row {
                     Some(r) => Ok(version(r.get(0))),
+                    None if !still_registered(c, &loc, &ws, reg).await? => Err(deleted(&ws)),
                     None if expect == Expect::Absent => Err(Error::Conflict(format!(
                         "{rel} already exists; nothing was written"
                     ))),
@@ -540,49 +686,70 @@ impl Storage for PgStorage {
     }
 
     fn append(&self, rel: &str, text: &str) -> Result<()> {
-        let (ws, rel, body) = (
+        let (ws, rel, body, reg) = (
             self.workspace.clone(),
             rel.to_string(),
             text.as_bytes().to_vec(),
+            self.registration,
         );
         self.db.call(move |c, loc| {
             Box::pin(async move {
-                c.execute(
-                    "INSERT INTO documents (workspace, path, body, version) VALUES ($1, $2, $3, 1) \
-                     ON CONFLICT (workspace, path) DO UPDATE SET body = documents.body || EXCLUDED.body, \
-                     version = documents.version + 1, modified = now()",
-                    &[&ws, &rel, &body],
-                )
-                .await
-                .map_err(db_err(&loc))?;
+                let n = c
+                    .execute(
+                        &format!(
+                            "{}INSERT INTO documents (workspace, path, body, version) \
+                             SELECT $1, $2, $3, 1 WHERE {} \
+                             ON CONFLICT (workspace, path) DO UPDATE \
+                             SET body = documents.body || EXCLUDED.body, \
+                             version = documents.version + 1, modified = now()",
+                            hold_registration(4),
+                            held(4)
+                        ),
+                        &[&ws, &rel, &body, &reg],
+                    )
+                    .await
+                    .map_err(db_err(&loc))?;
+                if n == 0 {
+                    return Err(deleted(&ws));
+                }
                 Ok(())
             })
         })
     }
 
     fn remove(&self, rel: &str) -> Result<bool> {
-        let (ws, rel) = (self.workspace.clone(), rel.to_string());
+        let (ws, rel, reg) = (self.workspace.clone(), rel.to_string(), self.registration);
         self.db.call(move |c, loc| {
             Box::pin(async move {
                 let n = c
                     .execute(
-                        "DELETE FROM documents WHERE workspace = $1 AND path = $2",
-                        &[&ws, &rel],
+                        &format!(
+                            "{}DELETE FROM documents WHERE workspace = $1 AND path = $2 AND {}",
+                            hold_registration(3),
+                            held(3)
+                        ),
+                        &[&ws, &rel, &reg],
                     )
                     .await
                     .map_err(db_err(&loc))?;
+                if n == 0 && !still_registered(c, &loc, &ws, reg).await? {
+                    return Err(deleted(&ws));
+                }
                 Ok(n > 0)
             })
         })
     }
 
     fn exists(&self, rel: &str) -> Result<bool> {
-        let (ws, rel) = (self.workspace.clone(), rel.to_string());
+        let (ws, rel, reg) = (self.workspace.clone(), rel.to_string(), self.registration);
         self.db.call(move |c, loc| {
             Box::pin(async move {
                 Ok(c.query_opt(
-                    "SELECT 1 FROM documents WHERE workspace = $1 AND path = $2",
-                    &[&ws, &rel],
+                    &format!(
+                        "SELECT 1 FROM documents WHERE workspace = $1 AND path = $2 AND {}",
+                        registered(3)
+                    ),
+                    &[&ws, &rel, &reg],
                 )
                 .await
                 .map_err(db_err(&loc))?
@@ -592,18 +759,22 @@ impl Storage for PgStorage {
     }
 
     fn list(&self, dir: &str) -> Result<Vec<Entry>> {
-        let (ws, prefix) = (
+        let (ws, prefix, reg) = (
             self.workspace.clone(),
             format!("{}/", dir.trim_end_matches('/')),
+            self.registration,
         );
         self.db.call(move |c, loc| {
             Box::pin(async move {
                 let rows = c
                     .query(
-                        "SELECT path, modified, octet_length(body)::bigint FROM documents \
-                         WHERE workspace = $1 AND starts_with(path, $2) AND right(path, 3) = '.md' \
-                         ORDER BY path",
-                        &[&ws, &prefix],
+                        &format!(
+                            "SELECT path, modified, octet_length(body)::bigint FROM documents \
+                             WHERE workspace = $1 AND starts_with(path, $2) \
+                             AND right(path, 3) = '.md' AND {} ORDER BY path",
+                            registered(3)
+                        ),
+                        &[&ws, &prefix, &reg],
                     )
                     .await
                     .map_err(db_err(&loc))?;
@@ -613,14 +784,17 @@ impl Storage for PgStorage {
     }
 
     fn documents(&self) -> Result<Vec<Entry>> {
-        let ws = self.workspace.clone();
+        let (ws, reg) = (self.workspace.clone(), self.registration);
         self.db.call(move |c, loc| {
             Box::pin(async move {
                 let rows = c
                     .query(
-                        "SELECT path, modified, octet_length(body)::bigint FROM documents \
-                         WHERE workspace = $1 ORDER BY path",
-                        &[&ws],
+                        &format!(
+                            "SELECT path, modified, octet_length(body)::bigint FROM documents \
+                             WHERE workspace = $1 AND {} ORDER BY path",
+                            registered(2)
+                        ),
+                        &[&ws, &reg],
                     )
                     .await
                     .map_err(db_err(&loc))?;
@@ -647,6 +821,7 @@ impl Storage for PgStorage {
     }
 
     fn session_rel(&self, key: &str) -> Result<String> {
+        storable_key(key)?;
         let (ws, key) = (self.workspace.clone(), key.to_string());
         self.db.call(move |c, loc| {
             Box::pin(async move {
@@ -667,12 +842,17 @@ impl Storage for PgStorage {
     }
 
     fn session_exists(&self, key: &str) -> Result<bool> {
-        let (ws, key) = (self.workspace.clone(), key.to_string());
+        storable_key(key)?;
+        let (ws, key, reg) = (self.workspace.clone(), key.to_string(), self.registration);
         self.db.call(move |c, loc| {
             Box::pin(async move {
                 Ok(c.query_opt(
-                    "SELECT 1 FROM sessions WHERE workspace = $1 AND key = $2 AND lines > 0",
-                    &[&ws, &key],
+                    &format!(
+                        "SELECT 1 FROM sessions WHERE workspace = $1 AND key = $2 AND lines > 0 \
+                         AND {}",
+                        registered(3)
+                    ),
+                    &[&ws, &key, &reg],
                 )
                 .await
                 .map_err(db_err(&loc))?
@@ -682,13 +862,17 @@ impl Storage for PgStorage {
     }
 
     fn load_session(&self, key: &str) -> Result<Option<LoadedSession>> {
-        let (ws, key) = (self.workspace.clone(), key.to_string());
+        storable_key(key)?;
+        let (ws, key, reg) = (self.workspace.clone(), key.to_string(), self.registration);
         self.db.call(move |c, loc| {
             Box::pin(async move {
                 let Some(row) = c
                     .query_opt(
-                        "SELECT stem FROM sessions WHERE workspace = $1 AND key = $2",
-                        &[&ws, &key],
+                        &format!(
+                            "SELECT stem FROM sessions WHERE workspace = $1 AND key = $2 AND {}",
+                            registered(3)
+                        ),
+                        &[&ws, &key, &reg],
                     )
                     .await
                     .map_err(db_err(&loc))?
@@ -698,8 +882,12 @@ impl Storage for PgStorage {
                 let stem: String = row.get(0);
                 let rows = c
                     .query(
-                        "SELECT line FROM session_lines WHERE workspace = $1 AND key = $2 ORDER BY seq",
-                        &[&ws, &key],
+                        &format!(
+                            "SELECT line FROM session_lines WHERE workspace = $1 AND key = $2 \
+                             AND {} ORDER BY seq",
+                            registered(3)
+                        ),
+                        &[&ws, &key, &reg],
                     )
                     .await
                     .map_err(db_err(&loc))?;
@@ -710,13 +898,16 @@ impl Storage for PgStorage {
     }
 
     fn list_sessions(&self) -> Result<Vec<SessionInfo>> {
-        let ws = self.workspace.clone();
+        let (ws, reg) = (self.workspace.clone(), self.registration);
         let rows: Vec<(String, String, DateTime<Utc>)> = self.db.call(move |c, loc| {
             Box::pin(async move {
                 let rows = c
                     .query(
-                        "SELECT key, stem, updated FROM sessions WHERE workspace = $1",
-                        &[&ws],
+                        &format!(
+                            "SELECT key, stem, updated FROM sessions WHERE workspace = $1 AND {}",
+                            registered(2)
+                        ),
+                        &[&ws, &reg],
                     )
                     .await
                     .map_err(db_err(&loc))?;
@@ -746,14 +937,17 @@ impl Storage for PgStorage {
     }
 
     fn session_files(&self) -> Result<Vec<Entry>> {
-        let ws = self.workspace.clone();
+        let (ws, reg) = (self.workspace.clone(), self.registration);
         self.db.call(move |c, loc| {
             Box::pin(async move {
                 let rows = c
                     .query(
-                        "SELECT 'sessions/' || stem || '.jsonl', updated, bytes FROM sessions \
-                         WHERE workspace = $1 AND lines > 0 ORDER BY 1",
-                        &[&ws],
+                        &format!(
+                            "SELECT 'sessions/' || stem || '.jsonl', updated, bytes FROM sessions \
+                             WHERE workspace = $1 AND lines > 0 AND {} ORDER BY 1",
+                            registered(2)
+                        ),
+                        &[&ws, &reg],
                     )
                     .await
                     .map_err(db_err(&loc))?;
@@ -770,15 +964,18 @@ impl Storage for PgStorage {
         else {
             return Ok(None);
         };
-        let ws = self.workspace.clone();
+        let (ws, reg) = (self.workspace.clone(), self.registration);
         self.db.call(move |c, loc| {
             Box::pin(async move {
                 let rows = c
                     .query(
-                        "SELECT l.line FROM session_lines l JOIN sessions s \
-                         ON s.workspace = l.workspace AND s.key = l.key \
-                         WHERE s.workspace = $1 AND s.stem = $2 ORDER BY l.seq",
-                        &[&ws, &stem],
+                        &format!(
+                            "SELECT l.line FROM session_lines l JOIN sessions s \
+                             ON s.workspace = l.workspace AND s.key = l.key \
+                             WHERE s.workspace = $1 AND s.stem = $2 AND {} ORDER BY l.seq",
+                            registered(3)
+                        ),
+                        &[&ws, &stem, &reg],
                     )
                     .await
                     .map_err(db_err(&loc))?;
@@ -879,10 +1076,27 @@ impl PgSession {
             + 'static,
     {
         let (ws, key) = (self.storage.workspace.clone(), self.key.clone());
+        let reg = self.storage.registration;
         self.storage.db.call(move |c, loc| {
             Box::pin(async move {
                 let stem = PgStorage::stem(c, &loc, &ws, &key).await?;
                 c.batch_execute("BEGIN").await.map_err(db_err(&loc))?;
+                if let Some(seq) = reg {
+                    // Held until the commit: a delete waits for this
+                    // append, or this append finds the workspace gone.
+                    let live = c
+                        .query_opt(
+                            "SELECT 1 FROM tenants WHERE workspace = $1 AND seq = $2 \
+                             FOR KEY SHARE",
+                            &[&ws, &seq],
+                        )
+                        .await
+                        .map_err(db_err(&loc))?;
+                    if live.is_none() {
+                        let _ = c.batch_execute("ROLLBACK").await;
+                        return Err(deleted(&ws));
+                    }
+                }
                 c.execute(
                     "INSERT INTO sessions (workspace, key, stem) VALUES ($1, $2, $3) \
                      ON CONFLICT (workspace, key) DO NOTHING",

@@ -67,12 +67,23 @@ pub(crate) async fn migrate(c: &Client, schema: &str, loc: &str) -> Result<()> {
 }
 
 async fn run(c: &Client, schema: &str, loc: &str) -> Result<()> {
-    c.batch_execute(&format!(
-        "CREATE SCHEMA IF NOT EXISTS {schema};
-         CREATE TABLE IF NOT EXISTS {schema}.store_version (version integer NOT NULL);"
-    ))
-    .await
-    .map_err(db_err(loc))?;
+    // No DDL when the schema is there: a read-only database still serves.
+    let exists: bool = c
+        .query_one(
+            "SELECT to_regclass($1) IS NOT NULL",
+            &[&format!("{schema}.store_version")],
+        )
+        .await
+        .map_err(db_err(loc))?
+        .get(0);
+    if !exists {
+        c.batch_execute(&format!(
+            "CREATE SCHEMA IF NOT EXISTS {schema};
+             CREATE TABLE IF NOT EXISTS {schema}.store_version (version integer NOT NULL);"
+        ))
+        .await
+        .map_err(db_err(loc))?;
+    }
     let row = c
         .query_opt(&format!("SELECT version FROM {schema}.store_version"), &[])
         .await

@@ -37,3 +37,19 @@ fn postgres_case() -> Option<StorageCase> {
 }
 
 mnemo_test_support::storage_suite!(postgres, postgres_case);
+
+/// The same suite on a tenant's storage, bound to its registration (every
+/// statement then checks it, issue 43 N2).
+fn registered_case() -> Option<StorageCase> {
+    let db = database()?;
+    let dir = tempfile::tempdir().unwrap();
+    let id = format!("reg-{}", fresh_schema());
+    let tenant = db.register(&id, &[0u8; 32]).unwrap().unwrap();
+    Some(StorageCase {
+        storage: Arc::new(db.registered(&tenant).unwrap()),
+        workspace: Workspace::new(dir.path()),
+        _keep: Box::new((dir, Rows(db, id))),
+    })
+}
+
+mnemo_test_support::storage_suite!(postgres_registered, registered_case);

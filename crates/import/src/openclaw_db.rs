@@ -31,6 +31,12 @@ use rusqlite::{Connection, OpenFlags};
 /// need not carry: no row is decoded past it.
 pub(crate) const MAX_ROW_BYTES: usize = 4 * 1024 * 1024;
 
+/// What the compressed rows of one conversation window may decode to in
+/// all: each row is capped, but a window of many rows of a few KiB each,
+/// every one decoding to 4 MiB, would still take gigabytes. Rows past it
+/// are errors of their own.
+pub(crate) const MAX_WINDOW_DECODED_BYTES: usize = 256 * 1024 * 1024;
+
 /// One conversation window.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Window {
@@ -63,6 +69,8 @@ pub(crate) struct AgentDb {
     compressed: bool,
     /// Bytes one row may decode to.
     row_limit: usize,
+    /// Bytes the compressed rows of one window may decode to.
+    window_limit: usize,
     /// The scratch folder of the copy; removed when this is dropped.
     _dir: tempfile::TempDir,
 }
@@ -95,6 +103,7 @@ pub(crate) fn read(path: &Path, row_limit: usize) -> Result<AgentDb, String> {
         conn,
         compressed: false,
         row_limit: row_limit.min(MAX_ROW_BYTES),
+        window_limit: MAX_WINDOW_DECODED_BYTES,
         _dir: dir,
     };
     db.read_windows()?;
@@ -208,11 +217,22 @@ impl AgentDb {
             })
             .map_err(sql_err)?;
         let mut out = Vec::new();
+        let mut decoded = 0usize;
         for row in rows {
             let (seq, json, zstd, bytes) = row.map_err(sql_err)?;
             let json = match (json, zstd) {
                 (Some(j), _) => Ok(j),
-                (None, Some(z)) => decompress(&z, bytes, self.row_limit),
+                (None, Some(_)) if decoded >= self.window_limit => Err(format!(
+                    "the compressed rows before it in this conversation already decode to {decoded} bytes, the most one conversation may (256 MiB): not decompressed and not imported"
+                )),
+                (None, Some(z)) => {
+                    let limit = self.row_limit.min(self.window_limit - decoded);
+                    let json = decompress(&z, bytes, limit);
+                    if let Ok(j) = &json {
+                        decoded += j.len();
+                    }
+                    json
+                }
                 (None, None) => Err("the row holds no event".to_string()),
             };
             out.push(Event { seq, json });
@@ -281,4 +301,49 @@ fn column_names(conn: &Connection, table: &str) -> rusqlite::Result<Vec<String>>
     let mut stmt = conn.prepare(&format!("PRAGMA table_info({table})"))?;
     let names = stmt.query_map([], |r| r.get::<_, String>(1))?;
     names.collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A database of one window whose `n` compressed rows each decode to
+    /// `size` bytes of JSON.
+    fn database(dir: &Path, n: i64, size: usize) -> std::path::PathBuf {
+        let path = dir.join("agent.sqlite");
+        let conn = Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE transcript_events (session_id TEXT NOT NULL, seq INTEGER NOT NULL, \
+             event_json TEXT, created_at INTEGER NOT NULL, event_zstd BLOB, event_utf8_bytes INTEGER)",
+        )
+        .unwrap();
+        let json = serde_json::json!({"type": "custom", "data": "z".repeat(size - 30)}).to_string();
+        let frame = ruzstd::encoding::compress_to_vec(
+            json.as_bytes(),
+            ruzstd::encoding::CompressionLevel::Fastest,
+        );
+        for seq in 0..n {
+            conn.execute(
+                "INSERT INTO transcript_events VALUES ('w1', ?1, NULL, 0, ?2, ?3)",
+                rusqlite::params![seq, frame, i64::try_from(json.len()).unwrap()],
+            )
+            .unwrap();
+        }
+        path
+    }
+
+    #[test]
+    fn the_rows_of_a_window_decode_to_a_bounded_total() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = database(dir.path(), 5, 4096);
+        let mut db = read(&path, MAX_ROW_BYTES).unwrap();
+        assert!(db.events("w1").unwrap().iter().all(|e| e.json.is_ok()));
+        // Room for two and a half rows: two decode, the rest are errors
+        // found without decoding past the bound.
+        db.window_limit = 4096 * 5 / 2;
+        let events = db.events("w1").unwrap();
+        let ok = events.iter().filter(|e| e.json.is_ok()).count();
+        assert_eq!(ok, 2, "{events:?}");
+        assert!(events[2..].iter().all(|e| e.json.is_err()));
+    }
 }

@@ -318,10 +318,15 @@ impl Service {
             let name = args.name.trim();
             // A fact's id (f12) names a line of memory/facts.md; anything
             // else a typed memory.
-            let removed = if memory.read_facts()?.get(name).is_some() {
-                let fact = memory.forget_fact(name, chrono::Utc::now())?;
-                format!("{}#{}", mnemo_store::memory::facts::FACTS_FILE, fact.id)
-            } else {
+            let removed = (|| -> Result<String> {
+                if memory.read_facts()?.get(name).is_some() {
+                    let fact = memory.forget_fact(name, chrono::Utc::now())?;
+                    return Ok(format!(
+                        "{}#{}",
+                        mnemo_store::memory::facts::FACTS_FILE,
+                        fact.id
+                    ));
+                }
                 let rel = memory.forget_typed(name)?;
                 memory.append_audit(&[mnemo_store::memory::facts::AuditRecord {
                     at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
@@ -330,20 +335,27 @@ impl Service {
                     by: "forget".into(),
                     ..Default::default()
                 }])?;
-                rel
-            };
+                Ok(rel)
+            })();
             // Gone from the index, its vectors and the embedding cache now,
-            // not at the next search. An index that cannot be opened (no
+            // not at the next search. A forget that finds nothing does this
+            // too: the one before may have been killed after the files
+            // changed and before the index did (issue 43 N8), and running it
+            // again finishes that job. An index that cannot be opened (no
             // embedder configured, say) drops the file at its next sync.
-            match me.mnemo.index() {
-                Ok(index) => {
-                    if let Err(e) = index.forget_unused() {
-                        tracing::warn!("the index could not drop {removed} yet: {e}");
+            let not_found =
+                matches!(&removed, Err(e) if e.code() == mnemo_core::ErrorCode::NotFound);
+            if removed.is_ok() || not_found {
+                match me.mnemo.index() {
+                    Ok(index) => {
+                        if let Err(e) = index.forget_unused() {
+                            tracing::warn!("the index could not drop {name} yet: {e}");
+                        }
                     }
+                    Err(e) => tracing::debug!("no index to update after forget: {e}"),
                 }
-                Err(e) => tracing::debug!("no index to update after forget: {e}"),
             }
-            Ok(ForgetOutput { removed })
+            Ok(ForgetOutput { removed: removed? })
         })
         .await
     }

@@ -125,3 +125,48 @@ async fn a_broken_local_model_file_is_named_first() {
     assert!(!text.contains("no chat model is configured"), "{text}");
     assert_eq!(err.code(), mnemo_core::ErrorCode::Config);
 }
+
+#[tokio::test]
+async fn forgetting_again_after_a_crash_finishes_the_index() {
+    // A forget killed after the facts file changed and before the index
+    // did (issue 43 N8): the text is gone from the files, not from
+    // `.mnemo/`. Forgetting again finds no fact, and still finishes.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("memory")).unwrap();
+    let facts = dir.path().join("memory/facts.md");
+    std::fs::write(
+        &facts,
+        "# Facts\n\n- The garage door code is 4711-ZEBRA. (f1; since 2026-03-01)\n- Likes green tea. (f2; since 2026-03-01)\n",
+    )
+    .unwrap();
+    let svc = service(dir.path(), "");
+    let found = svc
+        .search(SearchArgs {
+            query: "4711-ZEBRA".into(),
+            min_score: Some(0.0),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert!(!found.results.is_empty());
+    std::fs::write(
+        &facts,
+        "# Facts\n\n- Likes green tea. (f2; since 2026-03-01)\n",
+    )
+    .unwrap();
+    assert!(
+        files_holding(dir.path(), "4711-ZEBRA")
+            .iter()
+            .any(|f| f.starts_with(".mnemo")),
+        "the index should still hold the text before the second forget"
+    );
+    let err = svc
+        .forget(ForgetArgs { name: "f1".into() })
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), mnemo_core::ErrorCode::NotFound, "{err}");
+    assert_eq!(
+        files_holding(dir.path(), "4711-ZEBRA"),
+        Vec::<String>::new()
+    );
+}

@@ -601,8 +601,8 @@ impl FactsFile {
         // read, else before the past heading, else at the end. A fact added
         // and ended since the read is no anchor: its line is at the end.
         let mut out: Vec<String> = Vec::new();
-        let read = self.read.min(self.lines.len());
-        let last_current = self.lines[..read].iter().rposition(|l| match l {
+        let read = self.lines.get(..self.read).unwrap_or(&self.lines);
+        let last_current = read.iter().rposition(|l| match l {
             Line::Fact(i) => {
                 !new_set.contains(i)
                     && self

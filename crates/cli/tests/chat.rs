@@ -890,3 +890,98 @@ fn chat_in_tmux_stops_memory_work_for_the_next_turn_and_ctrl_c_stops_the_wait_on
     assert_eq!(log[10], "user: second question");
     assert_eq!(log[11], "assistant: All set.");
 }
+
+/// The flags that run the chat on the local SmolLM2-135M fixture, with a
+/// small window, a short answer and one model call a turn (a loaded
+/// machine takes a while even for this model).
+fn local_model_flags() -> Vec<String> {
+    let gguf = mnemo_test_support::smollm2_gguf();
+    [
+        "--provider",
+        "local",
+        "--set",
+        &format!("provider.path={}", gguf.display()),
+        "--set",
+        "provider.context_window=2048",
+        "--set",
+        "provider.max_output=48",
+        "--max-iterations",
+        "1",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+/// A local model's turn takes a minute on the 1.5B model: on a terminal,
+/// the spinner says how far it is (the prompt it reads, the tokens it has
+/// written); piped, stderr gets none of it.
+#[test]
+fn the_spinner_says_how_far_the_local_model_is_on_a_terminal_only() {
+    if Command::new("tmux").arg("-V").output().is_err() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "tmux is missing in CI: .ci/run installs it"
+        );
+        eprintln!("notice: tmux is not installed; skipping the interactive chat test");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path();
+    init(ws);
+    let flags = local_model_flags();
+
+    // Piped: the answer, and no progress line on stderr.
+    let mut run = bare(ws, &["run", "--session", "cli:piped", "Say hello."]);
+    run.args(&flags);
+    let o = run.output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        !err.contains("written after a") && !err.contains("reading the prompt"),
+        "{err}"
+    );
+
+    let mut command = String::from("env");
+    for v in SCRUBBED_ENV {
+        command.push_str(&format!(" -u {v}"));
+    }
+    command.push_str(&format!(
+        " {} --workspace {} chat --session cli:tmux --set embedder.kind=none --set memory.timezone=UTC",
+        shell_quote(env!("CARGO_BIN_EXE_mnemo")),
+        shell_quote(&ws.display().to_string()),
+    ));
+    for f in &flags {
+        command.push(' ');
+        command.push_str(&shell_quote(f));
+    }
+    command.push_str("; echo CHAT-EXITED-$?; sleep 120");
+    let tmux = Tmux::start(&command);
+    tmux.wait_for("you> ", 1);
+    tmux.send("Count from one to ten, please.");
+    // Caught while the model works: the spinner is cleared once it answers.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let seen = loop {
+        let screen = tmux.screen();
+        if let Some(line) = screen.lines().find(|l| {
+            l.contains("the model is answering: ")
+                && (l.contains("token(s) written after a") || l.contains("reading the prompt ("))
+        }) {
+            break line.to_string();
+        }
+        assert!(
+            !screen.contains("mnemo> ") || Instant::now() < deadline,
+            "no progress line before the answer; the pane shows:\n{screen}"
+        );
+        assert!(
+            Instant::now() < deadline,
+            "timed out; the pane shows:\n{screen}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(
+        seen.contains("-token prompt") || seen.contains(" tokens)"),
+        "{seen}"
+    );
+    // Dropping the tmux server ends the chat: its answer is not the point.
+}

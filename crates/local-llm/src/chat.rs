@@ -152,8 +152,12 @@ impl LocalChat {
         })?;
         let len = file.metadata().map(|m| m.len()).unwrap_or(0);
         let ct = Content::read(&mut file).map_err(|e| {
+            // Its first line: with RUST_BACKTRACE set, candle's message
+            // goes on with a backtrace that hides the advice after it.
+            let e = e.to_string();
             bad(format!(
-                "it is not a readable GGUF file ({e}); {}",
+                "it is not a readable GGUF file ({}); {}",
+                e.lines().next().unwrap_or_default(),
                 crate::error::REFETCH
             ))
         })?;

@@ -180,6 +180,8 @@ fn missing_truncated_and_foreign_files_get_clear_errors() {
     std::fs::write(&text, "# not a model\n").unwrap();
     let e = LocalChat::load(&text, &opts).unwrap_err().to_string();
     assert!(e.contains("not a readable GGUF"), "{e}");
+    // One line, even with RUST_BACKTRACE set: the advice is not buried.
+    assert!(!e.contains('\n') && e.contains("re-download it"), "{e}");
     // The files are left as they were.
     assert_eq!(std::fs::read(&cut).unwrap().len(), full.len() / 2);
 }

@@ -386,6 +386,29 @@ pub(crate) fn history_entry(round: &FactRound, stamp: &str, what: &str) -> Strin
     )
 }
 
+/// The messages of `range` that a call which listed as many facts as it
+/// may ([`extract::MAX_FACTS`]) did not reach: those after the last message
+/// any of its facts came from. They are asked about again, so a round's
+/// later messages are not lost to the cap (a small model lists the first
+/// messages' facts, small talk included, until the list is full).
+fn unread_after_cap(
+    listed: usize,
+    checked: &[adjudicate::Checked],
+    refused: &[adjudicate::Refusal],
+    range: &std::ops::Range<usize>,
+) -> Option<std::ops::Range<usize>> {
+    if listed < extract::MAX_FACTS {
+        return None;
+    }
+    let last = checked
+        .iter()
+        .map(|c| c.message)
+        .chain(refused.iter().filter_map(|r| r.message))
+        .max()?;
+    let next = range.start + last + 1;
+    (next < range.end).then_some(next..range.end)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -409,27 +432,4 @@ mod tests {
         "
         );
     }
-}
-
-/// The messages of `range` that a call which listed as many facts as it
-/// may ([`extract::MAX_FACTS`]) did not reach: those after the last message
-/// any of its facts came from. They are asked about again, so a round's
-/// later messages are not lost to the cap (a small model lists the first
-/// messages' facts, small talk included, until the list is full).
-fn unread_after_cap(
-    listed: usize,
-    checked: &[adjudicate::Checked],
-    refused: &[adjudicate::Refusal],
-    range: &std::ops::Range<usize>,
-) -> Option<std::ops::Range<usize>> {
-    if listed < extract::MAX_FACTS {
-        return None;
-    }
-    let last = checked
-        .iter()
-        .map(|c| c.message)
-        .chain(refused.iter().filter_map(|r| r.message))
-        .max()?;
-    let next = range.start + last + 1;
-    (next < range.end).then_some(next..range.end)
 }

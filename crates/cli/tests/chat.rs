@@ -985,3 +985,61 @@ fn the_spinner_says_how_far_the_local_model_is_on_a_terminal_only() {
     );
     // Dropping the tmux server ends the chat: its answer is not the point.
 }
+
+/// Ctrl-C while a slow preparation runs (memory work before the turn, as
+/// `[engine] memory_work = "inline"` does it) cancels the turn and keeps
+/// the message the user typed: it is logged before anything slow.
+#[test]
+fn ctrl_c_during_a_slow_preparation_keeps_the_typed_message() {
+    if Command::new("tmux").arg("-V").output().is_err() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "tmux is missing in CI: .ci/run installs it"
+        );
+        eprintln!("notice: tmux is not installed; skipping the interactive chat test");
+        return;
+    }
+    let (server, dir) = setup();
+    let ws = dir.path();
+    big_session(ws, "cli:slow");
+    consolidate_after(&server, Duration::from_secs(60));
+    let mut command = String::from("env");
+    for v in SCRUBBED_ENV {
+        command.push_str(&format!(" -u {v}"));
+    }
+    command.push_str(&format!(
+        " {} --workspace {} chat --session cli:slow --provider openai --base-url {} --model test-model \
+         --set embedder.kind=none --set memory.timezone=UTC --set provider.max_retries=0",
+        shell_quote(env!("CARGO_BIN_EXE_mnemo")),
+        shell_quote(&ws.display().to_string()),
+        server.openai_base(),
+    ));
+    for a in BACKGROUND {
+        command.push(' ');
+        command.push_str(&shell_quote(a));
+    }
+    // The memory work before the turn, where a slow first turn spends it.
+    command.push_str(" --set engine.memory_work=inline; echo CHAT-EXITED-$?; sleep 120");
+    let tmux = Tmux::start(&command);
+    tmux.wait_for("you> ", 1);
+    tmux.send("I like hiking in the Alps, please remember.");
+    // The consolidation of the preparation has the model now.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while server.request_count() == 0 {
+        assert!(Instant::now() < deadline, "{}", tmux.screen());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(
+        server.requests()[0].body["tool_choice"]["function"]["name"],
+        "save_memory",
+        "the preparation's consolidation, not the turn's answer"
+    );
+    tmux.key("C-c");
+    tmux.wait_for("turn cancelled (Ctrl-C)", 1);
+    let log = shape(&session(ws, "cli:slow"));
+    assert_eq!(
+        log.last().map(String::as_str),
+        Some("user: I like hiking in the Alps, please remember."),
+        "{log:#?}"
+    );
+}

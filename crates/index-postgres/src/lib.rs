@@ -279,14 +279,28 @@ async fn prepare(
         .get(0);
     let tx = c.transaction().await.map_err(db)?;
     // One opener at a time migrates; writers wait for the same lock.
+    // A wait for another writer has no statement timeout.
+    tx.batch_execute(mnemo_postgres::WAIT_WITHOUT_TIMEOUT)
+        .await
+        .map_err(db)?;
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&lock_key])
         .await
         .map_err(db)?;
-    tx.batch_execute(&format!(
-        "CREATE SCHEMA IF NOT EXISTS \"{schema}\"; SET LOCAL search_path TO {search_path}"
-    ))
-    .await
-    .map_err(db)?;
+    // DDL only where something is missing: a read-only database serves
+    // searches of an index made before.
+    let exists = tx
+        .query_opt("SELECT 1 FROM pg_namespace WHERE nspname = $1", &[&schema])
+        .await
+        .map_err(db)?
+        .is_some();
+    if !exists {
+        tx.batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS \"{schema}\""))
+            .await
+            .map_err(db)?;
+    }
+    tx.batch_execute(&format!("SET LOCAL search_path TO {search_path}"))
+        .await
+        .map_err(db)?;
     match schema::migrate(&tx).await {
         Ok(()) => {}
         Err(schema::Migration::Newer(v)) => {
@@ -354,6 +368,10 @@ async fn upsert(
     let db = |e| pool.db(e);
     let now = chrono::Utc::now().timestamp();
     let tx = c.transaction().await.map_err(db)?;
+    // A wait for another writer has no statement timeout.
+    tx.batch_execute(mnemo_postgres::WAIT_WITHOUT_TIMEOUT)
+        .await
+        .map_err(db)?;
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&lock_key])
         .await
         .map_err(db)?;
@@ -542,6 +560,10 @@ async fn delete_chunks(
 async fn delete(pool: &Pool, c: &mut Client, lock_key: i64, path: String) -> Result<()> {
     let db = |e| pool.db(e);
     let tx = c.transaction().await.map_err(db)?;
+    // A wait for another writer has no statement timeout.
+    tx.batch_execute(mnemo_postgres::WAIT_WITHOUT_TIMEOUT)
+        .await
+        .map_err(db)?;
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&lock_key])
         .await
         .map_err(db)?;
@@ -974,6 +996,9 @@ impl IndexBackend for PostgresBackend {
         self.with(move |pool, mut c| async move {
             let r = async {
                 let tx = c.transaction().await?;
+                // A wait for another writer has no statement timeout.
+                tx.batch_execute(mnemo_postgres::WAIT_WITHOUT_TIMEOUT)
+                    .await?;
                 tx.execute("SELECT pg_advisory_xact_lock($1)", &[&key])
                     .await?;
                 let rows: i64 = tx

@@ -124,8 +124,17 @@ const HNSW_MAX_DIMS: usize = 2000;
 /// Creates `schema` if needed and brings it to [`current`]; `Err` names
 /// the version when the schema is newer than this mnemo.
 pub(crate) async fn migrate(tx: &Transaction<'_>) -> Result<(), Migration> {
-    tx.batch_execute("CREATE TABLE IF NOT EXISTS mnemo_schema (version INTEGER NOT NULL)")
-        .await?;
+    // No DDL for a schema that is up to date: a search must work in a
+    // read-only database (a standby, a database made read-only), where
+    // even `CREATE … IF NOT EXISTS` is refused.
+    let exists: bool = tx
+        .query_one("SELECT to_regclass('mnemo_schema') IS NOT NULL", &[])
+        .await?
+        .get(0);
+    if !exists {
+        tx.batch_execute("CREATE TABLE IF NOT EXISTS mnemo_schema (version INTEGER NOT NULL)")
+            .await?;
+    }
     let row = tx
         .query_opt("SELECT version FROM mnemo_schema", &[])
         .await?;
@@ -139,6 +148,9 @@ pub(crate) async fn migrate(tx: &Transaction<'_>) -> Result<(), Migration> {
     };
     if have > current() {
         return Err(Migration::Newer(have));
+    }
+    if have == current() {
+        return Ok(());
     }
     for sql in &MIGRATIONS[have as usize..] {
         tx.batch_execute(sql).await?;

@@ -92,17 +92,33 @@ impl PostgresStore {
             let r = async {
                 let tx = c.transaction().await.map_err(|e| p.db(e))?;
                 // Two first openers at once: one creates, the other reads.
+                // A wait for another writer has no statement timeout.
+                tx.batch_execute(mnemo_postgres::WAIT_WITHOUT_TIMEOUT)
+                    .await
+                    .map_err(|e| p.db(e))?;
                 tx.execute("SELECT pg_advisory_xact_lock($1)", &[&init_key])
                     .await
                     .map_err(|e| p.db(e))?;
-                tx.batch_execute(&format!(
-                    "CREATE SCHEMA IF NOT EXISTS \"{base}\";
-                     CREATE TABLE IF NOT EXISTS \"{base}\".generation (
-                         one BOOLEAN PRIMARY KEY DEFAULT true CHECK (one),
-                         live TEXT NOT NULL)"
-                ))
-                .await
-                .map_err(|e| p.db(e))?;
+                // DDL only for a new index: a read-only database serves
+                // searches of one made before.
+                let exists: bool = tx
+                    .query_one(
+                        "SELECT to_regclass($1) IS NOT NULL",
+                        &[&format!("\"{base}\".generation")],
+                    )
+                    .await
+                    .map_err(|e| p.db(e))?
+                    .get(0);
+                if !exists {
+                    tx.batch_execute(&format!(
+                        "CREATE SCHEMA IF NOT EXISTS \"{base}\";
+                         CREATE TABLE IF NOT EXISTS \"{base}\".generation (
+                             one BOOLEAN PRIMARY KEY DEFAULT true CHECK (one),
+                             live TEXT NOT NULL)"
+                    ))
+                    .await
+                    .map_err(|e| p.db(e))?;
+                }
                 let row = tx
                     .query_opt(&format!("SELECT live FROM \"{base}\".generation"), &[])
                     .await
@@ -168,6 +184,10 @@ impl PostgresStore {
             let r = async {
                 let tx = c.transaction().await.map_err(|e| p.db(e))?;
                 // Not under a rebuild's feet: it holds the writer lock.
+                // A wait for another writer has no statement timeout.
+                tx.batch_execute(mnemo_postgres::WAIT_WITHOUT_TIMEOUT)
+                    .await
+                    .map_err(|e| p.db(e))?;
                 tx.execute("SELECT pg_advisory_xact_lock($1)", &[&writer])
                     .await
                     .map_err(|e| p.db(e))?;
@@ -331,6 +351,11 @@ impl IndexStore for PostgresStore {
             let db = |e| pool::db_error(&location, &e);
             match wait {
                 LockWait::Forever => {
+                    // As long as the holder's work takes: no statement
+                    // timeout on this connection of its own.
+                    c.batch_execute("SET statement_timeout = 0")
+                        .await
+                        .map_err(db)?;
                     c.execute("SELECT pg_advisory_lock($1)", &[&key])
                         .await
                         .map_err(db)?;

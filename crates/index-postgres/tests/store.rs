@@ -391,3 +391,27 @@ fn a_first_build_leaves_the_word_lists_packed() {
     assert_eq!(clustered, vec![format!("{}_1", base.0.schema)]);
     assert_eq!(top_path(&index, "ERR-517"), "memory/notes/n0517.md");
 }
+
+/// Issue 43 N12: an index made before is opened and searched in a
+/// read-only database (a standby, a database made read-only): opening it
+/// runs no DDL, which PostgreSQL refuses there even as `IF NOT EXISTS`.
+#[test]
+fn an_index_is_searched_in_a_read_only_database() {
+    let Some(base) = base() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let ws = workspace(dir.path());
+    let index = open(&ws, &base.0, Arc::new(Counting::default()));
+    index.sync(&|_| {}).unwrap();
+    drop(index);
+
+    let sep = if base.0.url.contains('?') { '&' } else { '?' };
+    let read_only = PostgresOptions {
+        url: format!(
+            "{}{sep}options=-c%20default_transaction_read_only%3Don",
+            base.0.url
+        ),
+        schema: base.0.schema.clone(),
+    };
+    let index = open(&ws, &read_only, Arc::new(Counting::default()));
+    assert_eq!(top_path(&index, "ERR-9081"), "memory/2026-11-03.md");
+}

@@ -569,7 +569,13 @@ impl<'a> Importer<'a> {
             Kind::Session,
             "",
             format!("{rel}:{}", index + 1),
-            format!("{why}; the line is kept verbatim as an `import_unparsed` record"),
+            if line.is_empty() {
+                // A database row that could not be read: nothing of it is
+                // kept but its place.
+                format!("{why}; an `import_unparsed` record marks its place in the log")
+            } else {
+                format!("{why}; the line is kept verbatim as an `import_unparsed` record")
+            },
         );
         Record::Other(serde_json::json!({
             "_type": "import_unparsed",

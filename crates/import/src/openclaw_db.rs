@@ -223,7 +223,7 @@ impl AgentDb {
             let json = match (json, zstd) {
                 (Some(j), _) => Ok(j),
                 (None, Some(_)) if decoded >= self.window_limit => Err(format!(
-                    "the compressed rows before it in this conversation already decode to {decoded} bytes, the most one conversation may (256 MiB): not decompressed and not imported"
+                    "the compressed rows before it in this conversation already decode to {decoded} bytes, the most one conversation may (256 MiB): not decompressed"
                 )),
                 (None, Some(z)) => {
                     let limit = self.row_limit.min(self.window_limit - decoded);
@@ -251,13 +251,13 @@ fn decompress(data: &[u8], expected: Option<i64>, limit: usize) -> Result<String
         format!(
             "compressed row {what}, over the limit of {limit} bytes a row may hold \
              (OpenClaw's own 4 MiB, or [session] max_line_bytes when that is less): \
-             not decompressed further and not imported"
+             not decompressed further"
         )
     };
     let cap = match expected {
         Some(n) if n < 0 => {
             return Err(format!(
-                "compressed row records a length of {n} bytes: not imported"
+                "compressed row records a length of {n} bytes: not decompressed"
             ))
         }
         Some(n) if n.unsigned_abs() > limit_u64 => {
@@ -276,7 +276,7 @@ fn decompress(data: &[u8], expected: Option<i64>, limit: usize) -> Result<String
     if got > cap {
         return Err(match expected {
             Some(n) => format!(
-                "compressed row decodes to more than the {n} bytes recorded: not decompressed further and not imported"
+                "compressed row decodes to more than the {n} bytes recorded: not decompressed further"
             ),
             None => over("decodes to more bytes".to_string()),
         });

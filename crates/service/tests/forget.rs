@@ -117,7 +117,9 @@ async fn a_broken_local_model_file_is_named_first() {
             model.display().to_string()
         ),
     );
-    let err = svc.engine().err().expect("no engine over a broken model");
+    let Err(err) = svc.engine() else {
+        panic!("an engine over a broken model file");
+    };
     let text = err.to_string();
     let head = format!("the model file {} could not be loaded: ", model.display());
     assert!(text.starts_with(&head), "{text}");

@@ -436,3 +436,40 @@ fn the_memory_block_has_one_memory_title() {
     assert_eq!(titles(system), 1, "{system}");
     assert!(system.contains("memory/tea.md"), "{system}");
 }
+
+/// Forgetting a fact says what was removed: a fact has no index line in
+/// MEMORY.md (a typed memory does).
+#[test]
+fn forgetting_a_fact_does_not_claim_an_index_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path();
+    init(ws);
+    std::fs::write(
+        ws.join("memory/facts.md"),
+        "# Facts\n\n- Likes tea. (f1; since 2026-02-01)\n- Works at Acme. (f2)\n",
+    )
+    .unwrap();
+    let out = ok(&mnemo(ws, &["memory", "forget", "f1"], None));
+    assert_eq!(out.trim(), "removed fact f1 from memory/facts.md", "{out}");
+    assert!(!read(ws, "memory/facts.md").contains("Likes tea"));
+    let out = ok(&mnemo(
+        ws,
+        &[
+            "memory",
+            "add",
+            "--type",
+            "user",
+            "--name",
+            "Tea",
+            "--description",
+            "tea",
+        ],
+        Some("Likes tea.\n"),
+    ));
+    assert!(out.contains("memory/tea.md"), "{out}");
+    let out = ok(&mnemo(ws, &["memory", "forget", "Tea"], None));
+    assert_eq!(
+        out.trim(),
+        "removed memory/tea.md and its index line in MEMORY.md"
+    );
+}

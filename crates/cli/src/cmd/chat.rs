@@ -321,7 +321,8 @@ memory_get and memory_write as it needs. Commands:
                    the summary keeps what the focus names above all
   /memory          print MEMORY.md
   /search QUERY    search memory and past sessions (citations path#Lx-Ly)
-  /forget NAME     remove a typed memory file and its index line in MEMORY.md
+  /forget NAME     remove a typed memory (its file and index line in MEMORY.md),
+                   or a fact of memory/facts.md by its id (f12)
   /help            show this help
   /exit            leave (also /quit or Ctrl-D)
 Ctrl-C cancels a turn in progress; at the prompt it leaves.
@@ -563,15 +564,12 @@ pub fn chat(args: ChatArgs, global: &GlobalArgs) -> Result<()> {
             Line::Search("") => outln!("usage: /search QUERY"),
             Line::Search(q) => search(&a, q)?,
             Line::Forget("") => {
-                outln!("usage: /forget NAME (a typed memory's name or memory/<name>.md)")
+                outln!("usage: /forget NAME (a typed memory's name or memory/<name>.md, or a fact's id such as f12)")
             }
             Line::Forget(name) => match a.rt.block_on(a.service.forget(ForgetArgs {
                 name: name.to_string(),
             })) {
-                Ok(v) => outln!(
-                    "[mnemo] removed {} and its index line in MEMORY.md",
-                    v.removed
-                ),
+                Ok(v) => outln!("[mnemo] {}", super::memory::forgot(&v.removed)),
                 Err(e) => outln!("error: /forget: {e}"),
             },
             Line::Unknown(c) => outln!("unknown command /{c}: /help lists the commands"),

@@ -31,8 +31,9 @@ pub enum MemoryCommand {
     /// List typed memory files (files whose front matter is broken too, with
     /// the line to fix)
     List(ListArgs),
-    /// Remove a typed memory file and its index line (the history, daily logs
-    /// and session notes are append-only and never removed)
+    /// Remove a typed memory file and its index line, or a fact of
+    /// memory/facts.md by its id (f12) (the history, daily logs and session
+    /// notes are append-only and never removed)
     Forget(ForgetArgs),
     /// Every recorded change of a memory (a fact's id in memory/facts.md,
     /// such as f12, or a typed memory's name): what was done, the old and
@@ -101,6 +102,16 @@ pub struct HistoryArgs {
     /// "new"?, "session"?, "messages"?, "by"}]}
     #[arg(long)]
     pub json: bool,
+}
+
+/// What a forget removed, said as it was: a typed memory's file and its
+/// index line in MEMORY.md, or a fact (`memory/facts.md#f12`), which has
+/// no index line.
+pub(crate) fn forgot(removed: &str) -> String {
+    match removed.split_once('#') {
+        Some((file, id)) => format!("removed fact {id} from {file}"),
+        None => format!("removed {removed} and its index line in MEMORY.md"),
+    }
 }
 
 /// The service over the workspace (no embedder: writes need none) and a
@@ -211,7 +222,7 @@ pub fn run(command: MemoryCommand, global: &GlobalArgs) -> Result<()> {
             if args.json {
                 outln!("{}", serde_json::to_string(&out)?);
             } else {
-                outln!("removed {} and its index line", out.removed);
+                outln!("{}", forgot(&out.removed));
             }
             Ok(())
         }

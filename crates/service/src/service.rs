@@ -305,7 +305,7 @@ impl Service {
         }
     }
 
-    /// `memory_forget`: typed memories only.
+    /// `memory_forget`: a typed memory (by name or path) or a fact (by id).
     pub async fn forget(self: &Arc<Self>, args: ForgetArgs) -> Result<ForgetOutput> {
         if args.name.trim().is_empty() {
             return Err(Error::Invalid(

@@ -139,16 +139,46 @@ pub fn message_day(m: &Message, fallback: NaiveDate) -> NaiveDate {
 pub fn user_names(messages: &[Message]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for m in messages.iter().filter(|m| m.role == Role::User) {
-        let t = m.text();
-        if let Some((name, _)) = t.split_once(": ") {
-            let name = name.trim();
-            if (1..=3).contains(&name.split_whitespace().count())
-                && name.chars().next().is_some_and(char::is_uppercase)
-                && !out.iter().any(|n| n == name)
-            {
-                out.push(name.to_string());
+        if let Some(name) = speaker_name(&m.text()) {
+            if !out.contains(&name) {
+                out.push(name);
             }
         }
+    }
+    out
+}
+
+/// The name a message opens with ("Nate: ..."), as transcripts of
+/// conversations between people write the speaker.
+fn speaker_name(text: &str) -> Option<String> {
+    let (name, _) = text.split_once(": ")?;
+    let name = name.trim();
+    ((1..=3).contains(&name.split_whitespace().count())
+        && name.chars().next().is_some_and(char::is_uppercase))
+    .then(|| name.to_string())
+}
+
+/// Who an assistant message is when a person, not the agent, speaks in the
+/// assistant's place (a transcript of two people names each line's
+/// speaker): what they say about themselves is about them, not the user.
+fn assistant_person(m: &Message, user_names: &[String]) -> Option<String> {
+    if m.role != Role::Assistant {
+        return None;
+    }
+    speaker_name(&m.text()).filter(|n| !user_names.iter().any(|u| u.eq_ignore_ascii_case(n)))
+}
+
+/// `fact` with "the user" made `name` (the person who said it of
+/// themselves).
+fn about_person(fact: &str, name: &str) -> String {
+    let mut out = fact.to_string();
+    for (from, to) in [
+        ("The user's ", format!("{name}'s ")),
+        ("the user's ", format!("{name}'s ")),
+        ("The user ", format!("{name} ")),
+        ("the user ", format!("{name} ")),
+    ] {
+        out = out.replace(from, &to);
     }
     out
 }
@@ -550,7 +580,15 @@ fn check_one(
     if let Some(why) = junk(p, &fact, quoted.then_some(quote.as_str())) {
         return Err((why.into(), Some(at)));
     }
-    let (subject, subject_key) = who(p, &fact, &quote, names);
+    let (mut subject, mut subject_key) = who(p, &fact, &quote, names);
+    let mut fact = fact;
+    if subject_key == "user" {
+        if let Some(person) = assistant_person(&messages[at], names) {
+            fact = about_person(&fact, &person);
+            subject_key = keys::subject_key(&person, names);
+            subject = person;
+        }
+    }
     let mut have: HashSet<String> = content(&evidence(messages, at, subject_key == "user")?)
         .into_iter()
         .collect();

@@ -670,3 +670,52 @@ fn a_fact_without_words_is_refused() {
     assert!(ok.is_empty());
     assert_eq!(refused[0].why, "no words");
 }
+
+#[test]
+fn a_person_speaking_in_the_assistant_place_is_about_themselves() {
+    // A transcript of two people: the second speaks where the agent would.
+    let ts = "2022-01-21T19:31:00Z";
+    let messages = vec![
+        msg("user", "Joanna: I finished my first screenplay!", ts),
+        msg(
+            "assistant",
+            "Nate: Congrats! I've had my turtles for 3 years now.",
+            ts,
+        ),
+    ];
+    let (ok, refused) = check(
+        &[prop(
+            "I've had my turtles for 3 years",
+            "user",
+            "pets",
+            "turtles",
+            "states",
+            "The user has had turtles for 3 years.",
+        )],
+        &messages,
+        day("2022-01-21"),
+    );
+    assert!(refused.is_empty(), "{refused:?}");
+    assert_eq!(ok[0].subject, "Nate");
+    assert_eq!(ok[0].subject_key, "nate");
+    assert!(
+        ok[0].text.starts_with("Nate has had turtles"),
+        "{}",
+        ok[0].text
+    );
+    // The agent saying it of the user is still refused.
+    let agent = vec![msg("assistant", "You have had turtles for 3 years.", ts)];
+    let (ok, _) = check(
+        &[prop(
+            "You have had turtles for 3 years",
+            "user",
+            "pets",
+            "turtles",
+            "states",
+            "The user has had turtles for 3 years.",
+        )],
+        &agent,
+        day("2022-01-21"),
+    );
+    assert!(ok.is_empty());
+}

@@ -102,11 +102,12 @@ fn index_search_get_status_with_the_local_model() {
         text,
         "- The staging database password rotates every Friday.\n"
     );
+    // A file that is not there is "not found" (an agent's memory_get
+    // answers empty text instead).
     let missing = mnemo(ws, &["get", "memory/missing.md"]);
-    assert!(
-        String::from_utf8_lossy(&missing.stderr).contains("memory/missing.md is missing or empty")
-    );
-    assert_eq!(ok(missing), "");
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("memory/missing.md does not exist"));
+    assert_eq!(missing.status.code(), Some(3));
+    assert!(missing.stdout.is_empty());
     let past = mnemo(ws, &["get", "memory/2026-11-01.md", "--from", "999"]);
     assert!(
         String::from_utf8_lossy(&past.stderr).contains("past its end"),

@@ -343,6 +343,11 @@ impl<'a> Importer<'a> {
         for (i, mut l) in lines.into_iter().enumerate() {
             if let Record::Message(m) = &mut l.record {
                 let inline = mnemo_store::session::persisted_path(m).is_none();
+                let original_text = if inline && m.role == mnemo_core::Role::Tool {
+                    m.text()
+                } else {
+                    String::new()
+                };
                 if let Err(e) =
                     self.sessions
                         .apply_budget(key, std::slice::from_mut(m), self.dry_run)
@@ -360,8 +365,18 @@ impl<'a> Importer<'a> {
                 }
                 if inline && mnemo_store::session::persisted_path(m).is_some() {
                     // The source's own JSON holds the full result: the
-                    // message is written as the budget left it.
+                    // message is written as the budget left it, and the
+                    // original entry kept beside it points at the file too
+                    // (else the line would still carry the whole result).
                     l.verbatim = None;
+                    let full = original_text;
+                    let marker = m.text();
+                    let min = self.sessions.options().tool_result_max_chars / 2;
+                    for tool in ["claude_code", "openclaw"] {
+                        if let Some(v) = m.extra.get_mut(tool) {
+                            point_at_file(v, &full, &marker, min);
+                        }
+                    }
                 }
             }
             let t = match l.text() {
@@ -1126,6 +1141,24 @@ pub(crate) fn split_history(text: &str) -> Vec<String> {
 
 fn squash(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Replaces, in a tool's original entry, every string of at least `min`
+/// bytes that is part of a persisted tool result (`full`) with the preview
+/// that names the result's file (`marker`): the file holds the text.
+fn point_at_file(v: &mut Value, full: &str, marker: &str, min: usize) {
+    match v {
+        Value::String(s) if s.len() >= min.max(1) && full.contains(s.as_str()) => {
+            *s = marker.to_string();
+        }
+        Value::Array(items) => items
+            .iter_mut()
+            .for_each(|i| point_at_file(i, full, marker, min)),
+        Value::Object(map) => map
+            .values_mut()
+            .for_each(|i| point_at_file(i, full, marker, min)),
+        _ => {}
+    }
 }
 
 /// A JSON value's string field.

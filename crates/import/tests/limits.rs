@@ -342,6 +342,12 @@ fn an_imported_tool_result_over_the_budget_is_persisted_beside_the_log() {
     let full = fs::read_to_string(ws.join(path)).unwrap();
     assert!(full.starts_with("RESULT-HEAD ") && full.len() > 60_000);
     assert!(result.text().len() < 10_000, "{}", result.text().len());
+    // The original entry kept beside it points at the file too, so the
+    // line does not carry the result after all.
+    let log = fs::read_to_string(store(&ws).path_for(key).unwrap()).unwrap();
+    let longest = log.lines().map(str::len).max().unwrap();
+    assert!(longest < 20_000, "{longest}");
+    assert!(result.extra["claude_code"].to_string().contains(path));
     // A second run finds it all there.
     let before = tree(&ws);
     let again = run_with(&ws, &project, session, false);

@@ -245,6 +245,9 @@ pub(crate) fn db_error(location: &str, e: &tokio_postgres::Error) -> IndexError 
         Some(c) if *c == SqlState::DATA_CORRUPTED || *c == SqlState::INDEX_CORRUPTED => {
             DbFailure::Corrupt
         }
+        Some(c) if unavailable(c.code()) => DbFailure::Unavailable,
+        // The client's own: a broken connection, an I/O error.
+        None => DbFailure::Unavailable,
         _ => DbFailure::Other,
     };
     IndexError::Database {
@@ -252,6 +255,22 @@ pub(crate) fn db_error(location: &str, e: &tokio_postgres::Error) -> IndexError 
         message: describe(e),
         failure,
     }
+}
+
+/// True for an SQLSTATE that says the server cannot serve now, not that
+/// the statement or the index is wrong: a broken connection (class 08),
+/// a server shutting down or restarting (57P01-57P03), a statement
+/// cancelled by its timeout (57014), a read-only transaction (25006),
+/// resources exhausted (class 53: disk full, too many connections), and
+/// an index schema dropped under the request (42P01, 3F000), as a
+/// workspace's delete does.
+fn unavailable(code: &str) -> bool {
+    code.starts_with("08")
+        || code.starts_with("53")
+        || matches!(
+            code,
+            "57P01" | "57P02" | "57P03" | "57014" | "25006" | "42P01" | "3F000"
+        )
 }
 
 pub(crate) use mnemo_postgres::describe;

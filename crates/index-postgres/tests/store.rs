@@ -415,3 +415,21 @@ fn an_index_is_searched_in_a_read_only_database() {
     let index = open(&ws, &read_only, Arc::new(Counting::default()));
     assert_eq!(top_path(&index, "ERR-9081"), "memory/2026-11-03.md");
 }
+
+/// Issue 43 N12: an index dropped under an open one (its workspace
+/// deleted through another server) is the database's state, not a bug:
+/// `io`, with advice a tenant can follow, never `internal` with
+/// `mnemo index --force`.
+#[test]
+fn an_index_dropped_under_a_search_is_io() {
+    let Some(base) = base() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let ws = workspace(dir.path());
+    let index = open(&ws, &base.0, Arc::new(Counting::default()));
+    index.sync(&|_| {}).unwrap();
+
+    PostgresStore::drop_index(&base.0).unwrap();
+    let err = index.search(&SearchRequest::new("ERR-9081")).unwrap_err();
+    assert_eq!(err.code(), mnemo_core::ErrorCode::Io, "{err}");
+    assert!(!err.to_string().contains("index --force"), "{err}");
+}

@@ -91,6 +91,7 @@ impl IndexError {
             IndexError::Database { failure, .. } => match failure {
                 DbFailure::Busy => ErrorCode::Busy,
                 DbFailure::Corrupt => ErrorCode::Corrupt,
+                DbFailure::Unavailable => ErrorCode::Io,
                 DbFailure::Other => ErrorCode::Internal,
             },
             IndexError::Busy(_) => ErrorCode::Busy,
@@ -124,6 +125,11 @@ pub enum DbFailure {
     Busy,
     /// The stored data is damaged.
     Corrupt,
+    /// The database server cannot serve now: the connection broke, the
+    /// server is shutting down or read-only, out of disk, a statement ran
+    /// past its timeout, or the index was dropped under the request (its
+    /// workspace deleted). Nothing of the index is wrong.
+    Unavailable,
     /// Anything else (a refused statement, a broken connection).
     Other,
 }
@@ -133,6 +139,10 @@ impl DbFailure {
     fn advice(&self) -> &'static str {
         match self {
             DbFailure::Busy => "; another process is using the index: retry",
+            DbFailure::Unavailable => {
+                "; the database cannot serve this now: retry in a moment, and if it persists \
+                 tell whoever runs the database"
+            }
             DbFailure::Corrupt | DbFailure::Other => {
                 "\nthe index is derived data: if this persists, run `mnemo index --force` to rebuild it"
             }

@@ -152,6 +152,23 @@ fn a_forgotten_fact_leaves_no_copy_in_the_memory_files() {
 }
 
 #[test]
+fn a_memory_md_line_saying_the_forgotten_fact_goes_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = leaky_workspace(dir.path());
+    s.write_memory_md(
+        "# Memory\n\n- The user's locker code is FORGET-FACT-4242\n- Likes hiking.\n- The user's locker code is FORGET-FACT-4242 or 1111\n",
+    )
+    .unwrap();
+    s.forget_fact("f1", Utc::now()).unwrap();
+    // The line with the same words goes; from a line that says more, the
+    // fact's words go.
+    assert_eq!(
+        s.read_memory_md().unwrap(),
+        "# Memory\n\n- Likes hiking.\n- [forgotten] or 1111\n"
+    );
+}
+
+#[test]
 fn forgetting_the_ended_copy_takes_the_current_one_with_the_same_words() {
     let dir = tempfile::tempdir().unwrap();
     let s = leaky_workspace(dir.path());

@@ -418,7 +418,20 @@ impl MemoryStore {
         needles.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
         needles.dedup();
         failpoint::hit("memory.forget_fact_start");
-        // Derived copies first, the fact itself last (see above).
+        // Derived copies first, the fact itself last (see above). A list
+        // item of MEMORY.md that says the same (a line a dream did not
+        // move, one a person copied) goes, and the text goes from a line
+        // that says more: MEMORY.md is in every prompt.
+        let texts: Vec<String> = gone
+            .iter()
+            .filter_map(|g| file.get(g))
+            .map(|f| f.text.clone())
+            .collect();
+        self.swap(MEMORY_MD, |memory| {
+            Ok(Some(
+                facts::redact(&without_items_saying(memory, &texts), &needles).0,
+            ))
+        })?;
         self.redact_document(HISTORY_MD, &needles)?;
         for e in self.storage.list(MEMORY_DIR)? {
             let daily = e
@@ -1011,6 +1024,22 @@ fn forget_group(file: &facts::FactsFile, id: &str, audit: &[facts::AuditRecord])
             return gone;
         }
     }
+}
+
+/// `memory` without its list items (`- …`, `* …`) that hold the same
+/// words as one of `texts` ([`facts::same_words`]); every other line as it
+/// is.
+fn without_items_saying(memory: &str, texts: &[String]) -> String {
+    let mut out = String::with_capacity(memory.len());
+    for line in memory.split_inclusive('\n') {
+        let t = line.trim();
+        let item = t.strip_prefix("- ").or_else(|| t.strip_prefix("* "));
+        if item.is_some_and(|i| texts.iter().any(|x| facts::same_words(i, x))) {
+            continue;
+        }
+        out.push_str(line);
+    }
+    out
 }
 
 /// `rel` as a path of the memory documents (`MEMORY.md`, `memory/…`);

@@ -149,6 +149,13 @@ impl Activity {
         });
     }
 
+    /// [`Activity::follow`] of how far `engine`'s model is (a local
+    /// model's prompt tokens read, answer tokens written).
+    pub fn follow_model(&self, engine: &Arc<mnemo::engine::Engine>) {
+        let engine = engine.clone();
+        self.follow(move || engine.model_activity().map(|m| model_progress(&m)));
+    }
+
     /// Runs `f` (which prints) with the spinner out of the way.
     pub fn print<T>(&self, f: impl FnOnce() -> T) -> T {
         self.bar.suspend(f)
@@ -160,9 +167,15 @@ impl Activity {
         self.bar.finish_and_clear();
     }
 
-    /// Runs `f` with the spinner saying `what`.
-    pub fn during<T>(what: &str, f: impl FnOnce() -> T) -> T {
+    /// Runs `f` with the spinner saying `what`, and how far `engine`'s
+    /// model is.
+    pub fn during_model<T>(
+        what: &str,
+        engine: &Arc<mnemo::engine::Engine>,
+        f: impl FnOnce() -> T,
+    ) -> T {
         let activity = Activity::start(what);
+        activity.follow_model(engine);
         let out = f();
         activity.done();
         out

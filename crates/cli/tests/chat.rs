@@ -1043,3 +1043,74 @@ fn ctrl_c_during_a_slow_preparation_keeps_the_typed_message() {
         "{log:#?}"
     );
 }
+
+/// `mnemo new` with the local model (a minute or more on the 1.5B model)
+/// says on a terminal how far the model is too.
+#[test]
+fn new_says_how_far_the_local_model_is_on_a_terminal() {
+    if Command::new("tmux").arg("-V").output().is_err() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "tmux is missing in CI: .ci/run installs it"
+        );
+        eprintln!("notice: tmux is not installed; skipping the interactive test");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path();
+    init(ws);
+    for (role, text) in [
+        ("user", "My name is Ada. I moved to Lisbon last week."),
+        ("assistant", "Welcome to Lisbon, Ada."),
+        ("user", "I drink green tea, never coffee."),
+        ("assistant", "Green tea it is."),
+    ] {
+        ok(&bare(
+            ws,
+            &[
+                "session",
+                "append",
+                "cli:new",
+                "--role",
+                role,
+                "--content",
+                text,
+            ],
+        )
+        .output()
+        .unwrap());
+    }
+    let mut flags = local_model_flags();
+    // `new` has no turn, so no bound on its model calls.
+    flags.truncate(flags.len() - 2);
+    let mut command = String::from("env");
+    for v in SCRUBBED_ENV {
+        command.push_str(&format!(" -u {v}"));
+    }
+    command.push_str(&format!(
+        " {} --workspace {} new cli:new --set embedder.kind=none --set memory.timezone=UTC",
+        shell_quote(env!("CARGO_BIN_EXE_mnemo")),
+        shell_quote(&ws.display().to_string()),
+    ));
+    for f in &flags {
+        command.push(' ');
+        command.push_str(&shell_quote(f));
+    }
+    command.push_str("; echo NEW-EXITED-$?; sleep 120");
+    let tmux = Tmux::start(&command);
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let screen = tmux.screen();
+        if screen.lines().any(|l| {
+            l.contains("writing its session note: ")
+                && (l.contains("token(s) written after a") || l.contains("reading the prompt ("))
+        }) {
+            break;
+        }
+        assert!(
+            !screen.contains("NEW-EXITED") && Instant::now() < deadline,
+            "no progress line while the model worked; the pane shows:\n{screen}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

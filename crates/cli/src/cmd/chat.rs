@@ -127,17 +127,6 @@ impl Interrupt {
     }
 }
 
-/// How far the model is in what it answers now (a local model's prompt
-/// tokens read, answer tokens written), for the spinner.
-fn model_progress(engine: &Arc<Engine>) -> impl Fn() -> Option<String> + Send + 'static {
-    let engine = engine.clone();
-    move || {
-        engine
-            .model_activity()
-            .map(|m| crate::output::model_progress(&m))
-    }
-}
-
 /// The memory work of `key` while it runs.
 fn running(engine: &Engine, key: &str) -> Option<MemoryWorkReport> {
     engine
@@ -352,7 +341,7 @@ pub fn run(args: RunArgs, global: &GlobalArgs) -> Result<()> {
     }
     let a = agent(global, &args.turn)?;
     let activity = Activity::start("preparing the prompt");
-    activity.follow(model_progress(&a.engine));
+    activity.follow_model(&a.engine);
     let recall = a.options.recall;
     let observe = |step: AgentStep<'_>| {
         follow(&activity, &step, recall);
@@ -393,7 +382,7 @@ pub fn run(args: RunArgs, global: &GlobalArgs) -> Result<()> {
     if turn.memory_work == MemoryWorkMode::Background {
         // The answer is out; the process stays for the memory work.
         let activity = Activity::start("saving memory");
-        activity.follow(model_progress(&a.engine));
+        activity.follow_model(&a.engine);
         let done = a.rt.block_on(a.engine.memory_work(&args.turn.session));
         activity.done();
         match done {
@@ -517,8 +506,9 @@ pub fn chat(args: ChatArgs, global: &GlobalArgs) -> Result<()> {
             Line::Message(text) => turn(&a, &key, text)?,
             Line::New => {
                 pause_memory_work(&a, &key, "/new consolidates the conversation itself")?;
-                match Activity::during(
+                match Activity::during_model(
                     "consolidating the conversation and writing its session note",
+                    &a.engine,
                     || a.rt.block_on(a.engine.new_session(&key)),
                 ) {
                     Ok(report) => {
@@ -539,7 +529,7 @@ pub fn chat(args: ChatArgs, global: &GlobalArgs) -> Result<()> {
             }
             Line::Compact(focus) => {
                 pause_memory_work(&a, &key, "it runs again after the compaction")?;
-                match Activity::during("compacting", || {
+                match Activity::during_model("compacting", &a.engine, || {
                     a.rt.block_on(a.engine.compact_with_focus(&key, None, focus))
                 }) {
                     Ok(events) if events.is_empty() => {
@@ -624,7 +614,7 @@ fn finish_memory_work(a: &Agent, key: &str) -> Result<()> {
         "[mnemo] saving memory from this conversation before leaving (Ctrl-C stops it; the rest runs after your next turn in session {key})"
     );
     let activity = Activity::start("saving memory");
-    activity.follow(model_progress(&a.engine));
+    activity.follow_model(&a.engine);
     let wait = async {
         while let Some(r) = running(&a.engine, key) {
             activity.set(r.doing.unwrap_or_else(|| "saving memory".into()));
@@ -672,7 +662,7 @@ fn finish_memory_work(a: &Agent, key: &str) -> Result<()> {
 
 fn turn(a: &Agent, key: &str, text: &str) -> Result<()> {
     let activity = Activity::start("preparing the prompt");
-    activity.follow(model_progress(&a.engine));
+    activity.follow_model(&a.engine);
     let recall = a.options.recall;
     let observe = |step: AgentStep<'_>| {
         follow(&activity, &step, recall);

@@ -348,7 +348,7 @@ pub fn dream(args: DreamArgs, global: &GlobalArgs) -> Result<()> {
 pub fn compact(args: CompactArgs, global: &GlobalArgs) -> Result<()> {
     let service = service_with_model(global, &args.model)?;
     let rt = crate::ctx::runtime()?;
-    let out = crate::output::Activity::during("compacting", || {
+    let out = crate::output::Activity::during_model("compacting", &service.engine()?, || {
         rt.block_on(service.compact(
             args.key,
             mnemo_service::args::CompactArgs {
@@ -415,8 +415,9 @@ pub fn context(args: ContextArgs, global: &GlobalArgs) -> Result<()> {
 pub fn new_session(args: NewArgs, global: &GlobalArgs) -> Result<()> {
     let service = service_with_model(global, &args.model)?;
     let rt = crate::ctx::runtime()?;
-    let out = crate::output::Activity::during(
+    let out = crate::output::Activity::during_model(
         "consolidating the conversation and writing its session note",
+        &service.engine()?,
         || rt.block_on(service.close(args.key)),
     )?;
     // Messages archived raw after repeated failed runs: the note is

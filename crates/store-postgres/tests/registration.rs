@@ -1,7 +1,8 @@
 //! A tenant's storage is bound to its registration (issue 43 N2): once
 //! the workspace is deleted, a request still holding the storage writes
 //! nothing and reads nothing, even after the id is registered again, and
-//! appends racing the delete leave no row behind for the successor.
+//! appends racing the delete leave no row behind for the successor. And a
+//! wait for a workspace's lock is not cut by the statement timeout.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -104,4 +105,23 @@ fn appends_racing_a_delete_leave_nothing_behind() {
         );
         db.delete_workspace("race").unwrap();
     }
+}
+
+/// Issue 43 N4: a wait for the memory lock lasts as long as its holder's
+/// work (a consolidation's model call), past the statement timeout.
+#[test]
+fn a_lock_wait_outlasts_the_statement_timeout() {
+    let Some(url) = test_url() else { return };
+    let sep = if url.contains('?') { '&' } else { '?' };
+    let url = format!("{url}{sep}options=-c%20statement_timeout%3D300ms");
+    let db = Database::connect(&url, &fresh_schema()).unwrap();
+    let storage = Arc::new(db.workspace("locks").unwrap());
+    let held = storage.lock_memory().unwrap();
+    let waiter = {
+        let storage = storage.clone();
+        std::thread::spawn(move || storage.lock_memory().map(drop))
+    };
+    std::thread::sleep(std::time::Duration::from_millis(1200));
+    drop(held);
+    waiter.join().unwrap().unwrap();
 }

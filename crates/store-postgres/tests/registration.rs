@@ -117,10 +117,7 @@ fn a_lock_wait_outlasts_the_statement_timeout() {
     let db = Database::connect(&url, &fresh_schema()).unwrap();
     let storage = Arc::new(db.workspace("locks").unwrap());
     let held = storage.lock_memory().unwrap();
-    let waiter = {
-        let storage = storage.clone();
-        std::thread::spawn(move || storage.lock_memory().map(drop))
-    };
+    let waiter = std::thread::spawn(move || storage.lock_memory().map(drop));
     std::thread::sleep(std::time::Duration::from_millis(1200));
     drop(held);
     waiter.join().unwrap().unwrap();

@@ -247,6 +247,40 @@ pub fn shown(n: usize, m: &Message) -> Option<String> {
     Some(format!("{}{more}", lines.join("\n")))
 }
 
+/// Which of `messages` the extraction reads: every user message, and an
+/// assistant message only where a person speaks in the assistant's place
+/// or the user's next message is short enough to lean on it (a "yes", an
+/// answer to its question). What the agent says unanswered is not memory,
+/// and a small model asked about it writes facts the checks then refuse,
+/// at the cost of its output tokens.
+pub fn heard(messages: &[Message]) -> Vec<bool> {
+    let names = crate::adjudicate::user_names(messages);
+    let spoken = |m: &Message| matches!(m.role, Role::User | Role::Assistant);
+    messages
+        .iter()
+        .enumerate()
+        .map(|(i, m)| match m.role {
+            Role::User => true,
+            Role::Assistant => {
+                crate::adjudicate::assistant_person(m, &names).is_some()
+                    || messages
+                        .iter()
+                        .skip(i + 1)
+                        .find(|n| spoken(n))
+                        .is_some_and(|n| {
+                            n.role == Role::User
+                                && n.text().split_whitespace().count() <= SHORT_REPLY_WORDS
+                        })
+            }
+            _ => false,
+        })
+        .collect()
+}
+
+/// A user message of at most this many words reads with the assistant
+/// message before it.
+const SHORT_REPLY_WORDS: usize = 12;
+
 /// The messages of a round split into batches whose shown lines take at
 /// most `budget` tokens each (at least one message a batch): index ranges
 /// into `messages`.
@@ -257,8 +291,13 @@ pub fn batches(
 ) -> Vec<std::ops::Range<usize>> {
     let mut out = Vec::new();
     let (mut start, mut used) = (0, 0);
+    let heard = heard(messages);
     for (i, m) in messages.iter().enumerate() {
-        let n = shown(i + 1, m).map_or(0, |l| counter.count_text(&l) + 1);
+        let n = if heard.get(i).copied().unwrap_or(true) {
+            shown(i + 1, m).map_or(0, |l| counter.count_text(&l) + 1)
+        } else {
+            0
+        };
         if used + n > budget && i > start {
             out.push(start..i);
             start = i;
@@ -274,9 +313,11 @@ pub fn batches(
 
 /// The extraction request for `messages` (numbered from 1).
 pub fn extract_request(messages: &[Message], choice: ToolChoice) -> ChatRequest {
+    let heard = heard(messages);
     let lines: Vec<String> = messages
         .iter()
         .enumerate()
+        .filter(|(i, _)| heard.get(*i).copied().unwrap_or(true))
         .filter_map(|(i, m)| shown(i + 1, m))
         .collect();
     let user = templates::render(
@@ -339,6 +380,23 @@ mod tests {
         assert!(parse_judge(&json!({"answer": "Yes"})).unwrap());
         assert!(!parse_judge(&json!("{\"answer\": \"no\"}")).unwrap());
         assert!(parse_judge(&json!({"answer": "maybe"})).is_err());
+    }
+
+    #[test]
+    fn the_agent_unanswered_is_not_read() {
+        let msgs = vec![
+            Message::user("I switched from coffee to green tea last month, to sleep better."),
+            Message::assistant("Green tea has less caffeine, which may help your sleep."),
+            Message::user("Thanks. Remind me next time to book the restaurant for Ines by Friday."),
+            Message::assistant("Shall I note that Ines is allergic to peanuts?"),
+            Message::user("Yes, do that."),
+            Message::assistant("Nate: I have had my turtles for three years."),
+        ];
+        assert_eq!(heard(&msgs), vec![true, false, true, true, true, true]);
+        let req = extract_request(&msgs, ToolChoice::Auto);
+        let user = req.messages[0].text();
+        assert!(!user.contains("less caffeine"), "{user}");
+        assert!(user.contains("[4] ASSISTANT: Shall I note"), "{user}");
     }
 
     #[test]

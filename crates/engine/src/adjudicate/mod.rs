@@ -161,7 +161,7 @@ fn speaker_name(text: &str) -> Option<String> {
 /// Who an assistant message is when a person, not the agent, speaks in the
 /// assistant's place (a transcript of two people names each line's
 /// speaker): what they say about themselves is about them, not the user.
-fn assistant_person(m: &Message, user_names: &[String]) -> Option<String> {
+pub(crate) fn assistant_person(m: &Message, user_names: &[String]) -> Option<String> {
     if m.role != Role::Assistant {
         return None;
     }

@@ -161,7 +161,8 @@ async fn concurrent_side_query_and_turn_preparation() {
     env.server.push(Reply::text(
         "{\"selected_memories\": [\"memory/coffee.md\"]}",
     ));
-    let engine = engine(&env, 100_000, 1_000, "", t0());
+    // Not a test of the timeout: a loaded machine must not make it one.
+    let engine = engine(&env, 100_000, 1_000, "recall_timeout_ms = 60000", t0());
     let (recall, prepared) = tokio::join!(
         engine.select_memories(KEY, "coffee?"),
         engine.prepare_turn(KEY, "coffee?")
@@ -170,7 +171,7 @@ async fn concurrent_side_query_and_turn_preparation() {
     let report = engine
         .build_context_with(KEY, "coffee?", &recall.selected)
         .unwrap();
-    assert_eq!(report.selected_memories, ["memory/coffee.md"]);
+    assert_eq!(report.selected_memories, ["memory/coffee.md"], "{recall:?}");
     let json = serde_json::to_value(&report).unwrap();
     assert_eq!(json["exact"], json!(true));
     let names: Vec<&str> = json["parts"]

@@ -132,6 +132,11 @@ pub fn decide(
 /// and those whose attribute is alike, or (for a retraction) that hold its
 /// value (`alike`), none begun after `c` was said.
 fn candidates<'a>(current: &'a [(Fact, Keys)], c: &Checked) -> (Vec<&'a Fact>, Vec<&'a Fact>) {
+    // A plan ("next month we move the warehouse to DuckDB") is not true
+    // yet: what is true today stays current.
+    if c.since > c.said && c.kind != Kind::Retracts {
+        return (Vec::new(), Vec::new());
+    }
     let not_later = |f: &&Fact| f.since.is_none_or(|s| s <= c.since.max(c.said));
     let same = || {
         current

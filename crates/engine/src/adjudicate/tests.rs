@@ -719,3 +719,27 @@ fn a_person_speaking_in_the_assistant_place_is_about_themselves() {
     );
     assert!(ok.is_empty());
 }
+
+#[test]
+fn a_plan_ends_nothing_today() {
+    let mut file = FactsFile::parse("");
+    let mut answers = Answers::default();
+    let job = checked(
+        "The user works as a data engineer.",
+        "user",
+        "job",
+        "data engineer",
+        Kind::States,
+    );
+    run(&mut file, &[job], &mut answers);
+    let mut plan = checked(
+        "The user will work on moving the warehouse to DuckDB.",
+        "user",
+        "work",
+        "moving the warehouse to DuckDB",
+        Kind::States,
+    );
+    plan.since = day("2027-01-01");
+    run(&mut file, &[plan], &mut answers);
+    assert_eq!(file.current().count(), 2, "{}", file.render());
+}

@@ -553,14 +553,33 @@ fn shell_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
 
+/// Whether tmux runs here; in CI its absence fails the test (.ci/run
+/// installs it), elsewhere the interactive test is skipped with a notice.
+fn have_tmux() -> bool {
+    if Command::new("tmux").arg("-V").output().is_ok() {
+        return true;
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "tmux is missing in CI: .ci/run installs it"
+    );
+    eprintln!("notice: tmux is not installed; skipping the interactive chat test");
+    false
+}
+
+/// `env -u VAR ...` for the variables a test's mnemo must not inherit: the
+/// start of a command line run inside tmux.
+fn scrubbed_env() -> String {
+    let mut command = String::from("env");
+    for v in SCRUBBED_ENV {
+        command.push_str(&format!(" -u {v}"));
+    }
+    command
+}
+
 #[test]
 fn interactive_chat_in_tmux() {
-    if Command::new("tmux").arg("-V").output().is_err() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "tmux is missing in CI: .ci/run installs it"
-        );
-        eprintln!("notice: tmux is not installed; skipping the interactive chat test");
+    if !have_tmux() {
         return;
     }
     let (server, dir) = setup();
@@ -603,10 +622,7 @@ fn interactive_chat_in_tmux() {
     ));
     server.push(Reply::text("## Summary\nThe user ran make; it failed."));
 
-    let mut command = String::from("env");
-    for v in SCRUBBED_ENV {
-        command.push_str(&format!(" -u {v}"));
-    }
+    let mut command = scrubbed_env();
     let bin = env!("CARGO_BIN_EXE_mnemo");
     command.push_str(&format!(
         " {} --workspace {} chat --session cli:tmux --provider openai --base-url {} --model test-model \
@@ -800,12 +816,7 @@ fn piped_chat_answers_before_the_memory_work_and_waits_for_it_on_exit() {
 
 #[test]
 fn chat_in_tmux_stops_memory_work_for_the_next_turn_and_ctrl_c_stops_the_wait_on_exit() {
-    if Command::new("tmux").arg("-V").output().is_err() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "tmux is missing in CI: .ci/run installs it"
-        );
-        eprintln!("notice: tmux is not installed; skipping the interactive chat test");
+    if !have_tmux() {
         return;
     }
     let (server, dir) = setup();
@@ -813,10 +824,7 @@ fn chat_in_tmux_stops_memory_work_for_the_next_turn_and_ctrl_c_stops_the_wait_on
     big_session(ws, "cli:bgtmux");
     // Consolidation would take a minute: nothing may wait for it.
     consolidate_after(&server, Duration::from_secs(60));
-    let mut command = String::from("env");
-    for v in SCRUBBED_ENV {
-        command.push_str(&format!(" -u {v}"));
-    }
+    let mut command = scrubbed_env();
     command.push_str(&format!(
         " {} --workspace {} chat --session cli:bgtmux --provider openai --base-url {} --model test-model \
          --set embedder.kind=none --set memory.timezone=UTC --set provider.max_retries=0 {}; \
@@ -918,12 +926,7 @@ fn local_model_flags() -> Vec<String> {
 /// written); piped, stderr gets none of it.
 #[test]
 fn the_spinner_says_how_far_the_local_model_is_on_a_terminal_only() {
-    if Command::new("tmux").arg("-V").output().is_err() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "tmux is missing in CI: .ci/run installs it"
-        );
-        eprintln!("notice: tmux is not installed; skipping the interactive chat test");
+    if !have_tmux() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -942,10 +945,7 @@ fn the_spinner_says_how_far_the_local_model_is_on_a_terminal_only() {
         "{err}"
     );
 
-    let mut command = String::from("env");
-    for v in SCRUBBED_ENV {
-        command.push_str(&format!(" -u {v}"));
-    }
+    let mut command = scrubbed_env();
     command.push_str(&format!(
         " {} --workspace {} chat --session cli:tmux --set embedder.kind=none --set memory.timezone=UTC",
         shell_quote(env!("CARGO_BIN_EXE_mnemo")),
@@ -991,22 +991,14 @@ fn the_spinner_says_how_far_the_local_model_is_on_a_terminal_only() {
 /// the message the user typed: it is logged before anything slow.
 #[test]
 fn ctrl_c_during_a_slow_preparation_keeps_the_typed_message() {
-    if Command::new("tmux").arg("-V").output().is_err() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "tmux is missing in CI: .ci/run installs it"
-        );
-        eprintln!("notice: tmux is not installed; skipping the interactive chat test");
+    if !have_tmux() {
         return;
     }
     let (server, dir) = setup();
     let ws = dir.path();
     big_session(ws, "cli:slow");
     consolidate_after(&server, Duration::from_secs(60));
-    let mut command = String::from("env");
-    for v in SCRUBBED_ENV {
-        command.push_str(&format!(" -u {v}"));
-    }
+    let mut command = scrubbed_env();
     command.push_str(&format!(
         " {} --workspace {} chat --session cli:slow --provider openai --base-url {} --model test-model \
          --set embedder.kind=none --set memory.timezone=UTC --set provider.max_retries=0",
@@ -1048,12 +1040,7 @@ fn ctrl_c_during_a_slow_preparation_keeps_the_typed_message() {
 /// says on a terminal how far the model is too.
 #[test]
 fn new_says_how_far_the_local_model_is_on_a_terminal() {
-    if Command::new("tmux").arg("-V").output().is_err() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "tmux is missing in CI: .ci/run installs it"
-        );
-        eprintln!("notice: tmux is not installed; skipping the interactive test");
+    if !have_tmux() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -1083,10 +1070,7 @@ fn new_says_how_far_the_local_model_is_on_a_terminal() {
     let mut flags = local_model_flags();
     // `new` has no turn, so no bound on its model calls.
     flags.truncate(flags.len() - 2);
-    let mut command = String::from("env");
-    for v in SCRUBBED_ENV {
-        command.push_str(&format!(" -u {v}"));
-    }
+    let mut command = scrubbed_env();
     command.push_str(&format!(
         " {} --workspace {} new cli:new --set embedder.kind=none --set memory.timezone=UTC",
         shell_quote(env!("CARGO_BIN_EXE_mnemo")),

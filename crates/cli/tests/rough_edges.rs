@@ -296,20 +296,11 @@ fn typed_memory_snippets_skip_the_front_matter() {
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path();
     init(ws);
-    ok(&mnemo(
+    add_tea(
         ws,
-        &[
-            "memory",
-            "add",
-            "--type",
-            "user",
-            "--name",
-            "Tea",
-            "--description",
-            "what the user drinks",
-        ],
-        Some("Drinks green tea every morning, no sugar.\n"),
-    ));
+        "what the user drinks",
+        "Drinks green tea every morning, no sugar.\n",
+    );
     let v = json_of_str(&ok(&mnemo(
         ws,
         &["search", "green tea drinks", "--json"],
@@ -389,20 +380,7 @@ fn the_memory_block_has_one_memory_title() {
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path();
     init(ws);
-    ok(&mnemo(
-        ws,
-        &[
-            "memory",
-            "add",
-            "--type",
-            "user",
-            "--name",
-            "Tea",
-            "--description",
-            "likes green tea",
-        ],
-        Some("Likes green tea.\n"),
-    ));
+    add_tea(ws, "likes green tea", "Likes green tea.\n");
     assert!(
         read(ws, "MEMORY.md").starts_with("# Memory\n"),
         "the file keeps it"
@@ -452,7 +430,19 @@ fn forgetting_a_fact_does_not_claim_an_index_line() {
     let out = ok(&mnemo(ws, &["memory", "forget", "f1"], None));
     assert_eq!(out.trim(), "removed fact f1 from memory/facts.md", "{out}");
     assert!(!read(ws, "memory/facts.md").contains("Likes tea"));
-    let out = ok(&mnemo(
+    let out = add_tea(ws, "tea", "Likes tea.\n");
+    assert!(out.contains("memory/tea.md"), "{out}");
+    let out = ok(&mnemo(ws, &["memory", "forget", "Tea"], None));
+    assert_eq!(
+        out.trim(),
+        "removed memory/tea.md and its index line in MEMORY.md"
+    );
+}
+
+/// Adds the user-type memory "Tea" with `description` and `body`; returns
+/// what `mnemo memory add` printed.
+fn add_tea(ws: &Path, description: &str, body: &str) -> String {
+    ok(&mnemo(
         ws,
         &[
             "memory",
@@ -462,14 +452,8 @@ fn forgetting_a_fact_does_not_claim_an_index_line() {
             "--name",
             "Tea",
             "--description",
-            "tea",
+            description,
         ],
-        Some("Likes tea.\n"),
-    ));
-    assert!(out.contains("memory/tea.md"), "{out}");
-    let out = ok(&mnemo(ws, &["memory", "forget", "Tea"], None));
-    assert_eq!(
-        out.trim(),
-        "removed memory/tea.md and its index line in MEMORY.md"
-    );
+        Some(body),
+    ))
 }

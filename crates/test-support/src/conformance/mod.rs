@@ -156,7 +156,8 @@ pub const STORAGES: &[Implementation] = &[
     Implementation {
         ty: "PgStorage",
         tested_in: "store-postgres",
-        suites: &["postgres"],
+        // The tenant case binds every statement to a registration (issue 43 N2).
+        suites: &["postgres", "postgres_registered"],
         exempt: None,
     },
 ];

@@ -50,7 +50,7 @@ use serde::Serialize;
 
 use crate::dataset::{Conversation, Dataset, Question};
 use crate::error::{EvalError, Result};
-use crate::replay::{session_key, session_messages};
+use crate::replay::{check_keep, scratch, session_key, session_messages};
 
 /// What to run.
 #[derive(Clone)]
@@ -209,15 +209,7 @@ pub async fn run_consolidation_eval(
         return Err(EvalError::Options("top_k must be at least 1".into()));
     }
     let ds = Dataset::load(&opts.dataset)?;
-    if let Some(keep) = &opts.keep {
-        let used = std::fs::read_dir(keep).is_ok_and(|mut d| d.next().is_some());
-        if used {
-            return Err(EvalError::Options(format!(
-                "{} is not empty: give --keep a new or empty folder",
-                keep.display()
-            )));
-        }
-    }
+    check_keep(opts.keep.as_deref())?;
     let convs: Vec<&Conversation> = ds
         .conversations
         .iter()
@@ -268,7 +260,7 @@ pub async fn run_consolidation_eval(
             .filter_map(|q| answerable(q, &replayed).map(|a| (q, a)))
             .collect();
 
-        let (_tmp, ws) = scratch(opts, &conv.conv_id, "memory")?;
+        let (_tmp, ws) = scratch(opts.keep.as_deref(), &conv.conv_id, "memory")?;
         let engine = Engine::new(&ws, &opts.config, model.clone()).map_err(engine_err)?;
         for (s, messages) in sessions.iter().zip(&said) {
             progress(&ConsolidationProgress {
@@ -328,7 +320,7 @@ pub async fn run_consolidation_eval(
         }
 
         if let Some(outage) = &outage {
-            let (_tmp, ws) = scratch(opts, &conv.conv_id, "raw-archive")?;
+            let (_tmp, ws) = scratch(opts.keep.as_deref(), &conv.conv_id, "raw-archive")?;
             let mut config = opts.config.clone();
             config.set("engine.consolidation_max_failures", "1");
             for (s, messages) in sessions.iter().zip(&said) {
@@ -479,38 +471,6 @@ fn append(ws: &Workspace, config: &Config, key: &str, messages: &[Message]) -> R
     let mut log = store.open(key).map_err(EvalError::Store)?;
     log.append(messages).map_err(EvalError::Store)?;
     log.sync().map_err(EvalError::Store)
-}
-
-/// A fresh workspace: `<keep>/<conv_id>/<name>` with `--keep`, else a
-/// temporary folder (removed with the guard).
-fn scratch(
-    opts: &ConsolidationOptions,
-    conv_id: &str,
-    name: &str,
-) -> Result<(Option<tempfile::TempDir>, Workspace)> {
-    if let Some(keep) = &opts.keep {
-        // Conversation ids come from the data file: only their plain
-        // characters make the folder's name.
-        let conv: String = conv_id
-            .chars()
-            .map(|c| {
-                if c.is_alphanumeric() || c == '-' || c == '_' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect();
-        let dir = keep.join(conv).join(name);
-        std::fs::create_dir_all(&dir).map_err(EvalError::Workspace)?;
-        return Ok((None, Workspace::new(&dir)));
-    }
-    let tmp = tempfile::Builder::new()
-        .prefix("mnemo-eval-")
-        .tempdir()
-        .map_err(EvalError::Workspace)?;
-    let ws = Workspace::new(tmp.path());
-    Ok((Some(tmp), ws))
 }
 
 /// An OpenAI-compatible provider on a loopback port nothing listens on,

@@ -462,6 +462,7 @@ mod tests {
     fn a_change_that_came_first_is_a_right_supersession() {
         let (plan, sessions) = replay_parts();
         let replay = Replay {
+            conv_id: "test",
             plan: &plan,
             sessions: &sessions,
             user_names: vec!["Caroline".into()],
@@ -509,6 +510,7 @@ mod tests {
     fn a_true_fact_ended_by_an_unrelated_one_is_wrong() {
         let (plan, sessions) = replay_parts();
         let replay = Replay {
+            conv_id: "test",
             plan: &plan,
             sessions: &sessions,
             user_names: vec!["Caroline".into()],
@@ -620,6 +622,7 @@ mod tests {
             statements: vec![said(0, "I live in Tallinn.", "Okafor")],
         };
         let replay = Replay {
+            conv_id: "test",
             plan: &plan,
             sessions: &sessions,
             user_names: vec!["Caroline".into()],

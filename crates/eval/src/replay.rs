@@ -2,13 +2,15 @@
 //! would have sent, and remembering which message is which turn.
 
 use std::collections::HashMap;
+use std::path::Path;
 
 use chrono::NaiveDate;
-use mnemo_core::{Message, Role};
+use mnemo_core::{Message, Role, Workspace};
 use serde_json::Value;
 
 use crate::dataset::{Conversation, SessionData, Turn};
 use crate::dates::parse_session_date;
+use crate::error::{EvalError, Result};
 
 /// Metadata field holding a session date that could not be parsed.
 pub const RAW_DATE_FIELD: &str = "session_date_time";
@@ -281,4 +283,51 @@ mod tests {
         assert!(map.turns(&k, 5, 9).is_empty());
         assert!(map.turns("eval:c1:nope", 0, 0).is_empty());
     }
+}
+
+/// Refuses a `--keep` folder that already holds something: a kept
+/// workspace must hold one run's files only.
+pub fn check_keep(keep: Option<&Path>) -> Result<()> {
+    if let Some(keep) = keep {
+        let used = std::fs::read_dir(keep).is_ok_and(|mut d| d.next().is_some());
+        if used {
+            return Err(EvalError::Options(format!(
+                "{} is not empty: give --keep a new or empty folder",
+                keep.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// A fresh replay workspace: `<keep>/<conv_id>/<name>` with `--keep`, else a
+/// temporary folder (removed with the guard).
+pub fn scratch(
+    keep: Option<&Path>,
+    conv_id: &str,
+    name: &str,
+) -> Result<(Option<tempfile::TempDir>, Workspace)> {
+    if let Some(keep) = keep {
+        // Conversation ids come from the data file: only their plain
+        // characters make the folder's name.
+        let conv: String = conv_id
+            .chars()
+            .map(|c| {
+                if c.is_alphanumeric() || c == '-' || c == '_' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        let dir = keep.join(conv).join(name);
+        std::fs::create_dir_all(&dir).map_err(EvalError::Workspace)?;
+        return Ok((None, Workspace::new(&dir)));
+    }
+    let tmp = tempfile::Builder::new()
+        .prefix("mnemo-eval-")
+        .tempdir()
+        .map_err(EvalError::Workspace)?;
+    let ws = Workspace::new(tmp.path());
+    Ok((Some(tmp), ws))
 }

@@ -80,7 +80,7 @@ use serde::Serialize;
 
 use crate::dataset::{Conversation, Dataset};
 use crate::error::{EvalError, Result};
-use crate::replay::session_messages;
+use crate::replay::{check_keep, scratch, session_messages};
 
 /// The profiles scored, in the README's order.
 pub const PROFILES: &[&str] = &["mnemo", "nanobot", "openclaw", "claude-code", "mem0"];
@@ -104,6 +104,9 @@ pub struct WritePathOptions {
     pub cap_bytes: usize,
     /// Run one dream pass at the end of each replay and score after it.
     pub dream: bool,
+    /// Keep each replay's workspace in `<keep>/<conv_id>/<profile>`
+    /// instead of a temporary folder (must be new or empty).
+    pub keep: Option<PathBuf>,
 }
 
 impl WritePathOptions {
@@ -118,6 +121,7 @@ impl WritePathOptions {
             cap_lines: 30,
             cap_bytes: 25_000,
             dream: false,
+            keep: None,
         }
     }
 }
@@ -877,6 +881,7 @@ pub async fn run_write_path(
     progress: &(dyn Fn(&str) + Sync),
 ) -> Result<WritePathReport> {
     let ds = Dataset::load(&opts.file)?;
+    check_keep(opts.keep.as_deref())?;
     for p in &opts.profiles {
         if !PROFILES.contains(&p.as_str()) {
             return Err(EvalError::Options(format!(
@@ -937,6 +942,7 @@ pub async fn run_write_path(
         for ((plan, sessions), conv) in replays.iter().zip(&convs) {
             progress(&format!("{profile} {}", conv.conv_id));
             let replay = Replay {
+                conv_id: &conv.conv_id,
                 plan,
                 sessions,
                 user_names: conv.speakers.iter().take(1).cloned().collect(),
@@ -973,6 +979,8 @@ fn ratio(a: usize, b: usize) -> f64 {
 /// One conversation as replayed: its plan, its sessions, and the names
 /// its user goes by.
 pub struct Replay<'a> {
+    /// The conversation's id in the benchmark file.
+    pub conv_id: &'a str,
     /// The scripted part.
     pub plan: &'a Plan,
     /// The sessions with the exchanges interleaved.
@@ -989,8 +997,7 @@ async fn replay_profile(
     r: &mut ProfileReport,
 ) -> Result<()> {
     let sessions = replay.sessions;
-    let dir = tempfile::tempdir().map_err(EvalError::Workspace)?;
-    let ws = Workspace::new(dir.path());
+    let (_tmp, ws) = scratch(opts.keep.as_deref(), replay.conv_id, profile)?;
     let config = Config::parse(&format!(
         "[memory]\nprofile = \"{profile}\"\ntimezone = \"UTC\"\n\n[engine]\nmemory_max_lines = {}\nmemory_max_bytes = {}\nconsolidation_max_failures = 1\n",
         opts.cap_lines, opts.cap_bytes

@@ -119,6 +119,11 @@ pub struct WritePathArgs {
     /// Run one dream pass (`mnemo dream`) at the end of each replay and score the memory it leaves
     #[arg(long)]
     pub dream: bool,
+    /// Keep each replay's workspace in DIR (CONV/PROFILE: the session logs
+    /// and the memory the profile wrote, with its audit log) to read why a
+    /// subject scored as it did; DIR must be new or empty
+    #[arg(long, value_name = "DIR")]
+    pub keep: Option<PathBuf>,
     /// Print one JSON object
     #[arg(long)]
     pub json: bool,
@@ -255,6 +260,7 @@ fn write_path(args: WritePathArgs, global: &GlobalArgs) -> Result<()> {
     opts.cap_lines = args.cap_lines;
     opts.cap_bytes = args.cap_bytes;
     opts.dream = args.dream;
+    opts.keep = args.keep;
     let bar = stderr_bar("{msg:>28} {elapsed}");
     let progress = |m: &str| bar.set_message(m.to_string());
     let report =

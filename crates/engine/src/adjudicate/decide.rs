@@ -8,7 +8,7 @@ use mnemo_store::memory::facts::{Fact, FactsFile};
 use serde::Serialize;
 
 use super::keys::{fact_keys, inferred_attribute, same_subject, similar_attribute, Keys};
-use super::words::content;
+use super::words::{content, flat, has_phrase, CHANGE_CUES, CORRECT_CUES};
 use super::{Checked, Kind, MAX_PAIRS, MAX_QUESTIONS};
 use crate::extract::Question;
 
@@ -219,10 +219,20 @@ fn decide_one(
             .filter(|f| c.value.trim().is_empty() || value_held(&c.value, &f.text))
             .collect();
         let (ends, why) = if named.is_empty() {
+            // Only a fact the request names a word of is asked about:
+            // "forget what I said about the iguana" is no question about
+            // the user's home.
+            let asked: HashSet<String> = content(&c.evidence).into_iter().collect();
+            let named = |f: &Fact| {
+                content(&f.text)
+                    .iter()
+                    .any(|w| w != "user" && asked.contains(w))
+            };
             let yes: Vec<&Fact> = exact
                 .iter()
                 .chain(alike.iter())
                 .copied()
+                .filter(|f| named(f))
                 .take(MAX_PAIRS)
                 .filter(|f| ask(QuestionKind::Retracts, f, &c.evidence) == Some(true))
                 .collect();
@@ -273,7 +283,13 @@ fn decide_one(
             (Kind::States, Some(false)) => (Vec::new(), "the attribute holds many values"),
             _ => (ids(&differs), "same subject and attribute, another value"),
         }
-    } else if matches!(c.kind, Kind::Changes | Kind::Corrects) && !alike.is_empty() {
+    } else if matches!(c.kind, Kind::Changes | Kind::Corrects)
+        && !alike.is_empty()
+        // Of another attribute, only a change its words say: a small
+        // model labels plain statements "changes", and then answers yes
+        // to "does the dentist's name replace the user's name?".
+        && has_phrase(&flat(&c.evidence), &[CHANGE_CUES, CORRECT_CUES].concat())
+    {
         let yes: Vec<&Fact> = alike
             .iter()
             .copied()

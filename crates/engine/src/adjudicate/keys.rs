@@ -421,7 +421,19 @@ pub fn attribute_key(attribute: &str) -> (String, Option<bool>) {
         // "sister's city" is the sister's, not the user's home city, but
         // the subject carries that; "dog's name" is a name.
         let head = s.last().map(String::as_str).unwrap_or_default();
-        if !(SINGLE_HEADS.contains(&head) && key != "home city" && stem(key) != head) {
+        // "dentist name" names someone else: the user's name is "name",
+        // "first name", "full name".
+        let someone_elses_name = key == "name"
+            && s.iter().any(|w| {
+                !STOPWORDS.contains(&w.as_str())
+                    && ![
+                        "name", "first", "full", "last", "given", "nick", "real", "user",
+                    ]
+                    .contains(&w.as_str())
+            });
+        if !someone_elses_name
+            && !(SINGLE_HEADS.contains(&head) && key != "home city" && stem(key) != head)
+        {
             return (key.to_string(), Some(single));
         }
     }

@@ -448,6 +448,20 @@ fn evidence(
     Ok(text)
 }
 
+/// The sentences of `text` that hold `quote`, else the quote.
+fn sentence_of(text: &str, quote: &str) -> String {
+    let q = flat(quote);
+    let found: Vec<&str> = crate::extract::sentences(text)
+        .into_iter()
+        .filter(|s| flat(s).contains(&q))
+        .collect();
+    if found.is_empty() {
+        quote.to_string()
+    } else {
+        found.join(" ")
+    }
+}
+
 /// What a proposal does, by the words of the clause that says its value
 /// first, the model's label second; "I no longer eat meat" proposed as
 /// "The user eats meat" retracts that fact.
@@ -460,7 +474,17 @@ fn kind_of(p: &Proposed, fact: &str, quote: &str) -> Kind {
         "retracts" => Kind::Retracts,
         _ => Kind::States,
     };
-    let kind = if has_phrase(&clause_flat, RETRACT_CUES) || model == Kind::Retracts {
+    // A "retraction" that states a value its quote says, with no word of
+    // forgetting ("Sorry, I got that wrong: the wedding is in Nantes"), is
+    // a correction or a fact, not a request to forget.
+    let states_value = {
+        let v = content(&p.value);
+        let q: HashSet<String> = content(quote).into_iter().collect();
+        !v.is_empty() && v.iter().all(|w| q.contains(w))
+    };
+    let model_retracts =
+        model == Kind::Retracts && (!states_value || has_phrase(&quote_flat, RETRACT_CUES));
+    let kind = if has_phrase(&clause_flat, RETRACT_CUES) || model_retracts {
         Kind::Retracts
     } else if has_phrase(&quote_flat, CORRECT_CUES) || model == Kind::Corrects {
         Kind::Corrects
@@ -472,11 +496,7 @@ fn kind_of(p: &Proposed, fact: &str, quote: &str) -> Kind {
     let ends_it = has_phrase(&clause_flat, NEGATIONS)
         && !has_phrase(&flat(fact), NEGATIONS)
         && has_phrase(&quote_flat, &["no longer", "anymore", "any more", "不再"])
-        && {
-            let v = content(&p.value);
-            let q: HashSet<String> = content(quote).into_iter().collect();
-            !v.is_empty() && v.iter().all(|w| q.contains(w))
-        };
+        && states_value;
     if ends_it {
         Kind::Retracts
     } else {
@@ -596,7 +616,9 @@ fn check_one(
     for n in names {
         have.extend(content(n));
     }
-    let kind = kind_of(p, &fact, &quote);
+    // The cue words of the whole sentence count ("Sorry, I got that
+    // wrong: the wedding is in Nantes" quoted from its colon on).
+    let kind = kind_of(p, &fact, &sentence_of(&said_text, &quote));
     // The value must be in the evidence: a value the messages do not say
     // is made up.
     let value = one_line(&p.value);
@@ -615,7 +637,15 @@ fn check_one(
         }
     }
     let said = message_day(&messages[at], today);
-    let attribute = one_line(&p.attribute);
+    let mut attribute = one_line(&p.attribute);
+    // The user's own "my A is B": said as they said it.
+    let own = (subject_key == "user" && messages[at].role == Role::User && kind != Kind::Retracts)
+        .then(|| own_statement(&quote, &value))
+        .flatten();
+    if let Some((a, f)) = &own {
+        attribute = a.clone();
+        fact = f.clone();
+    }
     let (text, rewritten) = sentence(
         &fact,
         (&subject, &subject_key, &attribute, &value),
@@ -629,10 +659,16 @@ fn check_one(
         Kind::Retracts => said,
         _ => crate::dates::event_day(&quote, said).unwrap_or(said),
     };
-    let (attribute_key, single) = if attribute.is_empty() {
+    let (attribute_key, single) = match if attribute.is_empty() {
         inferred_attribute(&text)
     } else {
         attribute_key(&attribute)
+    } {
+        // A place visited, which the model may call a "location".
+        (key, _) if key == "home city" && a_visit(&format!("{text} {quote}")) => {
+            ("place visited".to_string(), Some(false))
+        }
+        keys => keys,
     };
     Ok(Checked {
         text,

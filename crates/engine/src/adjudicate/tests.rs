@@ -76,6 +76,9 @@ fn keys_normalise_who_and_what() {
     );
     assert_eq!(attribute_key("dog's name"), ("dog name".into(), Some(true)));
     assert_eq!(attribute_key("dentist's name").0, "dentist name");
+    assert_eq!(attribute_key("dentist name").0, "dentist name");
+    assert_eq!(attribute_key("first name").0, "name");
+    assert_eq!(attribute_key("name").0, "name");
     assert_eq!(attribute_key("user's city").0, "home city");
     assert_eq!(attribute_key("weekend plans").1, Some(false));
     assert_eq!(attribute_key("mood").1, None);
@@ -742,4 +745,181 @@ fn a_plan_ends_nothing_today() {
     plan.since = day("2027-01-01");
     run(&mut file, &[plan], &mut answers);
     assert_eq!(file.current().count(), 2, "{}", file.render());
+}
+
+#[test]
+fn a_change_of_another_attribute_needs_its_words() {
+    let mut file = FactsFile::parse("");
+    let mut answers = Answers::default();
+    run(
+        &mut file,
+        &[checked(
+            "The user's name is Emily.",
+            "user",
+            "name",
+            "Emily",
+            Kind::States,
+        )],
+        &mut answers,
+    );
+    // Labelled a change by the model, said as a plain statement: the
+    // user's name is not asked about, whatever the model would answer.
+    let mut dentist = checked(
+        "The user's dentist's name is Okafor.",
+        "user",
+        "dentist's name",
+        "Okafor",
+        Kind::Changes,
+    );
+    dentist.evidence = "Just so you know, my dentist's name is Okafor.".into();
+    let d = run(&mut file, &[dentist.clone()], &mut answers);
+    assert!(matches!(&d[0], Decision::Add { .. }), "{d:?}");
+    assert!(answers.open.is_empty(), "{:?}", answers.open);
+    // Said as a change, the pair is asked.
+    let mut file = FactsFile::parse("");
+    run(
+        &mut file,
+        &[checked(
+            "The user's name is Emily.",
+            "user",
+            "name",
+            "Emily",
+            Kind::States,
+        )],
+        &mut answers,
+    );
+    dentist.evidence = "My dentist's name is Okafor now.".into();
+    run(&mut file, &[dentist], &mut answers);
+    assert_eq!(answers.open.len(), 1, "{:?}", answers.open);
+}
+
+#[test]
+fn the_users_own_my_a_is_b_is_kept_in_their_words() {
+    let ts = "2026-12-05T10:00:00Z";
+    let messages = vec![
+        msg("user", "Noting it here: my storage box 3 label is Q7z.", ts),
+        msg(
+            "user",
+            "Update: my favourite tea is now sencha, not oolong.",
+            ts,
+        ),
+        msg("user", "My sister's car is red.", ts),
+        msg("user", "My old bike was blue.", ts),
+    ];
+    let (ok, refused) = check(
+        &[
+            prop(
+                "my storage box 3 label is Q7z",
+                "user",
+                "storage box label",
+                "Q7z",
+                "states",
+                "The user has a storage box labeled Q7z.",
+            ),
+            prop(
+                "my favourite tea is now sencha",
+                "user",
+                "tea",
+                "sencha",
+                "changes",
+                "The user now likes sencha.",
+            ),
+            prop(
+                "My sister's car is red",
+                "user's sister",
+                "car colour",
+                "red",
+                "states",
+                "The user's sister has a red car.",
+            ),
+            prop(
+                "My old bike was blue",
+                "user",
+                "bike colour",
+                "blue",
+                "states",
+                "The user's old bike was blue.",
+            ),
+        ],
+        &messages,
+        day("2026-12-05"),
+    );
+    assert!(refused.is_empty(), "{refused:?}");
+    let got: Vec<(&str, &str)> = ok
+        .iter()
+        .map(|c| (c.text.as_str(), c.attribute.as_str()))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (
+                "The user's storage box 3 label is Q7z.",
+                "storage box 3 label"
+            ),
+            ("The user's favourite tea is sencha.", "favourite tea"),
+            // Someone else's, and the past: the model's sentence.
+            ("The user's sister has a red car.", "car colour"),
+            ("The user's old bike was blue.", "bike colour"),
+        ]
+    );
+    // Box 3 and box 4 are two attributes.
+    assert_ne!(ok[0].attribute_key, attribute_key("storage box 4 label").0);
+}
+
+#[test]
+fn a_correction_labelled_a_retraction_and_a_visit_are_read_by_their_words() {
+    let ts = "2026-12-05T10:00:00Z";
+    let messages = vec![
+        msg(
+            "user",
+            "Sorry, I got that wrong: the wedding is in Nantes.",
+            ts,
+        ),
+        msg("user", "Today I went for a walk in the park.", ts),
+    ];
+    let (ok, refused) = check(
+        &[
+            prop(
+                "the wedding is in Nantes",
+                "user's cousin",
+                "wedding",
+                "Nantes",
+                "retracts",
+                "The wedding is in Nantes.",
+            ),
+            prop(
+                "I went for a walk in the park",
+                "user",
+                "location",
+                "park",
+                "states",
+                "The user went for a walk in the park.",
+            ),
+        ],
+        &messages,
+        day("2026-12-05"),
+    );
+    assert!(refused.is_empty(), "{refused:?}");
+    assert_eq!(ok[0].kind, Kind::Corrects);
+    assert_eq!(ok[1].attribute_key, "place visited");
+    assert_eq!(ok[1].single, Some(false));
+    // A retraction is asked about only against facts it names a word of.
+    let mut file = FactsFile::parse("");
+    let mut answers = Answers::default();
+    run(
+        &mut file,
+        &[checked(
+            "The user lives in Ghent.",
+            "user",
+            "home city",
+            "Ghent",
+            Kind::States,
+        )],
+        &mut answers,
+    );
+    let mut forget = checked("", "user", "pet", "", Kind::Retracts);
+    forget.evidence = "Scratch what I told you about the iguana, that isn't true.".into();
+    let d = run(&mut file, &[forget], &mut answers);
+    assert!(matches!(&d[0], Decision::Unmatched), "{d:?}");
+    assert!(answers.open.is_empty(), "{:?}", answers.open);
 }

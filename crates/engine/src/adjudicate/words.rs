@@ -610,3 +610,104 @@ pub(super) fn clause_of(quote: &str, value: &str) -> String {
         })
         .unwrap_or_else(|| quote.to_string())
 }
+
+/// "By the way, my gym locker number is now 14" said by the user: the
+/// attribute in the user's own words (`gym locker number`) and the fact
+/// in the third person (`The user's gym locker number is 14.`), made by
+/// code so that nothing the user named is lost in a model's paraphrase
+/// ("The user has a storage box labeled L1x" for "my storage box 1 label
+/// is L1x"). `None` unless the clause holding `value` is a plain "my A
+/// is B" in the present (no negation, no relation's possession, B at most
+/// twelve words and holding the value).
+pub(super) fn own_statement(quote: &str, value: &str) -> Option<(String, String)> {
+    let v = content(value);
+    if v.is_empty() {
+        return None;
+    }
+    let clause = clause_of(quote, value);
+    if has_phrase(&flat(&clause), NEGATIONS) {
+        return None;
+    }
+    let raw: Vec<&str> = clause.split_whitespace().collect();
+    let bare = |w: &str| {
+        w.trim_matches(|c: char| !c.is_alphanumeric() && c != '\'')
+            .to_lowercase()
+    };
+    let my = raw.iter().position(|w| bare(w) == "my")?;
+    let verb = my
+        + 1
+        + raw[my + 1..]
+            .iter()
+            .position(|w| matches!(bare(w).as_str(), "is" | "are"))?;
+    let attribute: Vec<&str> = raw[my + 1..verb].to_vec();
+    let mut tail: Vec<&str> = raw[verb + 1..].to_vec();
+    while tail
+        .first()
+        .is_some_and(|w| matches!(bare(w).as_str(), "now" | "currently" | "still"))
+    {
+        tail.remove(0);
+    }
+    let relation = attribute
+        .iter()
+        .any(|w| RELATIONS.contains(&bare(w).trim_end_matches("'s")));
+    if attribute.is_empty()
+        || attribute.len() > 6
+        || tail.is_empty()
+        || tail.len() > 12
+        || relation
+        || attribute
+            .iter()
+            .any(|w| matches!(bare(w).as_str(), "i" | "you" | "and" | "or"))
+    {
+        return None;
+    }
+    let have: HashSet<String> = content(&tail.join(" ")).into_iter().collect();
+    if !v.iter().all(|w| have.contains(w)) {
+        return None;
+    }
+    let attribute = attribute.join(" ");
+    let attribute = attribute.trim_matches(|c: char| !c.is_alphanumeric());
+    let tail = tail.join(" ");
+    let tail = tail.trim_end_matches(|c: char| !c.is_alphanumeric() && c != ')' && c != '"');
+    let verb = bare(raw[verb]);
+    Some((
+        attribute.to_string(),
+        format!("The user's {attribute} {verb} {tail}."),
+    ))
+}
+
+/// Words that say someone went somewhere, not that they live there.
+pub(super) const VISIT_WORDS: &[&str] = &[
+    "went",
+    "go",
+    "goes",
+    "going",
+    "visit",
+    "visited",
+    "visiting",
+    "trip",
+    "travel",
+    "travelled",
+    "traveled",
+    "walk",
+    "walked",
+    "vacation",
+    "holiday",
+    "tour",
+    "去了",
+    "旅游",
+    "参观",
+];
+
+/// Words that say where someone lives.
+pub(super) const HOME_WORDS: &[&str] = &[
+    "live", "lives", "living", "lived", "home", "moved", "move", "based", "reside", "resides",
+    "住", "搬",
+];
+
+/// True when `text` says someone went somewhere and nothing says they
+/// live there ("The user went to a park" is no home city).
+pub(super) fn a_visit(text: &str) -> bool {
+    let f = flat(text);
+    has_phrase(&f, VISIT_WORDS) && !has_phrase(&f, HOME_WORDS)
+}

@@ -431,9 +431,8 @@ pub fn attribute_key(attribute: &str) -> (String, Option<bool>) {
                     ]
                     .contains(&w.as_str())
             });
-        if !someone_elses_name
-            && !(SINGLE_HEADS.contains(&head) && key != "home city" && stem(key) != head)
-        {
+        let other_head = SINGLE_HEADS.contains(&head) && key != "home city" && stem(key) != head;
+        if !(someone_elses_name || other_head) {
             return (key.to_string(), Some(single));
         }
     }

@@ -176,6 +176,13 @@ impl Engine {
                 r
             }));
         }
+        // What the code reads that the model missed (requests to forget,
+        // confirmed offers), in the round's message order.
+        for c in adjudicate::unproposed(messages, &plan.checked, today) {
+            plan.ordinals
+                .push(ordinals.get(c.message).copied().unwrap_or(c.message));
+            plan.checked.push(c);
+        }
         if plan.checked.is_empty() {
             return Ok(plan);
         }

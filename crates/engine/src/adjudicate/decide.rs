@@ -155,7 +155,10 @@ fn candidates<'a>(current: &'a [(Fact, Keys)], c: &Checked) -> (Vec<&'a Fact>, V
                     || (a.is_empty()
                         && !c.attribute_key.is_empty()
                         && inferred_attribute(&f.text).0 == c.attribute_key)
-                    || (c.kind == Kind::Retracts && value_held(&c.value, &f.text)))
+                    || (c.kind == Kind::Retracts && value_held(&c.value, &f.text))
+                    || (c.kind == Kind::Retracts
+                        && c.attribute_key.is_empty()
+                        && words_named(&f.text, &c.evidence) > 0.0))
         })
         .map(|(f, _)| f)
         .filter(not_later)
@@ -178,6 +181,42 @@ fn said_already<'a>(current: &'a [(Fact, Keys)], c: &Checked) -> Option<&'a Fact
                     && value_held(&c.value, &f.text))
         })
         .map(|(f, _)| f)
+}
+
+/// The share of `fact`'s words (but "user") that `request` says.
+fn words_named(fact: &str, request: &str) -> f32 {
+    let asked: HashSet<String> = content(request).into_iter().collect();
+    let own: Vec<String> = content(fact).into_iter().filter(|w| w != "user").collect();
+    if own.is_empty() {
+        return 0.0;
+    }
+    own.iter().filter(|w| asked.contains(*w)).count() as f32 / own.len() as f32
+}
+
+/// Ends `ends` as retracted by `c` (nothing to end: unmatched).
+fn retract(
+    file: &mut FactsFile,
+    c: &Checked,
+    source: Option<&str>,
+    ends: Vec<String>,
+    why: &str,
+) -> mnemo_store::Result<(Decision, Option<String>)> {
+    if ends.is_empty() {
+        return Ok((Decision::Unmatched, None));
+    }
+    for id in &ends {
+        match source {
+            Some(src) => file.retract(id, Some(c.said), src)?,
+            None => file.end(id, Some(c.said), None)?,
+        };
+    }
+    Ok((
+        Decision::Retract {
+            ends,
+            why: why.into(),
+        },
+        None,
+    ))
 }
 
 fn decide_one(
@@ -219,15 +258,19 @@ fn decide_one(
             .filter(|f| c.value.trim().is_empty() || value_held(&c.value, &f.text))
             .collect();
         let (ends, why) = if named.is_empty() {
-            // Only a fact the request names a word of is asked about:
-            // "forget what I said about the iguana" is no question about
-            // the user's home.
-            let asked: HashSet<String> = content(&c.evidence).into_iter().collect();
-            let named = |f: &Fact| {
-                content(&f.text)
-                    .iter()
-                    .any(|w| w != "user" && asked.contains(w))
-            };
+            // A request that says a fact's words ("forget that my hotel
+            // room number is 512") ends it; of the others, only a fact it
+            // names a word of is asked about: "forget what I said about
+            // the iguana" is no question about the user's home.
+            let said: Vec<&Fact> = alike
+                .iter()
+                .copied()
+                .filter(|f| c.attribute_key.is_empty() && words_named(&f.text, &c.evidence) >= 0.6)
+                .collect();
+            if !said.is_empty() {
+                return retract(file, c, source, ids(&said), "the request says its words");
+            }
+            let named = |f: &Fact| words_named(&f.text, &c.evidence) > 0.0;
             let yes: Vec<&Fact> = exact
                 .iter()
                 .chain(alike.iter())
@@ -240,22 +283,7 @@ fn decide_one(
         } else {
             (ids(&named), "same subject and attribute")
         };
-        if ends.is_empty() {
-            return Ok((Decision::Unmatched, None));
-        }
-        for id in &ends {
-            match source {
-                Some(src) => file.retract(id, Some(c.said), src)?,
-                None => file.end(id, Some(c.said), None)?,
-            };
-        }
-        return Ok((
-            Decision::Retract {
-                ends,
-                why: why.into(),
-            },
-            None,
-        ));
+        return retract(file, c, source, ends, why);
     }
     // What it replaces: another value of the same attribute when the
     // attribute holds one value or the words say it changed (asking where

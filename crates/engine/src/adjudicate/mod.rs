@@ -41,6 +41,7 @@
 
 mod decide;
 mod keys;
+mod unproposed;
 mod words;
 
 use std::collections::HashSet;
@@ -54,6 +55,7 @@ use crate::extract::Proposed;
 pub use decide::{decide, Answers, Decision, Pair, QuestionKind};
 use keys::inferred_attribute;
 pub use keys::{attribute_key, fact_keys, same_subject, subject_key, Keys};
+pub use unproposed::unproposed;
 use words::*;
 pub use words::{content, words};
 
@@ -205,7 +207,19 @@ fn locate(quote: &str, texts: &[(usize, String, HashSet<String>)]) -> Option<(us
             best = Some((*i, score));
         }
     }
-    best.filter(|(_, s)| *s >= 0.8)
+    best.filter(|(_, s)| *s >= 0.8).or_else(|| {
+        // A quote half translated ("I actually最喜欢靛青色了"): its longest
+        // run of CJK characters, when a message holds it.
+        let run = quote
+            .split(|c: char| !is_cjk(c))
+            .max_by_key(|r| r.chars().count())
+            .filter(|r| r.chars().count() >= 4)?;
+        texts
+            .iter()
+            .rev()
+            .find(|(_, text, _)| text.contains(run))
+            .map(|(i, _, _)| (*i, 0.8))
+    })
 }
 
 fn capitalised(s: &str) -> String {

@@ -923,3 +923,68 @@ fn a_correction_labelled_a_retraction_and_a_visit_are_read_by_their_words() {
     assert!(matches!(&d[0], Decision::Unmatched), "{d:?}");
     assert!(answers.open.is_empty(), "{:?}", answers.open);
 }
+
+#[test]
+fn a_request_to_forget_the_model_missed_ends_what_it_names() {
+    let mut file = FactsFile::parse("");
+    let mut answers = Answers::default();
+    let facts = [
+        checked(
+            "The user's hotel room number is 512.",
+            "user",
+            "hotel room number",
+            "512",
+            Kind::States,
+        ),
+        checked(
+            "The user has a pet iguana named Zorba.",
+            "user",
+            "pet",
+            "iguana named Zorba",
+            Kind::States,
+        ),
+        checked(
+            "The user lives in Ghent.",
+            "user",
+            "home city",
+            "Ghent",
+            Kind::States,
+        ),
+    ];
+    run(&mut file, &facts, &mut answers);
+    let messages = vec![
+        Message::user("Please forget that my hotel room number is 512."),
+        Message::user("Scratch what I told you about the iguana, that isn't true."),
+    ];
+    let code = unproposed(&messages, &[], day("2026-12-05"));
+    let d = run(&mut file, &code, &mut answers);
+    assert!(
+        matches!(&d[0], Decision::Retract { ends, .. } if ends == &["f1".to_string()]),
+        "{d:?}"
+    );
+    // The iguana is asked about, the home is not.
+    assert!(matches!(&d[1], Decision::Unmatched), "{d:?}");
+    assert_eq!(answers.open.len(), 1, "{:?}", answers.open);
+    assert!(answers.open[0].old.contains("iguana"));
+}
+
+#[test]
+fn a_half_translated_quote_is_found_by_its_chinese() {
+    let ts = "2026-12-05T10:00:00Z";
+    let messages = vec![msg("user", "其实我现在最喜欢靛青色了。", ts)];
+    let (ok, refused) = check(
+        &[prop(
+            "I actually最喜欢靛青色了",
+            "user",
+            "最喜欢的颜色",
+            "靛青色",
+            "changes",
+            "用户最喜欢靛青色。",
+        )],
+        &messages,
+        day("2026-12-05"),
+    );
+    assert!(refused.is_empty(), "{refused:?}");
+    assert_eq!(ok[0].message, 0);
+    assert_ne!(ok[0].kind, Kind::States);
+}

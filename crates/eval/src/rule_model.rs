@@ -671,9 +671,10 @@ fn extract(user: &str) -> RuleAnswer {
     }
 }
 
-/// The text between `label"` and the closing `"` at the end of its line.
+/// The text between the last `label"` and the closing `"` at the end of
+/// its line (a prompt's examples come before the question).
 fn quoted<'a>(user: &'a str, label: &str) -> Option<&'a str> {
-    let rest = user.split_once(label)?.1.strip_prefix('"')?;
+    let rest = user.rsplit_once(label)?.1.strip_prefix('"')?;
     let line = rest.lines().next()?;
     line.strip_suffix('"')
 }

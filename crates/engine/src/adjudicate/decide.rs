@@ -156,14 +156,18 @@ fn candidates<'a>(current: &'a [(Fact, Keys)], c: &Checked) -> (Vec<&'a Fact>, V
                         && !c.attribute_key.is_empty()
                         && inferred_attribute(&f.text).0 == c.attribute_key)
                     || (c.kind == Kind::Retracts && value_held(&c.value, &f.text))
-                    || (c.kind == Kind::Retracts
-                        && c.attribute_key.is_empty()
-                        && words_named(&f.text, &c.evidence) > 0.0))
+                    || (c.kind == Kind::Retracts && words_named(&f.text, &c.evidence) > 0.0))
         })
         .map(|(f, _)| f)
-        .filter(not_later)
-        .take(MAX_PAIRS)
-        .collect();
+        .filter(not_later);
+    // For a request to forget, the facts it names most words of first.
+    let mut alike: Vec<&Fact> = alike.collect();
+    if c.kind == Kind::Retracts {
+        alike.sort_by(|a, b| {
+            words_named(&b.text, &c.evidence).total_cmp(&words_named(&a.text, &c.evidence))
+        });
+    }
+    alike.truncate(MAX_PAIRS);
     (exact, alike)
 }
 
@@ -265,17 +269,21 @@ fn decide_one(
             let said: Vec<&Fact> = alike
                 .iter()
                 .copied()
-                .filter(|f| c.attribute_key.is_empty() && words_named(&f.text, &c.evidence) >= 0.6)
+                .filter(|f| words_named(&f.text, &c.evidence) >= 0.6)
                 .collect();
             if !said.is_empty() {
                 return retract(file, c, source, ids(&said), "the request says its words");
             }
-            let named = |f: &Fact| words_named(&f.text, &c.evidence) > 0.0;
-            let yes: Vec<&Fact> = exact
+            // Asked: the facts it names most words of (of its attribute,
+            // or any when its attribute matches none).
+            let pool: Vec<&Fact> = exact.iter().chain(alike.iter()).copied().collect();
+            let best = pool
                 .iter()
-                .chain(alike.iter())
-                .copied()
-                .filter(|f| named(f))
+                .map(|f| words_named(&f.text, &c.evidence))
+                .fold(0.0_f32, f32::max);
+            let yes: Vec<&Fact> = pool
+                .into_iter()
+                .filter(|f| best > 0.0 && words_named(&f.text, &c.evidence) >= best)
                 .take(MAX_PAIRS)
                 .filter(|f| ask(QuestionKind::Retracts, f, &c.evidence) == Some(true))
                 .collect();

@@ -432,7 +432,27 @@ pub fn attribute_key(attribute: &str) -> (String, Option<bool>) {
                     .contains(&w.as_str())
             });
         let other_head = SINGLE_HEADS.contains(&head) && key != "home city" && stem(key) != head;
-        if !(someone_elses_name || other_head) {
+        // "wedding location", "event city": the place of something else.
+        let stemmed = |list: &[&str]| list.iter().map(|w| stem(w)).collect::<Vec<_>>();
+        let own = stemmed(&[
+            "location",
+            "city",
+            "place",
+            "home",
+            "current",
+            "new",
+            "user",
+            "live",
+            "residence",
+            "hometown",
+            "now",
+            "present",
+        ]);
+        let somethings_place = key == "home city"
+            && stemmed(&["location", "city", "place", "venue"]).contains(&head.to_string())
+            && s.iter()
+                .any(|w| !STOPWORDS.contains(&w.as_str()) && !own.contains(w));
+        if !(someone_elses_name || other_head || somethings_place) {
             return (key.to_string(), Some(single));
         }
     }
@@ -477,7 +497,7 @@ pub type Keys = (String, String, Option<bool>);
 /// attribute of a known name its words contain.
 pub fn fact_keys(f: &Fact, user_names: &[String]) -> Keys {
     if let Some(subject) = &f.subject {
-        let (a, single) = attribute_key(f.attribute.as_deref().unwrap_or_default());
+        let (a, single) = keys_of(f.attribute.as_deref().unwrap_or_default(), &f.text);
         return (subject_key(subject, user_names), a, single);
     }
     let w = words(&f.text);
@@ -508,6 +528,21 @@ pub fn fact_keys(f: &Fact, user_names: &[String]) -> Keys {
         None => inferred_attribute(&f.text),
     };
     (subject, attr, single)
+}
+
+/// The attribute key of a fact said in `text` with the model's
+/// `attribute` (inferred from the text when there is none): a place
+/// someone went to, which a model may call a "location", is no home city.
+pub fn keys_of(attribute: &str, text: &str) -> (String, Option<bool>) {
+    let keys = if attribute.trim().is_empty() {
+        inferred_attribute(text)
+    } else {
+        attribute_key(attribute)
+    };
+    if keys.0 == "home city" && super::words::a_visit(text) {
+        return ("place visited".to_string(), Some(false));
+    }
+    keys
 }
 
 /// The known attribute a sentence speaks of ("I live in Lisbon": home

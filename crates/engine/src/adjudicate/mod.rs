@@ -53,7 +53,6 @@ use serde::Serialize;
 
 use crate::extract::Proposed;
 pub use decide::{decide, Answers, Decision, Pair, QuestionKind};
-use keys::inferred_attribute;
 pub use keys::{attribute_key, fact_keys, same_subject, subject_key, Keys};
 pub use unproposed::unproposed;
 use words::*;
@@ -673,17 +672,7 @@ fn check_one(
         Kind::Retracts => said,
         _ => crate::dates::event_day(&quote, said).unwrap_or(said),
     };
-    let (attribute_key, single) = match if attribute.is_empty() {
-        inferred_attribute(&text)
-    } else {
-        attribute_key(&attribute)
-    } {
-        // A place visited, which the model may call a "location".
-        (key, _) if key == "home city" && a_visit(&format!("{text} {quote}")) => {
-            ("place visited".to_string(), Some(false))
-        }
-        keys => keys,
-    };
+    let (attribute_key, single) = keys::keys_of(&attribute, &format!("{text} {quote}"));
     Ok(Checked {
         text,
         subject: if subject.is_empty() {

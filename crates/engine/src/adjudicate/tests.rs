@@ -77,6 +77,10 @@ fn keys_normalise_who_and_what() {
     assert_eq!(attribute_key("dog's name"), ("dog name".into(), Some(true)));
     assert_eq!(attribute_key("dentist's name").0, "dentist name");
     assert_eq!(attribute_key("dentist name").0, "dentist name");
+    assert_eq!(attribute_key("location").0, "home city");
+    assert_eq!(attribute_key("current location").0, "home city");
+    assert_ne!(attribute_key("wedding location").0, "home city");
+    assert_ne!(attribute_key("event city").0, "home city");
     assert_eq!(attribute_key("first name").0, "name");
     assert_eq!(attribute_key("name").0, "name");
     assert_eq!(attribute_key("user's city").0, "home city");
@@ -987,4 +991,42 @@ fn a_half_translated_quote_is_found_by_its_chinese() {
     assert!(refused.is_empty(), "{refused:?}");
     assert_eq!(ok[0].message, 0);
     assert_ne!(ok[0].kind, Kind::States);
+}
+
+#[test]
+fn a_retraction_of_an_attribute_no_fact_has_asks_about_the_fact_it_names() {
+    let mut file = FactsFile::parse("");
+    let mut answers = Answers::default();
+    run(
+        &mut file,
+        &[
+            checked(
+                "The user has a parking number of B7.",
+                "user",
+                "parking number",
+                "B7",
+                Kind::States,
+            ),
+            checked(
+                "The user lives in Ghent.",
+                "user",
+                "home city",
+                "Ghent",
+                Kind::States,
+            ),
+        ],
+        &mut answers,
+    );
+    // The model quoted it half translated and named the wrong attribute.
+    let mut forget = checked(
+        "The user asked to forget their phone number.",
+        "user",
+        "phone number",
+        "",
+        Kind::Retracts,
+    );
+    forget.evidence = "Please forget my车位号码是B7.".into();
+    run(&mut file, &[forget], &mut answers);
+    assert_eq!(answers.open.len(), 1, "{:?}", answers.open);
+    assert!(answers.open[0].old.contains("B7"));
 }

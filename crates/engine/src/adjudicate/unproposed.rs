@@ -6,6 +6,9 @@
 //!   512", "Scratch what I told you about the iguana") that no retraction
 //!   of the model's covers: a retraction without an attribute, which ends
 //!   the facts it names (see `decide`);
+//! - a plain "my A is B" of the user's ("Update: my favourite tea is now
+//!   sencha.") that no proposal of its message says the value of: the
+//!   fact in the user's words, a change when its words say so;
 //! - a change the assistant offers in so many words ("Shall I switch your
 //!   preferred airline to KLM?") and the user confirms ("Yes, do that."):
 //!   the user's attribute takes the offered value.
@@ -13,7 +16,10 @@
 use chrono::NaiveDate;
 use mnemo_core::{Message, Role};
 
-use super::words::{flat, has_phrase, words, CONFIRMATIONS};
+use super::words::{
+    content, flat, has_phrase, my_a_is_b, words, CHANGE_CUES, CONFIRMATIONS, CORRECT_CUES,
+    RETRACT_CUES,
+};
 use super::{attribute_key, message_day, Checked, Kind};
 
 /// Phrases that ask to forget, as a request (not "I always forget my
@@ -44,6 +50,10 @@ const FORGET_REQUESTS: &[&str] = &[
     "不要记",
 ];
 
+/// Longest sentence read as a plain statement: a longer one says more
+/// than its "my A is B", and is the model's to read.
+const MAX_STATEMENT_WORDS: usize = 16;
+
 /// Verbs of an assistant's offer to change something of the user's.
 const OFFER_VERBS: &[&str] = &["switch", "change", "update", "set", "move"];
 
@@ -67,6 +77,43 @@ pub fn unproposed(messages: &[Message], proposed: &[Checked], today: NaiveDate) 
                     out.push(checked(s, ("", ""), Kind::Retracts, i, said, s.to_string()));
                 }
             }
+        }
+        for s in crate::extract::sentences(&m.text()) {
+            let f = flat(s);
+            if words(s).len() > MAX_STATEMENT_WORDS
+                || s.trim_end().ends_with(['?', '？'])
+                || has_phrase(&f, RETRACT_CUES)
+                || has_phrase(&f, FORGET_REQUESTS)
+            {
+                continue;
+            }
+            let Some((attribute, text, value)) = my_a_is_b(s) else {
+                continue;
+            };
+            let have: std::collections::HashSet<String> = content(s).into_iter().collect();
+            let said = proposed.iter().chain(out.iter()).any(|c| {
+                let v = content(&c.value);
+                c.message == i && !v.is_empty() && v.iter().all(|w| have.contains(w))
+            });
+            if said || value.split_whitespace().count() > 6 {
+                continue;
+            }
+            let kind = if has_phrase(&f, CORRECT_CUES) {
+                Kind::Corrects
+            } else if has_phrase(&f, CHANGE_CUES) {
+                Kind::Changes
+            } else {
+                Kind::States
+            };
+            let day = message_day(m, today);
+            out.push(checked(
+                &text,
+                (&attribute, &value),
+                kind,
+                i,
+                day,
+                s.to_string(),
+            ));
         }
         if covered(Kind::Changes) || !confirms(m) {
             continue;
@@ -186,6 +233,7 @@ mod tests {
             Message::assistant("Should I change your seat to the aisle?"),
             Message::user("No, thanks."),
             Message::user("Did you forget my birthday?"),
+            Message::user("Update: my favourite tea is now sencha."),
         ];
         let got = unproposed(&msgs, &[], "2026-12-05".parse().unwrap());
         let seen: Vec<(usize, Kind, &str)> = got
@@ -206,6 +254,7 @@ mod tests {
                     "Scratch what I told you about the iguana, that isn't true."
                 ),
                 (4, Kind::Changes, "The user's preferred airline is KLM."),
+                (8, Kind::Changes, "The user's favourite tea is sencha."),
             ]
         );
         assert_eq!(got[2].value, "KLM");

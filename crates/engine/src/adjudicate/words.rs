@@ -624,8 +624,18 @@ pub(super) fn own_statement(quote: &str, value: &str) -> Option<(String, String)
     if v.is_empty() {
         return None;
     }
-    let clause = clause_of(quote, value);
-    if has_phrase(&flat(&clause), NEGATIONS) {
+    let (attribute, text, tail) = my_a_is_b(&clause_of(quote, value))?;
+    let have: HashSet<String> = content(&tail).into_iter().collect();
+    v.iter()
+        .all(|w| have.contains(w))
+        .then_some((attribute, text))
+}
+
+/// A clause that is a plain "my A is B" in the present: A, "The user's A
+/// is B." and B (no negation, no relation's possession, A at most six
+/// words and B at most twelve).
+pub(super) fn my_a_is_b(clause: &str) -> Option<(String, String, String)> {
+    if has_phrase(&flat(clause), NEGATIONS) {
         return None;
     }
     let raw: Vec<&str> = clause.split_whitespace().collect();
@@ -661,10 +671,6 @@ pub(super) fn own_statement(quote: &str, value: &str) -> Option<(String, String)
     {
         return None;
     }
-    let have: HashSet<String> = content(&tail.join(" ")).into_iter().collect();
-    if !v.iter().all(|w| have.contains(w)) {
-        return None;
-    }
     let attribute = attribute.join(" ");
     let attribute = attribute.trim_matches(|c: char| !c.is_alphanumeric());
     let tail = tail.join(" ");
@@ -673,6 +679,7 @@ pub(super) fn own_statement(quote: &str, value: &str) -> Option<(String, String)
     Some((
         attribute.to_string(),
         format!("The user's {attribute} {verb} {tail}."),
+        tail.to_string(),
     ))
 }
 

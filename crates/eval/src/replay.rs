@@ -198,6 +198,53 @@ impl UnitMap {
     }
 }
 
+/// Refuses a `--keep` folder that already holds something: a kept
+/// workspace must hold one run's files only.
+pub fn check_keep(keep: Option<&Path>) -> Result<()> {
+    if let Some(keep) = keep {
+        let used = std::fs::read_dir(keep).is_ok_and(|mut d| d.next().is_some());
+        if used {
+            return Err(EvalError::Options(format!(
+                "{} is not empty: give --keep a new or empty folder",
+                keep.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// A fresh replay workspace: `<keep>/<conv_id>/<name>` with `--keep`, else a
+/// temporary folder (removed with the guard).
+pub fn scratch(
+    keep: Option<&Path>,
+    conv_id: &str,
+    name: &str,
+) -> Result<(Option<tempfile::TempDir>, Workspace)> {
+    if let Some(keep) = keep {
+        // Conversation ids come from the data file: only their plain
+        // characters make the folder's name.
+        let conv: String = conv_id
+            .chars()
+            .map(|c| {
+                if c.is_alphanumeric() || c == '-' || c == '_' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        let dir = keep.join(conv).join(name);
+        std::fs::create_dir_all(&dir).map_err(EvalError::Workspace)?;
+        return Ok((None, Workspace::new(&dir)));
+    }
+    let tmp = tempfile::Builder::new()
+        .prefix("mnemo-eval-")
+        .tempdir()
+        .map_err(EvalError::Workspace)?;
+    let ws = Workspace::new(tmp.path());
+    Ok((Some(tmp), ws))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -283,51 +330,4 @@ mod tests {
         assert!(map.turns(&k, 5, 9).is_empty());
         assert!(map.turns("eval:c1:nope", 0, 0).is_empty());
     }
-}
-
-/// Refuses a `--keep` folder that already holds something: a kept
-/// workspace must hold one run's files only.
-pub fn check_keep(keep: Option<&Path>) -> Result<()> {
-    if let Some(keep) = keep {
-        let used = std::fs::read_dir(keep).is_ok_and(|mut d| d.next().is_some());
-        if used {
-            return Err(EvalError::Options(format!(
-                "{} is not empty: give --keep a new or empty folder",
-                keep.display()
-            )));
-        }
-    }
-    Ok(())
-}
-
-/// A fresh replay workspace: `<keep>/<conv_id>/<name>` with `--keep`, else a
-/// temporary folder (removed with the guard).
-pub fn scratch(
-    keep: Option<&Path>,
-    conv_id: &str,
-    name: &str,
-) -> Result<(Option<tempfile::TempDir>, Workspace)> {
-    if let Some(keep) = keep {
-        // Conversation ids come from the data file: only their plain
-        // characters make the folder's name.
-        let conv: String = conv_id
-            .chars()
-            .map(|c| {
-                if c.is_alphanumeric() || c == '-' || c == '_' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect();
-        let dir = keep.join(conv).join(name);
-        std::fs::create_dir_all(&dir).map_err(EvalError::Workspace)?;
-        return Ok((None, Workspace::new(&dir)));
-    }
-    let tmp = tempfile::Builder::new()
-        .prefix("mnemo-eval-")
-        .tempdir()
-        .map_err(EvalError::Workspace)?;
-    let ws = Workspace::new(tmp.path());
-    Ok((Some(tmp), ws))
 }

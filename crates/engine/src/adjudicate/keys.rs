@@ -532,15 +532,22 @@ pub fn fact_keys(f: &Fact, user_names: &[String]) -> Keys {
 
 /// The attribute key of a fact said in `text` with the model's
 /// `attribute` (inferred from the text when there is none): a place
-/// someone went to, which a model may call a "location", is no home city.
+/// someone went to, or an event's, which a model may call a "location",
+/// is no home city.
 pub fn keys_of(attribute: &str, text: &str) -> (String, Option<bool>) {
     let keys = if attribute.trim().is_empty() {
         inferred_attribute(text)
     } else {
         attribute_key(attribute)
     };
-    if keys.0 == "home city" && super::words::a_visit(text) {
-        return ("place visited".to_string(), Some(false));
+    if keys.0 == "home city" {
+        if super::words::a_visit(text) {
+            return ("place visited".to_string(), Some(false));
+        }
+        // "The wedding is in Lyon after all", keyed "location".
+        if let Some(event) = super::words::placed_event(text) {
+            return attribute_key(&format!("{event} location"));
+        }
     }
     keys
 }

@@ -81,6 +81,14 @@ fn keys_normalise_who_and_what() {
     assert_eq!(attribute_key("current location").0, "home city");
     assert_ne!(attribute_key("wedding location").0, "home city");
     assert_ne!(attribute_key("event city").0, "home city");
+    assert_eq!(
+        keys::keys_of("location", "The wedding is in Lyon after all."),
+        keys::keys_of("wedding location", "The wedding is in Nantes.")
+    );
+    assert_eq!(
+        keys::keys_of("location", "The user is in Ghent.").0,
+        "home city"
+    );
     assert_eq!(attribute_key("first name").0, "name");
     assert_eq!(attribute_key("name").0, "name");
     assert_eq!(attribute_key("user's city").0, "home city");

@@ -718,3 +718,35 @@ pub(super) fn a_visit(text: &str) -> bool {
     let f = flat(text);
     has_phrase(&f, VISIT_WORDS) && !has_phrase(&f, HOME_WORDS)
 }
+
+/// Events whose place a model may call a "location".
+const EVENT_WORDS: &[&str] = &[
+    "wedding",
+    "party",
+    "meeting",
+    "conference",
+    "concert",
+    "festival",
+    "ceremony",
+    "birthday",
+    "reunion",
+    "match",
+    "game",
+    "exhibition",
+    "appointment",
+    "interview",
+    "funeral",
+    "婚礼",
+    "聚会",
+    "会议",
+];
+
+/// The event `text` places somewhere when nothing in it says someone
+/// lives there ("the wedding is in Lyon after all": `wedding`).
+pub(super) fn placed_event(text: &str) -> Option<&'static str> {
+    let f = flat(text);
+    if has_phrase(&f, HOME_WORDS) {
+        return None;
+    }
+    EVENT_WORDS.iter().copied().find(|e| has_phrase(&f, &[e]))
+}

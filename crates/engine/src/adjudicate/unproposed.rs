@@ -9,6 +9,8 @@
 //! - a plain "my A is B" of the user's ("Update: my favourite tea is now
 //!   sencha.") that no proposal of its message says the value of: the
 //!   fact in the user's words, a change when its words say so;
+//! - a move ("Marisol moved to Bilbao last month.", "We moved to Ghent."):
+//!   the mover's home city, a change, from the day the words name;
 //! - a change the assistant offers in so many words ("Shall I switch your
 //!   preferred airline to KLM?") and the user confirms ("Yes, do that."):
 //!   the user's attribute takes the offered value.
@@ -60,6 +62,7 @@ const OFFER_VERBS: &[&str] = &["switch", "change", "update", "set", "move"];
 /// The code's retractions and confirmed changes for `messages` that
 /// `proposed` (the checked facts of the model's proposals) does not cover.
 pub fn unproposed(messages: &[Message], proposed: &[Checked], today: NaiveDate) -> Vec<Checked> {
+    let names = &super::user_names(messages);
     let mut out = Vec::new();
     for (i, m) in messages.iter().enumerate() {
         if m.role != Role::User {
@@ -115,6 +118,37 @@ pub fn unproposed(messages: &[Message], proposed: &[Checked], today: NaiveDate) 
                 s.to_string(),
             ));
         }
+        for s in crate::extract::sentences(&m.text()) {
+            let Some((who, place)) = moved_to(s) else {
+                continue;
+            };
+            let said_already = proposed.iter().chain(out.iter()).any(|c| {
+                c.message == i
+                    && content(&c.value)
+                        .iter()
+                        .any(|w| content(&place).contains(w))
+            });
+            if said_already {
+                continue;
+            }
+            let text = if who == "user" {
+                format!("The user lives in {place}.")
+            } else {
+                format!("{} lives in {place}.", super::capitalised(&who))
+            };
+            let mut c = checked(
+                &text,
+                ("home city", &place),
+                Kind::Changes,
+                i,
+                said,
+                s.to_string(),
+            );
+            c.subject_key = super::subject_key(&who, names);
+            c.subject = who;
+            c.since = crate::dates::event_day(s, said).unwrap_or(said);
+            out.push(c);
+        }
         if covered(Kind::Changes) || !confirms(m) {
             continue;
         }
@@ -140,6 +174,70 @@ pub fn unproposed(messages: &[Message], proposed: &[Checked], today: NaiveDate) 
         }
     }
     out
+}
+
+/// "Marisol moved to Bilbao last month", "my sister moved to Porto", "We
+/// moved to Ghent": who (`user` for the user) and the place (its
+/// capitalised words after "to").
+fn moved_to(sentence: &str) -> Option<(String, String)> {
+    if has_phrase(&flat(sentence), super::words::NEGATIONS) || sentence.trim_end().ends_with('?') {
+        return None;
+    }
+    let raw: Vec<&str> = sentence.split_whitespace().collect();
+    let bare = |w: &str| w.trim_matches(|c: char| !c.is_alphanumeric()).to_string();
+    let moved = raw
+        .iter()
+        .position(|w| bare(w).eq_ignore_ascii_case("moved"))?;
+    if !raw
+        .get(moved + 1)
+        .is_some_and(|w| bare(w).eq_ignore_ascii_case("to"))
+    {
+        return None;
+    }
+    let mut place: Vec<String> = Vec::new();
+    for w in &raw[moved + 2..] {
+        let b = bare(w);
+        if !b.chars().next().is_some_and(char::is_uppercase) || place.len() == 3 {
+            break;
+        }
+        place.push(b);
+        if w.ends_with([',', '.', '!', ';']) {
+            break;
+        }
+    }
+    if place.is_empty() {
+        return None;
+    }
+    // Who: the words before "moved", past a preface ("Big news:").
+    let before: Vec<String> = raw[..moved]
+        .iter()
+        .rev()
+        .take_while(|w| !w.ends_with([':', ',', '.', '!']))
+        .map(|w| bare(w))
+        .filter(|w| {
+            !matches!(
+                w.to_lowercase().as_str(),
+                "just" | "recently" | "finally" | "also" | "has" | "have" | "already"
+            )
+        })
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
+    let who = match before
+        .iter()
+        .map(|w| w.to_lowercase())
+        .collect::<Vec<_>>()
+        .as_slice()
+    {
+        [w] if w == "i" || w == "we" => "user".to_string(),
+        [my, rel, ..] if my == "my" && super::words::RELATIONS.contains(&rel.as_str()) => {
+            before[1..].join(" ")
+        }
+        [_] if before[0].chars().next().is_some_and(char::is_uppercase) => before[0].clone(),
+        _ => return None,
+    };
+    Some((who, place.join(" ")))
 }
 
 fn confirms(m: &Message) -> bool {
@@ -234,6 +332,8 @@ mod tests {
             Message::user("No, thanks."),
             Message::user("Did you forget my birthday?"),
             Message::user("Update: my favourite tea is now sencha."),
+            Message::user("Marisol moved to Bilbao last month."),
+            Message::user("Big news: we moved to Ghent. The kids moved to their rooms."),
         ];
         let got = unproposed(&msgs, &[], "2026-12-05".parse().unwrap());
         let seen: Vec<(usize, Kind, &str)> = got
@@ -255,8 +355,12 @@ mod tests {
                 ),
                 (4, Kind::Changes, "The user's preferred airline is KLM."),
                 (8, Kind::Changes, "The user's favourite tea is sencha."),
+                (9, Kind::Changes, "Marisol lives in Bilbao."),
+                (10, Kind::Changes, "The user lives in Ghent."),
             ]
         );
+        assert_eq!(got[4].subject_key, "marisol");
+        assert_eq!(got[4].since, "2026-11-01".parse::<NaiveDate>().unwrap());
         assert_eq!(got[2].value, "KLM");
         // A retraction the model proposed is not read twice.
         let again = unproposed(&msgs[..1], &got[..1], "2026-12-05".parse().unwrap());

@@ -364,6 +364,38 @@ pub(super) const MULTI_HEADS: &[&str] = &[
     "achievement",
     "project",
     "projects",
+    // What a model names a passing remark by: many of them, none ends another.
+    "action",
+    "actions",
+    "decision",
+    "decisions",
+    "response",
+    "feeling",
+    "feelings",
+    "emotion",
+    "emotions",
+    "opinion",
+    "opinions",
+    "thought",
+    "thoughts",
+    "idea",
+    "ideas",
+    "recommendation",
+    "recommendations",
+    "suggestion",
+    "suggestions",
+    "topic",
+    "topics",
+    "dish",
+    "dishes",
+    "recipe",
+    "recipes",
+    "memory",
+    "memories",
+    "story",
+    "stories",
+    "visit",
+    "visits",
 ];
 
 pub(super) fn stems(text: &str) -> Vec<String> {
@@ -373,6 +405,24 @@ pub(super) fn stems(text: &str) -> Vec<String> {
 pub(super) fn contains_seq(hay: &[String], needle: &[String]) -> bool {
     !needle.is_empty() && hay.windows(needle.len()).any(|w| w == needle)
 }
+
+/// Chinese nouns of favourites, in English (one key in either language).
+const CJK_NOUNS: &[(&str, &str)] = &[
+    ("颜色", "colour"),
+    ("食物", "food"),
+    ("电影", "movie"),
+    ("书", "book"),
+    ("歌", "song"),
+    ("歌曲", "song"),
+    ("运动", "sport"),
+    ("动物", "animal"),
+    ("饮料", "drink"),
+    ("茶", "tea"),
+    ("水果", "fruit"),
+    ("城市", "city"),
+    ("花", "flower"),
+    ("菜", "dish"),
+];
 
 /// Which attribute `attribute` names, normalised (see [`ATTRIBUTES`]),
 /// and whether it holds one value (`None`: unknown).
@@ -385,7 +435,13 @@ pub fn attribute_key(attribute: &str) -> (String, Option<bool>) {
         let rest: Vec<String> = s[i + 1..]
             .iter()
             .filter(|w| !STOPWORDS.contains(&w.as_str()))
-            .cloned()
+            .map(|w| {
+                if w == "color" {
+                    "colour".to_string()
+                } else {
+                    w.clone()
+                }
+            })
             .collect();
         return (
             format!("favourite {}", rest.join(" ")).trim().to_string(),
@@ -394,7 +450,14 @@ pub fn attribute_key(attribute: &str) -> (String, Option<bool>) {
     }
     for prefix in ["最喜欢的", "最喜欢", "最爱的", "最爱", "喜欢的"] {
         if let Some(rest) = a.trim().strip_prefix(prefix) {
-            return (format!("favourite {}", words(rest).concat()), Some(true));
+            let rest = rest.trim();
+            // One key in either language: 最喜欢的颜色 = favourite colour.
+            let english = CJK_NOUNS
+                .iter()
+                .find(|(zh, _)| *zh == rest)
+                .map(|(_, en)| stem(en));
+            let noun = english.unwrap_or_else(|| words(rest).concat());
+            return (format!("favourite {noun}"), Some(true));
         }
     }
     // "dentist's name", "dog's name": the attribute of someone or
@@ -544,12 +607,30 @@ pub fn keys_of(attribute: &str, text: &str) -> (String, Option<bool>) {
         if super::words::a_visit(text) {
             return ("place visited".to_string(), Some(false));
         }
+        // "The user is back to chat", keyed "location": no place named.
+        if !names_a_place(text) {
+            return ("location".to_string(), None);
+        }
         // "The wedding is in Lyon after all", keyed "location".
         if let Some(event) = super::words::placed_event(text) {
             return attribute_key(&format!("{event} location"));
         }
     }
     keys
+}
+
+/// True when `text` names a place: a capitalised word past its first
+/// (and past "The user"), or Chinese.
+fn names_a_place(text: &str) -> bool {
+    text.chars().any(is_cjk)
+        || text
+            .split_whitespace()
+            .skip(1)
+            .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()))
+            .any(|w| {
+                w.chars().next().is_some_and(char::is_uppercase)
+                    && !matches!(w, "User" | "I" | "I'm" | "I've")
+            })
 }
 
 /// The known attribute a sentence speaks of ("I live in Lisbon": home

@@ -67,7 +67,7 @@ fn keys_normalise_who_and_what() {
     assert_eq!(attribute_key("favorite teas").0, "favourite tea");
     assert_eq!(
         attribute_key("最喜欢的颜色"),
-        ("favourite 颜色".into(), Some(true))
+        ("favourite colour".into(), Some(true))
     );
     assert_eq!(attribute_key("pets"), ("pet".into(), Some(false)));
     assert_eq!(
@@ -77,6 +77,15 @@ fn keys_normalise_who_and_what() {
     assert_eq!(attribute_key("dog's name"), ("dog name".into(), Some(true)));
     assert_eq!(attribute_key("dentist's name").0, "dentist name");
     assert_eq!(attribute_key("dentist name").0, "dentist name");
+    assert_eq!(
+        attribute_key("favorite color"),
+        attribute_key("最喜欢的颜色")
+    );
+    assert_eq!(attribute_key("action").1, Some(false));
+    assert_eq!(
+        keys::keys_of("location", "The user is back to chat.").0,
+        "location"
+    );
     assert_eq!(attribute_key("location").0, "home city");
     assert_eq!(attribute_key("current location").0, "home city");
     assert_ne!(attribute_key("wedding location").0, "home city");

@@ -638,6 +638,9 @@ pub(super) fn my_a_is_b(clause: &str) -> Option<(String, String, String)> {
     if has_phrase(&flat(clause), NEGATIONS) {
         return None;
     }
+    if clause.chars().any(is_cjk) {
+        return wo_de_a_shi_b(clause);
+    }
     let raw: Vec<&str> = clause.split_whitespace().collect();
     let bare = |w: &str| {
         w.trim_matches(|c: char| !c.is_alphanumeric() && c != '\'')
@@ -749,4 +752,30 @@ pub(super) fn placed_event(text: &str) -> Option<&'static str> {
         return None;
     }
     EVENT_WORDS.iter().copied().find(|e| has_phrase(&f, &[e]))
+}
+
+/// The Chinese "我的A是B" (or "我最喜欢的A是B"): A, "用户的A是B。" and B.
+fn wo_de_a_shi_b(clause: &str) -> Option<(String, String, String)> {
+    let t = clause.trim().trim_end_matches(['。', '！', '.', '!']);
+    let (head, rest) = ["我最喜欢的", "我的"]
+        .iter()
+        .find_map(|p| t.find(p).map(|i| (*p, &t[i + p.len()..])))?;
+    let (attribute, value) = rest.split_once('是')?;
+    let (attribute, value) = (attribute.trim(), value.trim());
+    let short = |x: &str, n: usize| !x.is_empty() && x.chars().count() <= n;
+    if !short(attribute, 8) || !short(value, 12) || has_phrase(&flat(t), NEGATIONS) {
+        return None;
+    }
+    let (attribute, text) = if head == "我的" {
+        (
+            attribute.to_string(),
+            format!("用户的{attribute}是{value}。"),
+        )
+    } else {
+        (
+            format!("最喜欢的{attribute}"),
+            format!("用户最喜欢的{attribute}是{value}。"),
+        )
+    };
+    Some((attribute, text, value.to_string()))
 }

@@ -178,7 +178,20 @@ impl Engine {
         }
         // What the code reads that the model missed (requests to forget,
         // confirmed offers), in the round's message order.
-        for c in adjudicate::unproposed(messages, &plan.checked, today) {
+        let code = adjudicate::unproposed(messages, &plan.checked, today);
+        // A proposal the code reads again under another key ("Marisol's
+        // move is Bilbao" for "Marisol moved to Bilbao") gives way to the
+        // code's reading, so the value is not said twice.
+        let keep: Vec<bool> = plan
+            .checked
+            .iter()
+            .map(|c| !code.iter().any(|k| adjudicate::rekeys(k, c)))
+            .collect();
+        let mut at = keep.iter();
+        plan.checked.retain(|_| at.next().copied().unwrap_or(true));
+        let mut at = keep.iter();
+        plan.ordinals.retain(|_| at.next().copied().unwrap_or(true));
+        for c in code {
             plan.ordinals
                 .push(ordinals.get(c.message).copied().unwrap_or(c.message));
             plan.checked.push(c);

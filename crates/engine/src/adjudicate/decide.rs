@@ -141,7 +141,7 @@ fn candidates<'a>(current: &'a [(Fact, Keys)], c: &Checked) -> (Vec<&'a Fact>, V
     let same = || {
         current
             .iter()
-            .filter(|(_, (s, _, _))| same_subject(s, &c.subject_key))
+            .filter(|(f, (s, _, _))| same_subject(s, &c.subject_key) || same_event(f, c))
     };
     let exact = same()
         .filter(|(_, (_, a, _))| !a.is_empty() && *a == c.attribute_key)
@@ -179,12 +179,27 @@ fn said_already<'a>(current: &'a [(Fact, Keys)], c: &Checked) -> Option<&'a Fact
         .iter()
         .find(|(f, (s, a, _))| {
             crate::dream::near_duplicate(&f.text, &c.text)
+                || (same_event(f, c) && value_held(&c.value, &f.text))
                 || (same_subject(s, &c.subject_key)
                     && (*a == c.attribute_key || a.is_empty())
                     && !c.attribute_key.is_empty()
                     && value_held(&c.value, &f.text))
         })
         .map(|(f, _)| f)
+}
+
+/// True when `c` places an event ("the wedding is in Nantes") that `f`
+/// speaks of too, whoever's it is ("my cousin's wedding is in Lyon"): an
+/// event named without its owner is the one named before.
+fn same_event(f: &Fact, c: &Checked) -> bool {
+    super::words::placed_event(&c.text)
+        .is_some_and(|e| super::words::placed_event(&f.text) == Some(e))
+}
+
+/// True when the words `c` was said in say something changed or was
+/// wrong ("now", "moved", "actually").
+fn cued(c: &Checked) -> bool {
+    has_phrase(&flat(&c.evidence), &[CHANGE_CUES, CORRECT_CUES].concat())
 }
 
 /// The share of `fact`'s words (but "user") that `request` says.
@@ -304,6 +319,12 @@ fn decide_one(
         .collect();
     let (ends, why) = if !differs.is_empty() {
         match (c.kind, c.single) {
+            // A new value of a many-valued attribute replaces one only
+            // when its words say so ("I no longer have a cat"), not because
+            // the model labelled it a change.
+            (Kind::Changes | Kind::Corrects, Some(false)) if !cued(c) => {
+                (Vec::new(), "the attribute holds many values")
+            }
             (Kind::Changes | Kind::Corrects, Some(false)) | (Kind::States, None) => {
                 let yes: Vec<&Fact> = differs
                     .iter()
@@ -324,7 +345,7 @@ fn decide_one(
         // Of another attribute, only a change its words say: a small
         // model labels plain statements "changes", and then answers yes
         // to "does the dentist's name replace the user's name?".
-        && has_phrase(&flat(&c.evidence), &[CHANGE_CUES, CORRECT_CUES].concat())
+        && cued(c)
     {
         let yes: Vec<&Fact> = alike
             .iter()

@@ -54,7 +54,7 @@ use serde::Serialize;
 use crate::extract::Proposed;
 pub use decide::{decide, Answers, Decision, Pair, QuestionKind};
 pub use keys::{attribute_key, fact_keys, same_subject, subject_key, Keys};
-pub use unproposed::unproposed;
+pub use unproposed::{rekeys, unproposed};
 use words::*;
 pub use words::{content, words};
 
@@ -672,7 +672,7 @@ fn check_one(
         Kind::Retracts => said,
         _ => crate::dates::event_day(&quote, said).unwrap_or(said),
     };
-    let (attribute_key, single) = keys::keys_of(&attribute, &format!("{text} {quote}"));
+    let (attribute_key, single) = keys::keys_of(&attribute, &text);
     Ok(Checked {
         text,
         subject: if subject.is_empty() {

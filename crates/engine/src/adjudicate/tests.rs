@@ -1047,3 +1047,104 @@ fn a_retraction_of_an_attribute_no_fact_has_asks_about_the_fact_it_names() {
     assert_eq!(answers.open.len(), 1, "{:?}", answers.open);
     assert!(answers.open[0].old.contains("B7"));
 }
+
+#[test]
+fn an_event_named_without_its_owner_is_the_one_named_before() {
+    let mut file = FactsFile::parse("");
+    let mut answers = Answers::default();
+    run(
+        &mut file,
+        &[checked(
+            "The user's cousin's wedding is in Lyon.",
+            "the user's cousin",
+            "wedding",
+            "Lyon",
+            Kind::States,
+        )],
+        &mut answers,
+    );
+    let mut nantes = checked(
+        "The wedding is in Nantes.",
+        "user",
+        "location",
+        "Nantes",
+        Kind::Corrects,
+    );
+    (nantes.attribute_key, nantes.single) = keys::keys_of("location", &nantes.text);
+    nantes.evidence = "Sorry, I got that wrong: the wedding is in Nantes.".into();
+    run(&mut file, &[nantes], &mut answers);
+    assert_eq!(answers.open.len(), 1, "{:?}", answers.open);
+    assert!(answers.open[0].old.contains("Lyon"));
+    // Said again of the same wedding: no second line.
+    let mut lyon = checked(
+        "The wedding is in Lyon.",
+        "user",
+        "wedding location",
+        "Lyon",
+        Kind::States,
+    );
+    lyon.evidence = "The wedding is in Lyon.".into();
+    let mut file = FactsFile::parse("");
+    run(
+        &mut file,
+        &[checked(
+            "The user's cousin's wedding is in Lyon.",
+            "the user's cousin",
+            "wedding",
+            "Lyon",
+            Kind::States,
+        )],
+        &mut answers,
+    );
+    let d = run(&mut file, &[lyon], &mut answers);
+    assert!(matches!(&d[0], Decision::Confirm { .. }), "{d:?}");
+}
+
+#[test]
+fn a_many_valued_attribute_changes_only_when_the_words_say_so() {
+    let mut file = FactsFile::parse("");
+    let mut answers = Answers::default();
+    run(
+        &mut file,
+        &[checked(
+            "The user plans to read a novel.",
+            "user",
+            "action",
+            "read a novel",
+            Kind::States,
+        )],
+        &mut answers,
+    );
+    let mut next = checked(
+        "The user will give it a try.",
+        "user",
+        "action",
+        "give it a try",
+        Kind::Changes,
+    );
+    next.evidence = "I'll give it a try.".into();
+    let d = run(&mut file, &[next], &mut answers);
+    assert!(matches!(&d[0], Decision::Add { .. }), "{d:?}");
+    assert!(answers.open.is_empty(), "{:?}", answers.open);
+}
+
+#[test]
+fn a_proposal_the_code_reads_under_another_key_gives_way() {
+    let messages = vec![Message::user("Marisol moved to Bilbao last month.")];
+    let (model, _) = check(
+        &[prop(
+            "Marisol moved to Bilbao last month",
+            "Marisol",
+            "move",
+            "Bilbao",
+            "changes",
+            "Marisol's move is Bilbao.",
+        )],
+        &messages,
+        day("2026-12-05"),
+    );
+    let code = unproposed(&messages, &model, day("2026-12-05"));
+    assert_eq!(code.len(), 1, "{code:?}");
+    assert!(rekeys(&code[0], &model[0]));
+    assert!(!rekeys(&code[0], &code[0]));
+}

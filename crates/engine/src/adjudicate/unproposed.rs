@@ -237,6 +237,20 @@ fn moved_to(sentence: &str) -> Option<(String, String)> {
     Some((who, place.join(" ")))
 }
 
+/// True when the code's reading `code` says the value of the model's
+/// proposal `proposed` of the same message under another key: the
+/// proposal gives way.
+pub fn rekeys(code: &Checked, proposed: &Checked) -> bool {
+    let v = content(&code.value);
+    let have = content(&format!("{} {}", proposed.value, proposed.text));
+    code.kind != Kind::Retracts
+        && proposed.kind != Kind::Retracts
+        && code.message == proposed.message
+        && code.attribute_key != proposed.attribute_key
+        && !v.is_empty()
+        && v.iter().all(|w| have.contains(w))
+}
+
 /// True when a fact of message `i` gives `value` to the attribute `key`
 /// (a proposal with the value under another key, "Marisol's move is
 /// Bilbao", does not count: the code's reading is the one keyed right).

@@ -432,8 +432,39 @@ fn write_path_scores_each_profile_against_the_rule_based_model() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("six.json");
     std::fs::write(&file, SIX_SESSIONS).unwrap();
-    let report = write_path(dir.path(), &file, &[]);
+    let kept = dir.path().join("kept");
+    let report = write_path(dir.path(), &file, &["--keep", kept.to_str().unwrap()]);
     assert_eq!(report["sessions"], 6, "{report:#}");
+    // --keep leaves each replay's workspace, its audit log naming why.
+    let conv = std::fs::read_dir(&kept)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let audit = std::fs::read_to_string(conv.join("mnemo/memory/audit.jsonl")).unwrap();
+    assert!(audit.contains("\"op\":\"add\""), "{audit}");
+    assert!(conv.join("mem0/sessions").is_dir());
+    // A kept folder is one run's: a second run into it is refused.
+    let again = mnemo_command(
+        env!("CARGO_BIN_EXE_mnemo"),
+        &dir.path().join("ws"),
+        &[
+            "eval",
+            "write-path",
+            file.to_str().unwrap(),
+            "--keep",
+            kept.to_str().unwrap(),
+        ],
+    )
+    .output()
+    .unwrap();
+    assert!(!again.status.success());
+    assert!(
+        String::from_utf8_lossy(&again.stderr).contains("give --keep a new or empty folder"),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
     // (a) 3 changed subjects (7 statements), (b) 2 repeated (8), (c) 2
     // retracted (4), (d) 4 fillers; (e) 2, (f) 3, (g) 2, (h) 2 (the second
     // the assistant's proposal and the user's yes), (i) 2, (j) 4.

@@ -246,6 +246,8 @@ pub fn run(command: EvalCommand, global: &GlobalArgs) -> Result<()> {
 
 fn write_path(args: WritePathArgs, global: &GlobalArgs) -> Result<()> {
     let ctx = global.ctx()?;
+    // Before the model is loaded (or downloaded): a used folder fails now.
+    mnemo_eval::replay::check_keep(args.keep.as_deref())?;
     let chat = crate::output::with_download_bar_for("the chat model", |p| {
         mnemo_service::chat_model(&ctx.config, &args.model.overrides(), p)
     })
@@ -276,6 +278,7 @@ fn write_path(args: WritePathArgs, global: &GlobalArgs) -> Result<()> {
 
 fn consolidation(args: ConsolidationArgs, global: &GlobalArgs) -> Result<()> {
     let ctx = global.ctx()?;
+    mnemo_eval::replay::check_keep(args.keep.as_deref())?;
     let chat = crate::output::with_download_bar_for("the chat model", |p| {
         mnemo_service::chat_model(&ctx.config, &args.model.overrides(), p)
     })

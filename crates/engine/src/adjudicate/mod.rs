@@ -400,14 +400,21 @@ fn junk(p: &Proposed, fact: &str, quote: Option<&str>) -> Option<&'static str> {
 /// except that "my sister Ana lives in Madrid" is the sister's whatever
 /// the model named (unless the attribute is the relation itself, "my
 /// sister is Ana").
-fn who(p: &Proposed, fact: &str, quote: &str, names: &[String]) -> (String, String) {
+fn who(
+    p: &Proposed,
+    fact: &str,
+    (quote, said): (&str, &str),
+    names: &[String],
+) -> (String, String) {
     let subject = p.subject.trim().to_string();
     let key = subject_key(&subject, names);
     if key != "user" {
         return (subject, key);
     }
-    let Some(rel) =
-        relation_subject(fact).or_else(|| relation_subject(&clause_of(quote, &p.value)))
+    // The message's own clause last: a model may quote "你妹妹" for "我妹妹".
+    let Some(rel) = relation_subject(fact)
+        .or_else(|| relation_subject(&clause_of(quote, &p.value)))
+        .or_else(|| relation_subject(&clause_of(said, &p.value)))
     else {
         return (subject, key);
     };
@@ -613,7 +620,7 @@ fn check_one(
     if let Some(why) = junk(p, &fact, quoted.then_some(quote.as_str())) {
         return Err((why.into(), Some(at)));
     }
-    let (mut subject, mut subject_key) = who(p, &fact, &quote, names);
+    let (mut subject, mut subject_key) = who(p, &fact, (&quote, &said_text), names);
     let mut fact = fact;
     if subject_key == "user" {
         if let Some(person) = assistant_person(&messages[at], names) {

@@ -1148,3 +1148,23 @@ fn a_proposal_the_code_reads_under_another_key_gives_way() {
     assert!(rekeys(&code[0], &model[0]));
     assert!(!rekeys(&code[0], &code[0]));
 }
+
+#[test]
+fn a_relation_is_read_from_the_message_when_the_quote_changed_it() {
+    let ts = "2026-12-05T10:00:00Z";
+    let messages = vec![msg("user", "我妹妹玛丽索尔住在瓦伦西亚。", ts)];
+    let (ok, refused) = check(
+        &[prop(
+            "你妹妹玛丽索尔住在瓦伦西亚",
+            "USER",
+            "home city",
+            "瓦伦西亚",
+            "states",
+            "用户住在瓦伦西亚。",
+        )],
+        &messages,
+        day("2026-12-05"),
+    );
+    assert!(refused.is_empty(), "{refused:?}");
+    assert_ne!(ok[0].subject_key, "user", "{:?}", ok[0]);
+}

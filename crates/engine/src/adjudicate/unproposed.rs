@@ -126,10 +126,11 @@ pub fn unproposed(messages: &[Message], proposed: &[Checked], today: NaiveDate) 
             if said_already {
                 continue;
             }
-            let text = if who == "user" {
-                format!("The user lives in {place}.")
-            } else {
-                format!("{} lives in {place}.", super::capitalised(&who))
+            let text = match (who.as_str(), s.chars().any(super::words::is_cjk)) {
+                ("user", true) => format!("用户住在{place}。"),
+                (_, true) => format!("{}住在{place}。", who.replace(' ', "")),
+                ("user", false) => format!("The user lives in {place}."),
+                _ => format!("{} lives in {place}.", super::capitalised(&who)),
             };
             let mut c = checked(
                 &text,
@@ -177,6 +178,9 @@ pub fn unproposed(messages: &[Message], proposed: &[Checked], today: NaiveDate) 
 /// moved to Ghent": who (`user` for the user) and the place (its
 /// capitalised words after "to").
 fn moved_to(sentence: &str) -> Option<(String, String)> {
+    if sentence.chars().any(super::words::is_cjk) {
+        return zhu_zai(sentence);
+    }
     if has_phrase(&flat(sentence), super::words::NEGATIONS) || sentence.trim_end().ends_with('?') {
         return None;
     }
@@ -262,6 +266,44 @@ fn keyed<'a>(facts: impl Iterator<Item = &'a Checked>, i: usize, key: &str, valu
             let have = content(&c.value);
             v.iter().all(|w| have.contains(w))
         })
+}
+
+/// "我们最近住在根特。", "我妹妹玛丽索尔搬到了毕尔巴鄂。": who (`user`, or
+/// `用户的妹妹 玛丽索尔`) and the city, when the sentence is only that.
+fn zhu_zai(sentence: &str) -> Option<(String, String)> {
+    let t = sentence.trim().trim_end_matches(['。', '！', '.', '!']);
+    if t.contains(['不', '没', '？', '?', '，', ',']) {
+        return None;
+    }
+    let (before, place) = ["搬到了", "搬去了", "搬到", "搬去", "住在"]
+        .iter()
+        .find_map(|v| t.split_once(v))?;
+    let place = place.trim();
+    if place.is_empty() || place.chars().count() > 8 || !place.chars().all(super::words::is_cjk) {
+        return None;
+    }
+    let mut who = before.trim();
+    for adverb in ["最近", "现在", "已经", "刚刚", "刚", "也"] {
+        who = who.strip_suffix(adverb).unwrap_or(who);
+    }
+    let who = who.trim();
+    if matches!(who, "我" | "我们") {
+        return Some(("user".into(), place.to_string()));
+    }
+    let rest = who
+        .strip_prefix("我的")
+        .or_else(|| who.strip_prefix('我'))?;
+    let rel = super::words::RELATIONS
+        .iter()
+        .find(|r| r.chars().any(super::words::is_cjk) && rest.starts_with(**r))?;
+    let name = rest[rel.len()..].trim();
+    if name.chars().count() > 5 {
+        return None;
+    }
+    Some((
+        format!("用户的{rel} {name}").trim().to_string(),
+        place.to_string(),
+    ))
 }
 
 fn confirms(m: &Message) -> bool {
@@ -359,6 +401,8 @@ mod tests {
             Message::user("Marisol moved to Bilbao last month."),
             Message::user("Big news: we moved to Ghent. The kids moved to their rooms."),
             Message::user("我的车位号码是B7。"),
+            Message::user("我们最近住在根特。"),
+            Message::user("我妹妹玛丽索尔搬到了毕尔巴鄂。"),
         ];
         let got = unproposed(&msgs, &[], "2026-12-05".parse().unwrap());
         let seen: Vec<(usize, Kind, &str)> = got
@@ -383,7 +427,16 @@ mod tests {
                 (9, Kind::Changes, "Marisol lives in Bilbao."),
                 (10, Kind::Changes, "The user lives in Ghent."),
                 (11, Kind::States, "用户的车位号码是B7。"),
+                (12, Kind::Changes, "用户住在根特。"),
+                (13, Kind::Changes, "用户的妹妹玛丽索尔住在毕尔巴鄂。"),
             ]
+        );
+        // Her sister's, not the user's: the same person as "用户的妹妹".
+        let sister = crate::adjudicate::subject_key("用户的妹妹", &[]);
+        assert!(
+            crate::adjudicate::same_subject(&got[8].subject_key, &sister),
+            "{} / {sister}",
+            got[8].subject_key
         );
         assert_eq!(got[4].subject_key, "marisol");
         assert_eq!(got[4].since, "2026-11-01".parse::<NaiveDate>().unwrap());

@@ -249,6 +249,11 @@ fn compose(
         return match kind {
             Kind::Retracts => Some(format!("{who}要求忘记其{attribute}。")),
             _ if value.trim().is_empty() || attribute.is_empty() => None,
+            // One language in a sentence, in the words a question asks
+            // with (住在, not "home city").
+            _ if !attribute.chars().any(is_cjk) && attribute_key(attribute).0 == "home city" => {
+                Some(format!("{who}住在{}。", value.trim()))
+            }
             _ if attribute.starts_with('最') || attribute.starts_with('的') => {
                 Some(format!("{who}{attribute}是{}。", value.trim()))
             }

@@ -1168,3 +1168,15 @@ fn a_relation_is_read_from_the_message_when_the_quote_changed_it() {
     assert!(refused.is_empty(), "{refused:?}");
     assert_ne!(ok[0].subject_key, "user", "{:?}", ok[0]);
 }
+
+#[test]
+fn a_chinese_home_is_written_with_zhu_zai() {
+    assert_eq!(
+        compose("user", "user", "home city", "根特", Kind::Changes, true).as_deref(),
+        Some("用户住在根特。")
+    );
+    assert_eq!(
+        compose("user", "user", "车位号码", "B7", Kind::States, true).as_deref(),
+        Some("用户的车位号码是B7。")
+    );
+}

@@ -182,15 +182,11 @@ impl Engine {
         // A proposal the code reads again under another key ("Marisol's
         // move is Bilbao" for "Marisol moved to Bilbao") gives way to the
         // code's reading, so the value is not said twice.
-        let keep: Vec<bool> = plan
-            .checked
-            .iter()
-            .map(|c| !code.iter().any(|k| adjudicate::rekeys(k, c)))
-            .collect();
-        let mut at = keep.iter();
-        plan.checked.retain(|_| at.next().copied().unwrap_or(true));
-        let mut at = keep.iter();
-        plan.ordinals.retain(|_| at.next().copied().unwrap_or(true));
+        (plan.checked, plan.ordinals) = std::mem::take(&mut plan.checked)
+            .into_iter()
+            .zip(std::mem::take(&mut plan.ordinals))
+            .filter(|(c, _)| !code.iter().any(|k| adjudicate::rekeys(k, c)))
+            .unzip();
         for c in code {
             plan.ordinals
                 .push(ordinals.get(c.message).copied().unwrap_or(c.message));

@@ -161,14 +161,22 @@ fn candidates<'a>(current: &'a [(Fact, Keys)], c: &Checked) -> (Vec<&'a Fact>, V
         .map(|(f, _)| f)
         .filter(not_later);
     // For a request to forget, the facts it names most words of first.
-    let mut alike: Vec<&Fact> = alike.collect();
-    if c.kind == Kind::Retracts {
-        alike.sort_by(|a, b| {
-            words_named(&b.text, &c.evidence).total_cmp(&words_named(&a.text, &c.evidence))
-        });
-    }
-    alike.truncate(MAX_PAIRS);
-    (exact, alike)
+    let mut alike: Vec<(f32, &Fact)> = alike
+        .map(|f| {
+            let named = if c.kind == Kind::Retracts {
+                words_named(&f.text, &c.evidence)
+            } else {
+                0.0
+            };
+            (named, f)
+        })
+        .collect();
+    // Stable: equal shares keep the file's order.
+    alike.sort_by(|a, b| b.0.total_cmp(&a.0));
+    (
+        exact,
+        alike.into_iter().take(MAX_PAIRS).map(|(_, f)| f).collect(),
+    )
 }
 
 /// A current fact that says what `c` says already: the same sentence, or

@@ -406,6 +406,35 @@ pub(super) fn contains_seq(hay: &[String], needle: &[String]) -> bool {
     !needle.is_empty() && hay.windows(needle.len()).any(|w| w == needle)
 }
 
+/// Generic attributes someone else's words can qualify: the key, the head
+/// words that name it (any, when empty) and the words that keep it the
+/// user's own. Another word makes it something else's: "dentist name" is
+/// not the user's name, "wedding location" not their home.
+const QUALIFIED: &[(&str, &[&str], &[&str])] = &[
+    (
+        "name",
+        &[],
+        &[
+            "name", "first", "full", "last", "given", "nick", "real", "user",
+        ],
+    ),
+    (
+        "home city",
+        &["location", "city", "place", "venue"],
+        &[
+            "home",
+            "current",
+            "new",
+            "user",
+            "live",
+            "residence",
+            "hometown",
+            "now",
+            "present",
+        ],
+    ),
+];
+
 /// Chinese nouns of favourites, in English (one key in either language).
 const CJK_NOUNS: &[(&str, &str)] = &[
     ("颜色", "colour"),
@@ -484,38 +513,16 @@ pub fn attribute_key(attribute: &str) -> (String, Option<bool>) {
         // "sister's city" is the sister's, not the user's home city, but
         // the subject carries that; "dog's name" is a name.
         let head = s.last().map(String::as_str).unwrap_or_default();
-        // "dentist name" names someone else: the user's name is "name",
-        // "first name", "full name".
-        let someone_elses_name = key == "name"
-            && s.iter().any(|w| {
-                !STOPWORDS.contains(&w.as_str())
-                    && ![
-                        "name", "first", "full", "last", "given", "nick", "real", "user",
-                    ]
-                    .contains(&w.as_str())
-            });
         let other_head = SINGLE_HEADS.contains(&head) && key != "home city" && stem(key) != head;
-        // "wedding location", "event city": the place of something else.
-        let stemmed = |list: &[&str]| list.iter().map(|w| stem(w)).collect::<Vec<_>>();
-        let own = stemmed(&[
-            "location",
-            "city",
-            "place",
-            "home",
-            "current",
-            "new",
-            "user",
-            "live",
-            "residence",
-            "hometown",
-            "now",
-            "present",
-        ]);
-        let somethings_place = key == "home city"
-            && stemmed(&["location", "city", "place", "venue"]).contains(&head.to_string())
-            && s.iter()
-                .any(|w| !STOPWORDS.contains(&w.as_str()) && !own.contains(w));
-        if !(someone_elses_name || other_head || somethings_place) {
+        let qualified = QUALIFIED.iter().any(|(k, heads, own)| {
+            *k == key
+                && (heads.is_empty() || heads.iter().any(|h| stem(h) == head))
+                && s.iter().any(|w| {
+                    !STOPWORDS.contains(&w.as_str())
+                        && !heads.iter().chain(own.iter()).any(|o| stem(o) == *w)
+                })
+        });
+        if !(other_head || qualified) {
             return (key.to_string(), Some(single));
         }
     }

@@ -180,12 +180,12 @@ impl Engine {
         // confirmed offers), in the round's message order.
         let code = adjudicate::unproposed(messages, &plan.checked, today);
         // A proposal the code reads again under another key ("Marisol's
-        // move is Bilbao" for "Marisol moved to Bilbao") gives way to the
-        // code's reading, so the value is not said twice.
+        // move is Bilbao" for "Marisol moved to Bilbao"), or of the same
+        // sentence saying nothing more, gives way to the code's reading.
         (plan.checked, plan.ordinals) = std::mem::take(&mut plan.checked)
             .into_iter()
             .zip(std::mem::take(&mut plan.ordinals))
-            .filter(|(c, _)| !code.iter().any(|k| adjudicate::rekeys(k, c)))
+            .filter(|(c, _)| !code.iter().any(|k| adjudicate::gives_way(k, c)))
             .unzip();
         for c in code {
             plan.ordinals

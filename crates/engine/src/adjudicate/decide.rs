@@ -152,6 +152,7 @@ fn candidates<'a>(current: &'a [(Fact, Keys)], c: &Checked) -> (Vec<&'a Fact>, V
         .filter(|(f, (_, a, _))| {
             *a != c.attribute_key
                 && (similar_attribute(a, &c.attribute_key)
+                    || same_event(f, c)
                     || (a.is_empty()
                         && !c.attribute_key.is_empty()
                         && inferred_attribute(&f.text).0 == c.attribute_key)
@@ -355,13 +356,22 @@ fn decide_one(
         // to "does the dentist's name replace the user's name?".
         && cued(c)
     {
-        let yes: Vec<&Fact> = alike
+        // An event has one place: "the wedding is in Lyon after all" moves
+        // the wedding named before, by rule.
+        let (event, other): (Vec<&Fact>, Vec<&Fact>) = alike
             .iter()
             .copied()
             .filter(|f| !value_held(&c.value, &f.text))
-            .filter(|f| ask(QuestionKind::Replaces, f, &c.text) == Some(true))
-            .collect();
-        (ids(&yes), "a like attribute; the model answered yes")
+            .partition(|f| same_event(f, c));
+        if event.is_empty() {
+            let yes: Vec<&Fact> = other
+                .into_iter()
+                .filter(|f| ask(QuestionKind::Replaces, f, &c.text) == Some(true))
+                .collect();
+            (ids(&yes), "a like attribute; the model answered yes")
+        } else {
+            (ids(&event), "the same event, another place")
+        }
     } else {
         (
             Vec::new(),

@@ -54,7 +54,7 @@ use serde::Serialize;
 use crate::extract::Proposed;
 pub use decide::{decide, Answers, Decision, Pair, QuestionKind};
 pub use keys::{attribute_key, fact_keys, same_subject, subject_key, Keys};
-pub use unproposed::{rekeys, unproposed};
+pub use unproposed::{gives_way, unproposed};
 use words::*;
 pub use words::{content, words};
 
@@ -182,6 +182,19 @@ fn about_person(fact: &str, name: &str) -> String {
         out = out.replace(from, &to);
     }
     out
+}
+
+/// `fact` with the person `name` made "the user" (the model named the
+/// wrong speaker).
+fn as_user(fact: &str, name: &str) -> String {
+    let mut out = format!(" {}", fact.trim());
+    for (from, to) in [
+        (format!(" {name}'s "), " the user's "),
+        (format!(" {name} "), " the user "),
+    ] {
+        out = out.replace(&from, to);
+    }
+    capitalised(out.trim_start())
 }
 
 /// The message that holds `quote` best: the whole quote inside it (its
@@ -404,17 +417,26 @@ fn junk(p: &Proposed, fact: &str, quote: Option<&str>) -> Option<&'static str> {
 /// Who a proposal is about, as said and as a key: the model's subject,
 /// except that "my sister Ana lives in Madrid" is the sister's whatever
 /// the model named (unless the attribute is the relation itself, "my
-/// sister is Ana").
+/// sister is Ana"), and that what the user says of themselves ("I live
+/// in Tallinn", naming nobody) is the user's whoever the model named.
 fn who(
     p: &Proposed,
     fact: &str,
     (quote, said): (&str, &str),
+    from_user: bool,
     names: &[String],
 ) -> (String, String) {
-    let subject = p.subject.trim().to_string();
-    let key = subject_key(&subject, names);
+    let mut subject = p.subject.trim().to_string();
+    let mut key = subject_key(&subject, names);
     if key != "user" {
-        return (subject, key);
+        let sentence = sentence_of(said, quote);
+        let spoken: HashSet<String> = content(&sentence).into_iter().collect();
+        let named = content(&subject).iter().any(|w| spoken.contains(w));
+        if !(from_user && first_person(&sentence)) || named {
+            return (subject, key);
+        }
+        subject = "user".into();
+        key = "user".into();
     }
     // The message's own clause last: a model may quote "你妹妹" for "我妹妹".
     let Some(rel) = relation_subject(fact)
@@ -625,8 +647,19 @@ fn check_one(
     if let Some(why) = junk(p, &fact, quoted.then_some(quote.as_str())) {
         return Err((why.into(), Some(at)));
     }
-    let (mut subject, mut subject_key) = who(p, &fact, (&quote, &said_text), names);
+    let from_user = messages[at].role == Role::User;
+    let (mut subject, mut subject_key) = who(p, &fact, (&quote, &said_text), from_user, names);
     let mut fact = fact;
+    let named = p
+        .subject
+        .split([' ', '('])
+        .next()
+        .unwrap_or_default()
+        .trim();
+    if subject_key == "user" && keys::subject_key(&p.subject, names) != "user" && !named.is_empty()
+    {
+        fact = as_user(&fact, named);
+    }
     if subject_key == "user" {
         if let Some(person) = assistant_person(&messages[at], names) {
             fact = about_person(&fact, &person);

@@ -1072,9 +1072,15 @@ fn an_event_named_without_its_owner_is_the_one_named_before() {
     );
     (nantes.attribute_key, nantes.single) = keys::keys_of("location", &nantes.text);
     nantes.evidence = "Sorry, I got that wrong: the wedding is in Nantes.".into();
-    run(&mut file, &[nantes], &mut answers);
-    assert_eq!(answers.open.len(), 1, "{:?}", answers.open);
-    assert!(answers.open[0].old.contains("Lyon"));
+    // An event has one place: the correction moves it by rule.
+    let d = run(&mut file, &[nantes], &mut answers);
+    assert!(
+        matches!(&d[0], Decision::Supersede { ends, .. } if ends.len() == 1),
+        "{d:?}"
+    );
+    assert!(answers.open.is_empty(), "{:?}", answers.open);
+    let current: Vec<&str> = file.current().map(|f| f.text.as_str()).collect();
+    assert_eq!(current, vec!["The wedding is in Nantes."]);
     // Said again of the same wedding: no second line.
     let mut lyon = checked(
         "The wedding is in Lyon.",
@@ -1145,8 +1151,124 @@ fn a_proposal_the_code_reads_under_another_key_gives_way() {
     );
     let code = unproposed(&messages, &model, day("2026-12-05"));
     assert_eq!(code.len(), 1, "{code:?}");
-    assert!(rekeys(&code[0], &model[0]));
-    assert!(!rekeys(&code[0], &code[0]));
+    assert!(gives_way(&code[0], &model[0]));
+}
+
+#[test]
+fn a_proposal_of_the_read_sentence_gives_way_unless_it_says_more() {
+    let messages = vec![Message::user(
+        "Noting it here: my storage box 1 label is L1x, and I work as a nurse.",
+    )];
+    let (model, _) = check(
+        &[
+            prop(
+                "Noting it here: my storage box 1 label is L1x",
+                "user",
+                "storage box",
+                "storage box label",
+                "states",
+                "The user notes the storage box label.",
+            ),
+            prop(
+                "I work as a nurse",
+                "user",
+                "job",
+                "nurse",
+                "states",
+                "The user works as a nurse.",
+            ),
+        ],
+        &messages,
+        day("2026-12-05"),
+    );
+    assert_eq!(model.len(), 2, "{model:?}");
+    let code = unproposed(&messages, &model, day("2026-12-05"));
+    assert_eq!(code.len(), 1, "{code:?}");
+    assert_eq!(code[0].text, "The user's storage box 1 label is L1x.");
+    assert!(gives_way(&code[0], &model[0]));
+    assert!(!gives_way(&code[0], &model[1]));
+}
+
+#[test]
+fn the_code_reads_homes_corrections_and_a_colour_without_its_noun() {
+    let messages = vec![
+        Message::user("I live in Tallinn."),
+        Message::user("We're in Ghent these days."),
+        Message::user("I'm in Paris for work."),
+        Message::user("We're in Rome for the weekend now and then."),
+        Message::user("My cousin's wedding is in Lyon."),
+        Message::user("No wait, the wedding is in Lyon after all."),
+        Message::user("The wedding is in Lyon."),
+        Message::user("其实我现在最喜欢靛青色了。"),
+        Message::user("我最喜欢吃饺子。"),
+        Message::user("My sister's home is in Porto."),
+    ];
+    let got = unproposed(&messages, &[], day("2026-12-05"));
+    let seen: Vec<(usize, Kind, &str, &str)> = got
+        .iter()
+        .map(|c| (c.message, c.kind, c.text.as_str(), c.attribute_key.as_str()))
+        .collect();
+    assert_eq!(
+        seen,
+        vec![
+            (0, Kind::States, "The user lives in Tallinn.", "home city"),
+            (1, Kind::Changes, "The user lives in Ghent.", "home city"),
+            (
+                4,
+                Kind::States,
+                "The user's cousin's wedding is in Lyon.",
+                got[2].attribute_key.as_str()
+            ),
+            (5, Kind::Corrects, "The wedding is in Lyon.", "wed"),
+            (
+                7,
+                Kind::Corrects,
+                "用户最喜欢的颜色是靛青色。",
+                "favourite colour"
+            ),
+        ]
+    );
+    assert!(got[2].attribute_key.ends_with("wed"), "{:?}", got[2]);
+}
+
+#[test]
+fn what_the_user_says_of_themselves_is_theirs_whoever_the_model_named() {
+    let ts = "2026-12-05T10:00:00Z";
+    let messages = vec![
+        msg("assistant", "Melanie: Where do you live these days?", ts),
+        msg("user", "Caroline: Oh, I live in Tallinn.", ts),
+        msg(
+            "user",
+            "Caroline: Melanie, I love your painting of Tallinn.",
+            ts,
+        ),
+    ];
+    let (ok, refused) = check(
+        &[
+            prop(
+                "I live in Tallinn",
+                "Melanie",
+                "home city",
+                "Tallinn",
+                "states",
+                "Melanie lives in Tallinn.",
+            ),
+            prop(
+                "Melanie, I love your painting of Tallinn",
+                "Melanie",
+                "painting",
+                "Tallinn",
+                "states",
+                "Melanie painted Tallinn.",
+            ),
+        ],
+        &messages,
+        day("2026-12-05"),
+    );
+    assert!(refused.is_empty(), "{refused:?}");
+    assert_eq!(ok[0].subject_key, "user", "{:?}", ok[0]);
+    assert!(!ok[0].text.contains("Melanie"), "{:?}", ok[0]);
+    assert_eq!(ok[1].subject_key, "melanie", "{:?}", ok[1]);
 }
 
 #[test]

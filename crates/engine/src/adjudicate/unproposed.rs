@@ -19,8 +19,8 @@ use chrono::NaiveDate;
 use mnemo_core::{Message, Role};
 
 use super::words::{
-    content, flat, has_phrase, my_a_is_b, words, CHANGE_CUES, CONFIRMATIONS, CORRECT_CUES,
-    RETRACT_CUES,
+    content, corrected_the_a_is_b, flat, has_phrase, my_a_is_b, words, CHANGE_CUES, CONFIRMATIONS,
+    CORRECT_CUES, RETRACT_CUES,
 };
 use super::{attribute_key, message_day, Checked, Kind};
 
@@ -90,12 +90,17 @@ pub fn unproposed(messages: &[Message], proposed: &[Checked], today: NaiveDate) 
             {
                 continue;
             }
-            let Some((attribute, text, value)) = my_a_is_b(s) else {
+            let Some((attribute, text, value)) = my_a_is_b(s).or_else(|| corrected_the_a_is_b(s))
+            else {
                 continue;
             };
-            let have: std::collections::HashSet<String> = content(s).into_iter().collect();
+            // Said already when a fact of the message holds the value.
+            let v = content(&value);
             let said = proposed.iter().chain(out.iter()).any(|c| {
-                let v = content(&c.value);
+                let have: std::collections::HashSet<String> =
+                    content(&format!("{} {}", c.value, c.text))
+                        .into_iter()
+                        .collect();
                 c.message == i && !v.is_empty() && v.iter().all(|w| have.contains(w))
             });
             if said || value.split_whitespace().count() > 6 {
@@ -119,7 +124,7 @@ pub fn unproposed(messages: &[Message], proposed: &[Checked], today: NaiveDate) 
             ));
         }
         for s in crate::extract::sentences(&m.text()) {
-            let Some((who, place)) = moved_to(s) else {
+            let Some((who, place, changed)) = home_of(s) else {
                 continue;
             };
             let said_already = keyed(proposed.iter().chain(out.iter()), i, "home city", &place);
@@ -132,14 +137,8 @@ pub fn unproposed(messages: &[Message], proposed: &[Checked], today: NaiveDate) 
                 ("user", false) => format!("The user lives in {place}."),
                 _ => format!("{} lives in {place}.", super::capitalised(&who)),
             };
-            let mut c = checked(
-                &text,
-                ("home city", &place),
-                Kind::Changes,
-                i,
-                said,
-                s.to_string(),
-            );
+            let kind = if changed { Kind::Changes } else { Kind::States };
+            let mut c = checked(&text, ("home city", &place), kind, i, said, s.to_string());
             c.subject_key = super::subject_key(&who, names);
             c.subject = who;
             c.since = crate::dates::event_day(s, said).unwrap_or(said);
@@ -174,34 +173,51 @@ pub fn unproposed(messages: &[Message], proposed: &[Checked], today: NaiveDate) 
     out
 }
 
+/// Words after a place that make "we're in Ghent" a home, not a stay.
+const HOME_NOW: &[&str] = &["now", "these days", "nowadays", "for good"];
+
 /// "Marisol moved to Bilbao last month", "my sister moved to Porto", "We
-/// moved to Ghent": who (`user` for the user) and the place (its
-/// capitalised words after "to").
-fn moved_to(sentence: &str) -> Option<(String, String)> {
+/// moved to Ghent", "I live in Tallinn", "We're in Ghent these days": who
+/// (`user` for the user), the place (its capitalised words after "to" or
+/// "in") and whether the words say it changed.
+fn home_of(sentence: &str) -> Option<(String, String, bool)> {
     if sentence.chars().any(super::words::is_cjk) {
-        return zhu_zai(sentence);
+        return zhu_zai(sentence).map(|(who, place)| (who, place, true));
     }
     if has_phrase(&flat(sentence), super::words::NEGATIONS) || sentence.trim_end().ends_with('?') {
         return None;
     }
     let raw: Vec<&str> = sentence.split_whitespace().collect();
-    let bare = |w: &str| w.trim_matches(|c: char| !c.is_alphanumeric()).to_string();
-    let moved = raw
-        .iter()
-        .position(|w| bare(w).eq_ignore_ascii_case("moved"))?;
-    if !raw
-        .get(moved + 1)
-        .is_some_and(|w| bare(w).eq_ignore_ascii_case("to"))
-    {
-        return None;
-    }
+    let bare = |w: &str| {
+        w.trim_matches(|c: char| !c.is_alphanumeric() && c != '\'')
+            .to_lowercase()
+    };
+    let lower: Vec<String> = raw.iter().map(|w| bare(w)).collect();
+    let is =
+        |i: usize, options: &[&str]| lower.get(i).is_some_and(|w| options.contains(&w.as_str()));
+    // The verb and its preposition; a bare "I'm in" must say "now".
+    let (verb, bare_be) = (0..raw.len()).find_map(|i| {
+        let lives = is(
+            i,
+            &["live", "lives", "living", "based", "reside", "resides"],
+        );
+        if (is(i, &["moved"]) && is(i + 1, &["to"])) || (lives && is(i + 1, &["in"])) {
+            Some((i, false))
+        } else if is(i, &["i'm", "we're", "am", "are"]) && is(i + 1, &["in"]) {
+            Some((i, true))
+        } else {
+            None
+        }
+    })?;
     let mut place: Vec<String> = Vec::new();
-    for w in &raw[moved + 2..] {
-        let b = bare(w);
+    let mut end = verb + 2;
+    for w in &raw[verb + 2..] {
+        let b = w.trim_matches(|c: char| !c.is_alphanumeric()).to_string();
         if !b.chars().next().is_some_and(char::is_uppercase) || place.len() == 3 {
             break;
         }
         place.push(b);
+        end += 1;
         if w.ends_with([',', '.', '!', ';']) {
             break;
         }
@@ -209,16 +225,42 @@ fn moved_to(sentence: &str) -> Option<(String, String)> {
     if place.is_empty() {
         return None;
     }
-    // Who: the words before "moved", past a preface ("Big news:").
-    let before: Vec<String> = raw[..moved]
+    if bare_be {
+        let after = lower[end.min(lower.len())..].join(" ");
+        if raw.len() > 10 || !HOME_NOW.iter().any(|h| after.starts_with(h)) {
+            return None;
+        }
+    }
+    // Who: the words before the verb, past a preface ("Big news:").
+    let upto = if bare_be && is(verb, &["i'm", "we're"]) {
+        verb + 1
+    } else {
+        verb
+    };
+    let before: Vec<String> = raw[..upto]
         .iter()
         .rev()
         .take_while(|w| !w.ends_with([':', ',', '.', '!']))
-        .map(|w| bare(w))
+        .map(|w| {
+            w.trim_matches(|c: char| !c.is_alphanumeric() && c != '\'')
+                .to_string()
+        })
         .filter(|w| {
             !matches!(
                 w.to_lowercase().as_str(),
-                "just" | "recently" | "finally" | "also" | "has" | "have" | "already"
+                "just"
+                    | "recently"
+                    | "finally"
+                    | "also"
+                    | "has"
+                    | "have"
+                    | "already"
+                    | "am"
+                    | "are"
+                    | "is"
+                    | "still"
+                    | "currently"
+                    | "now"
             )
         })
         .collect::<Vec<_>>()
@@ -231,28 +273,45 @@ fn moved_to(sentence: &str) -> Option<(String, String)> {
         .collect::<Vec<_>>()
         .as_slice()
     {
-        [w] if w == "i" || w == "we" => "user".to_string(),
+        [w] if matches!(w.as_str(), "i" | "we" | "i'm" | "we're") => "user".to_string(),
         [my, rel, ..] if my == "my" && super::words::RELATIONS.contains(&rel.as_str()) => {
             before[1..].join(" ")
         }
         [_] if before[0].chars().next().is_some_and(char::is_uppercase) => before[0].clone(),
         _ => return None,
     };
-    Some((who, place.join(" ")))
+    let changed = is(verb, &["moved"]) || has_phrase(&flat(sentence), CHANGE_CUES);
+    Some((who, place.join(" "), changed))
 }
 
-/// True when the code's reading `code` says the value of the model's
-/// proposal `proposed` of the same message under another key: the
-/// proposal gives way.
-pub fn rekeys(code: &Checked, proposed: &Checked) -> bool {
+/// True when the model's proposal `proposed` gives way to the code's
+/// reading `code` of the same message: it says the code's value under
+/// another key ("Marisol's move is Bilbao"), or it comes from the
+/// sentence the code read and says nothing the reading does not ("The
+/// user notes the storage box label" for "my storage box 1 label is
+/// L1x").
+pub fn gives_way(code: &Checked, proposed: &Checked) -> bool {
+    if code.kind == Kind::Retracts
+        || proposed.kind == Kind::Retracts
+        || code.message != proposed.message
+    {
+        return false;
+    }
     let v = content(&code.value);
     let have = content(&format!("{} {}", proposed.value, proposed.text));
-    code.kind != Kind::Retracts
-        && proposed.kind != Kind::Retracts
-        && code.message == proposed.message
-        && code.attribute_key != proposed.attribute_key
+    let rekeyed = code.attribute_key != proposed.attribute_key
         && !v.is_empty()
-        && v.iter().all(|w| have.contains(w))
+        && v.iter().all(|w| have.contains(w));
+    let sentence: std::collections::HashSet<String> = content(&code.evidence).into_iter().collect();
+    let quote = content(&proposed.evidence);
+    let same_sentence = !quote.is_empty()
+        && quote.iter().filter(|w| sentence.contains(*w)).count() * 4 >= quote.len() * 3;
+    let read: std::collections::HashSet<String> =
+        content(&format!("{} {} {}", code.text, code.attribute, code.value))
+            .into_iter()
+            .collect();
+    let nothing_more = content(&proposed.value).iter().all(|w| read.contains(w));
+    rekeyed || (same_sentence && nothing_more)
 }
 
 /// True when a fact of message `i` gives `value` to the attribute `key`

@@ -632,45 +632,93 @@ pub(super) fn own_statement(quote: &str, value: &str) -> Option<(String, String)
 }
 
 /// A clause that is a plain "my A is B" in the present: A, "The user's A
-/// is B." and B (no negation, no relation's possession, A at most six
-/// words and B at most twelve).
+/// is B." and B (no negation, no relation's possession but of an event,
+/// "my cousin's wedding", A at most six words and B at most twelve).
 pub(super) fn my_a_is_b(clause: &str) -> Option<(String, String, String)> {
     if has_phrase(&flat(clause), NEGATIONS) {
         return None;
     }
     if clause.chars().any(is_cjk) {
-        return wo_de_a_shi_b(clause);
+        return wo_de_a_shi_b(clause).or_else(|| zui_xi_huan(clause));
     }
+    let (attribute, verb, tail) = a_is_b(clause, "my", 6)?;
+    Some((
+        attribute.clone(),
+        format!("The user's {attribute} {verb} {tail}."),
+        tail,
+    ))
+}
+
+/// A correction that names its attribute with "the" ("No wait, the
+/// wedding is in Lyon after all"): A, the clause as said ("The wedding is
+/// in Lyon.") and B. Only where a correction cue says the user is fixing
+/// what they said: else "the" is anyone's.
+pub(super) fn corrected_the_a_is_b(sentence: &str) -> Option<(String, String, String)> {
+    let f = flat(sentence);
+    if !has_phrase(&f, CORRECT_CUES) || has_phrase(&f, NEGATIONS) || sentence.chars().any(is_cjk) {
+        return None;
+    }
+    let (attribute, verb, tail) = a_is_b(sentence, "the", 4)?;
+    let tail = tail
+        .trim_end_matches(" after all")
+        .trim_end_matches(" then")
+        .to_string();
+    Some((
+        attribute.clone(),
+        format!("The {attribute} {verb} {tail}."),
+        tail,
+    ))
+}
+
+/// "<det> A is B": A (at most `most` words, no pronoun, no relation's
+/// possession but of an event), the verb and B (at most twelve words, past
+/// "now" and "still").
+fn a_is_b(clause: &str, det: &str, most: usize) -> Option<(String, String, String)> {
     let raw: Vec<&str> = clause.split_whitespace().collect();
     let bare = |w: &str| {
         w.trim_matches(|c: char| !c.is_alphanumeric() && c != '\'')
             .to_lowercase()
     };
-    let my = raw.iter().position(|w| bare(w) == "my")?;
+    let my = raw.iter().position(|w| bare(w) == det)?;
     let verb = my
         + 1
         + raw[my + 1..]
             .iter()
             .position(|w| matches!(bare(w).as_str(), "is" | "are"))?;
     let attribute: Vec<&str> = raw[my + 1..verb].to_vec();
-    let mut tail: Vec<&str> = raw[verb + 1..].to_vec();
+    // B ends with its clause ("L1x, and I work as a nurse": L1x).
+    let mut tail: Vec<&str> = Vec::new();
+    for w in &raw[verb + 1..] {
+        tail.push(w);
+        if w.ends_with([',', ';']) {
+            break;
+        }
+    }
     while tail
         .first()
         .is_some_and(|w| matches!(bare(w).as_str(), "now" | "currently" | "still"))
     {
         tail.remove(0);
     }
+    // "my cousin's wedding" is an event of the user's life; "my sister's
+    // city" is the sister's.
+    let event = attribute
+        .last()
+        .is_some_and(|w| EVENT_WORDS.contains(&bare(w).as_str()));
     let relation = attribute
         .iter()
         .any(|w| RELATIONS.contains(&bare(w).trim_end_matches("'s")));
     if attribute.is_empty()
-        || attribute.len() > 6
+        || attribute.len() > most
         || tail.is_empty()
         || tail.len() > 12
-        || relation
-        || attribute
-            .iter()
-            .any(|w| matches!(bare(w).as_str(), "i" | "you" | "and" | "or"))
+        || (relation && !event)
+        || attribute.iter().any(|w| {
+            matches!(
+                bare(w).as_str(),
+                "i" | "you" | "and" | "or" | "it" | "this" | "that"
+            )
+        })
     {
         return None;
     }
@@ -678,12 +726,7 @@ pub(super) fn my_a_is_b(clause: &str) -> Option<(String, String, String)> {
     let attribute = attribute.trim_matches(|c: char| !c.is_alphanumeric());
     let tail = tail.join(" ");
     let tail = tail.trim_end_matches(|c: char| !c.is_alphanumeric() && c != ')' && c != '"');
-    let verb = bare(raw[verb]);
-    Some((
-        attribute.to_string(),
-        format!("The user's {attribute} {verb} {tail}."),
-        tail.to_string(),
-    ))
+    Some((attribute.to_string(), bare(raw[verb]), tail.to_string()))
 }
 
 /// Words that say someone went somewhere, not that they live there.
@@ -778,4 +821,25 @@ fn wo_de_a_shi_b(clause: &str) -> Option<(String, String, String)> {
         )
     };
     Some((attribute, text, value.to_string()))
+}
+
+/// "其实我现在最喜欢靛青色了。": a favourite said without its noun, read as
+/// a colour when the value is one (Chinese colour words end in 色):
+/// 最喜欢的颜色, "用户最喜欢的颜色是靛青色。" and the colour.
+fn zui_xi_huan(clause: &str) -> Option<(String, String, String)> {
+    let t = clause.trim().trim_end_matches(['。', '！', '.', '!']);
+    let (before, value) = t.split_once("最喜欢")?;
+    let value = value.trim().trim_end_matches('了').trim();
+    let short = !value.is_empty() && value.chars().count() <= 6;
+    let colour = short
+        && value.ends_with('色')
+        && value.chars().all(is_cjk)
+        && !value.contains(['的', '是']);
+    (colour && before.contains('我') && !has_phrase(&flat(t), NEGATIONS)).then(|| {
+        (
+            "最喜欢的颜色".to_string(),
+            format!("用户最喜欢的颜色是{value}。"),
+            value.to_string(),
+        )
+    })
 }

@@ -197,6 +197,49 @@ fn as_user(fact: &str, name: &str) -> String {
     capitalised(out.trim_start())
 }
 
+/// The relation of `subject` ("Melanie (the user's sister)") that no
+/// message of `texts` says, and the name to call them by instead.
+fn guessed_relation(
+    subject: &str,
+    texts: &[(usize, String, HashSet<String>)],
+) -> Option<(String, String)> {
+    let rel = words(subject)
+        .into_iter()
+        .find(|w| RELATIONS.contains(&w.as_str()) && !w.chars().any(is_cjk))?;
+    if texts.iter().any(|(_, _, said)| {
+        said.contains(&rel)
+            || said.contains(&format!("{rel}s"))
+            || said.contains(&format!("{rel}'s"))
+    }) {
+        return None;
+    }
+    let name: Vec<&str> = subject
+        .split(|c: char| c.is_whitespace() || c == '(' || c == ')' || c == ',')
+        .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()))
+        .filter(|w| {
+            w.chars().next().is_some_and(char::is_uppercase)
+                && !matches!(w.to_lowercase().as_str(), "the" | "user" | "user's")
+        })
+        .collect();
+    (!name.is_empty()).then(|| (rel, name.join(" ")))
+}
+
+/// `fact` calling `name` by name where the model wrote the relation
+/// `rel` it guessed.
+fn without_relation(fact: &str, rel: &str, name: &str) -> String {
+    let mut out = fact.to_string();
+    for from in [
+        format!("{name} (the user's {rel})"),
+        format!("The user's {rel} {name}"),
+        format!("the user's {rel} {name}"),
+        format!("The user's {rel}"),
+        format!("the user's {rel}"),
+    ] {
+        out = out.replace(&from, name);
+    }
+    out
+}
+
 /// The message that holds `quote` best: the whole quote inside it (its
 /// words in order), else the most of its words (at least four in five);
 /// the later message on a tie. Returns its index and the share found.
@@ -529,8 +572,17 @@ fn kind_of(p: &Proposed, fact: &str, quote: &str) -> Kind {
         let q: HashSet<String> = content(quote).into_iter().collect();
         !v.is_empty() && v.iter().all(|w| q.contains(w))
     };
-    let model_retracts =
-        model == Kind::Retracts && (!states_value || has_phrase(&quote_flat, RETRACT_CUES));
+    // The model's retraction stands on words that ask to forget, or, with
+    // no value of its own, on words that name what it ends: "I went to a
+    // support group" retracts no gym locker number.
+    let names_it = {
+        let q: HashSet<String> = content(quote).into_iter().collect();
+        content(&format!("{} {} {fact}", p.attribute, p.value))
+            .iter()
+            .any(|w| w != "user" && q.contains(w))
+    };
+    let model_retracts = model == Kind::Retracts
+        && (has_phrase(&quote_flat, RETRACT_CUES) || (!states_value && names_it));
     let kind = if has_phrase(&clause_flat, RETRACT_CUES) || model_retracts {
         Kind::Retracts
     } else if has_phrase(&quote_flat, CORRECT_CUES) || model == Kind::Corrects {
@@ -666,6 +718,14 @@ fn check_one(
             subject_key = keys::subject_key(&person, names);
             subject = person;
         }
+    }
+    // A relation no message of the round says ("Melanie (the user's
+    // sister)" for what Melanie says of her family) is the model's guess:
+    // the person goes by their name.
+    if let Some((rel, name)) = guessed_relation(&subject, texts) {
+        fact = without_relation(&fact, &rel, &name);
+        subject_key = keys::subject_key(&name, names);
+        subject = name;
     }
     let mut have: HashSet<String> = content(&evidence(messages, at, subject_key == "user")?)
         .into_iter()

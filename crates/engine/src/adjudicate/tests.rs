@@ -1302,3 +1302,56 @@ fn a_chinese_home_is_written_with_zhu_zai() {
         Some("用户的车位号码是B7。")
     );
 }
+
+#[test]
+fn a_guessed_relation_a_baseless_retraction_and_an_update_in_other_words() {
+    let ts = "2026-12-05T10:00:00Z";
+    let messages = vec![
+        msg("user", "Caroline: I went to a support group yesterday.", ts),
+        msg(
+            "assistant",
+            "Melanie: Here's a pic of my family camping at the beach.",
+            ts,
+        ),
+        msg("user", "Update: my parking spot is now C9.", ts),
+    ];
+    let (ok, refused) = check(
+        &[
+            prop(
+                "I went to a support group yesterday",
+                "user",
+                "gym locker number",
+                "",
+                "retracts",
+                "The user asked to forget their gym locker number.",
+            ),
+            prop(
+                "Here's a pic of my family camping at the beach",
+                "Melanie (the user's sister)",
+                "family camping",
+                "family camping at the beach",
+                "states",
+                "The user's sister Melanie went family camping at the beach.",
+            ),
+            prop(
+                "Update: my parking spot is now C9",
+                "user",
+                "parking",
+                "updated to C9",
+                "changes",
+                "The user's parking spot has been updated to C9.",
+            ),
+        ],
+        &messages,
+        day("2026-12-05"),
+    );
+    // No words of forgetting, none of a locker: no retraction.
+    assert!(ok.iter().all(|c| c.kind != Kind::Retracts), "{ok:?}");
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    let melanie = ok.iter().find(|c| c.message == 1).unwrap();
+    assert_eq!(melanie.subject_key, "melanie", "{melanie:?}");
+    assert_eq!(melanie.text, "Melanie went family camping at the beach.");
+    let parking = ok.iter().find(|c| c.message == 2).unwrap();
+    assert_eq!(parking.text, "The user's parking spot is C9.");
+    assert_eq!(parking.attribute_key, keys::attribute_key("parking spot").0);
+}

@@ -626,7 +626,12 @@ pub(super) fn own_statement(quote: &str, value: &str) -> Option<(String, String)
     }
     let (attribute, text, tail) = my_a_is_b(&clause_of(quote, value))?;
     let have: HashSet<String> = content(&tail).into_iter().collect();
-    v.iter()
+    // The value's numbers and names when it has any ("updated to C9" for
+    // "my parking spot is now C9"), else all its words.
+    let hard = hard_words(value);
+    let needed = if hard.is_empty() { v } else { hard };
+    needed
+        .iter()
         .all(|w| have.contains(w))
         .then_some((attribute, text))
 }

@@ -63,6 +63,7 @@ fn main() {
                     context_window: 4096,
                     max_output: n_gen as u32,
                     seed: 0,
+                    prompt_cache: None,
                 },
             )
             .unwrap();
@@ -96,6 +97,7 @@ fn main() {
                     context_window: 4096,
                     max_output: 8,
                     seed: 0,
+                    prompt_cache: None,
                 },
             )
             .unwrap();

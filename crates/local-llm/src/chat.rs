@@ -19,6 +19,7 @@ use serde_json::{Map, Value};
 use crate::error::{Error, Result};
 use crate::grammar::{JsonMatcher, Node};
 use crate::model::{architecture, check_extents, Model};
+use crate::prompt_cache::{self, PromptCache};
 use crate::template::{forced_call_opening, py_json, ChatTemplate, IM_END, IM_START};
 use crate::tokenizer::GgufTokenizer;
 use crate::toolcalls;
@@ -55,6 +56,9 @@ pub struct LocalOptions {
     pub max_output: u32,
     /// Seed of the sampler when a temperature is set.
     pub seed: u64,
+    /// Folder of saved prompt prefixes (see [`crate::prompt_cache`]);
+    /// `None`: none are saved or loaded.
+    pub prompt_cache: Option<PathBuf>,
 }
 
 /// Timings of the last request, for benchmarks and `tracing`.
@@ -78,6 +82,8 @@ pub struct GenerationStats {
     pub dropped_tokens: usize,
     /// Seconds spent generating them.
     pub generate_secs: f64,
+    /// Of the reused tokens, how many a saved prefix file gave.
+    pub loaded_tokens: usize,
 }
 
 struct Engine {
@@ -100,6 +106,10 @@ struct Engine {
     /// What the request being answered has done so far, read without the
     /// engine's lock (which a generation holds) by [`LocalChat::activity`].
     live: Arc<Live>,
+    /// Saved system blocks.
+    prompts: Option<PromptCache>,
+    /// The token that ends a turn (and so the system block).
+    im_end: Option<u32>,
 }
 
 /// How far the request being answered is: set as it goes, read by
@@ -197,6 +207,7 @@ impl LocalChat {
         tracing::debug!(path = %path.display(), %arch, context, "local chat model loaded");
         let max_output = info.max_output as usize;
         let live = Arc::new(Live::default());
+        let im_end = tokenizer.id(IM_END);
         Ok(LocalChat {
             label: format!("local model `{}` ({})", options.name, path.display()),
             info,
@@ -214,6 +225,18 @@ impl LocalChat {
                 forced_tokens: 0,
                 dropped_tokens: 0,
                 live: live.clone(),
+                prompts: options.prompt_cache.clone().map(|dir| {
+                    PromptCache::new(
+                        dir,
+                        format!(
+                            "{} {len} {}x{}",
+                            path.display(),
+                            cfg.n_layer,
+                            cfg.n_kv_head * cfg.head_dim
+                        ),
+                    )
+                }),
+                im_end,
             })),
             path: path.to_path_buf(),
             ids: Arc::new(AtomicU64::new(0)),
@@ -401,7 +424,9 @@ impl Engine {
             .prompt_tokens
             .store(tokens.len(), Ordering::Relaxed);
         let started = Instant::now();
+        let loaded = self.load_system_block(&tokens);
         let (mut logits, reused) = self.model.prefill(&tokens, cancel)?;
+        self.save_system_block(&tokens, reused);
         self.live.reading.store(false, Ordering::Relaxed);
         let prompt_secs = started.elapsed().as_secs_f64();
         let started = Instant::now();
@@ -499,6 +524,7 @@ impl Engine {
             forced_tokens: self.forced_tokens,
             dropped_tokens: self.dropped_tokens,
             generate_secs: started.elapsed().as_secs_f64(),
+            loaded_tokens: loaded,
         };
         tracing::debug!(stats = ?self.stats, "local generation");
         Ok(ChatResponse {
@@ -508,6 +534,47 @@ impl Engine {
             },
             ..result
         })
+    }
+
+    /// How many leading tokens of `tokens` are the system block (through
+    /// its end-of-turn token and the newline after it), when it is long
+    /// enough to save.
+    fn system_block(&self, tokens: &[u32]) -> Option<usize> {
+        let end = tokens.iter().position(|t| Some(*t) == self.im_end)?;
+        let len = (end + 2).min(tokens.len() - 1);
+        (len >= prompt_cache::MIN_TOKENS).then_some(len)
+    }
+
+    /// Puts the saved keys and values of the prompt's system block in the
+    /// cache when the cache does not hold it already; how many tokens that
+    /// gave.
+    fn load_system_block(&mut self, tokens: &[u32]) -> usize {
+        let (Some(cache), Some(len)) = (&self.prompts, self.system_block(tokens)) else {
+            return 0;
+        };
+        if self.model.shared_prefix(tokens) >= len {
+            return 0;
+        }
+        let layers = self.model.config.n_layer;
+        match cache.load(&tokens[..len], layers, self.model.kv_dim()) {
+            Some(saved) if self.model.restore_prefix(&tokens[..len], &saved) => len,
+            _ => 0,
+        }
+    }
+
+    /// Saves the system block the prompt just ran (`reused` tokens came
+    /// from the cache, so a block within them is saved already or was
+    /// loaded).
+    fn save_system_block(&self, tokens: &[u32], reused: usize) {
+        let (Some(cache), Some(len)) = (&self.prompts, self.system_block(tokens)) else {
+            return;
+        };
+        if reused >= len {
+            return;
+        }
+        if let Some((block, layers)) = self.model.saved_prefix(len) {
+            cache.save(&block, &layers, self.model.kv_dim());
+        }
     }
 
     /// Unconstrained generation until an end-of-turn token or the budget,

@@ -47,6 +47,18 @@ impl LayerCache {
         self.v.truncate(len * kv_dim);
     }
 
+    /// The keys and values of the first `len` positions, as stored.
+    pub(crate) fn raw(&self, len: usize, kv_dim: usize) -> (&[u16], &[u16]) {
+        let n = (len * kv_dim).min(self.k.len());
+        (&self.k[..n], &self.v[..n])
+    }
+
+    /// Appends keys and values as [`LayerCache::raw`] gave them.
+    pub(crate) fn push_raw(&mut self, k: &[u16], v: &[u16]) {
+        self.k.extend_from_slice(k);
+        self.v.extend_from_slice(v);
+    }
+
     /// Appends the keys and values of some tokens (`[token][kv_dim]`).
     pub(crate) fn push(&mut self, k: &[f32], v: &[f32]) {
         push_half(&mut self.k, k);

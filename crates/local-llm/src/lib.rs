@@ -31,6 +31,7 @@ pub mod model;
 // A job's closure lent to the worker threads, justified in place.
 #[allow(unsafe_code)]
 mod pool;
+pub mod prompt_cache;
 mod provider;
 // SIMD kernels, each block justified.
 #[allow(unsafe_code)]

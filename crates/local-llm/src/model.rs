@@ -150,6 +150,10 @@ struct Layer {
     down: Linear,
 }
 
+/// One layer's keys and values for a run of positions, as the cache
+/// stores them (half floats).
+pub type LayerKv<'a> = (&'a [u16], &'a [u16]);
+
 /// A loaded model and its KV cache.
 pub struct Model {
     /// Shapes and constants.
@@ -455,6 +459,46 @@ impl Model {
     /// How many tokens the cache holds.
     pub fn cached_len(&self) -> usize {
         self.cached.len()
+    }
+
+    /// Positions' keys and values per layer (`kv_dim` half floats a
+    /// position), the unit of [`Model::saved_prefix`].
+    pub fn kv_dim(&self) -> usize {
+        self.config.n_kv_head * self.config.head_dim
+    }
+
+    /// The first `len` cached tokens and each layer's keys and values for
+    /// them, as stored (half floats), to be put back by
+    /// [`Model::restore_prefix`]; `None` when the cache holds fewer.
+    pub fn saved_prefix(&self, len: usize) -> Option<(Vec<u32>, Vec<LayerKv<'_>>)> {
+        if self.cached.len() < len {
+            return None;
+        }
+        let kv_dim = self.kv_dim();
+        Some((
+            self.cached[..len].to_vec(),
+            self.cache.iter().map(|c| c.raw(len, kv_dim)).collect(),
+        ))
+    }
+
+    /// Puts back what [`Model::saved_prefix`] gave (a model of the same
+    /// file): the cache holds `tokens` after it, as if they had run.
+    pub fn restore_prefix(&mut self, tokens: &[u32], layers: &[(Vec<u16>, Vec<u16>)]) -> bool {
+        let want = tokens.len() * self.kv_dim();
+        let fits = layers.len() == self.cache.len()
+            && tokens.len() <= self.max_positions
+            && layers
+                .iter()
+                .all(|(k, v)| k.len() == want && v.len() == want);
+        if !fits {
+            return false;
+        }
+        self.truncate(0);
+        for (c, (k, v)) in self.cache.iter_mut().zip(layers) {
+            c.push_raw(k, v);
+        }
+        self.cached = tokens.to_vec();
+        true
     }
 
     /// Keeps the first `len` tokens of the cache and forgets the rest (the

@@ -46,6 +46,7 @@ pub fn local_chat_model(
             context_window: config.context_window,
             max_output: config.max_output,
             seed: 0,
+            prompt_cache: crate::prompt_cache::default_dir(),
         },
     )
 }

@@ -96,6 +96,7 @@ fn loads(p: &Path) {
             context_window: 512,
             max_output: 8,
             seed: 0,
+            prompt_cache: None,
         },
     )
     .unwrap();

@@ -52,6 +52,62 @@ fn a_shared_prefix_is_reused_and_changes_nothing() {
 }
 
 #[test]
+fn a_saved_system_block_starts_the_next_process_and_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let with_cache = |dir: &std::path::Path| {
+        LocalChat::load(
+            &mnemo_test_support::smollm2_gguf(),
+            &LocalOptions {
+                name: "smollm2".into(),
+                context_window: 2048,
+                max_output: 64,
+                seed: 7,
+                prompt_cache: Some(dir.to_path_buf()),
+            },
+        )
+        .unwrap()
+    };
+    let no = AtomicBool::new(false);
+    // A system block long enough to save (instructions and a tool).
+    let long = |text: &str| {
+        ChatRequest::new(vec![Message::user(text)])
+            .with_system("You are a terse assistant. Answer in one sentence. ".repeat(8))
+            .with_tools(vec![common::save_memory_tool()])
+            .with_tool_choice(ToolChoice::None)
+            .with_max_tokens(24)
+    };
+    let first = with_cache(dir.path());
+    first
+        .complete_blocking(&long("What is the capital of France?"), &no)
+        .unwrap();
+    assert_eq!(first.last_stats().loaded_tokens, 0);
+    let saved: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert_eq!(saved.len(), 1, "one file for the system block");
+
+    // A new process (a new model, its cache empty) starts from the file.
+    let second = with_cache(dir.path());
+    let q = long("Name a colour of the sky.");
+    let answer = second.complete_blocking(&q, &no).unwrap();
+    let stats = second.last_stats();
+    assert!(stats.loaded_tokens >= 64, "{stats:?}");
+    assert_eq!(stats.reused_tokens, stats.loaded_tokens, "{stats:?}");
+    // The same answer as a model that read the whole prompt.
+    let fresh = common::smollm2(2048).complete_blocking(&q, &no).unwrap();
+    assert_eq!(answer.text(), fresh.text());
+
+    // A damaged file is ignored: the block runs again, the answer holds.
+    for f in std::fs::read_dir(dir.path()).unwrap() {
+        let p = f.unwrap().path();
+        let bytes = std::fs::read(&p).unwrap();
+        std::fs::write(&p, &bytes[..bytes.len() / 2]).unwrap();
+    }
+    let third = with_cache(dir.path());
+    let again = third.complete_blocking(&q, &no).unwrap();
+    assert_eq!(third.last_stats().loaded_tokens, 0);
+    assert_eq!(again.text(), fresh.text());
+}
+
+#[test]
 fn a_forced_call_that_runs_out_of_budget_is_an_error_not_a_cut_call() {
     let m = common::smollm2(2048);
     let r = ChatRequest::new(common::dialogue())
@@ -154,6 +210,7 @@ fn missing_truncated_and_foreign_files_get_clear_errors() {
         context_window: 1024,
         max_output: 16,
         seed: 0,
+        prompt_cache: None,
     };
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("nope.gguf");

@@ -78,6 +78,7 @@ fn main() {
             context_window: DEFAULT_LOCAL_CONTEXT,
             max_output: DEFAULT_LOCAL_MAX_OUTPUT,
             seed: 0,
+            prompt_cache: None,
         },
     )
     .unwrap();

@@ -16,6 +16,7 @@ pub fn smollm2(context_window: u32) -> LocalChat {
             context_window,
             max_output: 64,
             seed: 7,
+            prompt_cache: None,
         },
     )
     .unwrap()

@@ -269,6 +269,36 @@ fn sessions_memory_and_context_round_trip() {
 }
 
 #[test]
+fn a_cited_session_line_opens_without_its_secrets() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = start(dir.path());
+    let p = srv.port;
+    let (status, _) = call(
+        p,
+        "POST",
+        "/v1/sessions/s1/messages",
+        Some(json!({"messages": [
+            {"role": "user", "content": "hello there"},
+            {"role": "user", "content": "my key is sk-proj-abcdefghijklmnopqrstuvwx12 for the deploy"}
+        ]})),
+    );
+    assert_eq!(status, 201);
+    // The citation a search gives (line 3: after the metadata line and the
+    // first message), as a URL carries it.
+    let (status, v) = call(
+        p,
+        "GET",
+        "/v1/memory/get?path=sessions/s1.jsonl%23L3-L3",
+        None,
+    );
+    assert_eq!(status, 200, "{v}");
+    let text = v["text"].as_str().unwrap();
+    assert!(text.contains("for the deploy"), "{v}");
+    assert!(!text.contains("sk-proj-abcdefghijklmnopqrstuvwx12"), "{v}");
+    assert!(!text.contains("hello there"), "{v}");
+}
+
+#[test]
 fn bad_requests_are_refused_and_write_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path();
@@ -338,7 +368,7 @@ fn bad_requests_are_refused_and_write_nothing() {
     for bad in [
         "../../etc/passwd",
         "/etc/passwd",
-        "sessions/s1.jsonl",
+        "sessions/../mnemo.toml",
         "mnemo.toml",
     ] {
         let (status, v) = call(p, "GET", &format!("/v1/memory/get?path={bad}"), None);

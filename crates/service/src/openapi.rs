@@ -171,7 +171,7 @@ pub const ENDPOINTS: &[Endpoint] = &[
     ep(
         "GET",
         "/v1/memory/get",
-        "Lines of a memory file (a citation path#Lx-Ly works too)",
+        "Lines of a memory file or a cited session log, secrets taken out (a citation path#Lx-Ly works too)",
         Input::Query(input_schema::<GetArgs>),
         s::<GetOutput>,
     ),

@@ -186,10 +186,17 @@ impl Service {
         Ok(out)
     }
 
-    /// `memory_get`: lines of a Markdown memory file (never a session log,
-    /// whose secrets only the index's redacted copy may put into a prompt).
+    /// `memory_get`: lines of a Markdown memory file, or of a session log
+    /// a search cited (`sessions/….jsonl#L45-L45`) with its secrets taken
+    /// out as the index takes them out of its copy: a raw log never goes
+    /// into a prompt.
     pub async fn get(self: &Arc<Self>, args: GetArgs) -> Result<GetOutput> {
         let (path, from, lines) = args.resolve()?;
+        if is_session_path(&path) {
+            let mut got = self.session_lines(path, from, lines).await?;
+            got.text = mnemo_core::redact::redact(&got.text).into_owned();
+            return Ok(got);
+        }
         let me = self.clone();
         blocking(move || {
             let mut got: GetOutput = me.mnemo.index()?.get(&path, from, lines)?.into();
@@ -205,9 +212,20 @@ impl Service {
     /// (`sessions/….jsonl`) as they are written.
     pub async fn read(self: &Arc<Self>, args: GetArgs) -> Result<GetOutput> {
         let (path, from, lines) = args.resolve()?;
-        if !path.replace('\\', "/").starts_with("sessions/") {
+        if !is_session_path(&path) {
             return self.get(args).await;
         }
+        self.session_lines(path, from, lines).await
+    }
+
+    /// Lines of a session log inside the workspace's sessions folder (a
+    /// log not written yet is empty).
+    async fn session_lines(
+        self: &Arc<Self>,
+        path: String,
+        from: Option<usize>,
+        lines: Option<usize>,
+    ) -> Result<GetOutput> {
         let me = self.clone();
         blocking(move || {
             let root = me.mnemo.workspace().root().to_path_buf();
@@ -806,6 +824,11 @@ fn configured_model_failed(e: &LlmError) -> String {
 }
 
 /// Lines `from..from+lines` of `text` (1-based), as `memory_get` answers.
+/// A path in the sessions folder (`sessions/….jsonl`).
+fn is_session_path(path: &str) -> bool {
+    path.replace('\\', "/").starts_with("sessions/")
+}
+
 fn slice_lines(path: &str, text: &str, from: Option<usize>, lines: Option<usize>) -> GetOutput {
     let all: Vec<&str> = text.lines().collect();
     let from = from.unwrap_or(1).max(1);

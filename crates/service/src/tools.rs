@@ -29,9 +29,10 @@ never with it. If nothing relevant comes back, say you checked and found nothing
 memory_get to read more lines.";
 
 const MEMORY_GET: &str = "Read lines of a memory file (MEMORY.md or memory/**/*.md, paths \
-relative to the workspace) after memory_search pointed at it; a hit's citation (path#Lx-Ly) reads \
-just its lines. A file that does not exist yet gives empty text. Lines of facts that no longer \
-hold are listed in `ended`, with what replaced them.";
+relative to the workspace) or of a past session a hit cited (sessions/*.jsonl, secrets taken \
+out) after memory_search pointed at it; a hit's citation (path#Lx-Ly) reads just its lines. A \
+file that does not exist yet gives empty text. Lines of facts that no longer hold are listed \
+in `ended`, with what replaced them.";
 
 const MEMORY_WRITE: &str = "Save something worth remembering across sessions. By default \
 `text` is appended, one fact per line, to today's log memory/YYYY-MM-DD.md. With `name` and \

@@ -758,11 +758,13 @@ fn check_one(
     let mut attribute = one_line(&p.attribute);
     // The user's own "my A is B": said as they said it.
     let own = (subject_key == "user" && messages[at].role == Role::User && kind != Kind::Retracts)
-        .then(|| own_statement(&quote, &value))
+        .then(|| own_statement(&quote, &value, &fact))
         .flatten();
-    if let Some((a, f)) = &own {
-        attribute = a.clone();
-        fact = f.clone();
+    let mut value = value;
+    if let Some((a, f, v)) = own {
+        attribute = a;
+        fact = f;
+        value = v;
     }
     let (text, rewritten) = sentence(
         &fact,

@@ -1355,3 +1355,30 @@ fn a_guessed_relation_a_baseless_retraction_and_an_update_in_other_words() {
     assert_eq!(parking.text, "The user's parking spot is C9.");
     assert_eq!(parking.attribute_key, keys::attribute_key("parking spot").0);
 }
+
+#[test]
+fn the_users_own_words_whatever_the_model_called_the_value() {
+    let ts = "2026-12-05T10:00:00Z";
+    let messages = vec![msg("user", "Update: my gym locker number is now 27.", ts)];
+    for value in ["27", "updated to 27", "now 27", "locker number", ""] {
+        let (ok, refused) = check(
+            &[prop(
+                "Update: my gym locker number is now 27.",
+                "user",
+                "gym",
+                value,
+                "changes",
+                "The user's gym locker number has been updated to 27.",
+            )],
+            &messages,
+            day("2026-12-05"),
+        );
+        assert!(refused.is_empty(), "{value:?}: {refused:?}");
+        assert_eq!(
+            ok[0].text, "The user's gym locker number is 27.",
+            "{value:?}"
+        );
+        assert_eq!(ok[0].value, "27", "{value:?}");
+        assert_eq!(ok[0].attribute, "gym locker number", "{value:?}");
+    }
+}

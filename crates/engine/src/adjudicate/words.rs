@@ -612,28 +612,26 @@ pub(super) fn clause_of(quote: &str, value: &str) -> String {
 }
 
 /// "By the way, my gym locker number is now 14" said by the user: the
-/// attribute in the user's own words (`gym locker number`) and the fact
-/// in the third person (`The user's gym locker number is 14.`), made by
-/// code so that nothing the user named is lost in a model's paraphrase
-/// ("The user has a storage box labeled L1x" for "my storage box 1 label
-/// is L1x"). `None` unless the clause holding `value` is a plain "my A
-/// is B" in the present (no negation, no relation's possession, B at most
-/// twelve words and holding the value).
-pub(super) fn own_statement(quote: &str, value: &str) -> Option<(String, String)> {
-    let v = content(value);
-    if v.is_empty() {
-        return None;
-    }
+/// attribute in the user's own words (`gym locker number`), the fact in
+/// the third person (`The user's gym locker number is 14.`) and the value
+/// (`14`), made by code so that nothing the user named is lost in a
+/// model's paraphrase ("The user has a storage box labeled L1x" for "my
+/// storage box 1 label is L1x"). `None` unless the clause holding `value`
+/// is a plain "my A is B" in the present (no negation, no relation's
+/// possession, B at most twelve words) and B is what the model proposed:
+/// its value's numbers and names ("updated to C9"), else all its words,
+/// else the numbers and names of its sentence (a value of "locker number"
+/// in "The user's gym locker number has been updated to 27.").
+pub(super) fn own_statement(
+    quote: &str,
+    value: &str,
+    fact: &str,
+) -> Option<(String, String, String)> {
     let (attribute, text, tail) = my_a_is_b(&clause_of(quote, value))?;
     let have: HashSet<String> = content(&tail).into_iter().collect();
-    // The value's numbers and names when it has any ("updated to C9" for
-    // "my parking spot is now C9"), else all its words.
-    let hard = hard_words(value);
-    let needed = if hard.is_empty() { v } else { hard };
-    needed
-        .iter()
-        .all(|w| have.contains(w))
-        .then_some((attribute, text))
+    let within = |w: &[String]| !w.is_empty() && w.iter().all(|x| have.contains(x));
+    (within(&hard_words(value)) || within(&content(value)) || within(&hard_words(fact)))
+        .then_some((attribute, text, tail))
 }
 
 /// A clause that is a plain "my A is B" in the present: A, "The user's A

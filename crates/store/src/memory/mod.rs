@@ -1390,11 +1390,25 @@ fn index_line_named(memory: &str, name: &str) -> Option<String> {
 
 fn remove_index_line(memory: &str, rel: &str) -> String {
     let needle = format!("]({rel})");
-    let mut s: String = memory
+    let mut lines: Vec<&str> = memory
         .lines()
         .filter(|l| !(l.trim_start().starts_with("- [") && l.contains(&needle)))
-        .collect::<Vec<_>>()
-        .join("\n");
+        .collect();
+    // A "Memory files" heading with no line left under it goes too: every
+    // prompt would carry an empty section.
+    if let Some(h) = lines.iter().position(|l| l.trim() == "## Memory files") {
+        let end = lines[h + 1..]
+            .iter()
+            .position(|l| l.starts_with('#'))
+            .map_or(lines.len(), |e| h + 1 + e);
+        if lines[h + 1..end].iter().all(|l| l.trim().is_empty()) {
+            lines.drain(h..end);
+            while lines.last().is_some_and(|l| l.trim().is_empty()) {
+                lines.pop();
+            }
+        }
+    }
+    let mut s: String = lines.join("\n");
     if !s.is_empty() {
         s.push('\n');
     }
@@ -1491,9 +1505,17 @@ mod tests {
         };
         let m2 = upsert_index_line(&m, "memory/tea.md", &fm2);
         assert!(m2.contains("now oolong") && !m2.contains("likes green"));
+        // The last line gone, its empty heading goes with it.
         assert_eq!(
             remove_index_line(&m2, "memory/tea.md"),
-            "# Facts\n\n- works at ACME\n\n## Memory files\n\n"
+            "# Facts\n\n- works at ACME\n"
+        );
+        assert_eq!(
+            remove_index_line(
+                "# M\n\n## Memory files\n\n- [Tea](memory/tea.md): x\n\n## Later\n\n- y\n",
+                "memory/tea.md"
+            ),
+            "# M\n\n## Later\n\n- y\n"
         );
         // A new line joins the index section, wherever it is.
         let fm3 = FrontMatter {

@@ -461,6 +461,35 @@ fn consolidate_calls_the_configured_model() {
     assert_eq!(status, 400, "{v}");
 }
 
+#[test]
+fn a_consolidation_archived_raw_answers_as_a_failure() {
+    use mnemo_test_support::{Reply, ScriptedServer};
+    let model = ScriptedServer::start_blocking();
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path();
+    let mut sets = model_sets(&model);
+    sets.push("engine.consolidation_max_failures=1".into());
+    let srv = start_with(ws, &sets);
+    let p = srv.port;
+    let (status, v) = call(
+        p,
+        "POST",
+        "/v1/sessions/c1/messages",
+        Some(json!({"messages": [
+            {"role": "user", "content": "My name is Ada and I deploy on Fridays."},
+            {"role": "assistant", "content": "Noted, Ada."}]})),
+    );
+    assert_eq!(status, 201, "{v}");
+    model.set_default(Reply::text("I would rather chat."));
+    let (status, v) = call(p, "POST", "/v1/sessions/c1/consolidate", None);
+    assert_eq!(status, 502, "{v}");
+    assert_eq!(v["error"]["code"], "provider", "{v}");
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(message.contains("were archived raw"), "{message}");
+    let history = std::fs::read_to_string(ws.join("memory/HISTORY.md")).unwrap();
+    assert!(history.contains("[RAW]"), "{history}");
+}
+
 /// `[engine] rerank = true`: the side model sees a wider set of hits and
 /// its order wins; a bad answer keeps the index's order with the reason, and
 /// without a model the search still answers and says why it was not

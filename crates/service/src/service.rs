@@ -564,8 +564,16 @@ impl Service {
     }
 
     /// Consolidates a session now (needs a chat model).
+    ///
+    /// A run that archived a round raw after repeated failed runs is an
+    /// error (`provider`, saying what it did), as `mnemo consolidate` exits
+    /// 6: nothing is lost, but nothing was distilled.
     pub async fn consolidate(self: &Arc<Self>, key: String) -> Result<EventsOutput> {
-        self.consolidate_with(key, &|_| {}).await
+        let out = self.consolidate_with(key, &|_| {}).await?;
+        match mnemo_engine::Error::from_raw_archive(&out.key, &out.events) {
+            Some(e) => Err(e.into()),
+            None => Ok(out),
+        }
     }
 
     /// [`Service::consolidate`], telling `on_round` of each round as it

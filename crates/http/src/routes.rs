@@ -200,16 +200,22 @@ impl<S: Send + Sync> FromRequestParts<S> for Key {
     ) -> Result<Self, Self::Rejection> {
         match Path::<HashMap<String, String>>::from_request_parts(parts, state).await {
             Ok(Path(mut params)) => Ok(Key(params.remove("key").unwrap_or_default())),
-            Err(rej) => Err(ApiError::new(
-                StatusCode::BAD_REQUEST,
-                "invalid_input",
-                format!(
-                    "bad session key in the path ({}): percent-encode it as UTF-8",
-                    rej.body_text()
-                ),
-            )),
+            Err(rej) => Err(path_rejection(rej)),
         }
     }
+}
+
+/// A path parameter (a session key, a workspace id) that does not decode
+/// (bad percent-encoding, invalid UTF-8), in the API's error shape.
+pub(crate) fn path_rejection(rej: axum::extract::rejection::PathRejection) -> ApiError {
+    ApiError::new(
+        StatusCode::BAD_REQUEST,
+        "invalid_input",
+        format!(
+            "bad name in the path ({}): percent-encode it as UTF-8",
+            rej.body_text()
+        ),
+    )
 }
 
 fn query_rejection(rej: QueryRejection) -> ApiError {

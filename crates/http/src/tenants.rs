@@ -7,6 +7,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use axum::extract::rejection::PathRejection;
 use axum::extract::{DefaultBodyLimit, Path, Request, State};
 use axum::http::{header, StatusCode};
 use axum::middleware::{from_fn_with_state, Next};
@@ -19,7 +20,8 @@ use mnemo_service::Service;
 use tower::ServiceExt as _;
 
 use crate::routes::{
-    method_not_allowed, not_found, workspace_api, ApiError, ApiResult, Body, MAX_BODY_BYTES,
+    method_not_allowed, not_found, path_rejection, workspace_api, ApiError, ApiResult, Body,
+    MAX_BODY_BYTES,
 };
 
 /// Builds the MCP endpoint (served at `/mcp`) of one workspace's service.
@@ -92,10 +94,14 @@ async fn require_admin(State(s): State<Shared>, req: Request, next: Next) -> Res
 
 async fn require_workspace(
     State(s): State<Shared>,
-    Path(params): Path<HashMap<String, String>>,
+    params: Result<Path<HashMap<String, String>>, PathRejection>,
     mut req: Request,
     next: Next,
 ) -> Response {
+    let params = match params {
+        Ok(Path(p)) => p,
+        Err(rej) => return path_rejection(rej).into_response(),
+    };
     let id = params.get("id").map(String::as_str).unwrap_or_default();
     match s
         .tenants
@@ -141,7 +147,11 @@ async fn list(State(s): State<Shared>) -> ApiResult<WorkspacesOutput> {
     Ok(axum::Json(s.tenants.list().await?))
 }
 
-async fn remove(State(s): State<Shared>, Path(id): Path<String>) -> ApiResult<DeletedOutput> {
+async fn remove(
+    State(s): State<Shared>,
+    id: Result<Path<String>, PathRejection>,
+) -> ApiResult<DeletedOutput> {
+    let Path(id) = id.map_err(path_rejection)?;
     s.mcp_routers
         .lock()
         .unwrap_or_else(|e| e.into_inner())

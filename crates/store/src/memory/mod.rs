@@ -1397,12 +1397,13 @@ fn remove_index_line(memory: &str, rel: &str) -> String {
     // A "Memory files" heading with no line left under it goes too: every
     // prompt would carry an empty section.
     if let Some(h) = lines.iter().position(|l| l.trim() == "## Memory files") {
-        let end = lines[h + 1..]
+        let below = lines.get(h + 1..).unwrap_or_default();
+        let end = below
             .iter()
             .position(|l| l.starts_with('#'))
-            .map_or(lines.len(), |e| h + 1 + e);
-        if lines[h + 1..end].iter().all(|l| l.trim().is_empty()) {
-            lines.drain(h..end);
+            .unwrap_or(below.len());
+        if below.iter().take(end).all(|l| l.trim().is_empty()) {
+            lines.drain(h..h + 1 + end);
             while lines.last().is_some_and(|l| l.trim().is_empty()) {
                 lines.pop();
             }

@@ -56,8 +56,7 @@ fn fuzz_tenant_routes() {
     let token_a = rt.block_on(tenants.create("a".into())).unwrap().token;
     let token_b = rt.block_on(tenants.create("b".into())).unwrap().token;
     let local: SocketAddr = "127.0.0.1:8767".parse().unwrap();
-    let app =
-        mnemo_service::guard::guarded(mnemo_http::tenants_router(tenants.clone(), None), &local);
+    let app = mnemo_service::guard::guarded(mnemo_http::tenants_router(tenants, None), &local);
     let tokens = [
         None,
         Some("admin-secret".to_string()),

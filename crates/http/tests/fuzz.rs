@@ -6,6 +6,8 @@
 //! may panic the server or get a 500; every error has the API's shape.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -13,8 +15,6 @@ use axum::body::Body;
 use axum::http::Request;
 use mnemo_core::{Config, Workspace};
 use mnemo_test_support::fuzz::{fingerprint, Fuzz};
-use serde_json::Value;
-use tower::ServiceExt;
 
 const METHODS: &[&str] = &["GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS"];
 const HOSTS: &[&str] = &["127.0.0.1:8767", "localhost", "evil.example", "[::1]:1", ""];
@@ -95,22 +95,8 @@ fn fuzz_http_routing() {
             let Ok(req) = req.body(Body::from(body.to_vec())) else {
                 return 0;
             };
-            let (status, shape) = rt.block_on(async {
-                let resp = app.clone().oneshot(req).await.unwrap();
-                let status = resp.status();
-                let bytes = axum::body::to_bytes(resp.into_body(), 64 << 20).await.unwrap();
-                let shape = serde_json::from_slice::<Value>(&bytes)
-                    .ok()
-                    .map(|v| v.get("error").and_then(|e| e.get("code")).cloned());
-                (status, shape)
-            });
-            assert_ne!(status.as_u16(), 500, "{method} {target}: {shape:?}");
-            if (status.is_client_error() || status.is_server_error()) && method != "HEAD" {
-                assert!(
-                    matches!(&shape, Some(Some(Value::String(_)))),
-                    "{method} {target} -> {status} without an error code: {shape:?}"
-                );
-            }
+            let (status, shape) = common::answer(&rt, &app, req);
+            common::check_answer(method, &target, status, &shape);
             fingerprint(&(method, host.is_empty(), status.as_u16(), shape))
         });
 }

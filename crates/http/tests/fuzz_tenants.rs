@@ -9,6 +9,8 @@
 //! `/v1/workspaces/b/` succeeds.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::net::SocketAddr;
 
 use axum::body::Body;
@@ -17,8 +19,6 @@ use mnemo_core::Config;
 use mnemo_service::tenants::{Tenants, TenantsConfig};
 use mnemo_test_support::fuzz::{fingerprint, Fuzz};
 use mnemo_test_support::postgres::{execute, test_url};
-use serde_json::Value;
-use tower::ServiceExt;
 
 const METHODS: &[&str] = &["GET", "POST", "PUT", "DELETE", "PATCH", "HEAD"];
 const TYPES: &[&str] = &["application/json", "text/plain", ""];
@@ -116,24 +116,8 @@ fn fuzz_tenant_routes() {
             let Ok(req) = req.body(Body::from(body.to_vec())) else {
                 return 0;
             };
-            let (status, shape) = rt.block_on(async {
-                let resp = app.clone().oneshot(req).await.unwrap();
-                let status = resp.status();
-                let bytes = axum::body::to_bytes(resp.into_body(), 64 << 20)
-                    .await
-                    .unwrap();
-                let shape = serde_json::from_slice::<Value>(&bytes)
-                    .ok()
-                    .map(|v| v.get("error").and_then(|e| e.get("code")).cloned());
-                (status, shape)
-            });
-            assert_ne!(status.as_u16(), 500, "{method} {target}: {shape:?}");
-            if (status.is_client_error() || status.is_server_error()) && method != "HEAD" {
-                assert!(
-                    matches!(&shape, Some(Some(Value::String(_)))),
-                    "{method} {target} -> {status} without an error code: {shape:?}"
-                );
-            }
+            let (status, shape) = common::answer(&rt, &app, req);
+            common::check_answer(method, &target, status, &shape);
             // `a`'s token never opens `b`, nor `b`'s `a`.
             let other = match pick(2, TOKENS) {
                 2 => Some("/v1/workspaces/b"),

@@ -23,6 +23,11 @@
 //! - **Dates** ([`crate::dates`]): relative expressions ("last week",
 //!   上周) are resolved against the message's own timestamp; the fact
 //!   carries absolute dates and starts (`since`) on the day it names.
+//! - **Who**: what the user says of themselves in the first person,
+//!   naming nobody, is the user's whoever the model named ("I live in
+//!   Tallinn" is not the other speaker's); "my sister Ana" is the
+//!   sister's; a relation no message of the round says ("Melanie (the
+//!   user's sister)") is the model's guess, and the person goes by name.
 //! - **Keys** ([`subject_key`], [`attribute_key`]): who a fact is about
 //!   ("user" for the user, whatever the model called them) and which of
 //!   their attributes, normalised with a table of common attributes

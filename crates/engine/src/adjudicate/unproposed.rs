@@ -7,10 +7,15 @@
 //!   of the model's covers: a retraction without an attribute, which ends
 //!   the facts it names (see `decide`);
 //! - a plain "my A is B" of the user's ("Update: my favourite tea is now
-//!   sencha.") that no proposal of its message says the value of: the
-//!   fact in the user's words, a change when its words say so;
-//! - a move ("Marisol moved to Bilbao last month.", "We moved to Ghent."):
-//!   the mover's home city, a change, from the day the words name;
+//!   sencha.", "My cousin's wedding is in Lyon.", 我的车位号码是B7,
+//!   其实我现在最喜欢靛青色了 for a colour), or a correction's "the A is B"
+//!   ("No wait, the wedding is in Lyon after all."), that no proposal of
+//!   its message says the value of: the fact in the user's words, a change
+//!   or correction when its words say so;
+//! - a home ("I live in Tallinn.", "We're in Ghent these days.") or a move
+//!   ("Marisol moved to Bilbao last month.", "We moved to Ghent."): the
+//!   home city of whoever it names, a change when the words say so, from
+//!   the day they name;
 //! - a change the assistant offers in so many words ("Shall I switch your
 //!   preferred airline to KLM?") and the user confirms ("Yes, do that."):
 //!   the user's attribute takes the offered value.

@@ -236,7 +236,7 @@ fn stdio_tools_resources_and_refusals() {
     for bad in [
         "../outside.md",
         "/etc/passwd",
-        "sessions/x.jsonl",
+        "sessions/../mnemo.toml",
         "mnemo.toml",
     ] {
         let (err, v) = s.call("memory_get", json!({"path": bad}));
@@ -660,10 +660,17 @@ fn every_surface_answers_a_search_alike() {
             "{citation}: {got}"
         );
     }
-    // The agents' memory_get still never reads a session log.
-    let (is_error, refused) = mcp.call(
+    // The agents' memory_get opens the session citation too, with the
+    // same lines (secrets, had there been any, taken out).
+    let (is_error, got) = mcp.call(
         "memory_get",
         json!({"path": session["citation"].as_str().unwrap()}),
     );
-    assert!(is_error, "{refused}");
+    assert!(!is_error, "{got}");
+    assert_eq!(got["from"], session["start_line"], "{got}");
+    let text = got["text"].as_str().unwrap();
+    assert!(
+        text.contains("cartridge") || text.contains("broken"),
+        "{got}"
+    );
 }

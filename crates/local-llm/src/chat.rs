@@ -424,9 +424,12 @@ impl Engine {
             .prompt_tokens
             .store(tokens.len(), Ordering::Relaxed);
         let started = Instant::now();
-        let loaded = self.load_system_block(&tokens);
+        let block = self.system_block(&tokens);
+        let loaded = block.map_or(0, |len| self.load_system_block(&tokens[..len]));
         let (mut logits, reused) = self.model.prefill(&tokens, cancel)?;
-        self.save_system_block(&tokens, reused);
+        if let Some(len) = block.filter(|len| reused < *len) {
+            self.save_system_block(len);
+        }
         self.live.reading.store(false, Ordering::Relaxed);
         let prompt_secs = started.elapsed().as_secs_f64();
         let started = Instant::now();
@@ -545,33 +548,29 @@ impl Engine {
         (len >= prompt_cache::MIN_TOKENS).then_some(len)
     }
 
-    /// Puts the saved keys and values of the prompt's system block in the
-    /// cache when the cache does not hold it already; how many tokens that
-    /// gave.
-    fn load_system_block(&mut self, tokens: &[u32]) -> usize {
-        let (Some(cache), Some(len)) = (&self.prompts, self.system_block(tokens)) else {
+    /// Puts the saved keys and values of `block` (a prompt's system block)
+    /// in the cache when the cache does not hold it already; how many
+    /// tokens that gave.
+    fn load_system_block(&mut self, block: &[u32]) -> usize {
+        let Some(cache) = &self.prompts else {
             return 0;
         };
-        if self.model.shared_prefix(tokens) >= len {
+        if self.model.shared_prefix(block) >= block.len() {
             return 0;
         }
         let layers = self.model.config.n_layer;
-        match cache.load(&tokens[..len], layers, self.model.kv_dim()) {
-            Some(saved) if self.model.restore_prefix(&tokens[..len], &saved) => len,
+        match cache.load(block, layers, self.model.kv_dim()) {
+            Some(saved) if self.model.restore_prefix(block, &saved) => block.len(),
             _ => 0,
         }
     }
 
-    /// Saves the system block the prompt just ran (`reused` tokens came
-    /// from the cache, so a block within them is saved already or was
-    /// loaded).
-    fn save_system_block(&self, tokens: &[u32], reused: usize) {
-        let (Some(cache), Some(len)) = (&self.prompts, self.system_block(tokens)) else {
+    /// Saves the first `len` cached tokens, the system block the prompt
+    /// just ran.
+    fn save_system_block(&self, len: usize) {
+        let Some(cache) = &self.prompts else {
             return;
         };
-        if reused >= len {
-            return;
-        }
         if let Some((block, layers)) = self.model.saved_prefix(len) {
             cache.save(&block, &layers, self.model.kv_dim());
         }

@@ -24,8 +24,8 @@ use chrono::NaiveDate;
 use mnemo_core::{Message, Role};
 
 use super::words::{
-    content, corrected_the_a_is_b, flat, has_phrase, my_a_is_b, words, CHANGE_CUES, CONFIRMATIONS,
-    CORRECT_CUES, RETRACT_CUES,
+    bare, content, corrected_the_a_is_b, flat, has_phrase, my_a_is_b, words, CHANGE_CUES,
+    CONFIRMATIONS, CORRECT_CUES, RETRACT_CUES,
 };
 use super::{attribute_key, message_day, Checked, Kind};
 
@@ -193,10 +193,6 @@ fn home_of(sentence: &str) -> Option<(String, String, bool)> {
         return None;
     }
     let raw: Vec<&str> = sentence.split_whitespace().collect();
-    let bare = |w: &str| {
-        w.trim_matches(|c: char| !c.is_alphanumeric() && c != '\'')
-            .to_lowercase()
-    };
     let lower: Vec<String> = raw.iter().map(|w| bare(w)).collect();
     let is =
         |i: usize, options: &[&str]| lower.get(i).is_some_and(|w| options.contains(&w.as_str()));

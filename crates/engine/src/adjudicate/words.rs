@@ -673,15 +673,18 @@ pub(super) fn corrected_the_a_is_b(sentence: &str) -> Option<(String, String, St
     ))
 }
 
+/// A word without the punctuation around it (an apostrophe kept:
+/// "we're", "cousin's"), lower-cased.
+pub(super) fn bare(w: &str) -> String {
+    w.trim_matches(|c: char| !c.is_alphanumeric() && c != '\'')
+        .to_lowercase()
+}
+
 /// "<det> A is B": A (at most `most` words, no pronoun, no relation's
 /// possession but of an event), the verb and B (at most twelve words, past
 /// "now" and "still").
 fn a_is_b(clause: &str, det: &str, most: usize) -> Option<(String, String, String)> {
     let raw: Vec<&str> = clause.split_whitespace().collect();
-    let bare = |w: &str| {
-        w.trim_matches(|c: char| !c.is_alphanumeric() && c != '\'')
-            .to_lowercase()
-    };
     let my = raw.iter().position(|w| bare(w) == det)?;
     let verb = my
         + 1

@@ -8,11 +8,14 @@
 //! [`mnemo_service::Error::http_status`]. Every handler calls one
 //! [`mnemo_service::Service`] operation, so HTTP, MCP and the CLI behave
 //! the same. [`tenants_router`] serves many workspaces of a database
-//! under `/v1/workspaces/{id}`, each behind its own token.
+//! under `/v1/workspaces/{id}`, each behind its own token. The memory
+//! inspector, a page inside the binary, is served at `/` (and at
+//! `/v1/workspaces/{id}/` for each workspace of a multi-tenant server).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
+mod inspector;
 mod routes;
 mod tenants;
 

@@ -14,6 +14,7 @@ use mnemo_service::args::{
     AppendArgs, CompactArgs, ContextArgs, ForgetArgs, GetArgs, HistoryArgs, MemoryHistoryArgs,
     SearchArgs, TurnArgs, WriteArgs,
 };
+use mnemo_service::inspect::{MemoryViewArgs, TimelineArgs, UndoArgs};
 use mnemo_service::{guard, Service};
 use serde::de::DeserializeOwned;
 use serde_json::json;
@@ -40,10 +41,17 @@ pub(crate) fn workspace_api() -> Router {
         .route("/memory/write", post(write))
         .route("/memory/forget", post(forget))
         .route("/memory/history", get(memory_history))
+        .route("/memory/undo", post(undo))
+        .route("/inspect/memory", get(inspect_memory))
+        .route("/inspect/changes", get(inspect_changes))
+        .route("/inspect/sessions/{key}", get(inspect_session))
+        .route("/inspect/index", get(inspect_index))
         .method_not_allowed_fallback(method_not_allowed)
 }
 
-/// The API's router (with the bearer check when a token is given).
+/// The API's router (with the bearer check when a token is given), and
+/// the inspector's page at `/`: the page holds no data (each view asks
+/// the API, with the token), so it is served without one.
 pub fn router(service: Arc<Service>, token: Option<String>) -> Router {
     let router = Router::new()
         .route("/health", get(health))
@@ -53,7 +61,7 @@ pub fn router(service: Arc<Service>, token: Option<String>) -> Router {
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(Extension(service));
-    guard::with_token(router, token)
+    guard::with_token(router, token).merge(crate::inspector::pages())
 }
 
 /// The workspace's service, put in the request's extensions by the
@@ -338,6 +346,39 @@ async fn memory_history(
 
 async fn forget(Svc(s): Svc, Body(args): Body<ForgetArgs>) -> ApiResult<impl serde::Serialize> {
     Ok(axum::Json(s.forget(args).await?))
+}
+
+async fn undo(
+    Svc(s): Svc,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult<impl serde::Serialize> {
+    let args = optional_body::<UndoArgs>(body)?;
+    Ok(axum::Json(s.undo(args).await?))
+}
+
+async fn inspect_memory(
+    Svc(s): Svc,
+    q: Result<Query<MemoryViewArgs>, QueryRejection>,
+) -> ApiResult<impl serde::Serialize> {
+    let Query(args) = q.map_err(query_rejection)?;
+    Ok(axum::Json(s.inspect_memory(args).await?))
+}
+
+async fn inspect_changes(Svc(s): Svc) -> ApiResult<impl serde::Serialize> {
+    Ok(axum::Json(s.inspect_changes().await?))
+}
+
+async fn inspect_session(
+    Svc(s): Svc,
+    Key(key): Key,
+    q: Result<Query<TimelineArgs>, QueryRejection>,
+) -> ApiResult<impl serde::Serialize> {
+    let Query(args) = q.map_err(query_rejection)?;
+    Ok(axum::Json(s.inspect_session(key, args).await?))
+}
+
+async fn inspect_index(Svc(s): Svc) -> ApiResult<impl serde::Serialize> {
+    Ok(axum::Json(s.inspect_index().await?))
 }
 
 #[cfg(test)]

@@ -66,6 +66,8 @@ pub fn tenants_router(tenants: Arc<Tenants>, mcp: Option<McpRouter>) -> Router {
         .route("/health", get(health))
         .route("/openapi.json", get(openapi))
         .merge(admin)
+        .merge(crate::inspector::pages())
+        .route("/v1/workspaces/{id}/", get(crate::inspector::index))
         .nest("/v1/workspaces/{id}", api)
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)

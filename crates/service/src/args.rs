@@ -37,6 +37,9 @@ pub struct SearchArgs {
     /// nothing said after it (default: now, current facts first).
     #[serde(default, alias = "asOf", skip_serializing_if = "Option::is_none")]
     pub as_of: Option<String>,
+    /// Give each hit the parts of its score (`parts`: keyword and vector).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explain: Option<bool>,
 }
 
 impl SearchArgs {

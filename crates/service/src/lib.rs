@@ -15,6 +15,8 @@
 //!   bearer tokens), shared by both servers;
 //! - [`tenants`]: many workspaces in PostgreSQL behind one server, each
 //!   opened by its own token;
+//! - [`inspect`]: what the memory inspector page shows (memory with
+//!   sources, changes to review, session timelines, the index);
 //! - [`validity`]: whether what a search finds still holds (current facts
 //!   first, ended ones marked).
 #![forbid(unsafe_code)]
@@ -25,6 +27,7 @@ pub mod agent;
 pub mod args;
 pub mod error;
 pub mod guard;
+pub mod inspect;
 pub mod openapi;
 pub mod output;
 pub mod schema;

@@ -15,6 +15,10 @@ use crate::output::{
     HealthOutput, HistoryOutput, MemoryHistoryOutput, MemoryWorkOutput, SearchOutput,
     SessionsOutput, TurnOutput, WriteOutput,
 };
+use crate::inspect::{
+    ChangesView, IndexView, MemoryView, MemoryViewArgs, TimelineArgs, TimelineView, UndoArgs,
+    UndoOutput,
+};
 use crate::schema::{components_generator, input_schema};
 use crate::tenants::{CreateWorkspaceArgs, CreatedOutput, DeletedOutput, WorkspacesOutput};
 
@@ -195,6 +199,41 @@ pub const ENDPOINTS: &[Endpoint] = &[
         "Every recorded change of a memory (a fact's id or a typed memory's name)",
         Input::Query(input_schema::<MemoryHistoryArgs>),
         s::<MemoryHistoryOutput>,
+    ),
+    ep(
+        "POST",
+        "/v1/memory/undo",
+        "Undo the newest consolidation of MEMORY.md (or, with `what: dream`, the newest dream) not undone yet",
+        Input::OptionalBody(s::<UndoArgs>),
+        s::<UndoOutput>,
+    ),
+    ep(
+        "GET",
+        "/v1/inspect/memory",
+        "Inspector: MEMORY.md, every fact with its state and sources, the files of memory/ (as of a day)",
+        Input::Query(input_schema::<MemoryViewArgs>),
+        s::<MemoryView>,
+    ),
+    ep(
+        "GET",
+        "/v1/inspect/changes",
+        "Inspector: every consolidation and dream as a diff, the facts refused and why, the audit log",
+        Input::Nothing,
+        s::<ChangesView>,
+    ),
+    ep(
+        "GET",
+        "/v1/inspect/sessions/{key}",
+        "Inspector: a page of a session's log (torn lines shown with their number) and the prompt's size over it",
+        Input::Query(input_schema::<TimelineArgs>),
+        s::<TimelineView>,
+    ),
+    ep(
+        "GET",
+        "/v1/inspect/index",
+        "Inspector: the index's state and the saved evaluation reports",
+        Input::Nothing,
+        s::<IndexView>,
     ),
 ];
 

@@ -58,6 +58,24 @@ pub struct Hit {
     /// The day the hit speaks from (`YYYY-MM-DD`, or `first/last` for a span of days).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub date: Option<String>,
+    /// The parts of the score, when `explain` was asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parts: Option<ScoreParts>,
+}
+
+/// What a hit's score is made of: the keyword and vector scores, which
+/// fusion, the lift of a period the query named (`dates`), decay with age
+/// and MMR turn into `score`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ScoreParts {
+    /// Normalised BM25 score (1 = this query's best keyword hit); absent
+    /// when the words did not match.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keyword: Option<f64>,
+    /// Cosine similarity to the query; absent when the hit was not a
+    /// vector candidate (or the search ran on keywords only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vector: Option<f64>,
 }
 
 impl From<&SearchHit> for Hit {
@@ -76,6 +94,7 @@ impl From<&SearchHit> for Hit {
             session_key: h.session_key.clone(),
             date: h.date.clone(),
             validity: None,
+            parts: None,
         }
     }
 }
@@ -297,6 +316,30 @@ pub struct MemoryChange {
     pub messages: Option<String>,
     /// `consolidation`, `dream`, `memory_write`, `forget`.
     pub by: String,
+    /// The words of the message that say it (the write path's evidence).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<String>,
+    /// Why the change was made, or why a proposal was refused.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+}
+
+impl From<mnemo_store::memory::facts::AuditRecord> for MemoryChange {
+    fn from(r: mnemo_store::memory::facts::AuditRecord) -> Self {
+        MemoryChange {
+            at: r.at,
+            op: r.op,
+            memory: r.memory,
+            supersedes: r.supersedes,
+            old: r.old,
+            new: r.new,
+            session: r.session,
+            messages: r.messages,
+            by: r.by,
+            evidence: r.evidence,
+            why: r.why,
+        }
+    }
 }
 
 /// The state of a fact in memory/facts.md.

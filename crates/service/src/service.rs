@@ -27,7 +27,7 @@ use crate::error::{Error, Result};
 use crate::output::{
     AppendOutput, CloseOutput, ContextOutput, DreamOutput, EventsOutput, FactState, ForgetOutput,
     GetOutput, HealthOutput, HistoryOutput, MemoryChange, MemoryHistoryOutput, MemoryWorkOutput,
-    MemoryWorkState, SearchOutput, SectionAction, SessionsOutput, TurnOutput, WriteOutput,
+    MemoryWorkState, ScoreParts, SearchOutput, SectionAction, SessionsOutput, TurnOutput, WriteOutput,
 };
 use crate::validity::{
     dated_lines_of, ended_last, ended_lines, order_by_validity, validity_of, Facts,
@@ -132,6 +132,7 @@ impl Service {
         let me = self.clone();
         let query = args.query.clone();
         let as_of = args.as_of_day()?;
+        let explain = args.explain.unwrap_or(false);
         let (mut resp, wanted, marks, ended) = blocking(move || {
             let index = me.mnemo.index()?;
             let wanted = args
@@ -180,8 +181,15 @@ impl Service {
         };
         resp.results.truncate(wanted);
         let mut out = SearchOutput::from_response(&resp, reranked);
-        for hit in &mut out.results {
+        for (hit, scored) in out.results.iter_mut().zip(&resp.results) {
             hit.validity = marks.get(&hit.citation).cloned();
+            if explain {
+                let round = |s: f32| (f64::from(s) * 10_000.0).round() / 10_000.0;
+                hit.parts = Some(ScoreParts {
+                    keyword: scored.text_score.map(round),
+                    vector: scored.vector_score.map(round),
+                });
+            }
         }
         Ok(out)
     }
@@ -407,17 +415,7 @@ impl Service {
             let changes: Vec<MemoryChange> = memory
                 .memory_history(&name)?
                 .into_iter()
-                .map(|r| MemoryChange {
-                    at: r.at,
-                    op: r.op,
-                    memory: r.memory,
-                    supersedes: r.supersedes,
-                    old: r.old,
-                    new: r.new,
-                    session: r.session,
-                    messages: r.messages,
-                    by: r.by,
-                })
+                .map(MemoryChange::from)
                 .collect();
             if fact.is_none() && changes.is_empty() {
                 return Err(Error::NotFound(format!(

@@ -527,7 +527,7 @@ fn remove_folder(path: &Path) {
 }
 
 /// A fresh token: 32 random bytes from the operating system's generator.
-fn new_token() -> String {
+pub fn new_token() -> String {
     use rand::RngExt as _;
     let bytes: [u8; 32] = rand::rng().random();
     format!("mnemo_{}", hex::encode(bytes))

@@ -104,6 +104,19 @@ pub enum Command {
     /// request needs `Authorization: Bearer TOKEN` (--token).
     #[command(after_long_help = serve::endpoints_help())]
     Serve(serve::ServeArgs),
+    /// See what the agent remembers, and why: the memory inspector in a browser
+    ///
+    /// Serves the workspace's API and the inspector page on loopback behind
+    /// a token made for this run, and prints the address that opens it
+    /// (the token is in the address's #fragment, which the browser never
+    /// sends). Views: memory (every fact with where it came from and each
+    /// later change; memory as of a day), changes to review (each
+    /// consolidation and dream as a diff, with undo; the facts the write
+    /// path refused, and why), sessions (timeline, compactions, the prompt's
+    /// size over the session), the prompt of the next turn part by part,
+    /// search with the parts of each score, the index and saved eval
+    /// reports. `mnemo serve` serves the same page at /.
+    Inspect(serve::InspectArgs),
 }
 
 /// Runs one command.
@@ -118,6 +131,7 @@ pub fn run(command: Command, global: &GlobalArgs) -> Result<()> {
         Command::Bench(c) => bench::run(c, global),
         Command::Mcp(args) => mcp::run(args, global),
         Command::Serve(args) => serve::run(args, global),
+        Command::Inspect(args) => serve::inspect(args, global),
         Command::Eval(c) => eval::run(c, global),
         Command::Consolidate(a) => engine::consolidate(a, global),
         Command::Compact(a) => engine::compact(a, global),

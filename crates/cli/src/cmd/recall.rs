@@ -66,6 +66,10 @@ pub struct SearchArgs {
     /// (memory/facts.md) and nothing said after it
     #[arg(long)]
     pub as_of: Option<String>,
+    /// Show the parts of each score: keyword (normalised BM25) and vector
+    /// (cosine); with --json, each hit's "parts"
+    #[arg(long)]
+    pub explain: bool,
     #[command(flatten)]
     pub model: crate::cmd::ModelArgs,
 }
@@ -262,6 +266,7 @@ pub fn search(args: SearchArgs, global: &GlobalArgs) -> Result<()> {
         min_score: args.min_score,
         rerank: args.rerank.then_some(true),
         as_of: args.as_of,
+        explain: args.explain.then_some(true),
     };
     // A server of this workspace, with these settings, has the model and
     // the index open already: ask it (a re-rank's model flags are the
@@ -336,9 +341,17 @@ pub(crate) fn render_found(
             HitSource::Memory => "memory",
             HitSource::Sessions => "sessions",
         };
+        let parts = hit
+            .parts
+            .as_ref()
+            .map(|p| {
+                let part = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.3}"));
+                format!("  (keyword {}, vector {})", part(p.keyword), part(p.vector))
+            })
+            .unwrap_or_default();
         let _ = writeln!(
             out,
-            "{}  score {:.3}  [{source}]{date}",
+            "{}  score {:.3}{parts}  [{source}]{date}",
             hit.citation, hit.score
         );
         if let Some(note) = validity_note(hit) {

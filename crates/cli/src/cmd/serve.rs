@@ -84,10 +84,47 @@ pub fn endpoints_help() -> String {
     out
 }
 
+/// Arguments of `mnemo inspect`.
+#[derive(Debug, Args)]
+pub struct InspectArgs {
+    /// Address to listen on; port 0 picks a free one
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
+    pub http: SocketAddr,
+    /// Token the page and the API need [default: a new random one, in the
+    /// printed address]
+    #[arg(
+        long,
+        env = "MNEMO_TOKEN",
+        hide_env_values = true,
+        value_name = "TOKEN"
+    )]
+    pub token: Option<String>,
+}
+
+/// `mnemo inspect`: the API and its page, behind a token made for this
+/// run, and the address that opens the page with it.
+pub fn inspect(args: InspectArgs, global: &GlobalArgs) -> Result<()> {
+    let token = args
+        .token
+        .unwrap_or_else(mnemo_service::tenants::new_token);
+    serve_workspace(args.http, Some(token), global, true)
+}
+
 pub fn run(args: ServeArgs, global: &GlobalArgs) -> Result<()> {
     if args.database.is_some() {
         return run_tenants(args, global);
     }
+    serve_workspace(args.http, args.token, global, false)
+}
+
+/// Serves one workspace; `page` prints the inspector's address with its
+/// token (the fragment, which the browser keeps and never sends).
+fn serve_workspace(
+    http: SocketAddr,
+    token: Option<String>,
+    global: &GlobalArgs,
+    page: bool,
+) -> Result<()> {
     let ctx = global.ctx()?;
     let mnemo = Arc::new(mnemo::Mnemo::open(ctx.workspace, ctx.config)?);
     crate::output::warm_embedder(&mnemo);
@@ -97,7 +134,7 @@ pub fn run(args: ServeArgs, global: &GlobalArgs) -> Result<()> {
     let workers = service.memory_workers().clone();
     let rt = crate::ctx::runtime()?;
     rt.block_on(async move {
-        let listener = mnemo_service::guard::bind(args.http, args.token.as_deref()).await?;
+        let listener = mnemo_service::guard::bind(http, token.as_deref()).await?;
         let local = listener
             .local_addr()
             .context("cannot read the listening address")?;
@@ -106,9 +143,16 @@ pub fn run(args: ServeArgs, global: &GlobalArgs) -> Result<()> {
         // waits for that line finds it.
         let m = service.mnemo();
         let _announced =
-            crate::cmd::warm::announce(m.workspace(), m.config(), local, args.token.is_some());
-        eprintln!("mnemo serve: listening on http://{local} (OpenAPI at /openapi.json)");
-        mnemo_http::serve_on(listener, service, args.token).await?;
+            crate::cmd::warm::announce(m.workspace(), m.config(), local, token.is_some());
+        match (&token, page) {
+            (Some(t), true) => eprintln!(
+                "mnemo inspect: listening on http://{local}; open http://{local}/#token={t} (Ctrl-C stops it)"
+            ),
+            _ => eprintln!(
+                "mnemo serve: listening on http://{local} (the inspector at /, OpenAPI at /openapi.json)"
+            ),
+        }
+        mnemo_http::serve_on(listener, service, token).await?;
         finish_memory_work(&workers).await;
         anyhow::Ok(())
     })

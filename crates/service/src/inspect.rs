@@ -1,0 +1,1013 @@
+//! What the memory inspector shows (the page `mnemo serve` and `mnemo
+//! inspect` serve at `/`): memory with each fact's sources, memory as it
+//! stood on a day, every consolidation and dream as a diff with the facts
+//! the write path refused, a session's timeline one page at a time with
+//! the prompt's size over it, and the index. Everything here reads; the
+//! page changes memory only through the service's own operations (write,
+//! forget, undo), so the same checks hold and the audit log records them.
+
+use std::sync::Arc;
+
+use chrono::NaiveDate;
+use mnemo_core::Message;
+use mnemo_store::memory::facts::{parse_audit, AuditRecord, Fact, AUDIT_FILE, FACTS_FILE};
+use mnemo_store::{CompactionRecord, Record};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::output::MemoryChange;
+use crate::service::blocking;
+use crate::Service;
+
+/// The most lines a timeline page holds.
+pub const MAX_PAGE: usize = 500;
+/// Points of the prompt-size chart, at most.
+const CHART_POINTS: usize = 400;
+/// Characters of a message shown in a timeline row.
+const PREVIEW_CHARS: usize = 4_000;
+/// Audit records listed, newest first.
+const AUDIT_SHOWN: usize = 2_000;
+
+/// Arguments of the memory view.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryViewArgs {
+    /// Memory as it stood at the end of this day (`YYYY-MM-DD`); default: now.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub as_of: Option<String>,
+}
+
+/// Memory, with each fact's state and sources.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct MemoryView {
+    /// The day asked for, when memory is shown as it stood then.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub as_of: Option<String>,
+    /// MEMORY.md (as of the day when one was asked for).
+    pub memory_md: String,
+    /// What could not be shown as asked, and why.
+    pub notes: Vec<String>,
+    /// Every fact of memory/facts.md (as of the day: those recorded by
+    /// then, current if they held that day), current ones first.
+    pub facts: Vec<FactView>,
+    /// Every file under memory/, newest first.
+    pub files: Vec<MemoryFile>,
+}
+
+/// A fact and where it came from.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct FactView {
+    /// Its id (`f8`).
+    pub id: String,
+    /// Its text.
+    pub text: String,
+    /// True while it holds (on the day asked for).
+    pub current: bool,
+    /// The day it became true.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub since: Option<String>,
+    /// The day it stopped being true.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub until: Option<String>,
+    /// The fact that replaced it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub superseded_by: Option<String>,
+    /// Retracted rather than replaced.
+    pub retracted: bool,
+    /// What retracted it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retracted_by: Option<String>,
+    /// When mnemo recorded it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recorded: Option<String>,
+    /// Who it is about.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subject: Option<String>,
+    /// What about them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attribute: Option<String>,
+    /// What caused it: messages of a session, a dream, a person.
+    pub sources: Vec<FactSource>,
+}
+
+/// One source of a fact.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct FactSource {
+    /// As recorded (`chat:7 4..9`, `dream`, `person`).
+    pub text: String,
+    /// The session, when messages of one caused it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+    /// Its first message (0-based ordinal).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from: Option<usize>,
+    /// One past its last message.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub to: Option<usize>,
+}
+
+/// A file under memory/.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct MemoryFile {
+    /// Workspace-relative path.
+    pub path: String,
+    /// `typed`, `daily`, `note`, `facts`, `history`, `audit` or `other`.
+    pub kind: String,
+    /// When it was last written (RFC 3339).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub modified: Option<String>,
+    /// A typed memory's name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// A typed memory's description.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// A typed memory's type.
+    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
+    pub memory_type: Option<String>,
+    /// Why its front matter cannot be read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// The changes to review: the history's entries, the refused proposals
+/// and the audit log.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ChangesView {
+    /// memory/HISTORY.md, one entry each, newest first.
+    pub entries: Vec<HistoryEntry>,
+    /// Facts the write path did not store, with why, newest first.
+    pub refused: Vec<MemoryChange>,
+    /// The audit log, newest first (the newest 2,000).
+    pub audit: Vec<MemoryChange>,
+    /// Records of the audit log in all.
+    pub audit_total: usize,
+}
+
+/// One entry of memory/HISTORY.md.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct HistoryEntry {
+    /// Its stamp, `YYYY-MM-DD HH:MM` (UTC).
+    pub at: String,
+    /// `consolidation` (of MEMORY.md), `facts` (a round of memory/facts.md),
+    /// `undo`, `dream`, `dream_undo`, `raw` (archived as it was), `flush`,
+    /// `other`.
+    pub kind: String,
+    /// Its first line, without the stamp.
+    pub title: String,
+    /// The lines after it (diffs start with `---`/`+++`/`@@`/`+`/`-`).
+    pub body: String,
+    /// A consolidation that was undone since.
+    pub undone: bool,
+    /// The consolidation or dream `memory undo` / `dream --undo` would reverse next.
+    pub undo_next: bool,
+}
+
+/// Arguments of a session's timeline.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TimelineArgs {
+    /// First line of the page (1-based); default: the page of `message`, else the last page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<usize>,
+    /// Lines in the page (default and most: 500).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<usize>,
+    /// Open the page holding this message (0-based ordinal).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<usize>,
+}
+
+/// A page of a session's log, and the prompt's size over the whole log.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct TimelineView {
+    /// The session key.
+    pub key: String,
+    /// Its log, workspace-relative.
+    pub file: String,
+    /// Lines in the log.
+    pub total_lines: usize,
+    /// Messages in the log.
+    pub messages: usize,
+    /// Bytes of the log.
+    pub bytes: usize,
+    /// The consolidation cursor: messages before it are in long-term memory.
+    pub last_consolidated: usize,
+    /// First line of this page (1-based).
+    pub from: usize,
+    /// The page's lines.
+    pub lines: Vec<TimelineLine>,
+    /// The prompt's estimated tokens after each message (at most 400
+    /// points over the log): growing with each message, cut by each
+    /// compaction.
+    pub chart: Vec<ChartPoint>,
+    /// Every compaction and cursor move of the log, in order.
+    pub marks: Vec<TimelineMark>,
+}
+
+/// One line of a session log.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct TimelineLine {
+    /// Its line number (1-based).
+    pub line: usize,
+    /// `message`, `metadata`, `compaction`, `record` (a kind this version
+    /// does not know) or `malformed`.
+    pub kind: String,
+    /// A message's ordinal (0-based).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ordinal: Option<usize>,
+    /// A message's role.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
+    /// The text: a message's (cut at 4,000 characters), a compaction's
+    /// summary, or what is wrong with a malformed line.
+    pub text: String,
+    /// The text was cut.
+    pub cut: bool,
+    /// Tool calls of an assistant message, `name(arguments)`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<String>,
+    /// A tool result's call id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    /// A tool result's tool.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    /// Where a large tool result was stored whole (this line holds its preview).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stored_at: Option<String>,
+    /// When it was recorded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timestamp: Option<String>,
+    /// A compaction's level and tokens, or the cursor a metadata line set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+/// The prompt's estimated size after a message.
+#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
+pub struct ChartPoint {
+    /// The message (0-based ordinal).
+    pub message: usize,
+    /// Estimated prompt tokens then.
+    pub tokens: usize,
+}
+
+/// A compaction or a move of the consolidation cursor.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct TimelineMark {
+    /// Its line (1-based).
+    pub line: usize,
+    /// Messages before it.
+    pub message: usize,
+    /// The compaction's level (`snip`, `autocompact`, …), or `cursor`.
+    pub kind: String,
+    /// Prompt tokens before a compaction.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tokens_before: Option<usize>,
+    /// Prompt tokens after it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tokens_after: Option<usize>,
+    /// The cursor a consolidation moved to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<usize>,
+}
+
+/// The index and the saved evaluation reports.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct IndexView {
+    /// The index's state: backend, model, files, chunks, vectors.
+    #[schemars(with = "serde_json::Map<String, serde_json::Value>")]
+    pub status: mnemo_index::IndexStatus,
+    /// Reports saved by `mnemo eval … --save` (`.mnemo/eval/*.json`), newest first.
+    pub evals: Vec<EvalReport>,
+}
+
+/// A saved evaluation report.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct EvalReport {
+    /// Its file name.
+    pub name: String,
+    /// When it was written (RFC 3339).
+    pub modified: String,
+    /// The report as `mnemo eval --json` printed it.
+    pub report: serde_json::Value,
+}
+
+/// What to undo.
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum UndoWhat {
+    /// The newest consolidation's change to MEMORY.md not undone yet.
+    #[default]
+    Consolidation,
+    /// The newest dream not undone yet.
+    Dream,
+}
+
+/// Arguments of `memory/undo`.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UndoArgs {
+    /// `consolidation` (default) or `dream`.
+    #[serde(default)]
+    pub what: UndoWhat,
+}
+
+/// What an undo did.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct UndoOutput {
+    /// What was undone.
+    pub what: UndoWhat,
+    /// Which one: `<session> messages <from>..<to>`, or the dream's id.
+    pub undone: String,
+    /// Lines changed back.
+    pub lines: usize,
+}
+
+impl Service {
+    /// The memory view: MEMORY.md, facts with their sources, the files of
+    /// memory/; as of a day when asked.
+    pub async fn inspect_memory(self: &Arc<Self>, args: MemoryViewArgs) -> Result<MemoryView> {
+        let as_of = parse_day(args.as_of.as_deref())?;
+        let me = self.clone();
+        blocking(move || {
+            let memory = me.mnemo().memory();
+            let mut notes = Vec::new();
+            let mut memory_md = memory.read_memory_md()?;
+            if let Some(day) = as_of {
+                let history = memory.read_history()?;
+                match memory_md_as_of(&memory_md, &history, day) {
+                    Ok(old) => memory_md = old,
+                    Err(why) => notes.push(format!(
+                        "MEMORY.md as of {day} cannot be rebuilt from memory/HISTORY.md ({why}): \
+                         it was edited by hand since; today's is shown"
+                    )),
+                }
+            }
+            let file = memory.read_facts()?;
+            let mut facts: Vec<FactView> = file
+                .facts()
+                .iter()
+                .filter(|f| as_of.is_none_or(|d| recorded_by(f, d)))
+                .map(|f| fact_view(f, as_of))
+                .collect();
+            facts.sort_by_key(|f| !f.current);
+            let files = memory
+                .scan_memory_files(usize::MAX, 0)?
+                .into_iter()
+                .map(|h| {
+                    let kind = file_kind(&h.path, h.front.is_some() || h.front_error.is_some());
+                    MemoryFile {
+                        modified: Some(
+                            h.modified
+                                .to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+                        ),
+                        name: h.front.as_ref().map(|f| f.name.clone()),
+                        description: h.front.as_ref().map(|f| f.description.clone()),
+                        memory_type: h.front.as_ref().map(|f| f.kind.as_str().to_string()),
+                        error: h.front_error,
+                        kind: kind.into(),
+                        path: h.path,
+                    }
+                })
+                .collect();
+            Ok(MemoryView {
+                as_of: as_of.map(|d| d.to_string()),
+                memory_md,
+                notes,
+                facts,
+                files,
+            })
+        })
+        .await
+    }
+
+    /// The changes to review: history entries, refused facts, the audit log.
+    pub async fn inspect_changes(self: &Arc<Self>) -> Result<ChangesView> {
+        let me = self.clone();
+        blocking(move || {
+            let memory = me.mnemo().memory();
+            let history = memory.read_history()?;
+            let records = parse_audit(&memory.read_document(AUDIT_FILE)?.unwrap_or_default());
+            let audit_total = records.len();
+            let refused = records
+                .iter()
+                .rev()
+                .filter(|r| r.op == "refuse")
+                .take(AUDIT_SHOWN)
+                .map(change)
+                .collect();
+            let audit = records.iter().rev().take(AUDIT_SHOWN).map(change).collect();
+            Ok(ChangesView {
+                entries: history_entries(&history),
+                refused,
+                audit,
+                audit_total,
+            })
+        })
+        .await
+    }
+
+    /// A page of a session's log, with the prompt's size over all of it.
+    pub async fn inspect_session(
+        self: &Arc<Self>,
+        key: String,
+        args: TimelineArgs,
+    ) -> Result<TimelineView> {
+        let limit = args.limit.unwrap_or(MAX_PAGE);
+        if limit == 0 || limit > MAX_PAGE {
+            return Err(Error::Invalid(format!(
+                "`limit` is {limit}: ask for 1 to {MAX_PAGE} lines"
+            )));
+        }
+        let me = self.clone();
+        blocking(move || {
+            let storage = me.mnemo().sessions().storage().clone();
+            let rel = storage.session_rel(&key)?;
+            let Some(bytes) = storage.read_session_file(&rel)? else {
+                return Err(Error::NotFound(format!(
+                    "no session {key:?}: the sessions view lists those there are"
+                )));
+            };
+            Ok(timeline(key, rel, &bytes, &args, limit))
+        })
+        .await
+    }
+
+    /// The index's state and the saved evaluation reports.
+    pub async fn inspect_index(self: &Arc<Self>) -> Result<IndexView> {
+        let me = self.clone();
+        blocking(move || {
+            let status = me.mnemo().index()?.status()?;
+            let dir = me.mnemo().workspace().state_dir().join("eval");
+            Ok(IndexView {
+                status,
+                evals: eval_reports(&dir),
+            })
+        })
+        .await
+    }
+
+    /// `memory/undo`: reverses the newest consolidation of MEMORY.md (or
+    /// the newest dream) not undone yet, recording the undo in the history.
+    pub async fn undo(self: &Arc<Self>, args: UndoArgs) -> Result<UndoOutput> {
+        if args.what == UndoWhat::Dream {
+            let d = self.dream(true).await?;
+            return Ok(UndoOutput {
+                what: UndoWhat::Dream,
+                undone: d.id,
+                lines: d.undone_lines.unwrap_or(0),
+            });
+        }
+        let me = self.clone();
+        blocking(move || {
+            let u = mnemo_engine::undo_consolidation(me.mnemo().memory(), chrono::Utc::now())?;
+            Ok(UndoOutput {
+                what: UndoWhat::Consolidation,
+                undone: u.consolidation,
+                lines: u.lines,
+            })
+        })
+        .await
+    }
+}
+
+fn parse_day(day: Option<&str>) -> Result<Option<NaiveDate>> {
+    match day.map(str::trim) {
+        None | Some("") => Ok(None),
+        Some(d) => d.parse().map(Some).map_err(|_| {
+            Error::Invalid(format!(
+                "`as_of` is {d:?}: give a day as YYYY-MM-DD, e.g. 2026-03-01"
+            ))
+        }),
+    }
+}
+
+/// The fact was recorded by the end of `day` (a fact with no record
+/// stamp, typed by a person, counts as always there).
+fn recorded_by(f: &Fact, day: NaiveDate) -> bool {
+    f.recorded
+        .as_deref()
+        .and_then(|r| r.get(..10))
+        .and_then(|d| d.parse::<NaiveDate>().ok())
+        .is_none_or(|d| d <= day)
+}
+
+fn fact_view(f: &Fact, as_of: Option<NaiveDate>) -> FactView {
+    let current = match as_of {
+        Some(day) => f.valid_on(day) && f.until.is_none_or(|u| u > day),
+        None => f.is_current(),
+    };
+    // As of a day, what happened later is not known yet.
+    let later = |d: Option<NaiveDate>| as_of.is_some_and(|day| d.is_some_and(|d| d > day));
+    let ended_later = later(f.until);
+    FactView {
+        id: f.id.clone(),
+        text: f.text.clone(),
+        current,
+        since: f.since.map(|d| d.to_string()),
+        until: if ended_later {
+            None
+        } else {
+            f.until.map(|d| d.to_string())
+        },
+        superseded_by: if ended_later {
+            None
+        } else {
+            f.superseded_by.clone()
+        },
+        retracted: f.retracted && !ended_later,
+        retracted_by: if ended_later {
+            None
+        } else {
+            f.retracted_by.clone()
+        },
+        recorded: f.recorded.clone(),
+        subject: f.subject.clone(),
+        attribute: f.attribute.clone(),
+        sources: f.sources().into_iter().map(fact_source).collect(),
+    }
+}
+
+/// `chat:7 4..9` → session `chat:7`, messages 4..9; anything else as it is.
+fn fact_source(s: &str) -> FactSource {
+    let parsed = s.rsplit_once(' ').and_then(|(session, range)| {
+        let (from, to) = range.split_once("..")?;
+        Some((session, from.parse().ok()?, to.parse().ok()?))
+    });
+    match parsed {
+        Some((session, from, to)) if !session.trim().is_empty() => FactSource {
+            text: s.to_string(),
+            session: Some(session.to_string()),
+            from: Some(from),
+            to: Some(to),
+        },
+        _ => FactSource {
+            text: s.to_string(),
+            session: None,
+            from: None,
+            to: None,
+        },
+    }
+}
+
+fn file_kind(path: &str, has_front_matter: bool) -> &'static str {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    if path == FACTS_FILE {
+        "facts"
+    } else if path == AUDIT_FILE {
+        "audit"
+    } else if name == "HISTORY.md" {
+        "history"
+    } else if has_front_matter {
+        "typed"
+    } else if name.len() == 13 && name.ends_with(".md") && name[..10].parse::<NaiveDate>().is_ok()
+    {
+        "daily"
+    } else if name.get(..10).is_some_and(|d| d.parse::<NaiveDate>().is_ok()) {
+        "note"
+    } else {
+        "other"
+    }
+}
+
+fn change(r: &AuditRecord) -> MemoryChange {
+    MemoryChange::from(r.clone())
+}
+
+/// The stamp of a history entry's first line, `[YYYY-MM-DD HH:MM]`.
+fn entry_stamp(line: &str) -> Option<&str> {
+    let stamp = line.strip_prefix('[')?.get(..16)?;
+    let ok = line.get(17..18) == Some("]")
+        && NaiveDate::parse_from_str(stamp.get(..10)?, "%Y-%m-%d").is_ok();
+    ok.then_some(stamp)
+}
+
+/// memory/HISTORY.md as entries, newest first, each with its kind and
+/// whether an undo reversed it (or would reverse it next).
+pub fn history_entries(history: &str) -> Vec<HistoryEntry> {
+    let mut entries: Vec<HistoryEntry> = Vec::new();
+    for line in history.lines() {
+        if let Some(stamp) = entry_stamp(line) {
+            let title = line[18..].trim_start().to_string();
+            entries.push(HistoryEntry {
+                at: stamp.to_string(),
+                kind: entry_kind(&title).into(),
+                title,
+                body: String::new(),
+                undone: false,
+                undo_next: false,
+            });
+        } else if let Some(e) = entries.last_mut() {
+            e.body.push_str(line);
+            e.body.push('\n');
+        }
+    }
+    for e in &mut entries {
+        e.body = e.body.trim_end().to_string();
+    }
+    // Which consolidations are still open, as `mnemo memory undo` reads them.
+    let open = mnemo_engine::undo::undoable(history);
+    let label = |t: &str| {
+        t.split_once("consolidation of ")
+            .map(|(_, rest)| rest.split(':').next().unwrap_or(rest).trim().to_string())
+    };
+    let next_label = open.last().map(|(l, _)| l.clone());
+    let mut next_marked = false;
+    for e in entries.iter_mut().rev() {
+        if e.kind != "consolidation" {
+            continue;
+        }
+        let Some(l) = label(&e.title) else { continue };
+        e.undone = !open.iter().any(|(o, _)| *o == l);
+        if !next_marked && Some(&l) == next_label.as_ref() {
+            e.undo_next = true;
+            next_marked = true;
+        }
+    }
+    mark_dreams(&mut entries);
+    entries.reverse();
+    entries
+}
+
+/// The newest dream not undone is the one `dream --undo` reverses.
+fn mark_dreams(entries: &mut [HistoryEntry]) {
+    let mut undone = 0usize;
+    for e in entries.iter_mut().rev() {
+        match e.kind.as_str() {
+            "dream_undo" => undone += 1,
+            "dream" if undone > 0 => {
+                undone -= 1;
+                e.undone = true;
+            }
+            "dream" => {
+                e.undo_next = true;
+                return;
+            }
+            _ => {}
+        }
+    }
+}
+
+fn entry_kind(title: &str) -> &'static str {
+    if title.starts_with("[MEMORY.md] undo of the consolidation") {
+        "undo"
+    } else if title.starts_with("[MEMORY.md] consolidation of") {
+        "consolidation"
+    } else if title.contains("] undo of dream") {
+        "dream_undo"
+    } else if title.contains("] dream applied") {
+        "dream_applied"
+    } else if title.contains("] dream ") {
+        "dream"
+    } else if title.starts_with("[RAW]") {
+        "raw"
+    } else if title.contains("memory flush of") {
+        "flush"
+    } else if title.contains("[memory/facts.md]") || title.contains(" messages ") {
+        "facts"
+    } else {
+        "other"
+    }
+}
+
+/// MEMORY.md as it stood at the end of `day`: today's text with every
+/// later change recorded in the history (consolidations, undos, dreams)
+/// reversed, newest first.
+fn memory_md_as_of(current: &str, history: &str, day: NaiveDate) -> Result<String, String> {
+    let mut text = current.to_string();
+    for e in history_entries(history) {
+        let later = e
+            .at
+            .get(..10)
+            .and_then(|d| d.parse::<NaiveDate>().ok())
+            .is_some_and(|d| d > day);
+        if !later {
+            break;
+        }
+        if let Some(diff) = memory_md_diff(&e.body) {
+            text = mnemo_engine::merge::reverse_diff(&text, &diff)?;
+        }
+    }
+    Ok(text)
+}
+
+/// The MEMORY.md part of an entry's diffs.
+fn memory_md_diff(body: &str) -> Option<String> {
+    let mut out = String::new();
+    let mut inside = false;
+    for line in body.lines() {
+        if let Some(path) = line.strip_prefix("--- ") {
+            inside = path.trim() == "MEMORY.md";
+            continue;
+        }
+        if inside && !line.starts_with("+++ ") {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    (!out.is_empty()).then_some(out)
+}
+
+fn cut(text: &str, max: usize) -> (String, bool) {
+    match text.char_indices().nth(max) {
+        Some((i, _)) => (text[..i].to_string(), true),
+        None => (text.to_string(), false),
+    }
+}
+
+fn is_record(line: &str) -> bool {
+    line.get(..64.min(line.len()))
+        .unwrap_or(line)
+        .contains("\"_type\"")
+}
+
+fn timeline(
+    key: String,
+    file: String,
+    bytes: &[u8],
+    args: &TimelineArgs,
+    limit: usize,
+) -> TimelineView {
+    let text = String::from_utf8_lossy(bytes);
+    let lines: Vec<&str> = text.split_terminator('\n').collect();
+    // One pass over the whole log with only the records parsed: the
+    // ordinals, the chart and the marks, cheap for a long log.
+    let mut ordinals: Vec<Option<usize>> = Vec::with_capacity(lines.len());
+    let mut messages = 0usize;
+    let mut tokens = 0usize;
+    let mut raw_points: Vec<ChartPoint> = Vec::new();
+    let mut marks = Vec::new();
+    let mut cursor = 0usize;
+    for (i, line) in lines.iter().enumerate() {
+        if is_record(line) {
+            ordinals.push(None);
+            match Record::parse(line) {
+                Ok(Record::Compaction(c)) => {
+                    if c.tokens_after > 0 || c.tokens_before > 0 {
+                        tokens = c.tokens_after;
+                    }
+                    marks.push(compaction_mark(i + 1, messages, &c));
+                }
+                Ok(Record::Metadata(m)) if m.last_consolidated != cursor => {
+                    cursor = m.last_consolidated;
+                    marks.push(TimelineMark {
+                        line: i + 1,
+                        message: messages,
+                        kind: "cursor".into(),
+                        tokens_before: None,
+                        tokens_after: None,
+                        cursor: Some(cursor),
+                    });
+                }
+                _ => {}
+            }
+        } else if serde_json::from_str::<serde::de::IgnoredAny>(line).is_ok() {
+            ordinals.push(Some(messages));
+            tokens += line.len().div_ceil(4);
+            raw_points.push(ChartPoint {
+                message: messages,
+                tokens,
+            });
+            messages += 1;
+        } else {
+            ordinals.push(None);
+        }
+    }
+    let total = lines.len();
+    let start = match (args.from, args.message) {
+        (Some(f), _) => f.clamp(1, total.max(1)),
+        (None, Some(m)) => ordinals
+            .iter()
+            .position(|o| *o == Some(m))
+            .map_or(1, |i| i + 1 - (i % limit)),
+        (None, None) => total.saturating_sub(limit) + 1,
+    };
+    let page = lines
+        .iter()
+        .enumerate()
+        .skip(start - 1)
+        .take(limit)
+        .map(|(i, l)| timeline_line(i + 1, l, ordinals[i]))
+        .collect();
+    TimelineView {
+        key,
+        file,
+        total_lines: total,
+        messages,
+        bytes: bytes.len(),
+        last_consolidated: cursor,
+        from: start,
+        lines: page,
+        chart: thin(raw_points),
+        marks,
+    }
+}
+
+fn compaction_mark(line: usize, message: usize, c: &CompactionRecord) -> TimelineMark {
+    TimelineMark {
+        line,
+        message,
+        kind: c.kind.clone(),
+        tokens_before: Some(c.tokens_before),
+        tokens_after: Some(c.tokens_after),
+        cursor: None,
+    }
+}
+
+/// At most [`CHART_POINTS`] points, keeping each stretch's highest.
+fn thin(points: Vec<ChartPoint>) -> Vec<ChartPoint> {
+    if points.len() <= CHART_POINTS {
+        return points;
+    }
+    let per = points.len().div_ceil(CHART_POINTS);
+    points
+        .chunks(per)
+        .filter_map(|c| c.iter().max_by_key(|p| p.tokens).copied())
+        .collect()
+}
+
+fn timeline_line(line: usize, raw: &str, ordinal: Option<usize>) -> TimelineLine {
+    let mut out = TimelineLine {
+        line,
+        kind: "malformed".into(),
+        ordinal,
+        role: None,
+        text: String::new(),
+        cut: false,
+        tool_calls: Vec::new(),
+        tool_call_id: None,
+        tool: None,
+        stored_at: None,
+        timestamp: None,
+        detail: None,
+    };
+    match Record::parse(raw) {
+        Ok(Record::Message(m)) => fill_message(&mut out, &m),
+        Ok(Record::Metadata(m)) => {
+            out.kind = "metadata".into();
+            out.timestamp = Some(m.updated_at.clone());
+            out.detail = Some(format!("consolidation cursor at {}", m.last_consolidated));
+        }
+        Ok(Record::Compaction(c)) => {
+            out.kind = "compaction".into();
+            out.timestamp = Some(c.timestamp.clone());
+            out.detail = Some(format!(
+                "{}: {} → {} tokens{}",
+                c.kind,
+                c.tokens_before,
+                c.tokens_after,
+                c.first_kept
+                    .map(|k| format!(", messages from {k} kept"))
+                    .unwrap_or_default()
+            ));
+            (out.text, out.cut) = cut(c.summary.as_deref().unwrap_or_default(), PREVIEW_CHARS);
+        }
+        Ok(Record::Other(v)) => {
+            out.kind = "record".into();
+            (out.text, out.cut) = cut(&v.to_string(), PREVIEW_CHARS);
+        }
+        Err(e) => {
+            let (head, was_cut) = cut(raw, 200);
+            out.ordinal = None;
+            out.text = format!(
+                "line {line} cannot be read ({e}); it is kept as it is: {head}{}",
+                if was_cut { "…" } else { "" }
+            );
+        }
+    }
+    out
+}
+
+fn fill_message(out: &mut TimelineLine, m: &Message) {
+    out.kind = "message".into();
+    out.role = serde_json::to_value(m.role)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string));
+    (out.text, out.cut) = cut(&m.text(), PREVIEW_CHARS);
+    out.tool_calls = m
+        .tool_calls
+        .iter()
+        .flatten()
+        .map(|c| {
+            let args = match &c.function.arguments {
+                serde_json::Value::String(s) => s.clone(),
+                v => v.to_string(),
+            };
+            let (args, was_cut) = cut(&args, 300);
+            format!(
+                "{}({args}{})",
+                c.function.name,
+                if was_cut { "…" } else { "" }
+            )
+        })
+        .collect();
+    out.tool_call_id = m.tool_call_id.clone();
+    out.tool = m.name.clone();
+    out.stored_at = mnemo_store::session::persisted_path(m).map(str::to_string);
+    out.timestamp = m.timestamp.clone();
+}
+
+/// The `*.json` reports under `dir`, newest first; a file that is not
+/// JSON is listed with what is wrong.
+fn eval_reports(dir: &std::path::Path) -> Vec<EvalReport> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut out: Vec<(std::time::SystemTime, EvalReport)> = entries
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
+        .filter_map(|e| {
+            let modified = e.metadata().ok()?.modified().ok()?;
+            let bytes = mnemo_core::files::read_regular(&e.path()).ok()?;
+            let report = serde_json::from_slice(&bytes).unwrap_or_else(
+                |err| serde_json::json!({"error": format!("not a report: {err}")}),
+            );
+            Some((
+                modified,
+                EvalReport {
+                    name: e.file_name().to_string_lossy().into_owned(),
+                    modified: chrono::DateTime::<chrono::Utc>::from(modified)
+                        .to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+                    report,
+                },
+            ))
+        })
+        .collect();
+    out.sort_by(|a, b| b.0.cmp(&a.0));
+    out.into_iter().map(|(_, r)| r).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HISTORY: &str = "[2026-01-01 10:00] [MEMORY.md] consolidation of s messages 0..4: 1 added; to undo it\n--- MEMORY.md\n+++ MEMORY.md\n@@ -1,0 +2 @@\n+- Ada deploys on Fridays.\n\n[2026-01-03 09:00] [MEMORY.md] consolidation of s messages 4..8: 1 changed; to undo it\n--- MEMORY.md\n+++ MEMORY.md\n@@ -2 +2 @@\n-- Ada deploys on Fridays.\n+- Ada deploys on Mondays.\n\n[2026-01-04 09:00] [MEMORY.md] undo of the consolidation of s messages 4..8\n--- MEMORY.md\n+++ MEMORY.md\n@@ -2 +2 @@\n-- Ada deploys on Mondays.\n+- Ada deploys on Fridays.\n";
+
+    #[test]
+    fn history_entries_know_what_was_undone_and_what_undo_reverses_next() {
+        let e = history_entries(HISTORY);
+        let kinds: Vec<&str> = e.iter().map(|e| e.kind.as_str()).collect();
+        assert_eq!(kinds, ["undo", "consolidation", "consolidation"]);
+        assert!(e[1].undone && !e[1].undo_next, "{:?}", e[1]);
+        assert!(!e[2].undone && e[2].undo_next, "{:?}", e[2]);
+        assert!(e[2].body.contains("+- Ada deploys on Fridays."));
+    }
+
+    #[test]
+    fn memory_md_as_of_a_day_reverses_the_later_changes() {
+        let now = "# Memory\n- Ada deploys on Fridays.\n";
+        assert_eq!(
+            memory_md_as_of(now, HISTORY, "2026-01-03".parse().unwrap()).unwrap(),
+            "# Memory\n- Ada deploys on Mondays.\n"
+        );
+        assert_eq!(
+            memory_md_as_of(now, HISTORY, "2025-12-31".parse().unwrap()).unwrap(),
+            "# Memory\n"
+        );
+        assert!(memory_md_as_of("# Hand edited\n", HISTORY, "2026-01-02".parse().unwrap()).is_err());
+    }
+
+    #[test]
+    fn a_timeline_numbers_messages_around_records_and_torn_lines() {
+        let log = "{\"_type\":\"metadata\",\"key\":\"k\",\"last_consolidated\":0}\n\
+                   {\"role\":\"user\",\"content\":\"<script>alert(1)</script>\"}\n\
+                   {\"role\":\"assistant\",\"content\":\"hi\"}\n\
+                   {\"_type\":\"compaction\",\"kind\":\"snip\",\"tokens_before\":900,\"tokens_after\":100}\n\
+                   {\"role\":\"user\",\"cont\n\
+                   {\"role\":\"user\",\"content\":\"again\"}\n";
+        let v = timeline(
+            "k".into(),
+            "sessions/k.jsonl".into(),
+            log.as_bytes(),
+            &TimelineArgs::default(),
+            MAX_PAGE,
+        );
+        assert_eq!((v.total_lines, v.messages), (6, 3));
+        let kinds: Vec<&str> = v.lines.iter().map(|l| l.kind.as_str()).collect();
+        assert_eq!(
+            kinds,
+            ["metadata", "message", "message", "compaction", "malformed", "message"]
+        );
+        assert_eq!(v.lines[5].ordinal, Some(2));
+        assert!(v.lines[4].text.starts_with("line 5 cannot be read"));
+        assert_eq!(v.lines[1].text, "<script>alert(1)</script>");
+        assert_eq!(v.marks.len(), 1);
+        assert_eq!(v.chart.last().unwrap().message, 2);
+        assert!(v.chart.last().unwrap().tokens < 200, "{:?}", v.chart);
+        let page = timeline(
+            "k".into(),
+            "f".into(),
+            log.as_bytes(),
+            &TimelineArgs {
+                message: Some(2),
+                limit: Some(2),
+                ..Default::default()
+            },
+            2,
+        );
+        assert_eq!(page.from, 5);
+    }
+}

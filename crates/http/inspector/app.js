@@ -9,14 +9,14 @@ const tenant = location.pathname.match(/^\/v1\/workspaces\/([^/]+)\/?$/);
 const API = tenant ? `/v1/workspaces/${tenant[1]}` : "/v1";
 
 // The token comes in the address's fragment (never sent to a server),
-// and is kept for this tab only.
-(function takeToken() {
+// and is kept for this tab only; the address is then rewritten without it.
+function takeToken() {
   const m = location.hash.match(/^#token=([^&]*)/);
   if (m) {
     sessionStorage.setItem(TOKEN_KEY, decodeURIComponent(m[1]));
     history.replaceState(null, "", location.pathname + "#/memory");
   }
-})();
+}
 
 function token() { return sessionStorage.getItem(TOKEN_KEY) || ""; }
 
@@ -120,6 +120,7 @@ function parseHash() {
 }
 
 async function route() {
+  takeToken();
   const r = parseHash();
   for (const a of document.querySelectorAll("nav a")) {
     if (a.dataset.view === r.name) a.setAttribute("aria-current", "page"); else a.removeAttribute("aria-current");
@@ -174,7 +175,7 @@ function factsTable(facts, past) {
       const row = h("tr", { id: `fact-${f.id}`, "data-fact": f.id },
         h("td", {}, h("code", {}, f.id)),
         h("td", {}, h("div", { class: "text" }, f.text),
-          f.superseded_by ? h("div", { class: "muted" }, "replaced by ", link(f.superseded_by, `#/memory`), " ") : null,
+          f.superseded_by ? h("div", { class: "muted" }, "replaced by ", h("a", { href: "#", onclick: (ev) => { ev.preventDefault(); jumpToFact(f.superseded_by); } }, f.superseded_by)) : null,
           f.retracted_by ? h("div", { class: "muted" }, `retracted by ${f.retracted_by}`) : null,
           chain),
         h("td", {}, factState(f)),
@@ -187,6 +188,14 @@ function factsTable(facts, past) {
           past ? null : h("button", { class: "danger", onclick: () => forget(f.id) }, "forget")));
       return row;
     })));
+}
+
+function jumpToFact(id) {
+  const row = document.getElementById(`fact-${id}`);
+  if (!row) { status(`${id} is not shown here`); return; }
+  row.scrollIntoView({ block: "center" });
+  row.classList.add("highlight");
+  setTimeout(() => row.classList.remove("highlight"), 2000);
 }
 
 async function toggleChain(button, id, box) {

@@ -90,15 +90,26 @@ impl PostgresStore {
         let live = rt.run(async move {
             let mut c = p.get().await?;
             let r = async {
-                let tx = c.transaction().await.map_err(|e| p.db(e))?;
                 // Two first openers at once: one creates, the other reads.
+                // The lock is taken before the transaction that looks, not
+                // in it: PostgreSQL takes in other sessions' catalog
+                // changes when a transaction starts, not when an advisory
+                // lock is granted, so a transaction that waited for the
+                // creator would still believe the schema missing (its own
+                // lock statement looked the name up through the search
+                // path before the wait), create it again and fail on a
+                // duplicate key. Held by the session: released below, or
+                // with the connection, which a failed open drops.
+                let wait = c.transaction().await.map_err(|e| p.db(e))?;
                 // A wait for another writer has no statement timeout.
-                tx.batch_execute(mnemo_postgres::WAIT_WITHOUT_TIMEOUT)
+                wait.batch_execute(mnemo_postgres::WAIT_WITHOUT_TIMEOUT)
                     .await
                     .map_err(|e| p.db(e))?;
-                tx.execute("SELECT pg_advisory_xact_lock($1)", &[&init_key])
+                wait.execute("SELECT pg_advisory_lock($1)", &[&init_key])
                     .await
                     .map_err(|e| p.db(e))?;
+                wait.commit().await.map_err(|e| p.db(e))?;
+                let tx = c.transaction().await.map_err(|e| p.db(e))?;
                 // DDL only for a new index: a read-only database serves
                 // searches of one made before.
                 let exists: bool = tx
@@ -139,6 +150,11 @@ impl PostgresStore {
                     }
                 };
                 tx.commit().await.map_err(|e| p.db(e))?;
+                // Not before the commit: the next opener must find the
+                // schema made.
+                c.execute("SELECT pg_advisory_unlock($1)", &[&init_key])
+                    .await
+                    .map_err(|e| p.db(e))?;
                 Ok(live)
             }
             .await;

@@ -433,3 +433,40 @@ fn an_index_dropped_under_a_search_is_io() {
     assert_eq!(err.code(), mnemo_core::ErrorCode::Io, "{err}");
     assert!(!err.to_string().contains("index --force"), "{err}");
 }
+
+/// Two servers opening one new workspace's index at the same moment (its
+/// first search, sent to both): every opener waits for the one that
+/// creates the base schema, then reads what it made. A waiter once
+/// checked for the schema with the catalog as it was before its wait,
+/// tried to create it again and failed with a duplicate key, `internal`.
+/// Each opener here has a connection of its own, as two servers do; many
+/// rounds, each a new index, since the race is not lost every time.
+#[test]
+fn openers_of_one_new_index_at_once_all_open_it() {
+    const OPENERS: usize = 6;
+    const ROUNDS: usize = 25;
+    let Some(url) = test_url() else { return };
+    for round in 0..ROUNDS {
+        let base = Base(PostgresOptions {
+            url: url.clone(),
+            schema: fresh_schema(),
+        });
+        let start = Arc::new(std::sync::Barrier::new(OPENERS));
+        let openers: Vec<_> = (0..OPENERS)
+            .map(|_| {
+                let (opts, start) = (base.0.clone(), start.clone());
+                std::thread::spawn(move || {
+                    start.wait();
+                    PostgresStore::open(&opts, None).and_then(|s| s.live_schema())
+                })
+            })
+            .collect();
+        for opener in openers {
+            let live = opener.join().unwrap();
+            match live {
+                Ok(live) => assert_eq!(live, format!("{}_1", base.0.schema)),
+                Err(e) => panic!("round {round}: an opener failed: {e}"),
+            }
+        }
+    }
+}

@@ -610,9 +610,15 @@ pub fn history_entries(history: &str) -> Vec<HistoryEntry> {
     }
     // Which consolidations are still open, as `mnemo memory undo` reads them.
     let open = mnemo_engine::undo::undoable(history);
+    // `<session> messages <from>..<to>`, as the undo names it (a
+    // session key may hold a colon).
     let label = |t: &str| {
-        t.split_once("consolidation of ")
-            .map(|(_, rest)| rest.split(':').next().unwrap_or(rest).trim().to_string())
+        let rest = t.split_once("consolidation of ")?.1;
+        let at = rest.find(" messages ")? + " messages ".len();
+        let end = rest[at..]
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .map_or(rest.len(), |i| at + i);
+        Some(rest[..end].to_string())
     };
     let next_label = open.last().map(|(l, _)| l.clone());
     let mut next_marked = false;
@@ -944,7 +950,7 @@ fn eval_reports(dir: &std::path::Path) -> Vec<EvalReport> {
 mod tests {
     use super::*;
 
-    const HISTORY: &str = "[2026-01-01 10:00] [MEMORY.md] consolidation of s messages 0..4: 1 added; to undo it\n--- MEMORY.md\n+++ MEMORY.md\n@@ -1,0 +2 @@\n+- Ada deploys on Fridays.\n\n[2026-01-03 09:00] [MEMORY.md] consolidation of s messages 4..8: 1 changed; to undo it\n--- MEMORY.md\n+++ MEMORY.md\n@@ -2 +2 @@\n-- Ada deploys on Fridays.\n+- Ada deploys on Mondays.\n\n[2026-01-04 09:00] [MEMORY.md] undo of the consolidation of s messages 4..8\n--- MEMORY.md\n+++ MEMORY.md\n@@ -2 +2 @@\n-- Ada deploys on Mondays.\n+- Ada deploys on Fridays.\n";
+    const HISTORY: &str = "[2026-01-01 10:00] [MEMORY.md] consolidation of s:1 messages 0..4: 1 added; to undo it\n--- MEMORY.md\n+++ MEMORY.md\n@@ -1,0 +2 @@\n+- Ada deploys on Fridays.\n\n[2026-01-03 09:00] [MEMORY.md] consolidation of s:1 messages 4..8: 1 changed; to undo it\n--- MEMORY.md\n+++ MEMORY.md\n@@ -2 +2 @@\n-- Ada deploys on Fridays.\n+- Ada deploys on Mondays.\n\n[2026-01-04 09:00] [MEMORY.md] undo of the consolidation of s:1 messages 4..8\n--- MEMORY.md\n+++ MEMORY.md\n@@ -2 +2 @@\n-- Ada deploys on Mondays.\n+- Ada deploys on Fridays.\n";
 
     #[test]
     fn history_entries_know_what_was_undone_and_what_undo_reverses_next() {

@@ -2,7 +2,8 @@
 //! chat-completions, Anthropic Messages and OpenAI embeddings protocols over
 //! real HTTP on `127.0.0.1`, so the LLM path is tested without a live API;
 //! a package index ([`pypi`]) that serves a model wheel the way PyPI does;
-//! a mutational fuzzer ([`fuzz`]) that runs inside `cargo test`; and the
+//! a headless Chromium driven over WebDriver ([`webdriver`]) for the
+//! inspector page; a mutational fuzzer ([`fuzz`]) that runs inside `cargo test`; and the
 //! conformance suites of the seam traits ([`conformance`]), run on every
 //! implementation.
 //!
@@ -30,6 +31,7 @@ mod random;
 mod render;
 mod reply;
 mod server;
+pub mod webdriver;
 
 pub use fuzz::{Fuzz, FuzzReport};
 pub use model::{e5_model_file, model_dir, mpnet_model_dir, smollm2_gguf};

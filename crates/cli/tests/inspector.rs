@@ -1,0 +1,350 @@
+//! The memory inspector in a real browser: Debian's headless Chromium,
+//! driven over WebDriver, against a real `mnemo serve` over a workspace
+//! made by the binary itself (sessions, a compaction, facts with a
+//! supersession and a refusal, a consolidation of MEMORY.md, a dream, a
+//! transcript holding script). Screenshots of each view go to
+//! `target/inspector-screenshots/`, and to `docs/inspector/` with
+//! `MNEMO_UPDATE_SCREENSHOTS=1`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{Read as _, Write as _};
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use mnemo_test_support::cli::{free_port, mnemo_command, start_listening, stdout_of_success, Server};
+use mnemo_test_support::webdriver::{self, Browser};
+use mnemo_test_support::{Reply, ScriptedServer};
+use serde_json::json;
+
+const TOKEN: &str = "inspector-test-token";
+const HOSTILE: &str = "<script>window.pwned = 1; document.title = 'pwned'</script><img src=x onerror=\"window.pwned = 2\"> look at this";
+
+fn mnemo(ws: &Path, model: &ScriptedServer, args: &[&str]) -> Output {
+    let model_flags = if ["consolidate", "compact"].contains(&args[0]) {
+        model.model_flags()
+    } else {
+        Vec::new()
+    };
+    mnemo_command(env!("CARGO_BIN_EXE_mnemo"), ws, args)
+        .args(model_flags)
+        .args(["--set", "embedder.kind=none"])
+        .output()
+        .unwrap()
+}
+
+fn ok(o: Output) -> String {
+    stdout_of_success(&o)
+}
+
+fn append(ws: &Path, model: &ScriptedServer, key: &str, turns: &[(&str, &str)]) {
+    for (role, text) in turns {
+        ok(mnemo(
+            ws,
+            model,
+            &["session", "append", key, "--role", role, "--content", text],
+        ));
+    }
+}
+
+fn proposal(quote: &str, value: &str, fact: &str) -> serde_json::Value {
+    json!({"quote": quote, "subject": "user", "attribute": "home city", "value": value, "kind": "states", "fact": fact})
+}
+
+/// A workspace with everything the inspector shows, written by the binary.
+fn workspace(ws: &Path, model: &ScriptedServer) {
+    ok(mnemo(ws, model, &["init"]));
+    let facts = ["--set", "engine.consolidation_mode=facts"];
+    // Facts: Paris, then Berlin replaces it; one proposal refused.
+    append(
+        ws,
+        model,
+        "chat:1",
+        &[
+            ("user", "I live in Paris."),
+            ("assistant", "Noted."),
+            ("user", "Thanks."),
+        ],
+    );
+    model.push(Reply::tool_call(
+        "extract_facts",
+        json!({"facts": [
+            proposal("I live in Paris", "Paris", "I live in Paris."),
+            json!({"quote": "I live in Paris", "subject": "user", "attribute": "employer", "value": "Initech", "kind": "states", "fact": "The user works at Initech."}),
+        ]}),
+    ));
+    let mut args = vec!["consolidate", "chat:1"];
+    args.extend(facts);
+    ok(mnemo(ws, model, &args));
+    append(
+        ws,
+        model,
+        "chat:1",
+        &[
+            ("user", "I live in Berlin now."),
+            ("assistant", "Got it."),
+            ("user", HOSTILE),
+            ("assistant", "That is only text."),
+            ("user", "Bye."),
+        ],
+    );
+    // A compaction with a summary (of all but the last message).
+    model.push(Reply::text(
+        "<summary>## Goal\nKeep the user's home current.</summary>",
+    ));
+    let compacted = ok(mnemo(
+        ws,
+        model,
+        &[
+            "compact",
+            "chat:1",
+            "--level",
+            "5",
+            "--set",
+            "engine.tail_tokens=12",
+            "--set",
+            "engine.flush_enabled=false",
+        ],
+    ));
+    assert_eq!(model.remaining(), 0, "{compacted}");
+    model.push(Reply::tool_call(
+        "extract_facts",
+        json!({"facts": [proposal("I live in Berlin now", "Berlin", "I live in Berlin now.")]}),
+    ));
+    ok(mnemo(ws, model, &args));
+    // A consolidation of MEMORY.md, to undo from the page.
+    append(
+        ws,
+        model,
+        "notes:2",
+        &[
+            ("user", "My name is Ada and I deploy on Fridays."),
+            ("assistant", "Noted, Ada."),
+            ("user", "Thanks!"),
+        ],
+    );
+    model.push(Reply::tool_call(
+        "save_memory",
+        json!({"history_entry": "[2026-11-29 10:00] Ada said she deploys on Fridays.",
+               "memory_update": "# Memory\n\n- User is Ada; deploys on Fridays.\n"}),
+    ));
+    ok(mnemo(ws, model, &["consolidate", "notes:2"]));
+    // A typed memory, a dream, and a torn last line in a log.
+    let add = mnemo_command(
+        env!("CARGO_BIN_EXE_mnemo"),
+        ws,
+        &[
+            "--set",
+            "embedder.kind=none",
+            "memory",
+            "add",
+            "--type",
+            "user",
+            "--name",
+            "drinks",
+            "--description",
+            "what the user drinks",
+        ],
+    );
+    let out = mnemo_test_support::cli::run_with_stdin(add, b"Prefers green tea.\n");
+    stdout_of_success(&out);
+    ok(mnemo(ws, model, &["log", "The user's favourite colour is teal."]));
+    let dreamt = ok(mnemo(
+        ws,
+        model,
+        &["dream", "--set", "engine.dream_fold_days=0"],
+    ));
+    assert!(dreamt.contains("1 fact(s) added"), "{dreamt}");
+    let mut log = std::fs::OpenOptions::new()
+        .append(true)
+        .open(ws.join("sessions/notes_2.jsonl"))
+        .or_else(|_| {
+            let name = std::fs::read_dir(ws.join("sessions"))
+                .unwrap()
+                .flatten()
+                .map(|e| e.path())
+                .find(|p| {
+                    std::fs::read_to_string(p).is_ok_and(|t| t.contains("deploy on Fridays"))
+                })
+                .unwrap();
+            std::fs::OpenOptions::new().append(true).open(name)
+        })
+        .unwrap();
+    log.write_all(b"{\"role\":\"user\",\"cont").unwrap();
+}
+
+fn serve(ws: &Path) -> Server {
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let child = start_listening(mnemo_command(
+        env!("CARGO_BIN_EXE_mnemo"),
+        ws,
+        &[
+            "--set",
+            "embedder.kind=none",
+            "serve",
+            "--http",
+            &addr,
+            "--token",
+            TOKEN,
+        ],
+    ));
+    Server { child, port }
+}
+
+/// Where this run's screenshots go.
+fn shots() -> PathBuf {
+    if std::env::var_os("MNEMO_UPDATE_SCREENSHOTS").is_some() {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/inspector")
+    } else {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/inspector-screenshots")
+    }
+}
+
+/// A page of another origin whose form posts to the API.
+fn attacker_page(target: &str) -> (u16, std::thread::JoinHandle<()>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let page = format!(
+        "<!doctype html><form id=f method=post enctype=text/plain action=\"{target}\">\
+         <input name='{{\"name\":\"drinks\",\"x\":\"' value='\"}}'></form>\
+         <script>document.getElementById('f').submit()</script>"
+    );
+    let handle = std::thread::spawn(move || {
+        for stream in listener.incoming().take(2) {
+            let Ok(mut s) = stream else { continue };
+            let mut buf = [0u8; 4096];
+            let _ = s.read(&mut buf);
+            let _ = write!(
+                s,
+                "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{page}",
+                page.len()
+            );
+        }
+    });
+    (port, handle)
+}
+
+#[test]
+fn the_inspector_in_a_real_browser() {
+    if let Some(why) = webdriver::missing() {
+        assert!(std::env::var_os("CI").is_none(), "{why}");
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let model = ScriptedServer::start_blocking();
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path();
+    workspace(ws, &model);
+    let facts = std::fs::read_to_string(ws.join("memory/facts.md")).unwrap();
+    assert!(facts.contains("Berlin") && facts.contains("Paris"), "{facts}");
+    let srv = serve(ws);
+    let base = format!("http://127.0.0.1:{}", srv.port);
+    let shots = shots();
+    let b = Browser::start(1280, 900);
+
+    // Without the token: nothing but the page that asks for it.
+    b.goto(&format!("{base}/"));
+    b.wait_text("main", "needs a token");
+
+    // Memory: facts with their state, the replaced one marked.
+    b.goto(&format!("{base}/#token={TOKEN}"));
+    let berlin = b.wait_for("#facts tr[data-fact]");
+    let _ = berlin;
+    let table = b.wait_text("#facts", "Berlin");
+    assert!(table.contains("Paris"), "{table}");
+    assert!(table.contains("current") && table.contains("ended"), "{table}");
+    assert!(
+        !b.url().contains(TOKEN),
+        "the token stays out of the address: {}",
+        b.url()
+    );
+    b.screenshot(&shots.join("memory.png"));
+
+    // A fact's provenance: its history, then the message it came from.
+    let id = b
+        .execute(
+            "return [...document.querySelectorAll('#facts tr[data-fact]')].find(r => r.textContent.includes('Berlin')).dataset.fact",
+            json!([]),
+        )
+        .as_str()
+        .unwrap()
+        .to_string();
+    b.click(&format!("#fact-{id} button.history"));
+    let chain = b.wait_text(&format!("#fact-{id} .provenance"), "replacing");
+    assert!(chain.contains("chat:1"), "{chain}");
+    b.click(&format!("#fact-{id} td a[href^='#/sessions/']"));
+    let highlighted = b.wait_text("#timeline tr.highlight", "Berlin");
+    assert!(highlighted.contains("I live in Berlin now."), "{highlighted}");
+
+    // The session: a transcript holding script shows it as text, and
+    // runs none of it; the chart and the compaction are drawn.
+    let page = b.wait_text("#timeline", "look at this");
+    assert!(page.contains("<script>window.pwned"), "{page}");
+    assert_eq!(b.execute("return window.pwned === undefined && document.title === 'mnemo inspector'", json!([])), json!(true));
+    assert!(!b.find_all("svg.chart path").is_empty());
+    b.wait_text("#timeline", "autocompact");
+    b.execute("window.scrollTo(0, 0)", json!([]));
+    b.screenshot(&shots.join("session.png"));
+    // A torn line shows with its number.
+    b.goto(&format!("{base}/#/sessions"));
+    b.wait_text("#sessions", "notes:2");
+    b.click("#sessions a[href*='notes']");
+    b.wait_text("#timeline", "cannot be read");
+
+    // Changes: the refused fact with why, then undo of the consolidation.
+    b.goto(&format!("{base}/#/changes"));
+    let refused = b.wait_text("#refused", "Initech");
+    assert!(refused.contains("why"), "{refused}");
+    let history = b.wait_text("#history", "consolidation");
+    assert!(history.contains("dream"), "{history}");
+    b.screenshot(&shots.join("changes.png"));
+    let before = std::fs::read_to_string(ws.join("MEMORY.md")).unwrap();
+    assert!(before.contains("deploys on Fridays"), "{before}");
+    b.execute("window.confirm = () => true", json!([]));
+    b.click("#history details.kind-consolidation button.undo");
+    b.wait_text("#status", "undid the consolidation");
+    let after = std::fs::read_to_string(ws.join("MEMORY.md")).unwrap();
+    assert!(!after.contains("deploys on Fridays"), "{after}");
+    let history = std::fs::read_to_string(ws.join("memory/HISTORY.md")).unwrap();
+    assert!(history.contains("undo of the consolidation"), "{history}");
+    b.wait_text("#history", "(undone)");
+
+    // The prompt, part by part.
+    b.goto(&format!("{base}/#/prompt?session=chat%3A1"));
+    b.wait_text("#prompt-parts", "tokens of a");
+    assert!(!b.find_all("#prompt-parts .bar span").is_empty());
+    b.screenshot(&shots.join("prompt.png"));
+
+    // Search: the expected hit and the parts of its score.
+    b.goto(&format!("{base}/#/search"));
+    b.type_into("#search-query", "Berlin");
+    b.click("form[role=search] button");
+    let hits = b.wait_text("#search-out", "memory/facts.md");
+    assert!(hits.contains("keyword 1"), "{hits}");
+    b.screenshot(&shots.join("search.png"));
+    b.click("#search-out .citation");
+    b.wait_text("#search-out pre.cited", "Berlin");
+
+    // Index.
+    b.goto(&format!("{base}/#/index"));
+    b.wait_text("#index-status", "sqlite");
+    b.screenshot(&shots.join("index.png"));
+
+    // On a phone-sized window.
+    b.execute("return 1", json!([]));
+    drop(b);
+    let phone = Browser::start(390, 844);
+    phone.goto(&format!("{base}/#token={TOKEN}"));
+    phone.wait_text("#facts", "Berlin");
+    phone.screenshot(&shots.join("memory-phone.png"));
+
+    // A form of another site posting to the API is refused, and nothing
+    // is forgotten.
+    let (evil, attacker) = attacker_page(&format!("{base}/v1/memory/forget"));
+    phone.goto(&format!("http://127.0.0.1:{evil}/"));
+    let refused = phone.wait_text("body", "\"error\"");
+    assert!(!refused.contains("removed"), "{refused}");
+    drop(phone);
+    drop(attacker);
+    assert!(ws.join("memory/drinks.md").exists());
+}

@@ -170,7 +170,38 @@ fn workspace(ws: &Path, model: &ScriptedServer) {
         })
         .unwrap();
     log.write_all(b"{\"role\":\"user\",\"cont").unwrap();
+    // A retrieval evaluation, saved for the index view.
+    let data = ws.join("eval-data.json");
+    std::fs::write(&data, EVAL_DATA).unwrap();
+    let o = mnemo_command(
+        env!("CARGO_BIN_EXE_mnemo"),
+        ws,
+        &[
+            "--set",
+            "embedder.kind=none",
+            "eval",
+            "retrieval",
+            data.to_str().unwrap(),
+            "--mode",
+            "keyword",
+            "--save",
+        ],
+    )
+    .output()
+    .unwrap();
+    stdout_of_success(&o);
+    std::fs::remove_file(&data).unwrap();
 }
+
+/// A two-session conversation for a saved retrieval evaluation.
+const EVAL_DATA: &str = r#"{"dataset": "handmade", "language": "en",
+  "conversations": [{"conv_id": "a", "speakers": ["Ann", "Bob"], "sessions": [
+    {"session_id": "s1", "date_time": "2023-05-08", "turns": [
+      {"turn_id": "a1", "speaker": "Ann", "text": "I spent Sunday baking sourdough bread with my sister."}]},
+    {"session_id": "s2", "date_time": "2023-05-20", "turns": [
+      {"turn_id": "a2", "speaker": "Bob", "text": "The garden fence needs a new coat of paint."}]}]}],
+  "questions": [{"qid": "q1", "conv_id": "a", "question": "What did Ann bake on Sunday?",
+    "evidence_turns": ["a1"], "evidence_sessions": ["s1"]}]}"#;
 
 fn serve(ws: &Path) -> Server {
     let port = free_port();
@@ -328,6 +359,9 @@ fn the_inspector_in_a_real_browser() {
     // Index.
     b.goto(&format!("{base}/#/index"));
     b.wait_text("#index-status", "sqlite");
+    let evals = b.wait_text("#evals", "retrieval-");
+    assert!(evals.contains("mrr") || evals.contains("recall"), "{evals}");
+    assert!(!b.find_all("#evals svg.chart rect").is_empty());
     b.screenshot(&shots.join("index.png"));
 
     // On a phone-sized window.

@@ -555,12 +555,13 @@ async function indexView() {
 // The report's numbers in 0..1 (scores, rates), as bars.
 function evalReport(e) {
   const rows = [];
+  const SKIP = new Set(["settings", "timings", "questions", "counts", "warnings", "config"]);
   (function walk(v, path) {
     if (rows.length >= 40) return;
-    if (typeof v === "number" && v >= 0 && v <= 1 && !Number.isInteger(v)) rows.push([path, v]);
+    if (typeof v === "number" && v >= 0 && v <= 1) rows.push([path, v]);
     else if (Array.isArray(v)) v.slice(0, 8).forEach((x, i) => walk(x, `${path}[${i}]`));
-    else if (v && typeof v === "object") Object.entries(v).forEach(([k, x]) => walk(x, path ? `${path}.${k}` : k));
-  })(e.report, "");
+    else if (v && typeof v === "object") Object.entries(v).forEach(([k, x]) => { if (!SKIP.has(k)) walk(x, path ? `${path}.${k}` : k); });
+  })(e.report.overall || e.report, e.report.overall ? "overall" : "");
   const W = 800, row = 18, L = 330;
   const chart = rows.length ? s("svg", { class: "chart", viewBox: `0 0 ${W} ${rows.length * row + 6}`, role: "img", "aria-label": `${rows.length} scores of ${e.name}` },
     rows.map(([k, v], i) => s("g", {},

@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context as _, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use mnemo_eval::{EvalOptions, EvalReport, EvalStage, EvalUnit, Layout, QueryShape, RetrievalMode};
 
@@ -89,6 +89,10 @@ pub struct ConsolidationArgs {
     /// Print one JSON object (with each question and where its answer was found)
     #[arg(long)]
     pub json: bool,
+    /// Also save the report as JSON under the workspace's .mnemo/eval/,
+    /// where the memory inspector (mnemo inspect) draws it
+    #[arg(long)]
+    pub save: bool,
     #[command(flatten)]
     pub model: crate::cmd::engine::ModelArgs,
 }
@@ -127,6 +131,10 @@ pub struct WritePathArgs {
     /// Print one JSON object
     #[arg(long)]
     pub json: bool,
+    /// Also save the report as JSON under the workspace's .mnemo/eval/,
+    /// where the memory inspector (mnemo inspect) draws it
+    #[arg(long)]
+    pub save: bool,
     #[command(flatten)]
     pub model: crate::cmd::engine::ModelArgs,
 }
@@ -226,6 +234,10 @@ pub struct RetrievalArgs {
     /// Print one JSON object (with an `overall` object: any@5, all@10, recall@10, mrr, …)
     #[arg(long)]
     pub json: bool,
+    /// Also save the report as JSON under the workspace's .mnemo/eval/,
+    /// where the memory inspector (mnemo inspect) draws it
+    #[arg(long)]
+    pub save: bool,
     /// Re-rank each question's first hits with the chat model, as `[engine]
     /// rerank = true` does for memory_search (one model call per question;
     /// `[engine] rerank_candidates` hits are shown to it)
@@ -268,6 +280,9 @@ fn write_path(args: WritePathArgs, global: &GlobalArgs) -> Result<()> {
     let report =
         crate::ctx::runtime()?.block_on(mnemo_eval::run_write_path(&opts, chat, &progress))?;
     bar.finish_and_clear();
+    if args.save {
+        save_report(&ctx.workspace, "write-path", &mnemo_eval::write_path::render_json(&report))?;
+    }
     if args.json {
         outln!("{}", mnemo_eval::write_path::render_json(&report));
     } else {
@@ -301,6 +316,9 @@ fn consolidation(args: ConsolidationArgs, global: &GlobalArgs) -> Result<()> {
     let report = crate::ctx::runtime()?
         .block_on(mnemo_eval::run_consolidation_eval(&opts, chat, &progress))?;
     bar.finish_and_clear();
+    if args.save {
+        save_report(&ctx.workspace, "consolidation", &serde_json::to_string_pretty(&report)?)?;
+    }
     if args.json {
         outln!("{}", serde_json::to_string_pretty(&report)?);
     } else {
@@ -446,16 +464,21 @@ fn retrieval(args: RetrievalArgs, global: &GlobalArgs) -> Result<()> {
         bar.finish_and_clear();
         reports.push(report);
     }
-    if args.json {
-        if let [one] = reports.as_slice() {
-            outln!("{}", mnemo_eval::render_json(one));
-        } else {
+    let json = || match reports.as_slice() {
+        [one] => mnemo_eval::render_json(one),
+        _ => {
             let all: Vec<serde_json::Value> = reports
                 .iter()
                 .filter_map(|r| serde_json::from_str(&mnemo_eval::render_json(r)).ok())
                 .collect();
-            outln!("{}", serde_json::Value::Array(all));
+            serde_json::Value::Array(all).to_string()
         }
+    };
+    if args.save {
+        save_report(&ctx.workspace, "retrieval", &json())?;
+    }
+    if args.json {
+        outln!("{}", json());
     } else if reports.len() > 1 {
         out!("{}", mnemo_eval::render_comparison(&reports));
     } else if let Some(r) = reports.first() {
@@ -490,4 +513,19 @@ fn reranker(
             mnemo_service::apply_rerank(resp, outcome);
         },
     ))
+}
+
+/// Writes a report to `.mnemo/eval/<kind>-<UTC time>.json` of the
+/// workspace, for the inspector, and says where.
+fn save_report(workspace: &mnemo::core::Workspace, kind: &str, json: &str) -> Result<()> {
+    let dir = workspace.state_dir().join("eval");
+    std::fs::create_dir_all(&dir)
+        .with_context(|| format!("cannot create {}", dir.display()))?;
+    let path = dir.join(format!(
+        "{kind}-{}.json",
+        chrono::Utc::now().format("%Y%m%dT%H%M%SZ")
+    ));
+    mnemo::store::fsutil::atomic_write(&path, json.as_bytes())?;
+    eprintln!("report saved to {} (mnemo inspect draws it)", path.display());
+    Ok(())
 }

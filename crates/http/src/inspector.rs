@@ -19,17 +19,20 @@ const APP_CSS: &str = include_str!("../inspector/app.css");
 const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
                    connect-src 'self'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'";
 
-/// The page's routes: `/`, and its script and style under `/inspector/`.
-pub(crate) fn pages() -> Router {
-    Router::new()
+/// The page's routes: `/` (and, on a multi-tenant server, each workspace's
+/// `/v1/workspaces/{id}/`), and its script and style under `/inspector/`.
+pub(crate) fn pages(tenants: bool) -> Router {
+    let mut router = Router::new()
         .route("/", get(index))
         .route("/inspector/app.js", get(script))
-        .route("/inspector/app.css", get(style))
+        .route("/inspector/app.css", get(style));
+    if tenants {
+        router = router.route("/v1/workspaces/{id}/", get(index));
+    }
+    router.method_not_allowed_fallback(crate::routes::method_not_allowed)
 }
 
-/// The page, as served for one workspace of a multi-tenant server
-/// (`/v1/workspaces/{id}/`).
-pub(crate) async fn index() -> Response {
+async fn index() -> Response {
     asset(INDEX_HTML, "text/html; charset=utf-8")
 }
 

@@ -61,7 +61,7 @@ pub fn router(service: Arc<Service>, token: Option<String>) -> Router {
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(Extension(service));
-    guard::with_token(router, token).merge(crate::inspector::pages())
+    guard::with_token(router, token).merge(crate::inspector::pages(false))
 }
 
 /// The workspace's service, put in the request's extensions by the

@@ -1,9 +1,17 @@
 //! The writing half of an import: sessions, MEMORY.md sections, history
 //! entries and files, each decided against what the workspace already holds
 //! (so that a second run changes nothing) and written only outside a dry run.
+//!
+//! A session is held in memory once, as its records: it is compared with
+//! the workspace's log by the digests of their lines (the log is read a line
+//! at a time) and a new log is written a line at a time into a temp file
+//! renamed into place, so that memory stays within a small multiple of the
+//! largest conversation whatever the number of conversations, in a dry run
+//! too.
 
 use std::collections::{HashMap, HashSet};
 use std::fs;
+use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use mnemo_core::{resolve_in_workspace, Content, Workspace};
@@ -30,7 +38,37 @@ pub(crate) struct Importer<'a> {
     /// later decisions (a second daily log into the same file, an index
     /// line after a merged MEMORY.md) are those of the real run.
     overlay: HashMap<PathBuf, Vec<u8>>,
+    /// The same for session logs, as their [`LogShape`]: all a later
+    /// decision reads of them, and a few bytes a line rather than the log.
+    dry_logs: HashMap<PathBuf, LogShape>,
     pub(crate) report: Report,
+}
+
+/// The sha-256 of one log line as the store encodes it (see
+/// [`normalise`]): what a session's lines and a log's are compared by.
+type LineDigest = [u8; 32];
+
+fn line_digest(line: &str) -> LineDigest {
+    Sha256::digest(line.as_bytes()).into()
+}
+
+/// What a comparison needs of a session log: the digests of its lines
+/// after the metadata, and its cursor.
+#[derive(Debug, Clone, Default)]
+struct LogShape {
+    lines: Vec<LineDigest>,
+    cursor: usize,
+}
+
+/// A session's lines within the limits of an append
+/// ([`Importer::bound_lines`]).
+struct Bounded {
+    lines: Vec<SessionLine>,
+    /// The digest of each line.
+    digests: Vec<LineDigest>,
+    /// The sha-256 of the lines (as the store encodes them) joined by
+    /// newlines, which the manifest records.
+    sha256: String,
 }
 
 /// A line to merge into MEMORY.md, with the text that shows it is already
@@ -100,6 +138,7 @@ impl<'a> Importer<'a> {
             manifest,
             manifest_dirty: false,
             overlay: HashMap::new(),
+            dry_logs: HashMap::new(),
             report: Report {
                 dry_run,
                 ..Report::default()
@@ -153,10 +192,6 @@ impl<'a> Importer<'a> {
         }
     }
 
-    fn exists(&self, path: &Path) -> bool {
-        self.overlay.contains_key(path) || path.exists()
-    }
-
     /// Records, in a dry run, that `bytes` would now be the file at `path`.
     fn would_write(&mut self, path: &Path, bytes: &[u8]) {
         if self.dry_run {
@@ -208,6 +243,11 @@ impl<'a> Importer<'a> {
     // ----- sessions -----
 
     /// Imports one session: `lines` are its lines after the metadata.
+    ///
+    /// The session is compared with the workspace's log by the digests of
+    /// their lines and written a line at a time, so that memory holds the
+    /// session's records once (not also its text, the text compared and the
+    /// whole log as one string).
     pub(crate) fn session(
         &mut self,
         key: &str,
@@ -216,16 +256,11 @@ impl<'a> Importer<'a> {
         source_rel: &str,
     ) {
         self.report.conversations += 1;
-        let Some((lines, text)) = self.bound_lines(key, lines, source_rel) else {
+        let Some(bounded) = self.bound_lines(key, lines, source_rel) else {
             return;
         };
-        // Compared through the store's own encoding, so that a line written
-        // verbatim and the same line read back compare equal.
-        let cmp: Vec<String> = text
-            .iter()
-            .map(|l| normalise(l).unwrap_or_else(|| l.clone()))
-            .collect();
-        let messages = lines.iter().filter(|l| l.is_message()).count();
+        let cmp = &bounded.digests;
+        let messages = bounded.lines.iter().filter(|l| l.is_message()).count();
         let alt = format!(
             "{key}#{}-{}",
             self.tool.as_str(),
@@ -247,16 +282,16 @@ impl<'a> Importer<'a> {
                 }
             };
             let target = rel_to(self.ws, &path);
-            if !self.exists(&path) {
-                let mut meta = meta;
-                meta.key = candidate.to_string();
-                self.create_session(
-                    &path, &target, meta, &text, &cmp, messages, source_rel, &conflicts,
-                );
-                return;
-            }
-            let (existing, cursor) = match self.current_text(&path).map(|t| log_lines(&t)) {
-                Ok(x) => x,
+            let existing = match self.existing_log(&path) {
+                Ok(Some(shape)) => shape,
+                Ok(None) => {
+                    let mut meta = meta;
+                    meta.key = candidate.to_string();
+                    self.create_session(
+                        &path, &target, meta, &bounded, messages, source_rel, &conflicts,
+                    );
+                    return;
+                }
                 Err(e) => {
                     self.report.push(
                         Verb::Error,
@@ -268,11 +303,15 @@ impl<'a> Importer<'a> {
                     return;
                 }
             };
+            let (existing, cursor) = (existing.lines, existing.cursor);
             if existing.len() <= cmp.len() && existing[..] == cmp[..existing.len()] {
-                let new = &lines[existing.len()..];
-                let new_messages = new.iter().filter(|l| l.is_message()).count();
+                let from = existing.len();
+                let new_messages = bounded.lines[from..]
+                    .iter()
+                    .filter(|l| l.is_message())
+                    .count();
                 let move_cursor = meta.last_consolidated > cursor;
-                if new.is_empty() && !move_cursor {
+                if from == bounded.lines.len() && !move_cursor {
                     self.report.push(
                         Verb::Skip,
                         Kind::Session,
@@ -282,15 +321,24 @@ impl<'a> Importer<'a> {
                     );
                     return;
                 }
+                let moved_to = move_cursor.then_some(meta.last_consolidated);
                 self.append_session(
                     candidate,
                     &target,
-                    new,
+                    &bounded,
+                    from,
                     new_messages,
-                    move_cursor.then_some(meta.last_consolidated),
+                    moved_to,
                     source_rel,
-                    &cmp,
                 );
+                if self.dry_run {
+                    // What the appends would leave, for the rest of the run.
+                    let shape = LogShape {
+                        lines: cmp.clone(),
+                        cursor: moved_to.unwrap_or(cursor),
+                    };
+                    self.dry_logs.insert(path, shape);
+                }
                 return;
             }
             if cmp.len() < existing.len() && existing[..cmp.len()] == cmp[..] {
@@ -319,13 +367,23 @@ impl<'a> Importer<'a> {
         );
     }
 
+    /// The log at `path` as this run leaves it (a dry run's would-be
+    /// writes included), or `None` when there is none.
+    fn existing_log(&self, path: &Path) -> mnemo_store::Result<Option<LogShape>> {
+        match self.dry_logs.get(path) {
+            Some(shape) => Ok(Some(shape.clone())),
+            None => read_log_shape(path),
+        }
+    }
+
     /// Puts a session's lines through the limits of an append: the
     /// tool-result budget (an oversized result is persisted beside the log
     /// and replaced by a preview; a dry run only names its file) and the
     /// line limit (`[session] max_line_bytes`). A line over the limit is an
     /// error and left out, so the log never holds a line mnemo's own writers
-    /// would refuse. Returns the lines kept and their text, or `None` when
-    /// the session cannot be imported (reported).
+    /// would refuse. Returns the lines kept with the digests they are
+    /// compared by, or `None` when the session cannot be imported
+    /// (reported).
     ///
     /// Each message is its own batch here: an imported conversation has no
     /// appended turns to share the per-turn budget. The budget runs before
@@ -337,9 +395,10 @@ impl<'a> Importer<'a> {
         key: &str,
         lines: Vec<SessionLine>,
         source_rel: &str,
-    ) -> Option<(Vec<SessionLine>, Vec<String>)> {
+    ) -> Option<Bounded> {
         let mut kept = Vec::with_capacity(lines.len());
-        let mut text = Vec::with_capacity(lines.len());
+        let mut digests = Vec::with_capacity(lines.len());
+        let mut joined = Sha256::new();
         for (i, mut l) in lines.into_iter().enumerate() {
             if let Record::Message(m) = &mut l.record {
                 let inline = mnemo_store::session::persisted_path(m).is_none();
@@ -412,25 +471,38 @@ impl<'a> Importer<'a> {
                 );
                 continue;
             }
+            // Compared through the store's own encoding, so that a line
+            // written verbatim and the same line read back compare equal.
+            // The text itself is not kept: the line is encoded again when
+            // it is written.
+            let normal = normalise(&t);
+            let normal = normal.as_deref().unwrap_or(&t);
+            digests.push(line_digest(normal));
+            if !kept.is_empty() {
+                joined.update(b"\n");
+            }
+            joined.update(normal.as_bytes());
             kept.push(l);
-            text.push(t);
         }
-        Some((kept, text))
+        Some(Bounded {
+            lines: kept,
+            digests,
+            sha256: hex::encode(joined.finalize()),
+        })
     }
 
     #[allow(clippy::too_many_arguments)]
     fn create_session(
         &mut self,
-        path: &std::path::Path,
+        path: &Path,
         target: &str,
         meta: SessionMetadata,
-        lines: &[String],
-        cmp: &[String],
+        bounded: &Bounded,
         messages: usize,
         source_rel: &str,
         conflicts: &[String],
     ) {
-        let records = lines.len() - messages;
+        let records = bounded.lines.len() - messages;
         let mut detail = format!(
             "{messages} message(s), {records} other record(s), cursor {}",
             meta.last_consolidated
@@ -443,7 +515,8 @@ impl<'a> Importer<'a> {
             ));
         }
         let key = meta.key.clone();
-        let mut text = match Record::Metadata(meta).to_line() {
+        let cursor = meta.last_consolidated;
+        let head = match Record::Metadata(meta).to_line() {
             Ok(l) => l,
             Err(e) => {
                 self.report.push(
@@ -456,42 +529,49 @@ impl<'a> Importer<'a> {
                 return;
             }
         };
-        text.push('\n');
-        for l in lines {
-            text.push_str(l);
-            text.push('\n');
-        }
-        // One atomic write: a crash leaves no half-imported session, and
-        // the original metadata (created_at, cursor, …) is kept as is.
+        // Written whole or not at all: a crash leaves no half-imported
+        // session, and the original metadata (created_at, cursor, …) is
+        // kept as is.
         if !self.report.write(
             self.dry_run,
             Kind::Session,
             target,
             source_rel,
             "the session was not imported",
-            || fsutil::atomic_write(path, text.as_bytes()),
+            || write_log(path, &head, &bounded.lines),
         ) {
             return;
         }
-        self.would_write(path, text.as_bytes());
-        self.note_session(&key, source_rel, cmp);
+        if self.dry_run {
+            self.dry_logs.insert(
+                path.to_path_buf(),
+                LogShape {
+                    lines: bounded.digests.clone(),
+                    cursor,
+                },
+            );
+        }
+        self.note_session(&key, source_rel, &bounded.sha256);
         self.report.messages += messages;
         self.report.records += records;
         self.report
             .push(Verb::Create, Kind::Session, target, source_rel, detail);
     }
 
+    /// Appends the lines of `bounded` from `from` on to the log of `key`
+    /// (which holds the ones before), and moves its cursor to `cursor`.
     #[allow(clippy::too_many_arguments)]
     fn append_session(
         &mut self,
         key: &str,
         target: &str,
-        new: &[SessionLine],
+        bounded: &Bounded,
+        from: usize,
         new_messages: usize,
         cursor: Option<usize>,
         source_rel: &str,
-        all_lines: &[String],
     ) {
+        let new = &bounded.lines[from..];
         let sessions = &self.sessions;
         if !self.report.write(
             self.dry_run,
@@ -515,25 +595,7 @@ impl<'a> Importer<'a> {
         ) {
             return;
         }
-        if self.dry_run {
-            if let Ok(path) = self.sessions.path_for(key) {
-                let mut add = String::new();
-                for t in new.iter().filter_map(|l| l.text().ok()) {
-                    add.push_str(&t);
-                    add.push('\n');
-                }
-                if let Some(c) = cursor {
-                    let mut meta = SessionMetadata::new(key);
-                    meta.last_consolidated = c;
-                    if let Ok(t) = Record::Metadata(meta).to_line() {
-                        add.push_str(&t);
-                        add.push('\n');
-                    }
-                }
-                self.would_append(&path, add.as_bytes());
-            }
-        }
-        self.note_session(key, source_rel, all_lines);
+        self.note_session(key, source_rel, &bounded.sha256);
         self.report.messages += new_messages;
         self.report.records += new.len() - new_messages;
         let mut detail = format!(
@@ -547,9 +609,6 @@ impl<'a> Importer<'a> {
             .push(Verb::Append, Kind::Session, target, source_rel, detail);
     }
 
-    /// A source line that could not be read, kept verbatim as an
-    /// `import_unparsed` record (the import loses nothing) and reported
-    /// with where to look.
     /// True (and reported) when a source line is over the session line
     /// limit. Every imported line keeps its source entry, so such a line
     /// could only become a log line over the limit: it is left out before
@@ -572,6 +631,9 @@ impl<'a> Importer<'a> {
         true
     }
 
+    /// A source line that could not be read, kept verbatim as an
+    /// `import_unparsed` record (the import loses nothing) and reported
+    /// with where to look.
     pub(crate) fn unparsed_line(
         &mut self,
         rel: &str,
@@ -600,14 +662,15 @@ impl<'a> Importer<'a> {
         }))
     }
 
-    fn note_session(&mut self, key: &str, source_rel: &str, lines: &[String]) {
-        let joined = lines.join("\n");
+    /// Records in the manifest that `key` was imported from `source_rel`;
+    /// `sha256` is that of its lines (see [`Bounded::sha256`]).
+    fn note_session(&mut self, key: &str, source_rel: &str, sha256: &str) {
         self.manifest.sessions.insert(
             key.to_string(),
             Written {
                 tool: self.tool.as_str().into(),
                 source: self.abs_source(source_rel),
-                sha256: sha256(joined.as_bytes()),
+                sha256: sha256.to_string(),
             },
         );
         self.manifest_dirty = true;
@@ -1085,24 +1148,113 @@ fn normalise(line: &str) -> Option<String> {
     Record::parse(line).ok()?.to_line().ok()
 }
 
-/// The non-metadata lines of a log's text (normalised) and its cursor.
-/// Lines that do not parse are compared as they are.
-fn log_lines(text: &str) -> (Vec<String>, usize) {
-    let mut out = Vec::new();
-    let mut cursor = 0;
-    // A partial last line (a write in progress) is not part of the log yet.
-    let complete = match text.rfind('\n') {
-        Some(i) => &text[..=i],
-        None => "",
+/// The shape of the log at `path`, read a line at a time (a log may be
+/// large); `None` when there is none. Lines that do not parse are compared
+/// as they are.
+fn read_log_shape(path: &Path) -> mnemo_store::Result<Option<LogShape>> {
+    let file = match fsutil::open_regular(path, fs::OpenOptions::new().read(true)) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(mnemo_store::Error::io("read", path)(e)),
     };
-    for line in complete.lines().filter(|l| !l.trim().is_empty()) {
+    let mut reader = BufReader::new(file);
+    let mut shape = LogShape::default();
+    let mut buf = Vec::new();
+    let mut number = 0;
+    loop {
+        buf.clear();
+        reader
+            .read_until(b'\n', &mut buf)
+            .map_err(mnemo_store::Error::io("read", path))?;
+        // A partial last line (a write in progress) is not part of the log
+        // yet.
+        if buf.pop() != Some(b'\n') {
+            break;
+        }
+        number += 1;
+        if buf.last() == Some(&b'\r') {
+            buf.pop();
+        }
+        let line = std::str::from_utf8(&buf).map_err(|e| mnemo_store::Error::Corrupt {
+            path: path.to_path_buf(),
+            line: number,
+            message: format!(
+                "invalid UTF-8 at byte {} of the line: the file was left unchanged; re-save it as UTF-8",
+                e.valid_up_to()
+            ),
+        })?;
+        if line.trim().is_empty() {
+            continue;
+        }
         match Record::parse(line) {
-            Ok(Record::Metadata(m)) => cursor = m.last_consolidated,
-            Ok(r) => out.push(r.to_line().unwrap_or_else(|_| line.to_string())),
-            Err(_) => out.push(line.to_string()),
+            Ok(Record::Metadata(m)) => shape.cursor = m.last_consolidated,
+            Ok(r) => shape.lines.push(line_digest(
+                &r.to_line().unwrap_or_else(|_| line.to_string()),
+            )),
+            Err(_) => shape.lines.push(line_digest(line)),
         }
     }
-    (out, cursor)
+    Ok(Some(shape))
+}
+
+/// Writes a new session log, `head` (its metadata) then `lines`, into a
+/// temp file beside `path`, a line at a time, then fsyncs it and renames it
+/// into place: the log appears whole or not at all, and memory holds one
+/// line of it, not the whole log.
+fn write_log(path: &Path, head: &str, lines: &[SessionLine]) -> mnemo_store::Result<()> {
+    use mnemo_store::Error;
+    let dir = path.parent().unwrap_or_else(|| Path::new("."));
+    fs::create_dir_all(dir).map_err(Error::io("create folder", dir))?;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(
+        ".{name}.import-{}-{}",
+        std::process::id(),
+        unique()
+    ));
+    let file = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .map_err(Error::io("create", &tmp))?;
+    let written = (|| {
+        let mut out = BufWriter::with_capacity(64 * 1024, file);
+        let mut put = |text: &str| {
+            out.write_all(text.as_bytes())
+                .and_then(|()| out.write_all(b"\n"))
+                .map_err(Error::io("write", &tmp))
+        };
+        put(head)?;
+        for l in lines {
+            let text = l
+                .text()
+                .map_err(|e| Error::Invalid(format!("cannot encode a line: {e}")))?;
+            put(&text)?;
+        }
+        let file = out
+            .into_inner()
+            .map_err(|e| Error::io("write", &tmp)(e.into_error()))?;
+        file.sync_all().map_err(Error::io("fsync", &tmp))?;
+        fs::rename(&tmp, path).map_err(Error::io("rename into place", path))?;
+        fsutil::sync_dir(dir)
+    })();
+    if written.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    written
+}
+
+/// A number no other temp file of this process has had.
+fn unique() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    t ^ N.fetch_add(1, Ordering::Relaxed).rotate_left(48)
 }
 
 /// True when a line starts with a `[YYYY-MM-DD HH:MM]` stamp.

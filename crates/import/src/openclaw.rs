@@ -45,6 +45,9 @@ struct Unit {
 }
 
 pub(crate) fn run(imp: &mut Importer<'_>, src: Source, select: &Select) -> Result<Vec<String>> {
+    // One budget for every agent database of the import: what their
+    // compressed rows decode to stays in proportion to the source.
+    let mut budget = openclaw_db::DecodeBudget::default();
     // A workspace inside a state folder: import from the state folder, the
     // agent of this workspace only.
     let name = src.name();
@@ -58,14 +61,20 @@ pub(crate) fn run(imp: &mut Importer<'_>, src: Source, select: &Select) -> Resul
                 {
                     let agent = agent.clone();
                     imp.set_source_display(parent.root().display().to_string());
-                    return state_dir(imp, &parent, units, &Select::Named(vec![agent]));
+                    return state_dir(
+                        imp,
+                        &parent,
+                        units,
+                        &Select::Named(vec![agent]),
+                        &mut budget,
+                    );
                 }
             }
         }
     }
     if is_state_dir(&src) {
         let units = state_units(&src);
-        return state_dir(imp, &src, units, select);
+        return state_dir(imp, &src, units, select, &mut budget);
     }
     if !looks_like_workspace(&src, "") {
         return Err(Error::Source {
@@ -79,7 +88,7 @@ pub(crate) fn run(imp: &mut Importer<'_>, src: Source, select: &Select) -> Resul
     };
     let units = choose(Tool::OpenClaw, src.root(), vec![(src.name(), unit)], select)?;
     for (name, unit) in &units {
-        import_unit(imp, &src, name, unit, &mut Vec::new());
+        import_unit(imp, &src, name, unit, &mut Vec::new(), &mut budget);
     }
     Ok(vec![
         "this workspace (OpenClaw keeps conversations in the state folder, ~/.openclaw/agents/<agent>/: import that folder)".into(),
@@ -146,6 +155,7 @@ fn state_dir(
     src: &Source,
     units: Vec<(String, Unit)>,
     select: &Select,
+    budget: &mut openclaw_db::DecodeBudget,
 ) -> Result<Vec<String>> {
     let all: Vec<String> = units.iter().map(|(n, _)| n.clone()).collect();
     let mut workspaces: Vec<String> = units
@@ -156,7 +166,7 @@ fn state_dir(
     let mut looked = Vec::new();
     let mut consumed: Vec<String> = vec!["agents".into()];
     for (name, unit) in &chosen {
-        import_unit(imp, src, name, unit, &mut looked);
+        import_unit(imp, src, name, unit, &mut looked, budget);
         consumed.extend(unit.workspace.iter().cloned());
         consumed.extend(unit.legacy_sessions.iter().cloned());
     }
@@ -207,6 +217,7 @@ fn import_unit(
     agent: &str,
     unit: &Unit,
     looked: &mut Vec<String>,
+    budget: &mut openclaw_db::DecodeBudget,
 ) {
     if let Some(ws) = &unit.workspace {
         workspace(imp, src, ws, agent);
@@ -216,7 +227,7 @@ fn import_unit(
         let db = format!("{dir}/agent/openclaw-agent.sqlite");
         looked.push(src.path(&db).display().to_string());
         if src.entry(&db) == Entry::File {
-            in_db = database(imp, src, agent, &db);
+            in_db = database(imp, src, agent, &db, budget);
         } else if src.entry(&db) == Entry::Link {
             src.report_link(&db, Kind::Session, &mut imp.report);
         }
@@ -308,9 +319,16 @@ fn workspace(imp: &mut Importer<'_>, src: &Source, ws: &str, agent: &str) {
 }
 
 /// The transcripts of an agent database; returns the session ids found.
-fn database(imp: &mut Importer<'_>, src: &Source, agent: &str, rel: &str) -> HashSet<String> {
+/// What its compressed rows decode to counts against `budget`.
+fn database(
+    imp: &mut Importer<'_>,
+    src: &Source,
+    agent: &str,
+    rel: &str,
+    budget: &mut openclaw_db::DecodeBudget,
+) -> HashSet<String> {
     let limit = imp.session_options().max_line_bytes;
-    let db = match openclaw_db::read(&src.path(rel), limit) {
+    let db = match openclaw_db::read(&src.path(rel), limit, budget) {
         Ok(db) => db,
         Err(e) => {
             imp.report.push(
@@ -328,7 +346,7 @@ fn database(imp: &mut Importer<'_>, src: &Source, agent: &str, rel: &str) -> Has
         let id = &w.session_id;
         ids.insert(id.clone());
         let at = format!("{rel}#{id}");
-        let events = match db.events(id) {
+        let events = match db.events(id, budget) {
             Ok(e) => e,
             Err(e) => {
                 imp.report.push(
@@ -353,7 +371,10 @@ fn database(imp: &mut Importer<'_>, src: &Source, agent: &str, rel: &str) -> Has
         }
         let lines = events
             .into_iter()
-            .map(|e| (usize::try_from(e.seq).unwrap_or(0), e.json))
+            .map(|e| {
+                let json = e.json.map_err(|why| why.to_string());
+                (usize::try_from(e.seq).unwrap_or(0), json)
+            })
             .collect();
         let key = format!("openclaw:{agent}:{id}");
         let (mut meta, records) = convert(imp, lines, &at, &key);
@@ -660,50 +681,62 @@ pub(crate) fn convert(
     let mut ordinal_of: HashMap<String, usize> = HashMap::new();
     let mut messages = 0usize;
     let mut unparsed = unparsed.into_iter().peekable();
-    for (line, entry) in &entries {
-        while let Some((_, r)) = unparsed.next_if(|(l, _)| l < line) {
+    // Each entry is moved into its record, not copied: a conversation is
+    // held in memory while it is converted, and it may be large.
+    for (line, entry) in entries {
+        while let Some((_, r)) = unparsed.next_if(|(l, _)| *l < line) {
             records.push(r);
         }
-        let kind = str_field(entry, "type").unwrap_or("");
+        let kind = str_field(&entry, "type").unwrap_or("");
         if kind == "session" {
             continue;
         }
-        let id = str_field(entry, "id");
-        let on_path = id.is_none_or(|id| active.contains(id));
-        if on_path && kind == "message" {
-            if let Some(m) = to_message(entry) {
-                if let Some(id) = id {
-                    ordinal_of.insert(id.to_string(), messages);
+        let (is_message, is_compaction) = (kind == "message", kind == "compaction");
+        let id = str_field(&entry, "id").map(str::to_string);
+        let on_path = id.as_ref().is_none_or(|id| active.contains(id));
+        let entry = if on_path && is_message {
+            match to_message(entry) {
+                Ok(m) => {
+                    if let Some(id) = id {
+                        ordinal_of.insert(id, messages);
+                    }
+                    messages += 1;
+                    records.push(Record::Message(m));
+                    continue;
                 }
-                messages += 1;
-                records.push(Record::Message(m));
-                continue;
+                Err(entry) => entry,
             }
-        }
-        if on_path && kind == "compaction" {
+        } else {
+            entry
+        };
+        if on_path && is_compaction {
             let first_kept =
-                str_field(entry, "firstKeptEntryId").and_then(|f| ordinal_of.get(f).copied());
+                str_field(&entry, "firstKeptEntryId").and_then(|f| ordinal_of.get(f).copied());
+            let tokens_before = entry
+                .get("tokensBefore")
+                .and_then(Value::as_u64)
+                .unwrap_or(0) as usize;
+            let summary = str_field(&entry, "summary").map(str::to_string);
+            let timestamp = str_field(&entry, "timestamp").unwrap_or("").to_string();
             let mut extra = Map::new();
-            extra.insert("openclaw".into(), entry.clone());
+            extra.insert("openclaw".into(), entry);
             records.push(Record::Compaction(CompactionRecord {
                 kind: "openclaw".into(),
-                tokens_before: entry
-                    .get("tokensBefore")
-                    .and_then(Value::as_u64)
-                    .unwrap_or(0) as usize,
+                tokens_before,
                 tokens_after: 0,
-                summary: str_field(entry, "summary").map(str::to_string),
+                summary,
                 first_kept,
-                timestamp: str_field(entry, "timestamp").unwrap_or("").to_string(),
+                timestamp,
                 extra,
             }));
             continue;
         }
-        records.push(Record::Other(json!({
-            "_type": "openclaw_entry",
-            "active": on_path,
-            "entry": entry,
-        })));
+        // The fields in the order `json!` would give them.
+        let mut other = Map::new();
+        other.insert("_type".into(), json!("openclaw_entry"));
+        other.insert("active".into(), json!(on_path));
+        other.insert("entry".into(), entry);
+        records.push(Record::Other(Value::Object(other)));
     }
     records.extend(unparsed.map(|(_, r)| r));
     (meta, records)
@@ -743,8 +776,19 @@ fn active_branch(entries: &[(usize, Value)]) -> HashSet<String> {
 
 /// The mnemo form of a `message` entry, when it is a user, assistant or
 /// tool-result message; the whole original entry rides along under
-/// `openclaw`.
-fn to_message(entry: &Value) -> Option<Message> {
+/// `openclaw`. Any other entry is given back.
+fn to_message(entry: Value) -> std::result::Result<Message, Value> {
+    match message_of(&entry) {
+        Some(mut m) => {
+            m.extra.insert("openclaw".into(), entry);
+            Ok(m)
+        }
+        None => Err(entry),
+    }
+}
+
+/// [`to_message`] without the original entry.
+fn message_of(entry: &Value) -> Option<Message> {
     let m = entry.get("message")?;
     let role = str_field(m, "role")?;
     let mut out = match role {
@@ -808,6 +852,5 @@ fn to_message(entry: &Value) -> Option<Message> {
         _ => Role::Tool,
     };
     out.timestamp = str_field(entry, "timestamp").map(str::to_string);
-    out.extra.insert("openclaw".into(), entry.clone());
     Some(out)
 }

@@ -1,10 +1,13 @@
-//! Builders for small source trees in each tool's documented format, and
+//! Builders for small source trees in each tool's documented format (and
+//! OpenClaw conversations of rows that expand far past their size), and
 //! helpers to snapshot a folder byte for byte.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
+
+use serde_json::{json, Value};
 
 /// Writes `text` at `root/rel`, creating folders.
 pub fn write(root: &Path, rel: &str, text: &str) {
@@ -231,4 +234,93 @@ pub fn keys(ws: &Path) -> Vec<String> {
         .into_iter()
         .map(|s| s.key)
         .collect()
+}
+
+/// OpenClaw's own limit on one row, and what the rows of one conversation
+/// and (over their compressed size) of one import may decode to.
+pub const ROW: u64 = 4 * 1024 * 1024;
+pub const WINDOW: u64 = 64 * 1024 * 1024;
+pub const IMPORT_FLOOR: u64 = 64 * 1024 * 1024;
+pub const RATIO: u64 = 32;
+
+/// Adds to the agent database `db` a conversation per id of `ids`: a
+/// session header, then `rows` compressed messages that each decode to a
+/// true 4 MiB event (OpenClaw's row limit, with its recorded length) from
+/// a frame of a few hundred bytes, then, in the last one, a plain message
+/// `AFTER-THE-BOMBS`. Returns the compressed bytes the database then holds.
+pub fn add_expanding_conversations(db: &Path, ids: &[&str], rows: i64) -> u64 {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    // A source database need not carry OpenClaw's constraints; a
+    // conversation without a window row is imported all the same.
+    conn.pragma_update(None, "ignore_check_constraints", 1)
+        .unwrap();
+    conn.pragma_update(None, "foreign_keys", 0).unwrap();
+    let event = |pad: usize| {
+        json!({
+            "type": "message", "id": "big", "parentId": null,
+            "timestamp": "2026-12-01T09:00:01.000Z",
+            "message": {"role": "user", "content": format!("BIG-ROW {}", "a".repeat(pad))}
+        })
+        .to_string()
+    };
+    let big = event(usize::try_from(ROW).unwrap() - event(0).len());
+    assert_eq!(big.len() as u64, ROW);
+    let frame = ruzstd::encoding::compress_to_vec(
+        big.as_bytes(),
+        ruzstd::encoding::CompressionLevel::Fastest,
+    );
+    assert!(frame.len() < 4096, "{} bytes", frame.len());
+    let plain = |id: &str, seq: i64, event: Value| {
+        conn.execute(
+            "INSERT INTO transcript_events (session_id, seq, event_json, created_at) VALUES (?1, ?2, ?3, 0)",
+            rusqlite::params![id, seq, event.to_string()],
+        )
+        .unwrap();
+    };
+    for id in ids {
+        plain(
+            id,
+            0,
+            json!({"type": "session", "version": 3, "id": id, "timestamp": "2026-12-01T09:00:00.000Z", "cwd": "/tmp"}),
+        );
+        for seq in 1..=rows {
+            conn.execute(
+                "INSERT INTO transcript_events (session_id, seq, event_json, created_at, event_zstd, event_utf8_bytes, navigation_json) VALUES (?1, ?2, NULL, 0, ?3, ?4, '{}')",
+                rusqlite::params![id, seq, frame, big.len() as i64],
+            )
+            .unwrap();
+        }
+    }
+    let last = ids.last().unwrap();
+    plain(
+        last,
+        rows + 1,
+        json!({
+            "type": "message", "id": "after1", "parentId": "big",
+            "timestamp": "2026-12-01T09:00:02.000Z",
+            "message": {"role": "user", "content": "AFTER-THE-BOMBS still arrives"}
+        }),
+    );
+    let compressed: i64 = conn
+        .query_row(
+            "SELECT sum(length(event_zstd)) FROM transcript_events",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    u64::try_from(compressed).unwrap()
+}
+
+/// The bytes of every file under `root`.
+pub fn bytes_under(root: &Path) -> u64 {
+    let mut total = 0;
+    for e in fs::read_dir(root).unwrap().flatten() {
+        let ft = e.file_type().unwrap();
+        if ft.is_dir() {
+            total += bytes_under(&e.path());
+        } else {
+            total += e.metadata().unwrap().len();
+        }
+    }
+    total
 }

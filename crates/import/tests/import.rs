@@ -408,6 +408,36 @@ fn openclaw_transcript_that_grew_is_appended() {
 }
 
 #[test]
+fn a_dry_run_that_meets_a_conversation_twice_lists_what_the_import_does() {
+    // The oldest installs' `sessions/` beside `agents/main/sessions/`: the
+    // same transcript twice, the second grown. The import creates the log
+    // from the first and appends the second's new entry; a dry run, which
+    // writes nothing, remembers the log it would have created to say so.
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("openclaw");
+    openclaw(&src);
+    let mut grown = OPENCLAW_SESSION.join("\n");
+    grown.push('\n');
+    grown.push_str(r#"{"type":"message","id":"a3","parentId":"u2","timestamp":"2026-05-01T09:11:05.000Z","message":{"role":"assistant","content":[{"type":"text","text":"You're welcome."}]}}"#);
+    grown.push('\n');
+    write(&src, "sessions/0f5e2a9c.jsonl", &grown);
+    let dry_ws = dir.path().join("dry");
+    let dry = run(&dry_ws, Tool::OpenClaw, &src, true);
+    assert!(!dry_ws.exists());
+    let ws = dir.path().join("ws");
+    let real = run(&ws, Tool::OpenClaw, &src, false);
+    assert_eq!(lines(&dry), lines(&real));
+    assert_eq!(
+        real.count_kind(Verb::Append, Kind::Session),
+        1,
+        "{}",
+        lines(&real)
+    );
+    assert_eq!(real.messages, 6, "{}", lines(&real));
+    assert!(!run(&ws, Tool::OpenClaw, &src, false).changed());
+}
+
+#[test]
 fn claude_code_memory_folder_arrives_whole() {
     let dir = tempfile::tempdir().unwrap();
     let src = dir.path().join("memory");

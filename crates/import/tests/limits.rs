@@ -1,7 +1,8 @@
 //! Hostile sources stay within bounds (issue 43): compressed rows that
-//! expand past the row limit, a write-ahead log linked in from outside the
-//! source, messages larger than the session line limit, tool results over
-//! the budget, and a source of another tool.
+//! expand past the row limit, databases of many rows that each expand to
+//! the row limit, a write-ahead log linked in from outside the source,
+//! messages larger than the session line limit, tool results over the
+//! budget, and a source of another tool.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "fixtures.rs"]
@@ -127,6 +128,99 @@ fn an_openclaw_row_that_expands_past_the_row_limit_is_an_error_and_the_rest_impo
     assert!(files_holding(&ws, "zzzzzzzzzzzzzzzz").is_empty());
     assert!(longest_line(&ws) < 1024 * 1024, "{}", longest_line(&ws));
     assert!(keys(&ws).iter().any(|k| k.starts_with("openclaw:work:")));
+}
+
+#[test]
+fn an_openclaw_database_of_rows_expanding_to_the_row_limit_decodes_and_writes_a_bounded_total() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = copy_fixture("openclaw-2026.9.6", &dir.path().join("home"));
+    let src = home.join(".openclaw");
+    // Three conversations of 20 rows of 4 MiB: each under the 256 MiB a
+    // conversation could decode to before, 240 MiB from a few kilobytes.
+    let rows = 20;
+    let ids = ["bomb-1", "bomb-2", "bomb-3"];
+    let compressed = add_expanding_conversations(&agent_db(&src, "main"), &ids, rows);
+    let allowed = IMPORT_FLOOR + RATIO * compressed;
+    assert!(allowed < rows as u64 * ROW, "{allowed}");
+
+    let ws = dir.path().join("ws");
+    let report = run(&ws, Tool::OpenClaw, &src, Select::All, false);
+    let errors: Vec<_> = report
+        .actions
+        .iter()
+        .filter(|a| a.verb == Verb::Error)
+        .collect();
+    let window: Vec<_> = errors
+        .iter()
+        .filter(|a| a.detail.contains("the most one conversation may"))
+        .collect();
+    let import: Vec<_> = errors
+        .iter()
+        .filter(|a| a.detail.contains("the most one import may"))
+        .collect();
+    // The first conversation decodes to the window limit, its rows past it
+    // are errors; the import's budget is then spent, and every row of the
+    // other two is an error found without decoding it.
+    let per_window = usize::try_from(WINDOW / ROW).unwrap();
+    assert_eq!(
+        window.len(),
+        rows as usize - per_window,
+        "{}",
+        lines(&report)
+    );
+    assert!(window.iter().all(|a| a.source.contains("#bomb-1:")));
+    assert!(
+        window[0].detail.contains("more than 64 MiB"),
+        "{}",
+        window[0].detail
+    );
+    assert_eq!(import.len(), 2 * rows as usize, "{}", lines(&report));
+    assert!(import
+        .iter()
+        .all(|a| a.source.contains("#bomb-2:") || a.source.contains("#bomb-3:")));
+    assert!(
+        import[0].detail.contains(&format!(
+            "64 MiB, plus 32 times the {compressed} compressed bytes"
+        )),
+        "{}",
+        import[0].detail
+    );
+    // Nothing else went wrong: the fixture's own conversations imported.
+    assert_eq!(
+        errors.len(),
+        window.len() + import.len(),
+        "{}",
+        lines(&report)
+    );
+    assert!(
+        report
+            .actions
+            .iter()
+            .filter(|a| a.verb == Verb::Create && a.kind == Kind::Session)
+            .count()
+            >= 2 + ids.len(),
+        "{}",
+        lines(&report)
+    );
+    // What was decoded and written stays within the import's budget: each
+    // message line holds its content and its original entry, twice the row.
+    let kept = 3 * rows as u64 - (window.len() + import.len()) as u64;
+    assert!(kept * ROW <= allowed, "{kept} rows kept");
+    let written = bytes_under(&ws.join("sessions"));
+    assert!(
+        written <= 2 * allowed + 1024 * 1024,
+        "{written} bytes under sessions/, budget {allowed}"
+    );
+    // The rest of the last conversation arrived, the rows' places marked.
+    let last = report
+        .actions
+        .iter()
+        .find(|a| a.verb == Verb::Create && a.source.ends_with("#bomb-3"))
+        .unwrap();
+    let log = fs::read_to_string(ws.join(&last.target)).unwrap();
+    assert!(log.contains("AFTER-THE-BOMBS still arrives"));
+    assert_eq!(log.matches("import_unparsed").count(), rows as usize);
+    assert!(!log.contains("BIG-ROW"));
 }
 
 // ----- N5: a write-ahead log linked in from outside is not read -----

@@ -385,3 +385,51 @@ fn drop_schema(url: &str, schema: &str) {
         &format!("DROP SCHEMA IF EXISTS {schema} CASCADE"),
     );
 }
+
+/// Each workspace of a multi-tenant server has the inspector's page at
+/// `/v1/workspaces/ID/`: the page without a token (it holds no data), its
+/// views only with that workspace's token; in a browser, the page asks
+/// its own workspace's API.
+#[test]
+fn each_workspace_has_its_inspector_page() {
+    let Some(url) = test_url() else { return };
+    let schema = tenants_schema();
+    let (ws, data) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let s = serve(ws.path(), &url, &schema, data.path());
+    let ana = create(&s, "ana");
+    let bob = create(&s, "bob");
+    let (status, _) = call(
+        &s,
+        "POST",
+        "/v1/workspaces/ana/memory/write",
+        Some(&ana),
+        Some(json!({"text": "Ana keeps bees on the roof.", "name": "bees", "type": "user"})),
+    );
+    assert_eq!(status, 200);
+    let (status, page) = http_request(s.port, "GET", "/v1/workspaces/ana/", &[], None);
+    assert_eq!(status, 200);
+    assert!(page.contains("<title>mnemo inspector</title>"), "{page}");
+    let (status, _) = call(&s, "GET", "/v1/workspaces/ana/inspect/memory", None, None);
+    assert_eq!(status, 401);
+    let (status, _) = call(&s, "GET", "/v1/workspaces/ana/inspect/memory", Some(&bob), None);
+    assert_eq!(status, 403);
+    let (status, v) = call(&s, "GET", "/v1/workspaces/ana/inspect/memory", Some(&ana), None);
+    assert_eq!(status, 200, "{v}");
+    assert!(v["memory_md"].as_str().unwrap().contains("bees"), "{v}");
+    match mnemo_test_support::webdriver::missing() {
+        Some(why) => assert!(std::env::var_os("CI").is_none(), "{why}"),
+        None => {
+            let b = mnemo_test_support::webdriver::Browser::start(1024, 768);
+            b.goto(&format!(
+                "http://127.0.0.1:{}/v1/workspaces/ana/#token={ana}",
+                s.port
+            ));
+            b.wait_text("#files", "bees");
+            assert!(b.text_of("#where").contains("workspace ana"));
+        }
+    }
+    let _ = call(&s, "DELETE", "/v1/workspaces/ana", Some(ADMIN), None);
+    let _ = call(&s, "DELETE", "/v1/workspaces/bob", Some(ADMIN), None);
+    drop(s);
+    drop_schema(&url, &schema);
+}

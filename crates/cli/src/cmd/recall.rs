@@ -512,7 +512,29 @@ mod tests {
             citation: citation.into(),
             session_key: path.starts_with("sessions/").then(|| "cli:direct".into()),
             date: path.starts_with("sessions/").then(|| "2026-11-02".into()),
+            parts: None,
         }
+    }
+
+    #[test]
+    fn explain_prints_the_parts_of_each_score() {
+        let mut with_parts = hit("memory/facts.md#L2-L2", 0.61, "- Berlin.", None);
+        with_parts.parts = Some(mnemo_service::output::ScoreParts {
+            keyword: Some(1.0),
+            vector: None,
+        });
+        let found = SearchOutput {
+            mode: Mode::Keyword,
+            results: vec![with_parts],
+            warnings: Vec::new(),
+            dates: Vec::new(),
+            reranked: None,
+        };
+        let text = render_found(&found, None);
+        assert!(
+            text.contains("memory/facts.md#L2-L2  score 0.610  (keyword 1.000, vector -)  [memory]"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -290,6 +290,9 @@ fn the_inspector_in_a_real_browser() {
         b.url()
     );
     b.screenshot(&shots.join("memory.png"));
+    // A typed memory's history: its save.
+    b.click("#files button.history");
+    b.wait_text("#files .provenance", "write");
 
     // A fact's provenance: its history, then the message it came from.
     let id = b

@@ -244,8 +244,17 @@ function filesTable(files, past) {
         h("td", {}, f.kind === "typed" ? `${f.type} memory` : f.kind, f.error ? h("div", { class: "tag bad" }, f.error) : null),
         h("td", { class: "wide-only" }, f.name ? h("b", {}, f.name, " ") : "", f.description || ""),
         h("td", { class: "wide-only muted" }, (f.modified || "").replace("T", " ").replace("Z", "")),
-        h("td", {}, f.kind === "typed" && !past ? h("button", { class: "danger", onclick: () => forget(f.path) }, "forget") : null))))),
+        h("td", {}, f.kind === "typed" ? typedActions(f, past) : null))))),
     reader);
+}
+
+// A typed memory's history (its saves, its dated lines ended) and forget.
+function typedActions(f, past) {
+  const chain = h("div", { class: "provenance", hidden: true });
+  return h("div", {},
+    h("button", { class: "history", "aria-expanded": "false", onclick: (ev) => toggleChain(ev.currentTarget, f.name || f.path, chain) }, "history"),
+    past ? null : h("button", { class: "danger", onclick: () => forget(f.path) }, "forget"),
+    chain);
 }
 
 async function openFile(path, box) {

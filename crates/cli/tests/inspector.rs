@@ -11,7 +11,9 @@ use std::io::{Read as _, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use mnemo_test_support::cli::{free_port, mnemo_command, start_listening, stdout_of_success, Server};
+use mnemo_test_support::cli::{
+    free_port, mnemo_command, start_listening, stdout_of_success, Server,
+};
 use mnemo_test_support::webdriver::{self, Browser};
 use mnemo_test_support::{Reply, ScriptedServer};
 use serde_json::json;
@@ -147,7 +149,11 @@ fn workspace(ws: &Path, model: &ScriptedServer) {
     );
     let out = mnemo_test_support::cli::run_with_stdin(add, b"Prefers green tea.\n");
     stdout_of_success(&out);
-    ok(mnemo(ws, model, &["log", "The user's favourite colour is teal."]));
+    ok(mnemo(
+        ws,
+        model,
+        &["log", "The user's favourite colour is teal."],
+    ));
     let dreamt = ok(mnemo(
         ws,
         model,
@@ -162,9 +168,7 @@ fn workspace(ws: &Path, model: &ScriptedServer) {
                 .unwrap()
                 .flatten()
                 .map(|e| e.path())
-                .find(|p| {
-                    std::fs::read_to_string(p).is_ok_and(|t| t.contains("deploy on Fridays"))
-                })
+                .find(|p| std::fs::read_to_string(p).is_ok_and(|t| t.contains("deploy on Fridays")))
                 .unwrap();
             std::fs::OpenOptions::new().append(true).open(name)
         })
@@ -267,7 +271,10 @@ fn the_inspector_in_a_real_browser() {
     let ws = dir.path();
     workspace(ws, &model);
     let facts = std::fs::read_to_string(ws.join("memory/facts.md")).unwrap();
-    assert!(facts.contains("Berlin") && facts.contains("Paris"), "{facts}");
+    assert!(
+        facts.contains("Berlin") && facts.contains("Paris"),
+        "{facts}"
+    );
     let srv = serve(ws);
     let base = format!("http://127.0.0.1:{}", srv.port);
     let shots = shots();
@@ -283,7 +290,10 @@ fn the_inspector_in_a_real_browser() {
     let _ = berlin;
     let table = b.wait_text("#facts", "Berlin");
     assert!(table.contains("Paris"), "{table}");
-    assert!(table.contains("current") && table.contains("ended"), "{table}");
+    assert!(
+        table.contains("current") && table.contains("ended"),
+        "{table}"
+    );
     assert!(
         !b.url().contains(TOKEN),
         "the token stays out of the address: {}",
@@ -308,13 +318,22 @@ fn the_inspector_in_a_real_browser() {
     assert!(chain.contains("chat:1"), "{chain}");
     b.click(&format!("#fact-{id} td a[href^='#/sessions/']"));
     let highlighted = b.wait_text("#timeline tr.highlight", "Berlin");
-    assert!(highlighted.contains("I live in Berlin now."), "{highlighted}");
+    assert!(
+        highlighted.contains("I live in Berlin now."),
+        "{highlighted}"
+    );
 
     // The session: a transcript holding script shows it as text, and
     // runs none of it; the chart and the compaction are drawn.
     let page = b.wait_text("#timeline", "look at this");
     assert!(page.contains("<script>window.pwned"), "{page}");
-    assert_eq!(b.execute("return window.pwned === undefined && document.title === 'mnemo inspector'", json!([])), json!(true));
+    assert_eq!(
+        b.execute(
+            "return window.pwned === undefined && document.title === 'mnemo inspector'",
+            json!([])
+        ),
+        json!(true)
+    );
     assert!(!b.find_all("svg.chart path").is_empty());
     b.wait_text("#timeline", "autocompact");
     b.execute("window.scrollTo(0, 0)", json!([]));

@@ -411,9 +411,21 @@ fn each_workspace_has_its_inspector_page() {
     assert!(page.contains("<title>mnemo inspector</title>"), "{page}");
     let (status, _) = call(&s, "GET", "/v1/workspaces/ana/inspect/memory", None, None);
     assert_eq!(status, 401);
-    let (status, _) = call(&s, "GET", "/v1/workspaces/ana/inspect/memory", Some(&bob), None);
+    let (status, _) = call(
+        &s,
+        "GET",
+        "/v1/workspaces/ana/inspect/memory",
+        Some(&bob),
+        None,
+    );
     assert_eq!(status, 403);
-    let (status, v) = call(&s, "GET", "/v1/workspaces/ana/inspect/memory", Some(&ana), None);
+    let (status, v) = call(
+        &s,
+        "GET",
+        "/v1/workspaces/ana/inspect/memory",
+        Some(&ana),
+        None,
+    );
     assert_eq!(status, 200, "{v}");
     assert!(v["memory_md"].as_str().unwrap().contains("bees"), "{v}");
     match mnemo_test_support::webdriver::missing() {

@@ -563,10 +563,12 @@ fn file_kind(path: &str, has_front_matter: bool) -> &'static str {
         "history"
     } else if has_front_matter {
         "typed"
-    } else if name.len() == 13 && name.ends_with(".md") && name[..10].parse::<NaiveDate>().is_ok()
-    {
+    } else if name.len() == 13 && name.ends_with(".md") && name[..10].parse::<NaiveDate>().is_ok() {
         "daily"
-    } else if name.get(..10).is_some_and(|d| d.parse::<NaiveDate>().is_ok()) {
+    } else if name
+        .get(..10)
+        .is_some_and(|d| d.parse::<NaiveDate>().is_ok())
+    {
         "note"
     } else {
         "other"
@@ -685,11 +687,10 @@ fn entry_kind(title: &str) -> &'static str {
 fn memory_md_as_of(current: &str, history: &str, day: NaiveDate) -> Result<String, String> {
     let mut text = current.to_string();
     for e in history_entries(history) {
-        let later = e
-            .at
-            .get(..10)
-            .and_then(|d| d.parse::<NaiveDate>().ok())
-            .is_some_and(|d| d > day);
+        let later =
+            e.at.get(..10)
+                .and_then(|d| d.parse::<NaiveDate>().ok())
+                .is_some_and(|d| d > day);
         if !later {
             break;
         }
@@ -928,9 +929,8 @@ fn eval_reports(dir: &std::path::Path) -> Vec<EvalReport> {
         .filter_map(|e| {
             let modified = e.metadata().ok()?.modified().ok()?;
             let bytes = mnemo_core::files::read_regular(&e.path()).ok()?;
-            let report = serde_json::from_slice(&bytes).unwrap_or_else(
-                |err| serde_json::json!({"error": format!("not a report: {err}")}),
-            );
+            let report = serde_json::from_slice(&bytes)
+                .unwrap_or_else(|err| serde_json::json!({"error": format!("not a report: {err}")}));
             Some((
                 modified,
                 EvalReport {
@@ -942,7 +942,7 @@ fn eval_reports(dir: &std::path::Path) -> Vec<EvalReport> {
             ))
         })
         .collect();
-    out.sort_by(|a, b| b.0.cmp(&a.0));
+    out.sort_by_key(|r| std::cmp::Reverse(r.0));
     out.into_iter().map(|(_, r)| r).collect()
 }
 
@@ -973,7 +973,9 @@ mod tests {
             memory_md_as_of(now, HISTORY, "2025-12-31".parse().unwrap()).unwrap(),
             "# Memory\n"
         );
-        assert!(memory_md_as_of("# Hand edited\n", HISTORY, "2026-01-02".parse().unwrap()).is_err());
+        assert!(
+            memory_md_as_of("# Hand edited\n", HISTORY, "2026-01-02".parse().unwrap()).is_err()
+        );
     }
 
     #[test]
@@ -995,7 +997,14 @@ mod tests {
         let kinds: Vec<&str> = v.lines.iter().map(|l| l.kind.as_str()).collect();
         assert_eq!(
             kinds,
-            ["metadata", "message", "message", "compaction", "malformed", "message"]
+            [
+                "metadata",
+                "message",
+                "message",
+                "compaction",
+                "malformed",
+                "message"
+            ]
         );
         assert_eq!(v.lines[5].ordinal, Some(2));
         assert!(v.lines[4].text.starts_with("line 5 cannot be read"));

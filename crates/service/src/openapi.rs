@@ -10,14 +10,14 @@ use crate::args::{
     AppendArgs, CompactArgs, ContextArgs, ForgetArgs, GetArgs, HistoryArgs, MemoryHistoryArgs,
     SearchArgs, TurnArgs, WriteArgs,
 };
+use crate::inspect::{
+    ChangesView, IndexView, MemoryView, MemoryViewArgs, TimelineArgs, TimelineView, UndoArgs,
+    UndoOutput,
+};
 use crate::output::{
     AppendOutput, CloseOutput, ContextOutput, ErrorBody, EventsOutput, ForgetOutput, GetOutput,
     HealthOutput, HistoryOutput, MemoryHistoryOutput, MemoryWorkOutput, SearchOutput,
     SessionsOutput, TurnOutput, WriteOutput,
-};
-use crate::inspect::{
-    ChangesView, IndexView, MemoryView, MemoryViewArgs, TimelineArgs, TimelineView, UndoArgs,
-    UndoOutput,
 };
 use crate::schema::{components_generator, input_schema};
 use crate::tenants::{CreateWorkspaceArgs, CreatedOutput, DeletedOutput, WorkspacesOutput};

@@ -27,7 +27,8 @@ use crate::error::{Error, Result};
 use crate::output::{
     AppendOutput, CloseOutput, ContextOutput, DreamOutput, EventsOutput, FactState, ForgetOutput,
     GetOutput, HealthOutput, HistoryOutput, MemoryChange, MemoryHistoryOutput, MemoryWorkOutput,
-    MemoryWorkState, ScoreParts, SearchOutput, SectionAction, SessionsOutput, TurnOutput, WriteOutput,
+    MemoryWorkState, ScoreParts, SearchOutput, SectionAction, SessionsOutput, TurnOutput,
+    WriteOutput,
 };
 use crate::validity::{
     dated_lines_of, ended_last, ended_lines, order_by_validity, validity_of, Facts,

@@ -250,7 +250,8 @@ impl Browser {
 fn request(port: u16, method: &str, path: &str, body: Option<&str>) -> (u16, String) {
     use std::io::{BufRead as _, BufReader, Read as _, Write as _};
     let body = body.unwrap_or_default();
-    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect to the driver");
+    let mut stream =
+        std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect to the driver");
     stream
         .set_read_timeout(Some(Duration::from_secs(120)))
         .expect("a read timeout");
@@ -262,7 +263,9 @@ fn request(port: u16, method: &str, path: &str, body: Option<&str>) -> (u16, Str
     .expect("send to the driver");
     let mut reader = BufReader::new(stream);
     let mut status_line = String::new();
-    reader.read_line(&mut status_line).expect("the driver's status line");
+    reader
+        .read_line(&mut status_line)
+        .expect("the driver's status line");
     let status = status_line
         .split(' ')
         .nth(1)
@@ -289,7 +292,9 @@ fn request(port: u16, method: &str, path: &str, body: Option<&str>) -> (u16, Str
             reader.read_exact(&mut answer).expect("the driver's answer");
         }
         None => {
-            reader.read_to_end(&mut answer).expect("the driver's answer");
+            reader
+                .read_to_end(&mut answer)
+                .expect("the driver's answer");
         }
     }
     (status, String::from_utf8_lossy(&answer).into_owned())
@@ -299,7 +304,12 @@ impl Drop for Browser {
     fn drop(&mut self) {
         if !self.session.is_empty() {
             let _ = std::panic::catch_unwind(|| {
-                request(self.port, "DELETE", &format!("/session/{}", self.session), None)
+                request(
+                    self.port,
+                    "DELETE",
+                    &format!("/session/{}", self.session),
+                    None,
+                )
             });
         }
         let _ = self.driver.kill();

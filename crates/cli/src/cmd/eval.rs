@@ -281,7 +281,11 @@ fn write_path(args: WritePathArgs, global: &GlobalArgs) -> Result<()> {
         crate::ctx::runtime()?.block_on(mnemo_eval::run_write_path(&opts, chat, &progress))?;
     bar.finish_and_clear();
     if args.save {
-        save_report(&ctx.workspace, "write-path", &mnemo_eval::write_path::render_json(&report))?;
+        save_report(
+            &ctx.workspace,
+            "write-path",
+            &mnemo_eval::write_path::render_json(&report),
+        )?;
     }
     if args.json {
         outln!("{}", mnemo_eval::write_path::render_json(&report));
@@ -317,7 +321,11 @@ fn consolidation(args: ConsolidationArgs, global: &GlobalArgs) -> Result<()> {
         .block_on(mnemo_eval::run_consolidation_eval(&opts, chat, &progress))?;
     bar.finish_and_clear();
     if args.save {
-        save_report(&ctx.workspace, "consolidation", &serde_json::to_string_pretty(&report)?)?;
+        save_report(
+            &ctx.workspace,
+            "consolidation",
+            &serde_json::to_string_pretty(&report)?,
+        )?;
     }
     if args.json {
         outln!("{}", serde_json::to_string_pretty(&report)?);
@@ -519,13 +527,15 @@ fn reranker(
 /// workspace, for the inspector, and says where.
 fn save_report(workspace: &mnemo::core::Workspace, kind: &str, json: &str) -> Result<()> {
     let dir = workspace.state_dir().join("eval");
-    std::fs::create_dir_all(&dir)
-        .with_context(|| format!("cannot create {}", dir.display()))?;
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let path = dir.join(format!(
         "{kind}-{}.json",
         chrono::Utc::now().format("%Y%m%dT%H%M%SZ")
     ));
     mnemo::store::fsutil::atomic_write(&path, json.as_bytes())?;
-    eprintln!("report saved to {} (mnemo inspect draws it)", path.display());
+    eprintln!(
+        "report saved to {} (mnemo inspect draws it)",
+        path.display()
+    );
     Ok(())
 }

@@ -532,7 +532,9 @@ mod tests {
         };
         let text = render_found(&found, None);
         assert!(
-            text.contains("memory/facts.md#L2-L2  score 0.610  (keyword 1.000, vector -)  [memory]"),
+            text.contains(
+                "memory/facts.md#L2-L2  score 0.610  (keyword 1.000, vector -)  [memory]"
+            ),
             "{text}"
         );
     }

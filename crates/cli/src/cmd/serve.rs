@@ -104,9 +104,7 @@ pub struct InspectArgs {
 /// `mnemo inspect`: the API and its page, behind a token made for this
 /// run, and the address that opens the page with it.
 pub fn inspect(args: InspectArgs, global: &GlobalArgs) -> Result<()> {
-    let token = args
-        .token
-        .unwrap_or_else(mnemo_service::tenants::new_token);
+    let token = args.token.unwrap_or_else(mnemo_service::tenants::new_token);
     serve_workspace(args.http, Some(token), global, true)
 }
 

@@ -404,3 +404,63 @@ fn the_inspector_in_a_real_browser() {
     drop(attacker);
     assert!(ws.join("memory/drinks.md").exists());
 }
+
+/// `mnemo inspect` prints the address that opens the page, with a token
+/// made for the run: the API answers with it and refuses without it.
+#[test]
+fn inspect_prints_an_address_with_a_token_of_its_own() {
+    use std::io::BufRead as _;
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path();
+    let bin = env!("CARGO_BIN_EXE_mnemo");
+    stdout_of_success(&mnemo_command(bin, ws, &["init"]).output().unwrap());
+    let mut child = mnemo_command(
+        bin,
+        ws,
+        &[
+            "--set",
+            "embedder.kind=none",
+            "inspect",
+            "--http",
+            "127.0.0.1:0",
+        ],
+    )
+    .env_remove("MNEMO_TOKEN")
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
+    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    while !line.contains("listening on") {
+        line.clear();
+        assert!(err.read_line(&mut line).unwrap() > 0, "no address printed");
+    }
+    let server = Server { port: 0, child };
+    let address = line
+        .split("open ")
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap();
+    let (origin, token) = address.split_once("/#token=").unwrap();
+    assert!(token.starts_with("mnemo_") && token.len() > 40, "{line}");
+    let port: u16 = origin.rsplit(':').next().unwrap().parse().unwrap();
+    let auth = format!("Bearer {token}");
+    let (status, body) = mnemo_test_support::cli::http_request(
+        port,
+        "GET",
+        "/v1/inspect/memory",
+        &[("Authorization", &auth)],
+        None,
+    );
+    assert_eq!(status, 200, "{body}");
+    let (status, _) =
+        mnemo_test_support::cli::http_request(port, "GET", "/v1/inspect/memory", &[], None);
+    assert_eq!(status, 401);
+    let (status, page) = mnemo_test_support::cli::http_request(port, "GET", "/", &[], None);
+    assert_eq!(status, 200);
+    assert!(page.contains("/inspector/app.js"), "{page}");
+    drop(server);
+}

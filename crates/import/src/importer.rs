@@ -1212,7 +1212,7 @@ fn write_log(path: &Path, head: &str, lines: &[SessionLine]) -> mnemo_store::Res
     let tmp = dir.join(format!(
         ".{name}.import-{}-{}",
         std::process::id(),
-        unique()
+        fsutil::unique()
     ));
     let file = fs::OpenOptions::new()
         .write(true)
@@ -1244,17 +1244,6 @@ fn write_log(path: &Path, head: &str, lines: &[SessionLine]) -> mnemo_store::Res
         let _ = fs::remove_file(&tmp);
     }
     written
-}
-
-/// A number no other temp file of this process has had.
-fn unique() -> u64 {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static N: AtomicU64 = AtomicU64::new(0);
-    let t = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0);
-    t ^ N.fetch_add(1, Ordering::Relaxed).rotate_left(48)
 }
 
 /// True when a line starts with a `[YYYY-MM-DD HH:MM]` stamp.

@@ -45,14 +45,7 @@ pub struct SearchArgs {
 impl SearchArgs {
     /// The `as_of` day, checked.
     pub fn as_of_day(&self) -> Result<Option<chrono::NaiveDate>> {
-        match self.as_of.as_deref().map(str::trim) {
-            None | Some("") => Ok(None),
-            Some(d) => d.parse().map(Some).map_err(|_| {
-                Error::Invalid(format!(
-                    "`as_of` is {d:?}: give a day as YYYY-MM-DD, e.g. 2026-03-01"
-                ))
-            }),
-        }
+        as_of_day(self.as_of.as_deref())
     }
 
     /// A search for `query` with the workspace's settings.
@@ -88,6 +81,18 @@ impl SearchArgs {
             ))),
             _ => Ok(()),
         }
+    }
+}
+
+/// An `as_of` argument: none when absent or empty, else a `YYYY-MM-DD` day.
+pub fn as_of_day(day: Option<&str>) -> Result<Option<chrono::NaiveDate>> {
+    match day.map(str::trim) {
+        None | Some("") => Ok(None),
+        Some(d) => d.parse().map(Some).map_err(|_| {
+            Error::Invalid(format!(
+                "`as_of` is {d:?}: give a day as YYYY-MM-DD, e.g. 2026-03-01"
+            ))
+        }),
     }
 }
 

@@ -330,7 +330,7 @@ impl Service {
     /// The memory view: MEMORY.md, facts with their sources, the files of
     /// memory/; as of a day when asked.
     pub async fn inspect_memory(self: &Arc<Self>, args: MemoryViewArgs) -> Result<MemoryView> {
-        let as_of = parse_day(args.as_of.as_deref())?;
+        let as_of = crate::args::as_of_day(args.as_of.as_deref())?;
         let me = self.clone();
         blocking(move || {
             let memory = me.mnemo().memory();
@@ -471,17 +471,6 @@ impl Service {
             })
         })
         .await
-    }
-}
-
-fn parse_day(day: Option<&str>) -> Result<Option<NaiveDate>> {
-    match day.map(str::trim) {
-        None | Some("") => Ok(None),
-        Some(d) => d.parse().map(Some).map_err(|_| {
-            Error::Invalid(format!(
-                "`as_of` is {d:?}: give a day as YYYY-MM-DD, e.g. 2026-03-01"
-            ))
-        }),
     }
 }
 

@@ -146,7 +146,9 @@ pub fn read_regular(path: &Path) -> Result<Vec<u8>> {
 
 pub use mnemo_core::files::open_regular;
 
-fn unique() -> u64 {
+/// A number no other temp file of this process has had (for a temp
+/// file's name beside the file it will replace).
+pub fn unique() -> u64 {
     use std::sync::atomic::{AtomicU64, Ordering};
     static N: AtomicU64 = AtomicU64::new(0);
     let t = std::time::SystemTime::now()

@@ -242,6 +242,16 @@ pub(crate) fn db_error(location: &str, e: &tokio_postgres::Error) -> IndexError 
         {
             DbFailure::Busy
         }
+        // Two servers creating the same schema or table at once collide
+        // in the system catalog: the other one made it, a retry finds it.
+        Some(c)
+            if *c == SqlState::UNIQUE_VIOLATION
+                && e.as_db_error()
+                    .and_then(|d| d.constraint())
+                    .is_some_and(|name| name.starts_with("pg_")) =>
+        {
+            DbFailure::Busy
+        }
         Some(c) if *c == SqlState::DATA_CORRUPTED || *c == SqlState::INDEX_CORRUPTED => {
             DbFailure::Corrupt
         }
@@ -343,5 +353,59 @@ impl std::ops::Deref for Pooled {
 impl std::ops::DerefMut for Pooled {
     fn deref_mut(&mut self) -> &mut Client {
         &mut self.client
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A schema two sessions create at once: the loser's unique violation
+    /// in the system catalog is "busy, retry", not an internal fault whose
+    /// advice is to rebuild the index.
+    #[test]
+    fn a_catalog_collision_is_busy() {
+        let Some(url) = mnemo_test_support::postgres::test_url() else {
+            return;
+        };
+        let schema = mnemo_test_support::postgres::fresh_schema();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let connect = || async {
+                let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+                    .await
+                    .unwrap();
+                tokio::spawn(conn);
+                client
+            };
+            let (first, second) = (connect().await, connect().await);
+            first.batch_execute("BEGIN").await.unwrap();
+            first
+                .batch_execute(&format!("CREATE SCHEMA \"{schema}\""))
+                .await
+                .unwrap();
+            let sql = format!("CREATE SCHEMA IF NOT EXISTS \"{schema}\"");
+            let racing = tokio::spawn(async move { second.batch_execute(&sql).await });
+            tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+            first.batch_execute("COMMIT").await.unwrap();
+            let err = racing.await.unwrap().unwrap_err();
+            let mapped = db_error("test", &err);
+            assert!(
+                matches!(
+                    mapped,
+                    IndexError::Database {
+                        failure: DbFailure::Busy,
+                        ..
+                    }
+                ),
+                "{mapped}"
+            );
+            let _ = first
+                .batch_execute(&format!("DROP SCHEMA IF EXISTS \"{schema}\""))
+                .await;
+        });
     }
 }

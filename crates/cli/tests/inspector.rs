@@ -77,6 +77,22 @@ fn workspace(ws: &Path, model: &ScriptedServer) {
     let mut args = vec!["consolidate", "chat:1"];
     args.extend(facts);
     ok(mnemo(ws, model, &args));
+    // A tool call whose result is over the budget: stored beside the log.
+    let big = format!("RESULT-START {} RESULT-END", "row of output ".repeat(5_000));
+    let lines = format!(
+        "{}\n{}\n",
+        json!({"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "read_file", "arguments": "{\"path\": \"notes.md\"}"}}]}),
+        json!({"role": "tool", "tool_call_id": "call_1", "name": "read_file", "content": big})
+    );
+    let stdin_append = mnemo_command(
+        env!("CARGO_BIN_EXE_mnemo"),
+        ws,
+        &["--set", "embedder.kind=none", "session", "append", "chat:1"],
+    );
+    stdout_of_success(&mnemo_test_support::cli::run_with_stdin(
+        stdin_append,
+        lines.as_bytes(),
+    ));
     append(
         ws,
         model,
@@ -338,6 +354,14 @@ fn the_inspector_in_a_real_browser() {
     b.wait_text("#timeline", "autocompact");
     b.execute("window.scrollTo(0, 0)", json!([]));
     b.screenshot(&shots.join("session.png"));
+    // A large tool result: its preview in the row, the whole on a click.
+    b.click("#timeline a.stored-link");
+    let whole = b.wait_text("#timeline pre.stored", "RESULT-END");
+    assert!(
+        whole.contains("RESULT-START"),
+        "{}",
+        &whole[..200.min(whole.len())]
+    );
     // A torn line shows with its number.
     b.goto(&format!("{base}/#/sessions"));
     b.wait_text("#sessions", "notes:2");
@@ -373,7 +397,10 @@ fn the_inspector_in_a_real_browser() {
     b.type_into("#search-query", "Berlin");
     b.click("form[role=search] button");
     let hits = b.wait_text("#search-out", "memory/facts.md");
-    assert!(hits.contains("keyword 1"), "{hits}");
+    assert!(
+        hits.contains("keyword 1") && hits.contains("fused"),
+        "{hits}"
+    );
     b.screenshot(&shots.join("search.png"));
     b.click("#search-out .citation");
     b.wait_text("#search-out pre.cited", "Berlin");

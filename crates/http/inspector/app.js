@@ -401,8 +401,23 @@ function timelineRow(l, lo, hi, cursor) {
       l.detail ? h("div", { class: "muted" }, l.detail) : null,
       l.text ? h("div", { class: "text" }, l.text, l.cut ? "…" : "") : null,
       l.tool_calls && l.tool_calls.length ? l.tool_calls.map((c) => h("div", { class: "text" }, "→ ", c)) : null,
-      l.stored_at ? h("div", { class: "muted" }, "preview; the whole result is stored at ", h("code", {}, l.stored_at)) : null,
+      l.stored_at ? storedResult(l.stored_at) : null,
       l.timestamp ? h("div", { class: "muted" }, l.timestamp) : null));
+}
+
+// A large tool result's preview is in the log; the whole is in a file
+// beside it, opened on demand.
+function storedResult(path) {
+  const box = h("pre", { class: "stored", hidden: true });
+  return h("div", { class: "muted" }, "a preview; the whole result is stored at ",
+    h("a", { href: "#", class: "stored-link", onclick: async (ev) => {
+      ev.preventDefault();
+      try {
+        const got = await api("GET", `/memory/get?path=${encodeURIComponent(path)}`);
+        box.replaceChildren(got.text);
+        box.hidden = false;
+      } catch (e) { failed(e); }
+    } }, path), box);
 }
 
 function tokenChart(data) {
@@ -530,13 +545,23 @@ function searchResults(res) {
           h("a", { href: "#", class: "citation", onclick: (ev) => { ev.preventDefault(); openCitation(hit, reader); } }, hit.citation),
           h("span", {}, `score ${hit.score.toFixed(3)}`),
           h("span", { class: "score", title: `keyword ${p.keyword ?? "–"}, vector ${p.vector ?? "–"}` }, kw, vec),
-          h("span", { class: "parts muted" }, `keyword ${p.keyword ?? "–"} · vector ${p.vector ?? "–"}`),
+          h("span", { class: "parts muted" }, scoreParts(p)),
           hit.date ? h("span", { class: "muted" }, hit.date) : null,
           hit.validity ? tag(hit.validity.current ? "current" : hit.validity.note || "no longer true", hit.validity.current ? "current" : "ended") : null,
           hit.session_key ? sessionLink(hit.session_key, { from: hit.start_line }, "in the session") : null),
         h("div", { class: "text" }, hit.snippet),
         reader);
     }));
+}
+
+function scoreParts(p) {
+  const out = [`keyword ${p.keyword ?? "–"}`, `vector ${p.vector ?? "–"}`];
+  if (p.fused !== undefined) out.push(`fused ${p.fused}`);
+  if (p.date !== undefined) out.push(`date lift ${p.date}`);
+  if (p.decay !== undefined) out.push(`age ×${p.decay}`);
+  if (p.exact) out.push("exact match");
+  if (p.before_rerank !== undefined) out.push(`#${p.before_rerank} before re-ranking`);
+  return out.join(" · ");
 }
 
 async function openCitation(hit, box) {

@@ -61,6 +61,6 @@ pub use sqlite_store::SqliteStore;
 pub use store::{Generation, IndexStore, LockWait, WriterLock};
 pub use text::is_cjk;
 pub use types::{
-    FileIssue, GetResponse, IndexStatus, SearchHit, SearchMode, SearchRequest, SearchResponse,
-    Source, SyncProgress, SyncReport,
+    FileIssue, GetResponse, IndexStatus, ScoreTrace, SearchHit, SearchMode, SearchRequest,
+    SearchResponse, Source, SyncProgress, SyncReport,
 };

@@ -33,6 +33,8 @@ pub(crate) struct Candidate {
     pub score: f32,
     /// Contains one of the query's identifiers verbatim.
     pub exact: bool,
+    /// The score's steps, for an explained hit.
+    pub trace: crate::types::ScoreTrace,
 }
 
 impl Candidate {
@@ -166,6 +168,7 @@ pub(crate) fn blank(id: i64) -> Candidate {
         text_rank: None,
         score: 0.0,
         exact: false,
+        trace: crate::types::ScoreTrace::default(),
     }
 }
 
@@ -249,6 +252,7 @@ pub(crate) fn date_boost(
             let a = when::affinity(periods, first, last);
             if a > 0.0 {
                 c.score = (c.score + DATE_ONLY_SCORE * a) * (1.0 + weight * a);
+                c.trace.date = a;
             }
         }
     }

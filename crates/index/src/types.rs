@@ -126,6 +126,38 @@ pub struct SearchHit {
     /// files. An agent reads it to answer "when".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub date: Option<String>,
+    /// How the score was made, step by step (the index fills it; a hit
+    /// made elsewhere has none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<ScoreTrace>,
+}
+
+/// The steps of a hit's score after its keyword and vector scores: what
+/// the inspector and `mnemo search --explain` show.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ScoreTrace {
+    /// The keyword and vector scores fused (with the lift of the file's
+    /// other matching chunks), before dates, age and exact matches.
+    pub fused: f32,
+    /// How closely the chunk's days fall in a period the query named
+    /// (0..=1; 0 when the query named none or the chunk is from another time).
+    pub date: f32,
+    /// The age decay the score was multiplied by (1: none, an evergreen file).
+    pub decay: f32,
+    /// It holds one of the query's identifiers, or the whole query word
+    /// for word: ranked above the rest.
+    pub exact: bool,
+}
+
+impl Default for ScoreTrace {
+    fn default() -> Self {
+        ScoreTrace {
+            fused: 0.0,
+            date: 0.0,
+            decay: 1.0,
+            exact: false,
+        }
+    }
 }
 
 /// A `memory_search` result.

@@ -565,10 +565,32 @@ fn dates_in_the_query_lift_what_was_said_then() {
             .search(&SearchRequest::new("where did we hike on 3 June 2023?"))
             .unwrap();
         assert_eq!(r.dates, ["2023-06-03"]);
+        // Each hit says how its score was made: the June hike was lifted
+        // for the day, the September one was not.
+        let trace = |path: &str| {
+            r.results
+                .iter()
+                .find(|h| h.path == path)
+                .and_then(|h| h.trace)
+                .unwrap()
+        };
+        assert!(trace("sessions/cli_june.jsonl").date > 0.0, "{r:#?}");
+        assert!(trace("sessions/cli_june.jsonl").fused > 0.0, "{r:#?}");
+        if let Some(sept) = r
+            .results
+            .iter()
+            .find(|h| h.path == "sessions/cli_september.jsonl")
+        {
+            assert_eq!(sept.trace.unwrap().date, 0.0, "{r:#?}");
+        }
         let r = index
             .search(&SearchRequest::new("where did we hike?"))
             .unwrap();
         assert!(r.dates.is_empty());
+        assert!(r
+            .results
+            .iter()
+            .all(|h| h.trace.is_some_and(|t| t.date == 0.0)));
         for q in [
             "where did we hike on 3 June 2023?",
             "where did we hike in June?",

@@ -63,9 +63,10 @@ pub struct Hit {
     pub parts: Option<ScoreParts>,
 }
 
-/// What a hit's score is made of: the keyword and vector scores, which
-/// fusion, the lift of a period the query named (`dates`), decay with age
-/// and MMR turn into `score`.
+/// What a hit's score is made of: the keyword and vector scores, their
+/// fusion, the lift of a period the query named (`dates`), the decay with
+/// age, an exact match; MMR and the facts' validity then order the hits,
+/// and a re-rank by the chat model can move them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ScoreParts {
     /// Normalised BM25 score (1 = this query's best keyword hit); absent
@@ -76,6 +77,21 @@ pub struct ScoreParts {
     /// vector candidate (or the search ran on keywords only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vector: Option<f64>,
+    /// The two fused (with the lift of the file's other matching chunks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fused: Option<f64>,
+    /// How closely its days fall in a period the query named (0..=1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub date: Option<f64>,
+    /// The age decay the score was multiplied by (absent: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decay: Option<f64>,
+    /// It holds one of the query's identifiers or the whole query: ranked first.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub exact: bool,
+    /// Its place before the chat model re-ranked the hits (1-based).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before_rerank: Option<usize>,
 }
 
 impl From<&SearchHit> for Hit {

@@ -163,6 +163,7 @@ impl Service {
             Ok((resp, wanted, marks, ended))
         })
         .await?;
+        let mut before_rerank: Vec<String> = Vec::new();
         let reranked = match rerank {
             None => None,
             Some(Err(why)) => {
@@ -172,6 +173,7 @@ impl Service {
                 Some(false)
             }
             Some(Ok(engine)) => {
+                before_rerank = resp.results.iter().map(|h| h.citation.clone()).collect();
                 let passages = rerank_passages(&resp, resp.results.len());
                 let outcome = engine.rerank(&query, &passages).await;
                 let applied = apply_rerank(&mut resp, outcome);
@@ -186,9 +188,18 @@ impl Service {
             hit.validity = marks.get(&hit.citation).cloned();
             if explain {
                 let round = |s: f32| (f64::from(s) * 10_000.0).round() / 10_000.0;
+                let trace = scored.trace.unwrap_or_default();
                 hit.parts = Some(ScoreParts {
                     keyword: scored.text_score.map(round),
                     vector: scored.vector_score.map(round),
+                    fused: scored.trace.map(|t| round(t.fused)),
+                    date: (trace.date > 0.0).then(|| round(trace.date)),
+                    decay: (trace.decay < 1.0).then(|| round(trace.decay)),
+                    exact: trace.exact,
+                    before_rerank: before_rerank
+                        .iter()
+                        .position(|c| *c == hit.citation)
+                        .map(|i| i + 1),
                 });
             }
         }

@@ -14,6 +14,7 @@ fn hit(path: &str, date: Option<&str>) -> SearchHit {
         session_key: None,
         message_range: None,
         date: date.map(str::to_string),
+        trace: None,
     }
 }
 

@@ -286,6 +286,7 @@ impl Facts {
             session_key: None,
             message_range: None,
             date: None,
+            trace: None,
         })
     }
 }

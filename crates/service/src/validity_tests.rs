@@ -32,6 +32,7 @@ fn hit(citation: &str, score: f32) -> SearchHit {
         session_key: None,
         message_range: None,
         date: path.starts_with("sessions/").then(|| "2026-11-02".into()),
+        trace: None,
     }
 }
 

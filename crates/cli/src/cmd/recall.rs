@@ -346,7 +346,23 @@ pub(crate) fn render_found(
             .as_ref()
             .map(|p| {
                 let part = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.3}"));
-                format!("  (keyword {}, vector {})", part(p.keyword), part(p.vector))
+                let mut parts = format!("keyword {}, vector {}", part(p.keyword), part(p.vector));
+                if let Some(f) = p.fused {
+                    parts.push_str(&format!(", fused {f:.3}"));
+                }
+                if let Some(d) = p.date {
+                    parts.push_str(&format!(", date {d:.2}"));
+                }
+                if let Some(d) = p.decay {
+                    parts.push_str(&format!(", decay x{d:.3}"));
+                }
+                if p.exact {
+                    parts.push_str(", exact match");
+                }
+                if let Some(r) = p.before_rerank {
+                    parts.push_str(&format!(", #{r} before re-ranking"));
+                }
+                format!("  ({parts})")
             })
             .unwrap_or_default();
         let _ = writeln!(
@@ -522,6 +538,11 @@ mod tests {
         with_parts.parts = Some(mnemo_service::output::ScoreParts {
             keyword: Some(1.0),
             vector: None,
+            fused: Some(0.7),
+            date: None,
+            decay: Some(0.5),
+            exact: false,
+            before_rerank: None,
         });
         let found = SearchOutput {
             mode: Mode::Keyword,

@@ -130,6 +130,9 @@ impl MemoryIndex {
                 .collect();
             search::file_context(&mut cands, &file_of, opts.file_context);
         }
+        for c in cands.iter_mut() {
+            c.trace.fused = c.score;
+        }
         let (_, tw) = search::weights(opts, hybrid);
         let idents = text::identifiers(query);
         if tw > 0.0 && !idents.is_empty() {
@@ -158,11 +161,16 @@ impl MemoryIndex {
         if opts.temporal_decay {
             for c in cands.iter_mut().filter(|c| !c.exact) {
                 if let Some(r) = records.get(&c.id) {
-                    c.score *= search::decay_factor(r, today, opts.half_life_days);
+                    let factor = search::decay_factor(r, today, opts.half_life_days);
+                    c.score *= factor;
+                    c.trace.decay = factor;
                 }
             }
         }
         search::protect_exact(&mut cands);
+        for c in cands.iter_mut() {
+            c.trace.exact = c.exact;
+        }
         search::sort(&mut cands);
 
         // Hits: the minimum, MMR, and the split into messages and blocks.
@@ -445,5 +453,6 @@ fn hit(x: &search::Ranked, r: &ChunkRecord, tokens: &[String], snippet_chars: us
                     format!("{first}/{last}")
                 }
             }),
+        trace: Some(x.cand.trace),
     }
 }

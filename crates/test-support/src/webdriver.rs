@@ -15,6 +15,10 @@ use crate::cli::free_port;
 /// The key of an element reference in WebDriver answers.
 const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
 
+/// How long a wait for an element or a text lasts: generous, for a
+/// loaded 2-core machine running other tests beside the browser.
+const WAIT_SECS: u64 = 45;
+
 /// Where Debian puts the browser and its driver.
 const CHROMIUM: &str = "/usr/bin/chromium";
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
@@ -130,13 +134,13 @@ impl Browser {
             .unwrap_or_default()
     }
 
-    /// The first element matching `css`, waiting for it up to 15 s.
+    /// The first element matching `css`, waiting for it up to 45 s.
     ///
     /// # Panics
     /// When none appears.
     #[allow(clippy::panic)]
     pub fn wait_for(&self, css: &str) -> String {
-        let deadline = Instant::now() + Duration::from_secs(15);
+        let deadline = Instant::now() + Duration::from_secs(WAIT_SECS);
         loop {
             if let Some(e) = self.find_all(css).into_iter().next() {
                 return e;
@@ -153,10 +157,10 @@ impl Browser {
     /// `needle`, and returns that text.
     ///
     /// # Panics
-    /// When it does not within 15 s.
+    /// When it does not within 45 s.
     #[allow(clippy::panic)]
     pub fn wait_text(&self, css: &str, needle: &str) -> String {
-        let deadline = Instant::now() + Duration::from_secs(15);
+        let deadline = Instant::now() + Duration::from_secs(WAIT_SECS);
         loop {
             let text = self
                 .find_all(css)

@@ -66,8 +66,9 @@ pub struct SearchArgs {
     /// (memory/facts.md) and nothing said after it
     #[arg(long)]
     pub as_of: Option<String>,
-    /// Show the parts of each score: keyword (normalised BM25) and vector
-    /// (cosine); with --json, each hit's "parts"
+    /// Show how each score was made: keyword (normalised BM25), vector
+    /// (cosine), fused, the date lift, the age decay, an exact match, the
+    /// place before a re-rank; with --json, each hit's "parts"
     #[arg(long)]
     pub explain: bool,
     #[command(flatten)]
@@ -554,7 +555,7 @@ mod tests {
         let text = render_found(&found, None);
         assert!(
             text.contains(
-                "memory/facts.md#L2-L2  score 0.610  (keyword 1.000, vector -)  [memory]"
+                "memory/facts.md#L2-L2  score 0.610  (keyword 1.000, vector -, fused 0.700, decay x0.500)  [memory]"
             ),
             "{text}"
         );

@@ -357,6 +357,7 @@ impl std::ops::DerefMut for Pooled {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

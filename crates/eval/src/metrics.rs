@@ -17,7 +17,7 @@ pub const DEFAULT_KS: [usize; 6] = [1, 3, 5, 10, 25, 50];
 pub const NDCG_K: usize = 10;
 
 /// Token budgets reported for evidence recall within retrieved tokens.
-pub const DEFAULT_TOKEN_BUDGETS: [usize; 3] = [1000, 2000, 4000];
+pub const DEFAULT_TOKEN_BUDGETS: [usize; 4] = [500, 1000, 2000, 4000];
 
 /// One search hit reduced to what scoring needs: the units (sessions or
 /// turns) it covers, in their order inside the hit, and its size in tokens.

@@ -267,6 +267,7 @@ const TEXT_COLUMNS: &[(&str, &str)] = &[
     ("recall@50", "rec@50"),
     ("mrr", "mrr"),
     ("ndcg@10", "ndcg@10"),
+    ("recall@500tok", "rec@.5kt"),
     ("recall@1000tok", "rec@1kt"),
     ("recall@2000tok", "rec@2kt"),
     ("recall@4000tok", "rec@4kt"),

@@ -81,7 +81,7 @@ fn assert_unit_interval(r: &EvalReport) {
             assert!((0.0..=1.0).contains(&v), "{name} = {v} outside [0, 1]");
             n += 1;
         }
-        assert_eq!(n, 23, "every metric is reported");
+        assert_eq!(n, 24, "every metric is reported");
     }
 }
 
@@ -162,6 +162,7 @@ fn keyword_only_end_to_end() {
     assert_eq!(json["unit"], "session");
     assert_eq!(json["mode"], "keyword");
     assert_eq!(json["overall"]["any@1"].as_f64(), r.overall.get("any@1"));
+    assert!(json["overall"].get("recall@500tok").is_some());
     assert!(json["overall"].get("recall@1000tok").is_some());
     assert!(json["per_category"]["1"].get("metrics").is_some());
 }

@@ -25,7 +25,7 @@ pub enum EvalCommand {
     /// Markdown session note per session), indexed with the normal indexer,
     /// and every question runs through memory_search. Prints any@k, all@k,
     /// recall@k (k = 1, 3, 5, 10, 25, 50), MRR, NDCG@10 per category, and
-    /// evidence recall within 1,000 / 2,000 / 4,000 retrieved tokens. The
+    /// evidence recall within 500 / 1,000 / 2,000 / 4,000 retrieved tokens. The
     /// embedder and index settings come from the workspace configuration.
     Retrieval(RetrievalArgs),
     /// Print a benchmark file with its questions rewritten as dialogue

@@ -680,8 +680,10 @@ fn memory_md_as_of(current: &str, history: &str, day: NaiveDate) -> Result<Strin
             e.at.get(..10)
                 .and_then(|d| d.parse::<NaiveDate>().ok())
                 .is_some_and(|d| d > day);
+        // Not `break`: an entry the model wrote carries the model's own
+        // stamp, which can be older than the real ones around it.
         if !later {
-            break;
+            continue;
         }
         if let Some(diff) = memory_md_diff(&e.body) {
             text = mnemo_engine::merge::reverse_diff(&text, &diff)?;
@@ -954,6 +956,12 @@ mod tests {
     #[test]
     fn memory_md_as_of_a_day_reverses_the_later_changes() {
         let now = "# Memory\n- Ada deploys on Fridays.\n";
+        // A model's entry stamped with an older day after the last change.
+        let history = format!("{HISTORY}\n[2025-06-01 08:00] Ada mentioned Fridays.\n");
+        assert_eq!(
+            memory_md_as_of(now, &history, "2026-01-03".parse().unwrap()).unwrap(),
+            "# Memory\n- Ada deploys on Mondays.\n"
+        );
         assert_eq!(
             memory_md_as_of(now, HISTORY, "2026-01-03".parse().unwrap()).unwrap(),
             "# Memory\n- Ada deploys on Mondays.\n"

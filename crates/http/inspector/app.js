@@ -375,7 +375,7 @@ async function timelineView(key, params) {
       card("messages", fmtNum(data.messages)), card("consolidated", `${fmtNum(data.last_consolidated)}`),
       card("log size", `${(data.bytes / 1024).toFixed(1)} KiB`), card("compactions", fmtNum(data.marks.filter((m) => m.kind !== "cursor").length))),
     h("section", {}, h("h2", {}, "Prompt size over the session"), tokenChart(data), h("p", { class: "muted" },
-      "Estimated tokens of the history after each message (4 characters a token); each compaction cuts it (orange), each consolidation moves the cursor (green). ",
+      "Estimated tokens of the history after each message (4 characters a token); each compaction (orange) cuts it by the share its record counted, each consolidation moves the cursor (green); hover a line for its numbers. ",
       link("Build the next prompt", `#/prompt?session=${encodeURIComponent(key)}`))),
     h("section", {}, h("h2", {}, "Timeline"), nav,
       h("table", { id: "timeline" },
@@ -425,14 +425,14 @@ function tokenChart(data) {
   if (!pts.length) return h("p", { class: "muted" }, "No message yet.");
   const W = 800, H = 220, L = 56, B = 24, T = 10, R = 10;
   const maxX = Math.max(1, data.messages);
-  const maxY = Math.max(1, ...pts.map((p) => p.tokens), ...data.marks.map((m) => m.tokens_before || 0));
+  const maxY = Math.max(1, ...pts.map((p) => p.tokens));
   const x = (m) => L + (m / maxX) * (W - L - R);
   const y = (t) => T + (1 - t / maxY) * (H - T - B);
   const path = pts.map((p, i) => `${i ? "L" : "M"}${x(p.message + 1).toFixed(1)},${y(p.tokens).toFixed(1)}`).join(" ");
   const marks = data.marks.map((m) => m.kind === "cursor"
     ? s("line", { x1: x(m.message), x2: x(m.message), y1: T, y2: H - B, stroke: "#2e7d4f", "stroke-dasharray": "3 3" }, s("title", {}, `consolidated up to message ${m.cursor}`))
-    : s("g", {}, s("line", { x1: x(m.message), x2: x(m.message), y1: y(m.tokens_before || 0), y2: y(m.tokens_after || 0), stroke: "#e07b00", "stroke-width": 3 }),
-      s("title", {}, `${m.kind} at message ${m.message}: ${m.tokens_before} → ${m.tokens_after} tokens`)));
+    : s("g", {}, s("line", { x1: x(m.message), x2: x(m.message), y1: T, y2: H - B, stroke: "#e07b00", "stroke-width": 2 }),
+      s("title", {}, `${m.kind} at message ${m.message}: the prompt went from ${m.tokens_before} to ${m.tokens_after} tokens`)));
   const ticks = [0, 0.5, 1].map((f) => s("g", {}, s("line", { x1: L, x2: W - R, y1: y(maxY * f), y2: y(maxY * f), stroke: "currentColor", "stroke-opacity": 0.12 }),
     s("text", { x: L - 6, y: y(maxY * f) + 4, "text-anchor": "end" }, fmtNum(Math.round(maxY * f)))));
   return s("svg", { class: "chart", viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": `prompt tokens over ${data.messages} messages, ${data.marks.length} compactions and cursor moves` },

@@ -126,7 +126,10 @@ fn fuzz_tenant_routes() {
             };
             if let Some(prefix) = other {
                 let path = target.split('?').next().unwrap_or_default();
-                if path == prefix || path.starts_with(&format!("{prefix}/")) {
+                // `{prefix}/` is the inspector's page, the same for everyone
+                // and holding no data (its views ask the API, token checked).
+                let page = path == format!("{prefix}/");
+                if !page && (path == prefix || path.starts_with(&format!("{prefix}/"))) {
                     assert!(
                         !status.is_success(),
                         "{method} {target} with another workspace's token -> {status}"

@@ -744,8 +744,18 @@ fn timeline(
             ordinals.push(None);
             match Record::parse(line) {
                 Ok(Record::Compaction(c)) => {
-                    if c.tokens_after > 0 || c.tokens_before > 0 {
-                        tokens = c.tokens_after;
+                    // The record counts the whole prompt with the model's
+                    // tokenizer; the chart estimates the history alone:
+                    // cut the estimate by the record's ratio.
+                    if c.tokens_before > 0 {
+                        tokens = tokens * c.tokens_after.min(c.tokens_before) / c.tokens_before;
+                    }
+                    // The drop, drawn where it happened.
+                    if let Some(last) = messages.checked_sub(1) {
+                        raw_points.push(ChartPoint {
+                            message: last,
+                            tokens,
+                        });
                     }
                     marks.push(compaction_mark(i + 1, messages, &c));
                 }

@@ -1203,17 +1203,7 @@ fn read_log_shape(path: &Path) -> mnemo_store::Result<Option<LogShape>> {
 /// line of it, not the whole log.
 fn write_log(path: &Path, head: &str, lines: &[SessionLine]) -> mnemo_store::Result<()> {
     use mnemo_store::Error;
-    let dir = path.parent().unwrap_or_else(|| Path::new("."));
-    fs::create_dir_all(dir).map_err(Error::io("create folder", dir))?;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(
-        ".{name}.import-{}-{}",
-        std::process::id(),
-        fsutil::unique()
-    ));
+    let (dir, tmp) = fsutil::temp_beside(path, "import")?;
     let file = fs::OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -1238,7 +1228,7 @@ fn write_log(path: &Path, head: &str, lines: &[SessionLine]) -> mnemo_store::Res
             .map_err(|e| Error::io("write", &tmp)(e.into_error()))?;
         file.sync_all().map_err(Error::io("fsync", &tmp))?;
         fs::rename(&tmp, path).map_err(Error::io("rename into place", path))?;
-        fsutil::sync_dir(dir)
+        fsutil::sync_dir(&dir)
     })();
     if written.is_err() {
         let _ = fs::remove_file(&tmp);

@@ -747,8 +747,10 @@ fn timeline(
                     // The record counts the whole prompt with the model's
                     // tokenizer; the chart estimates the history alone:
                     // cut the estimate by the record's ratio.
-                    if c.tokens_before > 0 {
-                        tokens = tokens * c.tokens_after.min(c.tokens_before) / c.tokens_before;
+                    if let Some(cut) =
+                        (tokens * c.tokens_after.min(c.tokens_before)).checked_div(c.tokens_before)
+                    {
+                        tokens = cut;
                     }
                     // The drop, drawn where it happened.
                     if let Some(last) = messages.checked_sub(1) {

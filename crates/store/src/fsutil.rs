@@ -23,24 +23,32 @@ pub fn atomic_write(path: &Path, data: &[u8]) -> Result<()> {
     result
 }
 
-/// A temp file in `path`'s folder (created when missing) holding `data`,
-/// fsynced. Returns the folder and the temp file, which the caller renames
-/// or removes.
-fn synced_temp(path: &Path, data: &[u8]) -> Result<(std::path::PathBuf, std::path::PathBuf)> {
+/// A fresh temp file's name beside `path`, `.<name>.<tag>-<pid>-<n>` (its
+/// folder created when missing): the folder and the temp path, for a
+/// writer that renames it over `path` when it is whole.
+pub fn temp_beside(path: &Path, tag: &str) -> Result<(std::path::PathBuf, std::path::PathBuf)> {
     let dir = path.parent().unwrap_or_else(|| Path::new("."));
     fs::create_dir_all(dir).map_err(Error::io("create folder", dir))?;
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.tmp-{}-{}", std::process::id(), unique()));
+    let tmp = dir.join(format!(".{name}.{tag}-{}-{}", std::process::id(), unique()));
+    Ok((dir.to_path_buf(), tmp))
+}
+
+/// A temp file in `path`'s folder (created when missing) holding `data`,
+/// fsynced. Returns the folder and the temp file, which the caller renames
+/// or removes.
+fn synced_temp(path: &Path, data: &[u8]) -> Result<(std::path::PathBuf, std::path::PathBuf)> {
+    let (dir, tmp) = temp_beside(path, "tmp")?;
     let written = (|| {
         let mut f = File::create(&tmp).map_err(Error::io("create", &tmp))?;
         f.write_all(data).map_err(Error::io("write", &tmp))?;
         f.sync_all().map_err(Error::io("fsync", &tmp))
     })();
     match written {
-        Ok(()) => Ok((dir.to_path_buf(), tmp)),
+        Ok(()) => Ok((dir, tmp)),
         Err(e) => {
             let _ = fs::remove_file(&tmp);
             Err(e)
@@ -146,9 +154,7 @@ pub fn read_regular(path: &Path) -> Result<Vec<u8>> {
 
 pub use mnemo_core::files::open_regular;
 
-/// A number no other temp file of this process has had (for a temp
-/// file's name beside the file it will replace).
-pub fn unique() -> u64 {
+fn unique() -> u64 {
     use std::sync::atomic::{AtomicU64, Ordering};
     static N: AtomicU64 = AtomicU64::new(0);
     let t = std::time::SystemTime::now()

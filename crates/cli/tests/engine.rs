@@ -9,17 +9,8 @@ use mnemo_test_support::cli::{mnemo_command, stdout_of_success};
 use mnemo_test_support::{Reply, ScriptedServer};
 use serde_json::json;
 
-fn mnemo(ws: &Path, server: &ScriptedServer, args: &[&str]) -> Output {
-    let model_flags = if ["consolidate", "compact", "context", "new"].contains(&args[0]) {
-        server.model_flags()
-    } else {
-        Vec::new()
-    };
-    mnemo_command(env!("CARGO_BIN_EXE_mnemo"), ws, args)
-        .args(model_flags)
-        .args(["--set", "embedder.kind=none"])
-        .output()
-        .unwrap()
+fn mnemo(ws: &Path, model: &ScriptedServer, args: &[&str]) -> Output {
+    mnemo_test_support::cli::mnemo_with_model(env!("CARGO_BIN_EXE_mnemo"), ws, model, args)
 }
 
 fn ok(o: Output) -> String {

@@ -22,16 +22,7 @@ const TOKEN: &str = "inspector-test-token";
 const HOSTILE: &str = "<script>window.pwned = 1; document.title = 'pwned'</script><img src=x onerror=\"window.pwned = 2\"> look at this";
 
 fn mnemo(ws: &Path, model: &ScriptedServer, args: &[&str]) -> Output {
-    let model_flags = if ["consolidate", "compact"].contains(&args[0]) {
-        model.model_flags()
-    } else {
-        Vec::new()
-    };
-    mnemo_command(env!("CARGO_BIN_EXE_mnemo"), ws, args)
-        .args(model_flags)
-        .args(["--set", "embedder.kind=none"])
-        .output()
-        .unwrap()
+    mnemo_test_support::cli::mnemo_with_model(env!("CARGO_BIN_EXE_mnemo"), ws, model, args)
 }
 
 fn ok(o: Output) -> String {

@@ -49,6 +49,12 @@ pub fn undoable(history: &str) -> Vec<(String, String)> {
     open
 }
 
+/// Which consolidation a history line records a change of MEMORY.md for
+/// (`<session> messages <from>..<to>`); `None` for any other line.
+pub fn consolidation_label(line: &str) -> Option<String> {
+    label_after(line, CHANGE)
+}
+
 /// `<session> messages <from>..<to>` from a history line made with
 /// `marker`.
 fn label_after(line: &str, marker: &str) -> Option<String> {

@@ -1236,20 +1236,7 @@ fn write_log(path: &Path, head: &str, lines: &[SessionLine]) -> mnemo_store::Res
     written
 }
 
-/// True when a line starts with a `[YYYY-MM-DD HH:MM]` stamp.
-pub(crate) fn has_stamp(s: &str) -> bool {
-    let b = s.as_bytes();
-    b.len() >= 18
-        && b[0] == b'['
-        && b[5] == b'-'
-        && b[8] == b'-'
-        && b[11] == b' '
-        && b[14] == b':'
-        && b[17] == b']'
-        && [1, 2, 3, 4, 6, 7, 9, 10, 12, 13, 15, 16]
-            .iter()
-            .all(|&i| b[i].is_ascii_digit())
-}
+pub(crate) use mnemo_store::memory::has_stamp;
 
 /// Splits a history log into entries: each starts at a stamped line; text
 /// before the first stamp is an entry of its own.

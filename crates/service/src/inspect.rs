@@ -568,23 +568,19 @@ fn change(r: &AuditRecord) -> MemoryChange {
     MemoryChange::from(r.clone())
 }
 
-/// The stamp of a history entry's first line, `[YYYY-MM-DD HH:MM]`.
-fn entry_stamp(line: &str) -> Option<&str> {
-    let stamp = line.strip_prefix('[')?.get(..16)?;
-    let ok = line.get(17..18) == Some("]")
-        && NaiveDate::parse_from_str(stamp.get(..10)?, "%Y-%m-%d").is_ok();
-    ok.then_some(stamp)
-}
-
 /// memory/HISTORY.md as entries, newest first, each with its kind and
 /// whether an undo reversed it (or would reverse it next).
 pub fn history_entries(history: &str) -> Vec<HistoryEntry> {
     let mut entries: Vec<HistoryEntry> = Vec::new();
+    // Each consolidation's label, as `mnemo memory undo` reads it.
+    let mut labels: Vec<Option<String>> = Vec::new();
     for line in history.lines() {
-        if let Some(stamp) = entry_stamp(line) {
+        // A stamp is ASCII: the slices below are on char boundaries.
+        if mnemo_store::memory::has_stamp(line) {
             let title = line[18..].trim_start().to_string();
+            labels.push(mnemo_engine::undo::consolidation_label(line));
             entries.push(HistoryEntry {
-                at: stamp.to_string(),
+                at: line[1..17].to_string(),
                 kind: entry_kind(&title).into(),
                 title,
                 body: String::new(),
@@ -601,23 +597,10 @@ pub fn history_entries(history: &str) -> Vec<HistoryEntry> {
     }
     // Which consolidations are still open, as `mnemo memory undo` reads them.
     let open = mnemo_engine::undo::undoable(history);
-    // `<session> messages <from>..<to>`, as the undo names it (a
-    // session key may hold a colon).
-    let label = |t: &str| {
-        let rest = t.split_once("consolidation of ")?.1;
-        let at = rest.find(" messages ")? + " messages ".len();
-        let end = rest[at..]
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .map_or(rest.len(), |i| at + i);
-        Some(rest[..end].to_string())
-    };
     let next_label = open.last().map(|(l, _)| l.clone());
     let mut next_marked = false;
-    for e in entries.iter_mut().rev() {
-        if e.kind != "consolidation" {
-            continue;
-        }
-        let Some(l) = label(&e.title) else { continue };
+    for (e, label) in entries.iter_mut().zip(labels).rev() {
+        let Some(l) = label else { continue };
         e.undone = !open.iter().any(|(o, _)| *o == l);
         if !next_marked && Some(&l) == next_label.as_ref() {
             e.undo_next = true;

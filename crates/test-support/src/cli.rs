@@ -31,6 +31,32 @@ pub fn mnemo_command(bin: &str, ws: &Path, args: &[&str]) -> Command {
     c
 }
 
+/// The commands that take the model flags (`--provider`, `--model`, …).
+const MODEL_COMMANDS: [&str; 4] = ["consolidate", "compact", "context", "new"];
+
+/// Runs `bin --workspace ws args…` keyword-only (`embedder.kind=none`),
+/// with `model` as the chat model of the commands that take one.
+///
+/// # Panics
+/// When the process cannot be started.
+#[allow(clippy::expect_used)]
+pub fn mnemo_with_model(
+    bin: &str,
+    ws: &Path,
+    model: &crate::ScriptedServer,
+    args: &[&str],
+) -> std::process::Output {
+    let model_flags = match args.first() {
+        Some(c) if MODEL_COMMANDS.contains(c) => model.model_flags(),
+        _ => Vec::new(),
+    };
+    mnemo_command(bin, ws, args)
+        .args(model_flags)
+        .args(["--set", "embedder.kind=none"])
+        .output()
+        .expect("run mnemo")
+}
+
 /// Runs `cmd` with `input` on its stdin, closed afterwards (end of input).
 ///
 /// # Panics

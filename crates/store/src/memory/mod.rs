@@ -1119,7 +1119,7 @@ pub fn tail_within(text: &str, max_bytes: usize) -> String {
 }
 
 /// True when `s` opens with a `[YYYY-MM-DD HH:MM]` history stamp.
-pub(crate) fn has_stamp(s: &str) -> bool {
+pub fn has_stamp(s: &str) -> bool {
     stamp_rest(s, "dddd-dd-dd dd:dd").is_some()
 }
 

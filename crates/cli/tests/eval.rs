@@ -120,6 +120,9 @@ fn rerank_orders_each_questions_hits_with_the_chat_model() {
 
     // The model reverses the index's order.
     let model = ScriptedServer::start_blocking();
+    // The probabilities of a first token are asked for once; this server
+    // answers without them, so the ranking is asked for in writing.
+    model.push(Reply::text("Yes"));
     model.push(Reply::text(r#"{"ranking": [3, 2, 1]}"#));
     let base = format!("provider.base_url={}", model.openai_base());
     let reranked = eval(
@@ -141,8 +144,8 @@ fn rerank_orders_each_questions_hits_with_the_chat_model() {
     reversed.reverse();
     assert_eq!(top_units(&reranked), reversed, "{reranked:#}");
     let requests = model.requests();
-    assert_eq!(requests.len(), 1, "one model call per question");
-    let prompt = requests[0].body["messages"][1]["content"].as_str().unwrap();
+    assert_eq!(requests.len(), 2, "the probe, then one call per question");
+    let prompt = requests[1].body["messages"][1]["content"].as_str().unwrap();
     assert!(
         prompt.contains("What did Ann bake with her sister on Sunday?"),
         "{prompt}"

@@ -527,13 +527,17 @@ fn search_hits_are_reranked_by_the_side_model() {
             Some(json!({"query": "Ada", "max_results": max})),
         )
     };
-    // The model's answer names passages by number; which file is which
-    // number is read back from the prompt it was sent.
+    // The first request asks for the first token's probabilities; this
+    // server answers without them, so the model is asked for a written
+    // ranking from then on. Its answer names passages by number; which
+    // file is which number is read back from the prompt it was sent.
+    model.push(Reply::text("Yes"));
     model.push(Reply::text("```json\n{\"ranking\": [4, 2]}\n```"));
     let (status, v) = search(2);
     assert_eq!(status, 200, "{v}");
     assert_eq!(v["reranked"], json!(true), "{v}");
-    let prompt = model.requests()[0].body["messages"][1]["content"]
+    assert_eq!(model.requests()[0].body["logprobs"], json!(true));
+    let prompt = model.requests()[1].body["messages"][1]["content"]
         .as_str()
         .unwrap()
         .to_string();
@@ -561,7 +565,7 @@ fn search_hits_are_reranked_by_the_side_model() {
         .iter()
         .map(|r| r["citation"].as_str().unwrap().to_string())
         .collect();
-    let prompt = model.requests()[1].body["messages"][1]["content"]
+    let prompt = model.requests()[2].body["messages"][1]["content"]
         .as_str()
         .unwrap()
         .to_string();
@@ -575,6 +579,7 @@ fn search_hits_are_reranked_by_the_side_model() {
     drop(srv);
 
     // The CLI re-ranks the same way with --rerank (without `[engine] rerank`).
+    model.push(Reply::text("Yes"));
     model.push(Reply::text("{\"ranking\": [3]}"));
     let mut args: Vec<String> = vec!["--set".into(), "embedder.kind=none".into()];
     for s in model_sets(&model) {

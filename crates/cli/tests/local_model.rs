@@ -173,3 +173,56 @@ fn a_missing_model_file_is_a_clear_error_and_the_log_is_untouched() {
     );
     assert_eq!(std::fs::read(ws.join("sessions/k.jsonl")).unwrap(), before);
 }
+
+/// `mnemo search --rerank` on the local model: each hit is judged yes or
+/// no from the model's probabilities (no written answer to parse), the
+/// judgements move the index's order rather than replace it, and the
+/// answer says it was re-ranked, with nothing dropped.
+#[test]
+fn search_reranks_with_the_local_models_judgements() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path();
+    ok(mnemo(ws, &["init"]));
+    let notes = ws.join("memory");
+    std::fs::create_dir_all(&notes).unwrap();
+    for (file, text) in [
+        ("tea.md", "# Tea\n\nAda drinks green tea every morning.\n"),
+        ("pets.md", "# Pets\n\nAda's cat Miso sleeps on the radiator.\n"),
+        ("work.md", "# Work\n\nAda leads the billing migration.\n"),
+    ] {
+        std::fs::write(notes.join(file), text).unwrap();
+    }
+    ok(mnemo(ws, &["index"]));
+    let plain: serde_json::Value =
+        serde_json::from_str(&ok(mnemo(ws, &["search", "Ada", "--json"]))).unwrap();
+    let cited = |v: &serde_json::Value| -> Vec<String> {
+        let mut c: Vec<String> = v["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h["citation"].as_str().unwrap().to_string())
+            .collect();
+        c.sort();
+        c
+    };
+    assert_eq!(cited(&plain).len(), 3, "{plain:#}");
+    let out: serde_json::Value = serde_json::from_str(&ok(mnemo(
+        ws,
+        &[
+            "search",
+            "Ada",
+            "--rerank",
+            "--explain",
+            "--json",
+            "--set",
+            "engine.rerank_timeout_ms=600000",
+        ],
+    )))
+    .unwrap();
+    assert_eq!(out["reranked"], serde_json::json!(true), "{out:#}");
+    assert_eq!(out["warnings"], serde_json::json!([]), "{out:#}");
+    assert_eq!(cited(&out), cited(&plain), "every hit is kept: {out:#}");
+    for hit in out["results"].as_array().unwrap() {
+        assert!(hit["parts"]["before_rerank"].as_u64().is_some(), "{hit:#}");
+    }
+}

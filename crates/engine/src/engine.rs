@@ -168,6 +168,8 @@ pub struct Engine {
     /// Memory work running after turns (see [`crate::memory_work`]).
     pub(crate) workers: Arc<crate::memory_work::MemoryWorkers>,
     state: Mutex<HashMap<String, SessionState>>,
+    /// The search re-rank's judgements (see [`crate::rerank`]).
+    pub(crate) judgements: crate::rerank::JudgementCache,
 }
 
 impl std::fmt::Debug for Engine {
@@ -244,6 +246,7 @@ impl Engine {
             notice,
             workers: crate::memory_work::MemoryWorkers::new(),
             state: Mutex::new(HashMap::new()),
+            judgements: crate::rerank::JudgementCache::default(),
         })
     }
 

@@ -149,10 +149,15 @@ pub struct EngineSettings {
     pub rerank_candidates: usize,
     /// Characters of each hit shown (800).
     pub rerank_passage_chars: usize,
-    /// Re-rank timeout in milliseconds (10,000).
+    /// Time for the whole re-rank in milliseconds (10,000): passages not
+    /// judged by then keep the index's order.
     pub rerank_timeout_ms: u64,
-    /// Output tokens of the re-rank (200).
+    /// Output tokens of a written ranking, from a model that cannot judge
+    /// by probabilities (200).
     pub rerank_max_tokens: u32,
+    /// Weight of the model's judgement against the index's rank, 0 to 1
+    /// (0.7): 0 keeps the index's order, 1 sorts by the model alone.
+    pub rerank_weight: f32,
 
     /// Last user and assistant messages in a session note (15).
     pub note_messages: usize,
@@ -231,6 +236,7 @@ impl Default for EngineSettings {
             rerank_passage_chars: 800,
             rerank_timeout_ms: 10_000,
             rerank_max_tokens: 200,
+            rerank_weight: 0.7,
             note_messages: 15,
             slug_timeout_ms: 15_000,
             lock_wait_secs: 30,
@@ -306,6 +312,16 @@ pub fn apply_profile(
 }
 
 impl EngineSettings {
+    /// How a search re-rank runs, from `rerank_*`.
+    pub fn rerank_options(&self) -> crate::rerank::RerankOptions {
+        crate::rerank::RerankOptions {
+            passage_chars: self.rerank_passage_chars,
+            max_tokens: self.rerank_max_tokens,
+            budget: std::time::Duration::from_millis(self.rerank_timeout_ms),
+            weight: self.rerank_weight,
+        }
+    }
+
     /// Checks ranges; the message names the field to fix.
     pub fn validate(&self) -> Result<(), String> {
         if !(0.1..=0.95).contains(&self.consolidation_ratio) {
@@ -342,6 +358,12 @@ impl EngineSettings {
             return Err(format!(
                 "[engine] recall_mode = {:?} is unknown: use \"auto\" (search with the local model), \"model\" or \"search\"",
                 self.recall_mode
+            ));
+        }
+        if !(0.0..=1.0).contains(&self.rerank_weight) {
+            return Err(format!(
+                "[engine] rerank_weight = {} is out of range: use a value from 0 (the index's order) to 1 (the model's alone)",
+                self.rerank_weight
             ));
         }
         if self.consolidation_max_failures == 0 || self.breaker_failures == 0 {

@@ -289,16 +289,22 @@ async fn rerank_asks_the_side_model_and_keeps_every_passage() {
     .iter()
     .map(|(label, text)| Passage {
         label: label.to_string(),
+        day: None,
         text: text.to_string(),
     })
     .collect();
+    // The first request asks for the probabilities of the answer's first
+    // token; a server that answers without them is asked for a written
+    // ranking, now and from then on.
+    env.server.push(Reply::text("Yes"));
     env.server.push(Reply::text("{\"ranking\": [2]}"));
     let engine = engine(&env, 100_000, 1_000, "rerank_timeout_ms = 300", t0());
     let out = engine.rerank("Does Ada have a pet?", &passages).await;
     assert_eq!(out.order, [1, 0, 2], "the pick first, the rest in order");
     assert_eq!(out.picked, 1);
     assert!(!out.timed_out && out.error.is_none());
-    let req = &env.server.requests()[0];
+    assert_eq!(env.server.requests()[0].body["logprobs"], json!(true));
+    let req = &env.server.requests()[1];
     assert_eq!(req.body["max_tokens"], json!(200));
     let system = req.body["messages"][0]["content"].as_str().unwrap();
     let user = req.body["messages"][1]["content"].as_str().unwrap();
@@ -312,6 +318,7 @@ async fn rerank_asks_the_side_model_and_keeps_every_passage() {
     let out = engine.rerank("Does Ada have a pet?", &passages).await;
     assert!(out.timed_out);
     assert_eq!(out.order, [0, 1, 2]);
+    assert_eq!(out.judged, 0);
     env.server.push(Reply::error(
         500,
         json!({"error": {"message": "overloaded"}}),

@@ -191,6 +191,10 @@ pub struct EvalTimings {
     pub search_seconds: f64,
     /// Mean latency of one search in milliseconds.
     pub search_ms_mean: f64,
+    /// Median latency of one question's search (with its re-rank).
+    pub search_ms_p50: f64,
+    /// 95th percentile of the same.
+    pub search_ms_p95: f64,
 }
 
 /// The result of one evaluation (one unit, one mode).
@@ -346,11 +350,13 @@ pub fn render_text(r: &EvalReport) -> String {
         out.push_str("each query rebuilt from its turns the way the engine's recall builds it\n");
     }
     out.push_str(&format!(
-        "time: write {:.1}s, index {:.1}s, search {:.1}s ({:.1} ms/question)\n\n",
+        "time: write {:.1}s, index {:.1}s, search {:.1}s ({:.1} ms/question, p50 {:.1}, p95 {:.1})\n\n",
         r.timings.write_seconds,
         r.timings.index_seconds,
         r.timings.search_seconds,
-        r.timings.search_ms_mean
+        r.timings.search_ms_mean,
+        r.timings.search_ms_p50,
+        r.timings.search_ms_p95
     ));
     let mut rows = vec![("overall".to_string(), r.counts.questions_scored, &r.overall)];
     for c in &r.per_category {

@@ -365,6 +365,7 @@ pub fn run_on_dataset(
                     ));
                     continue;
                 }
+                let one = Instant::now();
                 let req = SearchRequest::new(q.question.clone())
                     .max_results(opts.max_results)
                     .min_score(opts.min_score);
@@ -372,6 +373,7 @@ pub fn run_on_dataset(
                 if let Some(rerank) = &opts.rerank {
                     rerank(&q.question, &mut resp);
                 }
+                run.latencies_ms.push(one.elapsed().as_secs_f64() * 1000.0);
                 if !run.modes_seen.contains(&resp.mode) {
                     run.modes_seen.push(resp.mode);
                 }
@@ -436,6 +438,8 @@ struct ModeRun {
     index_seconds: f64,
     search_seconds: f64,
     searches: usize,
+    /// Each question's search (and re-rank), in milliseconds.
+    latencies_ms: Vec<f64>,
 }
 
 /// One hit: the session and turns it covers, and its size.
@@ -699,8 +703,21 @@ fn score_run(
             } else {
                 0.0
             },
+            search_ms_p50: percentile(&run.latencies_ms, 0.50),
+            search_ms_p95: percentile(&run.latencies_ms, 0.95),
         },
         warnings: all_warnings,
         questions,
     }
+}
+
+/// The `q` quantile (nearest rank) of `values`; 0 when there are none.
+fn percentile(values: &[f64], q: f64) -> f64 {
+    if values.is_empty() {
+        return 0.0;
+    }
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    sorted[rank - 1]
 }

@@ -188,6 +188,23 @@ pub trait ChatModel: Send + Sync {
     fn activity(&self) -> Option<ModelActivity> {
         None
     }
+
+    /// How likely the answer to `req` is to open with each of `options`
+    /// (single words such as "yes" and "no"), as natural-log
+    /// probabilities in the order given, read off the model's next-token
+    /// distribution without writing an answer. `Ok(None)` when the model
+    /// cannot tell (the default: a remote API that returns text only); the
+    /// caller then asks for a written answer instead. A judgement from
+    /// probabilities costs one pass over the prompt and can be weighed
+    /// against other evidence, where a written "yes" cannot.
+    fn option_logprobs(
+        &self,
+        req: ChatRequest,
+        options: Vec<String>,
+    ) -> BoxFuture<'_, Result<Option<Vec<f32>>, LlmError>> {
+        let _ = (req, options);
+        Box::pin(async { Ok(None) })
+    }
 }
 
 /// How far a model is in the request it answers, for a progress line: a

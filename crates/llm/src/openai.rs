@@ -25,6 +25,9 @@ pub struct OpenAiChat {
     label: String,
     use_max_completion_tokens: AtomicBool,
     drop_temperature: AtomicBool,
+    /// The provider refused `logprobs` or answered without them: judge by
+    /// written answers from now on.
+    no_logprobs: AtomicBool,
 }
 
 impl OpenAiChat {
@@ -44,6 +47,7 @@ impl OpenAiChat {
             label: config.label(),
             use_max_completion_tokens: AtomicBool::new(false),
             drop_temperature: AtomicBool::new(false),
+            no_logprobs: AtomicBool::new(false),
         })
     }
 
@@ -120,6 +124,75 @@ impl ChatModel for OpenAiChat {
     fn info(&self) -> &ModelInfo {
         &self.info
     }
+
+    /// `logprobs` with the 20 likeliest first tokens: an option is the
+    /// probability mass of those tokens that read as it (case and spaces
+    /// aside), minus infinity when none does. A provider that refuses the
+    /// parameter (400) or ignores it answers `None` from then on.
+    fn option_logprobs(
+        &self,
+        req: ChatRequest,
+        options: Vec<String>,
+    ) -> BoxFuture<'_, Result<Option<Vec<f32>>>> {
+        Box::pin(async move {
+            if self.no_logprobs.load(Ordering::Relaxed) {
+                return Ok(None);
+            }
+            let mut body = self.request_body(&req.with_max_tokens(1));
+            if let Value::Object(o) = &mut body {
+                o.insert("logprobs".into(), json!(true));
+                o.insert("top_logprobs".into(), json!(20));
+            }
+            match self.transport.post_json(&body, false, in_band_error).await {
+                Ok(value) => {
+                    let read = top_logprobs(&value).map(|top| option_mass(&top, &options));
+                    if read.is_none() {
+                        self.no_logprobs.store(true, Ordering::Relaxed);
+                    }
+                    Ok(read)
+                }
+                Err(e) if e.kind() == ErrorKind::BadRequest => {
+                    tracing::info!(provider = %self.label, "provider refuses logprobs; judging by written answers");
+                    self.no_logprobs.store(true, Ordering::Relaxed);
+                    Ok(None)
+                }
+                Err(e) => Err(e),
+            }
+        })
+    }
+}
+
+/// The `(token, logprob)` pairs of the answer's first token.
+fn top_logprobs(v: &Value) -> Option<Vec<(String, f32)>> {
+    let first = v
+        .pointer("/choices/0/logprobs/content/0/top_logprobs")?
+        .as_array()?;
+    let top: Vec<(String, f32)> = first
+        .iter()
+        .filter_map(|t| {
+            Some((
+                t.get("token")?.as_str()?.to_string(),
+                t.get("logprob")?.as_f64()? as f32,
+            ))
+        })
+        .collect();
+    (!top.is_empty()).then_some(top)
+}
+
+/// Each option's log-probability: the mass of the tokens that read as it.
+fn option_mass(top: &[(String, f32)], options: &[String]) -> Vec<f32> {
+    options
+        .iter()
+        .map(|o| {
+            let want = o.trim().to_lowercase();
+            let mass: f32 = top
+                .iter()
+                .filter(|(t, _)| t.trim().to_lowercase() == want)
+                .map(|(_, l)| l.exp())
+                .sum();
+            mass.ln()
+        })
+        .collect()
 }
 
 /// The chat-completions body for `req`.

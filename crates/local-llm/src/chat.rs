@@ -339,6 +339,29 @@ impl ChatModel for LocalChat {
         &self.info
     }
 
+    fn option_logprobs(
+        &self,
+        req: ChatRequest,
+        options: Vec<String>,
+    ) -> BoxFuture<'_, std::result::Result<Option<Vec<f32>>, LlmError>> {
+        let engine = self.engine.clone();
+        let label = self.label.clone();
+        Box::pin(async move {
+            let cancel = Arc::new(AtomicBool::new(false));
+            let _guard = CancelOnDrop(cancel.clone());
+            let task = tokio::task::spawn_blocking(move || {
+                let mut e = engine.lock().unwrap_or_else(|e| e.into_inner());
+                e.option_logprobs(&req, &options, &cancel)
+            });
+            match task.await {
+                Ok(r) => r.map(Some).map_err(|e| e.into_llm(&label)),
+                Err(e) => Err(
+                    Error::Inference(format!("the judging thread failed: {e}")).into_llm(&label),
+                ),
+            }
+        })
+    }
+
     fn activity(&self) -> Option<ModelActivity> {
         let live = &self.live;
         live.busy.load(Ordering::Relaxed).then(|| ModelActivity {
@@ -346,6 +369,15 @@ impl ChatModel for LocalChat {
             reading: live.reading.load(Ordering::Relaxed),
             written: live.written.load(Ordering::Relaxed),
         })
+    }
+}
+
+/// `word` with its first letter in upper case.
+fn capitalised(word: &str) -> String {
+    let mut chars = word.chars();
+    match chars.next() {
+        Some(c) => c.to_uppercase().chain(chars).collect(),
+        None => String::new(),
     }
 }
 
@@ -537,6 +569,79 @@ impl Engine {
             },
             ..result
         })
+    }
+
+    /// The log-probability of each option as the answer's first token:
+    /// one pass over the prompt (reusing the cached prefix, so judging
+    /// many passages after one shared question pays for the question
+    /// once) and nothing generated. An option counts under its first
+    /// token as written and capitalised ("yes" and "Yes" are one answer).
+    fn option_logprobs(
+        &mut self,
+        req: &ChatRequest,
+        options: &[String],
+        cancel: &AtomicBool,
+    ) -> Result<Vec<f32>> {
+        self.calls += 1;
+        let prompt = self.template.render(req);
+        let tokens = self.tokenizer.encode(&prompt)?;
+        let context = self.model.max_positions();
+        if tokens.len() >= context {
+            return Err(Error::ContextOverflow(format!(
+                "the prompt has {} tokens and the context window {context}",
+                tokens.len()
+            )));
+        }
+        self.live.written.store(0, Ordering::Relaxed);
+        self.live
+            .prompt_tokens
+            .store(tokens.len(), Ordering::Relaxed);
+        self.live.reading.store(true, Ordering::Relaxed);
+        self.live.busy.store(true, Ordering::Relaxed);
+        let started = Instant::now();
+        let block = self.system_block(&tokens);
+        let loaded = block.map_or(0, |len| self.load_system_block(&tokens[..len]));
+        let ran = self.model.prefill(&tokens, cancel);
+        self.live.busy.store(false, Ordering::Relaxed);
+        let (logits, reused) = match ran {
+            Ok(r) => r,
+            Err(e) => {
+                if matches!(e, Error::Cancelled) {
+                    self.cancelled += 1;
+                }
+                return Err(e);
+            }
+        };
+        if let Some(len) = block.filter(|len| reused < *len) {
+            self.save_system_block(len);
+        }
+        self.stats = GenerationStats {
+            prompt_tokens: tokens.len(),
+            reused_tokens: reused,
+            prompt_secs: started.elapsed().as_secs_f64(),
+            loaded_tokens: loaded,
+            ..GenerationStats::default()
+        };
+        let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        let norm = max + logits.iter().map(|l| (l - max).exp()).sum::<f32>().ln();
+        let mut out = Vec::with_capacity(options.len());
+        for option in options {
+            let mut ids = Vec::new();
+            for form in [option.clone(), capitalised(option)] {
+                if let Some(&id) = self.tokenizer.encode(&form)?.first() {
+                    if !ids.contains(&id) {
+                        ids.push(id);
+                    }
+                }
+            }
+            let mass: f32 = ids
+                .iter()
+                .filter_map(|&id| logits.get(id as usize))
+                .map(|l| (l - norm).exp())
+                .sum();
+            out.push(mass.ln());
+        }
+        Ok(out)
     }
 
     /// How many leading tokens of `tokens` are the system block (through

@@ -345,3 +345,43 @@ fn its_activity_follows_a_generation() {
         resp.usage
     );
 }
+
+/// The probabilities a re-rank judges by: one pass over the prompt, the
+/// greedy first token the likeliest of the options offered, the same
+/// numbers from a warm cache as from a cold one.
+#[test]
+fn option_logprobs_read_the_next_token_distribution() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let m = common::smollm2(2048);
+    let r = req("Is Paris in France? Answer yes or no.");
+    let first = m
+        .complete_blocking(&r.clone().with_max_tokens(1), &AtomicBool::new(false))
+        .unwrap()
+        .text();
+    let greedy = first.trim().to_string();
+    assert!(!greedy.is_empty(), "{first:?}");
+    let options = vec![greedy.clone(), "zebra".to_string()];
+    let lp = rt
+        .block_on(m.option_logprobs(r.clone(), options.clone()))
+        .unwrap()
+        .expect("a local model reads its probabilities");
+    assert_eq!(lp.len(), 2);
+    assert!(lp.iter().all(|l| *l <= 0.0), "log-probabilities: {lp:?}");
+    assert!(lp[0].is_finite() && lp[0] >= lp[1], "{lp:?}");
+    assert_eq!(m.last_stats().generated_tokens, 0, "nothing is written");
+    let warm = rt
+        .block_on(m.option_logprobs(r.clone(), options.clone()))
+        .unwrap()
+        .unwrap();
+    assert!(m.last_stats().reused_tokens > 0);
+    let cold = rt
+        .block_on(common::smollm2(2048).option_logprobs(r, options))
+        .unwrap()
+        .unwrap();
+    for ((a, b), c) in lp.iter().zip(&warm).zip(&cold) {
+        assert!((a - b).abs() < 1e-3 && (a - c).abs() < 1e-3, "{lp:?} {warm:?} {cold:?}");
+    }
+}

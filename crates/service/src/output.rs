@@ -168,6 +168,9 @@ pub struct SearchOutput {
     /// Whether the chat model re-ordered the hits (present when a re-rank was asked for).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reranked: Option<bool>,
+    /// What the re-rank added to the search, in milliseconds (present when one ran).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rerank_ms: Option<u64>,
 }
 
 impl SearchOutput {
@@ -182,6 +185,7 @@ impl SearchOutput {
             warnings: resp.warnings.clone(),
             dates: resp.dates.clone(),
             reranked,
+            rerank_ms: None,
         }
     }
 }

@@ -164,6 +164,7 @@ impl Service {
         })
         .await?;
         let mut before_rerank: Vec<String> = Vec::new();
+        let mut rerank_ms = None;
         let reranked = match rerank {
             None => None,
             Some(Err(why)) => {
@@ -175,7 +176,9 @@ impl Service {
             Some(Ok(engine)) => {
                 before_rerank = resp.results.iter().map(|h| h.citation.clone()).collect();
                 let passages = rerank_passages(&resp, resp.results.len());
+                let started = std::time::Instant::now();
                 let outcome = engine.rerank(&query, &passages).await;
+                rerank_ms = Some(started.elapsed().as_millis() as u64);
                 let applied = apply_rerank(&mut resp, outcome);
                 // The model judges relevance, not whether a fact still holds.
                 ended_last(&mut resp, &ended);
@@ -184,6 +187,7 @@ impl Service {
         };
         resp.results.truncate(wanted);
         let mut out = SearchOutput::from_response(&resp, reranked);
+        out.rerank_ms = rerank_ms;
         for (hit, scored) in out.results.iter_mut().zip(&resp.results) {
             hit.validity = marks.get(&hit.citation).cloned();
             if explain {
@@ -1003,22 +1007,31 @@ pub fn rerank_passages(resp: &SearchResponse, n: usize) -> Vec<Passage> {
                 Some(d) => format!("{} ({d})", h.citation),
                 None => h.citation.clone(),
             },
+            day: h.date.clone(),
             text: h.snippet.clone(),
         })
         .collect()
 }
 
 /// Applies a re-rank of the first hits (see [`mnemo_engine::rerank`]):
-/// the model's order first, hits past the re-ranked ones after them. On a
-/// failure the index's order stays and the warnings say why. True when the
-/// model's order was applied.
+/// the re-ranked hits in their new order, hits past them after them. On a
+/// failure the index's order stays and the warnings say why; when the time
+/// budget ran out, the hits judged by then are re-ordered and a warning
+/// says how many. True when the model moved the order at all.
 pub fn apply_rerank(resp: &mut SearchResponse, outcome: RerankOutcome) -> bool {
     if outcome.timed_out {
-        resp.warnings.push(
-            "the re-rank model did not answer in time ([engine] rerank_timeout_ms); hits are in the index's order"
-                .into(),
-        );
-        return false;
+        let n = outcome.order.len();
+        resp.warnings.push(if outcome.judged < 2 {
+            "the re-rank model did not answer in time ([engine] rerank_timeout_ms); hits are in the index's order".to_string()
+        } else {
+            format!(
+                "the re-rank read {} of {n} hits within [engine] rerank_timeout_ms; the rest are in the index's order",
+                outcome.judged
+            )
+        });
+        if outcome.judged < 2 {
+            return false;
+        }
     }
     if let Some(e) = outcome.error {
         resp.warnings.push(format!(

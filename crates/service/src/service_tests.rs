@@ -74,6 +74,33 @@ fn a_failed_rerank_keeps_the_index_order() {
     );
     assert!(!failed);
     assert!(resp.warnings[0].contains("down"));
+
+    // The budget ran out after two judgements: those two move, the rest
+    // stay, and the warning says how far the model read.
+    resp.warnings.clear();
+    let partial = apply_rerank(
+        &mut resp,
+        RerankOutcome {
+            order: vec![1, 0, 2],
+            judged: 2,
+            timed_out: true,
+            ..Default::default()
+        },
+    );
+    assert!(partial);
+    let order: Vec<&str> = resp.results.iter().map(|h| h.path.as_str()).collect();
+    assert_eq!(order, ["a.md", "c.md", "b.md"]);
+    assert!(resp.warnings[0].contains("read 2 of 3"), "{:?}", resp.warnings);
+    let none = apply_rerank(
+        &mut resp,
+        RerankOutcome {
+            order: vec![0, 1, 2],
+            timed_out: true,
+            ..Default::default()
+        },
+    );
+    assert!(!none);
+    assert!(resp.warnings[1].contains("did not answer in time"));
 }
 
 #[test]

@@ -446,8 +446,12 @@ fn retrieval(args: RetrievalArgs, global: &GlobalArgs) -> Result<()> {
             ),
         }
     }
+    // Judgements are kept in the workspace between runs: the same
+    // questions asked again (another weight, another mode) cost nothing.
+    let judgements_file = ctx.workspace.state_dir().join("eval").join("judgements.json");
+    let judgements = Arc::new(mnemo::engine::JudgementCache::load(&judgements_file));
     if args.rerank {
-        base.rerank = Some(reranker(&ctx.config, &args.model)?);
+        base.rerank = Some(reranker(&ctx.config, &args.model, judgements.clone())?);
     }
     let mut reports: Vec<EvalReport> = Vec::new();
     for mode in modes {
@@ -468,9 +472,17 @@ fn retrieval(args: RetrievalArgs, global: &GlobalArgs) -> Result<()> {
             };
             bar.set_message(format!("{} {stage} {}", mode.as_str(), p.conv_id));
         };
-        let report = mnemo_eval::run_retrieval_eval(&opts, &progress)?;
+        let report = mnemo_eval::run_retrieval_eval(&opts, &progress);
         bar.finish_and_clear();
-        reports.push(report);
+        if args.rerank {
+            if let Err(e) = judgements.save(&judgements_file) {
+                eprintln!(
+                    "warning: cannot keep the re-rank's judgements in {}: {e}",
+                    judgements_file.display()
+                );
+            }
+        }
+        reports.push(report?);
     }
     let json = || match reports.as_slice() {
         [one] => mnemo_eval::render_json(one),
@@ -500,12 +512,15 @@ fn retrieval(args: RetrievalArgs, global: &GlobalArgs) -> Result<()> {
 fn reranker(
     config: &mnemo::core::Config,
     model: &crate::cmd::engine::ModelArgs,
+    judgements: Arc<mnemo::engine::JudgementCache>,
 ) -> Result<mnemo_eval::Rerank> {
     let chat = crate::output::with_download_bar_for("the chat model", |p| {
         mnemo_service::chat_model(config, &model.overrides(), p)
     })
     .map_err(|e| anyhow::Error::new(e).context(mnemo_service::NO_MODEL_HINT))?;
     let settings: mnemo::engine::EngineSettings = config.section("engine")?;
+    settings.validate().map_err(anyhow::Error::msg)?;
+    let opts = settings.rerank_options();
     let rt = crate::ctx::runtime()?;
     Ok(std::sync::Arc::new(
         move |query: &str, resp: &mut mnemo::index::SearchResponse| {
@@ -514,9 +529,8 @@ fn reranker(
                 chat.as_ref(),
                 query,
                 &passages,
-                settings.rerank_passage_chars,
-                settings.rerank_max_tokens,
-                std::time::Duration::from_millis(settings.rerank_timeout_ms),
+                &opts,
+                &judgements,
             ));
             mnemo_service::apply_rerank(resp, outcome);
         },

@@ -325,6 +325,9 @@ pub(crate) fn render_found(
     if let Some(note) = dates_note(&found.dates) {
         let _ = writeln!(out, "{note}");
     }
+    if let (Some(true), Some(ms)) = (found.reranked, found.rerank_ms) {
+        let _ = writeln!(out, "(re-ranked by the chat model in {ms} ms)");
+    }
     let mode = match found.mode {
         Mode::Hybrid => "hybrid",
         Mode::Keyword => "keyword",
@@ -550,9 +553,11 @@ mod tests {
             results: vec![with_parts],
             warnings: Vec::new(),
             dates: Vec::new(),
-            reranked: None,
+            reranked: Some(true),
+            rerank_ms: Some(2150),
         };
         let text = render_found(&found, None);
+        assert!(text.contains("(re-ranked by the chat model in 2150 ms)"), "{text}");
         assert!(
             text.contains(
                 "memory/facts.md#L2-L2  score 0.610  (keyword 1.000, vector -, fused 0.700, decay x0.500)  [memory]"
@@ -626,6 +631,7 @@ mod tests {
             warnings: Vec::new(),
             dates: Vec::new(),
             reranked: None,
+            rerank_ms: None,
         };
         insta::assert_snapshot!("search_marks_ended_facts", render_found(&found, None));
     }

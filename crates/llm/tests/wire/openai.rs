@@ -442,3 +442,54 @@ async fn not_found_hints_at_base_url() {
     assert!(err.to_string().contains("usually ends in /v1"), "{err}");
     assert_eq!(server.request_count(), 1);
 }
+
+/// A judgement by probabilities: `logprobs` with the top 20 first tokens,
+/// an option the mass of the tokens that read as it; a provider that
+/// refuses the parameter is asked for written answers from then on, with
+/// no second request wasted on it.
+#[tokio::test]
+async fn option_logprobs_read_the_first_tokens_distribution() {
+    let server = ScriptedServer::start().await;
+    server.push(Reply::raw(
+        200,
+        json!({
+            "id": "c1", "object": "chat.completion", "model": "test-model",
+            "choices": [{"index": 0, "finish_reason": "length",
+                "message": {"role": "assistant", "content": "Yes"},
+                "logprobs": {"content": [{"token": "Yes", "logprob": -0.4,
+                    "top_logprobs": [
+                        {"token": "Yes", "logprob": -0.4},
+                        {"token": " yes", "logprob": -2.0},
+                        {"token": "No", "logprob": -1.6}
+                    ]}]}}],
+            "usage": {"prompt_tokens": 30, "completion_tokens": 1}
+        }),
+    ));
+    let model = OpenAiChat::new(&openai_config(server.openai_base())).unwrap();
+    let req = ChatRequest::new(vec![Message::user("Is the sky blue?")]);
+    let opts = vec!["yes".to_string(), "no".to_string(), "maybe".to_string()];
+    let lp = model
+        .option_logprobs(req.clone(), opts.clone())
+        .await
+        .unwrap()
+        .expect("the provider sent logprobs");
+    let yes = ((-0.4f32).exp() + (-2.0f32).exp()).ln();
+    assert!((lp[0] - yes).abs() < 1e-5, "{lp:?}");
+    assert!((lp[1] + 1.6).abs() < 1e-5, "{lp:?}");
+    assert_eq!(lp[2], f32::NEG_INFINITY);
+    let sent = &server.requests()[0].body;
+    assert_eq!(sent["logprobs"], json!(true));
+    assert_eq!(sent["top_logprobs"], json!(20));
+    assert_eq!(sent["max_tokens"], json!(1));
+
+    // A provider that refuses logprobs: None, and it is not asked again.
+    server.push(Reply::error(
+        400,
+        json!({"error": {"message": "logprobs is not supported with this model"}}),
+    ));
+    let refused = OpenAiChat::new(&openai_config(server.openai_base())).unwrap();
+    assert_eq!(refused.option_logprobs(req.clone(), opts.clone()).await.unwrap(), None);
+    let asked = server.request_count();
+    assert_eq!(refused.option_logprobs(req, opts).await.unwrap(), None);
+    assert_eq!(server.request_count(), asked);
+}

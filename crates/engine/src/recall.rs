@@ -139,6 +139,55 @@ pub fn parse_selection(text: &str) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// The request that asks a model for the question behind a dialogue-form
+/// query (`User:`/`Assistant:` lines): what memory should be searched for.
+pub fn need_request(dialogue: &str, max_tokens: u32) -> ChatRequest {
+    let user = templates::render(templates::NEED_USER, &[("dialogue", dialogue.trim())]);
+    ChatRequest::new(vec![Message::user(user.trim_end().to_string())])
+        .with_system(templates::NEED_PROMPT.trim_end().to_string())
+        .with_max_tokens(max_tokens)
+}
+
+/// The query in a model's answer to [`need_request`]: its first non-empty
+/// line without quotes, a label or a trailing period; `None` when the
+/// model says memory is not needed or wrote nothing usable.
+pub fn parse_need(text: &str) -> Option<String> {
+    let line = text.lines().map(str::trim).find(|l| !l.is_empty())?;
+    let line = line
+        .split_once(':')
+        .filter(|(label, _)| label.to_lowercase().contains("query"))
+        .map_or(line, |(_, rest)| rest)
+        .trim()
+        .trim_end_matches(['.', '。'])
+        .trim_matches(|c: char| matches!(c, '"' | '\'' | '`' | '“' | '”' | '「' | '」'))
+        .trim_end_matches(['.', '。'])
+        .trim();
+    let words = line.split_whitespace().count();
+    if line.is_empty() || line.eq_ignore_ascii_case("none") || words > 40 {
+        return None;
+    }
+    Some(line.to_string())
+}
+
+/// Asks `model` for the question behind `dialogue` within `timeout`;
+/// `None` when it fails, is late, or answers that nothing is needed (the
+/// dialogue alone is then searched).
+pub async fn question_behind(
+    model: &dyn mnemo_llm::ChatModel,
+    dialogue: &str,
+    max_tokens: u32,
+    timeout: Duration,
+) -> Option<String> {
+    match tokio::time::timeout(timeout, model.complete(need_request(dialogue, max_tokens))).await {
+        Ok(Ok(resp)) => parse_need(&resp.text()),
+        Ok(Err(e)) => {
+            tracing::debug!(error = %e, "the question behind the dialogue failed");
+            None
+        }
+        Err(_) => None,
+    }
+}
+
 impl Engine {
     /// Whether recall asks the side model (`[engine] recall_mode`, `"auto"`
     /// resolved by the provider).
@@ -326,5 +375,28 @@ impl Engine {
             .and_then(|r| r.ok())
             .unwrap_or_default();
         (Some(query), found)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_need_is_read_off_the_models_first_line() {
+        assert_eq!(
+            parse_need("Melanie's hobbies and activities\nmore").as_deref(),
+            Some("Melanie's hobbies and activities")
+        );
+        assert_eq!(
+            parse_need("Search query: \"Caroline support group date\".").as_deref(),
+            Some("Caroline support group date")
+        );
+        assert_eq!(parse_need("「陶艺课」。").as_deref(), Some("陶艺课"));
+        assert_eq!(parse_need("none"), None);
+        assert_eq!(parse_need("  \n "), None);
+        assert_eq!(parse_need(&"word ".repeat(60)), None);
+        // A colon that is not a label stays.
+        assert_eq!(parse_need("flight at 10:30").as_deref(), Some("flight at 10:30"));
     }
 }

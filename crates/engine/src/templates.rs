@@ -35,6 +35,10 @@ pub const RECALL_USER: &str = include_str!("../templates/recall/user.md");
 pub const RERANK_PROMPT: &str = include_str!("../templates/rerank/system.md");
 /// User message of the search re-rank.
 pub const RERANK_USER: &str = include_str!("../templates/rerank/user.md");
+/// System prompt of the recall's question behind a dialogue.
+pub const NEED_PROMPT: &str = include_str!("../templates/recall/need_system.md");
+/// User message of that question.
+pub const NEED_USER: &str = include_str!("../templates/recall/need_user.md");
 /// System prompt of the re-rank's yes/no judgement of one passage.
 pub const JUDGE_PROMPT: &str = include_str!("../templates/rerank/judge_system.md");
 /// User message of that judgement.

@@ -34,6 +34,11 @@ pub const TOKEN_ESTIMATE: &str =
 /// the question and the response as the index gave it.
 pub type Rerank = Arc<dyn Fn(&str, &mut SearchResponse) + Send + Sync>;
 
+/// The question behind a query, searched beside it and fused with it (for
+/// `mnemo eval retrieval --need`, which asks a chat model); `None` searches
+/// the query alone.
+pub type Need = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
 /// What to evaluate and how.
 #[derive(Clone)]
 pub struct EvalOptions {
@@ -61,6 +66,8 @@ pub struct EvalOptions {
     pub metrics: MetricSpec,
     /// Applied to every response before scoring, when set.
     pub rerank: Option<Rerank>,
+    /// Asked for every query before it is searched, when set.
+    pub need: Option<Need>,
     /// The shape of the queries: the benchmark's questions, or dialogue
     /// derived from them ([`crate::dialogue`]).
     pub queries: QueryShape,
@@ -118,6 +125,7 @@ impl EvalOptions {
             embedder: None,
             metrics: MetricSpec::default(),
             rerank: None,
+            need: None,
             queries: QueryShape::Question,
             engine_queries: false,
             open_index: None,
@@ -370,6 +378,13 @@ pub fn run_on_dataset(
                     .max_results(opts.max_results)
                     .min_score(opts.min_score);
                 let mut resp = index.search(&req).map_err(EvalError::Index)?;
+                if let Some(need) = opts.need.as_ref().and_then(|f| f(&q.question)) {
+                    let req = SearchRequest::new(need)
+                        .max_results(opts.max_results)
+                        .min_score(opts.min_score);
+                    let other = index.search(&req).map_err(EvalError::Index)?;
+                    fuse_responses(&mut resp, other, opts.max_results);
+                }
                 if let Some(rerank) = &opts.rerank {
                     rerank(&q.question, &mut resp);
                 }
@@ -720,4 +735,27 @@ fn percentile(values: &[f64], q: f64) -> f64 {
     sorted.sort_by(f64::total_cmp);
     let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
     sorted[rank - 1]
+}
+
+/// `other`'s hits fused into `resp` by reciprocal rank (k = 60): a hit
+/// both lists hold gains, one only one holds keeps its place; at most
+/// `max` hits.
+fn fuse_responses(resp: &mut SearchResponse, other: SearchResponse, max: usize) {
+    const K: f32 = 60.0;
+    let mut fused: Vec<(mnemo_index::SearchHit, f32)> = Vec::new();
+    for (list, hits) in [std::mem::take(&mut resp.results), other.results]
+        .into_iter()
+        .enumerate()
+    {
+        for (rank, hit) in hits.into_iter().enumerate() {
+            let gain = 1.0 / (K + rank as f32 + 1.0);
+            match fused.iter_mut().find(|(h, _)| h.citation == hit.citation) {
+                Some((_, score)) => *score += gain,
+                // The first list wins ties: it is the query as asked.
+                None => fused.push((hit, gain + if list == 0 { 1e-6 } else { 0.0 })),
+            }
+        }
+    }
+    fused.sort_by(|a, b| b.1.total_cmp(&a.1));
+    resp.results = fused.into_iter().take(max).map(|(h, _)| h).collect();
 }

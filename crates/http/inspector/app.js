@@ -561,6 +561,7 @@ function scoreParts(p) {
   if (p.decay !== undefined) out.push(`age ×${p.decay}`);
   if (p.exact) out.push("exact match");
   if (p.before_rerank !== undefined) out.push(`#${p.before_rerank} before re-ranking`);
+  if (p.judged !== undefined) out.push(`judged ${p.judged.toFixed(2)}`);
   return out.join(" · ");
 }
 

@@ -92,6 +92,10 @@ pub struct ScoreParts {
     /// Its place before the chat model re-ranked the hits (1-based).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub before_rerank: Option<usize>,
+    /// The chat model's judgement that it helps answer the query, 0 to 1
+    /// (absent: not judged).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judged: Option<f64>,
 }
 
 impl From<&SearchHit> for Hit {

@@ -164,6 +164,7 @@ impl Service {
         })
         .await?;
         let mut before_rerank: Vec<String> = Vec::new();
+        let mut judged: std::collections::HashMap<String, f32> = Default::default();
         let mut rerank_ms = None;
         let reranked = match rerank {
             None => None,
@@ -175,10 +176,15 @@ impl Service {
             }
             Some(Ok(engine)) => {
                 before_rerank = resp.results.iter().map(|h| h.citation.clone()).collect();
-                let passages = rerank_passages(&resp, resp.results.len());
+                let passages = rerank_passages(&resp, engine.settings().rerank_candidates);
                 let started = std::time::Instant::now();
                 let outcome = engine.rerank(&query, &passages).await;
                 rerank_ms = Some(started.elapsed().as_millis() as u64);
+                judged = before_rerank
+                    .iter()
+                    .zip(&outcome.scores)
+                    .filter_map(|(c, s)| Some((c.clone(), (*s)?)))
+                    .collect();
                 let applied = apply_rerank(&mut resp, outcome);
                 // The model judges relevance, not whether a fact still holds.
                 ended_last(&mut resp, &ended);
@@ -204,6 +210,7 @@ impl Service {
                         .iter()
                         .position(|c| *c == hit.citation)
                         .map(|i| i + 1),
+                    judged: judged.get(&hit.citation).map(|&p| round(p)),
                 });
             }
         }

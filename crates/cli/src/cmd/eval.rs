@@ -243,6 +243,11 @@ pub struct RetrievalArgs {
     /// `[engine] rerank_candidates` hits are shown to it)
     #[arg(long)]
     pub rerank: bool,
+    /// Ask the chat model for the question behind each dialogue-form query
+    /// (`--queries dialogue` and the like) and search it beside the
+    /// dialogue, the two rankings fused (one model call per query)
+    #[arg(long)]
+    pub need: bool,
     #[command(flatten)]
     pub model: crate::cmd::engine::ModelArgs,
 }
@@ -450,8 +455,19 @@ fn retrieval(args: RetrievalArgs, global: &GlobalArgs) -> Result<()> {
     // questions asked again (another weight, another mode) cost nothing.
     let judgements_file = ctx.workspace.state_dir().join("eval").join("judgements.json");
     let judgements = Arc::new(mnemo::engine::JudgementCache::load(&judgements_file));
-    if args.rerank {
-        base.rerank = Some(reranker(&ctx.config, &args.model, judgements.clone())?);
+    if args.rerank || args.need {
+        let chat = crate::output::with_download_bar_for("the chat model", |p| {
+            mnemo_service::chat_model(&ctx.config, &args.model.overrides(), p)
+        })
+        .map_err(|e| anyhow::Error::new(e).context(mnemo_service::NO_MODEL_HINT))?;
+        let settings: mnemo::engine::EngineSettings = ctx.config.section("engine")?;
+        settings.validate().map_err(anyhow::Error::msg)?;
+        if args.rerank {
+            base.rerank = Some(reranker(chat.clone(), settings.clone(), judgements.clone())?);
+        }
+        if args.need {
+            base.need = Some(asker(chat, &settings)?);
+        }
     }
     let mut reports: Vec<EvalReport> = Vec::new();
     for mode in modes {
@@ -510,19 +526,13 @@ fn retrieval(args: RetrievalArgs, global: &GlobalArgs) -> Result<()> {
 /// The chat model re-ranking each response with the `[engine] rerank_*`
 /// settings, on a runtime of its own (the benchmark itself is synchronous).
 fn reranker(
-    config: &mnemo::core::Config,
-    model: &crate::cmd::engine::ModelArgs,
+    chat: Arc<dyn mnemo::llm::ChatModel>,
+    settings: mnemo::engine::EngineSettings,
     judgements: Arc<mnemo::engine::JudgementCache>,
 ) -> Result<mnemo_eval::Rerank> {
-    let chat = crate::output::with_download_bar_for("the chat model", |p| {
-        mnemo_service::chat_model(config, &model.overrides(), p)
-    })
-    .map_err(|e| anyhow::Error::new(e).context(mnemo_service::NO_MODEL_HINT))?;
-    let settings: mnemo::engine::EngineSettings = config.section("engine")?;
-    settings.validate().map_err(anyhow::Error::msg)?;
     let opts = settings.rerank_options();
     let rt = crate::ctx::runtime()?;
-    Ok(std::sync::Arc::new(
+    Ok(Arc::new(
         move |query: &str, resp: &mut mnemo::index::SearchResponse| {
             let passages = mnemo_service::rerank_passages(resp, settings.rerank_candidates);
             let outcome = rt.block_on(mnemo::engine::rerank::rerank(
@@ -535,6 +545,28 @@ fn reranker(
             mnemo_service::apply_rerank(resp, outcome);
         },
     ))
+}
+
+/// The chat model asked for the question behind each dialogue-form query
+/// (two lines or more) within `[engine] recall_timeout_ms`.
+fn asker(
+    chat: Arc<dyn mnemo::llm::ChatModel>,
+    settings: &mnemo::engine::EngineSettings,
+) -> Result<mnemo_eval::Need> {
+    let timeout = std::time::Duration::from_millis(settings.recall_timeout_ms);
+    let max_tokens = settings.recall_max_tokens.min(48);
+    let rt = crate::ctx::runtime()?;
+    Ok(Arc::new(move |query: &str| {
+        if query.trim().lines().count() < 2 {
+            return None;
+        }
+        rt.block_on(mnemo::engine::recall::question_behind(
+            chat.as_ref(),
+            query,
+            max_tokens,
+            timeout,
+        ))
+    }))
 }
 
 /// Writes a report to `.mnemo/eval/<kind>-<UTC time>.json` of the

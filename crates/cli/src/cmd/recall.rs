@@ -366,6 +366,9 @@ pub(crate) fn render_found(
                 if let Some(r) = p.before_rerank {
                     parts.push_str(&format!(", #{r} before re-ranking"));
                 }
+                if let Some(j) = p.judged {
+                    parts.push_str(&format!(", judged {j:.2}"));
+                }
                 format!("  ({parts})")
             })
             .unwrap_or_default();
@@ -547,6 +550,7 @@ mod tests {
             decay: Some(0.5),
             exact: false,
             before_rerank: None,
+            judged: None,
         });
         let found = SearchOutput {
             mode: Mode::Keyword,

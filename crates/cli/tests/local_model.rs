@@ -187,7 +187,10 @@ fn search_reranks_with_the_local_models_judgements() {
     std::fs::create_dir_all(&notes).unwrap();
     for (file, text) in [
         ("tea.md", "# Tea\n\nAda drinks green tea every morning.\n"),
-        ("pets.md", "# Pets\n\nAda's cat Miso sleeps on the radiator.\n"),
+        (
+            "pets.md",
+            "# Pets\n\nAda's cat Miso sleeps on the radiator.\n",
+        ),
         ("work.md", "# Work\n\nAda leads the billing migration.\n"),
     ] {
         std::fs::write(notes.join(file), text).unwrap();

@@ -397,6 +397,9 @@ mod tests {
         assert_eq!(parse_need("  \n "), None);
         assert_eq!(parse_need(&"word ".repeat(60)), None);
         // A colon that is not a label stays.
-        assert_eq!(parse_need("flight at 10:30").as_deref(), Some("flight at 10:30"));
+        assert_eq!(
+            parse_need("flight at 10:30").as_deref(),
+            Some("flight at 10:30")
+        );
     }
 }

@@ -349,10 +349,7 @@ pub fn fuse(scores: &[Option<f32>], weight: f32) -> Vec<usize> {
         })
         .collect();
     head.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-    head.into_iter()
-        .map(|(i, _)| i)
-        .chain(judged..n)
-        .collect()
+    head.into_iter().map(|(i, _)| i).chain(judged..n).collect()
 }
 
 /// Asks `model` to judge `passages` for `query`. Never fails: on an error
@@ -397,7 +394,9 @@ pub async fn rerank(
                 out.scores = vec![None; n];
                 return out;
             }
-            Ok(Ok(None)) => return written_ranking(model, query, passages, opts, deadline, out).await,
+            Ok(Ok(None)) => {
+                return written_ranking(model, query, passages, opts, deadline, out).await
+            }
             Ok(Ok(Some(lp))) => {
                 let (yes, no) = (lp.first().copied(), lp.get(1).copied());
                 let (Some(yes), Some(no)) = (yes, no) else {
@@ -532,7 +531,11 @@ mod tests {
         let cut = cut_passage("What is the answer?", &line, 60);
         assert!(cut.contains("The answer is pottery."), "{cut}");
         // CJK sentences split on their own stops.
-        let zh = format!("{}我喜欢陶艺。{}", "今天天气很好。".repeat(20), "明天下雨。".repeat(20));
+        let zh = format!(
+            "{}我喜欢陶艺。{}",
+            "今天天气很好。".repeat(20),
+            "明天下雨。".repeat(20)
+        );
         assert!(cut_passage("陶艺", &zh, 30).contains("陶艺"));
     }
 }

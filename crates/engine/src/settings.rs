@@ -145,9 +145,10 @@ pub struct EngineSettings {
     /// in its order; the others follow in the index's order, so nothing is
     /// lost when it errs or times out.
     pub rerank: bool,
-    /// Hits of the index shown to the model (20).
+    /// Hits of the index the model judges (10): with the default local
+    /// model on two cores, each costs about 0.4 s.
     pub rerank_candidates: usize,
-    /// Characters of each hit shown (800).
+    /// Characters of each hit shown (240): its lines nearest the query.
     pub rerank_passage_chars: usize,
     /// Time for the whole re-rank in milliseconds (10,000): passages not
     /// judged by then keep the index's order.
@@ -232,8 +233,8 @@ impl Default for EngineSettings {
             recall_max_tokens: 256,
             recall_query_turns: mnemo_core::dialogue::RECALL_TURNS,
             rerank: false,
-            rerank_candidates: 20,
-            rerank_passage_chars: 800,
+            rerank_candidates: 10,
+            rerank_passage_chars: 240,
             rerank_timeout_ms: 10_000,
             rerank_max_tokens: 200,
             rerank_weight: 0.7,

@@ -44,6 +44,7 @@ pub use report::{
     EvalSettings, EvalTimings, EvalUnit, Layout, QuestionReport, RetrievalMode,
 };
 pub use run::{
-    run_on_dataset, run_retrieval_eval, EvalOptions, EvalProgress, EvalStage, IndexOpener, Need, Rerank,
+    run_on_dataset, run_retrieval_eval, EvalOptions, EvalProgress, EvalStage, IndexOpener, Need,
+    Rerank,
 };
 pub use write_path::{run_write_path, ProfileReport, WritePathOptions, WritePathReport};

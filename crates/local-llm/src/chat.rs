@@ -355,9 +355,10 @@ impl ChatModel for LocalChat {
             });
             match task.await {
                 Ok(r) => r.map(Some).map_err(|e| e.into_llm(&label)),
-                Err(e) => Err(
-                    Error::Inference(format!("the judging thread failed: {e}")).into_llm(&label),
-                ),
+                Err(e) => {
+                    Err(Error::Inference(format!("the judging thread failed: {e}"))
+                        .into_llm(&label))
+                }
             }
         })
     }

@@ -363,7 +363,7 @@ fn option_logprobs_read_the_next_token_distribution() {
         .text();
     let greedy = first.trim().to_string();
     assert!(!greedy.is_empty(), "{first:?}");
-    let options = vec![greedy.clone(), "zebra".to_string()];
+    let options = vec![greedy, "zebra".to_string()];
     let lp = rt
         .block_on(m.option_logprobs(r.clone(), options.clone()))
         .unwrap()
@@ -382,6 +382,9 @@ fn option_logprobs_read_the_next_token_distribution() {
         .unwrap()
         .unwrap();
     for ((a, b), c) in lp.iter().zip(&warm).zip(&cold) {
-        assert!((a - b).abs() < 1e-3 && (a - c).abs() < 1e-3, "{lp:?} {warm:?} {cold:?}");
+        assert!(
+            (a - b).abs() < 1e-3 && (a - c).abs() < 1e-3,
+            "{lp:?} {warm:?} {cold:?}"
+        );
     }
 }

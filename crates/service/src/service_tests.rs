@@ -90,7 +90,11 @@ fn a_failed_rerank_keeps_the_index_order() {
     assert!(partial);
     let order: Vec<&str> = resp.results.iter().map(|h| h.path.as_str()).collect();
     assert_eq!(order, ["a.md", "c.md", "b.md"]);
-    assert!(resp.warnings[0].contains("read 2 of 3"), "{:?}", resp.warnings);
+    assert!(
+        resp.warnings[0].contains("read 2 of 3"),
+        "{:?}",
+        resp.warnings
+    );
     let none = apply_rerank(
         &mut resp,
         RerankOutcome {

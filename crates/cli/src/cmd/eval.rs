@@ -453,7 +453,11 @@ fn retrieval(args: RetrievalArgs, global: &GlobalArgs) -> Result<()> {
     }
     // Judgements are kept in the workspace between runs: the same
     // questions asked again (another weight, another mode) cost nothing.
-    let judgements_file = ctx.workspace.state_dir().join("eval").join("judgements.json");
+    let judgements_file = ctx
+        .workspace
+        .state_dir()
+        .join("eval")
+        .join("judgements.json");
     let judgements = Arc::new(mnemo::engine::JudgementCache::load(&judgements_file));
     if args.rerank || args.need {
         let chat = crate::output::with_download_bar_for("the chat model", |p| {
@@ -463,7 +467,11 @@ fn retrieval(args: RetrievalArgs, global: &GlobalArgs) -> Result<()> {
         let settings: mnemo::engine::EngineSettings = ctx.config.section("engine")?;
         settings.validate().map_err(anyhow::Error::msg)?;
         if args.rerank {
-            base.rerank = Some(reranker(chat.clone(), settings.clone(), judgements.clone())?);
+            base.rerank = Some(reranker(
+                chat.clone(),
+                settings.clone(),
+                judgements.clone(),
+            )?);
         }
         if args.need {
             base.need = Some(asker(chat, &settings)?);

@@ -561,7 +561,10 @@ mod tests {
             rerank_ms: Some(2150),
         };
         let text = render_found(&found, None);
-        assert!(text.contains("(re-ranked by the chat model in 2150 ms)"), "{text}");
+        assert!(
+            text.contains("(re-ranked by the chat model in 2150 ms)"),
+            "{text}"
+        );
         assert!(
             text.contains(
                 "memory/facts.md#L2-L2  score 0.610  (keyword 1.000, vector -, fused 0.700, decay x0.500)  [memory]"

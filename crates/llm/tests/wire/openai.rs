@@ -488,7 +488,13 @@ async fn option_logprobs_read_the_first_tokens_distribution() {
         json!({"error": {"message": "logprobs is not supported with this model"}}),
     ));
     let refused = OpenAiChat::new(&openai_config(server.openai_base())).unwrap();
-    assert_eq!(refused.option_logprobs(req.clone(), opts.clone()).await.unwrap(), None);
+    assert_eq!(
+        refused
+            .option_logprobs(req.clone(), opts.clone())
+            .await
+            .unwrap(),
+        None
+    );
     let asked = server.request_count();
     assert_eq!(refused.option_logprobs(req, opts).await.unwrap(), None);
     assert_eq!(server.request_count(), asked);

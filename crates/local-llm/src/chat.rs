@@ -310,28 +310,46 @@ impl Drop for CancelOnDrop {
     }
 }
 
-impl ChatModel for LocalChat {
-    fn complete(
+impl LocalChat {
+    /// Runs `work` on the engine on a blocking thread; dropping the future
+    /// sets the cancel flag it is given, which stops a generation.
+    fn on_engine<T, F>(
         &self,
-        req: ChatRequest,
-    ) -> BoxFuture<'_, std::result::Result<ChatResponse, LlmError>> {
+        what: &'static str,
+        work: F,
+    ) -> BoxFuture<'_, std::result::Result<T, LlmError>>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Engine, &AtomicBool) -> Result<T> + Send + 'static,
+    {
         let engine = self.engine.clone();
-        let ids = self.ids.clone();
         let label = self.label.clone();
         Box::pin(async move {
             let cancel = Arc::new(AtomicBool::new(false));
             let _guard = CancelOnDrop(cancel.clone());
             let task = tokio::task::spawn_blocking(move || {
                 let mut e = engine.lock().unwrap_or_else(|e| e.into_inner());
-                let n = ids.fetch_add(1, Ordering::Relaxed);
-                e.generate(&req, &cancel, n)
+                work(&mut e, &cancel)
             });
             match task.await {
                 Ok(r) => r.map_err(|e| e.into_llm(&label)),
-                Err(e) => Err(
-                    Error::Inference(format!("the generation thread failed: {e}")).into_llm(&label),
-                ),
+                Err(e) => {
+                    Err(Error::Inference(format!("the {what} thread failed: {e}")).into_llm(&label))
+                }
             }
+        })
+    }
+}
+
+impl ChatModel for LocalChat {
+    fn complete(
+        &self,
+        req: ChatRequest,
+    ) -> BoxFuture<'_, std::result::Result<ChatResponse, LlmError>> {
+        let ids = self.ids.clone();
+        self.on_engine("generation", move |e, cancel| {
+            let n = ids.fetch_add(1, Ordering::Relaxed);
+            e.generate(&req, cancel, n)
         })
     }
 
@@ -344,22 +362,8 @@ impl ChatModel for LocalChat {
         req: ChatRequest,
         options: Vec<String>,
     ) -> BoxFuture<'_, std::result::Result<Option<Vec<f32>>, LlmError>> {
-        let engine = self.engine.clone();
-        let label = self.label.clone();
-        Box::pin(async move {
-            let cancel = Arc::new(AtomicBool::new(false));
-            let _guard = CancelOnDrop(cancel.clone());
-            let task = tokio::task::spawn_blocking(move || {
-                let mut e = engine.lock().unwrap_or_else(|e| e.into_inner());
-                e.option_logprobs(&req, &options, &cancel)
-            });
-            match task.await {
-                Ok(r) => r.map(Some).map_err(|e| e.into_llm(&label)),
-                Err(e) => {
-                    Err(Error::Inference(format!("the judging thread failed: {e}"))
-                        .into_llm(&label))
-                }
-            }
+        self.on_engine("judging", move |e, cancel| {
+            e.option_logprobs(&req, &options, cancel).map(Some)
         })
     }
 

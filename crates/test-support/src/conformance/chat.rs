@@ -28,6 +28,7 @@ pub const SCENARIOS: &[&str] = &[
     "connection_refused",
     "malformed_answer",
     "usage_reported",
+    "option_logprobs_are_log_probabilities_or_none",
 ];
 
 /// The environment variable name the suite gives clients for their key
@@ -107,6 +108,10 @@ macro_rules! chat_model_suite {
                 suite::usage_reported(MAKE);
             }
             #[test]
+            fn option_logprobs_are_log_probabilities_or_none() {
+                suite::option_logprobs_are_log_probabilities_or_none(MAKE);
+            }
+            #[test]
             fn suite_is_complete() {
                 $crate::conformance::assert_covers(
                     "chat model",
@@ -120,6 +125,7 @@ macro_rules! chat_model_suite {
                         "connection_refused",
                         "malformed_answer",
                         "usage_reported",
+                        "option_logprobs_are_log_probabilities_or_none",
                     ],
                 );
             }
@@ -374,4 +380,29 @@ pub fn usage_reported(make: MakeChat) {
         "{:?}",
         resp.usage
     );
+}
+
+/// A judgement by probabilities (what the search re-rank asks for): either
+/// `None` (the model cannot tell; the caller asks for a written answer) or
+/// one log-probability per option, none above 0 and together at most 1,
+/// the same twice in a row.
+pub fn option_logprobs_are_log_probabilities_or_none(make: MakeChat) {
+    let server = ScriptedServer::start_blocking();
+    server.set_default(Reply::text("Yes"));
+    let model = client(make, &target(server.url()));
+    let options = vec!["yes".to_string(), "no".to_string()];
+    let first = block_on(model.option_logprobs(hello(), options.clone()));
+    let second = block_on(model.option_logprobs(hello(), options));
+    for got in [first, second] {
+        match got {
+            Ok(None) => {}
+            Ok(Some(lp)) => {
+                assert_eq!(lp.len(), 2, "one value per option: {lp:?}");
+                assert!(lp.iter().all(|l| *l <= 1e-6), "log-probabilities: {lp:?}");
+                let mass: f32 = lp.iter().map(|l| l.exp()).sum();
+                assert!(mass <= 1.0 + 1e-4, "the options' mass exceeds 1: {lp:?}");
+            }
+            Err(e) => panic!("a model that cannot judge answers None, not an error: {e}"),
+        }
+    }
 }

@@ -413,16 +413,39 @@ impl Engine {
         cancel: &AtomicBool,
         call_no: u64,
     ) -> Result<ChatResponse> {
+        self.busy(|e| e.generate_inner(req, cancel, call_no))
+    }
+
+    /// Runs `work` with [`LocalChat::activity`] saying the model is busy,
+    /// counting a cancelled request.
+    fn busy<T>(&mut self, work: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
         self.live.written.store(0, Ordering::Relaxed);
         self.live.prompt_tokens.store(0, Ordering::Relaxed);
         self.live.reading.store(true, Ordering::Relaxed);
         self.live.busy.store(true, Ordering::Relaxed);
-        let out = self.generate_inner(req, cancel, call_no);
+        let out = work(self);
         self.live.busy.store(false, Ordering::Relaxed);
         if matches!(out, Err(Error::Cancelled)) {
             self.cancelled += 1;
         }
         out
+    }
+
+    /// Runs the prompt `tokens` after what the cache shares with them,
+    /// loading a saved system block first and saving one the cache did
+    /// not hold: the last token's logits, the tokens reused and loaded.
+    fn read_prompt(
+        &mut self,
+        tokens: &[u32],
+        cancel: &AtomicBool,
+    ) -> Result<(Vec<f32>, usize, usize)> {
+        let block = self.system_block(tokens);
+        let loaded = block.map_or(0, |len| self.load_system_block(&tokens[..len]));
+        let (logits, reused) = self.model.prefill(tokens, cancel)?;
+        if let Some(len) = block.filter(|len| reused < *len) {
+            self.save_system_block(len);
+        }
+        Ok((logits, reused, loaded))
     }
 
     fn generate_inner(
@@ -461,12 +484,7 @@ impl Engine {
             .prompt_tokens
             .store(tokens.len(), Ordering::Relaxed);
         let started = Instant::now();
-        let block = self.system_block(&tokens);
-        let loaded = block.map_or(0, |len| self.load_system_block(&tokens[..len]));
-        let (mut logits, reused) = self.model.prefill(&tokens, cancel)?;
-        if let Some(len) = block.filter(|len| reused < *len) {
-            self.save_system_block(len);
-        }
+        let (mut logits, reused, loaded) = self.read_prompt(&tokens, cancel)?;
         self.live.reading.store(false, Ordering::Relaxed);
         let prompt_secs = started.elapsed().as_secs_f64();
         let started = Instant::now();
@@ -587,6 +605,15 @@ impl Engine {
         options: &[String],
         cancel: &AtomicBool,
     ) -> Result<Vec<f32>> {
+        self.busy(|e| e.option_logprobs_inner(req, options, cancel))
+    }
+
+    fn option_logprobs_inner(
+        &mut self,
+        req: &ChatRequest,
+        options: &[String],
+        cancel: &AtomicBool,
+    ) -> Result<Vec<f32>> {
         self.calls += 1;
         let prompt = self.template.render(req);
         let tokens = self.tokenizer.encode(&prompt)?;
@@ -597,29 +624,11 @@ impl Engine {
                 tokens.len()
             )));
         }
-        self.live.written.store(0, Ordering::Relaxed);
         self.live
             .prompt_tokens
             .store(tokens.len(), Ordering::Relaxed);
-        self.live.reading.store(true, Ordering::Relaxed);
-        self.live.busy.store(true, Ordering::Relaxed);
         let started = Instant::now();
-        let block = self.system_block(&tokens);
-        let loaded = block.map_or(0, |len| self.load_system_block(&tokens[..len]));
-        let ran = self.model.prefill(&tokens, cancel);
-        self.live.busy.store(false, Ordering::Relaxed);
-        let (logits, reused) = match ran {
-            Ok(r) => r,
-            Err(e) => {
-                if matches!(e, Error::Cancelled) {
-                    self.cancelled += 1;
-                }
-                return Err(e);
-            }
-        };
-        if let Some(len) = block.filter(|len| reused < *len) {
-            self.save_system_block(len);
-        }
+        let (logits, reused, loaded) = self.read_prompt(&tokens, cancel)?;
         self.stats = GenerationStats {
             prompt_tokens: tokens.len(),
             reused_tokens: reused,

@@ -458,7 +458,9 @@ fn retrieval(args: RetrievalArgs, global: &GlobalArgs) -> Result<()> {
         .state_dir()
         .join("eval")
         .join("judgements.json");
-    let judgements = Arc::new(mnemo::engine::JudgementCache::load(&judgements_file));
+    let judgements = args
+        .rerank
+        .then(|| Arc::new(mnemo::engine::JudgementCache::load(&judgements_file)));
     if args.rerank || args.need {
         let chat = crate::output::with_download_bar_for("the chat model", |p| {
             mnemo_service::chat_model(&ctx.config, &args.model.overrides(), p)
@@ -466,7 +468,7 @@ fn retrieval(args: RetrievalArgs, global: &GlobalArgs) -> Result<()> {
         .map_err(|e| anyhow::Error::new(e).context(mnemo_service::NO_MODEL_HINT))?;
         let settings: mnemo::engine::EngineSettings = ctx.config.section("engine")?;
         settings.validate().map_err(anyhow::Error::msg)?;
-        if args.rerank {
+        if let Some(judgements) = &judgements {
             base.rerank = Some(reranker(
                 chat.clone(),
                 settings.clone(),
@@ -498,7 +500,7 @@ fn retrieval(args: RetrievalArgs, global: &GlobalArgs) -> Result<()> {
         };
         let report = mnemo_eval::run_retrieval_eval(&opts, &progress);
         bar.finish_and_clear();
-        if args.rerank {
+        if let Some(judgements) = &judgements {
             if let Err(e) = judgements.save(&judgements_file) {
                 eprintln!(
                     "warning: cannot keep the re-rank's judgements in {}: {e}",

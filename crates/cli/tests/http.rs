@@ -269,6 +269,33 @@ fn sessions_memory_and_context_round_trip() {
 }
 
 #[test]
+fn a_dream_tidies_the_facts_and_undo_gives_them_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path();
+    let srv = start(ws);
+    let before = "# Facts\n\n- Likes tea. (f1; since 2026-02-01)\n- likes tea (f2; since 2026-02-03)\n";
+    std::fs::create_dir_all(ws.join("memory")).unwrap();
+    std::fs::write(ws.join("memory/facts.md"), before).unwrap();
+    let (status, v) = call(srv.port, "POST", "/v1/memory/dream", None);
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["changed"], true, "{v}");
+    assert_eq!(v["merged"], json!([["f2", "f1"]]), "{v}");
+    let after = std::fs::read_to_string(ws.join("memory/facts.md")).unwrap();
+    assert!(after.contains("superseded by f1"), "{after}");
+    let (status, v) = call(
+        srv.port,
+        "POST",
+        "/v1/memory/undo",
+        Some(json!({"what": "dream"})),
+    );
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("memory/facts.md")).unwrap(),
+        before
+    );
+}
+
+#[test]
 fn a_cited_session_line_opens_without_its_secrets() {
     let dir = tempfile::tempdir().unwrap();
     let srv = start(dir.path());

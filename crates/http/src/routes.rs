@@ -41,6 +41,7 @@ pub(crate) fn workspace_api() -> Router {
         .route("/memory/write", post(write))
         .route("/memory/forget", post(forget))
         .route("/memory/history", get(memory_history))
+        .route("/memory/dream", post(dream))
         .route("/memory/undo", post(undo))
         .route("/inspect/memory", get(inspect_memory))
         .route("/inspect/changes", get(inspect_changes))
@@ -346,6 +347,10 @@ async fn memory_history(
 
 async fn forget(Svc(s): Svc, Body(args): Body<ForgetArgs>) -> ApiResult<impl serde::Serialize> {
     Ok(axum::Json(s.forget(args).await?))
+}
+
+async fn dream(Svc(s): Svc) -> ApiResult<impl serde::Serialize> {
+    Ok(axum::Json(s.dream(false).await?))
 }
 
 async fn undo(

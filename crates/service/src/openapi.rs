@@ -15,7 +15,7 @@ use crate::inspect::{
     UndoOutput,
 };
 use crate::output::{
-    AppendOutput, CloseOutput, ContextOutput, ErrorBody, EventsOutput, ForgetOutput, GetOutput,
+    AppendOutput, CloseOutput, ContextOutput, DreamOutput, ErrorBody, EventsOutput, ForgetOutput, GetOutput,
     HealthOutput, HistoryOutput, MemoryHistoryOutput, MemoryWorkOutput, SearchOutput,
     SessionsOutput, TurnOutput, WriteOutput,
 };
@@ -192,6 +192,13 @@ pub const ENDPOINTS: &[Endpoint] = &[
         "Delete a typed memory or a fact (nothing else is ever deleted)",
         Input::Body(s::<ForgetArgs>),
         s::<ForgetOutput>,
+    ),
+    ep(
+        "POST",
+        "/v1/memory/dream",
+        "Tidy memory/facts.md: merge duplicates, fold daily logs into facts, end contradicted facts, bring MEMORY.md under its caps (no model needed; undo with /v1/memory/undo and `what: dream`)",
+        Input::Nothing,
+        s::<DreamOutput>,
     ),
     ep(
         "GET",

@@ -56,7 +56,14 @@ fn fuzz_tenant_routes() {
     let token_a = rt.block_on(tenants.create("a".into())).unwrap().token;
     let token_b = rt.block_on(tenants.create("b".into())).unwrap().token;
     let local: SocketAddr = "127.0.0.1:8767".parse().unwrap();
-    let app = mnemo_service::guard::guarded(mnemo_http::tenants_router(tenants, None), &local);
+    // MCP mounted as `mnemo serve --database` mounts it, so that its
+    // route is fuzzed behind the same token checks.
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let mcp: mnemo_http::McpRouter =
+        std::sync::Arc::new(move |service| mnemo_mcp::router(service, None, cancel.clone()));
+    let app = rt.block_on(async {
+        mnemo_service::guard::guarded(mnemo_http::tenants_router(tenants, Some(mcp)), &local)
+    });
     let tokens = [
         None,
         Some("admin-secret".to_string()),
@@ -81,12 +88,15 @@ fn fuzz_tenant_routes() {
             b"\x01\x00\x03/v1/workspaces/b/sessions/s%80x/messages\n{}".to_vec(),
             b"\x03\x00\x01/v1/workspaces/%C3%28\n".to_vec(),
             b"\x00\x00\x00/health\n".to_vec(),
+            b"\x01\x00\x02/v1/workspaces/a/mcp\n{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"memory_search\",\"arguments\":{\"query\":\"kite\"}}}".to_vec(),
+            b"\x01\x00\x02/v1/workspaces/b/mcp\n{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}".to_vec(),
         ])
         .dict([
             "/v1/workspaces", "/a", "/b", "/c", "/memory", "/sessions", "/search", "/get",
             "/write", "/messages", "/context", "/compact", "/consolidate", "?path=", "%00",
             "%2F", "..", "//", "{\"id\":\"", "{\"query\":\"", "\"mode\":\"typed\"",
-            "\"name\":\"", "{\"messages\":[", "😀",
+            "\"name\":\"", "{\"messages\":[", "😀", "/mcp", "\"jsonrpc\":\"2.0\"",
+            "\"method\":\"tools/call\"",
         ])
         .max_len(8 * 1024)
         .run(|data| {
@@ -106,7 +116,9 @@ fn fuzz_tenant_routes() {
             let mut req = Request::builder()
                 .method(method)
                 .uri(target.as_ref())
-                .header("host", "127.0.0.1:8767");
+                .header("host", "127.0.0.1:8767")
+                // What an MCP client sends; the API ignores it.
+                .header("accept", "application/json, text/event-stream");
             if !ctype.is_empty() {
                 req = req.header("content-type", ctype);
             }
@@ -116,8 +128,14 @@ fn fuzz_tenant_routes() {
             let Ok(req) = req.body(Body::from(body.to_vec())) else {
                 return 0;
             };
+            let route = req.uri().path().to_string();
             let (status, shape) = common::answer(&rt, &app, req);
-            common::check_answer(method, &target, status, &shape);
+            if route.ends_with("/mcp") && status.as_u16() != 401 && status.as_u16() != 403 {
+                // Past the token check, MCP answers in JSON-RPC's shape.
+                assert!(status.as_u16() < 500, "{method} {target} -> {status}");
+            } else {
+                common::check_answer(method, &target, status, &shape);
+            }
             // `a`'s token never opens `b`, nor `b`'s `a`.
             let other = match pick(2, TOKENS) {
                 2 => Some("/v1/workspaces/b"),
@@ -125,7 +143,8 @@ fn fuzz_tenant_routes() {
                 _ => None,
             };
             if let Some(prefix) = other {
-                let path = target.split('?').next().unwrap_or_default();
+                // The path the router sees (no query, no fragment).
+                let path = route.as_str();
                 // `{prefix}/` is the inspector's page, the same for everyone
                 // and holding no data (its views ask the API, token checked).
                 let page = path == format!("{prefix}/");

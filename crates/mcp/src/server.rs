@@ -75,7 +75,7 @@ impl MnemoServer {
         };
         Ok(match out {
             Ok(v) => CallToolResult::structured(v),
-            Err(e) => CallToolResult::structured_error(e.to_json()),
+            Err(e) => CallToolResult::structured_error(s.explain_gone(e).await.to_json()),
         })
     }
 
@@ -180,10 +180,18 @@ impl ServerHandler for MnemoServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        let resources = self
-            .resources()
-            .await
-            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        let resources = match self.resources().await {
+            Ok(r) => r,
+            Err(e) => {
+                let e = self.service.explain_gone(e).await;
+                return Err(match e.code() {
+                    mnemo_core::ErrorCode::NotFound => {
+                        ErrorData::resource_not_found(e.to_string(), None)
+                    }
+                    _ => ErrorData::internal_error(e.to_string(), None),
+                });
+            }
+        };
         Ok(ListResourcesResult::with_all_items(resources))
     }
 
@@ -206,13 +214,18 @@ impl ServerHandler for MnemoServer {
                 from: None,
                 lines: None,
             })
-            .await
-            .map_err(|e| match e.code() {
-                mnemo_core::ErrorCode::InvalidInput | mnemo_core::ErrorCode::Forbidden => {
-                    ErrorData::invalid_params(e.to_string(), None)
-                }
-                _ => ErrorData::internal_error(e.to_string(), None),
-            })?;
+            .await;
+        let got = match got {
+            Ok(got) => Ok(got),
+            Err(e) => Err(self.service.explain_gone(e).await),
+        }
+        .map_err(|e| match e.code() {
+            mnemo_core::ErrorCode::InvalidInput | mnemo_core::ErrorCode::Forbidden => {
+                ErrorData::invalid_params(e.to_string(), None)
+            }
+            mnemo_core::ErrorCode::NotFound => ErrorData::resource_not_found(e.to_string(), None),
+            _ => ErrorData::internal_error(e.to_string(), None),
+        })?;
         if got.total_lines == 0
             && !self
                 .service

@@ -19,6 +19,7 @@ const TOOLS: &[&str] = &[
     "memory_get",
     "memory_write",
     "memory_forget",
+    "memory_history",
     "session_append",
     "session_context",
     "no_such_tool",

@@ -62,7 +62,13 @@ pub struct Service {
     search_permits: tokio::sync::Semaphore,
     /// `[engine] rerank`, read once: a search without it never builds the engine.
     rerank: bool,
+    /// For one registration of a multi-tenant workspace: whether it still
+    /// is registered (see [`Service::explain_gone`]).
+    registered: OnceLock<Registered>,
 }
+
+/// Whether the workspace a service was opened for is still registered.
+type Registered = Arc<dyn Fn() -> bool + Send + Sync>;
 
 impl Service {
     /// The operations over an opened workspace, with the chat model of its
@@ -100,7 +106,39 @@ impl Service {
             engine: OnceLock::new(),
             workers,
             search_permits: tokio::sync::Semaphore::new(cores),
+            registered: OnceLock::new(),
         })
+    }
+
+    /// Marks this service as one registration of a multi-tenant workspace;
+    /// `live` says whether it still is registered (a blocking check).
+    pub fn bind_registration(&self, live: impl Fn() -> bool + Send + Sync + 'static) {
+        let _ = self.registered.set(Arc::new(live));
+    }
+
+    /// `e`, or "not found" when this service's workspace was deleted while
+    /// the request ran: an I/O failure or an unexpected state met because
+    /// its rows and index were dropped underneath is its absence, not a
+    /// fault of the server. Surfaces whose errors travel inside a success
+    /// (MCP's tool results) call it; HTTP checks the registration itself.
+    pub async fn explain_gone(self: &Arc<Self>, e: Error) -> Error {
+        let Some(live) = self.registered.get().cloned() else {
+            return e;
+        };
+        if !matches!(
+            e.code(),
+            mnemo_core::ErrorCode::Io | mnemo_core::ErrorCode::Internal
+        ) {
+            return e;
+        }
+        match blocking(move || Ok(live())).await {
+            Ok(false) => Error::NotFound(
+                "this workspace was deleted while the request ran: nothing more can be read or \
+                 written in it (GET /v1/workspaces lists the workspaces there are)"
+                    .into(),
+            ),
+            _ => e,
+        }
     }
 
     /// The workspace handle.

@@ -364,6 +364,13 @@ impl Tenants {
             self.overrides.clone(),
             self.workers.clone(),
         );
+        let (db, id, seq) = (self.db.clone(), t.id.clone(), t.seq);
+        // A registry that cannot be read says nothing either way: the
+        // request's own error stands.
+        service.bind_registration(move || {
+            db.tenant(&id)
+                .map_or(true, |now| now.is_some_and(|now| now.seq == seq))
+        });
 
         let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
         open.clock += 1;

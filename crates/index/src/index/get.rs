@@ -60,8 +60,18 @@ impl MemoryIndex {
                     reason: format!("{e}"),
                 });
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-            Err(e) => return Err(IndexError::io(abs, e)),
+            // A name longer than the file system takes names no file.
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::NotFound | std::io::ErrorKind::InvalidFilename
+                ) =>
+            {
+                Vec::new()
+            }
+            // Named as the caller named it: the server's own folders are
+            // none of a client's business.
+            Err(e) => return Err(IndexError::io(&clean, e)),
         };
         Ok(lines_of(&clean, &bytes, from, lines))
     }

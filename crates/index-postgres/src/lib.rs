@@ -431,7 +431,16 @@ async fn upsert(
     let day = |f: &dyn Fn(&ChunkRow) -> Option<NaiveDate>| rows.iter().map(f).collect::<Vec<_>>();
     let ids: Vec<i64> = rows.iter().map(|r| r.id).collect();
     let hashes: Vec<&str> = rows.iter().map(|r| r.chunk.hash.as_str()).collect();
-    let texts: Vec<&str> = rows.iter().map(|r| r.chunk.text.as_str()).collect();
+    // PostgreSQL's text refuses NUL, which a file or a message may hold: a
+    // space in its place keeps every byte offset of the chunk's parts.
+    let texts: Vec<std::borrow::Cow<'_, str>> = rows
+        .iter()
+        .map(|r| match r.chunk.text.contains('\0') {
+            true => std::borrow::Cow::Owned(r.chunk.text.replace('\0', " ")),
+            false => std::borrow::Cow::Borrowed(r.chunk.text.as_str()),
+        })
+        .collect();
+    let texts: Vec<&str> = texts.iter().map(|t| t.as_ref()).collect();
     let parts: Vec<Option<String>> = rows
         .iter()
         .map(|r| (!r.chunk.parts.is_empty()).then(|| MessagePart::encode(&r.chunk.parts)))

@@ -291,3 +291,54 @@ async fn a_nul_in_a_session_key_is_invalid_input() {
     drop(tenants);
     execute(&url, &format!("DROP SCHEMA IF EXISTS {schema} CASCADE")).unwrap();
 }
+
+/// A NUL in a workspace's text (PostgreSQL's text columns refuse it) is
+/// stored and found like any other character: it never stops the index
+/// from taking the workspace's later writes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_nul_in_text_never_stops_the_index() {
+    let Some(url) = test_url() else { return };
+    let schema = format!("nt{}", std::process::id());
+    let data = tempfile::tempdir().unwrap();
+    let tenants = connect(&url, &schema, data.path(), 8).await;
+    let token = tenants.create("alice".into()).await.unwrap().token;
+    let alice = tenants.authorize("alice", Some(&token)).await.unwrap();
+    let message: mnemo_core::Message = serde_json::from_value(
+        serde_json::json!({"role": "user", "content": "the kite\0string is red"}),
+    )
+    .unwrap();
+    alice
+        .append(
+            "s1".into(),
+            mnemo_service::args::AppendArgs {
+                message: Some(message),
+                messages: None,
+            },
+        )
+        .await
+        .unwrap();
+    alice
+        .write(WriteArgs {
+            text: "Prefers\0green tea.".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    for (query, want) in [("kite string", "sessions/s1"), ("green tea", "memory/")] {
+        let out = alice.search(search(query)).await.unwrap();
+        assert!(
+            out.warnings.iter().all(|w| !w.contains("index database error")),
+            "{:?}",
+            out.warnings
+        );
+        assert!(
+            out.results.iter().any(|h| h.path.starts_with(want)),
+            "{query}: {:?}",
+            out.results
+        );
+    }
+
+    tenants.delete("alice".into()).await.unwrap();
+    drop(tenants);
+    execute(&url, &format!("DROP SCHEMA IF EXISTS {schema} CASCADE")).unwrap();
+}

@@ -31,7 +31,7 @@ impl GlobalArgs {
     /// clap keeps only the last place a global option appeared
     /// (`mnemo --set a=1 search --set b=2 q` would lose `a=1`), so the
     /// command line is read again for them.
-    fn all_overrides(&self) -> Vec<String> {
+    pub(crate) fn all_overrides(&self) -> Vec<String> {
         let mut found = Vec::new();
         let mut args = std::env::args().skip(1);
         while let Some(a) = args.next() {

@@ -46,7 +46,17 @@ not be read (corrupt); 5 another writer holds it, retry (busy); 6 the model prov
 {\"error\": {\"code\", \"message\"}}.";
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // A hook's command line that does not parse (written by another
+        // release, edited by hand) must not block the agent: exit 2 would
+        // stop a Claude Code prompt. It says why on stderr and exits 0.
+        Err(e) if is_hook_call() && e.use_stderr() => {
+            eprintln!("mnemo hook: {e}the session goes on without the hook");
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => e.exit(),
+    };
     // A command asked for JSON gets its error as JSON too.
     let json = std::env::args()
         .take_while(|a| a != "--")
@@ -60,4 +70,21 @@ fn main() -> ExitCode {
             ExitCode::from(code as u8)
         }
     }
+}
+
+/// True when the command line runs `mnemo [global options] hook …`, a
+/// hook an agent calls.
+fn is_hook_call() -> bool {
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            // The global options that take a value.
+            "--workspace" | "-w" | "--set" => {
+                args.next();
+            }
+            a if a.starts_with('-') => {}
+            a => return a == "hook",
+        }
+    }
+    false
 }

@@ -62,6 +62,19 @@ pub(crate) fn import(
     let Some(text) = src.read_text(rel, Kind::Session, &mut imp.report) else {
         return;
     };
+    import_text(imp, &text, rel, key, extra);
+}
+
+/// [`import`] of a transcript already read (`text`, from the source file
+/// `rel`): the part of a transcript still being written that Claude Code
+/// has finished ([`crate::claude_code_live`]).
+pub(crate) fn import_text(
+    imp: &mut Importer<'_>,
+    text: &str,
+    rel: &str,
+    key: &str,
+    extra: Option<(&str, Value)>,
+) {
     let mut main: Vec<(usize, Value)> = Vec::new();
     let mut side: Vec<(usize, Value)> = Vec::new();
     let mut unparsed: Vec<(usize, Record)> = Vec::new();

@@ -31,6 +31,7 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 mod claude_code;
+mod claude_code_live;
 mod claude_code_transcript;
 pub mod error;
 mod export;
@@ -49,6 +50,7 @@ use std::path::Path;
 use mnemo_core::Workspace;
 use mnemo_store::{SessionOptions, SessionStore};
 
+pub use claude_code_live::{claude_code_session_key, record_claude_code, RecordOptions, Recorded};
 pub use error::{Error, Result};
 pub use export::{export_nanobot, ExportOptions};
 pub use report::{Action, Kind, Report, Verb, Watch};

@@ -11,7 +11,7 @@ use crate::ctx::GlobalArgs;
 #[derive(Debug, Args)]
 pub struct InitArgs {}
 
-const MEMORY_MD: &str =
+pub(crate) const MEMORY_MD: &str =
     "# Memory\n\nCore facts that hold across sessions. This file is always in the prompt \
 (up to 200 lines / 25,000 bytes): keep it short and move detail into memory/ files.\n";
 
@@ -20,6 +20,25 @@ const MNEMO_TOML: &str = include_str!("../../templates/mnemo.toml");
 pub fn run(_args: InitArgs, global: &GlobalArgs) -> Result<()> {
     let ctx = global.ctx()?;
     let ws = &ctx.workspace;
+    let created = create(ws)?;
+    if created.is_empty() {
+        outln!(
+            "workspace {} is already initialised; nothing changed",
+            ws.root().display()
+        );
+    } else {
+        outln!("initialised workspace {}", ws.root().display());
+        for c in created {
+            outln!("  created {c}");
+        }
+        outln!("next: `mnemo session append cli:direct --role user --content \"hello\"`, then `mnemo memory show`");
+    }
+    Ok(())
+}
+
+/// Creates what of the workspace `ws` is missing (never overwriting a
+/// file) and returns what it created.
+pub(crate) fn create(ws: &mnemo::core::Workspace) -> Result<Vec<String>> {
     let mut created = Vec::new();
     for dir in [
         ws.root().to_path_buf(),
@@ -38,19 +57,7 @@ pub fn run(_args: InitArgs, global: &GlobalArgs) -> Result<()> {
             created.push(path.display().to_string());
         }
     }
-    if created.is_empty() {
-        outln!(
-            "workspace {} is already initialised; nothing changed",
-            ws.root().display()
-        );
-    } else {
-        outln!("initialised workspace {}", ws.root().display());
-        for c in created {
-            outln!("  created {c}");
-        }
-        outln!("next: `mnemo session append cli:direct --role user --content \"hello\"`, then `mnemo memory show`");
-    }
-    Ok(())
+    Ok(created)
 }
 
 #[cfg(test)]

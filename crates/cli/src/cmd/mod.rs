@@ -6,6 +6,7 @@ mod bench_tenants;
 mod chat;
 mod engine;
 mod eval;
+pub(crate) mod hook;
 mod import;
 mod init;
 mod log;
@@ -14,6 +15,7 @@ mod memory;
 mod recall;
 mod serve;
 mod session;
+mod setup;
 mod warm;
 
 use anyhow::Result;
@@ -117,6 +119,14 @@ pub enum Command {
     /// search with the parts of each score, the index and saved eval
     /// reports. `mnemo serve` serves the same page at /.
     Inspect(serve::InspectArgs),
+    /// Connect an agent to this workspace's memory (Claude Code: the MCP
+    /// server and the hooks, merged into the project's settings; --undo
+    /// takes them out)
+    #[command(subcommand)]
+    Setup(setup::SetupCommand),
+    /// The hooks `mnemo setup` installs, run by the agent with the event's JSON on stdin
+    #[command(subcommand)]
+    Hook(hook::HookCommand),
 }
 
 /// Runs one command.
@@ -144,5 +154,7 @@ pub fn run(command: Command, global: &GlobalArgs) -> Result<()> {
         Command::Search(a) => recall::search(a, global),
         Command::Get(a) => recall::get(a, global),
         Command::Status(a) => recall::status(a, global),
+        Command::Setup(c) => setup::run(c, global),
+        Command::Hook(c) => hook::run(c, global),
     }
 }

@@ -304,7 +304,7 @@ pub fn enforce_memory(
 pub fn leave_to_facts(
     text: &str,
     facts: &mnemo_store::memory::facts::FactsFile,
-    consolidated: &HashSet<String>,
+    consolidated: &merge::LineSet,
 ) -> (String, Vec<String>) {
     let current: Vec<HashSet<String>> = facts
         .current()
@@ -364,6 +364,9 @@ impl Engine {
             .with_system(system)
             .with_tools(vec![save_memory_tool()])
             .with_tool_choice(choice)
+            // MEMORY.md and the messages are in the user's turn; the
+            // system block is the instructions and the tool.
+            .with_fixed_system()
     }
 
     /// One model call for a chunk, with the forced-to-auto fallback.
@@ -627,27 +630,14 @@ impl Engine {
         }
         applied.changed = self.memory.write_memory_md(&text)?;
         let merged = &applied.merged;
-        if merged.consolidated != consolidated {
-            let lines = Provenance {
-                consolidated_lines: {
-                    let mut v: Vec<String> = merged.consolidated.iter().cloned().collect();
-                    v.sort();
-                    v
-                },
-            };
-            let bytes = serde_json::to_vec_pretty(&lines).map_err(|e| {
-                Error::Invalid(format!("cannot encode {}: {e}", provenance.display()))
-            })?;
-            mnemo_store::fsutil::atomic_write(&provenance, &bytes)?;
+        if merged.consolidated != consolidated || provenance_has_text(&provenance) {
+            write_provenance(&provenance, &merged.consolidated)?;
         }
         Ok(applied)
     }
 
     pub(crate) fn provenance_path(&self) -> std::path::PathBuf {
-        self.workspace
-            .state_dir()
-            .join("engine")
-            .join("memory-lines.json")
+        provenance_path(&self.workspace)
     }
 
     /// The chunk, one line per message, into the history as it is (secrets
@@ -1006,28 +996,81 @@ impl AppliedUpdate {
 }
 
 /// `.mnemo/engine/memory-lines.json`: the MEMORY.md lines consolidation
-/// wrote (see [`crate::merge`]).
+/// wrote (see [`crate::merge`]), as the SHA-256 of each line's key. Files
+/// written before held the keys themselves (`consolidated_lines`); they
+/// are read, hashed, and written again without the text (issue 43 N7: a
+/// forgotten line's words stayed there).
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct Provenance {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     consolidated_lines: Vec<String>,
+    #[serde(default)]
+    line_sha256: Vec<String>,
 }
 
 /// The lines consolidation wrote; empty (every line protected) when the
 /// file is missing or unreadable.
-pub(crate) fn read_provenance(path: &std::path::Path) -> HashSet<String> {
+pub(crate) fn read_provenance(path: &std::path::Path) -> merge::LineSet {
     match std::fs::read(path) {
         Ok(bytes) => match serde_json::from_slice::<Provenance>(&bytes) {
-            Ok(p) => p.consolidated_lines.into_iter().collect(),
+            Ok(p) => {
+                let mut set = merge::LineSet::from_digests(p.line_sha256);
+                for key in &p.consolidated_lines {
+                    set.insert(key);
+                }
+                set
+            }
             Err(e) => {
                 tracing::warn!(
                     "{}: unreadable ({e}); every MEMORY.md line is kept by consolidation",
                     path.display()
                 );
-                HashSet::new()
+                merge::LineSet::default()
             }
         },
-        Err(_) => HashSet::new(),
+        Err(_) => merge::LineSet::default(),
     }
+}
+
+/// True when the provenance file at `path` is of the old kind, holding
+/// lines' text.
+fn provenance_has_text(path: &std::path::Path) -> bool {
+    std::fs::read(path).is_ok_and(|b| {
+        serde_json::from_slice::<Provenance>(&b).is_ok_and(|p| !p.consolidated_lines.is_empty())
+    })
+}
+
+/// Writes the provenance file (digests only), atomically.
+fn write_provenance(path: &std::path::Path, lines: &merge::LineSet) -> Result<()> {
+    let file = Provenance {
+        consolidated_lines: Vec::new(),
+        line_sha256: lines.digests(),
+    };
+    let bytes = serde_json::to_vec_pretty(&file)
+        .map_err(|e| Error::Invalid(format!("cannot encode {}: {e}", path.display())))?;
+    mnemo_store::fsutil::atomic_write(path, &bytes)?;
+    Ok(())
+}
+
+fn provenance_path(workspace: &mnemo_core::Workspace) -> std::path::PathBuf {
+    workspace
+        .state_dir()
+        .join("engine")
+        .join("memory-lines.json")
+}
+
+/// Rewrites a provenance file of the old kind (MEMORY.md lines as text)
+/// of `workspace` as digests, so no line's text stays under `.mnemo/`.
+/// A forget calls it: without it a workspace consolidated before digests
+/// would keep a forgotten line's words there until its next consolidation.
+/// Returns true when the file was rewritten.
+pub fn upgrade_provenance(workspace: &mnemo_core::Workspace) -> Result<bool> {
+    let path = provenance_path(workspace);
+    if !provenance_has_text(&path) {
+        return Ok(false);
+    }
+    write_provenance(&path, &read_provenance(&path))?;
+    Ok(true)
 }
 
 #[cfg(test)]

@@ -332,6 +332,9 @@ pub fn extract_request(messages: &[Message], choice: ToolChoice) -> ChatRequest 
         .with_tools(vec![extract_facts_tool()])
         .with_tool_choice(choice)
         .with_max_tokens(EXTRACT_MAX_TOKENS)
+        // Instructions and the tool only (the messages are the user's
+        // turn): a local model may keep them on disk.
+        .with_fixed_system()
 }
 
 /// The question a `judge` call asks.
@@ -355,11 +358,25 @@ pub fn judge_request(question: Question, old: &str, new: &str, choice: ToolChoic
         .with_tools(vec![judge_tool()])
         .with_tool_choice(choice)
         .with_max_tokens(16)
+        // The tool only: both facts are in the user's turn.
+        .with_fixed_system()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_fixed_instruction_requests_say_so() {
+        // A local model saves only such system blocks to disk (issue 43
+        // N7), and the write path's speed rests on it (BENCHMARKS 48).
+        let said = [Message::user("I moved to Berlin")];
+        assert!(extract_request(&said, ToolChoice::Auto).fixed_system);
+        assert!(judge_request(Question::Replaces, "a", "b", ToolChoice::Auto).fixed_system);
+        assert!(crate::rerank::judge_request("q", None, "p").fixed_system);
+        assert!(crate::recall::need_request("User: hi", 16).fixed_system);
+        assert!(!mnemo_llm::ChatRequest::new(said.to_vec()).fixed_system);
+    }
 
     #[test]
     fn reads_the_schema_and_weak_answers() {

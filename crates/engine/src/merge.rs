@@ -9,13 +9,17 @@
 //! only) is refused: the old lines stay and the new ones are added.
 //!
 //! Which lines consolidation wrote is kept in
-//! `.mnemo/engine/memory-lines.json`; without it every line counts as
-//! written by someone else, so nothing is ever dropped. Each change is
+//! `.mnemo/engine/memory-lines.json`, as the SHA-256 of each line's key
+//! ([`LineSet`]), never its text: a forgotten fact's words must not
+//! outlive it there. Without the file every line counts as written by
+//! someone else, so nothing is ever dropped. Each change is
 //! also recorded in `memory/HISTORY.md` as a unified diff
 //! ([`unified_diff`]), so any consolidation can be undone
 //! ([`reverse_diff`], or `patch -R`).
 
 use std::collections::HashSet;
+
+use sha2::Digest;
 
 /// What the guard compares a line by: `None` for blank lines and headings
 /// (structure, not facts); else the text without its bullet, lower-cased.
@@ -33,6 +37,66 @@ pub fn is_index_line(line: &str) -> bool {
     t.starts_with("- [") && t.contains("](memory/")
 }
 
+/// A set of line keys ([`line_key`]) held as their SHA-256 digests (hex):
+/// which lines consolidation wrote is asked of lines at hand, so their
+/// text never needs to be stored, and a line forgotten since (issue 43
+/// N7) leaves only a digest behind, matching no line.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LineSet(HashSet<String>);
+
+impl LineSet {
+    /// The digest a key is held as.
+    pub fn digest(key: &str) -> String {
+        hex::encode(sha2::Sha256::digest(key.as_bytes()))
+    }
+
+    /// A set of digests as stored ([`Self::digests`]).
+    pub fn from_digests(digests: impl IntoIterator<Item = String>) -> Self {
+        Self(digests.into_iter().collect())
+    }
+
+    /// True when the line key `key` is in the set.
+    pub fn contains(&self, key: &str) -> bool {
+        self.0.contains(&Self::digest(key))
+    }
+
+    /// Adds the line key `key`.
+    pub fn insert(&mut self, key: &str) -> bool {
+        self.0.insert(Self::digest(key))
+    }
+
+    /// The digests, sorted (a stable file).
+    pub fn digests(&self) -> Vec<String> {
+        let mut v: Vec<String> = self.0.iter().cloned().collect();
+        v.sort();
+        v
+    }
+
+    /// How many keys the set holds.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// True when the set holds no key.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl FromIterator<String> for LineSet {
+    /// A set of the line keys given (not digests).
+    fn from_iter<I: IntoIterator<Item = String>>(keys: I) -> Self {
+        Self(keys.into_iter().map(|k| Self::digest(&k)).collect())
+    }
+}
+
+impl<'a> FromIterator<&'a str> for LineSet {
+    /// A set of the line keys given (not digests).
+    fn from_iter<I: IntoIterator<Item = &'a str>>(keys: I) -> Self {
+        Self(keys.into_iter().map(Self::digest).collect())
+    }
+}
+
 fn keys(text: &str) -> HashSet<String> {
     text.lines().filter_map(line_key).collect()
 }
@@ -47,7 +111,7 @@ pub struct MergeInput<'a> {
     /// The model's complete new MEMORY.md.
     pub update: &'a str,
     /// Keys ([`line_key`]) of the lines earlier consolidations wrote.
-    pub consolidated: &'a HashSet<String>,
+    pub consolidated: &'a LineSet,
 }
 
 /// The merged MEMORY.md and what the guard did.
@@ -64,7 +128,7 @@ pub struct Merged {
     pub refused: bool,
     /// Keys of the lines of `text` that consolidation wrote, for the next
     /// merge.
-    pub consolidated: HashSet<String>,
+    pub consolidated: LineSet,
 }
 
 /// An update may drop at most this share of consolidation's own lines,

@@ -1,8 +1,8 @@
 use super::*;
 use pretty_assertions::assert_eq;
 
-fn set(keys: &[&str]) -> HashSet<String> {
-    keys.iter().map(|k| k.to_string()).collect()
+fn set(keys: &[&str]) -> LineSet {
+    keys.iter().copied().collect()
 }
 
 #[test]
@@ -108,7 +108,7 @@ fn without_provenance_nothing_is_dropped() {
         seen: current,
         current,
         update: "# Facts\n\n- new fact\n",
-        consolidated: &HashSet::new(),
+        consolidated: &LineSet::default(),
     });
     assert_eq!(m.text, "# Facts\n\n- old fact\n- new fact\n");
     assert_eq!(m.consolidated, set(&["new fact"]));
@@ -148,7 +148,7 @@ fn a_short_memory_is_guarded_too() {
     // only used to leave just the last one, each earlier fact dropped the
     // round after it was written.
     let mut memory = String::new();
-    let mut consolidated = HashSet::new();
+    let mut consolidated = LineSet::default();
     for round in 0..5 {
         let update = format!("- fact MARK-S{round}x\n");
         let m = merge(MergeInput {

@@ -146,6 +146,8 @@ pub fn need_request(dialogue: &str, max_tokens: u32) -> ChatRequest {
     ChatRequest::new(vec![Message::user(user.trim_end().to_string())])
         .with_system(templates::NEED_PROMPT.trim_end().to_string())
         .with_max_tokens(max_tokens)
+        // The dialogue is in the user's turn.
+        .with_fixed_system()
 }
 
 /// The query in a model's answer to [`need_request`]: its first non-empty
@@ -276,7 +278,9 @@ impl Engine {
         );
         let req = ChatRequest::new(vec![Message::user(user.trim_end().to_string())])
             .with_system(system.trim_end().to_string())
-            .with_max_tokens(self.settings.recall_max_tokens);
+            .with_max_tokens(self.settings.recall_max_tokens)
+            // The memory files' headers are in the user's turn.
+            .with_fixed_system();
         Ok(Some((
             req,
             headers.iter().map(|h| h.path.clone()).collect(),

@@ -316,6 +316,8 @@ pub fn rerank_request(
     ChatRequest::new(vec![Message::user(user.trim_end().to_string())])
         .with_system(system.trim_end().to_string())
         .with_max_tokens(max_tokens)
+        // The passages are in the user's turn.
+        .with_fixed_system()
 }
 
 /// The yes/no judgement of one passage (already cut). The question comes
@@ -330,6 +332,8 @@ pub fn judge_request(query: &str, day: Option<&str>, shown: &str) -> ChatRequest
     ChatRequest::new(vec![Message::user(user.trim_end().to_string())])
         .with_system(templates::JUDGE_PROMPT.trim_end().to_string())
         .with_max_tokens(1)
+        // The passage is in the user's turn.
+        .with_fixed_system()
 }
 
 /// The order of `n` passages from the model's judgements: each judged

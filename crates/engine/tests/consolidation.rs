@@ -253,3 +253,90 @@ async fn memory_md_leaves_to_the_facts_what_a_current_fact_says() {
         "{history}"
     );
 }
+
+/// The provenance file of the merge guard, read as JSON.
+fn memory_lines(env: &Env) -> String {
+    std::fs::read_to_string(env.ws.state_dir().join("engine/memory-lines.json")).unwrap()
+}
+
+fn save(update: &str) -> Reply {
+    Reply::tool_call(
+        "save_memory",
+        json!({"history_entry": "[2026-03-01 10:00] talked", "memory_update": update}),
+    )
+}
+
+#[tokio::test]
+async fn the_merge_guard_keeps_digests_of_its_lines_never_their_text() {
+    // Issue 43 N7: `.mnemo/engine/memory-lines.json` held every MEMORY.md
+    // line consolidation wrote, word for word, and a forget left it there.
+    let env = env().await;
+    write_session(&env.ws, &chat_turns(3, 20));
+    env.server.push(save(
+        "- Works at Kestrel Robotics\n- Has a dog called Bolt\n",
+    ));
+    let engine = engine(&env, 8_000, 1_000, "", t0());
+    engine.consolidate_now(KEY).await.unwrap();
+    let file = memory_lines(&env);
+    for words in ["kestrel", "bolt", "works at"] {
+        assert!(!file.to_lowercase().contains(words), "{file}");
+    }
+    let v: serde_json::Value = serde_json::from_str(&file).unwrap();
+    let digests = v["line_sha256"].as_array().unwrap();
+    assert_eq!(digests.len(), 2, "{file}");
+    assert!(digests.iter().all(|d| d
+        .as_str()
+        .is_some_and(|d| d.len() == 64 && d.bytes().all(|b| b.is_ascii_hexdigit()))));
+    // The digests still tell consolidation's lines from a person's: the
+    // next round may drop one of its own two lines, not the one typed
+    // meanwhile.
+    let mut memory = engine.memory().read_memory_md().unwrap();
+    memory.push_str("- Typed by a person: likes tea\n");
+    engine.memory().write_memory_md(&memory).unwrap();
+    write_session(&env.ws, &chat_turns(3, 20));
+    env.server
+        .push(save("- Has a dog called Bolt\n- Lives in Berlin\n"));
+    engine.consolidate_now(KEY).await.unwrap();
+    let memory = engine.memory().read_memory_md().unwrap();
+    assert!(!memory.contains("Kestrel"), "{memory}");
+    assert!(
+        memory.contains("likes tea") && memory.contains("Berlin"),
+        "{memory}"
+    );
+    assert!(!memory_lines(&env).to_lowercase().contains("berlin"));
+}
+
+#[tokio::test]
+async fn a_provenance_file_of_text_is_read_and_written_again_as_digests() {
+    // Files written before digests hold the lines' keys: they still say
+    // which lines are consolidation's, and their text goes at the next
+    // consolidation or forget.
+    let env = env().await;
+    write_session(&env.ws, &chat_turns(3, 20));
+    std::fs::write(
+        env.ws.root().join("MEMORY.md"),
+        "- Works at Kestrel Robotics\n- Has a dog called Bolt\n",
+    )
+    .unwrap();
+    let path = env.ws.state_dir().join("engine/memory-lines.json");
+    let old = r#"{"consolidated_lines": ["has a dog called bolt", "works at kestrel robotics"]}"#;
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(&path, old).unwrap();
+    assert!(mnemo_engine::consolidate::upgrade_provenance(&env.ws).unwrap());
+    assert!(!memory_lines(&env).contains("kestrel"));
+    assert!(!mnemo_engine::consolidate::upgrade_provenance(&env.ws).unwrap());
+    // Written again, the file still names both lines: the update may drop
+    // one of the two.
+    std::fs::write(&path, old).unwrap();
+    env.server
+        .push(save("- Has a dog called Bolt\n- Lives in Berlin\n"));
+    let engine = engine(&env, 8_000, 1_000, "", t0());
+    engine.consolidate_now(KEY).await.unwrap();
+    let memory = engine.memory().read_memory_md().unwrap();
+    assert_eq!(memory, "- Has a dog called Bolt\n- Lives in Berlin\n");
+    let file = memory_lines(&env);
+    assert!(
+        !file.contains("kestrel") && !file.contains("bolt"),
+        "{file}"
+    );
+}

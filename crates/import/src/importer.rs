@@ -14,7 +14,7 @@ use std::fs;
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use mnemo_core::{resolve_in_workspace, Content, Workspace};
+use mnemo_core::{resolve_in_workspace, Content, Message, Workspace};
 use mnemo_store::{fsutil, MemorySettings, MemoryStore, Record, SessionMetadata, SessionStore};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -42,6 +42,10 @@ pub(crate) struct Importer<'a> {
     /// decision reads of them, and a few bytes a line rather than the log.
     dry_logs: HashMap<PathBuf, LogShape>,
     pub(crate) report: Report,
+    /// The key of the log the last [`Importer::session`] went to (created,
+    /// appended to or found already imported): its own key, or the
+    /// alternative one when another conversation holds that.
+    pub(crate) last_session_key: Option<String>,
 }
 
 /// The sha-256 of one log line as the store encodes it (see
@@ -143,6 +147,7 @@ impl<'a> Importer<'a> {
                 dry_run,
                 ..Report::default()
             },
+            last_session_key: None,
         }
     }
 
@@ -256,6 +261,7 @@ impl<'a> Importer<'a> {
         source_rel: &str,
     ) {
         self.report.conversations += 1;
+        self.last_session_key = None;
         let Some(bounded) = self.bound_lines(key, lines, source_rel) else {
             return;
         };
@@ -285,6 +291,7 @@ impl<'a> Importer<'a> {
             let existing = match self.existing_log(&path) {
                 Ok(Some(shape)) => shape,
                 Ok(None) => {
+                    self.last_session_key = Some(candidate.to_string());
                     let mut meta = meta;
                     meta.key = candidate.to_string();
                     self.create_session(
@@ -305,6 +312,7 @@ impl<'a> Importer<'a> {
             };
             let (existing, cursor) = (existing.lines, existing.cursor);
             if existing.len() <= cmp.len() && existing[..] == cmp[..existing.len()] {
+                self.last_session_key = Some(candidate.to_string());
                 let from = existing.len();
                 let new_messages = bounded.lines[from..]
                     .iter()
@@ -342,6 +350,7 @@ impl<'a> Importer<'a> {
                 return;
             }
             if cmp.len() < existing.len() && existing[..cmp.len()] == cmp[..] {
+                self.last_session_key = Some(candidate.to_string());
                 self.report.push(
                     Verb::Skip,
                     Kind::Session,
@@ -385,59 +394,35 @@ impl<'a> Importer<'a> {
     /// compared by, or `None` when the session cannot be imported
     /// (reported).
     ///
-    /// Each message is its own batch here: an imported conversation has no
-    /// appended turns to share the per-turn budget. The budget runs before
+    /// The budget applies per turn, as it does to an append (whose batch
+    /// is a turn): an imported turn runs from a user message to the next,
+    /// so one assistant turn of many large results keeps at most the
+    /// per-turn characters inline (issue 43 N3). The budget runs before
     /// the session is compared with the workspace, so a result may be
     /// persisted for a session that turns out to conflict; the file names
     /// it, and a later import reuses it.
     fn bound_lines(
         &mut self,
         key: &str,
-        lines: Vec<SessionLine>,
+        mut lines: Vec<SessionLine>,
         source_rel: &str,
     ) -> Option<Bounded> {
+        for turn in turns(&lines) {
+            if let Err(e) = self.budget_turn(key, &mut lines, &turn) {
+                self.report.push(
+                    Verb::Error,
+                    Kind::Session,
+                    "",
+                    source_rel,
+                    format!("cannot persist a large tool result ({e}); the session was skipped"),
+                );
+                return None;
+            }
+        }
         let mut kept = Vec::with_capacity(lines.len());
         let mut digests = Vec::with_capacity(lines.len());
         let mut joined = Sha256::new();
-        for (i, mut l) in lines.into_iter().enumerate() {
-            if let Record::Message(m) = &mut l.record {
-                let inline = mnemo_store::session::persisted_path(m).is_none();
-                let original_text = if inline && m.role == mnemo_core::Role::Tool {
-                    m.text()
-                } else {
-                    String::new()
-                };
-                if let Err(e) =
-                    self.sessions
-                        .apply_budget(key, std::slice::from_mut(m), self.dry_run)
-                {
-                    self.report.push(
-                        Verb::Error,
-                        Kind::Session,
-                        "",
-                        source_rel,
-                        format!(
-                            "cannot persist a large tool result ({e}); the session was skipped"
-                        ),
-                    );
-                    return None;
-                }
-                if inline && mnemo_store::session::persisted_path(m).is_some() {
-                    // The source's own JSON holds the full result: the
-                    // message is written as the budget left it, and the
-                    // original entry kept beside it points at the file too
-                    // (else the line would still carry the whole result).
-                    l.verbatim = None;
-                    let full = original_text;
-                    let marker = m.text();
-                    let min = self.sessions.options().tool_result_max_chars / 2;
-                    for tool in ["claude_code", "openclaw"] {
-                        if let Some(v) = m.extra.get_mut(tool) {
-                            point_at_file(v, &full, &marker, min);
-                        }
-                    }
-                }
-            }
+        for (i, l) in lines.into_iter().enumerate() {
             let t = match l.text() {
                 Ok(t) => t,
                 Err(e) => {
@@ -489,6 +474,55 @@ impl<'a> Importer<'a> {
             digests,
             sha256: hex::encode(joined.finalize()),
         })
+    }
+
+    /// Applies the tool-result budget to the messages of one turn (`turn`:
+    /// indices of `lines` holding messages), as one batch. A result the
+    /// budget persisted is written as the budget left it, and the source's
+    /// own entry kept beside it points at the file too (else the line
+    /// would still carry the whole result).
+    fn budget_turn(
+        &self,
+        key: &str,
+        lines: &mut [SessionLine],
+        turn: &[usize],
+    ) -> mnemo_store::Result<()> {
+        // Moved out and back, not copied: a turn may hold megabytes.
+        let mut batch: Vec<Message> = turn
+            .iter()
+            .filter_map(|&i| match &mut lines.get_mut(i)?.record {
+                Record::Message(m) => Some(std::mem::replace(m, Message::user(""))),
+                _ => None,
+            })
+            .collect();
+        let before: Vec<Option<String>> = batch
+            .iter()
+            .map(|m| {
+                (m.role == mnemo_core::Role::Tool
+                    && mnemo_store::session::persisted_path(m).is_none())
+                .then(|| m.text())
+            })
+            .collect();
+        let applied = self.sessions.apply_budget(key, &mut batch, self.dry_run);
+        for ((&i, mut m), full) in turn.iter().zip(batch).zip(before) {
+            let Some(l) = lines.get_mut(i) else { continue };
+            if let Some(full) = full.filter(|_| mnemo_store::session::persisted_path(&m).is_some())
+            {
+                l.verbatim = None;
+                let marker = m.text();
+                // Strings of the entry at least half the result's length
+                // (or half the single-result limit) are the result, not a
+                // command or a path that happens to appear in it.
+                let min = (self.sessions.options().tool_result_max_chars / 2).min(full.len() / 2);
+                for tool in ["claude_code", "openclaw"] {
+                    if let Some(v) = m.extra.get_mut(tool) {
+                        point_at_file(v, &full, &marker, min);
+                    }
+                }
+            }
+            l.record = Record::Message(m);
+        }
+        applied
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -1264,6 +1298,24 @@ fn squash(s: &str) -> String {
 /// Replaces, in a tool's original entry, every string of at least `min`
 /// bytes that is part of a persisted tool result (`full`) with the preview
 /// that names the result's file (`marker`): the file holds the text.
+/// The turns of an imported conversation, as the indices of the lines
+/// holding their messages: a user message opens a turn, and everything up
+/// to the next one belongs to it (the batch an append of that turn would
+/// have been).
+fn turns(lines: &[SessionLine]) -> Vec<Vec<usize>> {
+    let mut out: Vec<Vec<usize>> = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        let Record::Message(m) = &l.record else {
+            continue;
+        };
+        match out.last_mut() {
+            Some(turn) if m.role != mnemo_core::Role::User => turn.push(i),
+            _ => out.push(vec![i]),
+        }
+    }
+    out
+}
+
 fn point_at_file(v: &mut Value, full: &str, marker: &str, min: usize) {
     match v {
         Value::String(s) if s.len() >= min.max(1) && full.contains(s.as_str()) => {

@@ -448,3 +448,60 @@ fn an_imported_tool_result_over_the_budget_is_persisted_beside_the_log() {
     assert!(!again.changed(), "{}", lines(&again));
     assert_eq!(tree(&ws), before);
 }
+
+#[test]
+fn an_imported_turn_of_many_large_results_keeps_the_per_turn_budget() {
+    // Issue 43 N3: the budget ran one message at a time, so a turn of five
+    // results of 45,000 characters (each under the single-result limit)
+    // kept 225,000 inline, over the 200,000 an append allows a turn.
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("projects/-home-u-app");
+    let calls: Vec<Value> = (1..=5)
+        .map(|k| json!({"type": "tool_use", "id": format!("toolu_{k}"), "name": "Bash", "input": {"command": format!("cat part{k}.log")}}))
+        .collect();
+    let mut entries = vec![
+        json!({"parentUuid": null, "type": "user", "message": {"role": "user", "content": "Read the five logs"}, "uuid": "u1", "timestamp": "2026-06-01T10:00:00.000Z", "sessionId": "s1"}),
+        json!({"parentUuid": "u1", "type": "assistant", "message": {"id": "m1", "role": "assistant", "content": calls}, "uuid": "a1", "timestamp": "2026-06-01T10:00:01.000Z"}),
+    ];
+    for k in 1..=5 {
+        entries.push(json!({"parentUuid": format!("a{k}"), "type": "user", "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": format!("toolu_{k}"), "content": format!("PART-{k} {}", "r".repeat(45_000))}]}, "uuid": format!("t{k}"), "timestamp": "2026-06-01T10:00:02.000Z"}));
+    }
+    entries.push(json!({"parentUuid": "t5", "type": "assistant", "message": {"id": "m2", "role": "assistant", "content": [{"type": "text", "text": "All five read"}]}, "uuid": "a2", "timestamp": "2026-06-01T10:00:03.000Z"}));
+    let text: String = entries.iter().map(|l| format!("{l}\n")).collect();
+    write(&project, "s1.jsonl", &text);
+    let ws = dir.path().join("ws");
+    let session = mnemo_store::SessionOptions::default();
+    let budget = session.turn_tool_results_max_chars;
+    let report = run_with(&ws, &project, session.clone(), false);
+    assert!(!report.has_problems(), "{}", lines(&report));
+    let loaded = store(&ws).load("claude-code:-home-u-app:s1").unwrap();
+    let results: Vec<_> = loaded
+        .messages
+        .iter()
+        .filter(|m| m.role == mnemo_core::Role::Tool)
+        .collect();
+    assert_eq!(results.len(), 5);
+    let persisted: Vec<_> = results
+        .iter()
+        .filter_map(|m| mnemo_store::session::persisted_path(m))
+        .collect();
+    assert!(!persisted.is_empty(), "none was persisted");
+    for path in &persisted {
+        let full = fs::read_to_string(ws.join(path)).unwrap();
+        assert!(full.starts_with("PART-") && full.len() > 45_000, "{path}");
+    }
+    let inline: usize = results.iter().map(|m| m.text().chars().count()).sum();
+    assert!(inline <= budget, "{inline} characters inline");
+    // The log's lines do not carry a persisted result either.
+    let log =
+        fs::read_to_string(store(&ws).path_for("claude-code:-home-u-app:s1").unwrap()).unwrap();
+    for path in &persisted {
+        let line = log.lines().find(|l| l.contains(&**path)).unwrap();
+        assert!(line.len() < 20_000, "{}", line.len());
+    }
+    // A second run finds it all there.
+    let before = tree(&ws);
+    let again = run_with(&ws, &project, session, false);
+    assert!(!again.changed(), "{}", lines(&again));
+    assert_eq!(tree(&ws), before);
+}

@@ -74,6 +74,16 @@ pub struct ChatRequest {
     pub temperature: Option<f32>,
     /// System prompt, sent before any system message of `messages`.
     pub system: Option<String>,
+    /// True when the system block (the system prompt, any leading system
+    /// messages and the tools offered) holds fixed instructions only: no
+    /// memory, no conversation, nothing a person may ask to forget. A
+    /// local model saves such a block's keys and values to disk for the
+    /// next process (`mnemo-local-llm`'s prompt cache) and saves no other:
+    /// a chat turn's block holds MEMORY.md and facts, which must not
+    /// outlive a forget in a cache folder. False unless set
+    /// ([`Self::with_fixed_system`]); providers that do not keep prompts
+    /// ignore it.
+    pub fixed_system: bool,
 }
 
 impl ChatRequest {
@@ -112,6 +122,13 @@ impl ChatRequest {
     /// Sets the temperature.
     pub fn with_temperature(mut self, temperature: f32) -> Self {
         self.temperature = Some(temperature);
+        self
+    }
+
+    /// Marks the system block as fixed instructions (see
+    /// [`Self::fixed_system`]).
+    pub fn with_fixed_system(mut self) -> Self {
+        self.fixed_system = true;
         self
     }
 

@@ -432,17 +432,22 @@ impl Engine {
     }
 
     /// Runs the prompt `tokens` after what the cache shares with them,
-    /// loading a saved system block first and saving one the cache did
-    /// not hold: the last token's logits, the tokens reused and loaded.
+    /// loading a saved system block first and, when `save` (the request's
+    /// [`ChatRequest::fixed_system`]), saving one the cache did not hold:
+    /// the last token's logits, the tokens reused and loaded. A block not
+    /// marked fixed may hold memory (a chat turn's MEMORY.md and facts),
+    /// and a file of it would keep forgotten text on disk, in a folder
+    /// every workspace of a server shares.
     fn read_prompt(
         &mut self,
         tokens: &[u32],
+        save: bool,
         cancel: &AtomicBool,
     ) -> Result<(Vec<f32>, usize, usize)> {
         let block = self.system_block(tokens);
         let loaded = block.map_or(0, |len| self.load_system_block(&tokens[..len]));
         let (logits, reused) = self.model.prefill(tokens, cancel)?;
-        if let Some(len) = block.filter(|len| reused < *len) {
+        if let Some(len) = block.filter(|len| save && reused < *len) {
             self.save_system_block(len);
         }
         Ok((logits, reused, loaded))
@@ -484,7 +489,7 @@ impl Engine {
             .prompt_tokens
             .store(tokens.len(), Ordering::Relaxed);
         let started = Instant::now();
-        let (mut logits, reused, loaded) = self.read_prompt(&tokens, cancel)?;
+        let (mut logits, reused, loaded) = self.read_prompt(&tokens, req.fixed_system, cancel)?;
         self.live.reading.store(false, Ordering::Relaxed);
         let prompt_secs = started.elapsed().as_secs_f64();
         let started = Instant::now();
@@ -628,7 +633,7 @@ impl Engine {
             .prompt_tokens
             .store(tokens.len(), Ordering::Relaxed);
         let started = Instant::now();
-        let (logits, reused, loaded) = self.read_prompt(&tokens, cancel)?;
+        let (logits, reused, loaded) = self.read_prompt(&tokens, req.fixed_system, cancel)?;
         self.stats = GenerationStats {
             prompt_tokens: tokens.len(),
             reused_tokens: reused,

@@ -8,6 +8,12 @@
 //! those). A file that is missing, stale or damaged is ignored, and the
 //! block runs as it always did.
 //!
+//! Only blocks a request marks as fixed instructions
+//! (`ChatRequest::fixed_system`: the write path's extraction and judging,
+//! consolidation, recall and re-rank prompts) are saved. A chat turn's
+//! system block holds MEMORY.md and facts: saved, a forgotten fact would
+//! stay on disk, in a folder every workspace of a server shares.
+//!
 //! A file holds: `MNEMOKV1`, the model's identity (file, size, shape), the
 //! token ids, then each layer's keys and values. Its name is a hash of the
 //! identity and the tokens; the folder keeps the [`KEEP`] newest.

@@ -68,13 +68,15 @@ fn a_saved_system_block_starts_the_next_process_and_changes_nothing() {
         .unwrap()
     };
     let no = AtomicBool::new(false);
-    // A system block long enough to save (instructions and a tool).
+    // A system block long enough to save (instructions and a tool), marked
+    // as fixed instructions.
     let long = |text: &str| {
         ChatRequest::new(vec![Message::user(text)])
             .with_system("You are a terse assistant. Answer in one sentence. ".repeat(8))
             .with_tools(vec![common::save_memory_tool()])
             .with_tool_choice(ToolChoice::None)
             .with_max_tokens(24)
+            .with_fixed_system()
     };
     let first = with_cache(dir.path());
     first
@@ -105,6 +107,54 @@ fn a_saved_system_block_starts_the_next_process_and_changes_nothing() {
     let again = third.complete_blocking(&q, &no).unwrap();
     assert_eq!(third.last_stats().loaded_tokens, 0);
     assert_eq!(again.text(), fresh.text());
+}
+
+#[test]
+fn a_system_block_not_marked_fixed_is_never_saved() {
+    // Issue 43 N7: a chat turn's system block holds MEMORY.md and facts;
+    // saved to the prompt cache, a forgotten fact stayed on disk.
+    let dir = tempfile::tempdir().unwrap();
+    let with_cache = || {
+        LocalChat::load(
+            &mnemo_test_support::smollm2_gguf(),
+            &LocalOptions {
+                name: "smollm2".into(),
+                context_window: 2048,
+                max_output: 64,
+                seed: 7,
+                prompt_cache: Some(dir.path().to_path_buf()),
+            },
+        )
+        .unwrap()
+    };
+    let m = with_cache();
+    let no = AtomicBool::new(false);
+    let memory = "You are a helpful assistant.\n\n# Memory\n\n".to_string()
+        + &"- The user's locker code is CACHE-LEAK-4242.\n".repeat(8);
+    let turn = |text: &str| {
+        ChatRequest::new(vec![Message::user(text)])
+            .with_system(memory.clone())
+            .with_tools(vec![common::save_memory_tool()])
+            .with_tool_choice(ToolChoice::None)
+            .with_max_tokens(8)
+    };
+    m.complete_blocking(&turn("What is my locker code?"), &no)
+        .unwrap();
+    // The block is long enough to save, and the model's own cache reused
+    // it for the next prompt as before.
+    assert!(m.last_stats().prompt_tokens >= 64 + 8);
+    m.complete_blocking(&turn("And my name?"), &no).unwrap();
+    assert!(m.last_stats().reused_tokens >= 64, "{:?}", m.last_stats());
+    let files = std::fs::read_dir(dir.path()).unwrap().count();
+    assert_eq!(files, 0, "a chat turn's system block was saved");
+    // Marked as fixed instructions, the same block is saved (by a model
+    // whose cache does not hold it yet: a block already there is not
+    // saved again).
+    with_cache()
+        .complete_blocking(&turn("Once more?").with_fixed_system(), &no)
+        .unwrap();
+    let files = std::fs::read_dir(dir.path()).unwrap().count();
+    assert_eq!(files, 1);
 }
 
 #[test]

@@ -106,6 +106,44 @@ async fn a_forgotten_fact_stays_gone_after_a_dream_merged_it() {
 }
 
 #[tokio::test]
+async fn a_forget_leaves_no_memory_md_line_in_the_merge_guards_list() {
+    // Before it kept digests, `.mnemo/engine/memory-lines.json` held the
+    // MEMORY.md lines consolidation wrote, lower-cased, word for word; a
+    // forget rewrites such a file without its text.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("memory")).unwrap();
+    std::fs::write(
+        dir.path().join("memory/facts.md"),
+        "- The user's locker code is FORGET-FACT-4242. (f1; since 2026-11-01)\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("MEMORY.md"),
+        "# Memory\n\n- The user's locker code is FORGET-FACT-4242\n",
+    )
+    .unwrap();
+    let lines = dir.path().join(".mnemo/engine/memory-lines.json");
+    std::fs::create_dir_all(lines.parent().unwrap()).unwrap();
+    std::fs::write(
+        &lines,
+        r#"{"consolidated_lines": ["the user's locker code is forget-fact-4242"]}"#,
+    )
+    .unwrap();
+    let svc = service(dir.path(), "");
+    svc.forget(ForgetArgs { name: "f1".into() }).await.unwrap();
+    let after = std::fs::read_to_string(&lines).unwrap();
+    assert!(
+        !after.to_lowercase().contains("forget-fact-4242"),
+        "{after}"
+    );
+    assert!(after.contains("line_sha256"), "{after}");
+    assert_eq!(
+        files_holding(dir.path(), "FORGET-FACT-4242"),
+        Vec::<String>::new()
+    );
+}
+
+#[tokio::test]
 async fn a_broken_local_model_file_is_named_first() {
     let dir = tempfile::tempdir().unwrap();
     let model = dir.path().join("broken.gguf");
@@ -170,5 +208,52 @@ async fn forgetting_again_after_a_crash_finishes_the_index() {
     assert_eq!(
         files_holding(dir.path(), "4711-ZEBRA"),
         Vec::<String>::new()
+    );
+}
+
+/// Forgetting a typed memory by its path (as the inspector's page does)
+/// records the forget under the memory's name, where its history is.
+#[tokio::test]
+async fn a_typed_memory_forgotten_by_its_path_has_the_forget_in_its_history() {
+    use mnemo_service::args::{MemoryHistoryArgs, WriteArgs};
+    let dir = tempfile::tempdir().unwrap();
+    let svc = service(dir.path(), "");
+    let saved = svc
+        .write(
+            serde_json::from_value::<WriteArgs>(serde_json::json!({
+                "mode": "typed", "name": "Green Tea", "type": "user",
+                "description": "what the user drinks", "text": "Prefers green tea."
+            }))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let path = serde_json::to_value(&saved).unwrap()["path"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        path.starts_with("memory/") && path.ends_with(".md"),
+        "{path}"
+    );
+    svc.forget(ForgetArgs { name: path.clone() }).await.unwrap();
+    let history = svc
+        .memory_history(MemoryHistoryArgs {
+            name: "Green Tea".into(),
+        })
+        .await
+        .unwrap();
+    let ops: Vec<(String, String)> = history
+        .changes
+        .iter()
+        .map(|c| (c.op.clone(), c.memory.clone()))
+        .collect();
+    assert_eq!(
+        ops,
+        [
+            ("write".to_string(), "Green Tea".to_string()),
+            ("forget".to_string(), "Green Tea".to_string())
+        ],
+        "{path}"
     );
 }

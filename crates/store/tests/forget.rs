@@ -47,7 +47,8 @@ fn files_holding(dir: &Path, needle: &str) -> Vec<String> {
 
 /// The workspace of the probe's N7: two facts with one text, the second
 /// ended by a dream's merge (its diff in the history, its record in the
-/// audit log), the text in a daily log, and an unrelated fact.
+/// audit log), the text in a daily log and in a session note, and an
+/// unrelated fact.
 fn leaky_workspace(dir: &Path) -> MemoryStore {
     let s = store(dir);
     std::fs::create_dir_all(dir.join("memory")).unwrap();
@@ -79,6 +80,13 @@ fn leaky_workspace(dir: &Path) -> MemoryStore {
     std::fs::write(
         dir.join("memory/2026-11-01.md"),
         "# 2026-11-01\n\n- [10:00] The user's locker code is FORGET-FACT-4242\n- [10:05] Likes green tea\n",
+    )
+    .unwrap();
+    s.write_session_note(
+        now.date_naive(),
+        "lockers",
+        "# Session: 2026-11-01 10:10:00 UTC\n\n## Conversation Summary\n\n\
+         user: The user's locker code is FORGET-FACT-4242\n\nuser: I like green tea\n",
     )
     .unwrap();
     s.append_audit(&[
@@ -138,6 +146,14 @@ fn a_forgotten_fact_leaves_no_copy_in_the_memory_files() {
     assert_eq!(
         log,
         "# 2026-11-01\n\n- [10:00] [forgotten]\n- [10:05] Likes green tea\n"
+    );
+    let note = s
+        .read_document("memory/2026-11-03-lockers.md")
+        .unwrap()
+        .unwrap();
+    assert!(
+        note.contains("user: [forgotten]") && note.contains("I like green tea"),
+        "{note}"
     );
     // The audit log says what happened to both, without the text.
     let audit = s.read_document(AUDIT_FILE).unwrap().unwrap();

@@ -265,13 +265,16 @@ fn print_events(out: &EventsOutput, json: bool) -> Result<()> {
 
 pub fn consolidate(args: ConsolidateArgs, global: &GlobalArgs) -> Result<()> {
     let service = service_with_model(global, &args.model)?;
-    if let Some(notice) = service.engine()?.model_notice() {
+    let engine = service.engine()?;
+    if let Some(notice) = engine.model_notice() {
         eprintln!("warning: {notice}");
     }
     let rt = crate::ctx::runtime()?;
     // Which round, of how much: a local model takes a minute a round, and
-    // a long imported session many rounds (only drawn on a terminal).
+    // a long imported session many rounds (only drawn on a terminal); and
+    // within a round, the model's tokens, as chat shows them.
     let activity = crate::output::Activity::start("consolidating (the model is working)");
+    activity.follow_model(&engine);
     let line = activity.clone();
     let on_round = move |p: &RunProgress| line.set(round_line(p));
     let out = rt.block_on(service.consolidate_with(args.key, &on_round));

@@ -690,8 +690,10 @@ fn check_one(
     today: NaiveDate,
 ) -> std::result::Result<Checked, Reject> {
     let fact = crate::guard::strip_fact_meta(&p.fact);
-    // "- ," from a hostile fragment: nothing a reader could use.
-    if !fact.chars().any(char::is_alphanumeric) && !p.value.chars().any(char::is_alphanumeric) {
+    // "- ," or "2.0" from a hostile fragment: nothing a reader could use.
+    // A letter of any script (CJK included) makes a word; digits alone do
+    // not.
+    if !fact.chars().any(char::is_alphabetic) && !p.value.chars().any(char::is_alphabetic) {
         return Err(("no words".into(), None));
     }
     let (at, quoted) = source_of(p, &fact, texts)?;

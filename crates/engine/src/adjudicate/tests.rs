@@ -693,6 +693,30 @@ fn a_fact_without_words_is_refused() {
     );
     assert!(ok.is_empty());
     assert_eq!(refused[0].why, "no words");
+    // Digits are no words either ("2.0" from a version string); a fact of
+    // any script's letters is (用户喜欢绿色).
+    let messages = vec![msg("user", "v 2.0 -- 3", ts)];
+    let (ok, refused) = check(
+        &[prop("2.0", "user", "2", "2.0", "states", "2.0")],
+        &messages,
+        day("2026-12-05"),
+    );
+    assert!(ok.is_empty());
+    assert_eq!(refused[0].why, "no words");
+    let messages = vec![msg("user", "我喜欢绿色", ts)];
+    let (ok, _) = check(
+        &[prop(
+            "我喜欢绿色",
+            "user",
+            "颜色",
+            "绿色",
+            "states",
+            "用户喜欢绿色。",
+        )],
+        &messages,
+        day("2026-12-05"),
+    );
+    assert_eq!(ok.len(), 1);
 }
 
 #[test]

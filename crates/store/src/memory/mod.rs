@@ -433,13 +433,19 @@ impl MemoryStore {
             ))
         })?;
         self.redact_document(HISTORY_MD, &needles)?;
+        // Daily logs and session notes (`memory/YYYY-MM-DD-slug.md`) quote
+        // what was said; a typed memory is the person's own page (forgotten
+        // by its name), so one whose name starts with a date is left alone.
         for e in self.storage.list(MEMORY_DIR)? {
-            let daily = e
+            let quoting = e
                 .rel
                 .strip_prefix("memory/")
                 .and_then(|n| n.strip_suffix(".md"))
-                .is_some_and(is_date);
-            if daily {
+                .is_some_and(|stem| {
+                    is_date(stem)
+                        || (is_session_note_stem(stem) && !has_front_matter(&*self.storage, &e.rel))
+                });
+            if quoting {
                 self.redact_document(&e.rel, &needles)?;
             }
         }
@@ -1182,6 +1188,12 @@ fn is_date(s: &str) -> bool {
     NaiveDate::parse_from_str(s, "%Y-%m-%d").is_ok() && s.len() == 10
 }
 
+/// `YYYY-MM-DD-<slug>`: the name of a session note (see
+/// [`MemoryStore::write_session_note`]).
+fn is_session_note_stem(s: &str) -> bool {
+    s.get(..10).is_some_and(is_date) && s.as_bytes().get(10) == Some(&b'-') && s.len() > 11
+}
+
 /// Bytes a typed memory's slug may take. A file name may take 255 bytes
 /// (most file systems); the slug shares it with `.md`, the suffix that
 /// keeps two names apart (`-1a2b3c4d-2`) and the temp file's name while it
@@ -1465,6 +1477,11 @@ mod tests {
         assert!(typed_slug(&"\u{20000}".repeat(60)).len() <= MAX_SLUG_BYTES);
         assert_eq!(typed_slug(&"a".repeat(80)).len(), 60);
         assert!(is_date("2026-11-28") && !is_date("2026-11-28-x") && !is_date("tea"));
+        assert!(
+            is_session_note_stem("2026-11-28-tea-talk") && is_session_note_stem("2026-11-28-x")
+        );
+        assert!(!is_session_note_stem("2026-11-28") && !is_session_note_stem("2026-11-28-"));
+        assert!(!is_session_note_stem("2026-13-28-x") && !is_session_note_stem("tea-2026-11-28"));
         assert_eq!(name_key("  Tea   Time "), "tea time");
     }
 

@@ -90,9 +90,7 @@ fn consolidate_and_context_through_the_binary() {
         .map(|p| p["name"].as_str().unwrap())
         .collect();
     assert!(
-        parts.contains(&"memory_md")
-            && parts.contains(&"history")
-            && parts.contains(&"user_message"),
+        parts.contains(&"memory_md") && parts.contains(&"tail") && parts.contains(&"user_message"),
         "{parts:?}"
     );
     assert!(report["total_tokens"].as_u64().unwrap() > 0);

@@ -273,7 +273,8 @@ fn a_dream_tidies_the_facts_and_undo_gives_them_back() {
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path();
     let srv = start(ws);
-    let before = "# Facts\n\n- Likes tea. (f1; since 2026-02-01)\n- likes tea (f2; since 2026-02-03)\n";
+    let before =
+        "# Facts\n\n- Likes tea. (f1; since 2026-02-01)\n- likes tea (f2; since 2026-02-03)\n";
     std::fs::create_dir_all(ws.join("memory")).unwrap();
     std::fs::write(ws.join("memory/facts.md"), before).unwrap();
     let (status, v) = call(srv.port, "POST", "/v1/memory/dream", None);
@@ -1053,4 +1054,93 @@ fn a_background_turn_answers_first_and_the_server_waits_for_its_memory_work() {
     assert!(cursor_of(ws, "web:b") > 0, "the consolidation was cut off");
     let history = std::fs::read_to_string(ws.join("memory/HISTORY.md")).unwrap();
     assert_eq!(history.matches("[consolidated from web:b").count(), 1);
+}
+
+/// A search asks for its mode (keywords, vectors, or both), and the answer
+/// names the mode that ran and a dialogue's focus.
+#[test]
+fn a_search_asks_for_its_mode_and_names_a_dialogue_s_focus() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path();
+    let srv = start_with(
+        ws,
+        &[
+            "embedder.kind=local".into(),
+            format!(
+                "embedder.path={}",
+                mnemo_test_support::model_dir().display()
+            ),
+        ],
+    );
+    let p = srv.port;
+    for text in [
+        "The user adopted a small grey kitten named Miso last week",
+        "Quarterly budget review moved to Thursday afternoon",
+    ] {
+        let (status, v) = call(
+            p,
+            "POST",
+            "/v1/memory/write",
+            Some(json!({"mode": "daily", "text": text})),
+        );
+        assert_eq!(status, 200, "{v}");
+    }
+    let search = |body: Value| {
+        let (status, v) = call(p, "POST", "/v1/memory/search", Some(body));
+        assert_eq!(status, 200, "{v}");
+        v
+    };
+    let parts = |v: &Value, side: &str| -> Vec<Value> {
+        v["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h["parts"][side].clone())
+            .collect()
+    };
+    let both = search(json!({"query": "budget review", "explain": true, "min_score": 0.0}));
+    assert_eq!(both["mode"], "hybrid", "{both}");
+    let keyword = search(
+        json!({"query": "budget review", "mode": "keyword", "explain": true, "min_score": 0.0}),
+    );
+    assert_eq!(keyword["mode"], "keyword", "{keyword}");
+    assert!(
+        parts(&keyword, "vector").iter().all(Value::is_null),
+        "{keyword}"
+    );
+    // No word in common: vectors alone find the kitten.
+    let vector =
+        search(json!({"query": "pet cat", "mode": "vector", "explain": true, "min_score": 0.0}));
+    assert_eq!(vector["mode"], "vector", "{vector}");
+    assert!(
+        vector["results"][0]["snippet"]
+            .as_str()
+            .unwrap()
+            .contains("kitten"),
+        "{vector}"
+    );
+    assert!(
+        parts(&vector, "keyword").iter().all(Value::is_null),
+        "{vector}"
+    );
+    let (status, v) = call(
+        p,
+        "POST",
+        "/v1/memory/search",
+        Some(json!({"query": "cat", "mode": "fuzzy"})),
+    );
+    assert_eq!(
+        (status, v["error"]["code"].as_str()),
+        (400, Some("invalid_input")),
+        "{v}"
+    );
+    // A dialogue: its focus is its latest turn.
+    let talk = search(
+        json!({"query": "Ann: The weather was awful all week.\nBob: Sorry to hear that.\nAnn: What was the name of my new kitten?"}),
+    );
+    assert_eq!(
+        talk["focus"], "What was the name of my new kitten?",
+        "{talk}"
+    );
+    assert!(search(json!({"query": "kitten"})).get("focus").is_none());
 }

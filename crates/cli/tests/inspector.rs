@@ -137,6 +137,29 @@ fn workspace(ws: &Path, model: &ScriptedServer) {
                "memory_update": "# Memory\n\n- User is Ada; deploys on Fridays.\n"}),
     ));
     ok(mnemo(ws, model, &["consolidate", "notes:2"]));
+    // A session closed with a note (consolidation off: the note alone).
+    append(
+        ws,
+        model,
+        "talk:3",
+        &[
+            ("user", "Shall we talk about tea?"),
+            ("assistant", "Gladly."),
+        ],
+    );
+    model.push(Reply::text("tea-talk"));
+    let closed = ok(mnemo(
+        ws,
+        model,
+        &[
+            "new",
+            "talk:3",
+            "--set",
+            "engine.consolidation_enabled=false",
+        ],
+    ));
+    assert!(closed.contains("session note written"), "{closed}");
+    assert_eq!(model.remaining(), 0, "{closed}");
     // A typed memory, a dream, and a torn last line in a log.
     let add = mnemo_command(
         env!("CARGO_BIN_EXE_mnemo"),
@@ -310,6 +333,20 @@ fn the_inspector_in_a_real_browser() {
     // A typed memory's history: its save.
     b.click("#files button.history");
     b.wait_text("#files .provenance", "write");
+    // As of a day before everything: the notes and daily logs of later
+    // days are left out, and the page says the rest is today's.
+    let files = b.wait_text("#files", "tea-talk");
+    assert!(files.contains("daily"), "{files}");
+    b.goto(&format!("{base}/#/memory?as_of=2001-01-01"));
+    b.wait_text("#files-as-of", "As they are today");
+    let files = b.text_of("#files tbody");
+    assert!(
+        !files.contains("tea-talk") && !files.contains("daily"),
+        "{files}"
+    );
+    assert!(files.contains("drinks"), "{files}");
+    b.goto(&format!("{base}/#/memory"));
+    b.wait_for("#facts tr[data-fact]");
 
     // A fact's provenance: its history, then the message it came from.
     let id = b
@@ -353,6 +390,19 @@ fn the_inspector_in_a_real_browser() {
         "{}",
         &whole[..200.min(whole.len())]
     );
+    // What memory made of the session sits among its messages: each
+    // consolidation opens its entry under Changes.
+    let event = b.wait_text("#timeline tr.event", "consolidated");
+    assert!(event.contains("chat:1 messages"), "{event}");
+    assert!(!b.find_all("svg.chart g.event-mark").is_empty());
+    b.click("#timeline tr.event a[href*='changes?entry=']");
+    let entry = b.wait_text("#history details.highlight", "chat:1 messages");
+    assert!(entry.contains("fact(s) proposed"), "{entry}");
+    // A session note, opened from its row.
+    b.goto(&format!("{base}/#/sessions/talk%3A3"));
+    b.wait_text("#timeline tr.event", "session note");
+    b.click("#timeline a.note-link");
+    b.wait_text("#timeline pre.note-text", "Session Key");
     // A torn line shows with its number.
     b.goto(&format!("{base}/#/sessions"));
     b.wait_text("#sessions", "notes:2");
@@ -376,11 +426,19 @@ fn the_inspector_in_a_real_browser() {
     let history = std::fs::read_to_string(ws.join("memory/HISTORY.md")).unwrap();
     assert!(history.contains("undo of the consolidation"), "{history}");
     b.wait_text("#history", "(undone)");
+    // The audit log records the undo, and MEMORY.md's history shows it.
+    b.wait_text("#audit", "undo of the consolidation of notes:2");
+    b.goto(&format!("{base}/#/memory"));
+    b.click("#memory-md button.history");
+    let chain = b.wait_text("#memory-md .provenance", "undo");
+    assert!(chain.contains("notes:2"), "{chain}");
 
     // The prompt, part by part.
     b.goto(&format!("{base}/#/prompt?session=chat%3A1"));
     b.wait_text("#prompt-parts", "tokens of a");
     assert!(!b.find_all("#prompt-parts .bar span").is_empty());
+    let legend = b.wait_text("#prompt-parts .legend", "tail");
+    assert!(legend.contains("summary"), "{legend}");
     b.screenshot(&shots.join("prompt.png"));
 
     // Search: the expected hit and the parts of its score.
@@ -395,6 +453,21 @@ fn the_inspector_in_a_real_browser() {
     b.screenshot(&shots.join("search.png"));
     b.click("#search-out .citation");
     b.wait_text("#search-out pre.cited", "Berlin");
+    // A mode asked for, and what the search read in a dialogue: the date
+    // and the focus.
+    b.execute(
+        "document.getElementById('search-query').value = arguments[0]; \
+         document.getElementById('search-mode').value = 'keyword'",
+        json!(["Ann: The weather was awful.\nBob: Sorry to hear that.\nAnn: Where did I live on 2026-11-01?"]),
+    );
+    b.click("form[role=search] button");
+    let reading = b.wait_text("#search-reading", "2026-11-01");
+    assert!(
+        reading.contains("Where did I live on 2026-11-01?"),
+        "{reading}"
+    );
+    let out = b.wait_text("#search-out", "keyword search");
+    assert!(!out.contains("hybrid search"), "{out}");
 
     // Index.
     b.goto(&format!("{base}/#/index"));

@@ -409,6 +409,10 @@ fn each_workspace_has_its_inspector_page() {
     let (status, page) = http_request(s.port, "GET", "/v1/workspaces/ana/", &[], None);
     assert_eq!(status, 200);
     assert!(page.contains("<title>mnemo inspector</title>"), "{page}");
+    // `/` holds no workspace: it says which address opens one.
+    let (status, root) = http_request(s.port, "GET", "/", &[], None);
+    assert_eq!(status, 200);
+    assert!(root.contains("/v1/workspaces/ID/"), "{root}");
     let (status, _) = call(&s, "GET", "/v1/workspaces/ana/inspect/memory", None, None);
     assert_eq!(status, 401);
     let (status, _) = call(

@@ -1,7 +1,8 @@
 //! The context builder: the one function that assembles every request
 //! (system prompt with identity, MEMORY.md, daily logs, selected memory
-//! files and the memory tools; the replayed history; the user's message)
-//! and reports the tokens of each part.
+//! files and the memory tools; the replayed history, as a compaction's
+//! summary and the tail kept verbatim; the user's message) and reports the
+//! tokens of each part.
 
 use mnemo_core::Message;
 use mnemo_llm::{ChatRequest, ToolSpec};
@@ -21,7 +22,9 @@ pub const PART_SEPARATOR: &str = "\n\n---\n\n";
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ContextPart {
     /// `identity`, `memory_md`, `daily_logs`, `selected_memories`, `tools`,
-    /// `history`, `user_message`.
+    /// `summary` (the last compaction's summary and the files it restored;
+    /// 0 without one), `tail` (the logged messages kept verbatim),
+    /// `user_message`.
     pub name: String,
     /// Its tokens.
     pub tokens: usize,
@@ -392,11 +395,14 @@ impl Engine {
         let (_, loaded) = self.open(key)?;
         let parts = self.system_parts(selected)?;
         let c = &*self.counter;
-        let history: Vec<Message> = self
-            .history_entries(&loaded)
-            .iter()
-            .map(|e| strip(&e.message))
-            .collect();
+        let entries = self.history_entries(&loaded);
+        // The history is the compaction's summary (with the files it
+        // restored: the messages the engine made, which lead it) and the
+        // tail of logged messages kept verbatim.
+        let (summary, tail): (Vec<_>, Vec<_>) = entries.iter().partition(|e| e.ordinal.is_none());
+        let summary: Vec<Message> = summary.iter().map(|e| strip(&e.message)).collect();
+        let tail: Vec<Message> = tail.iter().map(|e| strip(&e.message)).collect();
+        let history: Vec<Message> = entries.iter().map(|e| strip(&e.message)).collect();
         let user = message.map(Message::user);
         let mut report_parts = Vec::new();
         let mut push = |name: &str, tokens: usize| {
@@ -410,7 +416,8 @@ impl Engine {
         push("daily_logs", c.count_text(&parts.daily));
         push("selected_memories", c.count_text(&parts.selected));
         push("tools", self.tools_tokens());
-        push("history", c.count_messages(&history));
+        push("summary", c.count_messages(&summary));
+        push("tail", c.count_messages(&tail));
         if let Some(user) = &user {
             push("user_message", c.count_message(user));
         }

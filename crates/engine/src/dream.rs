@@ -1330,10 +1330,102 @@ pub fn undo_dream(memory: &MemoryStore, now: DateTime<Utc>) -> Result<DreamUndon
             memory.write_document(file, old)?;
         }
     }
+    // After the files, as a dream writes its own: the audit log says what
+    // happened to each memory, so a fact's history ends with its undo.
+    memory.append_audit(&undo_audit(&id, &changes, now))?;
     Ok(DreamUndone {
         id,
         lines: lines_changed,
     })
+}
+
+/// The audit records of the undo of dream `id`: one per fact it removed,
+/// put back or changed back, one per typed memory, one for MEMORY.md.
+fn undo_audit(
+    id: &str,
+    changes: &[(String, String, String)],
+    now: DateTime<Utc>,
+) -> Vec<AuditRecord> {
+    let record = |memory: &str, old: Option<&str>, new: Option<&str>, why: String| AuditRecord {
+        why: Some(why),
+        ..AuditRecord::change(now, "undo", "undo", memory, None, old, new)
+    };
+    let mut out = Vec::new();
+    for (file, current, old) in changes {
+        if old == current {
+            continue;
+        }
+        if file == FACTS_FILE {
+            let (now_file, then) = (FactsFile::parse(current), FactsFile::parse(old));
+            for f in now_file.facts() {
+                match then.get(&f.id) {
+                    None => out.push(record(
+                        &f.id,
+                        Some(&f.text),
+                        None,
+                        format!("undo of dream {id}: the dream added it; removed"),
+                    )),
+                    Some(b) if b != f => {
+                        let what = if b.is_current() && !f.is_current() {
+                            "the dream ended it; current again"
+                        } else {
+                            "changed back as it was before the dream"
+                        };
+                        out.push(record(
+                            &f.id,
+                            (b.text != f.text).then_some(f.text.as_str()),
+                            (b.text != f.text).then_some(b.text.as_str()),
+                            format!("undo of dream {id}: {what}"),
+                        ));
+                    }
+                    Some(_) => {}
+                }
+            }
+            for b in then
+                .facts()
+                .iter()
+                .filter(|b| now_file.get(&b.id).is_none())
+            {
+                out.push(record(
+                    &b.id,
+                    None,
+                    Some(&b.text),
+                    format!("undo of dream {id}: put back"),
+                ));
+            }
+        } else if file == "MEMORY.md" {
+            out.push(record(
+                "MEMORY.md",
+                None,
+                None,
+                format!("undo of dream {id}: MEMORY.md changed back"),
+            ));
+        } else {
+            // A typed memory, known in the audit log by its name.
+            let name = [current, old]
+                .into_iter()
+                .find_map(|t| split_front_matter(t).0.and_then(Result::ok).map(|f| f.name))
+                .unwrap_or_else(|| {
+                    file.rsplit('/')
+                        .next()
+                        .unwrap_or(file)
+                        .trim_end_matches(".md")
+                        .to_string()
+                });
+            let what = if old.is_empty() {
+                "the dream made it; removed"
+            } else {
+                "changed back as it was before the dream"
+            };
+            out.push(record(
+                &name,
+                None,
+                None,
+                format!("undo of dream {id}: {what}"),
+            ));
+        }
+    }
+    out
 }
 
 /// Each file dream `d` has a diff for, as `(file, now, before the dream)`;

@@ -3,9 +3,11 @@
 //! reverses the newest one not undone yet, under the memory lock, and
 //! records the undo in the history as well (which stays append-only:
 //! nothing is erased, and undoing again goes one consolidation further
-//! back).
+//! back) and in the audit log (`memory/audit.jsonl`, op `undo`), so the
+//! history of MEMORY.md shows it beside the changes it took back.
 
 use chrono::{DateTime, Utc};
+use mnemo_store::memory::facts::AuditRecord;
 use mnemo_store::MemoryStore;
 use serde::Serialize;
 
@@ -55,6 +57,24 @@ pub fn consolidation_label(line: &str) -> Option<String> {
     label_after(line, CHANGE)
 }
 
+/// The audit record of the undo of the consolidation `label`
+/// (`<session> messages <from>..<to>`): what it undid, and the messages
+/// whose consolidation it was.
+fn undo_record(now: DateTime<Utc>, label: &str, lines: usize) -> AuditRecord {
+    let (session, messages) = match label.rsplit_once(" messages ") {
+        Some((s, m)) => (Some(s.to_string()), Some(m.to_string())),
+        None => (None, None),
+    };
+    AuditRecord {
+        session,
+        messages,
+        why: Some(format!(
+            "undo of the consolidation of {label}: {lines} line(s) of MEMORY.md changed back"
+        )),
+        ..AuditRecord::change(now, "undo", "undo", "MEMORY.md", None, None, None)
+    }
+}
+
 /// `<session> messages <from>..<to>` from a history line made with
 /// `marker`.
 fn label_after(line: &str, marker: &str) -> Option<String> {
@@ -101,6 +121,7 @@ pub fn undo_consolidation(memory: &MemoryStore, now: DateTime<Utc>) -> Result<Un
         ),
         now,
     )?;
+    memory.append_audit(&[undo_record(now, &label, lines)])?;
     Ok(Undone {
         consolidation: label,
         lines,

@@ -94,6 +94,18 @@ async fn dream_merges_duplicates_folds_old_logs_and_can_be_undone() {
         std::fs::read_to_string(mem.join("facts.md")).unwrap(),
         BEFORE
     );
+    // The audit log says so for each fact: the added one is gone, the
+    // merged one is current again.
+    let last = |id: &str| engine.memory().memory_history(id).unwrap().pop().unwrap();
+    let f6 = last("f6");
+    assert_eq!(
+        (f6.op.as_str(), f6.old.as_deref()),
+        ("undo", Some("Deploys on Fridays."))
+    );
+    assert!(f6.why.unwrap().ends_with("removed"));
+    let f3 = last("f3");
+    assert_eq!(f3.op, "undo");
+    assert!(f3.why.unwrap().contains("current again"));
     assert!(
         mnemo_engine::undo_dream(engine.memory(), t0()).is_err(),
         "only one dream to undo"
@@ -191,6 +203,21 @@ async fn dream_resolves_contradictions_by_supersession_and_undoes_them() {
         std::fs::read_to_string(mem.join("facts.md")).unwrap(),
         CONTRADICTIONS
     );
+    // The fact's history ends with the undo that made it current again.
+    let h = engine.memory().memory_history("f1").unwrap();
+    let last = h.last().unwrap();
+    assert_eq!(
+        (last.op.as_str(), last.by.as_str()),
+        ("undo", "undo"),
+        "{h:#?}"
+    );
+    let why = last.why.as_deref().unwrap_or_default();
+    assert!(
+        why.contains(&r.id) && why.contains("current again"),
+        "{why}"
+    );
+    // Facts the dream did not touch get no record.
+    assert!(engine.memory().memory_history("f5").unwrap().is_empty());
 }
 
 #[test]

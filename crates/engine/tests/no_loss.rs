@@ -271,4 +271,22 @@ async fn every_consolidation_can_be_undone_in_turn() {
         2,
         "{history}"
     );
+    // So does the audit log: MEMORY.md's history names each undo and the
+    // messages whose consolidation it took back.
+    let undos: Vec<(String, Option<String>, Option<String>)> = engine
+        .memory()
+        .memory_history("MEMORY.md")
+        .unwrap()
+        .into_iter()
+        .filter(|r| r.op == "undo")
+        .map(|r| (r.by, r.session, r.messages))
+        .collect();
+    let undo = |m: &str| {
+        (
+            "undo".to_string(),
+            Some(KEY.to_string()),
+            Some(m.to_string()),
+        )
+    };
+    assert_eq!(undos, [undo("10..12"), undo("0..10")]);
 }

@@ -188,7 +188,8 @@ async fn concurrent_side_query_and_turn_preparation() {
             "daily_logs",
             "selected_memories",
             "tools",
-            "history",
+            "summary",
+            "tail",
             "user_message"
         ]
     );
@@ -199,6 +200,40 @@ async fn concurrent_side_query_and_turn_preparation() {
         .map(|p| p["tokens"].as_u64().unwrap())
         .sum();
     assert_eq!(json["total_tokens"].as_u64().unwrap(), sum);
+}
+
+/// The history is two parts: the last compaction's summary and the tail
+/// it kept, which add up to what the request carries.
+#[tokio::test]
+async fn the_context_reports_the_summary_and_the_tail_apart() {
+    let env = env().await;
+    write_session(&env.ws, &chat_turns(6, 10));
+    let store = mnemo_store::SessionStore::new(&env.ws, Default::default());
+    let mut log = store.open(KEY).unwrap();
+    log.append_record(&mnemo_store::Record::Compaction(
+        mnemo_store::CompactionRecord {
+            kind: "autocompact".into(),
+            tokens_before: 900,
+            tokens_after: 200,
+            summary: Some("## Goal\nPlan the trip to Kyoto in spring.".repeat(20)),
+            first_kept: Some(8),
+            timestamp: String::new(),
+            extra: Default::default(),
+        },
+    ))
+    .unwrap();
+    let engine = engine(&env, 100_000, 1_000, "", t0());
+    let report = engine.build_context_with(KEY, "and then?", &[]).unwrap();
+    let part = |n: &str| report.parts.iter().find(|p| p.name == n).unwrap().tokens;
+    assert!(part("summary") > part("tail"), "{:?}", report.parts);
+    assert!(part("tail") > 0, "{:?}", report.parts);
+    assert_eq!(
+        report.parts.iter().map(|p| p.tokens).sum::<usize>(),
+        report.total_tokens
+    );
+    // The summary message leads the messages; the tail follows it.
+    assert!(report.messages[0].text().contains("Kyoto"));
+    assert_eq!(report.messages.len(), 1 + 4 + 1, "{:#?}", report.messages);
 }
 
 #[tokio::test]

@@ -155,10 +155,21 @@ async function memoryView(r) {
     h("section", { id: "facts" },
       h("h2", {}, `Facts (${current} current, ${data.facts.length - current} no longer true)`),
       data.facts.length ? factsTable(data.facts, !!asOf) : h("p", { class: "muted" }, "No facts yet: consolidation writes them to memory/facts.md.")),
-    h("section", { id: "memory-md" }, h("h2", {}, "MEMORY.md"), h("pre", {}, data.memory_md || "(empty)")),
-    h("section", { id: "files" }, h("h2", {}, "Files under memory/"), filesTable(data.files, !!asOf)),
+    h("section", { id: "memory-md" }, h("h2", {}, "MEMORY.md"), memoryMdHistory(), h("pre", {}, data.memory_md || "(empty)")),
+    h("section", { id: "files" }, h("h2", {}, "Files under memory/"),
+      asOf ? h("p", { class: "muted", id: "files-as-of" }, `As they are today: the daily logs and session notes dated after ${asOf} are left out; every other file shows its text of today.`) : null,
+      filesTable(data.files, !!asOf)),
     asOf ? null : typedForm(),
   );
+}
+
+// MEMORY.md's changes in the audit log: the undos of consolidations and
+// dreams (each consolidation's diff is under Changes).
+function memoryMdHistory() {
+  const chain = h("div", { class: "provenance", hidden: true });
+  return h("div", {},
+    h("button", { class: "history", "aria-expanded": "false", onclick: (ev) => toggleChain(ev.currentTarget, "MEMORY.md", chain) }, "history"),
+    chain);
 }
 
 function factState(f) {
@@ -288,7 +299,7 @@ function typedForm() {
 }
 
 // ---- Changes ----
-async function changesView() {
+async function changesView(r) {
   const data = await api("GET", "/inspect/changes");
   show(
     h("h1", {}, "Changes to review"),
@@ -299,13 +310,21 @@ async function changesView() {
     h("section", { id: "audit" }, h("h2", {}, `Audit log (${fmtNum(data.audit_total)} records${data.audit_total > data.audit.length ? `, newest ${data.audit.length}` : ""})`),
       data.audit.length ? auditTable(data.audit) : h("p", { class: "muted" }, "Empty.")),
   );
+  // Opened from a session's timeline: that entry, open and in view.
+  const wanted = r && r.params.get("entry");
+  const target = wanted && document.getElementById(`entry-${wanted}`);
+  if (target) {
+    target.open = true;
+    target.classList.add("highlight");
+    target.scrollIntoView({ block: "start" });
+  }
 }
 
 function historyEntry(e) {
   const undo = e.undo_next && (e.kind === "consolidation" || e.kind === "dream")
     ? h("button", { class: "danger undo", onclick: () => undoChange(e.kind === "dream" ? "dream" : "consolidation") }, "undo")
     : null;
-  return h("details", { class: `entry kind-${e.kind}`, open: e.undo_next || undefined },
+  return h("details", { class: `entry kind-${e.kind}`, id: `entry-${e.id}`, open: e.undo_next || undefined },
     h("summary", {}, h("span", { class: "muted" }, e.at, " "), tag(e.kind.replace("_", " "), e.undone ? "ended" : ""), e.undone ? " (undone) " : " ", e.title, " ", undo),
     diffBlock(e.body));
 }
@@ -375,12 +394,14 @@ async function timelineView(key, params) {
       card("messages", fmtNum(data.messages)), card("consolidated", `${fmtNum(data.last_consolidated)}`),
       card("log size", `${(data.bytes / 1024).toFixed(1)} KiB`), card("compactions", fmtNum(data.marks.filter((m) => m.kind !== "cursor").length))),
     h("section", {}, h("h2", {}, "Prompt size over the session"), tokenChart(data), h("p", { class: "muted" },
-      "Estimated tokens of the history after each message (4 characters a token); each compaction (orange) cuts it by the share its record counted, each consolidation moves the cursor (green); hover a line for its numbers. ",
+      "Estimated tokens of the history after each message (4 characters a token); each compaction (orange) cuts it by the share its record counted, each consolidation moves the cursor (green); consolidations and flushes (dotted purple) and session notes (dotted pink) sit after the messages they cover; hover a line for its numbers. ",
       link("Build the next prompt", `#/prompt?session=${encodeURIComponent(key)}`))),
     h("section", {}, h("h2", {}, "Timeline"), nav,
       h("table", { id: "timeline" },
         h("thead", {}, h("tr", {}, h("th", {}, "line"), h("th", {}, "#"), h("th", {}, "who"), h("th", {}, "what"))),
-        h("tbody", {}, data.lines.map((l) => timelineRow(l, lo, hi, data.last_consolidated)))),
+        h("tbody", {},
+          data.from === 1 ? eventsAfter(data.events, 0) : null,
+          data.lines.map((l) => [timelineRow(l, lo, hi, data.last_consolidated), eventsAfter(data.events, l.line)]))),
       nav.cloneNode(true)),
   );
   const first = document.querySelector("tr.highlight");
@@ -405,19 +426,38 @@ function timelineRow(l, lo, hi, cursor) {
       l.timestamp ? h("div", { class: "muted" }, l.timestamp) : null));
 }
 
+// What memory made of the session after a line: consolidations, flushes
+// and undos (each opens its entry under Changes) and session notes (each
+// opens the note).
+const EVENT_LABELS = { consolidation: "consolidated", flush: "memory flush", undo: "undo", note: "session note" };
+function eventsAfter(events, line) {
+  return (events || []).filter((e) => e.after_line === line).map((e) => {
+    const box = h("pre", { class: "note-text", hidden: true });
+    const open = e.path
+      ? h("a", { href: "#", class: "note-link", onclick: (ev) => { ev.preventDefault(); openInto(e.path, box); } }, e.path)
+      : link("open in Changes", `#/changes?entry=${e.entry}`);
+    return h("tr", { class: `event kind-${e.kind}`, "data-event": e.kind },
+      h("td", {}),
+      h("td", { class: "muted" }, e.from !== undefined ? `${e.from}..${e.to}` : ""),
+      h("td", {}, tag(EVENT_LABELS[e.kind] || e.kind, "event")),
+      h("td", {}, h("div", { class: "text" }, e.title), h("div", { class: "muted" }, `${e.at} UTC · `, open), box));
+  });
+}
+
+async function openInto(path, box) {
+  try {
+    const got = await api("GET", `/memory/get?path=${encodeURIComponent(path)}`);
+    box.replaceChildren(got.text);
+    box.hidden = false;
+  } catch (e) { failed(e); }
+}
+
 // A large tool result's preview is in the log; the whole is in a file
 // beside it, opened on demand.
 function storedResult(path) {
   const box = h("pre", { class: "stored", hidden: true });
   return h("div", { class: "muted" }, "a preview; the whole result is stored at ",
-    h("a", { href: "#", class: "stored-link", onclick: async (ev) => {
-      ev.preventDefault();
-      try {
-        const got = await api("GET", `/memory/get?path=${encodeURIComponent(path)}`);
-        box.replaceChildren(got.text);
-        box.hidden = false;
-      } catch (e) { failed(e); }
-    } }, path), box);
+    h("a", { href: "#", class: "stored-link", onclick: (ev) => { ev.preventDefault(); openInto(path, box); } }, path), box);
 }
 
 function tokenChart(data) {
@@ -433,12 +473,18 @@ function tokenChart(data) {
     ? s("line", { x1: x(m.message), x2: x(m.message), y1: T, y2: H - B, stroke: "#2e7d4f", "stroke-dasharray": "3 3" }, s("title", {}, `consolidated up to message ${m.cursor}`))
     : s("g", {}, s("line", { x1: x(m.message), x2: x(m.message), y1: T, y2: H - B, stroke: "#e07b00", "stroke-width": 2 }),
       s("title", {}, `${m.kind} at message ${m.message}: the prompt went from ${m.tokens_before} to ${m.tokens_after} tokens`)));
+  // Consolidations, flushes and notes: one mark where each follows the messages.
+  const seen = new Set();
+  const events = (data.events || []).filter((e) => e.kind !== "undo" && !seen.has(`${e.kind}@${e.to}`) && seen.add(`${e.kind}@${e.to}`))
+    .map((e) => s("g", { class: `event-mark kind-${e.kind}` },
+      s("line", { x1: x(e.to), x2: x(e.to), y1: T, y2: H - B, stroke: e.kind === "note" ? "#a5527a" : "#8a4fc7", "stroke-dasharray": "1 3", "stroke-width": 2 }),
+      s("title", {}, `${EVENT_LABELS[e.kind] || e.kind} after message ${e.to}: ${e.title}`)));
   const ticks = [0, 0.5, 1].map((f) => s("g", {}, s("line", { x1: L, x2: W - R, y1: y(maxY * f), y2: y(maxY * f), stroke: "currentColor", "stroke-opacity": 0.12 }),
     s("text", { x: L - 6, y: y(maxY * f) + 4, "text-anchor": "end" }, fmtNum(Math.round(maxY * f)))));
   return s("svg", { class: "chart", viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": `prompt tokens over ${data.messages} messages, ${data.marks.length} compactions and cursor moves` },
     ticks,
     s("path", { d: path, fill: "none", stroke: "#2f5d8a", "stroke-width": 2 }),
-    marks,
+    marks, events,
     s("text", { x: L, y: H - 6 }, "message 0"),
     s("text", { x: W - R, y: H - 6, "text-anchor": "end" }, `message ${fmtNum(data.messages)}`));
 }
@@ -477,20 +523,25 @@ function promptReport(rep) {
     parts.map((p, i) => h("span", { title: `${p.name}: ${p.tokens} tokens`, style: undefined, "data-part": p.name })));
   // Widths and colours set as properties: the policy allows no inline style attribute.
   [...bar.children].forEach((el, i) => { el.style.width = `${(100 * parts[i].tokens) / Math.max(win, rep.total_tokens)}%`; el.style.background = PART_COLOURS[i % PART_COLOURS.length]; });
-  const legend = h("div", { class: "legend" }, parts.map((p, i) => {
-    const sw = h("span", { class: "swatch" }); sw.style.background = PART_COLOURS[i % PART_COLOURS.length];
-    return h("span", {}, sw, `${p.name} ${fmtNum(p.tokens)}`);
+  // Every part in the legend, an empty one too (no summary yet, say).
+  const legend = h("div", { class: "legend" }, rep.parts.map((p) => {
+    const i = parts.indexOf(p);
+    const sw = h("span", { class: "swatch" });
+    if (i >= 0) sw.style.background = PART_COLOURS[i % PART_COLOURS.length];
+    return h("span", { class: i >= 0 ? undefined : "muted", "data-part": p.name }, sw, `${p.name} ${fmtNum(p.tokens)}`);
   }));
   const recall = rep.recall;
   return h("div", {},
     h("section", { id: "prompt-parts" }, h("h2", {}, `${fmtNum(rep.total_tokens)} tokens of a ${fmtNum(win)}-token window (${rep.model}${rep.exact ? ", counted" : ", estimated"})`),
+      h("p", { class: "muted" }, "summary: the last compaction's summary (and the files it restored); tail: the messages kept as they were."),
       bar, legend,
       rep.thresholds ? h("p", { class: "muted" }, `autocompact at ${fmtNum(rep.thresholds.autocompact)}, memory flush at ${fmtNum(rep.thresholds.flush)}, blocking at ${fmtNum(rep.thresholds.blocking)}`) : null,
       rep.memory_truncated ? h("p", { class: "tag ended" }, "MEMORY.md was cut to its cap") : null,
       (rep.notes || []).map((n) => h("p", { class: "muted" }, n))),
     h("section", {}, h("h2", {}, "Recalled memory files"),
       rep.selected_memories.length ? h("ul", {}, rep.selected_memories.map((m) => h("li", {}, m))) : h("p", { class: "muted" }, "None selected."),
-      recall ? h("div", { class: "muted" },
+      recall ? h("div", { class: "muted", id: "prompt-recall" },
+        h("div", {}, recallHow(recall)),
         recall.query ? h("div", {}, "side query searched for: ", h("q", {}, recall.query)) : null,
         recall.found && recall.found.length ? h("div", {}, "search found: ", recall.found.join(", ")) : null,
         recall.error ? h("div", {}, "why none: ", recall.error) : null,
@@ -503,25 +554,43 @@ function promptReport(rep) {
     h("section", {}, h("h2", {}, `Tools (${rep.tools.length})`), h("p", {}, rep.tools.map((t) => t.name || (t.function && t.function.name) || "").join(", "))));
 }
 
+// How the recalled files were chosen: by the model from a manifest of
+// file headers, or by memory search alone.
+function recallHow(recall) {
+  const manifest = `a manifest of ${fmtNum(recall.manifest_files)} memory file(s)`;
+  if (!recall.asked_model) return `chosen by memory search with the conversation (no side query asks the model: recall_mode) from ${manifest}`;
+  if (recall.from_search) return `the model was asked to choose from ${manifest}, and ${recall.timed_out ? "was late" : "failed"}: the files memory search found are recalled instead`;
+  return `chosen by the model's side query from ${manifest}`;
+}
+
 // ---- Search ----
 async function searchView(r) {
-  const qIn = h("input", { id: "search-query", type: "search", value: r.params.get("q") || "", "aria-label": "Query", size: 40 });
+  // A text area, not an input: a query can be a dialogue, one turn a line
+  // (`Ann: …`), which the search reads for its focus. Enter searches,
+  // Shift+Enter starts a line.
+  const qIn = h("textarea", { id: "search-query", rows: 1, "aria-label": "Query", placeholder: "words, or a dialogue one turn a line (Shift+Enter)",
+    onkeydown: (ev) => { if (ev.key === "Enter" && !ev.shiftKey) { ev.preventDefault(); ev.target.form.requestSubmit(); } } },
+  r.params.get("q") || "");
   const maxIn = h("input", { id: "search-max", type: "number", min: 1, max: 100, value: r.params.get("n") || 10, "aria-label": "Results" });
   const asOf = h("input", { id: "search-as-of", type: "date", value: r.params.get("as_of") || "", "aria-label": "As of" });
   const rerank = h("input", { id: "search-rerank", type: "checkbox", checked: r.params.get("rerank") === "1" || undefined });
+  const wantedMode = r.params.get("mode") || "hybrid";
+  const mode = h("select", { id: "search-mode", "aria-label": "Mode" },
+    [["hybrid", "hybrid (keywords and meaning)"], ["keyword", "keywords (BM25)"], ["vector", "meaning (vectors)"]]
+      .map(([v, label]) => h("option", { value: v, selected: v === wantedMode || undefined }, label)));
   const out = h("div", { id: "search-out" });
   const run = async () => {
     if (!qIn.value.trim()) return;
     status("searching…");
     try {
-      const res = await api("POST", "/memory/search", { query: qIn.value, max_results: Number(maxIn.value) || 10, as_of: asOf.value || undefined, rerank: rerank.checked, explain: true });
+      const res = await api("POST", "/memory/search", { query: qIn.value, mode: mode.value, max_results: Number(maxIn.value) || 10, as_of: asOf.value || undefined, rerank: rerank.checked, explain: true });
       out.replaceChildren(searchResults(res));
       status("");
     } catch (e) { failed(e); }
   };
   show(h("h1", {}, "Search"),
     h("form", { class: "row", role: "search", onsubmit: (ev) => { ev.preventDefault(); run(); } },
-      qIn, h("label", { for: "search-max" }, "results"), maxIn, h("label", { for: "search-as-of" }, "as of"), asOf,
+      qIn, h("label", { for: "search-mode" }, "by"), mode, h("label", { for: "search-max" }, "results"), maxIn, h("label", { for: "search-as-of" }, "as of"), asOf,
       rerank, h("label", { for: "search-rerank" }, "re-rank with the chat model"), h("button", { class: "primary", type: "submit" }, "Search")),
     out);
   qIn.focus();
@@ -531,8 +600,12 @@ async function searchView(r) {
 function searchResults(res) {
   return h("div", {},
     h("p", { class: "muted" }, `${res.results.length} hit(s), ${res.mode} search`,
-      res.reranked !== undefined ? `, ${res.reranked ? "re-ranked by the chat model" : "not re-ranked"}` : "",
-      res.dates && res.dates.length ? `; dates read in the query: ${res.dates.join(", ")}` : ""),
+      res.reranked !== undefined ? `, ${res.reranked ? "re-ranked by the chat model" : "not re-ranked"}` : ""),
+    // What the search read in the query: the dates it lifts hits from, and
+    // a dialogue's focus (its latest turn, weighed most).
+    res.dates && res.dates.length || res.focus ? h("dl", { class: "query-reading", id: "search-reading" },
+      res.dates && res.dates.length ? [h("dt", {}, "dates in the query"), h("dd", {}, res.dates.join(", "))] : null,
+      res.focus ? [h("dt", {}, "focus (the dialogue's latest turn)"), h("dd", {}, h("q", {}, res.focus))] : null) : null,
     (res.warnings || []).map((w) => h("p", { class: "tag ended" }, w)),
     h("div", { class: "legend" }, h("span", {}, h("span", { class: "swatch kwsw" }), "keyword (BM25)"), h("span", {}, h("span", { class: "swatch vecsw" }), "vector (cosine)")),
     res.results.map((hit, i) => {

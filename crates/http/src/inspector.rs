@@ -11,6 +11,10 @@ use axum::routing::get;
 use axum::Router;
 
 const INDEX_HTML: &str = include_str!("../inspector/index.html");
+/// `/` of a server of many workspaces: the inspector is each workspace's,
+/// and a page whose calls all 404 would only puzzle; this one says which
+/// address to open.
+const WORKSPACES_HTML: &str = include_str!("../inspector/workspaces.html");
 const APP_JS: &str = include_str!("../inspector/app.js");
 const APP_CSS: &str = include_str!("../inspector/app.css");
 
@@ -19,21 +23,29 @@ const APP_CSS: &str = include_str!("../inspector/app.css");
 const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
                    connect-src 'self'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'";
 
-/// The page's routes: `/` (and, on a multi-tenant server, each workspace's
-/// `/v1/workspaces/{id}/`), and its script and style under `/inspector/`.
+/// The page's routes: `/` (on a multi-tenant server, each workspace's
+/// `/v1/workspaces/{id}/`, and at `/` a page saying so), and its script
+/// and style under `/inspector/`.
 pub(crate) fn pages(tenants: bool) -> Router {
     let mut router = Router::new()
-        .route("/", get(index))
         .route("/inspector/app.js", get(script))
         .route("/inspector/app.css", get(style));
-    if tenants {
-        router = router.route("/v1/workspaces/{id}/", get(index));
-    }
+    router = if tenants {
+        router
+            .route("/", get(workspaces))
+            .route("/v1/workspaces/{id}/", get(index))
+    } else {
+        router.route("/", get(index))
+    };
     router.method_not_allowed_fallback(crate::routes::method_not_allowed)
 }
 
 async fn index() -> Response {
     asset(INDEX_HTML, "text/html; charset=utf-8")
+}
+
+async fn workspaces() -> Response {
+    asset(WORKSPACES_HTML, "text/html; charset=utf-8")
 }
 
 async fn script() -> Response {
@@ -63,4 +75,39 @@ fn asset(body: &'static str, kind: &'static str) -> Response {
     );
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     resp
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+    use tower::ServiceExt as _;
+
+    async fn page(tenants: bool, path: &str) -> (u16, String) {
+        let req = axum::http::Request::get(path)
+            .body(axum::body::Body::empty())
+            .unwrap();
+        let resp = pages(tenants).oneshot(req).await.unwrap();
+        let status = resp.status().as_u16();
+        let body = axum::body::to_bytes(resp.into_body(), 1 << 20)
+            .await
+            .unwrap();
+        (status, String::from_utf8(body.to_vec()).unwrap())
+    }
+
+    /// One workspace: `/` is the inspector. Many: `/` says which address
+    /// opens a workspace's, and that address is the inspector.
+    #[tokio::test]
+    async fn the_root_of_a_server_of_many_workspaces_names_their_pages() {
+        let (status, one) = page(false, "/").await;
+        assert_eq!(status, 200);
+        assert!(one.contains("/inspector/app.js"), "{one}");
+        let (status, many) = page(true, "/").await;
+        assert_eq!(status, 200);
+        assert!(many.contains("/v1/workspaces/ID/"), "{many}");
+        assert!(!many.contains("app.js"), "{many}");
+        let (status, ana) = page(true, "/v1/workspaces/ana/").await;
+        assert_eq!(status, 200);
+        assert!(ana.contains("/inspector/app.js"), "{ana}");
+    }
 }

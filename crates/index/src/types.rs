@@ -31,14 +31,18 @@ impl Source {
     }
 }
 
-/// How a search was answered.
+/// How a search was answered (and, in a request, how it is asked to be).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SearchMode {
     /// Keyword (BM25) and vector similarity fused.
     Hybrid,
-    /// Keyword (BM25) only: no embedder, or the stored vectors do not match it.
+    /// Keyword (BM25) only: asked for, or no embedder, or the stored
+    /// vectors do not match it.
     Keyword,
+    /// Vector similarity only (the keyword side weighs nothing), as
+    /// asked for; a search that cannot use vectors answers by keywords.
+    Vector,
 }
 
 /// A `memory_search` request.
@@ -56,6 +60,10 @@ pub struct SearchRequest {
     pub min_score: Option<f32>,
     /// Only these sources; `None` or empty means all.
     pub sources: Option<Vec<Source>>,
+    /// The signals to rank by: `Hybrid` (and `None`) fuses them with the
+    /// configured `[search]` weights, `Keyword` uses BM25 alone, `Vector`
+    /// cosine alone (as `mnemo eval --mode` sets the weights).
+    pub mode: Option<SearchMode>,
 }
 
 impl SearchRequest {
@@ -173,6 +181,11 @@ pub struct SearchResponse {
     /// any year"); chunks from then were lifted. Absent when none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub dates: Vec<String>,
+    /// The query's focus when it was read as dialogue (speaker-tagged
+    /// turns): its latest turn (or two), which weighed `[search]
+    /// dialogue_focus` of the ranking. Absent for any other query.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub focus: Option<String>,
 }
 
 impl SearchResponse {

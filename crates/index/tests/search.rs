@@ -904,3 +904,70 @@ fn a_dialogue_s_vectors_weigh_its_latest_turn() {
     let whole = search(0.0);
     assert_eq!(whole.results[0].path, "memory/work.md", "{whole:#?}");
 }
+
+/// A request's mode picks the signals: keywords alone, vectors alone, or
+/// both fused; the answer says which ran.
+#[test]
+fn a_request_picks_keyword_vector_or_hybrid_search() {
+    let f = topic_fixture();
+    let index = open(&f, true);
+    index.sync(&|_| {}).unwrap();
+    let ask = |q: &str, mode: Option<SearchMode>| {
+        let mut req = SearchRequest::new(q).min_score(0.0);
+        req.mode = mode;
+        index.search(&req).unwrap()
+    };
+    let hybrid = ask("irrigation timer", None);
+    assert_eq!(hybrid.mode, SearchMode::Hybrid);
+    assert!(hybrid.results[0].vector_score.is_some() && hybrid.results[0].text_score.is_some());
+    let keyword = ask("irrigation timer", Some(SearchMode::Keyword));
+    assert_eq!(keyword.mode, SearchMode::Keyword);
+    assert_eq!(keyword.results[0].path, "memory/projects/garden.md");
+    assert!(
+        keyword.results.iter().all(|h| h.vector_score.is_none()),
+        "{keyword:#?}"
+    );
+    // No shared word: only the vectors find the garden.
+    let vector = ask("vegetables growing outside", Some(SearchMode::Vector));
+    assert_eq!(vector.mode, SearchMode::Vector);
+    assert_eq!(
+        vector.results[0].path, "memory/projects/garden.md",
+        "{vector:#?}"
+    );
+    assert!(
+        vector.results.iter().all(|h| h.text_score.is_none()),
+        "{vector:#?}"
+    );
+    assert_eq!(serde_json::to_value(&vector).unwrap()["mode"], "vector");
+
+    // Without a model, a vector search answers by keywords, and says so.
+    let plain = open(&f, false);
+    let mut req = SearchRequest::new("irrigation timer");
+    req.mode = Some(SearchMode::Vector);
+    let r = plain.search(&req).unwrap();
+    assert_eq!(r.mode, SearchMode::Keyword);
+    assert_eq!(r.results[0].path, "memory/projects/garden.md");
+}
+
+/// A query read as dialogue names its focus; any other query has none.
+#[test]
+fn a_dialogue_query_names_its_focus() {
+    let f = topic_fixture();
+    let index = open(&f, false);
+    index.sync(&|_| {}).unwrap();
+    let r = index
+        .search(&SearchRequest::new(
+            "Dana: The weather was awful all week.\nAI: Sorry to hear that.\nDana: Who is practising a Chopin nocturne?",
+        ))
+        .unwrap();
+    assert_eq!(
+        r.focus.as_deref(),
+        Some("Who is practising a Chopin nocturne?")
+    );
+    assert_eq!(r.results[0].path, "memory/people/lena.md", "{r:#?}");
+    let plain = index
+        .search(&SearchRequest::new("Chopin nocturne"))
+        .unwrap();
+    assert_eq!(plain.focus, None);
+    assert!(serde_json::to_value(&plain).unwrap().get("focus").is_none());
+}

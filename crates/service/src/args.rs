@@ -40,6 +40,11 @@ pub struct SearchArgs {
     /// Give each hit the parts of its score (`parts`: keyword and vector).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub explain: Option<bool>,
+    /// Rank by `hybrid` (keywords and vectors, the default), `keyword`
+    /// (BM25 alone) or `vector` (meaning alone; keywords without an
+    /// embedding model).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<crate::output::Mode>,
 }
 
 impl SearchArgs {

@@ -2,15 +2,17 @@
 //! inspect` serve at `/`): memory with each fact's sources, memory as it
 //! stood on a day, every consolidation and dream as a diff with the facts
 //! the write path refused, a session's timeline one page at a time with
-//! the prompt's size over it, and the index. Everything here reads; the
+//! the prompt's size over it and what memory made of the session
+//! (consolidations, flushes, undos, session notes), and the index. Everything here reads; the
 //! page changes memory only through the service's own operations (write,
 //! forget, undo), so the same checks hold and the audit log records them.
 
 use std::sync::Arc;
 
-use chrono::NaiveDate;
+use chrono::{DateTime, NaiveDate, Utc};
 use mnemo_core::Message;
 use mnemo_store::memory::facts::{parse_audit, AuditRecord, Fact, AUDIT_FILE, FACTS_FILE};
+use mnemo_store::session::LineRead;
 use mnemo_store::{CompactionRecord, Record};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -51,7 +53,9 @@ pub struct MemoryView {
     /// Every fact of memory/facts.md (as of the day: those recorded by
     /// then, current if they held that day), current ones first.
     pub facts: Vec<FactView>,
-    /// Every file under memory/, newest first.
+    /// Every file under memory/, newest first; as of a day, without the
+    /// daily logs and session notes dated after it (the others as they
+    /// are today).
     pub files: Vec<MemoryFile>,
 }
 
@@ -148,6 +152,9 @@ pub struct ChangesView {
 /// One entry of memory/HISTORY.md.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct HistoryEntry {
+    /// Its place in the file, 1 for the oldest (the file is append-only,
+    /// so the number stays): the page opens `#/changes?entry=N`.
+    pub id: usize,
     /// Its stamp, `YYYY-MM-DD HH:MM` (UTC).
     pub at: String,
     /// `consolidation` (of MEMORY.md), `facts` (a round of memory/facts.md),
@@ -204,6 +211,42 @@ pub struct TimelineView {
     pub chart: Vec<ChartPoint>,
     /// Every compaction and cursor move of the log, in order.
     pub marks: Vec<TimelineMark>,
+    /// What memory made of the session, from outside its log: each
+    /// consolidation, flush and undo memory/HISTORY.md records for its
+    /// messages, and its session notes; in the order of the messages they
+    /// follow.
+    pub events: Vec<TimelineEvent>,
+}
+
+/// A consolidation, flush, undo or session note of a session.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct TimelineEvent {
+    /// When (`YYYY-MM-DD HH:MM`, UTC).
+    pub at: String,
+    /// `consolidation`, `flush`, `undo` or `note`.
+    pub kind: String,
+    /// The history entry's first line, or the note's name.
+    pub title: String,
+    /// The first message it covers (0-based ordinal); none for a note.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from: Option<usize>,
+    /// Messages before it: it follows message `to - 1`.
+    pub to: usize,
+    /// The line of the log it follows (0: before the first).
+    pub after_line: usize,
+    /// Its entry of memory/HISTORY.md (see [`HistoryEntry::id`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub entry: Option<usize>,
+    /// The session note, workspace-relative.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+}
+
+/// A session note of a session: when it was written, and where.
+#[derive(Debug, Clone)]
+struct SessionNote {
+    at: chrono::DateTime<chrono::Utc>,
+    path: String,
 }
 
 /// One line of a session log.
@@ -212,7 +255,8 @@ pub struct TimelineLine {
     /// Its line number (1-based).
     pub line: usize,
     /// `message`, `metadata`, `compaction`, `record` (a kind this version
-    /// does not know) or `malformed`.
+    /// does not know), `blank`, or `malformed` (a line the store does not
+    /// load: not UTF-8, not a record, or torn; it counts as no message).
     pub kind: String,
     /// A message's ordinal (0-based).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -357,6 +401,10 @@ impl Service {
             let files = memory
                 .scan_memory_files(usize::MAX, 0)?
                 .into_iter()
+                // As of a day, the daily logs and notes dated after it did
+                // not exist yet; every other file is shown as it is today
+                // (the page says so).
+                .filter(|h| as_of.is_none_or(|day| file_day(&h.path).is_none_or(|d| d <= day)))
                 .map(|h| {
                     let kind = file_kind(&h.path, h.front.is_some() || h.front_error.is_some());
                     MemoryFile {
@@ -431,7 +479,14 @@ impl Service {
                     "no session {key:?}: the sessions view lists those there are"
                 )));
             };
-            Ok(timeline(key, rel, &bytes, &args, limit))
+            let memory = me.mnemo().memory();
+            let history = memory.read_history()?;
+            let notes = session_notes(memory, &key)?;
+            let memory_side = MemorySide {
+                history: &history,
+                notes: &notes,
+            };
+            Ok(timeline(key, rel, &bytes, &args, limit, &memory_side))
         })
         .await
     }
@@ -451,7 +506,8 @@ impl Service {
     }
 
     /// `memory/undo`: reverses the newest consolidation of MEMORY.md (or
-    /// the newest dream) not undone yet, recording the undo in the history.
+    /// the newest dream) not undone yet, recording the undo in the history
+    /// and the audit log.
     pub async fn undo(self: &Arc<Self>, args: UndoArgs) -> Result<UndoOutput> {
         if args.what == UndoWhat::Dream {
             let d = self.dream(true).await?;
@@ -564,6 +620,16 @@ fn file_kind(path: &str, has_front_matter: bool) -> &'static str {
     }
 }
 
+/// The day a daily log (`memory/YYYY-MM-DD.md`) or a session note
+/// (`memory/YYYY-MM-DD-slug.md`) is of; `None` for any other file.
+fn file_day(path: &str) -> Option<NaiveDate> {
+    if !matches!(file_kind(path, false), "daily" | "note") {
+        return None;
+    }
+    let name = path.rsplit('/').next().unwrap_or(path);
+    name.get(..10)?.parse().ok()
+}
+
 fn change(r: &AuditRecord) -> MemoryChange {
     MemoryChange::from(r.clone())
 }
@@ -580,6 +646,7 @@ pub fn history_entries(history: &str) -> Vec<HistoryEntry> {
             let title = line[18..].trim_start().to_string();
             labels.push(mnemo_engine::undo::consolidation_label(line));
             entries.push(HistoryEntry {
+                id: entries.len() + 1,
                 at: line[1..17].to_string(),
                 kind: entry_kind(&title).into(),
                 title,
@@ -699,10 +766,13 @@ fn cut(text: &str, max: usize) -> (String, bool) {
     }
 }
 
-fn is_record(line: &str) -> bool {
-    line.get(..64.min(line.len()))
-        .unwrap_or(line)
-        .contains("\"_type\"")
+/// What memory recorded about a session outside its log.
+#[derive(Default)]
+struct MemorySide<'a> {
+    /// memory/HISTORY.md.
+    history: &'a str,
+    /// The session's notes.
+    notes: &'a [SessionNote],
 }
 
 fn timeline(
@@ -711,65 +781,72 @@ fn timeline(
     bytes: &[u8],
     args: &TimelineArgs,
     limit: usize,
+    side: &MemorySide,
 ) -> TimelineView {
-    let text = String::from_utf8_lossy(bytes);
-    let lines: Vec<&str> = text.split_terminator('\n').collect();
-    // One pass over the whole log with only the records parsed: the
-    // ordinals, the chart and the marks, cheap for a long log.
-    let mut ordinals: Vec<Option<usize>> = Vec::with_capacity(lines.len());
+    // The store's own reading of each line: a message here has the
+    // ordinal it has everywhere else (a fact's `chat:7 4..9` points at
+    // the rows it names), and a line the store does not load shows as
+    // what it is, with its number.
+    let reads = mnemo_store::session::read_log_lines(std::path::Path::new(&file), bytes);
+    let mut ordinals: Vec<Option<usize>> = Vec::with_capacity(reads.len());
     let mut messages = 0usize;
     let mut tokens = 0usize;
     let mut raw_points: Vec<ChartPoint> = Vec::new();
     let mut marks = Vec::new();
     let mut cursor = 0usize;
-    for (i, line) in lines.iter().enumerate() {
-        if is_record(line) {
-            ordinals.push(None);
-            match Record::parse(line) {
-                Ok(Record::Compaction(c)) => {
-                    // The record counts the whole prompt with the model's
-                    // tokenizer; the chart estimates the history alone:
-                    // cut the estimate by the record's ratio.
-                    if let Some(cut) =
-                        (tokens * c.tokens_after.min(c.tokens_before)).checked_div(c.tokens_before)
-                    {
-                        tokens = cut;
-                    }
-                    // The drop, drawn where it happened.
-                    if let Some(last) = messages.checked_sub(1) {
-                        raw_points.push(ChartPoint {
-                            message: last,
-                            tokens,
-                        });
-                    }
-                    marks.push(compaction_mark(i + 1, messages, &c));
+    // Each message's line, and its time when a note is to be placed.
+    let mut message_lines: Vec<usize> = Vec::new();
+    let mut times: Vec<Option<DateTime<Utc>>> = Vec::new();
+    for (i, (raw, read)) in reads.iter().enumerate() {
+        let mut ordinal = None;
+        match read {
+            LineRead::Record(Record::Message(m)) => {
+                ordinal = Some(messages);
+                message_lines.push(i + 1);
+                if !side.notes.is_empty() {
+                    times.push(m.timestamp.as_deref().and_then(message_time));
                 }
-                Ok(Record::Metadata(m)) if m.last_consolidated != cursor => {
-                    cursor = m.last_consolidated;
-                    marks.push(TimelineMark {
-                        line: i + 1,
-                        message: messages,
-                        kind: "cursor".into(),
-                        tokens_before: None,
-                        tokens_after: None,
-                        cursor: Some(cursor),
+                tokens += raw.len().div_ceil(4);
+                raw_points.push(ChartPoint {
+                    message: messages,
+                    tokens,
+                });
+                messages += 1;
+            }
+            LineRead::Record(Record::Compaction(c)) => {
+                // The record counts the whole prompt with the model's
+                // tokenizer; the chart estimates the history alone:
+                // cut the estimate by the record's ratio.
+                if let Some(cut) =
+                    (tokens * c.tokens_after.min(c.tokens_before)).checked_div(c.tokens_before)
+                {
+                    tokens = cut;
+                }
+                // The drop, drawn where it happened.
+                if let Some(last) = messages.checked_sub(1) {
+                    raw_points.push(ChartPoint {
+                        message: last,
+                        tokens,
                     });
                 }
-                _ => {}
+                marks.push(compaction_mark(i + 1, messages, c));
             }
-        } else if serde_json::from_str::<serde::de::IgnoredAny>(line).is_ok() {
-            ordinals.push(Some(messages));
-            tokens += line.len().div_ceil(4);
-            raw_points.push(ChartPoint {
-                message: messages,
-                tokens,
-            });
-            messages += 1;
-        } else {
-            ordinals.push(None);
+            LineRead::Record(Record::Metadata(m)) if m.last_consolidated != cursor => {
+                cursor = m.last_consolidated;
+                marks.push(TimelineMark {
+                    line: i + 1,
+                    message: messages,
+                    kind: "cursor".into(),
+                    tokens_before: None,
+                    tokens_after: None,
+                    cursor: Some(cursor),
+                });
+            }
+            _ => {}
         }
+        ordinals.push(ordinal);
     }
-    let total = lines.len();
+    let total = reads.len();
     let start = match (args.from, args.message) {
         (Some(f), _) => f.clamp(1, total.max(1)),
         (None, Some(m)) => ordinals
@@ -778,13 +855,14 @@ fn timeline(
             .map_or(1, |i| i + 1 - (i % limit)),
         (None, None) => total.saturating_sub(limit) + 1,
     };
-    let page = lines
-        .iter()
+    let page = reads
+        .into_iter()
         .enumerate()
         .skip(start - 1)
         .take(limit)
-        .map(|(i, l)| timeline_line(i + 1, l, ordinals[i]))
+        .map(|(i, (raw, read))| timeline_line(i + 1, raw, read, ordinals[i]))
         .collect();
+    let events = session_events(&key, side, &message_lines, &times);
     TimelineView {
         key,
         file,
@@ -796,7 +874,158 @@ fn timeline(
         lines: page,
         chart: thin(raw_points),
         marks,
+        events,
     }
+}
+
+/// The consolidations, flushes and undos memory/HISTORY.md records for
+/// messages of session `key`, and its notes, each placed after the last
+/// message it covers (a note after the last message written before it).
+fn session_events(
+    key: &str,
+    side: &MemorySide,
+    message_lines: &[usize],
+    times: &[Option<DateTime<Utc>>],
+) -> Vec<TimelineEvent> {
+    let messages = message_lines.len();
+    let after_line = |to: usize| {
+        to.min(messages)
+            .checked_sub(1)
+            .and_then(|i| message_lines.get(i))
+            .copied()
+            .unwrap_or(0)
+    };
+    let mut out = Vec::new();
+    for e in history_entries(side.history) {
+        // The title names the messages (`consolidation of KEY messages
+        // a..b`, `memory flush of …`, `undo of …`, a facts round's `KEY
+        // messages a..b`), or the round's marker line does (an entry the
+        // model wrote, messages archived raw).
+        let range = messages_of(&e.title, key).or_else(|| {
+            e.body
+                .lines()
+                .filter(|l| l.starts_with("[consolidated from "))
+                .find_map(|l| messages_of(l, key))
+        });
+        let Some((from, to)) = range else { continue };
+        let kind = match e.kind.as_str() {
+            "flush" => "flush",
+            "undo" => "undo",
+            _ => "consolidation",
+        };
+        out.push(TimelineEvent {
+            at: e.at,
+            kind: kind.into(),
+            title: e.title,
+            from: Some(from),
+            to,
+            after_line: after_line(to),
+            entry: Some(e.id),
+            path: None,
+        });
+    }
+    let timed = times.iter().any(Option::is_some);
+    for n in side.notes {
+        let to = if timed {
+            times
+                .iter()
+                .rposition(|t| t.is_some_and(|t| t <= n.at))
+                .map_or(0, |i| i + 1)
+        } else {
+            messages
+        };
+        out.push(TimelineEvent {
+            at: n.at.format("%Y-%m-%d %H:%M").to_string(),
+            kind: "note".into(),
+            title: n
+                .path
+                .rsplit('/')
+                .next()
+                .unwrap_or(&n.path)
+                .trim_end_matches(".md")
+                .to_string(),
+            from: None,
+            to,
+            after_line: after_line(to),
+            entry: None,
+            path: Some(n.path.clone()),
+        });
+    }
+    out.sort_by(|a, b| (a.to, &a.at, a.entry).cmp(&(b.to, &b.at, b.entry)));
+    out
+}
+
+/// `a..b` of the first `KEY messages a..b` in `text` naming session `key`
+/// (the key standing alone: `chat:1` is not `chat:10`'s or `xchat:1`'s).
+fn messages_of(text: &str, key: &str) -> Option<(usize, usize)> {
+    let needle = format!("{key} messages ");
+    let mut start = 0;
+    while let Some(i) = text.get(start..)?.find(&needle) {
+        let at = start + i;
+        start = at + needle.len();
+        let alone = text[..at]
+            .chars()
+            .next_back()
+            .is_none_or(|c| c.is_whitespace() || c == '[');
+        if !alone {
+            continue;
+        }
+        let rest = &text[start..];
+        let end = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        if let Some((a, b)) = rest[..end].split_once("..") {
+            if let (Ok(a), Ok(b)) = (a.parse(), b.parse()) {
+                return Some((a, b));
+            }
+        }
+    }
+    None
+}
+
+/// A message's timestamp: RFC 3339, or a local time without offset as
+/// nanobot writes it.
+fn message_time(ts: &str) -> Option<DateTime<Utc>> {
+    if let Ok(t) = DateTime::parse_from_rfc3339(ts) {
+        return Some(t.with_timezone(&Utc));
+    }
+    let naive = chrono::NaiveDateTime::parse_from_str(ts, "%Y-%m-%dT%H:%M:%S%.f").ok()?;
+    naive
+        .and_local_timezone(chrono::Local)
+        .earliest()
+        .map(|t| t.with_timezone(&Utc))
+}
+
+/// The session notes of session `key` (`memory/YYYY-MM-DD-slug.md` naming
+/// it as their `Session Key`), each with when it was written: its
+/// `# Session: … UTC` stamp, else when the file was last written.
+fn session_notes(memory: &mnemo_store::MemoryStore, key: &str) -> Result<Vec<SessionNote>> {
+    let mut out = Vec::new();
+    let wanted = format!("- **Session Key**: {key}");
+    for e in memory.storage().list("memory")? {
+        if e.rel.matches('/').count() != 1 || file_kind(&e.rel, false) != "note" {
+            continue;
+        }
+        let Some(text) = memory.read_document(&e.rel)? else {
+            continue;
+        };
+        let head: Vec<&str> = text.lines().take(12).collect();
+        if !head.iter().any(|l| l.trim_end() == wanted) {
+            continue;
+        }
+        let stamped = head.iter().find_map(|l| {
+            let stamp = l
+                .strip_prefix("# Session: ")?
+                .trim()
+                .trim_end_matches(" UTC");
+            chrono::NaiveDateTime::parse_from_str(stamp, "%Y-%m-%d %H:%M:%S").ok()
+        });
+        out.push(SessionNote {
+            at: stamped.map_or(e.modified, |t| t.and_utc()),
+            path: e.rel,
+        });
+    }
+    Ok(out)
 }
 
 fn compaction_mark(line: usize, message: usize, c: &CompactionRecord) -> TimelineMark {
@@ -822,7 +1051,7 @@ fn thin(points: Vec<ChartPoint>) -> Vec<ChartPoint> {
         .collect()
 }
 
-fn timeline_line(line: usize, raw: &str, ordinal: Option<usize>) -> TimelineLine {
+fn timeline_line(line: usize, raw: &[u8], read: LineRead, ordinal: Option<usize>) -> TimelineLine {
     let mut out = TimelineLine {
         line,
         kind: "malformed".into(),
@@ -837,14 +1066,14 @@ fn timeline_line(line: usize, raw: &str, ordinal: Option<usize>) -> TimelineLine
         timestamp: None,
         detail: None,
     };
-    match Record::parse(raw) {
-        Ok(Record::Message(m)) => fill_message(&mut out, &m),
-        Ok(Record::Metadata(m)) => {
+    match read {
+        LineRead::Record(Record::Message(m)) => fill_message(&mut out, &m),
+        LineRead::Record(Record::Metadata(m)) => {
             out.kind = "metadata".into();
             out.timestamp = Some(m.updated_at.clone());
             out.detail = Some(format!("consolidation cursor at {}", m.last_consolidated));
         }
-        Ok(Record::Compaction(c)) => {
+        LineRead::Record(Record::Compaction(c)) => {
             out.kind = "compaction".into();
             out.timestamp = Some(c.timestamp.clone());
             out.detail = Some(format!(
@@ -858,15 +1087,21 @@ fn timeline_line(line: usize, raw: &str, ordinal: Option<usize>) -> TimelineLine
             ));
             (out.text, out.cut) = cut(c.summary.as_deref().unwrap_or_default(), PREVIEW_CHARS);
         }
-        Ok(Record::Other(v)) => {
+        LineRead::Record(Record::Other(v)) => {
             out.kind = "record".into();
             (out.text, out.cut) = cut(&v.to_string(), PREVIEW_CHARS);
         }
-        Err(e) => {
-            let (head, was_cut) = cut(raw, 200);
-            out.ordinal = None;
+        LineRead::Blank => out.kind = "blank".into(),
+        LineRead::Skipped(w) => {
+            let (head, was_cut) = cut(&String::from_utf8_lossy(raw), 200);
             out.text = format!(
-                "line {line} cannot be read ({e}); it is kept as it is: {head}{}",
+                "line {line} cannot be read ({}): {}; it reads: {head}{}",
+                match w.kind {
+                    mnemo_store::session::WarningKind::InvalidUtf8 => "not UTF-8",
+                    mnemo_store::session::WarningKind::TornTail => "torn",
+                    mnemo_store::session::WarningKind::Malformed => "not a record",
+                },
+                w.message,
                 if was_cut { "…" } else { "" }
             );
         }
@@ -984,6 +1219,7 @@ mod tests {
             log.as_bytes(),
             &TimelineArgs::default(),
             MAX_PAGE,
+            &MemorySide::default(),
         );
         assert_eq!((v.total_lines, v.messages), (6, 3));
         let kinds: Vec<&str> = v.lines.iter().map(|l| l.kind.as_str()).collect();
@@ -1014,7 +1250,170 @@ mod tests {
                 ..Default::default()
             },
             2,
+            &MemorySide::default(),
         );
         assert_eq!(page.from, 5);
+    }
+
+    /// Lines the store does not load (a JSON object that is no message, a
+    /// role it does not know, bytes that are not UTF-8, a torn last line)
+    /// count as no message: later messages keep the store's ordinals, so a
+    /// fact's `from` link opens the row it names.
+    #[test]
+    fn a_timeline_numbers_messages_as_the_store_does() {
+        let mut log = b"{\"_type\":\"metadata\",\"key\":\"k\",\"last_consolidated\":0}\n\
+                        {\"role\":\"user\",\"content\":\"first\"}\n\
+                        {}\n\
+                        {\"role\":\"robot\",\"content\":\"beep\"}\n"
+            .to_vec();
+        log.extend_from_slice(b"{\"role\":\"user\",\"content\":\"caf\xe9\"}\n");
+        log.extend_from_slice(b"\n{\"role\":\"assistant\",\"content\":\"second\"}\n");
+        log.extend_from_slice(b"{\"role\":\"user\",\"content\":\"third\"}\n{\"role\":\"us");
+        let stored =
+            mnemo_store::session::parse_session_bytes(std::path::Path::new("k.jsonl"), &log);
+        let v = timeline(
+            "k".into(),
+            "sessions/k.jsonl".into(),
+            &log,
+            &TimelineArgs::default(),
+            MAX_PAGE,
+            &MemorySide::default(),
+        );
+        assert_eq!(v.messages, stored.messages.len());
+        assert_eq!(v.messages, 3);
+        let shown: Vec<(usize, Option<usize>, &str)> = v
+            .lines
+            .iter()
+            .map(|l| (l.line, l.ordinal, l.kind.as_str()))
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                (1, None, "metadata"),
+                (2, Some(0), "message"),
+                (3, None, "malformed"),
+                (4, None, "malformed"),
+                (5, None, "malformed"),
+                (6, None, "blank"),
+                (7, Some(1), "message"),
+                (8, Some(2), "message"),
+                (9, None, "malformed"),
+            ]
+        );
+        // Each ordinal opens the message the store gives it.
+        for l in v.lines.iter().filter(|l| l.ordinal.is_some()) {
+            let n = l.ordinal.unwrap();
+            assert_eq!(l.text, stored.messages[n].text(), "line {}", l.line);
+        }
+        assert!(
+            v.lines[2].text.starts_with("line 3 cannot be read"),
+            "{}",
+            v.lines[2].text
+        );
+        assert!(v.lines[3].text.contains("robot"), "{}", v.lines[3].text);
+        assert!(v.lines[4].text.contains("not UTF-8"), "{}", v.lines[4].text);
+        assert!(v.lines[8].text.contains("torn"), "{}", v.lines[8].text);
+        // Opening message 2 lands on its row.
+        let page = timeline(
+            "k".into(),
+            "f".into(),
+            &log,
+            &TimelineArgs {
+                message: Some(2),
+                limit: Some(4),
+                ..Default::default()
+            },
+            4,
+            &MemorySide::default(),
+        );
+        assert!(page
+            .lines
+            .iter()
+            .any(|l| l.ordinal == Some(2) && l.text == "third"));
+    }
+
+    /// The session's consolidations, flushes, undos and notes follow the
+    /// messages they cover; another session's (`chat:10`, `xchat:1`) do not
+    /// show.
+    #[test]
+    fn a_timeline_shows_what_memory_made_of_the_session() {
+        let mut log =
+            String::from("{\"_type\":\"metadata\",\"key\":\"chat:1\",\"last_consolidated\":0}\n");
+        for i in 0..6 {
+            log.push_str(&format!(
+                "{{\"role\":\"user\",\"content\":\"m{i}\",\"timestamp\":\"2026-01-01T10:0{i}:00+00:00\"}}\n"
+            ));
+        }
+        let history = "[2026-01-01 10:02] chat:1 messages 0..2: 1 fact(s) proposed\n[memory/facts.md: added f1]\n[consolidated from chat:1 messages 0..2]\n\n\
+            [2026-01-01 10:03] chat:10 messages 0..2: 1 fact(s) proposed\n\n\
+            [2026-01-01 10:03] xchat:1 messages 0..2: 1 fact(s) proposed\n\n\
+            [2026-01-01 10:04] memory flush of chat:1 messages 2..4: 1 fact(s) proposed\n[memory/facts.md: added f2]\n\n\
+            [2026-01-01 10:05] Ada said she deploys on Fridays.\n[consolidated from chat:1 messages 2..5]\n\n\
+            [2026-01-01 10:05] [MEMORY.md] consolidation of chat:1 messages 2..5: 1 added; to undo it\n--- MEMORY.md\n+++ MEMORY.md\n@@ -1,0 +2 @@\n+- Ada.\n\n\
+            [2026-01-01 10:06] [MEMORY.md] undo of the consolidation of chat:1 messages 2..5\n";
+        let notes = [SessionNote {
+            at: "2026-01-01T10:03:30Z".parse().unwrap(),
+            path: "memory/2026-01-01-deploys.md".into(),
+        }];
+        let side = MemorySide {
+            history,
+            notes: &notes,
+        };
+        let v = timeline(
+            "chat:1".into(),
+            "sessions/chat_1.jsonl".into(),
+            log.as_bytes(),
+            &TimelineArgs::default(),
+            MAX_PAGE,
+            &side,
+        );
+        // Each as `kind from..to after line L, entry E`.
+        let got: Vec<String> = v
+            .events
+            .iter()
+            .map(|e| {
+                format!(
+                    "{} {:?}..{} after line {}, entry {:?}",
+                    e.kind, e.from, e.to, e.after_line, e.entry
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                "consolidation Some(0)..2 after line 3, entry Some(1)",
+                "note None..4 after line 5, entry None",
+                "flush Some(2)..4 after line 5, entry Some(4)",
+                "consolidation Some(2)..5 after line 6, entry Some(5)",
+                "consolidation Some(2)..5 after line 6, entry Some(6)",
+                "undo Some(2)..5 after line 6, entry Some(7)",
+            ],
+            "{:#?}",
+            v.events
+        );
+        assert_eq!(
+            v.events[1].path.as_deref(),
+            Some("memory/2026-01-01-deploys.md")
+        );
+        assert_eq!(v.events[1].title, "2026-01-01-deploys");
+        assert!(v.events[2].title.starts_with("memory flush of chat:1"));
+        assert_eq!(
+            messages_of("[chat:1 messages 3..9]", "chat:1"),
+            Some((3, 9))
+        );
+        assert_eq!(messages_of("chat:10 messages 3..9", "chat:1"), None);
+    }
+
+    #[test]
+    fn daily_logs_and_notes_have_their_day_and_other_files_none() {
+        let day = |p: &str| file_day(p).map(|d| d.to_string());
+        assert_eq!(day("memory/2026-01-03.md").as_deref(), Some("2026-01-03"));
+        assert_eq!(
+            day("memory/2026-01-03-tea-talk.md").as_deref(),
+            Some("2026-01-03")
+        );
+        assert_eq!(day("memory/tea.md"), None);
+        assert_eq!(day("memory/facts.md"), None);
+        assert_eq!(day("memory/HISTORY.md"), None);
     }
 }

@@ -15,8 +15,8 @@ use crate::inspect::{
     UndoOutput,
 };
 use crate::output::{
-    AppendOutput, CloseOutput, ContextOutput, DreamOutput, ErrorBody, EventsOutput, ForgetOutput, GetOutput,
-    HealthOutput, HistoryOutput, MemoryHistoryOutput, MemoryWorkOutput, SearchOutput,
+    AppendOutput, CloseOutput, ContextOutput, DreamOutput, ErrorBody, EventsOutput, ForgetOutput,
+    GetOutput, HealthOutput, HistoryOutput, MemoryHistoryOutput, MemoryWorkOutput, SearchOutput,
     SessionsOutput, TurnOutput, WriteOutput,
 };
 use crate::schema::{components_generator, input_schema};

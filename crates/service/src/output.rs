@@ -15,8 +15,31 @@ use serde::{Deserialize, Serialize};
 pub enum Mode {
     /// Keywords (BM25) and vectors.
     Hybrid,
-    /// Keywords only (no embedding model).
+    /// Keywords only (asked for, or no embedding model).
     Keyword,
+    /// Vectors only (asked for).
+    Vector,
+}
+
+impl Mode {
+    /// `hybrid`, `keyword` or `vector`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Hybrid => "hybrid",
+            Mode::Keyword => "keyword",
+            Mode::Vector => "vector",
+        }
+    }
+}
+
+impl From<Mode> for mnemo_index::SearchMode {
+    fn from(m: Mode) -> Self {
+        match m {
+            Mode::Hybrid => mnemo_index::SearchMode::Hybrid,
+            Mode::Keyword => mnemo_index::SearchMode::Keyword,
+            Mode::Vector => mnemo_index::SearchMode::Vector,
+        }
+    }
 }
 
 /// Where a hit comes from.
@@ -160,7 +183,8 @@ pub struct FactRef {
 /// The answer of `memory_search`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SearchOutput {
-    /// hybrid, or keyword (vectors were not used, and why is in `warnings`).
+    /// hybrid, vector (as asked), or keyword (as asked, or vectors could
+    /// not be used, and why is in `warnings`).
     pub mode: Mode,
     /// Hits, best first.
     pub results: Vec<Hit>,
@@ -169,6 +193,10 @@ pub struct SearchOutput {
     /// How dates named in the query were read, as ISO 8601 days or intervals.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub dates: Vec<String>,
+    /// The query's focus when it was read as dialogue (speaker-tagged
+    /// turns): its latest turn, which the ranking weighed most.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub focus: Option<String>,
     /// Whether the chat model re-ordered the hits (present when a re-rank was asked for).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reranked: Option<bool>,
@@ -184,10 +212,12 @@ impl SearchOutput {
             mode: match resp.mode {
                 mnemo_index::SearchMode::Hybrid => Mode::Hybrid,
                 mnemo_index::SearchMode::Keyword => Mode::Keyword,
+                mnemo_index::SearchMode::Vector => Mode::Vector,
             },
             results: resp.results.iter().map(Hit::from).collect(),
             warnings: resp.warnings.clone(),
             dates: resp.dates.clone(),
+            focus: resp.focus.clone(),
             reranked,
             rerank_ms: None,
         }
@@ -319,7 +349,9 @@ pub struct MemoryChange {
     /// When (RFC 3339, UTC).
     pub at: String,
     /// `add`, `update`, `delete` (ended, kept as no longer true), `forget`
-    /// (removed, its text scrubbed), `write` (a typed memory saved).
+    /// (removed, its text scrubbed), `write` (a typed memory saved),
+    /// `undo` (an undo of a consolidation or a dream took a change back:
+    /// `why` says which).
     pub op: String,
     /// The memory changed.
     pub memory: String,

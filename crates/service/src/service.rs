@@ -188,6 +188,7 @@ impl Service {
             let widen = if as_of.is_some() { 3 } else { 2 };
             req.max_results = Some((asked * widen).min(MAX_RESULTS));
             req.min_score = args.min_score;
+            req.mode = args.mode.map(Into::into);
             let mut resp = index.search(&req)?;
             keyword_only_because(&mut resp, me.mnemo.embedder()?.warning);
             let memory = me.mnemo.memory();
@@ -414,16 +415,29 @@ impl Service {
                         fact.id
                     ));
                 }
+                // Read before the file goes: the name its history is under.
+                let audit_name = typed_audit_name(memory, name);
                 let rel = memory.forget_typed(name)?;
                 memory.append_audit(&[mnemo_store::memory::facts::AuditRecord {
                     at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
                     op: "forget".into(),
-                    memory: name.to_string(),
+                    memory: audit_name,
                     by: "forget".into(),
                     ..Default::default()
                 }])?;
                 Ok(rel)
             })();
+            // A merge-guard file written before it kept digests holds
+            // MEMORY.md lines word for word (issue 43 N7): hashed now, not
+            // at the next consolidation. Under the memory lock, as
+            // consolidation writes it.
+            let upgraded = memory.lock().map_err(Error::from).and_then(|_held| {
+                mnemo_engine::consolidate::upgrade_provenance(me.mnemo.workspace())
+                    .map_err(Error::from)
+            });
+            if let Err(e) = upgraded {
+                tracing::warn!("the merge guard's line list could not be rewritten: {e}");
+            }
             // Gone from the index, its vectors and the embedding cache now,
             // not at the next search. A forget that finds nothing does this
             // too: the one before may have been killed after the files
@@ -961,6 +975,30 @@ const NO_EMBEDDER: &str = "no embedding model configured";
 /// or it could not be loaded or downloaded) in place of the index's
 /// "no embedding model configured", which contradicted it when the model
 /// was configured and only unavailable.
+/// The name the audit log knows a typed memory by (its saves are under
+/// its front matter's name, and `memory history` looks it up so): a
+/// memory named by its path (`memory/tea.md`, as the inspector's page
+/// sends it) goes by the name in its front matter, else by the file's
+/// stem; one named by name, by the name it was saved under.
+fn typed_audit_name(memory: &mnemo_store::MemoryStore, given: &str) -> String {
+    let by_path = given.ends_with(".md") || given.contains('/');
+    let found = if by_path {
+        memory.read_typed(given.trim_start_matches("./")).ok()
+    } else {
+        memory.find_typed(given).ok().flatten()
+    };
+    match found {
+        Some(m) => m.front.name,
+        None if by_path => given
+            .rsplit('/')
+            .next()
+            .unwrap_or(given)
+            .trim_end_matches(".md")
+            .to_string(),
+        None => given.to_string(),
+    }
+}
+
 fn keyword_only_because(resp: &mut SearchResponse, why: Option<String>) {
     let Some(why) = why else { return };
     resp.warnings.retain(|w| !w.starts_with(NO_EMBEDDER));

@@ -28,6 +28,7 @@ fn rerank_passages_name_each_hit_with_its_day() {
         ],
         warnings: Vec::new(),
         dates: Vec::new(),
+        focus: None,
     };
     let p = rerank_passages(&resp, 5);
     assert_eq!(p[0].label, "memory/2026-03-01.md#L3-L3 (2026-03-01)");
@@ -54,6 +55,7 @@ fn a_failed_rerank_keeps_the_index_order() {
         results: vec![hit("a.md", None), hit("b.md", None), hit("c.md", None)],
         warnings: Vec::new(),
         dates: Vec::new(),
+        focus: None,
     };
     let applied = apply_rerank(
         &mut resp,

@@ -42,6 +42,7 @@ fn ordered(query: &str, hits: Vec<SearchHit>, as_of: Option<&str>) -> Vec<String
         results: hits,
         warnings: Vec::new(),
         dates: Vec::new(),
+        focus: None,
     };
     let facts = Facts::parse(FACTS);
     let as_of = as_of.map(|d| d.parse().unwrap());

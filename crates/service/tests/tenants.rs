@@ -327,7 +327,9 @@ async fn a_nul_in_text_never_stops_the_index() {
     for (query, want) in [("kite string", "sessions/s1"), ("green tea", "memory/")] {
         let out = alice.search(search(query)).await.unwrap();
         assert!(
-            out.warnings.iter().all(|w| !w.contains("index database error")),
+            out.warnings
+                .iter()
+                .all(|w| !w.contains("index database error")),
             "{:?}",
             out.warnings
         );

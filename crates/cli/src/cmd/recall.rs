@@ -268,6 +268,7 @@ pub fn search(args: SearchArgs, global: &GlobalArgs) -> Result<()> {
         rerank: args.rerank.then_some(true),
         as_of: args.as_of,
         explain: args.explain.then_some(true),
+        mode: None,
     };
     // A server of this workspace, with these settings, has the model and
     // the index open already: ask it (a re-rank's model flags are the
@@ -331,6 +332,7 @@ pub(crate) fn render_found(
     let mode = match found.mode {
         Mode::Hybrid => "hybrid",
         Mode::Keyword => "keyword",
+        Mode::Vector => "vector",
     };
     if found.results.is_empty() {
         let _ = writeln!(out, "no results ({mode} search)");
@@ -557,6 +559,7 @@ mod tests {
             results: vec![with_parts],
             warnings: Vec::new(),
             dates: Vec::new(),
+            focus: None,
             reranked: Some(true),
             rerank_ms: Some(2150),
         };
@@ -637,6 +640,7 @@ mod tests {
             ],
             warnings: Vec::new(),
             dates: Vec::new(),
+            focus: None,
             reranked: None,
             rerank_ms: None,
         };

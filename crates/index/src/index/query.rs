@@ -6,7 +6,8 @@
 use super::*;
 
 impl MemoryIndex {
-    /// `memory_search`: hybrid (or keyword-only) search over the index.
+    /// `memory_search`: hybrid (or keyword-only, or vector-only) search
+    /// over the index.
     pub fn search(&self, req: &SearchRequest) -> Result<SearchResponse> {
         let query = req.query.trim();
         if query.is_empty() {
@@ -15,7 +16,7 @@ impl MemoryIndex {
             ));
         }
         let mut warnings = Vec::new();
-        let opts = &self.inner.settings.search;
+        let opts = &*options_for(&self.inner.settings.search, req.mode);
         let readings = readings(query, opts.dialogue_focus);
         // The query's embedding does not depend on the index: it is
         // computed on a second thread while the freshness check runs (in a
@@ -45,13 +46,14 @@ impl MemoryIndex {
             }
             embed()
         };
-        match self.search_once(query, req, &readings, &embedded, &mut warnings) {
+        let once = |warnings: &mut Vec<String>| {
+            self.search_once(query, req, opts, &readings, &embedded, warnings)
+        };
+        match once(&mut warnings) {
             Ok(r) => Ok(r),
             // A generation swapped by another process can vanish under an
             // old connection; resolve the live one and retry once.
-            Err(IndexError::Database { .. }) => {
-                self.search_once(query, req, &readings, &embedded, &mut warnings)
-            }
+            Err(IndexError::Database { .. }) => once(&mut warnings),
             Err(e) => Err(e),
         }
     }
@@ -60,11 +62,11 @@ impl MemoryIndex {
         &self,
         query: &str,
         req: &SearchRequest,
+        opts: &SearchOptions,
         readings: &[Reading],
         embedded: &Embedded,
         warnings: &mut Vec<String>,
     ) -> Result<SearchResponse> {
-        let opts = &self.inner.settings.search;
         let backend = self.backend()?;
         let backend = backend.as_ref();
         let max_results = req.max_results.unwrap_or(opts.max_results).max(1);
@@ -73,7 +75,7 @@ impl MemoryIndex {
         let n_cand = (max_results * opts.candidate_multiplier)
             .clamp(50, 1000)
             .max(max_results);
-        let mut hybrid = self.vectors_usable(backend, query, warnings)?;
+        let mut hybrid = self.vectors_usable(backend, query, opts, warnings)?;
 
         // Candidates: keyword and phrase hits, vector hits, and what was
         // said in the periods the query names.
@@ -212,14 +214,15 @@ impl MemoryIndex {
             })
             .collect();
         Ok(SearchResponse {
-            mode: if hybrid {
-                SearchMode::Hybrid
-            } else {
-                SearchMode::Keyword
+            mode: match (hybrid, tw > 0.0) {
+                (true, true) => SearchMode::Hybrid,
+                (true, false) => SearchMode::Vector,
+                (false, _) => SearchMode::Keyword,
             },
             results,
             warnings: std::mem::take(warnings),
             dates: periods.iter().map(when::Period::describe).collect(),
+            focus: (readings.len() > 1).then(|| readings[0].text.clone()),
         })
     }
 
@@ -230,12 +233,13 @@ impl MemoryIndex {
         &self,
         backend: &dyn IndexBackend,
         query: &str,
+        opts: &SearchOptions,
         warnings: &mut Vec<String>,
     ) -> Result<bool> {
         let Some(emb) = self.inner.embedder.as_ref() else {
             return Ok(false);
         };
-        if self.inner.settings.search.vector_weight <= 0.0 {
+        if opts.vector_weight <= 0.0 {
             return Ok(false);
         }
         if self.needs_full_reindex(backend)? {
@@ -314,6 +318,29 @@ pub(crate) struct Reading {
 /// The query as searched: itself, or a dialogue's focus and context
 /// ([`crate::dialogue`]) weighing `focus` and `1 - focus`. The first
 /// reading is the one dates are read from.
+/// The search options for a request's `mode`: the configured ones for a
+/// hybrid search, or one side's weight alone (as `mnemo eval --mode` sets
+/// them).
+fn options_for(
+    opts: &SearchOptions,
+    mode: Option<SearchMode>,
+) -> std::borrow::Cow<'_, SearchOptions> {
+    use std::borrow::Cow;
+    match mode {
+        None | Some(SearchMode::Hybrid) => Cow::Borrowed(opts),
+        Some(SearchMode::Keyword) => Cow::Owned(SearchOptions {
+            vector_weight: 0.0,
+            text_weight: 1.0,
+            ..opts.clone()
+        }),
+        Some(SearchMode::Vector) => Cow::Owned(SearchOptions {
+            vector_weight: 1.0,
+            text_weight: 0.0,
+            ..opts.clone()
+        }),
+    }
+}
+
 fn readings(query: &str, focus: f32) -> Vec<Reading> {
     match crate::dialogue::parse(query).filter(|_| focus > 0.0) {
         Some(d) => vec![

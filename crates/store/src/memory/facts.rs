@@ -834,7 +834,8 @@ pub struct AuditRecord {
     /// `add`, `update`, `delete` (ended, kept as no longer true), `confirm`
     /// (said again: a source added), `refuse` (a proposed fact not stored,
     /// `why` says why), `forget` (removed), `write` (a typed memory saved),
-    /// `merge` (dream).
+    /// `merge` (dream), `undo` (an undo of a consolidation or a dream
+    /// took back a change: `why` says which).
     pub op: String,
     /// The memory changed: a fact id or a typed memory's name.
     pub memory: String,
@@ -853,7 +854,7 @@ pub struct AuditRecord {
     /// The messages of that session (`from..to`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub messages: Option<String>,
-    /// Who: `consolidation`, `dream`, `memory_write`, `forget`.
+    /// Who: `consolidation`, `dream`, `memory_write`, `forget`, `undo`.
     pub by: String,
     /// The words of the message that say it (the write path's evidence).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -774,48 +774,86 @@ fn parse_bytes(path: &Path, bytes: &[u8]) -> LoadedSession {
     };
     out.meta.created_at.clear();
     out.meta.updated_at.clear();
-    let lines: Vec<&[u8]> = bytes.split(|b| *b == b'\n').collect();
-    let n = lines.len();
-    let parsed = parse_lines_parallel(&lines);
-    for (i, result) in parsed.into_iter().enumerate() {
-        let line_no = i + 1;
-        let Some(raw) = lines.get(i).copied() else {
-            continue;
-        };
-        if raw.is_empty() || raw.iter().all(|b| b.is_ascii_whitespace()) {
-            continue;
-        }
-        // The segment after the last newline is a partial line, unless it
-        // is a whole record that only lacks its newline.
-        if i == n - 1 && result.is_err() {
-            out.warnings.push(LoadWarning {
-                line: line_no,
-                kind: WarningKind::TornTail,
-                message: format!(
-                    "the last line ({} bytes) is incomplete: a crash cut it, or a write is in progress; \
-                     it is not loaded and is set aside into {}.torn on the next append",
-                    raw.len(),
-                    path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
-                ),
-            });
-            continue;
-        }
-        match result {
-            Ok(Record::Message(m)) => out.messages.push(m),
-            Ok(Record::Metadata(m)) => {
+    for (_, read) in read_log_lines(path, bytes) {
+        match read {
+            LineRead::Blank => {}
+            LineRead::Record(Record::Message(m)) => out.messages.push(m),
+            LineRead::Record(Record::Metadata(m)) => {
                 out.metadata_records += 1;
                 out.meta = m;
             }
-            Ok(Record::Compaction(c)) => out.compactions.push((out.messages.len(), c)),
-            Ok(Record::Other(v)) => out.other.push((out.messages.len(), v)),
-            Err((kind, message)) => out.warnings.push(LoadWarning {
-                line: line_no,
-                kind,
-                message,
-            }),
+            LineRead::Record(Record::Compaction(c)) => {
+                out.compactions.push((out.messages.len(), c))
+            }
+            LineRead::Record(Record::Other(v)) => out.other.push((out.messages.len(), v)),
+            LineRead::Skipped(w) => out.warnings.push(w),
         }
     }
     out
+}
+
+/// How a load reads one line of a session log.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LineRead {
+    /// Empty or only whitespace: passed over without a warning.
+    Blank,
+    /// A record the load keeps: a message, metadata, a compaction, or a
+    /// kind this version does not know.
+    Record(Record),
+    /// A line the load does not keep (not UTF-8, not a record, or a torn
+    /// last line), and why.
+    Skipped(LoadWarning),
+}
+
+/// Reads each line of a session log's bytes exactly as a load does: the
+/// one rule for which lines are messages, so that every reader (the
+/// engine, the inspector's timeline) gives a message the same ordinal.
+/// One entry per line, in order (line `i + 1` is entry `i`), with its
+/// bytes; the empty segment after a final newline is not a line. `path`
+/// names the log in the messages.
+pub fn read_log_lines<'a>(path: &Path, bytes: &'a [u8]) -> Vec<(&'a [u8], LineRead)> {
+    let mut lines: Vec<&[u8]> = bytes.split(|b| *b == b'\n').collect();
+    if lines.last().is_some_and(|l| l.is_empty()) {
+        lines.pop();
+    }
+    let torn_tail = !bytes.ends_with(b"\n");
+    let n = lines.len();
+    let parsed = parse_lines_parallel(&lines);
+    lines
+        .into_iter()
+        .zip(parsed)
+        .enumerate()
+        .map(|(i, (raw, result))| {
+            let line_no = i + 1;
+            if raw.is_empty() || raw.iter().all(|b| b.is_ascii_whitespace()) {
+                return (raw, LineRead::Blank);
+            }
+            // The segment after the last newline is a partial line, unless
+            // it is a whole record that only lacks its newline.
+            if torn_tail && i + 1 == n && result.is_err() {
+                let warning = LoadWarning {
+                    line: line_no,
+                    kind: WarningKind::TornTail,
+                    message: format!(
+                        "the last line ({} bytes) is incomplete: a crash cut it, or a write is in progress; \
+                         it is not loaded and is set aside into {}.torn on the next append",
+                        raw.len(),
+                        path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+                    ),
+                };
+                return (raw, LineRead::Skipped(warning));
+            }
+            let read = match result {
+                Ok(r) => LineRead::Record(r),
+                Err((kind, message)) => LineRead::Skipped(LoadWarning {
+                    line: line_no,
+                    kind,
+                    message,
+                }),
+            };
+            (raw, read)
+        })
+        .collect()
 }
 
 type LineResult = std::result::Result<Record, (WarningKind, String)>;

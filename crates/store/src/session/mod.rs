@@ -17,9 +17,9 @@ mod replay;
 pub use budget::{cut_at_byte_boundary, persisted_path, spill_name, ToolResultBudget};
 pub use key::{disambiguated_stem, file_stem};
 pub use log::{
-    first_record_line, opens_with_metadata, parse_session_bytes, read_session_file, sort_sessions,
-    FsyncPolicy, LoadWarning, LoadedSession, SessionInfo, SessionLog, SessionOptions, SessionStore,
-    WarningKind,
+    first_record_line, opens_with_metadata, parse_session_bytes, read_log_lines, read_session_file,
+    sort_sessions, FsyncPolicy, LineRead, LoadWarning, LoadedSession, SessionInfo, SessionLog,
+    SessionOptions, SessionStore, WarningKind,
 };
 pub use record::{now_iso, CompactionRecord, Record, SessionMetadata};
 pub use replay::{replay, strip};

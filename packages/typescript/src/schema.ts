@@ -611,10 +611,21 @@ export interface components {
             as_of?: string | null;
             /** @description Give each hit the parts of its score (`parts`: keyword and vector). */
             explain?: boolean | null;
+            /**
+             * @description Rank by `hybrid` (keywords and vectors, the default), `keyword`
+             *     (BM25 alone) or `vector` (meaning alone; keywords without an
+             *     embedding model).
+             */
+            mode?: components["schemas"]["Mode"] | null;
         };
+        /** @description How a search ran. */
+        Mode: "hybrid" | "keyword" | "vector";
         /** @description The answer of `memory_search`. */
         SearchOutput: {
-            /** @description hybrid, or keyword (vectors were not used, and why is in `warnings`). */
+            /**
+             * @description hybrid, vector (as asked), or keyword (as asked, or vectors could
+             *     not be used, and why is in `warnings`).
+             */
             mode: components["schemas"]["Mode"];
             /** @description Hits, best first. */
             results: components["schemas"]["Hit"][];
@@ -622,6 +633,11 @@ export interface components {
             warnings: string[];
             /** @description How dates named in the query were read, as ISO 8601 days or intervals. */
             dates?: string[];
+            /**
+             * @description The query's focus when it was read as dialogue (speaker-tagged
+             *     turns): its latest turn, which the ranking weighed most.
+             */
+            focus?: string | null;
             /** @description Whether the chat model re-ordered the hits (present when a re-rank was asked for). */
             reranked?: boolean | null;
             /**
@@ -630,8 +646,6 @@ export interface components {
              */
             rerank_ms?: number | null;
         };
-        /** @description How a search ran. */
-        Mode: "hybrid" | "keyword";
         /** @description One search hit, the same on every surface. */
         Hit: {
             /** @description Workspace-relative path. */
@@ -968,7 +982,9 @@ export interface components {
             at: string;
             /**
              * @description `add`, `update`, `delete` (ended, kept as no longer true), `forget`
-             *     (removed, its text scrubbed), `write` (a typed memory saved).
+             *     (removed, its text scrubbed), `write` (a typed memory saved),
+             *     `undo` (an undo of a consolidation or a dream took a change back:
+             *     `why` says which).
              */
             op: string;
             /** @description The memory changed. */
@@ -1025,7 +1041,11 @@ export interface components {
              *     then, current if they held that day), current ones first.
              */
             facts: components["schemas"]["FactView"][];
-            /** @description Every file under memory/, newest first. */
+            /**
+             * @description Every file under memory/, newest first; as of a day, without the
+             *     daily logs and session notes dated after it (the others as they
+             *     are today).
+             */
             files: components["schemas"]["MemoryFile"][];
         };
         /** @description A fact and where it came from. */
@@ -1108,6 +1128,12 @@ export interface components {
         };
         /** @description One entry of memory/HISTORY.md. */
         HistoryEntry: {
+            /**
+             * Format: uint
+             * @description Its place in the file, 1 for the oldest (the file is append-only,
+             *     so the number stays): the page opens `#/changes?entry=N`.
+             */
+            id: number;
             /** @description Its stamp, `YYYY-MM-DD HH:MM` (UTC). */
             at: string;
             /**
@@ -1166,6 +1192,13 @@ export interface components {
             chart: components["schemas"]["ChartPoint"][];
             /** @description Every compaction and cursor move of the log, in order. */
             marks: components["schemas"]["TimelineMark"][];
+            /**
+             * @description What memory made of the session, from outside its log: each
+             *     consolidation, flush and undo memory/HISTORY.md records for its
+             *     messages, and its session notes; in the order of the messages they
+             *     follow.
+             */
+            events: components["schemas"]["TimelineEvent"][];
         };
         /** @description One line of a session log. */
         TimelineLine: {
@@ -1176,7 +1209,8 @@ export interface components {
             line: number;
             /**
              * @description `message`, `metadata`, `compaction`, `record` (a kind this version
-             *     does not know) or `malformed`.
+             *     does not know), `blank`, or `malformed` (a line the store does not
+             *     load: not UTF-8, not a record, or torn; it counts as no message).
              */
             kind: string;
             /**
@@ -1248,6 +1282,37 @@ export interface components {
              * @description The cursor a consolidation moved to.
              */
             cursor?: number | null;
+        };
+        /** @description A consolidation, flush, undo or session note of a session. */
+        TimelineEvent: {
+            /** @description When (`YYYY-MM-DD HH:MM`, UTC). */
+            at: string;
+            /** @description `consolidation`, `flush`, `undo` or `note`. */
+            kind: string;
+            /** @description The history entry's first line, or the note's name. */
+            title: string;
+            /**
+             * Format: uint
+             * @description The first message it covers (0-based ordinal); none for a note.
+             */
+            from?: number | null;
+            /**
+             * Format: uint
+             * @description Messages before it: it follows message `to - 1`.
+             */
+            to: number;
+            /**
+             * Format: uint
+             * @description The line of the log it follows (0: before the first).
+             */
+            after_line: number;
+            /**
+             * Format: uint
+             * @description Its entry of memory/HISTORY.md (see [`HistoryEntry::id`]).
+             */
+            entry?: number | null;
+            /** @description The session note, workspace-relative. */
+            path?: string | null;
         };
         /** @description The index and the saved evaluation reports. */
         IndexView: {

@@ -233,7 +233,23 @@ impl Tenants {
             blocking(move || Ok(me.db.register(&id, &hash)?)).await?
         };
         match registered {
-            Some(_) => Ok(CreatedOutput { id, token }),
+            Some(t) => {
+                // The MEMORY.md a folder's `mnemo init` writes: a workspace
+                // starts alike, and the same lines then score alike.
+                let me = self.clone();
+                blocking(move || {
+                    use mnemo_store::Storage as _;
+                    let storage = me.db.registered(&t)?;
+                    storage.write(
+                        "MEMORY.md",
+                        mnemo_store::memory::INITIAL_MEMORY_MD,
+                        mnemo_store::Expect::Absent,
+                    )?;
+                    Ok(())
+                })
+                .await?;
+                Ok(CreatedOutput { id, token })
+            }
             None => Err(Error::Exists(format!(
                 "the workspace {id:?} exists: pick another id, or delete it first (DELETE /v1/workspaces/{id})"
             ))),

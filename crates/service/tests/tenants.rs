@@ -344,3 +344,70 @@ async fn a_nul_in_text_never_stops_the_index() {
     drop(tenants);
     execute(&url, &format!("DROP SCHEMA IF EXISTS {schema} CASCADE")).unwrap();
 }
+
+/// The same lines score the same in a database workspace and in a folder
+/// one that `mnemo init` made: both start with the same MEMORY.md, and
+/// keyword scores depend on every document indexed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_workspace_scores_as_a_folder_does() {
+    let Some(url) = test_url() else { return };
+    let schema = format!("pa{}", std::process::id());
+    let data = tempfile::tempdir().unwrap();
+    let tenants = connect(&url, &schema, data.path(), 8).await;
+    let token = tenants.create("alice".into()).await.unwrap().token;
+    let db = tenants.authorize("alice", Some(&token)).await.unwrap();
+
+    let folder = tempfile::tempdir().unwrap();
+    std::fs::write(
+        folder.path().join("MEMORY.md"),
+        mnemo_store::memory::INITIAL_MEMORY_MD,
+    )
+    .unwrap();
+    let config = Config::parse("[embedder]\nkind = \"hash\"\n").unwrap();
+    let mnemo = mnemo::Mnemo::open(mnemo_core::Workspace::new(folder.path()), config).unwrap();
+    let local = mnemo_service::Service::new(Arc::new(mnemo));
+
+    for service in [&db, &local] {
+        for (name, text) in [
+            ("Drinks", "Alice drinks espresso."),
+            ("Home", "Alice lives in Porto."),
+        ] {
+            service
+                .write(WriteArgs {
+                    text: text.into(),
+                    name: Some(name.into()),
+                    description: Some(text.into()),
+                    kind: Some(mnemo_service::args::MemoryTypeArg::User),
+                    ..Default::default()
+                })
+                .await
+                .unwrap();
+        }
+    }
+    for query in ["what does she drink?", "espresso", "where does Alice live?"] {
+        let ask = || SearchArgs {
+            query: query.into(),
+            ..Default::default()
+        };
+        let (a, b) = (
+            db.search(ask()).await.unwrap(),
+            local.search(ask()).await.unwrap(),
+        );
+        let hits = |o: &mnemo_service::output::SearchOutput| {
+            o.results
+                .iter()
+                .map(|h| (h.citation.clone(), h.score))
+                .collect::<Vec<_>>()
+        };
+        let (ha, hb) = (hits(&a), hits(&b));
+        assert_eq!(ha.len(), hb.len(), "{query}: {ha:?} against {hb:?}");
+        for ((ca, sa), (cb, sb)) in ha.iter().zip(&hb) {
+            assert_eq!(ca, cb, "{query}: {ha:?} against {hb:?}");
+            assert!((sa - sb).abs() < 1e-4, "{query}: {ha:?} against {hb:?}");
+        }
+    }
+
+    tenants.delete("alice".into()).await.unwrap();
+    drop(tenants);
+    execute(&url, &format!("DROP SCHEMA IF EXISTS {schema} CASCADE")).unwrap();
+}

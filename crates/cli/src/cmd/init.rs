@@ -11,9 +11,7 @@ use crate::ctx::GlobalArgs;
 #[derive(Debug, Args)]
 pub struct InitArgs {}
 
-pub(crate) const MEMORY_MD: &str =
-    "# Memory\n\nCore facts that hold across sessions. This file is always in the prompt \
-(up to 200 lines / 25,000 bytes): keep it short and move detail into memory/ files.\n";
+pub(crate) const MEMORY_MD: &str = mnemo::store::memory::INITIAL_MEMORY_MD;
 
 const MNEMO_TOML: &str = include_str!("../../templates/mnemo.toml");
 

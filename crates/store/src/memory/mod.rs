@@ -63,6 +63,14 @@ pub struct MemorySettings {
     pub profile: String,
 }
 
+/// MEMORY.md as a new workspace starts: `mnemo init` writes it into a
+/// folder and a multi-tenant server into each workspace it creates, so
+/// that the same lines score the same in both (keyword scores depend on
+/// every indexed document).
+pub const INITIAL_MEMORY_MD: &str =
+    "# Memory\n\nCore facts that hold across sessions. This file is always in the prompt \
+(up to 200 lines / 25,000 bytes): keep it short and move detail into memory/ files.\n";
+
 /// The strategy profiles `[memory] profile` accepts.
 pub const PROFILES: &[&str] = &["mnemo", "nanobot", "openclaw", "claude-code", "mem0"];
 

@@ -133,7 +133,13 @@ async fn openapi() -> axum::Json<serde_json::Value> {
 }
 
 async fn health() -> axum::Json<serde_json::Value> {
-    axum::Json(serde_json::json!({"status": "ok", "workspaces": "many"}))
+    // The single-workspace server's answer (`HealthOutput`), and what kind
+    // of server this is.
+    axum::Json(serde_json::json!({
+        "status": "ok",
+        "version": env!("CARGO_PKG_VERSION"),
+        "workspaces": "many"
+    }))
 }
 
 async fn create(

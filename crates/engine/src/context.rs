@@ -97,7 +97,7 @@ fn longest(total: usize, fits: impl Fn(usize) -> bool) -> usize {
 /// then the newest recorded first (the later line first on a tie), so a
 /// fact that replaced another is read before anything older. Facts that
 /// ended are not listed.
-pub(crate) fn current_facts(facts: &mnemo_store::memory::facts::FactsFile) -> String {
+pub fn current_facts(facts: &mnemo_store::memory::facts::FactsFile) -> String {
     let mut current: Vec<(usize, &mnemo_store::memory::facts::Fact)> =
         facts.current().enumerate().collect();
     let when = |f: &mnemo_store::memory::facts::Fact| {

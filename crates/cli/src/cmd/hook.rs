@@ -450,7 +450,10 @@ pub(crate) fn memory_context(mnemo: &Mnemo, budget: usize, source: &str) -> Resu
         ));
     }
     let facts = memory.read_facts()?;
-    let current = current_facts(&facts);
+    // As mnemo's own prompt lists them.
+    let current = mnemo::engine::context::current_facts(&facts)
+        .trim_end()
+        .to_string();
     if !current.is_empty() {
         let file = mnemo::store::memory::facts::FACTS_FILE;
         parts.push((
@@ -550,30 +553,6 @@ fn fit(header: &str, body: &str, from_end: bool, file: &str, left: usize) -> Opt
     } else {
         format!("{header}\n\n{kept}\n{}\n", note(cut))
     })
-}
-
-/// The current facts, one `- text (id)` line each: a person's own lines
-/// (no date) first, then the newest recorded first, as mnemo's prompt
-/// lists them.
-fn current_facts(facts: &mnemo::store::memory::facts::FactsFile) -> String {
-    let mut current: Vec<(usize, &mnemo::store::memory::facts::Fact)> =
-        facts.current().enumerate().collect();
-    let when = |f: &mnemo::store::memory::facts::Fact| {
-        f.recorded
-            .clone()
-            .or_else(|| f.since.map(|d| d.to_string()))
-    };
-    current.sort_by(|(i, a), (j, b)| match (when(a), when(b)) {
-        (None, None) => i.cmp(j),
-        (None, Some(_)) => std::cmp::Ordering::Less,
-        (Some(_), None) => std::cmp::Ordering::Greater,
-        (Some(x), Some(y)) => y.cmp(&x).then(j.cmp(i)),
-    });
-    current
-        .iter()
-        .map(|(_, f)| format!("- {} ({})", f.text, f.id))
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 // ----- UserPromptSubmit -----

@@ -9,7 +9,7 @@
 //! under CI, where it fails.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use mnemo_test_support::cli::mnemo_command;
@@ -43,22 +43,6 @@ async def main():
 asyncio.run(main())
 "#;
 
-fn nanobot_python() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("MNEMO_NANOBOT_PYTHON") {
-        return Some(p.into());
-    }
-    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv-nanobot/bin/python");
-    if venv.exists() {
-        return Some(venv);
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "nanobot-ai 0.3.5 is not installed: CI must run scripts/fetch-peers.sh (.ci/run does)"
-    );
-    eprintln!("nanobot MCP test not run: nanobot-ai 0.3.5 is not installed (scripts/fetch-peers.sh installs it)");
-    None
-}
-
 fn mnemo(ws: &Path, args: &[&str]) -> std::process::Output {
     let out = mnemo_command(BIN, ws, args)
         .env("MNEMO_EMBEDDER__KIND", "none")
@@ -74,7 +58,7 @@ fn mnemo(ws: &Path, args: &[&str]) -> std::process::Output {
 
 #[test]
 fn nanobots_mcp_client_searches_and_writes_mnemo_memory() {
-    let Some(python) = nanobot_python() else {
+    let Some(python) = mnemo_test_support::peers::nanobot_python() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();

@@ -43,23 +43,6 @@ for key in keys:
 print(json.dumps(out, ensure_ascii=False, default=str))
 "#;
 
-fn nanobot_python() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("MNEMO_NANOBOT_PYTHON") {
-        return Some(p.into());
-    }
-    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv-nanobot/bin/python");
-    if venv.exists() {
-        return Some(venv);
-    }
-    if std::env::var_os("CI").is_some() {
-        panic!(
-            "nanobot-ai 0.3.5 is not installed: CI must run scripts/fetch-peers.sh (.ci/run does)"
-        );
-    }
-    eprintln!("nanobot round trip not run: nanobot-ai 0.3.5 is not installed (scripts/fetch-peers.sh installs it)");
-    None
-}
-
 /// What nanobot loads from its data folder `data` for `keys`.
 fn nanobot_load(python: &Path, data: &Path, keys: &[String]) -> BTreeMap<String, Value> {
     let home = data.parent().unwrap();
@@ -149,7 +132,7 @@ fn mnemo_session(ws: &Path) {
 
 #[test]
 fn mnemo_logs_load_in_nanobot_through_export_and_not_without() {
-    let Some(python) = nanobot_python() else {
+    let Some(python) = mnemo_test_support::peers::nanobot_python() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -221,7 +204,7 @@ fn mnemo_logs_load_in_nanobot_through_export_and_not_without() {
 
 #[test]
 fn nanobot_sessions_come_back_unchanged_through_mnemo() {
-    let Some(python) = nanobot_python() else {
+    let Some(python) = mnemo_test_support::peers::nanobot_python() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();

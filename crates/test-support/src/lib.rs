@@ -25,6 +25,7 @@ pub mod cli;
 pub mod conformance;
 pub mod fuzz;
 mod model;
+pub mod peers;
 pub mod postgres;
 pub mod pypi;
 mod random;

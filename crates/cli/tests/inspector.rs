@@ -330,6 +330,7 @@ fn the_inspector_in_a_real_browser() {
         b.url()
     );
     b.screenshot(&shots.join("memory.png"));
+    keyboard(&b);
     // A typed memory's history: its save.
     b.click("#files button.history");
     b.wait_text("#files .provenance", "write");
@@ -409,6 +410,39 @@ fn the_inspector_in_a_real_browser() {
     b.click("#sessions a[href*='notes']");
     b.wait_text("#timeline", "cannot be read");
 
+    // A line of MEMORY.md: the consolidation that wrote it, and the
+    // messages it was taken from, opened in the session on a click.
+    b.goto(&format!("{base}/#/memory"));
+    let line = b.wait_text("#memory-md-lines", "deploys on Fridays");
+    assert!(
+        line.contains("written by hand or before the history"),
+        "{line}"
+    );
+    let n = b.execute(
+        "return [...document.querySelectorAll('#memory-md-lines tr[data-line]')].find(r => r.textContent.includes('deploys on Fridays')).dataset.line",
+        json!([]),
+    );
+    let row = format!("#memory-md-lines tr[data-line='{}']", n.as_str().unwrap());
+    let origin = b.text_of(&row);
+    assert!(
+        origin.contains("deploys on Fridays") && origin.contains("notes:2 0..2"),
+        "{origin}"
+    );
+    b.click(&format!("{row} a[href^='#/sessions/']"));
+    let highlighted = b.wait_text("#timeline tr.highlight", "deploy on Fridays");
+    assert!(highlighted.contains("My name is Ada"), "{highlighted}");
+    assert_eq!(b.find_all("#timeline tr.highlight").len(), 2);
+    b.goto(&format!("{base}/#/memory"));
+    b.click(&format!("{row} a[href*='changes?entry=']"));
+    let entry = b.wait_text("#history details.highlight", "consolidation of notes:2");
+    assert!(
+        entry.contains("+- User is Ada; deploys on Fridays."),
+        "{entry}"
+    );
+    // Leave by another view: the next one's elements are then its own.
+    b.goto(&format!("{base}/#/memory"));
+    b.wait_for("#memory-md-lines");
+
     // Changes: the refused fact with why, then undo of the consolidation.
     b.goto(&format!("{base}/#/changes"));
     let refused = b.wait_text("#refused", "Initech");
@@ -477,13 +511,61 @@ fn the_inspector_in_a_real_browser() {
     assert!(!b.find_all("#evals svg.chart rect").is_empty());
     b.screenshot(&shots.join("index.png"));
 
-    // On a phone-sized window.
+    // On a phone-sized window: every view fits its width (what is wider,
+    // a table, scrolls inside its box).
     b.execute("return 1", json!([]));
     drop(b);
     let phone = Browser::start(390, 844);
     phone.goto(&format!("{base}/#token={TOKEN}"));
     phone.wait_text("#facts", "Berlin");
+    fits(&phone, "memory");
     phone.screenshot(&shots.join("memory-phone.png"));
+    for (hash, ready, needle) in [
+        ("#/changes", "#audit", "Audit log"),
+        ("#/sessions", "#sessions", "chat:1"),
+        ("#/sessions/chat%3A1?message=3", "#timeline", "RESULT-START"),
+        ("#/prompt?session=chat%3A1", "#prompt-parts", "tokens of a"),
+        ("#/index", "#evals", "retrieval-"),
+    ] {
+        // By the memory view: a view's elements are then its own.
+        phone.goto(&format!("{base}/#/memory"));
+        phone.wait_for("#facts tr[data-fact]");
+        phone.goto(&format!("{base}/{hash}"));
+        phone.wait_text(ready, needle);
+        fits(&phone, hash);
+    }
+    phone.goto(&format!("{base}/#/search?q=Berlin"));
+    phone.wait_text("#search-out", "memory/facts.md");
+    fits(&phone, "search");
+    phone.click("#search-out .citation");
+    phone.wait_text("#search-out pre.cited", "Berlin");
+    fits(&phone, "search, a citation opened");
+
+    // Undo of the newest facts round (Berlin replacing Paris) from the
+    // page: Berlin goes, Paris is current again.
+    phone.goto(&format!("{base}/#/memory"));
+    phone.wait_for("#facts tr[data-fact]");
+    phone.goto(&format!("{base}/#/changes"));
+    phone.wait_text("#history", "fact(s) proposed");
+    phone.execute("window.confirm = () => true", json!([]));
+    phone.click("#history details.kind-facts button.undo");
+    let undid = phone.wait_text("#status", "undid the facts round of chat:1 messages");
+    assert!(
+        undid.contains("removed") && undid.contains("current again"),
+        "{undid}"
+    );
+    let facts = std::fs::read_to_string(ws.join("memory/facts.md")).unwrap();
+    assert!(!facts.contains("Berlin"), "{facts}");
+    assert!(
+        facts.contains("- The user's home city is Paris. (") && !facts.contains("~~"),
+        "{facts}"
+    );
+    phone.wait_text(
+        "#history details.kind-facts_undo",
+        "undo of the facts round",
+    );
+    phone.wait_text("#audit", "the round added it; removed");
+    fits(&phone, "changes, after an undo");
 
     // A form of another site posting to the API is refused, and nothing
     // is forgotten.
@@ -494,6 +576,85 @@ fn the_inspector_in_a_real_browser() {
     drop(phone);
     drop(attacker);
     assert!(ws.join("memory/drinks.md").exists());
+}
+
+const TAB: &str = "\u{E004}";
+const ENTER: &str = "\u{E007}";
+
+/// The page by keyboard: Tab reaches the views' links and Enter opens
+/// one; focus then moves to the view, and Enter opens a history.
+fn keyboard(b: &Browser) {
+    let active = "const a = document.activeElement; \
+                  return a ? (a.id || a.dataset.view || a.tagName) : ''";
+    // A page just opened: Tab starts at its top.
+    b.execute("location.reload()", json!([]));
+    b.wait_for("#memory-md-lines");
+    let mut reached = false;
+    for _ in 0..12 {
+        b.press(TAB);
+        if b.execute(active, json!([])) == json!("changes") {
+            reached = true;
+            break;
+        }
+    }
+    assert!(reached, "Tab never reached the Changes link");
+    b.press(ENTER);
+    b.wait_text("#view h1", "Changes to review");
+    b.wait_for("#audit");
+    assert_eq!(
+        b.execute(active, json!([])),
+        json!("view"),
+        "focus moves to the view opened"
+    );
+    // Back to Memory by keyboard: Shift+Tab is not needed, the links
+    // come first; from the view, a history opens with Enter.
+    b.execute(
+        "document.querySelector('nav a[data-view=memory]').focus()",
+        json!([]),
+    );
+    b.press(ENTER);
+    b.wait_for("#memory-md-lines");
+    assert_eq!(b.execute(active, json!([])), json!("view"));
+    b.execute(
+        "document.querySelector('#facts button.history').focus()",
+        json!([]),
+    );
+    b.press(ENTER);
+    b.wait_text("#facts .provenance:not([hidden])", "chat:1");
+    assert_eq!(
+        b.execute(
+            "return document.querySelector('#facts button.history').getAttribute('aria-expanded')",
+            json!([])
+        ),
+        json!("true")
+    );
+    // Tab from the view goes on inside it.
+    b.execute("document.getElementById('view').focus()", json!([]));
+    b.press(TAB);
+    assert_eq!(
+        b.execute(
+            "return document.getElementById('view').contains(document.activeElement)",
+            json!([])
+        ),
+        json!(true)
+    );
+}
+
+/// The page is no wider than the window: nothing to scroll sideways.
+fn fits(b: &Browser, what: &str) {
+    let got = b.execute(
+        "const w = document.documentElement.scrollWidth; \
+         const screenW = Math.min(window.innerWidth, screen.width); \
+         const wide = [...document.querySelectorAll('body *')] \
+           .filter(e => e.getBoundingClientRect().right > screenW + 1 && !e.closest('.scroll')) \
+           .slice(-6).map(e => e.tagName + '.' + e.className + ': ' + (e.textContent || '').slice(0, 60)); \
+         return [w, screenW, wide]",
+        json!([]),
+    );
+    assert!(
+        got[0].as_u64().unwrap() <= got[1].as_u64().unwrap(),
+        "{what} is wider than a phone: {got}"
+    );
 }
 
 /// `mnemo inspect` prints the address that opens the page, with a token

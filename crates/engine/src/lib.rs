@@ -64,4 +64,4 @@ pub use rerank::{JudgementCache, Passage, RerankOptions, RerankOutcome};
 pub use rounds::round_marker;
 pub use session::NewSessionReport;
 pub use settings::EngineSettings;
-pub use undo::{undo_consolidation, Undone};
+pub use undo::{undo_consolidation, undo_facts_round, FactsUndone, Undone};

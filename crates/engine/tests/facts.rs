@@ -696,3 +696,137 @@ async fn where_consolidation_writes_facts_the_flush_is_a_consolidation_round() {
     assert!(events.is_empty(), "{events:#?}");
     assert_eq!(env.server.request_count(), 1);
 }
+
+/// A facts round undone: the facts it added go, the facts it ended are
+/// current again (back among the current ones), a fact it said again
+/// loses its messages as a source; the history and the audit log record
+/// the undo, and undoing again goes one round further back.
+#[tokio::test]
+async fn a_facts_round_undone_takes_back_what_it_added_and_ended() {
+    let env = env().await;
+    said(
+        &env.ws,
+        "2026-12-01",
+        &[
+            "I live in Lisbon, near the river.",
+            "I work as a nurse at the city hospital.",
+        ],
+    );
+    let nurse = p(
+        "I work as a nurse at the city hospital",
+        "user",
+        "job",
+        "nurse at the city hospital",
+        "states",
+        "The user works as a nurse at the city hospital.",
+    );
+    env.server.push(extract(&[
+        p(
+            "I live in Lisbon, near the river",
+            "user",
+            "home city",
+            "Lisbon",
+            "states",
+            "The user lives in Lisbon.",
+        ),
+        nurse.clone(),
+    ]));
+    let engine = engine(&env, 8_000, 1_000, FACTS, t0());
+    round(&engine.consolidate_now(KEY).await.unwrap());
+    let first = facts_md(&env);
+    said(
+        &env.ws,
+        "2026-12-08",
+        &[
+            "I moved to Berlin, I don't live in Lisbon anymore.",
+            "I work as a nurse at the city hospital.",
+        ],
+    );
+    env.server.push(extract(&[
+        p(
+            "I moved to Berlin",
+            "user",
+            "home city",
+            "Berlin",
+            "states",
+            "The user lives in Berlin.",
+        ),
+        nurse,
+    ]));
+    let r = round(&engine.consolidate_now(KEY).await.unwrap());
+    assert_eq!(r.updated, vec![("f1".to_string(), "f3".to_string())]);
+    assert_eq!(r.duplicates, 1, "{r:#?}");
+    let second = facts_md(&env);
+    assert!(second.contains("~~The user lives in Lisbon.~~"), "{second}");
+
+    let u = mnemo_engine::undo_facts_round(engine.memory(), t0()).unwrap();
+    assert_eq!(u.removed, vec!["f3"]);
+    assert_eq!(u.restored, vec!["f1"]);
+    assert!(u.round.starts_with("cli:test messages "), "{u:?}");
+    // As it was after the first round, line for line (Lisbon back among
+    // the current facts, after the last of them).
+    let lines = |t: &str| {
+        let mut l: Vec<String> = t.lines().map(str::to_string).collect();
+        l.sort();
+        l
+    };
+    assert_eq!(lines(&facts_md(&env)), lines(&first), "{}", facts_md(&env));
+    assert!(!facts_md(&env).contains("## No longer true"));
+    let history = engine.memory().read_history().unwrap();
+    assert!(
+        history.contains(&format!(
+            "[memory/facts.md] undo of the facts round of {}\n[memory/facts.md: removed f3; current again f1; its sources taken from f2]",
+            u.round
+        )),
+        "{history}"
+    );
+    let a = audit(&env);
+    let undos: Vec<(&str, &str)> = a
+        .iter()
+        .filter(|r| r["op"] == "undo")
+        .map(|r| (r["memory"].as_str().unwrap(), r["why"].as_str().unwrap()))
+        .collect();
+    assert_eq!(undos.len(), 3, "{undos:?}");
+    assert_eq!(undos[0].0, "f3");
+    assert!(undos[0].1.ends_with("the round added it; removed"));
+    assert_eq!(undos[1].0, "f1");
+    assert!(undos[1].1.ends_with("current again"));
+    assert_eq!(undos[2].0, "f2");
+    let removed = a.iter().find(|r| r["op"] == "undo").unwrap();
+    assert_eq!(removed["old"], "The user lives in Berlin.");
+    assert_eq!(removed["session"], KEY);
+
+    // Again: the first round, whose facts all go.
+    let u = mnemo_engine::undo_facts_round(engine.memory(), t0()).unwrap();
+    assert_eq!(u.removed, vec!["f1", "f2"]);
+    assert!(current(&env).is_empty(), "{}", facts_md(&env));
+    let none = mnemo_engine::undo_facts_round(engine.memory(), t0()).unwrap_err();
+    assert!(
+        none.to_string().contains("no facts round to undo"),
+        "{none}"
+    );
+}
+
+/// A round whose fact was ended since by something else is not undone,
+/// and nothing changes.
+#[tokio::test]
+async fn a_facts_round_whose_fact_changed_since_is_not_undone() {
+    let env = env().await;
+    said(&env.ws, "2026-12-01", &["I live in Paris."]);
+    env.server.push(extract(&[paris()]));
+    let engine = engine(&env, 8_000, 1_000, FACTS, t0());
+    round(&engine.consolidate_now(KEY).await.unwrap());
+    // A person ends it by hand.
+    let mut file = FactsFile::parse(&facts_md(&env));
+    file.end("f1", None, None).unwrap();
+    std::fs::write(env.ws.root().join("memory/facts.md"), file.render()).unwrap();
+    let before = facts_md(&env);
+    let history = engine.memory().read_history().unwrap();
+    let e = mnemo_engine::undo_facts_round(engine.memory(), t0()).unwrap_err();
+    assert!(
+        e.to_string().contains("f1 was ended since (retracted)"),
+        "{e}"
+    );
+    assert_eq!(facts_md(&env), before);
+    assert_eq!(engine.memory().read_history().unwrap(), history);
+}

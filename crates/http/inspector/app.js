@@ -60,6 +60,9 @@ function status(text, isError) {
   st.textContent = text || "";
   st.className = isError ? "error" : "";
 }
+// A table in a box of its own that scrolls sideways when the table is
+// wider than the window (a phone): the page itself never does.
+function table(attrs, ...children) { return h("div", { class: "scroll" }, h("table", attrs, ...children)); }
 function tag(text, kind) { return h("span", { class: `tag ${kind || ""}` }, text); }
 function fmtNum(n) { return typeof n === "number" ? n.toLocaleString("en-US") : String(n ?? ""); }
 function link(text, hash) { return h("a", { href: hash }, text); }
@@ -105,7 +108,7 @@ function tokenForm(e) {
   return h("section", {},
     h("h1", {}, e.status === 401 ? "This server needs a token" : "This token does not open the workspace"),
     h("p", {}, "Open the address that ", h("code", {}, "mnemo inspect"), " printed (it carries the token), or paste the server's token here. It is kept in this tab only."),
-    h("form", { class: "row", onsubmit: (ev) => { ev.preventDefault(); sessionStorage.setItem(TOKEN_KEY, input.value.trim()); route(); } },
+    h("form", { class: "row", onsubmit: (ev) => { ev.preventDefault(); sessionStorage.setItem(TOKEN_KEY, input.value.trim()); route(ev); } },
       input, h("button", { class: "primary", type: "submit" }, "Open")));
 }
 
@@ -119,7 +122,7 @@ function parseHash() {
   return { name: parts[0] || "memory", arg: parts[1], params: new URLSearchParams(query || "") };
 }
 
-async function route() {
+async function route(ev) {
   takeToken();
   const r = parseHash();
   for (const a of document.querySelectorAll("nav a")) {
@@ -128,16 +131,25 @@ async function route() {
   const fn = VIEWS[r.name] || memoryView;
   status("loading…");
   try {
+    // A view opened starts at its top (then scrolls to what it was
+    // opened for, a message or an entry, itself).
+    if (ev) window.scrollTo(0, 0);
     await fn(r);
     status("");
   } catch (e) {
     failed(e);
   }
+  // After a move from a view to another (not on the page's first load,
+  // where Tab starts at the top), keyboard and screen reader users land in
+  // the view just opened, unless it put the focus in itself (as search
+  // does in its box); the next Tab goes on inside it.
+  const v = view();
+  if (ev && !v.contains(document.activeElement)) v.focus({ preventScroll: true });
 }
 window.addEventListener("hashchange", route);
 window.addEventListener("DOMContentLoaded", () => {
   document.getElementById("where").textContent = tenant ? `workspace ${decodeURIComponent(tenant[1])}` : location.host;
-  route();
+  route(null);
 });
 
 // ---- Memory ----
@@ -155,7 +167,7 @@ async function memoryView(r) {
     h("section", { id: "facts" },
       h("h2", {}, `Facts (${current} current, ${data.facts.length - current} no longer true)`),
       data.facts.length ? factsTable(data.facts, !!asOf) : h("p", { class: "muted" }, "No facts yet: consolidation writes them to memory/facts.md.")),
-    h("section", { id: "memory-md" }, h("h2", {}, "MEMORY.md"), memoryMdHistory(), h("pre", {}, data.memory_md || "(empty)")),
+    h("section", { id: "memory-md" }, h("h2", {}, "MEMORY.md"), memoryMdHistory(), memoryMdLines(data.memory_md_lines || [])),
     h("section", { id: "files" }, h("h2", {}, "Files under memory/"),
       asOf ? h("p", { class: "muted", id: "files-as-of" }, `As they are today: the daily logs and session notes dated after ${asOf} are left out; every other file shows its text of today.`) : null,
       filesTable(data.files, !!asOf)),
@@ -172,6 +184,29 @@ function memoryMdHistory() {
     chain);
 }
 
+// MEMORY.md line by line, each with where it came from: the messages it
+// was taken from (a click opens them in the session) and the entry of
+// Changes that put it there.
+function memoryMdLines(lines) {
+  if (!lines.length) return h("pre", {}, "(empty)");
+  return table({ class: "md-lines stack", id: "memory-md-lines" },
+    h("thead", {}, h("tr", {}, h("th", { class: "wide-only" }, "line"), h("th", {}, "text"), h("th", {}, "from"))),
+    h("tbody", {}, lines.map((l) => h("tr", { "data-line": l.line, class: l.text.trim() ? undefined : "blank" },
+      h("td", { class: "muted wide-only" }, l.line),
+      h("td", {}, h("div", { class: "text" }, l.text)),
+      h("td", { class: "origin" }, lineOrigin(l))))));
+}
+
+const ENTRY_LABELS = { consolidation: "consolidation", undo: "restored by an undo", dream: "dream", dream_undo: "restored by a dream's undo" };
+function lineOrigin(l) {
+  if (!l.text.trim()) return null;
+  if (!l.entry) return h("span", { class: "muted" }, "written by hand or before the history");
+  return [
+    l.session ? h("div", {}, sessionLink(l.session, { message: l.from, to: l.to }, `${l.session} ${l.from}..${l.to}`)) : null,
+    h("div", { class: "muted" }, link(`${ENTRY_LABELS[l.kind] || l.kind} ${l.at}`, `#/changes?entry=${l.entry}`)),
+  ];
+}
+
 function factState(f) {
   if (f.current) return tag("current", "current");
   if (f.retracted) return tag(`retracted${f.until ? " " + f.until : ""}`, "ended");
@@ -179,13 +214,13 @@ function factState(f) {
 }
 
 function factsTable(facts, past) {
-  return h("table", {},
+  return table({ class: "stack" },
     h("thead", {}, h("tr", {}, h("th", {}, "id"), h("th", {}, "fact"), h("th", {}, "state"), h("th", { class: "wide-only" }, "since"), h("th", {}, "from"), h("th", {}, ""))),
     h("tbody", {}, facts.map((f) => {
       const chain = h("div", { class: "provenance", hidden: true });
       const row = h("tr", { id: `fact-${f.id}`, "data-fact": f.id },
         h("td", {}, h("code", {}, f.id)),
-        h("td", {}, h("div", { class: "text" }, f.text),
+        h("td", { class: "main" }, h("div", { class: "text" }, f.text),
           f.superseded_by ? h("div", { class: "muted" }, "replaced by ", h("a", { href: "#", onclick: (ev) => { ev.preventDefault(); jumpToFact(f.superseded_by); } }, f.superseded_by)) : null,
           f.retracted_by ? h("div", { class: "muted" }, `retracted by ${f.retracted_by}`) : null,
           chain),
@@ -248,7 +283,7 @@ function filesTable(files, past) {
   if (!files.length) return h("p", { class: "muted" }, "memory/ is empty.");
   const reader = h("pre", { id: "file-text", hidden: true });
   return h("div", {},
-    h("table", {},
+    table({},
       h("thead", {}, h("tr", {}, h("th", {}, "file"), h("th", {}, "kind"), h("th", { class: "wide-only" }, "about"), h("th", { class: "wide-only" }, "written"), h("th", {}, ""))),
       h("tbody", {}, files.map((f) => h("tr", {},
         h("td", {}, h("a", { href: "#", onclick: (ev) => { ev.preventDefault(); openFile(f.path, reader); } }, f.path)),
@@ -320,9 +355,12 @@ async function changesView(r) {
   }
 }
 
+// What `memory/undo` calls each kind of entry it can reverse.
+const UNDO_WHAT = { consolidation: "consolidation", dream: "dream", facts: "facts", flush: "facts" };
 function historyEntry(e) {
-  const undo = e.undo_next && (e.kind === "consolidation" || e.kind === "dream")
-    ? h("button", { class: "danger undo", onclick: () => undoChange(e.kind === "dream" ? "dream" : "consolidation") }, "undo")
+  const what = UNDO_WHAT[e.kind];
+  const undo = e.undo_next && what
+    ? h("button", { class: "danger undo", onclick: () => undoChange(what) }, "undo")
     : null;
   return h("details", { class: `entry kind-${e.kind}`, id: `entry-${e.id}`, open: e.undo_next || undefined },
     h("summary", {}, h("span", { class: "muted" }, e.at, " "), tag(e.kind.replace("_", " "), e.undone ? "ended" : ""), e.undone ? " (undone) " : " ", e.title, " ", undo),
@@ -337,16 +375,22 @@ function diffBlock(text) {
 }
 
 async function undoChange(what) {
-  if (!confirm(`Undo the newest ${what}? The undo is recorded in memory/HISTORY.md.`)) return;
+  const name = what === "facts" ? "round of memory/facts.md (its facts added are removed, its facts ended are current again)" : what;
+  if (!confirm(`Undo the newest ${name}? The undo is recorded in memory/HISTORY.md and the audit log.`)) return;
   try {
     const out = await api("POST", "/memory/undo", { what });
-    status(`undid the ${what} of ${out.undone}: ${out.lines} line(s) changed back`);
+    status(what === "facts"
+      ? `undid the facts round of ${out.undone}: ${[
+        out.removed && out.removed.length ? `removed ${out.removed.join(", ")}` : "",
+        out.restored && out.restored.length ? `current again ${out.restored.join(", ")}` : "",
+      ].filter(Boolean).join("; ") || `${out.lines} fact(s) changed back`}`
+      : `undid the ${what} of ${out.undone}: ${out.lines} line(s) changed back`);
     await changesView();
   } catch (e) { failed(e); }
 }
 
 function auditTable(records) {
-  return h("table", {},
+  return table({ class: "stack" },
     h("thead", {}, h("tr", {}, h("th", {}, "when"), h("th", {}, "what"), h("th", {}, "memory"), h("th", {}, "change"), h("th", { class: "wide-only" }, "from"))),
     h("tbody", {}, records.map((c) => h("tr", {},
       h("td", { class: "muted" }, c.at.replace("T", " ").replace("Z", "")),
@@ -363,7 +407,7 @@ async function sessionsView(r) {
   if (r.arg) return timelineView(r.arg, r.params);
   const data = await api("GET", "/sessions");
   show(h("h1", {}, `Sessions (${data.sessions.length})`),
-    data.sessions.length ? h("table", { id: "sessions" },
+    data.sessions.length ? table({ id: "sessions" },
       h("thead", {}, h("tr", {}, h("th", {}, "session"), h("th", {}, "messages"), h("th", {}, "consolidated"), h("th", {}, "last activity"), h("th", { class: "wide-only" }, "log"))),
       h("tbody", {}, data.sessions.map((x) => h("tr", {},
         h("td", {}, sessionLink(x.key)),
@@ -397,7 +441,7 @@ async function timelineView(key, params) {
       "Estimated tokens of the history after each message (4 characters a token); each compaction (orange) cuts it by the share its record counted, each consolidation moves the cursor (green); consolidations and flushes (dotted purple) and session notes (dotted pink) sit after the messages they cover; hover a line for its numbers. ",
       link("Build the next prompt", `#/prompt?session=${encodeURIComponent(key)}`))),
     h("section", {}, h("h2", {}, "Timeline"), nav,
-      h("table", { id: "timeline" },
+      table({ id: "timeline" },
         h("thead", {}, h("tr", {}, h("th", {}, "line"), h("th", {}, "#"), h("th", {}, "who"), h("th", {}, "what"))),
         h("tbody", {},
           data.from === 1 ? eventsAfter(data.events, 0) : null,
@@ -548,7 +592,7 @@ function promptReport(rep) {
         recall.timed_out ? h("div", {}, "the side query ran out of time") : null) : null),
     h("section", {}, h("h2", {}, "System prompt"), h("pre", { id: "prompt-system" }, rep.system)),
     h("section", {}, h("h2", {}, `Messages (${rep.messages.length})`),
-      h("table", {}, h("tbody", {}, rep.messages.map((m) => h("tr", {}, h("td", { class: "role" }, m.role),
+      table({}, h("tbody", {}, rep.messages.map((m) => h("tr", {}, h("td", { class: "role" }, m.role),
         h("td", {}, h("div", { class: "text" }, typeof m.content === "string" ? m.content : m.content ? JSON.stringify(m.content) : ""),
           (m.tool_calls || []).map((c) => h("div", { class: "text muted" }, `→ ${c.function.name}(${typeof c.function.arguments === "string" ? c.function.arguments : JSON.stringify(c.function.arguments)})`)))))))),
     h("section", {}, h("h2", {}, `Tools (${rep.tools.length})`), h("p", {}, rep.tools.map((t) => t.name || (t.function && t.function.name) || "").join(", "))));

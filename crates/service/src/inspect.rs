@@ -48,6 +48,9 @@ pub struct MemoryView {
     pub as_of: Option<String>,
     /// MEMORY.md (as of the day when one was asked for).
     pub memory_md: String,
+    /// MEMORY.md line by line, each with the entry of memory/HISTORY.md
+    /// that last added it and the messages it was taken from.
+    pub memory_md_lines: Vec<MemoryMdLine>,
     /// What could not be shown as asked, and why.
     pub notes: Vec<String>,
     /// Every fact of memory/facts.md (as of the day: those recorded by
@@ -57,6 +60,38 @@ pub struct MemoryView {
     /// daily logs and session notes dated after it (the others as they
     /// are today).
     pub files: Vec<MemoryFile>,
+}
+
+/// A line of MEMORY.md and where it came from: the newest entry of
+/// memory/HISTORY.md whose diff added it (a line removed and added again
+/// is credited to the later addition). A line no entry added was written
+/// by hand, or before the history.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct MemoryMdLine {
+    /// Its line number (1-based).
+    pub line: usize,
+    /// Its text.
+    pub text: String,
+    /// The entry that added it (see [`HistoryEntry::id`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub entry: Option<usize>,
+    /// That entry's kind: `consolidation`, `undo` (it restored the line),
+    /// `dream`, `dream_undo`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// That entry's stamp, `YYYY-MM-DD HH:MM` (UTC).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub at: Option<String>,
+    /// The session whose messages it was taken from: the consolidation's,
+    /// or, for a line an undo restored, the one of the addition restored.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+    /// Its first message (0-based ordinal).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from: Option<usize>,
+    /// One past its last message.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub to: Option<usize>,
 }
 
 /// A fact and where it came from.
@@ -158,16 +193,17 @@ pub struct HistoryEntry {
     /// Its stamp, `YYYY-MM-DD HH:MM` (UTC).
     pub at: String,
     /// `consolidation` (of MEMORY.md), `facts` (a round of memory/facts.md),
-    /// `undo`, `dream`, `dream_undo`, `raw` (archived as it was), `flush`,
-    /// `other`.
+    /// `undo`, `facts_undo`, `dream`, `dream_undo`, `raw` (archived as it
+    /// was), `flush` (a round of memory/facts.md too), `other`.
     pub kind: String,
     /// Its first line, without the stamp.
     pub title: String,
     /// The lines after it (diffs start with `---`/`+++`/`@@`/`+`/`-`).
     pub body: String,
-    /// A consolidation that was undone since.
+    /// A consolidation, facts round or dream that was undone since.
     pub undone: bool,
-    /// The consolidation or dream `memory undo` / `dream --undo` would reverse next.
+    /// The consolidation, facts round or dream the undo of its kind
+    /// (`memory/undo` with `what`) would reverse next.
     pub undo_next: bool,
 }
 
@@ -348,13 +384,16 @@ pub enum UndoWhat {
     Consolidation,
     /// The newest dream not undone yet.
     Dream,
+    /// The newest round of memory/facts.md (a consolidation in `facts`
+    /// mode, or a memory flush) that changed a fact and is not undone yet.
+    Facts,
 }
 
 /// Arguments of `memory/undo`.
 #[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UndoArgs {
-    /// `consolidation` (default) or `dream`.
+    /// `consolidation` (default), `facts` or `dream`.
     #[serde(default)]
     pub what: UndoWhat,
 }
@@ -364,10 +403,18 @@ pub struct UndoArgs {
 pub struct UndoOutput {
     /// What was undone.
     pub what: UndoWhat,
-    /// Which one: `<session> messages <from>..<to>`, or the dream's id.
+    /// Which one: `<session> messages <from>..<to>` (a flush's `memory
+    /// flush of …`), or the dream's id.
     pub undone: String,
-    /// Lines changed back.
+    /// Lines changed back (a facts round: facts removed, made current
+    /// again, or whose sources changed back).
     pub lines: usize,
+    /// A facts round's facts removed (it added them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub removed: Vec<String>,
+    /// A facts round's facts current again (it ended them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub restored: Vec<String>,
 }
 
 impl Service {
@@ -380,16 +427,23 @@ impl Service {
             let memory = me.mnemo().memory();
             let mut notes = Vec::new();
             let mut memory_md = memory.read_memory_md()?;
+            let history = memory.read_history()?;
+            // The entries the lines are credited to: as of a day, those
+            // of that day and before.
+            let mut until = None;
             if let Some(day) = as_of {
-                let history = memory.read_history()?;
                 match memory_md_as_of(&memory_md, &history, day) {
-                    Ok(old) => memory_md = old,
+                    Ok(old) => {
+                        memory_md = old;
+                        until = Some(day);
+                    }
                     Err(why) => notes.push(format!(
                         "MEMORY.md as of {day} cannot be rebuilt from memory/HISTORY.md ({why}): \
                          it was edited by hand since; today's is shown"
                     )),
                 }
             }
+            let memory_md_lines = memory_md_blame(&memory_md, &history, until);
             let file = memory.read_facts()?;
             let mut facts: Vec<FactView> = file
                 .facts()
@@ -424,6 +478,7 @@ impl Service {
             Ok(MemoryView {
                 as_of: as_of.map(|d| d.to_string()),
                 memory_md,
+                memory_md_lines,
                 notes,
                 facts,
                 files,
@@ -506,8 +561,8 @@ impl Service {
     }
 
     /// `memory/undo`: reverses the newest consolidation of MEMORY.md (or
-    /// the newest dream) not undone yet, recording the undo in the history
-    /// and the audit log.
+    /// round of memory/facts.md, or dream) not undone yet, recording the
+    /// undo in the history and the audit log.
     pub async fn undo(self: &Arc<Self>, args: UndoArgs) -> Result<UndoOutput> {
         if args.what == UndoWhat::Dream {
             let d = self.dream(true).await?;
@@ -515,15 +570,30 @@ impl Service {
                 what: UndoWhat::Dream,
                 undone: d.id,
                 lines: d.undone_lines.unwrap_or(0),
+                removed: Vec::new(),
+                restored: Vec::new(),
             });
         }
         let me = self.clone();
         blocking(move || {
-            let u = mnemo_engine::undo_consolidation(me.mnemo().memory(), chrono::Utc::now())?;
+            let memory = me.mnemo().memory();
+            if args.what == UndoWhat::Facts {
+                let u = mnemo_engine::undo_facts_round(memory, chrono::Utc::now())?;
+                return Ok(UndoOutput {
+                    what: UndoWhat::Facts,
+                    lines: u.removed.len() + u.restored.len() + u.unsaid.len(),
+                    undone: u.round,
+                    removed: u.removed,
+                    restored: u.restored,
+                });
+            }
+            let u = mnemo_engine::undo_consolidation(memory, chrono::Utc::now())?;
             Ok(UndoOutput {
                 what: UndoWhat::Consolidation,
                 undone: u.consolidation,
                 lines: u.lines,
+                removed: Vec::new(),
+                restored: Vec::new(),
             })
         })
         .await
@@ -675,8 +745,28 @@ pub fn history_entries(history: &str) -> Vec<HistoryEntry> {
         }
     }
     mark_dreams(&mut entries);
+    mark_facts_rounds(history, &mut entries);
     entries.reverse();
     entries
+}
+
+/// The facts rounds that changed a fact: undone, or still open (the
+/// newest of which `memory/undo` with `facts` reverses next). `entries`
+/// are oldest first, numbered as the engine numbers them.
+fn mark_facts_rounds(history: &str, entries: &mut [HistoryEntry]) {
+    let open = mnemo_engine::undo::undoable_facts_rounds(history);
+    let next = open.last().map(|r| r.entry);
+    for e in entries.iter_mut() {
+        if !matches!(e.kind.as_str(), "facts" | "flush") {
+            continue;
+        }
+        let header = format!("[{}] {}", e.at, e.title);
+        if mnemo_engine::undo::facts_round(&header, &e.body).is_none() {
+            continue;
+        }
+        e.undone = !open.iter().any(|r| r.entry == e.id);
+        e.undo_next = next == Some(e.id);
+    }
 }
 
 /// The newest dream not undone is the one `dream --undo` reverses.
@@ -701,6 +791,8 @@ fn mark_dreams(entries: &mut [HistoryEntry]) {
 fn entry_kind(title: &str) -> &'static str {
     if title.starts_with("[MEMORY.md] undo of the consolidation") {
         "undo"
+    } else if title.starts_with("[memory/facts.md] undo of the facts round") {
+        "facts_undo"
     } else if title.starts_with("[MEMORY.md] consolidation of") {
         "consolidation"
     } else if title.contains("] undo of dream") {
@@ -740,6 +832,101 @@ fn memory_md_as_of(current: &str, history: &str, day: NaiveDate) -> Result<Strin
         }
     }
     Ok(text)
+}
+
+/// Who added a line of MEMORY.md: an entry of the history, and the
+/// messages the line was taken from.
+#[derive(Debug, Clone)]
+struct Credit {
+    entry: usize,
+    kind: String,
+    at: String,
+    source: Option<(String, usize, usize)>,
+}
+
+/// Each line of `current` (MEMORY.md) with the newest entry of `history`
+/// whose MEMORY.md diff added it: the entries are walked oldest first
+/// (their order in the file, not their stamps, which the model may have
+/// written), each `+` line credited to its entry and each `-` line taking
+/// the newest credit of its text back. A consolidation's lines come from
+/// the messages it names; a line an undo (of a consolidation or a dream)
+/// adds back keeps the messages of the addition it restores. Lines no
+/// entry added, and blank lines, have no credit. With `until`, only the
+/// entries of that day and before count.
+fn memory_md_blame(current: &str, history: &str, until: Option<NaiveDate>) -> Vec<MemoryMdLine> {
+    use std::collections::HashMap;
+    let mut entries = history_entries(history);
+    entries.reverse();
+    // The credits of each text still in the file, newest last, and the
+    // one each text lost last.
+    let mut live: HashMap<String, Vec<Credit>> = HashMap::new();
+    let mut removed: HashMap<String, Credit> = HashMap::new();
+    for e in entries {
+        let later = until.is_some_and(|day| {
+            e.at.get(..10)
+                .and_then(|d| d.parse::<NaiveDate>().ok())
+                .is_some_and(|d| d > day)
+        });
+        if later {
+            continue;
+        }
+        let Some(diff) = memory_md_diff(&e.body) else {
+            continue;
+        };
+        let own = (e.kind == "consolidation")
+            .then(|| mnemo_engine::undo::consolidation_label(&format!("] {}", e.title)))
+            .flatten()
+            .and_then(|label| label_messages(&label));
+        for l in diff.lines() {
+            if l.starts_with("@@") {
+                continue;
+            }
+            if let Some(text) = l.strip_prefix('-') {
+                if let Some(c) = live.get_mut(text).and_then(Vec::pop) {
+                    removed.insert(text.to_string(), c);
+                }
+            } else if let Some(text) = l.strip_prefix('+') {
+                let source = match e.kind.as_str() {
+                    "consolidation" => own.clone(),
+                    "undo" | "dream_undo" => removed.get(text).and_then(|c| c.source.clone()),
+                    _ => None,
+                };
+                live.entry(text.to_string()).or_default().push(Credit {
+                    entry: e.id,
+                    kind: e.kind.clone(),
+                    at: e.at.clone(),
+                    source,
+                });
+            }
+        }
+    }
+    current
+        .lines()
+        .enumerate()
+        .map(|(i, text)| {
+            let credit = (!text.trim().is_empty())
+                .then(|| live.get(text).and_then(|c| c.last()))
+                .flatten();
+            let source = credit.and_then(|c| c.source.clone());
+            MemoryMdLine {
+                line: i + 1,
+                text: text.to_string(),
+                entry: credit.map(|c| c.entry),
+                kind: credit.map(|c| c.kind.clone()),
+                at: credit.map(|c| c.at.clone()),
+                from: source.as_ref().map(|s| s.1),
+                to: source.as_ref().map(|s| s.2),
+                session: source.map(|s| s.0),
+            }
+        })
+        .collect()
+}
+
+/// `KEY messages a..b` → (`KEY`, a, b).
+fn label_messages(label: &str) -> Option<(String, usize, usize)> {
+    let (key, range) = label.rsplit_once(" messages ")?;
+    let (a, b) = range.split_once("..")?;
+    Some((key.to_string(), a.parse().ok()?, b.parse().ok()?))
 }
 
 /// The MEMORY.md part of an entry's diffs.
@@ -910,7 +1097,7 @@ fn session_events(
         let Some((from, to)) = range else { continue };
         let kind = match e.kind.as_str() {
             "flush" => "flush",
-            "undo" => "undo",
+            "undo" | "facts_undo" => "undo",
             _ => "consolidation",
         };
         out.push(TimelineEvent {
@@ -1202,6 +1389,66 @@ mod tests {
         );
         assert!(
             memory_md_as_of("# Hand edited\n", HISTORY, "2026-01-02".parse().unwrap()).is_err()
+        );
+    }
+
+    /// Each line of MEMORY.md is credited to the newest entry that added
+    /// it: a consolidation with its messages, an undo with the messages of
+    /// the addition it restored; a line typed by a person to none.
+    #[test]
+    fn memory_md_lines_are_credited_to_the_entry_that_added_them() {
+        let history = "[2026-01-01 10:00] [MEMORY.md] consolidation of s:1 messages 0..4: 2 added; to undo it\n--- MEMORY.md\n+++ MEMORY.md\n@@ -1,0 +2,2 @@\n+- Ada deploys on Fridays.\n+- Ada lives in Paris.\n\n\
+            [2026-01-01 10:01] Ada said she deploys on Fridays.\n[consolidated from s:1 messages 0..4]\n\n\
+            [2026-01-02 09:00] [MEMORY.md] consolidation of s:2 messages 2..6: 1 changed, 1 added; to undo it\n--- MEMORY.md\n+++ MEMORY.md\n@@ -2 +2 @@\n-- Ada deploys on Fridays.\n+- Ada deploys on Mondays.\n@@ -3,0 +4 @@\n+- Ada likes tea.\n\n\
+            [2026-01-03 09:00] [MEMORY.md] undo of the consolidation of s:2 messages 2..6\n--- MEMORY.md\n+++ MEMORY.md\n@@ -2 +2 @@\n-- Ada deploys on Mondays.\n+- Ada deploys on Fridays.\n@@ -4 +3,0 @@\n-- Ada likes tea.\n\n\
+            [2026-01-05 09:00] [MEMORY.md] consolidation of s:1 messages 4..9: 1 added; to undo it\n--- MEMORY.md\n+++ MEMORY.md\n@@ -4,0 +5 @@\n+- Ada likes tea.\n";
+        // Between the undo and the last consolidation a person added the cat.
+        let now = "# Memory\n- Ada deploys on Fridays.\n- Ada lives in Paris.\n- Ada has a cat.\n- Ada likes tea.\n\n";
+        let credit = |l: &MemoryMdLine| match (&l.kind, &l.session) {
+            (Some(k), Some(s)) => format!(
+                "{} {k} {} {s} {}..{}",
+                l.line,
+                l.entry.unwrap(),
+                l.from.unwrap(),
+                l.to.unwrap()
+            ),
+            (Some(k), None) => format!("{} {k} {}", l.line, l.entry.unwrap()),
+            _ => format!("{} none", l.line),
+        };
+        let got: Vec<String> = memory_md_blame(now, history, None)
+            .iter()
+            .map(credit)
+            .collect();
+        assert_eq!(
+            got,
+            [
+                "1 none",
+                // Restored by the undo: from the messages it was first taken from.
+                "2 undo 4 s:1 0..4",
+                "3 consolidation 1 s:1 0..4",
+                "4 none",
+                // Removed by the undo, added again: the later addition.
+                "5 consolidation 5 s:1 4..9",
+                "6 none",
+            ]
+        );
+        let lines = memory_md_blame(now, history, None);
+        assert_eq!(lines[2].text, "- Ada lives in Paris.");
+        assert_eq!(lines[1].at.as_deref(), Some("2026-01-03 09:00"));
+        // As of a day, the entries after it do not count.
+        let then = "# Memory\n- Ada deploys on Mondays.\n- Ada lives in Paris.\n- Ada likes tea.\n";
+        let got: Vec<String> = memory_md_blame(then, history, Some("2026-01-02".parse().unwrap()))
+            .iter()
+            .map(credit)
+            .collect();
+        assert_eq!(
+            got,
+            [
+                "1 none",
+                "2 consolidation 3 s:2 2..6",
+                "3 consolidation 1 s:1 0..4",
+                "4 consolidation 3 s:2 2..6",
+            ]
         );
     }
 

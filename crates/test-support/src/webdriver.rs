@@ -1,8 +1,8 @@
 //! A real browser for tests: Debian's headless Chromium driven by its
 //! ChromeDriver over the W3C WebDriver protocol (JSON over HTTP on
 //! loopback). Only what the page tests use: open an address, find
-//! elements by CSS selector, click, type, read text, run a script, take a
-//! screenshot.
+//! elements by CSS selector, click, type, press keys, read text, run a
+//! script, take a screenshot.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -79,9 +79,17 @@ impl Browser {
             format!("--window-size={width},{height}"),
             format!("--user-data-dir={}", profile.path().display()),
         ];
+        let mut options = json!({"binary": CHROMIUM, "args": args});
+        // A window is at least 500 pixels wide: a phone's narrower screen
+        // is emulated (its viewport, as a phone's browser lays it out).
+        if width < 500 {
+            options["mobileEmulation"] = json!({"deviceMetrics": {
+                "width": width, "height": height, "pixelRatio": 2.0, "mobile": true, "touch": true,
+            }});
+        }
         let caps = json!({"capabilities": {"alwaysMatch": {
             "browserName": "chrome",
-            "goog:chromeOptions": {"binary": CHROMIUM, "args": args},
+            "goog:chromeOptions": options,
         }}});
         let mut browser = Browser {
             driver,
@@ -162,10 +170,12 @@ impl Browser {
     pub fn wait_text(&self, css: &str, needle: &str) -> String {
         let deadline = Instant::now() + Duration::from_secs(WAIT_SECS);
         loop {
+            // An element the page replaced since it was found reads as
+            // empty: the next look finds its successor.
             let text = self
                 .find_all(css)
                 .first()
-                .map(|e| self.element_text(e))
+                .and_then(|e| self.live_text(e))
                 .unwrap_or_default();
             if text.contains(needle) {
                 return text;
@@ -184,6 +194,14 @@ impl Browser {
             .as_str()
             .unwrap_or_default()
             .to_string()
+    }
+
+    /// The visible text of `element`, or `None` when the page removed it.
+    fn live_text(&self, element: &str) -> Option<String> {
+        let path = format!("/session/{}/element/{element}/text", self.session);
+        let (status, text) = request(self.port, "GET", &path, None);
+        let v: Value = serde_json::from_str(&text).ok()?;
+        (status == 200).then(|| v["value"].as_str().unwrap_or_default().to_string())
     }
 
     /// The visible text of the first element matching `css` (empty when none).
@@ -208,6 +226,25 @@ impl Browser {
             "POST",
             &format!("/element/{e}/value"),
             Some(&json!({"text": text})),
+        );
+    }
+
+    /// Presses each key of `keys` in turn on the focused element, as a
+    /// person would (WebDriver's codes: `\u{E004}` Tab, `\u{E007}` Enter).
+    pub fn press(&self, keys: &str) {
+        let actions: Vec<Value> = keys
+            .chars()
+            .flat_map(|k| {
+                [
+                    json!({"type": "keyDown", "value": k.to_string()}),
+                    json!({"type": "keyUp", "value": k.to_string()}),
+                ]
+            })
+            .collect();
+        self.session_call(
+            "POST",
+            "/actions",
+            Some(&json!({"actions": [{"type": "key", "id": "keyboard", "actions": actions}]})),
         );
     }
 

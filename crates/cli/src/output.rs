@@ -292,29 +292,32 @@ pub fn report_error(err: &anyhow::Error, json: bool) -> i32 {
     code.map(ErrorCode::exit_code).unwrap_or(1)
 }
 
+/// The code of the first error in `err`'s chain that has one: every
+/// library crate's error type names its own code.
 fn classify(err: &anyhow::Error) -> Option<ErrorCode> {
+    // One line per error type of the crates the CLI calls: a type left out
+    // here exits 1 whatever went wrong.
+    macro_rules! coded {
+        ($cause:expr, $($t:ty),+ $(,)?) => {
+            $(if let Some(e) = $cause.downcast_ref::<$t>() {
+                return Some(e.code());
+            })+
+        };
+    }
     for cause in err.chain() {
-        if let Some(e) = cause.downcast_ref::<mnemo_service::Error>() {
-            return Some(e.code());
-        }
-        if let Some(e) = cause.downcast_ref::<mnemo::Error>() {
-            return Some(e.code());
-        }
-        if let Some(e) = cause.downcast_ref::<mnemo_import::Error>() {
-            return Some(e.code());
-        }
-        if let Some(e) = cause.downcast_ref::<mnemo::engine::Error>() {
-            return Some(e.code());
-        }
-        if let Some(e) = cause.downcast_ref::<mnemo::llm::LlmError>() {
-            return Some(e.code());
-        }
-        if let Some(e) = cause.downcast_ref::<mnemo::index::IndexError>() {
-            return Some(e.code());
-        }
-        if let Some(e) = cause.downcast_ref::<mnemo::store::Error>() {
-            return Some(e.code());
-        }
+        coded!(
+            cause,
+            mnemo_service::Error,
+            mnemo::Error,
+            mnemo_import::Error,
+            mnemo_eval::EvalError,
+            mnemo::engine::Error,
+            mnemo::llm::LlmError,
+            mnemo::local_llm::Error,
+            mnemo::embed::Error,
+            mnemo::index::IndexError,
+            mnemo::store::Error,
+        );
         if cause.downcast_ref::<mnemo::core::PathError>().is_some() {
             return Some(ErrorCode::Forbidden);
         }

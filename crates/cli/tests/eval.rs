@@ -644,3 +644,24 @@ fn write_path_with_dream_scores_the_memory_a_dream_leaves() {
         "{mnemo:#}"
     );
 }
+
+/// An evaluation's own errors exit with their code, as every other
+/// command's do: a benchmark file that is not JSON is the caller's
+/// mistake (2), not a failure of mnemo (1).
+#[test]
+fn an_eval_error_exits_with_its_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bench.json");
+    std::fs::write(&file, "{\"conversations\": [").unwrap();
+    let out = mnemo_command(
+        env!("CARGO_BIN_EXE_mnemo"),
+        &dir.path().join("ws"),
+        &["eval", "retrieval"],
+    )
+    .arg(&file)
+    .output()
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("is not a benchmark file"), "{stderr}");
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+}

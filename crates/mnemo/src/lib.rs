@@ -12,11 +12,13 @@ use mnemo_core::{Config, Embedder, ErrorCode, Workspace};
 use serde::{Deserialize, Serialize};
 
 pub use mnemo_core as core;
+pub use mnemo_embed as embed;
 pub use mnemo_embed::DownloadProgress;
 pub use mnemo_engine as engine;
 pub use mnemo_index as index;
 pub use mnemo_index_postgres as index_postgres;
 pub use mnemo_llm as llm;
+pub use mnemo_local_llm as local_llm;
 pub use mnemo_store as store;
 pub use mnemo_store_postgres as store_postgres;
 

@@ -205,7 +205,7 @@ export class Memory {
     return this.#call("post_memory_dream", "POST", "/memory/dream", { body: (options as unknown[])[0] });
   }
 
-  /** Undoes the newest consolidation of MEMORY.md (or, with `"dream"`, the newest dream) not undone yet. */
+  /** Undoes the newest consolidation of MEMORY.md (or, with `"dream"`, the newest dream; with `"facts"`, the newest round of memory/facts.md) not undone yet. */
   async undo(what: UndoArgs | NonNullable<UndoArgs["what"]> = {}): Promise<UndoOutput> {
     const body = typeof what === "string" ? { what } : what;
     return this.#call("post_memory_undo", "POST", "/memory/undo", { body });

@@ -1009,24 +1009,32 @@ export interface components {
         /** @description Arguments of `memory/undo`. */
         UndoArgs: {
             /**
-             * @description `consolidation` (default) or `dream`.
+             * @description `consolidation` (default), `facts` or `dream`.
              * @default consolidation
              */
             what?: components["schemas"]["UndoWhat"];
         };
         /** @description What to undo. */
-        UndoWhat: "consolidation" | "dream";
+        UndoWhat: "consolidation" | "dream" | "facts";
         /** @description What an undo did. */
         UndoOutput: {
             /** @description What was undone. */
             what: components["schemas"]["UndoWhat"];
-            /** @description Which one: `<session> messages <from>..<to>`, or the dream's id. */
+            /**
+             * @description Which one: `<session> messages <from>..<to>` (a flush's `memory
+             *     flush of …`), or the dream's id.
+             */
             undone: string;
             /**
              * Format: uint
-             * @description Lines changed back.
+             * @description Lines changed back (a facts round: facts removed, made current
+             *     again, or whose sources changed back).
              */
             lines: number;
+            /** @description A facts round's facts removed (it added them). */
+            removed?: string[];
+            /** @description A facts round's facts current again (it ended them). */
+            restored?: string[];
         };
         /** @description Memory, with each fact's state and sources. */
         MemoryView: {
@@ -1034,6 +1042,11 @@ export interface components {
             as_of?: string | null;
             /** @description MEMORY.md (as of the day when one was asked for). */
             memory_md: string;
+            /**
+             * @description MEMORY.md line by line, each with the entry of memory/HISTORY.md
+             *     that last added it and the messages it was taken from.
+             */
+            memory_md_lines: components["schemas"]["MemoryMdLine"][];
             /** @description What could not be shown as asked, and why. */
             notes: string[];
             /**
@@ -1047,6 +1060,48 @@ export interface components {
              *     are today).
              */
             files: components["schemas"]["MemoryFile"][];
+        };
+        /**
+         * @description A line of MEMORY.md and where it came from: the newest entry of
+         *     memory/HISTORY.md whose diff added it (a line removed and added again
+         *     is credited to the later addition). A line no entry added was written
+         *     by hand, or before the history.
+         */
+        MemoryMdLine: {
+            /**
+             * Format: uint
+             * @description Its line number (1-based).
+             */
+            line: number;
+            /** @description Its text. */
+            text: string;
+            /**
+             * Format: uint
+             * @description The entry that added it (see [`HistoryEntry::id`]).
+             */
+            entry?: number | null;
+            /**
+             * @description That entry's kind: `consolidation`, `undo` (it restored the line),
+             *     `dream`, `dream_undo`.
+             */
+            kind?: string | null;
+            /** @description That entry's stamp, `YYYY-MM-DD HH:MM` (UTC). */
+            at?: string | null;
+            /**
+             * @description The session whose messages it was taken from: the consolidation's,
+             *     or, for a line an undo restored, the one of the addition restored.
+             */
+            session?: string | null;
+            /**
+             * Format: uint
+             * @description Its first message (0-based ordinal).
+             */
+            from?: number | null;
+            /**
+             * Format: uint
+             * @description One past its last message.
+             */
+            to?: number | null;
         };
         /** @description A fact and where it came from. */
         FactView: {
@@ -1138,17 +1193,20 @@ export interface components {
             at: string;
             /**
              * @description `consolidation` (of MEMORY.md), `facts` (a round of memory/facts.md),
-             *     `undo`, `dream`, `dream_undo`, `raw` (archived as it was), `flush`,
-             *     `other`.
+             *     `undo`, `facts_undo`, `dream`, `dream_undo`, `raw` (archived as it
+             *     was), `flush` (a round of memory/facts.md too), `other`.
              */
             kind: string;
             /** @description Its first line, without the stamp. */
             title: string;
             /** @description The lines after it (diffs start with `---`/`+++`/`@@`/`+`/`-`). */
             body: string;
-            /** @description A consolidation that was undone since. */
+            /** @description A consolidation, facts round or dream that was undone since. */
             undone: boolean;
-            /** @description The consolidation or dream `memory undo` / `dream --undo` would reverse next. */
+            /**
+             * @description The consolidation, facts round or dream the undo of its kind
+             *     (`memory/undo` with `what`) would reverse next.
+             */
             undo_next: boolean;
         };
         /** @description A page of a session's log, and the prompt's size over the whole log. */

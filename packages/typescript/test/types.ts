@@ -33,7 +33,7 @@ export async function usage(memory: Memory): Promise<void> {
   const dream: DreamOutput = await memory.dream();
   const merged: [string, string][] = dream.merged;
   const undone = await memory.undo("dream");
-  const what: "consolidation" | "dream" = undone.what;
+  const what: "consolidation" | "dream" | "facts" = undone.what;
   const history = await memory.sessionHistory("chat", { since_cursor: true });
   const total: number = history.total;
 

@@ -631,23 +631,32 @@ class MemoryChange(_MemoryChangeRequired, total=False):
 class UndoArgs(TypedDict, total=False):
     """Arguments of `memory/undo`."""
 
-    #: `consolidation` (default) or `dream`.
+    #: `consolidation` (default), `facts` or `dream`.
     what: UndoWhat
 
 
 #: What to undo.
-UndoWhat = Literal["consolidation", "dream"]
+UndoWhat = Literal["consolidation", "dream", "facts"]
 
 
-class UndoOutput(TypedDict):
-    """What an undo did."""
-
+class _UndoOutputRequired(TypedDict):
     #: What was undone.
     what: UndoWhat
-    #: Which one: `<session> messages <from>..<to>`, or the dream's id.
+    #: Which one: `<session> messages <from>..<to>` (a flush's `memory
+    #: flush of …`), or the dream's id.
     undone: str
-    #: Lines changed back.
+    #: Lines changed back (a facts round: facts removed, made current
+    #: again, or whose sources changed back).
     lines: int
+
+
+class UndoOutput(_UndoOutputRequired, total=False):
+    """What an undo did."""
+
+    #: A facts round's facts removed (it added them).
+    removed: list[str]
+    #: A facts round's facts current again (it ended them).
+    restored: list[str]
 
 
 class _MemoryViewRequired(TypedDict):
@@ -816,16 +825,17 @@ class HistoryEntry(TypedDict):
     #: Its stamp, `YYYY-MM-DD HH:MM` (UTC).
     at: str
     #: `consolidation` (of MEMORY.md), `facts` (a round of memory/facts.md),
-    #: `undo`, `dream`, `dream_undo`, `raw` (archived as it was), `flush`,
-    #: `other`.
+    #: `undo`, `facts_undo`, `dream`, `dream_undo`, `raw` (archived as it
+    #: was), `flush` (a round of memory/facts.md too), `other`.
     kind: str
     #: Its first line, without the stamp.
     title: str
     #: The lines after it (diffs start with `---`/`+++`/`@@`/`+`/`-`).
     body: str
-    #: A consolidation that was undone since.
+    #: A consolidation, facts round or dream that was undone since.
     undone: bool
-    #: The consolidation or dream `memory undo` / `dream --undo` would reverse next.
+    #: The consolidation, facts round or dream the undo of its kind
+    #: (`memory/undo` with `what`) would reverse next.
     undo_next: bool
 
 

@@ -457,3 +457,41 @@ fn add_tea(ws: &Path, description: &str, body: &str) -> String {
         Some(body),
     ))
 }
+
+/// `mnemo memory undo --facts` undoes the newest round of memory/facts.md
+/// as the inspector's page does: what it added goes, what it ended is
+/// current again; with no round left it says so and changes nothing.
+#[test]
+fn memory_undo_facts_reverses_the_newest_round() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path();
+    init(ws);
+    std::fs::write(
+        ws.join("memory/facts.md"),
+        "# Facts\n\n\
+         - The user lives in Berlin. (f2; since 2026-03-05; by chat:1 2..3)\n\n\
+         ## No longer true\n\n\
+         - ~~The user lives in Paris.~~ (f1; since 2026-03-01; until 2026-03-05; superseded by f2; by chat:1 0..1)\n",
+    )
+    .unwrap();
+    std::fs::write(
+        ws.join("memory/HISTORY.md"),
+        "[2026-03-01 10:00] chat:1 messages 0..2: 1 fact(s) proposed\n\
+         [memory/facts.md: added f1]\n\n\
+         [2026-03-05 10:00] chat:1 messages 2..4: 1 fact(s) proposed\n\
+         [memory/facts.md: replaced f1 by f2]\n\n",
+    )
+    .unwrap();
+    let v = json_of(&mnemo(ws, &["memory", "undo", "--facts", "--json"], None));
+    assert_eq!(v["removed"], json!(["f2"]), "{v}");
+    assert_eq!(v["restored"], json!(["f1"]), "{v}");
+    let facts = read(ws, "memory/facts.md");
+    assert!(
+        facts.contains("- The user lives in Paris.") && !facts.contains("Berlin"),
+        "{facts}"
+    );
+    // The first round next, then nothing left.
+    ok(&mnemo(ws, &["memory", "undo", "--facts"], None));
+    let o = mnemo(ws, &["memory", "undo", "--facts"], None);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+}

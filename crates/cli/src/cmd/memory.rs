@@ -39,15 +39,22 @@ pub enum MemoryCommand {
     /// such as f12, or a typed memory's name): what was done, the old and
     /// new text, when, and which session and messages caused it
     History(HistoryArgs),
-    /// Undo the newest consolidation's change to MEMORY.md (run it again to
-    /// go further back); each change and each undo is in memory/HISTORY.md
+    /// Undo the newest consolidation's change to MEMORY.md, or with --facts
+    /// the newest round of memory/facts.md (run it again to go further
+    /// back); each change and each undo is in memory/HISTORY.md
     Undo(UndoArgs),
 }
 
 /// Arguments of `mnemo memory undo`.
 #[derive(Debug, Args)]
 pub struct UndoArgs {
-    /// Print the answer as one JSON object: {"consolidation", "lines"}
+    /// Undo the newest round of facts (a facts-mode consolidation or a
+    /// memory flush): the facts it added go, the facts it ended are current
+    /// again. Refused, changing nothing, when one of them changed since
+    #[arg(long)]
+    pub facts: bool,
+    /// Print the answer as one JSON object: {"consolidation", "lines"}, or
+    /// with --facts {"round", "removed", "restored", "unsaid"}
     #[arg(long)]
     pub json: bool,
 }
@@ -279,6 +286,20 @@ pub fn run(command: MemoryCommand, global: &GlobalArgs) -> Result<()> {
                 };
                 outln!("{}  {:<7} {memory} {what}{cause}", c.at, c.op);
             }
+            Ok(())
+        }
+        MemoryCommand::Undo(args) if args.facts => {
+            let undone = mnemo::engine::undo_facts_round(&store, chrono::Utc::now())?;
+            if args.json {
+                outln!("{}", serde_json::to_string(&undone)?);
+                return Ok(());
+            }
+            outln!(
+                "undid the facts round of {}: {} fact(s) removed, {} current again (recorded in memory/HISTORY.md)",
+                undone.round,
+                undone.removed.len(),
+                undone.restored.len()
+            );
             Ok(())
         }
         MemoryCommand::Undo(args) => {

@@ -206,7 +206,8 @@ pub struct EvalReport {
     pub unit: EvalUnit,
     /// How the index was asked.
     pub mode: RetrievalMode,
-    /// The mode the index reported answering in (`hybrid` or `keyword`).
+    /// The mode the index reported answering in: `hybrid`, `vector`,
+    /// `keyword`, or `mixed` (vectors on some questions only).
     pub index_mode: String,
     /// Settings used.
     pub settings: EvalSettings,

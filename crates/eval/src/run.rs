@@ -654,16 +654,21 @@ fn score_run(
     );
     let mut all_warnings = warnings.to_vec();
     all_warnings.extend(run.warnings.iter().cloned());
-    let index_mode = if run.modes_seen.contains(&SearchMode::Hybrid) {
-        if run.modes_seen.contains(&SearchMode::Keyword) {
-            "mixed"
-        } else {
-            "hybrid"
-        }
-    } else {
-        "keyword"
+    // What the index did: used vectors on every question (hybrid, or
+    // vector alone when the keyword side weighs nothing), on none
+    // (keyword), or on some only (mixed).
+    let seen = |m| run.modes_seen.contains(&m);
+    let index_mode = match (
+        seen(SearchMode::Keyword),
+        seen(SearchMode::Hybrid),
+        seen(SearchMode::Vector),
+    ) {
+        (true, false, false) | (false, false, false) => "keyword",
+        (true, _, _) => "mixed",
+        (false, true, _) => "hybrid",
+        (false, false, true) => "vector",
     };
-    if mode.needs_embedder() && index_mode != "hybrid" {
+    if mode.needs_embedder() && matches!(index_mode, "keyword" | "mixed") {
         all_warnings.push(format!(
             "{} mode was asked but the index answered in {index_mode} mode: vectors were not (all) used",
             mode.as_str()

@@ -275,10 +275,10 @@ fn all_modes_with_the_local_model() {
     for r in &reports {
         assert_unit_interval(r);
         assert_eq!(r.counts.questions_scored, 4);
-        let want = if r.mode == RetrievalMode::Keyword {
-            "keyword"
-        } else {
-            "hybrid"
+        let want = match r.mode {
+            RetrievalMode::Keyword => "keyword",
+            RetrievalMode::Vector => "vector",
+            _ => "hybrid",
         };
         assert_eq!(r.index_mode, want, "{:?}", r.warnings);
         assert_eq!(

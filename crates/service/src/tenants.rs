@@ -245,6 +245,18 @@ impl Tenants {
                         mnemo_store::memory::INITIAL_MEMORY_MD,
                         mnemo_store::Expect::Absent,
                     )?;
+                    // The index (its schema, tables and the first sync) is
+                    // built now, not by the workspace's first search. It is
+                    // derived: if it cannot be built here, that search
+                    // builds it, so the workspace is created all the same.
+                    let built = me.service(&t).and_then(|service| {
+                        let index = service.mnemo().index()?;
+                        index.sync(&|_| {})?;
+                        Ok(())
+                    });
+                    if let Err(e) = built {
+                        tracing::warn!("workspace {}: its index is left to its first search: {e}", t.id);
+                    }
                     Ok(())
                 })
                 .await?;

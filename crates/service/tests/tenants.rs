@@ -411,3 +411,32 @@ async fn a_database_workspace_scores_as_a_folder_does() {
     drop(tenants);
     execute(&url, &format!("DROP SCHEMA IF EXISTS {schema} CASCADE")).unwrap();
 }
+
+/// A workspace's index is built when the workspace is created, so its
+/// first search pays no schema creation: the index schema is there before
+/// any request, and holds the workspace's MEMORY.md.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_workspace_is_created_with_its_index() {
+    let Some(url) = test_url() else { return };
+    let schema = format!("ci{}", std::process::id());
+    let data = tempfile::tempdir().unwrap();
+    let tenants = connect(&url, &schema, data.path(), 8).await;
+    assert!(schemas_like(&url, &format!("{schema}_ix")).is_empty());
+    tenants.create("erin".into()).await.unwrap();
+    let indexes = schemas_like(&url, &format!("{schema}_ix"));
+    assert!(!indexes.is_empty(), "no index schema after the create");
+    // MEMORY.md's words are in the index's chunks before any search.
+    let rows = mnemo_test_support::postgres::rows_holding(
+        &url,
+        &[&format!("{schema}_ix")],
+        "Core facts that hold across sessions",
+    );
+    assert!(
+        rows.iter().any(|r| r.contains(".chunks.")),
+        "MEMORY.md not indexed at creation: {rows:?}"
+    );
+
+    tenants.delete("erin".into()).await.unwrap();
+    drop(tenants);
+    execute(&url, &format!("DROP SCHEMA IF EXISTS {schema} CASCADE")).unwrap();
+}

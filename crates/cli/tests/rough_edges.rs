@@ -495,3 +495,38 @@ fn memory_undo_facts_reverses_the_newest_round() {
     let o = mnemo(ws, &["memory", "undo", "--facts"], None);
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
 }
+
+/// `mnemo search --budget N` answers within about N tokens and says how
+/// many it spent.
+#[test]
+fn search_within_a_budget_says_what_it_spent() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path();
+    init(ws);
+    let body: String = (0..30)
+        .map(|i| format!("- Line {i} about the harbour schedule.\n"))
+        .collect::<String>()
+        + "- Alice drinks espresso every morning.\n";
+    std::fs::write(ws.join("memory/notes.md"), format!("# Notes\n\n{body}")).unwrap();
+    let o = mnemo(
+        ws,
+        &[
+            "--set",
+            "embedder.kind=none",
+            "search",
+            "what does Alice drink",
+            "--budget",
+            "30",
+            "--json",
+        ],
+        None,
+    );
+    let v = json_of(&o);
+    let tokens = v["tokens"].as_u64().unwrap();
+    let hits = v["results"].as_array().unwrap();
+    assert!(tokens <= 30 + hits.len() as u64, "{v}");
+    assert!(
+        hits[0]["snippet"].as_str().unwrap().contains("espresso"),
+        "{v}"
+    );
+}

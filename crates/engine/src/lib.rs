@@ -60,7 +60,7 @@ pub use facts::FactRound;
 pub use history::{rebuild_entries, rebuild_history, Entry};
 pub use memory_work::{MemoryWorkMode, MemoryWorkReport, MemoryWorkers, WorkState};
 pub use recall::{MemoryHit, MemorySearch, RecallOutcome};
-pub use rerank::{JudgementCache, Passage, RerankOptions, RerankOutcome};
+pub use rerank::{cut_passage, JudgementCache, Passage, RerankOptions, RerankOutcome};
 pub use rounds::round_marker;
 pub use session::NewSessionReport;
 pub use settings::EngineSettings;

@@ -13,6 +13,9 @@ use crate::error::{Error, Result};
 /// Most results one search returns, on every surface.
 pub const MAX_RESULTS: usize = 100;
 
+/// The smallest token budget a search takes: about one sentence.
+pub const MIN_BUDGET_TOKENS: usize = 20;
+
 /// Most model calls one agent turn may make.
 pub const MAX_TURN_ITERATIONS: usize = 32;
 
@@ -45,6 +48,17 @@ pub struct SearchArgs {
     /// embedding model).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<crate::output::Mode>,
+    /// Fit the hits into about this many tokens (4 characters each): each
+    /// snippet cut to its lines that share the most words with the query,
+    /// a hit saying what an earlier one says left out, and no hit once the
+    /// budget is spent (default: no budget, whole snippets).
+    #[serde(
+        default,
+        alias = "budgetTokens",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(range(min = 20))]
+    pub budget_tokens: Option<usize>,
 }
 
 impl SearchArgs {
@@ -70,6 +84,13 @@ impl SearchArgs {
             ));
         }
         self.as_of_day()?;
+        if let Some(b) = self.budget_tokens {
+            if b < MIN_BUDGET_TOKENS {
+                return Err(Error::Invalid(format!(
+                    "`budget_tokens` is {b}: give at least {MIN_BUDGET_TOKENS} tokens"
+                )));
+            }
+        }
         if let Some(s) = self.min_score {
             if !(0.0..=1.0).contains(&s) {
                 return Err(Error::Invalid(format!(

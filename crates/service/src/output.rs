@@ -203,6 +203,9 @@ pub struct SearchOutput {
     /// What the re-rank added to the search, in milliseconds (present when one ran).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rerank_ms: Option<u64>,
+    /// The snippets' tokens (4 characters each), when a budget was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<usize>,
 }
 
 impl SearchOutput {
@@ -220,6 +223,7 @@ impl SearchOutput {
             focus: resp.focus.clone(),
             reranked,
             rerank_ms: None,
+            tokens: None,
         }
     }
 }

@@ -617,6 +617,14 @@ export interface components {
              *     embedding model).
              */
             mode?: components["schemas"]["Mode"] | null;
+            /**
+             * Format: uint
+             * @description Fit the hits into about this many tokens (4 characters each): each
+             *     snippet cut to its lines that share the most words with the query,
+             *     a hit saying what an earlier one says left out, and no hit once the
+             *     budget is spent (default: no budget, whole snippets).
+             */
+            budget_tokens?: number | null;
         };
         /** @description How a search ran. */
         Mode: "hybrid" | "keyword" | "vector";
@@ -645,6 +653,11 @@ export interface components {
              * @description What the re-rank added to the search, in milliseconds (present when one ran).
              */
             rerank_ms?: number | null;
+            /**
+             * Format: uint
+             * @description The snippets' tokens (4 characters each), when a budget was given.
+             */
+            tokens?: number | null;
         };
         /** @description One search hit, the same on every surface. */
         Hit: {

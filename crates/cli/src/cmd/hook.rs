@@ -571,6 +571,7 @@ fn recall(ctx: &Ctx, payload: &Payload, tokens: usize) -> Result<Option<String>>
         as_of: None,
         explain: None,
         mode: None,
+        budget_tokens: None,
     };
     let found = search(ctx, &request)?;
     for w in &found.warnings {

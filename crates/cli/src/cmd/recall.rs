@@ -71,6 +71,11 @@ pub struct SearchArgs {
     /// place before a re-rank; with --json, each hit's "parts"
     #[arg(long)]
     pub explain: bool,
+    /// Fit the hits into about this many tokens (4 characters each), as an
+    /// agent's prompt would take them: each cut to its lines that share the
+    /// query's words, repeats left out, nothing past the budget
+    #[arg(long, value_name = "TOKENS")]
+    pub budget: Option<usize>,
     #[command(flatten)]
     pub model: crate::cmd::ModelArgs,
 }
@@ -269,6 +274,7 @@ pub fn search(args: SearchArgs, global: &GlobalArgs) -> Result<()> {
         as_of: args.as_of,
         explain: args.explain.then_some(true),
         mode: None,
+        budget_tokens: args.budget,
     };
     // A server of this workspace, with these settings, has the model and
     // the index open already: ask it (a re-rank's model flags are the

@@ -195,7 +195,7 @@ class _Base:
     def _r_memory_work(self, key):
         return "GET", f"{self._prefix}/sessions/{_key(key)}/memory-work", None
 
-    def _r_search(self, query, max_results, min_score, rerank, as_of, explain, mode=None):
+    def _r_search(self, query, max_results, min_score, rerank, as_of, explain, mode=None, budget_tokens=None):
         body = _body(
             {
                 "query": query,
@@ -205,6 +205,7 @@ class _Base:
                 "as_of": as_of,
                 "explain": explain,
                 "mode": mode,
+                "budget_tokens": budget_tokens,
             }
         )
         return "POST", f"{self._prefix}/memory/search", body
@@ -356,11 +357,14 @@ class Memory(_Base):
         as_of: str | None = None,
         explain: bool | None = None,
         mode: SearchMode | None = None,
+        budget_tokens: int | None = None,
     ) -> SearchOutput:
         """Searches memory and past sessions; hits best first, each with a
         ``citation`` that :meth:`get` opens. ``mode`` ranks by ``hybrid``
-        (the default), ``keyword`` or ``vector`` alone."""
-        return self._call(*self._r_search(query, max_results, min_score, rerank, as_of, explain, mode))
+        (the default), ``keyword`` or ``vector`` alone; ``budget_tokens``
+        fits the hits into about that many tokens, each cut to its useful
+        lines."""
+        return self._call(*self._r_search(query, max_results, min_score, rerank, as_of, explain, mode, budget_tokens))
 
     def get(self, path: str, *, from_line: int | None = None, lines: int | None = None) -> GetOutput:
         """Lines of a memory file or a cited session log (``path`` may be a
@@ -490,9 +494,10 @@ class AsyncMemory(_Base):
         as_of: str | None = None,
         explain: bool | None = None,
         mode: SearchMode | None = None,
+        budget_tokens: int | None = None,
     ) -> SearchOutput:
         """Searches memory and past sessions; hits best first."""
-        return await self._call(*self._r_search(query, max_results, min_score, rerank, as_of, explain, mode))
+        return await self._call(*self._r_search(query, max_results, min_score, rerank, as_of, explain, mode, budget_tokens))
 
     async def get(self, path: str, *, from_line: int | None = None, lines: int | None = None) -> GetOutput:
         """Lines of a memory file or a cited session log, secrets taken out."""

@@ -568,6 +568,7 @@ mod tests {
             focus: None,
             reranked: Some(true),
             rerank_ms: Some(2150),
+            tokens: None,
         };
         let text = render_found(&found, None);
         assert!(
@@ -649,6 +650,7 @@ mod tests {
             focus: None,
             reranked: None,
             rerank_ms: None,
+            tokens: None,
         };
         insta::assert_snapshot!("search_marks_ended_facts", render_found(&found, None));
     }

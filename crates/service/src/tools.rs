@@ -78,6 +78,10 @@ pub struct ToolDef {
     /// An agent turn offers it too (the memory tools, not the session ones,
     /// which the turn itself performs).
     pub in_agent_turn: bool,
+    /// The arguments an agent turn's model is shown, when not all: a small
+    /// model fills in every argument it sees (a minimum score, a re-rank,
+    /// a mode), so the ones a program tunes stay with HTTP and MCP clients.
+    pub agent_args: Option<&'static [&'static str]>,
 }
 
 fn def<T: JsonSchema>(name: &'static str, description: &'static str) -> ToolDef {
@@ -88,6 +92,7 @@ fn def<T: JsonSchema>(name: &'static str, description: &'static str) -> ToolDef 
         read_only: false,
         destructive: false,
         in_agent_turn: false,
+        agent_args: None,
     }
 }
 
@@ -104,6 +109,11 @@ impl ToolDef {
 
     fn in_agent_turn(mut self) -> Self {
         self.in_agent_turn = true;
+        self
+    }
+
+    fn agent_args(mut self, args: &'static [&'static str]) -> Self {
+        self.agent_args = Some(args);
         self
     }
 
@@ -127,7 +137,8 @@ pub fn catalogue() -> Vec<ToolDef> {
     vec![
         def::<SearchArgs>("memory_search", MEMORY_SEARCH)
             .read_only()
-            .in_agent_turn(),
+            .in_agent_turn()
+            .agent_args(&["query", "max_results", "as_of"]),
         def::<GetArgs>("memory_get", MEMORY_GET)
             .read_only()
             .in_agent_turn(),
@@ -146,7 +157,19 @@ pub fn agent_tools() -> Vec<ToolSpec> {
     catalogue()
         .iter()
         .filter(|t| t.in_agent_turn)
-        .map(ToolDef::spec)
+        .map(|t| match t.agent_args {
+            None => t.spec(),
+            Some(keep) => {
+                let mut schema = t.input_schema.clone();
+                if let Some(Value::Object(props)) = schema.get_mut("properties") {
+                    props.retain(|k, _| keep.contains(&k.as_str()));
+                }
+                if let Some(Value::Array(required)) = schema.get_mut("required") {
+                    required.retain(|r| r.as_str().is_some_and(|r| keep.contains(&r)));
+                }
+                ToolSpec::new(t.name, t.description, Value::Object(schema))
+            }
+        })
         .collect()
 }
 
@@ -197,6 +220,25 @@ mod tests {
             search["properties"]["max_results"]["maximum"],
             serde_json::json!(100)
         );
+    }
+
+    /// A turn's model sees the search arguments a question needs; the ones
+    /// a program tunes (a minimum score, a re-rank, a mode, a budget)
+    /// stay with HTTP and MCP clients, which see them all.
+    #[test]
+    fn an_agent_turn_sees_the_search_arguments_a_question_needs() {
+        let search = agent_tools().into_iter().next().unwrap();
+        let props: Vec<&String> = search.parameters["properties"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect();
+        assert_eq!(props, ["query", "max_results", "as_of"]);
+        assert_eq!(search.parameters["required"], serde_json::json!(["query"]));
+        let full = &catalogue()[0].input_schema["properties"];
+        for arg in ["min_score", "rerank", "explain", "mode", "budget_tokens"] {
+            assert!(full.get(arg).is_some(), "{arg} left the catalogue");
+        }
     }
 
     #[test]

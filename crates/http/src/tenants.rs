@@ -104,19 +104,15 @@ async fn require_workspace(
         Err(rej) => return path_rejection(rej).into_response(),
     };
     let id = params.get("id").map(String::as_str).unwrap_or_default();
-    match s
-        .tenants
-        .authorize_registration(id, bearer(req.headers()))
-        .await
-    {
-        Ok((service, seq)) => {
-            req.extensions_mut().insert(service);
+    match s.tenants.authorize(id, bearer(req.headers())).await {
+        Ok(service) => {
+            req.extensions_mut().insert(service.clone());
             req.extensions_mut().insert(WorkspaceId(id.to_string()));
             let resp = next.run(req).await;
             // A failure of a workspace deleted while the request ran (its
             // index dropped under it) is that workspace's absence, not a
             // fault of the server.
-            if resp.status().is_server_error() && !s.tenants.is_registered(id, seq).await {
+            if resp.status().is_server_error() && service.deregistered().await {
                 return refused(mnemo_service::Error::NotFound(format!(
                     "the workspace {id:?} was deleted while this request ran: \
                      GET /v1/workspaces lists the workspaces there are"

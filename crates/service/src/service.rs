@@ -120,25 +120,34 @@ impl Service {
     /// the request ran: an I/O failure or an unexpected state met because
     /// its rows and index were dropped underneath is its absence, not a
     /// fault of the server. Surfaces whose errors travel inside a success
-    /// (MCP's tool results) call it; HTTP checks the registration itself.
+    /// (MCP's tool results) call it; HTTP asks [`Service::deregistered`]
+    /// of any failed answer.
     pub async fn explain_gone(self: &Arc<Self>, e: Error) -> Error {
-        let Some(live) = self.registered.get().cloned() else {
-            return e;
-        };
         if !matches!(
             e.code(),
             mnemo_core::ErrorCode::Io | mnemo_core::ErrorCode::Internal
         ) {
             return e;
         }
-        match blocking(move || Ok(live())).await {
-            Ok(false) => Error::NotFound(
+        if self.deregistered().await {
+            return Error::NotFound(
                 "this workspace was deleted while the request ran: nothing more can be read or \
                  written in it (GET /v1/workspaces lists the workspaces there are)"
                     .into(),
-            ),
-            _ => e,
+            );
         }
+        e
+    }
+
+    /// True when this service was opened for a registration of a
+    /// multi-tenant workspace that no longer stands (deleted, perhaps
+    /// created again); false for a folder's, and when the registry cannot
+    /// be read (that says nothing either way).
+    pub async fn deregistered(self: &Arc<Self>) -> bool {
+        let Some(live) = self.registered.get().cloned() else {
+            return false;
+        };
+        matches!(blocking(move || Ok(live())).await, Ok(false))
     }
 
     /// The workspace handle.

@@ -314,31 +314,21 @@ impl Tenants {
         .await
     }
 
-    /// The service of workspace `id` when `token` opens it.
+    /// The service of workspace `id` when `token` opens it. The service
+    /// knows the registration it was opened for
+    /// ([`Service::deregistered`]).
     pub async fn authorize(
         self: &Arc<Self>,
         id: &str,
         token: Option<&str>,
     ) -> Result<Arc<Service>> {
-        Ok(self.authorize_registration(id, token).await?.0)
-    }
-
-    /// [`Tenants::authorize`], with the number of the registration the
-    /// service was opened for (see [`Tenants::is_registered`]).
-    pub async fn authorize_registration(
-        self: &Arc<Self>,
-        id: &str,
-        token: Option<&str>,
-    ) -> Result<(Arc<Service>, i64)> {
         let token = token.ok_or_else(|| missing_token("the workspace's token"))?;
         let hash = sha256(token);
         let (me, id) = (self.clone(), id.to_string());
         blocking(move || {
             let tenant = if valid_id(&id) { me.db.tenant(&id)? } else { None };
             match tenant {
-                Some(t) if constant_time_eq(&t.token_sha256, &hash) => {
-                    Ok((me.service(&t)?, t.seq))
-                }
+                Some(t) if constant_time_eq(&t.token_sha256, &hash) => me.service(&t),
                 found => {
                     if found.is_none() {
                         // Deleted through another server: let go of it here too.
@@ -353,16 +343,6 @@ impl Tenants {
             }
         })
         .await
-    }
-
-    /// True while workspace `id` is registered as `seq`: false once it
-    /// was deleted (and perhaps created again), or when the registry
-    /// cannot be read.
-    pub async fn is_registered(self: &Arc<Self>, id: &str, seq: i64) -> bool {
-        let (me, id) = (self.clone(), id.to_string());
-        blocking(move || Ok(me.db.tenant(&id)?))
-            .await
-            .is_ok_and(|t| t.is_some_and(|t| t.seq == seq))
     }
 
     /// The opened service of `t`, opening it on first use.

@@ -438,7 +438,8 @@ pub(crate) fn memory_context(mnemo: &Mnemo, budget: usize, source: &str) -> Resu
     let rendered = memory.render_memory_md()?;
     // Without the paragraph `mnemo init` opens the file with, which
     // explains MEMORY.md to the person who edits it.
-    let template = mnemo::store::memory::without_memory_title(super::init::MEMORY_MD).trim();
+    let template =
+        mnemo::store::memory::without_memory_title(mnemo::store::memory::INITIAL_MEMORY_MD).trim();
     let body = mnemo::store::memory::without_memory_title(&rendered.text).trim();
     let body = body.strip_prefix(template).unwrap_or(body).trim();
     if !body.is_empty() {

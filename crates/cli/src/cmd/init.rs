@@ -11,8 +11,6 @@ use crate::ctx::GlobalArgs;
 #[derive(Debug, Args)]
 pub struct InitArgs {}
 
-pub(crate) const MEMORY_MD: &str = mnemo::store::memory::INITIAL_MEMORY_MD;
-
 const MNEMO_TOML: &str = include_str!("../../templates/mnemo.toml");
 
 pub fn run(_args: InitArgs, global: &GlobalArgs) -> Result<()> {
@@ -49,7 +47,10 @@ pub(crate) fn create(ws: &mnemo::core::Workspace) -> Result<Vec<String>> {
             created.push(format!("{}/", dir.display()));
         }
     }
-    for (path, text) in [(ws.memory_md(), MEMORY_MD), (ws.config_path(), MNEMO_TOML)] {
+    for (path, text) in [
+        (ws.memory_md(), mnemo::store::memory::INITIAL_MEMORY_MD),
+        (ws.config_path(), MNEMO_TOML),
+    ] {
         if !path.exists() {
             mnemo::store::fsutil::atomic_write(&path, text.as_bytes())?;
             created.push(path.display().to_string());

@@ -161,7 +161,10 @@ impl SystemParts {
 }
 
 impl Engine {
-    pub(crate) fn system_parts(&self, selected: &[String]) -> Result<SystemParts> {
+    /// The system prompt's parts; `query` (the user's message) chooses
+    /// which lines of a selected file too long for the recall budget are
+    /// shown.
+    pub(crate) fn system_parts(&self, selected: &[String], query: &str) -> Result<SystemParts> {
         let now = self.now();
         let identity = templates::render(
             templates::IDENTITY,
@@ -234,22 +237,55 @@ impl Engine {
                 daily.push_str("\n\n");
             }
         }
-        let mut sel = String::new();
-        for rel in selected {
+        let mut items = Vec::new();
+        for entry in selected {
+            // A passage search found (`path#Lx-Ly`), or a whole file.
+            let (rel, lines) = match crate::budget::split_citation(entry) {
+                Some((p, a, b)) => (p, Some((a, b))),
+                None => (entry.as_str(), None),
+            };
             let Ok(Some(text)) = self.memory.read_document(rel) else {
                 continue;
             };
-            let cap = self.settings.restore_file_tokens * 4;
             // Lines a retraction ended are history: found by search, not
             // shown (as the facts that ended). The facts file shows its
             // current facts only, as `## Facts` does.
-            let text = if rel == mnemo_store::memory::facts::FACTS_FILE {
-                current_facts(&mnemo_store::memory::facts::FactsFile::parse(&text))
-            } else {
-                mnemo_store::memory::facts::current_text(&text)
+            let text = match lines {
+                Some((a, b)) => mnemo_store::memory::facts::current_text(
+                    &text
+                        .lines()
+                        .skip(a - 1)
+                        .take(b - a + 1)
+                        .collect::<Vec<_>>()
+                        .join("\n"),
+                ),
+                None if rel == mnemo_store::memory::facts::FACTS_FILE => {
+                    current_facts(&mnemo_store::memory::facts::FactsFile::parse(&text))
+                }
+                None => mnemo_store::memory::facts::current_text(&text),
             };
-            let body = crate::pipeline::clip(text.trim(), cap);
-            sel.push_str(&format!("## Relevant memory: {rel}\n\n{body}\n\n"));
+            items.push(crate::budget::Recall {
+                path: rel.to_string(),
+                label: entry.clone(),
+                text,
+                passage: lines.is_some(),
+            });
+        }
+        let budget = match self.settings.recall_budget_tokens {
+            0 => usize::MAX,
+            b => b,
+        };
+        let mut sel = String::new();
+        for f in crate::budget::fit_recall(query, items, budget, self.settings.restore_file_tokens) {
+            let body = if f.excerpt {
+                format!(
+                    "{}\n\n(an excerpt: the lines nearest this turn; memory_get {} reads the whole file)",
+                    f.text, f.path
+                )
+            } else {
+                f.text
+            };
+            sel.push_str(&format!("## Relevant memory: {}\n\n{body}\n\n", f.label));
         }
         if !sel.is_empty() {
             sel = format!("# Relevant memory files\n\n{sel}");
@@ -340,7 +376,7 @@ impl Engine {
     /// Tokens of the prompt for `loaded` plus `message` (selected memory
     /// files excluded: they are not known before the side query).
     pub(crate) fn measure(&self, loaded: &LoadedSession, message: &str) -> Result<usize> {
-        let parts = self.system_parts(&[])?;
+        let parts = self.system_parts(&[], "")?;
         let system = self.counter.count_text(&parts.join());
         let tools = self.tools_tokens();
         let history: usize = self
@@ -393,7 +429,19 @@ impl Engine {
         selected: &[String],
     ) -> Result<ContextReport> {
         let (_, loaded) = self.open(key)?;
-        let parts = self.system_parts(selected)?;
+        // A call after tool results shows the same excerpts as the turn's
+        // first: the user's message is the log's last.
+        let query = match message {
+            Some(m) => m.to_string(),
+            None => loaded
+                .replay()
+                .iter()
+                .rev()
+                .find(|m| m.role == mnemo_core::Role::User)
+                .map(|m| m.text())
+                .unwrap_or_default(),
+        };
+        let parts = self.system_parts(selected, &query)?;
         let c = &*self.counter;
         let entries = self.history_entries(&loaded);
         // The history is the compaction's summary (with the files it

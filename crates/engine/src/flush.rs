@@ -141,7 +141,7 @@ impl Engine {
                 ),
             ],
         );
-        let parts = self.system_parts(&[])?;
+        let parts = self.system_parts(&[], "")?;
         let system = format!(
             "{}{}{}",
             prompt.trim_end(),

@@ -5,7 +5,8 @@
 //! ([`pipeline`], [`compact`]), session notes ([`session`]), recall
 //! selection ([`recall`]), the context builder ([`context`]), the agent
 //! loop that runs a turn with the memory tools ([`agent`]) and the memory
-//! work that runs after a turn's answer ([`memory_work`]).
+//! work that runs after a turn's answer ([`memory_work`]) and recall within
+//! a token budget ([`budget`]).
 //!
 //! Everything that changes the prompt is written to the session log as a
 //! compaction record, so [`rebuild_history`] gives the same prompt from the
@@ -17,6 +18,7 @@
 
 pub mod adjudicate;
 pub mod agent;
+pub mod budget;
 pub mod compact;
 pub mod compactor;
 pub mod consolidate;
@@ -48,6 +50,7 @@ pub use agent::{
     iteration_limit_notice, AgentStep, AgentTurn, ToolCallRecord, ToolExecutor, TurnOptions,
     DEFAULT_MAX_ITERATIONS,
 };
+pub use budget::{fit_budget, fit_recall, split_citation, Recall, Recalled};
 pub use compact::{TurnOutcome, TurnReport};
 pub use compactor::{Compactor, ModelCompactor, TemplateCompactor};
 pub use consolidate::{pick_boundary, save_memory_tool, OnRound, RunProgress};

@@ -30,10 +30,17 @@ use crate::engine::Engine;
 use crate::error::Result;
 use crate::templates;
 
+/// Passages memory search offers per file recall may select
+/// (`recall_max_selected` of them): enough that the budget, not this,
+/// decides how many are shown.
+pub const PASSAGES_PER_FILE: usize = 8;
+
 /// What the side query returned.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct RecallOutcome {
-    /// Selected files, workspace-relative.
+    /// What was selected, best first: workspace-relative files (the side
+    /// model's choice, or search's when it finds files only) or passages
+    /// of them (`path#Lx-Ly`, search's).
     pub selected: Vec<String>,
     /// The query ran out of time.
     pub timed_out: bool,
@@ -48,6 +55,10 @@ pub struct RecallOutcome {
     /// Memory files the search found, best first.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub found: Vec<String>,
+    /// The passages search found (`path#Lx-Ly`), best first: what a
+    /// selection from search shows, within `[engine] recall_budget_tokens`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub passages: Vec<String>,
     /// The selection is the search's: the model failed or was late, or
     /// was not asked (`asked_model` false).
     pub from_search: bool,
@@ -294,7 +305,7 @@ impl Engine {
     /// Selected files are remembered so they are not surfaced twice in the
     /// session.
     pub async fn select_memories(&self, key: &str, message: &str) -> RecallOutcome {
-        let (query, found) = self.search_memory(key, message).await;
+        let (query, found, passages) = self.search_memory(key, message).await;
         let (req, names) = match self.recall_request(key, message, &found) {
             Ok(Some(x)) => x,
             Ok(None) => return RecallOutcome::default(),
@@ -310,14 +321,31 @@ impl Engine {
             query,
             ..Default::default()
         };
-        // Files search found that are in the manifest (not surfaced yet).
-        let fallback: Vec<String> = found
-            .iter()
-            .filter(|f| names.contains(f))
-            .take(self.settings.recall_max_selected)
-            .cloned()
-            .collect();
+        // What search found in the manifest's files (not surfaced yet): its
+        // passages, best first, which the prompt fits into its budget (a
+        // few lines of many files say more than a few whole files); its
+        // files, when the search finds files only.
+        let surfaced: HashSet<String> = self.with_state(key, |s| s.surfaced.clone());
+        let fallback: Vec<String> = if passages.is_empty() {
+            found
+                .iter()
+                .filter(|f| names.contains(f))
+                .take(self.settings.recall_max_selected)
+                .cloned()
+                .collect()
+        } else {
+            passages
+                .iter()
+                .filter(|p| {
+                    let path = crate::budget::split_citation(p).map_or(p.as_str(), |c| c.0);
+                    names.iter().any(|n| n == path) && !surfaced.contains(*p)
+                })
+                .take(self.settings.recall_max_selected * PASSAGES_PER_FILE)
+                .cloned()
+                .collect()
+        };
         out.found = found;
+        out.passages = passages;
         if !self.recall_asks_model() {
             self.with_state(key, |s| s.surfaced.extend(fallback.iter().cloned()));
             out.from_search = !fallback.is_empty();
@@ -361,24 +389,44 @@ impl Engine {
     }
 
     /// Searches memory with the conversation (when a searcher is plugged
-    /// in): the query and the files found, best first. A failed search finds
-    /// nothing; recall goes on with the model alone.
-    async fn search_memory(&self, key: &str, message: &str) -> (Option<String>, Vec<String>) {
+    /// in): the query, the files found and their passages (`path#Lx-Ly`),
+    /// best first; no passages from a search that finds files only. A
+    /// failed search finds nothing; recall goes on with the model alone.
+    async fn search_memory(
+        &self,
+        key: &str,
+        message: &str,
+    ) -> (Option<String>, Vec<String>, Vec<String>) {
         let Some(searcher) = self.searcher.clone() else {
-            return (None, Vec::new());
+            return (None, Vec::new(), Vec::new());
         };
         let Ok(query) = self.recall_query(key, message) else {
-            return (None, Vec::new());
+            return (None, Vec::new(), Vec::new());
         };
-        let limit = self.settings.recall_max_selected * 4;
+        let limit = self.settings.recall_max_selected * PASSAGES_PER_FILE;
         let q = query.clone();
         // The index is synchronous (SQLite, the embedding model).
-        let found = tokio::task::spawn_blocking(move || searcher.memory_files(&q, limit))
-            .await
-            .ok()
-            .and_then(|r| r.ok())
-            .unwrap_or_default();
-        (Some(query), found)
+        let found = tokio::task::spawn_blocking(move || match searcher.memory_hits(&q, limit) {
+            Ok(hits) => {
+                let mut files: Vec<String> = Vec::new();
+                for h in &hits {
+                    if !files.contains(&h.path) {
+                        files.push(h.path.clone());
+                    }
+                }
+                let passages = hits
+                    .iter()
+                    .map(|h| format!("{}#L{}-L{}", h.path, h.start_line, h.end_line))
+                    .collect();
+                Ok((files, passages))
+            }
+            Err(_) => searcher.memory_files(&q, limit).map(|f| (f, Vec::new())),
+        })
+        .await
+        .ok()
+        .and_then(|r| r.ok())
+        .unwrap_or_default();
+        (Some(query), found.0, found.1)
     }
 }
 

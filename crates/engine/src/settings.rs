@@ -122,6 +122,10 @@ pub struct EngineSettings {
     pub recall_head_lines: usize,
     /// Files the side query may select (5).
     pub recall_max_selected: usize,
+    /// Tokens the selected files may take in the prompt (2,000): a file
+    /// that fits is shown whole, a longer one as its lines nearest the
+    /// user's message; 0 shows each whole up to `restore_file_tokens`.
+    pub recall_budget_tokens: usize,
     /// Side query timeout in milliseconds (3,000); a query that runs out
     /// of time is stopped (a local model stops generating).
     pub recall_timeout_ms: u64,
@@ -228,6 +232,7 @@ impl Default for EngineSettings {
             recall_max_files: 200,
             recall_head_lines: 30,
             recall_max_selected: 5,
+            recall_budget_tokens: 2_000,
             recall_timeout_ms: 3_000,
             recall_mode: "auto".into(),
             recall_max_tokens: 256,

@@ -144,28 +144,12 @@ pub fn budget_recall(hits: &[RankedHit], evidence: &[String], budget: usize) -> 
     found.len() as f64 / e.len() as f64
 }
 
-/// Estimated token count of a text: ASCII and other narrow characters at
-/// four per token, CJK and other wide characters at one per token. An
-/// estimate, not a tokenizer count; it keeps budgets comparable across
-/// languages, where a plain chars/4 would undercount Chinese about fourfold.
+/// Estimated token count of a text, by script
+/// ([`mnemo_tokens::estimate_by_script`]): an estimate, not a tokenizer
+/// count, that keeps budgets comparable across languages, where a plain
+/// chars/4 would undercount Chinese about fourfold.
 pub fn estimate_tokens(text: &str) -> usize {
-    let mut narrow = 0usize;
-    let mut wide = 0usize;
-    for c in text.chars() {
-        if is_wide(c) {
-            wide += 1;
-        } else {
-            narrow += 1;
-        }
-    }
-    wide + narrow.div_ceil(4)
-}
-
-fn is_wide(c: char) -> bool {
-    matches!(c as u32,
-        0x1100..=0x115F | 0x2E80..=0x303E | 0x3041..=0x33FF | 0x3400..=0x4DBF |
-        0x4E00..=0x9FFF | 0xA000..=0xA4CF | 0xAC00..=0xD7A3 | 0xF900..=0xFAFF |
-        0xFE30..=0xFE4F | 0xFF00..=0xFF60 | 0xFFE0..=0xFFE6 | 0x20000..=0x3FFFD)
+    mnemo_tokens::estimate_by_script(text)
 }
 
 /// Which metrics are computed, in report order.
@@ -201,6 +185,24 @@ impl MetricSpec {
         out.push(format!("ndcg@{}", self.ndcg_k));
         out.extend(self.token_budgets.iter().map(|b| format!("recall@{b}tok")));
         out
+    }
+
+    /// [`MetricSpec::score`] with more named values after the ranking's
+    /// (evidence recall of the hits as a budget cut them, of what automatic
+    /// recall put in the prompt, the tokens it took): the caller names them
+    /// the same way for every question.
+    pub fn score_with(
+        &self,
+        hits: &[RankedHit],
+        evidence: &[String],
+        extra: Vec<(String, f64)>,
+    ) -> Option<Metrics> {
+        let mut m = self.score(hits, evidence)?;
+        for (name, value) in extra {
+            m.names.push(name);
+            m.values.push(value);
+        }
+        Some(m)
     }
 
     /// Scores one question, in the order of [`MetricSpec::names`]. `None`

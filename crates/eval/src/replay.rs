@@ -89,6 +89,21 @@ pub fn session_messages(conv: &Conversation, session: &SessionData) -> Vec<Messa
         .collect()
 }
 
+/// `line` without its leading labels (`User: `, `Caroline: `, a list
+/// item's `- `): one word and a colon, at most twice.
+pub(crate) fn unlabelled(line: &str) -> &str {
+    let mut rest = line.trim_start_matches(['-', '*', ' ']);
+    for _ in 0..2 {
+        match rest.split_once(": ") {
+            Some((label, after)) if !label.is_empty() && !label.contains(' ') => {
+                rest = after.trim_start();
+            }
+            _ => break,
+        }
+    }
+    rest.trim()
+}
+
 /// `(first line, last line, turn id)` of each turn of a note, 1-based.
 pub type TurnLines = Vec<(usize, usize, String)>;
 
@@ -144,6 +159,8 @@ pub struct UnitMap {
     sessions: HashMap<String, String>,
     turns: HashMap<String, Vec<String>>,
     notes: HashMap<String, (String, TurnLines)>,
+    /// Each turn's text as written ([`turn_content`]), by turn id.
+    texts: HashMap<String, String>,
 }
 
 impl UnitMap {
@@ -156,8 +173,25 @@ impl UnitMap {
             map.sessions.insert(key.clone(), s.session_id.clone());
             map.turns
                 .insert(key, s.turns.iter().map(|t| t.turn_id.clone()).collect());
+            for t in &s.turns {
+                map.texts.insert(t.turn_id.clone(), turn_content(t));
+            }
         }
         map
+    }
+
+    /// Whether `excerpt` (a hit's snippet cut to some of its lines and
+    /// sentences, " … " where something was left out) still shows turn
+    /// `id`: one of its pieces of at least a few words is a part of the
+    /// turn's text, a rendering's `Role: ` or `Speaker: ` labels aside.
+    pub fn shows_turn(&self, id: &str, excerpt: &str) -> bool {
+        let Some(text) = self.texts.get(id) else {
+            return false;
+        };
+        excerpt
+            .split(['\n', '…'])
+            .map(|p| unlabelled(p.trim()))
+            .any(|p| (p.chars().count() >= 12 || p == text.trim()) && text.contains(p))
     }
 
     /// Records that the note at `path` (workspace-relative) holds session

@@ -276,6 +276,12 @@ const TEXT_COLUMNS: &[(&str, &str)] = &[
     ("recall@1000tok", "rec@1kt"),
     ("recall@2000tok", "rec@2kt"),
     ("recall@4000tok", "rec@4kt"),
+    ("fit@500tok", "fit@.5kt"),
+    ("fit@1000tok", "fit@1kt"),
+    ("fit@2000tok", "fit@2kt"),
+    ("auto@1000tok", "auto@1kt"),
+    ("auto@2000tok", "auto@2kt"),
+    ("auto@whole", "auto@all"),
 ];
 
 fn columns(m: &Metrics) -> Vec<(String, String)> {

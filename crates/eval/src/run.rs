@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use mnemo_core::{Embedder, Workspace};
+use mnemo_engine::EngineSettings;
 use mnemo_index::{
     IndexSettings, MemoryIndex, SearchHit, SearchMode, SearchRequest, SearchResponse, SyncProgress,
 };
@@ -18,7 +19,9 @@ use mnemo_store::{FsyncPolicy, MemorySettings, MemoryStore, SessionOptions, Sess
 use crate::dataset::{Conversation, Dataset, Question};
 use crate::dialogue::{as_engine_queries, derive, QueryShape};
 use crate::error::{EvalError, Result};
-use crate::metrics::{estimate_tokens, unit_ranking, MetricMean, MetricSpec, RankedHit};
+use crate::metrics::{
+    budget_recall, estimate_tokens, unit_ranking, MetricMean, MetricSpec, RankedHit,
+};
 use crate::replay::{session_key, session_messages, session_note, UnitMap};
 use crate::report::{
     CategoryReport, EvalCounts, EvalReport, EvalSettings, EvalTimings, EvalUnit, Layout,
@@ -27,7 +30,7 @@ use crate::report::{
 
 /// How token budgets are measured; stated in every report.
 pub const TOKEN_ESTIMATE: &str =
-    "estimated from the hit snippet: 4 characters per token, 1 per CJK/wide character";
+    "estimated from the hit snippet: 4 characters per token, 1 per CJK/wide character; fit@N cuts each hit as memory_search's budget_tokens does";
 
 /// Re-orders one question's search response before it is scored (for
 /// `mnemo eval retrieval --rerank`, which asks a chat model): called with
@@ -366,7 +369,17 @@ pub fn run_on_dataset(
                 if q.question.trim().is_empty() {
                     // Nothing to search for: the question scores zero rather
                     // than stopping the run.
-                    run.questions.push((qi, Vec::new()));
+                    run.questions.push(QuestionHits {
+                        qi,
+                        hits: Vec::new(),
+                        fitted: opts.metrics.token_budgets.iter().map(|_| Vec::new()).collect(),
+                        auto: match opts.layout {
+                            Layout::Notes => {
+                                (0..=opts.metrics.token_budgets.len()).map(|_| Vec::new()).collect()
+                            }
+                            Layout::Sessions => Vec::new(),
+                        },
+                    });
                     run.warnings.push(format!(
                         "question {} has no text; it ranks nothing",
                         q.id_or(qi)
@@ -392,20 +405,44 @@ pub fn run_on_dataset(
                 if !run.modes_seen.contains(&resp.mode) {
                     run.modes_seen.push(resp.mode);
                 }
-                for w in resp.warnings {
+                for w in std::mem::take(&mut resp.warnings) {
                     if run.warnings.len() < 20 && !run.warnings.contains(&w) {
                         run.warnings.push(w);
                     }
                 }
-                let hits = resp
-                    .results
+                // The conversation a dialogue query comes from is not
+                // memory yet.
+                let excluded = |h: &SearchHit| {
+                    to_units(&map, h)
+                        .sessions
+                        .iter()
+                        .any(|s| q.exclude_sessions.contains(s))
+                };
+                resp.results.retain(|h| !excluded(h));
+                let hits = resp.results.iter().map(|h| to_units(&map, h)).collect();
+                // The hits as a budget takes them: cut to their useful
+                // lines, repeats left out (`mnemo_engine::fit_budget`, what
+                // `memory_search` with `budget_tokens` answers).
+                let fitted = opts
+                    .metrics
+                    .token_budgets
                     .iter()
-                    .map(|h| to_units(&map, h))
-                    // The conversation a dialogue query comes from is not
-                    // memory yet.
-                    .filter(|h| !h.sessions.iter().any(|s| q.exclude_sessions.contains(s)))
+                    .map(|&b| {
+                        let mut cut = resp.results.clone();
+                        mnemo_engine::fit_budget(&mut cut, &q.question, b, |h| &mut h.snippet);
+                        cut.iter().map(|h| fitted_units(&map, h)).collect()
+                    })
                     .collect();
-                run.questions.push((qi, hits));
+                let auto = match opts.layout {
+                    Layout::Notes => auto_recall(&ws, &map, &q.question, &resp, &opts.metrics),
+                    Layout::Sessions => Vec::new(),
+                };
+                run.questions.push(QuestionHits {
+                    qi,
+                    hits,
+                    fitted,
+                    auto,
+                });
                 state.questions_done += 1;
                 if state.questions_done.is_multiple_of(16) {
                     progress(&state);
@@ -447,7 +484,7 @@ pub fn run_on_dataset(
 /// Hits of one mode, per question, reduced to units.
 #[derive(Default)]
 struct ModeRun {
-    questions: Vec<(usize, Vec<HitUnits>)>,
+    questions: Vec<QuestionHits>,
     modes_seen: Vec<SearchMode>,
     warnings: Vec<String>,
     index_seconds: f64,
@@ -455,6 +492,17 @@ struct ModeRun {
     searches: usize,
     /// Each question's search (and re-rank), in milliseconds.
     latencies_ms: Vec<f64>,
+}
+
+/// One question's hits: as ranked, and as each token budget takes them
+/// (in the order of [`MetricSpec::token_budgets`]).
+struct QuestionHits {
+    qi: usize,
+    hits: Vec<HitUnits>,
+    fitted: Vec<Vec<HitUnits>>,
+    /// What automatic recall puts in the prompt (Markdown notes only): the
+    /// files search found, within each budget, then whole.
+    auto: Vec<Vec<HitUnits>>,
 }
 
 /// One hit: the session and turns it covers, and its size.
@@ -491,6 +539,104 @@ fn to_units(map: &UnitMap, h: &SearchHit) -> HitUnits {
         turns,
         tokens,
     }
+}
+
+/// A hit cut by a budget: the turns its excerpt still shows, its session
+/// while it shows any (or, for a hit the benchmark did not write, as
+/// [`to_units`] has it), and the excerpt's size.
+fn fitted_units(map: &UnitMap, h: &SearchHit) -> HitUnits {
+    let mut units = to_units(map, h);
+    if !units.turns.is_empty() {
+        units.turns.retain(|t| map.shows_turn(t, &h.snippet));
+        if units.turns.is_empty() {
+            units.sessions.clear();
+        }
+    }
+    units
+}
+
+/// What automatic recall (`[engine] recall_mode = "search"`) puts in the
+/// prompt for `query`, reduced to units: the passages of the Markdown hits
+/// (the lines each cites), best first, fitted by the engine's own
+/// [`mnemo_engine::fit_recall`] to each token budget of `spec`; then, to
+/// compare, the first `recall_max_selected` files whole (each up to
+/// `restore_file_tokens`), what recall showed before it had a budget. The
+/// user's message, the query's last line, picks the lines kept.
+fn auto_recall(
+    ws: &Workspace,
+    map: &UnitMap,
+    query: &str,
+    resp: &SearchResponse,
+    spec: &MetricSpec,
+) -> Vec<Vec<HitUnits>> {
+    use mnemo_engine::{fit_recall, Recall};
+    let engine = EngineSettings::default();
+    let message = crate::replay::unlabelled(query.lines().last().unwrap_or_default());
+    let mut texts: HashMap<String, String> = HashMap::new();
+    let mut text_of = |path: &str| -> String {
+        texts
+            .entry(path.to_string())
+            .or_insert_with(|| std::fs::read_to_string(ws.root().join(path)).unwrap_or_default())
+            .clone()
+    };
+    let memory: Vec<&SearchHit> = resp
+        .results
+        .iter()
+        .filter(|h| h.path.starts_with("memory/"))
+        .collect();
+    let passages: Vec<Recall> = memory
+        .iter()
+        .take(engine.recall_max_selected * mnemo_engine::recall::PASSAGES_PER_FILE)
+        .map(|h| Recall {
+            path: h.path.clone(),
+            label: format!("{}#L{}-L{}", h.path, h.start_line, h.end_line),
+            text: text_of(&h.path)
+                .lines()
+                .skip(h.start_line.saturating_sub(1))
+                .take(h.end_line + 1 - h.start_line.max(1))
+                .collect::<Vec<_>>()
+                .join("\n"),
+            passage: true,
+        })
+        .collect();
+    let files: Vec<Recall> = resp
+        .files()
+        .into_iter()
+        .filter(|p| p.starts_with("memory/"))
+        .take(engine.recall_max_selected)
+        .map(|p| Recall {
+            text: text_of(&p),
+            label: p.clone(),
+            path: p,
+            passage: false,
+        })
+        .collect();
+    let units = |shown: Vec<mnemo_engine::Recalled>| -> Vec<HitUnits> {
+        shown
+            .iter()
+            .map(|f| {
+                let cited = mnemo_engine::split_citation(&f.label);
+                let (first, last) = cited.map_or((1, usize::MAX), |(_, a, b)| (a, b));
+                let (sessions, mut turns) = map.note_units(&f.path, first, last).unwrap_or_default();
+                // A passage or an excerpt shows the turns its lines hold.
+                if cited.is_some() || f.excerpt {
+                    turns.retain(|t| map.shows_turn(t, &f.text));
+                }
+                HitUnits {
+                    sessions: if turns.is_empty() { Vec::new() } else { sessions },
+                    turns,
+                    tokens: estimate_tokens(&f.text),
+                }
+            })
+            .collect()
+    };
+    let mut out: Vec<Vec<HitUnits>> = spec
+        .token_budgets
+        .iter()
+        .map(|&budget| units(fit_recall(message, passages.clone(), budget, engine.restore_file_tokens)))
+        .collect();
+    out.push(units(fit_recall(message, files, usize::MAX, engine.restore_file_tokens)));
+    out
 }
 
 /// Writes every session of `conv` as one session log, one message per turn.
@@ -596,22 +742,46 @@ fn score_run(
     let mut per_cat: HashMap<String, MetricMean> = HashMap::new();
     let mut questions = Vec::new();
     let mut skipped = 0;
-    for (qi, hits) in &run.questions {
+    for QuestionHits {
+        qi,
+        hits,
+        fitted,
+        auto,
+    } in &run.questions
+    {
         let Some(q) = ds.questions.get(*qi) else {
             continue;
         };
         let evidence = evidence_for(q, unit, &turn_session);
-        let ranked: Vec<RankedHit> = hits
+        let ranked_of = |hits: &[HitUnits]| -> Vec<RankedHit> {
+            hits.iter()
+                .map(|h| RankedHit {
+                    units: match unit {
+                        EvalUnit::Session => h.sessions.clone(),
+                        EvalUnit::Turn => h.turns.clone(),
+                    },
+                    tokens: h.tokens,
+                })
+                .collect()
+        };
+        let ranked = ranked_of(hits);
+        let budgets = &opts.metrics.token_budgets;
+        let mut extra: Vec<(String, f64)> = budgets
             .iter()
-            .map(|h| RankedHit {
-                units: match unit {
-                    EvalUnit::Session => h.sessions.clone(),
-                    EvalUnit::Turn => h.turns.clone(),
-                },
-                tokens: h.tokens,
-            })
+            .zip(fitted)
+            .map(|(&b, f)| (format!("fit@{b}tok"), budget_recall(&ranked_of(f), &evidence, b)))
             .collect();
-        let Some(m) = opts.metrics.score(&ranked, &evidence) else {
+        for (i, shown) in auto.iter().enumerate() {
+            let shown = ranked_of(shown);
+            let tokens: usize = shown.iter().map(|h| h.tokens).sum();
+            let (name, budget) = match budgets.get(i) {
+                Some(&b) => (format!("{b}tok"), b),
+                None => ("whole".to_string(), usize::MAX),
+            };
+            extra.push((format!("auto@{name}"), budget_recall(&shown, &evidence, budget)));
+            extra.push((format!("auto_tokens@{name}"), tokens as f64));
+        }
+        let Some(m) = opts.metrics.score_with(&ranked, &evidence, extra) else {
             skipped += 1;
             continue;
         };

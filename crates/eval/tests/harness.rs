@@ -78,10 +78,22 @@ fn assert_unit_interval(r: &EvalReport) {
     for m in all {
         let mut n = 0;
         for (name, v) in m.iter() {
-            assert!((0.0..=1.0).contains(&v), "{name} = {v} outside [0, 1]");
+            if name.starts_with("auto_tokens@") {
+                // A count of tokens, not a share.
+                assert!(v >= 0.0, "{name} = {v}");
+            } else {
+                assert!((0.0..=1.0).contains(&v), "{name} = {v} outside [0, 1]");
+            }
             n += 1;
         }
-        assert_eq!(n, 24, "every metric is reported");
+        // 24 of the ranking, 4 of the hits cut to each budget, and for
+        // Markdown notes 10 of what automatic recall puts in the prompt
+        // (its recall and tokens within each budget, and of whole files).
+        let expected = match r.settings.layout {
+            Layout::Sessions => 28,
+            Layout::Notes => 38,
+        };
+        assert_eq!(n, expected, "every metric is reported");
     }
 }
 
@@ -214,6 +226,16 @@ fn markdown_notes_layout_maps_block_hits_to_turns() {
         assert_eq!(q.top_units[0], q.evidence[0], "{q:?}");
         assert_eq!(q.evidence_ranks.len(), q.evidence.len(), "{q:?}");
         assert_eq!(q.evidence_ranks[0], Some(1), "{q:?}");
+    }
+    // What automatic recall puts in the prompt holds the evidence, within
+    // every budget and whole; the hits cut to a budget hold it too.
+    for qid in ["qa1", "qb1", "qa2"] {
+        let m = &question(&turns, qid).metrics;
+        for name in ["auto@500tok", "auto@1000tok", "auto@whole", "fit@500tok"] {
+            assert_eq!(m.get(name), Some(1.0), "{qid} {name}: {m:?}");
+        }
+        assert!(m.get("auto_tokens@whole").unwrap() > 0.0);
+        assert!(m.get("auto_tokens@500tok").unwrap() <= 500.0);
     }
     let sessions = run(EvalUnit::Session);
     assert_eq!(question(&sessions, "qa1").top_units[0], "s2");

@@ -48,10 +48,11 @@ pub struct SearchArgs {
     /// embedding model).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<crate::output::Mode>,
-    /// Fit the hits into about this many tokens (4 characters each): each
-    /// snippet cut to its lines that share the most words with the query,
-    /// a hit saying what an earlier one says left out, and no hit once the
-    /// budget is spent (default: no budget, whole snippets).
+    /// Fit the hits into about this many tokens (4 Latin characters or 1
+    /// CJK character each): each snippet cut to its lines that share the
+    /// most words with the query, a hit saying what an earlier one says
+    /// left out, and no hit once the budget is spent (default: no budget,
+    /// whole snippets).
     #[serde(
         default,
         alias = "budgetTokens",
@@ -150,11 +151,8 @@ impl GetArgs {
         let path = self.path.trim();
         let path = path.strip_prefix("Source:").unwrap_or(path).trim();
         // A `#L` that is not a line range stays part of the name.
-        let (path, range) = match path
-            .rsplit_once("#L")
-            .and_then(|(p, r)| Some((p, parse_range(r)?)))
-        {
-            Some((p, r)) => (p, Some(r)),
+        let (path, range) = match mnemo_engine::split_citation(path) {
+            Some((p, a, b)) => (p, Some((a, b))),
             None => (path, None),
         };
         if path.is_empty() {
@@ -175,13 +173,6 @@ impl GetArgs {
     }
 }
 
-/// `12-15` or `12-L15` of a citation's `#L12-L15`.
-fn parse_range(r: &str) -> Option<(usize, usize)> {
-    let (a, b) = r.split_once('-').unwrap_or((r, r));
-    let a: usize = a.trim().parse().ok()?;
-    let b: usize = b.trim().trim_start_matches('L').parse().ok()?;
-    (a >= 1 && b >= a).then_some((a, b))
-}
 
 /// Where `memory_write` writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]

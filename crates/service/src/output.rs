@@ -203,7 +203,8 @@ pub struct SearchOutput {
     /// What the re-rank added to the search, in milliseconds (present when one ran).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rerank_ms: Option<u64>,
-    /// The snippets' tokens (4 characters each), when a budget was given.
+    /// The snippets' tokens (4 Latin characters or 1 CJK character each),
+    /// when a budget was given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tokens: Option<usize>,
 }

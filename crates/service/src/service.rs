@@ -241,17 +241,10 @@ impl Service {
             }
         };
         resp.results.truncate(wanted);
-        if let Some(tokens) = budget {
-            fit_budget(&mut resp, &query, tokens);
-        }
+        let spent = budget.map(|tokens| mnemo_engine::fit_budget(&mut resp.results, &query, tokens, |h| &mut h.snippet));
         let mut out = SearchOutput::from_response(&resp, reranked);
         out.rerank_ms = rerank_ms;
-        out.tokens = budget.map(|_| {
-            resp.results
-                .iter()
-                .map(|h| h.snippet.chars().count().div_ceil(4))
-                .sum()
-        });
+        out.tokens = spent;
         for (hit, scored) in out.results.iter_mut().zip(&resp.results) {
             hit.validity = marks.get(&hit.citation).cloned();
             if explain {
@@ -1096,48 +1089,6 @@ impl ChatModel for NoModel {
     fn info(&self) -> &ModelInfo {
         &self.info
     }
-}
-
-/// How many characters one hit's snippet may keep under a budget: enough
-/// for a few lines, so that one long passage does not spend it all.
-const BUDGET_HIT_CHARS: usize = 480;
-
-/// Fits `resp`'s hits, best first, into about `tokens` tokens (4
-/// characters each): each snippet cut to its lines that share the most
-/// words with `query` (`mnemo_engine::cut_passage`), a hit whose every
-/// line an earlier hit already gave left out, and the rest dropped once
-/// the budget is spent.
-fn fit_budget(resp: &mut SearchResponse, query: &str, tokens: usize) {
-    let mut left = tokens.saturating_mul(4);
-    let mut seen = std::collections::HashSet::new();
-    resp.results.retain_mut(|hit| {
-        // A snippet shorter than this says too little to be worth its place.
-        if left < 40 {
-            return false;
-        }
-        let cut = mnemo_engine::cut_passage(query, &hit.snippet, left.min(BUDGET_HIT_CHARS));
-        // What the hit says, line by line, headings aside: nothing new, no
-        // place.
-        let said: Vec<String> = cut
-            .lines()
-            .map(|l| l.trim_start_matches(['-', '*', ' ']).trim())
-            .filter(|l| !l.is_empty() && !l.starts_with('#'))
-            .map(|l| {
-                l.split_whitespace()
-                    .collect::<Vec<_>>()
-                    .join(" ")
-                    .to_lowercase()
-            })
-            .collect();
-        let new = said.iter().filter(|l| !seen.contains(*l)).count();
-        if new == 0 {
-            return false;
-        }
-        seen.extend(said);
-        left = left.saturating_sub(cut.chars().count());
-        hit.snippet = cut;
-        true
-    });
 }
 
 /// The first `n` hits as the re-rank model reads them.

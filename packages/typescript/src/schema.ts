@@ -619,10 +619,11 @@ export interface components {
             mode?: components["schemas"]["Mode"] | null;
             /**
              * Format: uint
-             * @description Fit the hits into about this many tokens (4 characters each): each
-             *     snippet cut to its lines that share the most words with the query,
-             *     a hit saying what an earlier one says left out, and no hit once the
-             *     budget is spent (default: no budget, whole snippets).
+             * @description Fit the hits into about this many tokens (4 Latin characters or 1
+             *     CJK character each): each snippet cut to its lines that share the
+             *     most words with the query, a hit saying what an earlier one says
+             *     left out, and no hit once the budget is spent (default: no budget,
+             *     whole snippets).
              */
             budget_tokens?: number | null;
         };
@@ -655,7 +656,8 @@ export interface components {
             rerank_ms?: number | null;
             /**
              * Format: uint
-             * @description The snippets' tokens (4 characters each), when a budget was given.
+             * @description The snippets' tokens (4 Latin characters or 1 CJK character each),
+             *     when a budget was given.
              */
             tokens?: number | null;
         };

@@ -71,9 +71,10 @@ pub struct SearchArgs {
     /// place before a re-rank; with --json, each hit's "parts"
     #[arg(long)]
     pub explain: bool,
-    /// Fit the hits into about this many tokens (4 characters each), as an
-    /// agent's prompt would take them: each cut to its lines that share the
-    /// query's words, repeats left out, nothing past the budget
+    /// Fit the hits into about this many tokens (4 Latin characters or 1
+    /// CJK character each), as an agent's prompt would take them: each cut
+    /// to its lines that share the query's words, repeats left out, nothing
+    /// past the budget
     #[arg(long, value_name = "TOKENS")]
     pub budget: Option<usize>,
     #[command(flatten)]

@@ -252,10 +252,11 @@ class SearchArgs(_SearchArgsRequired, total=False):
     #: (BM25 alone) or `vector` (meaning alone; keywords without an
     #: embedding model).
     mode: Mode | None
-    #: Fit the hits into about this many tokens (4 characters each): each
-    #: snippet cut to its lines that share the most words with the query,
-    #: a hit saying what an earlier one says left out, and no hit once the
-    #: budget is spent (default: no budget, whole snippets).
+    #: Fit the hits into about this many tokens (4 Latin characters or 1
+    #: CJK character each): each snippet cut to its lines that share the
+    #: most words with the query, a hit saying what an earlier one says
+    #: left out, and no hit once the budget is spent (default: no budget,
+    #: whole snippets).
     budget_tokens: int | None
 
 
@@ -285,7 +286,8 @@ class SearchOutput(_SearchOutputRequired, total=False):
     reranked: bool | None
     #: What the re-rank added to the search, in milliseconds (present when one ran).
     rerank_ms: int | None
-    #: The snippets' tokens (4 characters each), when a budget was given.
+    #: The snippets' tokens (4 Latin characters or 1 CJK character each),
+    #: when a budget was given.
     tokens: int | None
 
 

@@ -31,7 +31,7 @@ use mnemo_core::{Message, Role, TokenCounter};
 use mnemo_llm::{
     is_tool_choice_unsupported_text, ChatRequest, ChatResponse, ErrorKind, ToolChoice, ToolSpec,
 };
-use mnemo_store::{failpoint, LoadedSession, SessionLog};
+use mnemo_store::{failpoint, LoadedSession, SessionLog, Storage};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
@@ -586,8 +586,8 @@ impl Engine {
     fn apply_memory_update(&self, seen: &str, update: &str, label: &str) -> Result<AppliedUpdate> {
         let _lock = self.memory.lock()?;
         let current = self.memory.read_memory_md()?;
-        let provenance = self.provenance_path();
-        let consolidated = read_provenance(&provenance);
+        let stored = self.provenance_text();
+        let consolidated = read_provenance(stored.as_deref());
         let merged = merge::merge(MergeInput {
             seen,
             current: &current,
@@ -630,14 +630,26 @@ impl Engine {
         }
         applied.changed = self.memory.write_memory_md(&text)?;
         let merged = &applied.merged;
-        if merged.consolidated != consolidated || provenance_has_text(&provenance) {
-            write_provenance(&provenance, &merged.consolidated)?;
+        if merged.consolidated != consolidated || provenance_has_text(stored.as_deref()) {
+            write_provenance(self.memory.storage().as_ref(), &merged.consolidated)?;
         }
         Ok(applied)
     }
 
-    pub(crate) fn provenance_path(&self) -> std::path::PathBuf {
-        provenance_path(&self.workspace)
+    /// The stored provenance document (see [`Provenance`]), if any: in the
+    /// memory's storage, beside the MEMORY.md it describes, so every
+    /// server of a database workspace merges with the same lines.
+    fn provenance_text(&self) -> Option<String> {
+        crate::engine::read_state_document(
+            &self.workspace,
+            self.memory.storage().as_ref(),
+            PROVENANCE,
+        )
+    }
+
+    /// The MEMORY.md lines consolidation wrote (see [`read_provenance`]).
+    pub(crate) fn consolidated_lines(&self) -> merge::LineSet {
+        read_provenance(self.provenance_text().as_deref())
     }
 
     /// The chunk, one line per message, into the history as it is (secrets
@@ -1000,6 +1012,11 @@ impl AppliedUpdate {
 /// written before held the keys themselves (`consolidated_lines`); they
 /// are read, hashed, and written again without the text (issue 43 N7: a
 /// forgotten line's words stayed there).
+///
+/// Nothing else says which lines are consolidation's, so the document is
+/// part of the workspace's truth: a state document of its storage (see
+/// [`mnemo_store::Storage::read_state`]), the file it always was in a
+/// workspace folder, a row beside MEMORY.md's in a database.
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct Provenance {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -1008,68 +1025,76 @@ struct Provenance {
     line_sha256: Vec<String>,
 }
 
-/// The lines consolidation wrote; empty (every line protected) when the
-/// file is missing or unreadable.
-pub(crate) fn read_provenance(path: &std::path::Path) -> merge::LineSet {
-    match std::fs::read(path) {
-        Ok(bytes) => match serde_json::from_slice::<Provenance>(&bytes) {
-            Ok(p) => {
-                let mut set = merge::LineSet::from_digests(p.line_sha256);
-                for key in &p.consolidated_lines {
-                    set.insert(key);
-                }
-                set
+/// Where [`Provenance`] is kept, workspace-relative.
+const PROVENANCE: &str = ".mnemo/engine/memory-lines.json";
+
+/// The lines consolidation wrote, from the provenance document's `text`;
+/// empty (every line protected) when there is none or it is unreadable.
+pub(crate) fn read_provenance(text: Option<&str>) -> merge::LineSet {
+    let Some(text) = text else {
+        return merge::LineSet::default();
+    };
+    match serde_json::from_str::<Provenance>(text) {
+        Ok(p) => {
+            let mut set = merge::LineSet::from_digests(p.line_sha256);
+            for key in &p.consolidated_lines {
+                set.insert(key);
             }
-            Err(e) => {
-                tracing::warn!(
-                    "{}: unreadable ({e}); every MEMORY.md line is kept by consolidation",
-                    path.display()
-                );
-                merge::LineSet::default()
-            }
-        },
-        Err(_) => merge::LineSet::default(),
+            set
+        }
+        Err(e) => {
+            tracing::warn!(
+                "{PROVENANCE}: unreadable ({e}); every MEMORY.md line is kept by consolidation"
+            );
+            merge::LineSet::default()
+        }
     }
 }
 
-/// True when the provenance file at `path` is of the old kind, holding
+/// True when the provenance document `text` is of the old kind, holding
 /// lines' text.
-fn provenance_has_text(path: &std::path::Path) -> bool {
-    std::fs::read(path).is_ok_and(|b| {
-        serde_json::from_slice::<Provenance>(&b).is_ok_and(|p| !p.consolidated_lines.is_empty())
+fn provenance_has_text(text: Option<&str>) -> bool {
+    text.is_some_and(|t| {
+        serde_json::from_str::<Provenance>(t).is_ok_and(|p| !p.consolidated_lines.is_empty())
     })
 }
 
-/// Writes the provenance file (digests only), atomically.
-fn write_provenance(path: &std::path::Path, lines: &merge::LineSet) -> Result<()> {
+/// Writes the provenance document (digests only) into `storage`,
+/// atomically. Unlike the engine's other state, a failure is the round's:
+/// without it the next round would not know which lines it may drop.
+fn write_provenance(storage: &dyn Storage, lines: &merge::LineSet) -> Result<()> {
     let file = Provenance {
         consolidated_lines: Vec::new(),
         line_sha256: lines.digests(),
     };
-    let bytes = serde_json::to_vec_pretty(&file)
-        .map_err(|e| Error::Invalid(format!("cannot encode {}: {e}", path.display())))?;
-    mnemo_store::fsutil::atomic_write(path, &bytes)?;
+    let text = serde_json::to_string_pretty(&file)
+        .map_err(|e| Error::Invalid(format!("cannot encode {PROVENANCE}: {e}")))?;
+    storage.write_state(PROVENANCE, &text)?;
     Ok(())
 }
 
-fn provenance_path(workspace: &mnemo_core::Workspace) -> std::path::PathBuf {
-    workspace
-        .state_dir()
-        .join("engine")
-        .join("memory-lines.json")
+/// Rewrites a provenance file of the old kind (MEMORY.md lines as text)
+/// in the folder of `workspace` as digests, so no line's text stays under
+/// `.mnemo/`. A forget calls it: without it a workspace consolidated
+/// before digests would keep a forgotten line's words there until its
+/// next consolidation. Returns true when the file was rewritten.
+///
+/// The folder is where such a file can be, for a database workspace too:
+/// provenance was only ever written there as text, and mnemo writes it
+/// into a database as digests. [`upgrade_provenance_in`] does the same
+/// in any storage.
+pub fn upgrade_provenance(workspace: &mnemo_core::Workspace) -> Result<bool> {
+    upgrade_provenance_in(&mnemo_store::FileStorage::new(workspace))
 }
 
-/// Rewrites a provenance file of the old kind (MEMORY.md lines as text)
-/// of `workspace` as digests, so no line's text stays under `.mnemo/`.
-/// A forget calls it: without it a workspace consolidated before digests
-/// would keep a forgotten line's words there until its next consolidation.
-/// Returns true when the file was rewritten.
-pub fn upgrade_provenance(workspace: &mnemo_core::Workspace) -> Result<bool> {
-    let path = provenance_path(workspace);
-    if !provenance_has_text(&path) {
+/// [`upgrade_provenance`] for the provenance document kept in `storage`.
+/// Call it holding the memory lock, as consolidation writes it.
+pub fn upgrade_provenance_in(storage: &dyn Storage) -> Result<bool> {
+    let stored = storage.read_state(PROVENANCE)?;
+    if !provenance_has_text(stored.as_deref()) {
         return Ok(false);
     }
-    write_provenance(&path, &read_provenance(&path))?;
+    write_provenance(storage, &read_provenance(stored.as_deref()))?;
     Ok(true)
 }
 

@@ -1112,7 +1112,7 @@ impl Engine {
         if n <= max_lines && bytes <= max_bytes {
             return text.to_string();
         }
-        let consolidated = crate::consolidate::read_provenance(&self.provenance_path());
+        let consolidated = self.consolidated_lines();
         let movable = |l: &str| bullet_text(l).is_some() && !merge::is_index_line(l);
         let mut order: Vec<usize> = (0..lines.len()).filter(|i| movable(lines[*i])).collect();
         // Consolidation's own lines first, then the others, top first.

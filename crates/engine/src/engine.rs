@@ -1,9 +1,12 @@
 //! The [`Engine`]: one workspace, one model, and the per-session state
 //! (failure counters, the compaction breaker, files already surfaced) that
 //! consolidation, flush, compaction, recall and the context builder share.
-//! The state is kept in `.mnemo/engine/<session>.json` as well, so that a
-//! process per turn (`mnemo run`, scripts) counts failures across turns
-//! like a long-running agent does.
+//! The state is kept in the workspace's storage as well, as the state
+//! document `.mnemo/engine/<session>.json` (a file in a workspace folder, a
+//! row in a database): a process per turn (`mnemo run`, scripts) counts
+//! failures across turns like a long-running agent does, and servers
+//! sharing a database share one breaker, one round under way and one
+//! list of files recalled (issue 41).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -50,6 +53,14 @@ pub(crate) struct SessionState {
     pub surfaced: HashSet<String>,
     /// A consolidation round that began and has not moved the cursor yet.
     pub pending: Option<crate::rounds::PendingRound>,
+}
+
+/// What this process knows of a session's state.
+#[derive(Debug, Default)]
+struct KnownState {
+    state: SessionState,
+    /// The last write of `state` failed: it is newer than the stored one.
+    unsaved: bool,
 }
 
 /// The token thresholds that drive the engine, for a given model.
@@ -148,6 +159,41 @@ fn small_model_notice(
     ))
 }
 
+/// The text of the state document `rel` of the workspace kept in
+/// `storage`; `None` when there is none or it cannot be read (with a
+/// warning: state steers the engine, it never stops it).
+///
+/// A database workspace that ran before its state was kept in the
+/// database has it in the workspace folder, where it always was: read
+/// there until the first write puts it in the database (the merge guard's
+/// lines cannot be rebuilt, and a breaker or a round under way should
+/// survive the upgrade).
+pub(crate) fn read_state_document(
+    workspace: &Workspace,
+    storage: &dyn mnemo_store::Storage,
+    rel: &str,
+) -> Option<String> {
+    match storage.read_state(rel) {
+        Ok(Some(text)) => return Some(text),
+        Ok(None) => {}
+        Err(e) => {
+            tracing::warn!("{rel}: could not read engine state: {e}");
+            return None;
+        }
+    }
+    if storage.root() == Some(workspace.root()) {
+        return None;
+    }
+    let local = mnemo_store::FileStorage::new(workspace);
+    match mnemo_store::Storage::read_state(&local, rel) {
+        Ok(text) => text,
+        Err(e) => {
+            tracing::warn!("{rel}: could not read engine state in the workspace folder: {e}");
+            None
+        }
+    }
+}
+
 /// The memory engine of one workspace.
 pub struct Engine {
     pub(crate) workspace: Workspace,
@@ -167,7 +213,7 @@ pub struct Engine {
     notice: Option<String>,
     /// Memory work running after turns (see [`crate::memory_work`]).
     pub(crate) workers: Arc<crate::memory_work::MemoryWorkers>,
-    state: Mutex<HashMap<String, SessionState>>,
+    state: Mutex<HashMap<String, KnownState>>,
     /// The search re-rank's judgements (see [`crate::rerank`]).
     pub(crate) judgements: crate::rerank::JudgementCache,
 }
@@ -384,72 +430,90 @@ impl Engine {
         (self.clock)()
     }
 
-    pub(crate) fn state(&self) -> MutexGuard<'_, HashMap<String, SessionState>> {
+    fn state(&self) -> MutexGuard<'_, HashMap<String, KnownState>> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Runs `f` on the state of `key` (read from its file on first use) and
-    /// writes the file when `f` changed it. The state only steers retries
-    /// and the breaker, so a file that cannot be read or written costs a
-    /// warning, never the turn.
+    /// Runs `f` on the state of `key` and writes it back when `f` changed
+    /// it. The state is read from the storage each time: another process,
+    /// or another server on the same database, may have changed it (a
+    /// round it began, its failed runs, its breaker, the files it
+    /// recalled), and a write must not put back what this process knew
+    /// before. Its writers take the session lock (all but recall, which
+    /// reads and writes the state at once: a write between the two is
+    /// lost, a file then surfaces twice).
+    ///
+    /// The state only steers retries, the breaker and recall, so a state
+    /// that cannot be read or written costs a warning, never the turn:
+    /// what this process counted stays in memory, and is written again
+    /// with the next change.
     pub(crate) fn with_state<T>(&self, key: &str, f: impl FnOnce(&mut SessionState) -> T) -> T {
+        // Read before the map is locked: a database's answer takes a
+        // round trip, and other sessions need not wait for it.
+        let stored = self.load_state(key);
         let mut map = self.state();
-        let state = map
-            .entry(key.to_string())
-            .or_insert_with(|| self.load_state(key));
-        let before = state.clone();
-        let out = f(state);
-        if *state != before {
-            self.save_state(key, state);
+        let known = map.entry(key.to_string()).or_default();
+        if let Some(stored) = stored {
+            if !known.unsaved {
+                known.state = stored;
+            }
+        }
+        let before = known.state.clone();
+        let out = f(&mut known.state);
+        if known.state != before || known.unsaved {
+            known.unsaved = !self.save_state(key, &known.state);
         }
         out
     }
 
-    /// Reads the state of `key` from its file again: another process may
-    /// have changed it (a round it began, its failed runs). Call it under
-    /// the session lock.
+    /// Reads the state of `key` from the storage again (the next
+    /// [`with_state`](Self::with_state) does too): for a consolidation
+    /// starting under the session lock, what other processes recorded
+    /// counts.
     pub(crate) fn reload_state(&self, key: &str) {
-        let fresh = self.load_state(key);
-        self.state().insert(key.to_string(), fresh);
+        self.with_state(key, |_| ());
     }
 
-    fn state_path(&self, key: &str) -> Option<std::path::PathBuf> {
+    /// The state document of `key` (`.mnemo/engine/<stem>.json`): one per
+    /// session, in the workspace's storage, so that every server on a
+    /// database shares it (issue 41), and in the folder where it always was.
+    fn state_rel(key: &str) -> Option<String> {
         let stem = mnemo_store::session::file_stem(key).ok()?;
-        Some(
-            self.workspace
-                .state_dir()
-                .join("engine")
-                .join(format!("{stem}.json")),
-        )
+        Some(format!("{}/engine/{stem}.json", mnemo_store::STATE_DIR))
     }
 
-    fn load_state(&self, key: &str) -> SessionState {
-        let Some(path) = self.state_path(key) else {
-            return SessionState::default();
-        };
-        match std::fs::read(&path) {
-            Ok(bytes) => serde_json::from_slice(&bytes).unwrap_or_else(|e| {
-                tracing::warn!(
-                    "{}: unreadable engine state ({e}); starting afresh",
-                    path.display()
-                );
-                SessionState::default()
-            }),
-            Err(_) => SessionState::default(),
-        }
+    /// The stored state of `key`: `None` when there is none, or it cannot
+    /// be read; the default, with a warning, when it is not valid.
+    fn load_state(&self, key: &str) -> Option<SessionState> {
+        let rel = Self::state_rel(key)?;
+        let text = read_state_document(&self.workspace, self.sessions.storage().as_ref(), &rel)?;
+        Some(serde_json::from_str(&text).unwrap_or_else(|e| {
+            tracing::warn!("{rel}: unreadable engine state ({e}); starting afresh");
+            SessionState::default()
+        }))
     }
 
-    fn save_state(&self, key: &str, state: &SessionState) {
-        let Some(path) = self.state_path(key) else {
-            return;
+    /// Writes the state of `key`; false (with a warning) when it could
+    /// not be written.
+    fn save_state(&self, key: &str, state: &SessionState) -> bool {
+        let Some(rel) = Self::state_rel(key) else {
+            // A key no file can be named after: kept in memory only.
+            return true;
         };
-        let written = serde_json::to_vec_pretty(state)
+        let written = serde_json::to_string_pretty(state)
             .map_err(|e| e.to_string())
-            .and_then(|bytes| {
-                mnemo_store::fsutil::atomic_write(&path, &bytes).map_err(|e| e.to_string())
+            .and_then(|text| {
+                self.sessions
+                    .storage()
+                    .write_state(&rel, &text)
+                    .map_err(|e| e.to_string())
             });
-        if let Err(e) = written {
-            tracing::warn!("{}: could not save engine state: {e}", path.display());
+        match written {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::warn!("{rel}: could not save engine state: {e}");
+                false
+            }
         }
     }
 

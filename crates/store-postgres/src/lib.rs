@@ -53,6 +53,13 @@ use mnemo_store::session::{self, LoadedSession, Record, SessionInfo, SessionOpti
 use mnemo_store::{Document, Entry, Error, Expect, Held, Result, SessionWriter, Storage, Version};
 use tokio_postgres::Client;
 
+/// What the paths of the engine's state documents begin with in the
+/// `documents` table, where this storage keeps them ([`Storage::read_state`]'s
+/// default): `.mnemo/`.
+fn state_prefix() -> String {
+    format!("{}/", mnemo_store::STATE_DIR)
+}
+
 /// Connections kept for statements, at most.
 const POOL_SIZE: usize = 8;
 /// Connections kept for held memory locks, at most (each holder has one
@@ -784,17 +791,22 @@ impl Storage for PgStorage {
     }
 
     fn documents(&self) -> Result<Vec<Entry>> {
-        let (ws, reg) = (self.workspace.clone(), self.registration);
+        let (ws, reg, state) = (self.workspace.clone(), self.registration, state_prefix());
         self.db.call(move |c, loc| {
             Box::pin(async move {
+                // The engine's state documents (`.mnemo/…`, kept in this
+                // table by `read_state`/`write_state`) are not memory: an
+                // export, the index and a copy see what a folder's
+                // `documents` lists, which leaves `.mnemo/` out too.
                 let rows = c
                     .query(
                         &format!(
                             "SELECT path, modified, octet_length(body)::bigint FROM documents \
-                             WHERE workspace = $1 AND {} ORDER BY path",
+                             WHERE workspace = $1 AND NOT starts_with(path, $3) AND {} \
+                             ORDER BY path",
                             registered(2)
                         ),
-                        &[&ws, &reg],
+                        &[&ws, &reg, &state],
                     )
                     .await
                     .map_err(db_err(&loc))?;
@@ -985,18 +997,22 @@ impl Storage for PgStorage {
     }
 
     fn revision(&self) -> Result<Option<String>> {
-        let ws = self.workspace.clone();
+        let (ws, state) = (self.workspace.clone(), state_prefix());
         self.db.call(move |c, loc| {
             Box::pin(async move {
                 // Every write adds to a version, an insert or a delete moves
                 // a count, and the times move on: a change shows in one.
+                // State documents (`.mnemo/…`) are left out, as `documents`
+                // leaves them out: the engine writes them every turn, and
+                // the index must not look for changes each time.
                 let row = c
                     .query_one(
                         "SELECT (SELECT count(*)::text || ':' || COALESCE(sum(version), 0)::text || ':' \
-                                 || COALESCE(max(modified)::text, '') FROM documents WHERE workspace = $1), \
+                                 || COALESCE(max(modified)::text, '') FROM documents \
+                                 WHERE workspace = $1 AND NOT starts_with(path, $2)), \
                                 (SELECT count(*)::text || ':' || COALESCE(sum(version), 0)::text || ':' \
                                  || COALESCE(max(updated)::text, '') FROM sessions WHERE workspace = $1)",
-                        &[&ws],
+                        &[&ws, &state],
                     )
                     .await
                     .map_err(db_err(&loc))?;

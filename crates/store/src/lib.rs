@@ -31,5 +31,6 @@ pub use session::{
     SessionMetadata, SessionOptions, SessionStore,
 };
 pub use storage::{
-    Document, Entry, Expect, FileStorage, Held, SessionWriter, SharedStorage, Storage, Version,
+    is_state_rel, Document, Entry, Expect, FileStorage, Held, SessionWriter, SharedStorage,
+    Storage, Version, STATE_DIR,
 };

@@ -113,6 +113,15 @@ impl FileStorage {
         Ok(version_of(text.as_bytes()))
     }
 
+    /// The file of the state document `rel` (`.mnemo/…`). Like the locks
+    /// and the index beside it, it follows `.mnemo` wherever that leads (a
+    /// link to another disk): it is mnemo's own folder, not memory a link
+    /// could smuggle out.
+    fn state_path(&self, rel: &str) -> Result<PathBuf> {
+        let rel = super::state_rel(rel)?;
+        Ok(self.workspace.root().join(rel))
+    }
+
     /// `.mnemo/locks/<name>.lock`; a name that is not a plain file name is
     /// refused.
     fn lock_path(&self, name: &str) -> Result<PathBuf> {
@@ -265,6 +274,20 @@ impl Storage for FileStorage {
         }
         out.sort_by(|a, b| a.rel.cmp(&b.rel));
         Ok(out)
+    }
+
+    // The state documents are the files they have always been
+    // (`.mnemo/engine/…` in the folder), outside the memory and session
+    // areas `path` confines documents to, and outside every listing.
+
+    fn read_state(&self, rel: &str) -> Result<Option<String>> {
+        let path = self.state_path(rel)?;
+        fsutil::read_text_opt(&path).map_err(|e| self.relative(e))
+    }
+
+    fn write_state(&self, rel: &str, text: &str) -> Result<()> {
+        let path = self.state_path(rel)?;
+        fsutil::atomic_write(&path, text.as_bytes()).map_err(|e| self.relative(e))
     }
 
     fn lock_memory(&self) -> Result<Held> {

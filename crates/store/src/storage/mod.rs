@@ -9,7 +9,12 @@
 //!   a [`Version`], replaced whole (compare-and-swap with [`Expect`]) or
 //!   appended to, listed and removed;
 //! - **session logs**, sequences of whole JSONL lines per session key,
-//!   appended under the session's own lock and read back in order.
+//!   appended under the session's own lock and read back in order;
+//! - **state documents** under [`STATE_DIR`] (`.mnemo/engine/…`): what the
+//!   engine keeps between turns that no log or memory file holds (its
+//!   breaker, a round under way, the merge guard's lines). They are part
+//!   of the workspace's truth, so every process and server on it shares
+//!   them, but they are never memory: no listing, export or index sees them.
 //!
 //! [`FileStorage`] is a workspace folder (the default); the PostgreSQL
 //! implementation lives in `mnemo-store-postgres`. Both run the suite in
@@ -186,6 +191,26 @@ pub trait Storage: Send + Sync + fmt::Debug {
     /// file holds them (one record per line), or `None` when there is none.
     fn read_session_file(&self, rel: &str) -> Result<Option<Vec<u8>>>;
 
+    // ----- state documents -----
+
+    /// The state document at `rel` (`.mnemo/engine/<stem>.json`, see
+    /// [`STATE_DIR`]), or `None` when there is none. By default it is kept
+    /// among the documents, under its path: such a storage leaves
+    /// [`STATE_DIR`] out of [`documents`](Self::documents) and
+    /// [`revision`](Self::revision) (state is not memory, and its writes
+    /// must not send the index to look for changes).
+    fn read_state(&self, rel: &str) -> Result<Option<String>> {
+        Ok(self.read(state_rel(rel)?)?.map(|d| d.text))
+    }
+
+    /// Replaces (or creates) the state document at `rel`, atomically. The
+    /// caller holds the lock that orders its writers (the session's, or
+    /// the memory lock): the last write wins.
+    fn write_state(&self, rel: &str, text: &str) -> Result<()> {
+        self.write(state_rel(rel)?, text, Expect::Any)?;
+        Ok(())
+    }
+
     /// A text that changes whenever any document or session does; `None`
     /// when the storage has no cheap one (a folder: the index walks and
     /// watches it instead).
@@ -221,3 +246,28 @@ pub trait SessionWriter: Send + fmt::Debug {
 
 /// Shared handle to a storage.
 pub type SharedStorage = Arc<dyn Storage>;
+
+/// The folder of state documents, workspace-relative: the workspace
+/// folder's hidden `.mnemo/`, which a folder's state has always been in.
+pub const STATE_DIR: &str = ".mnemo";
+
+/// True when `rel` names a state document (it lies under [`STATE_DIR`]).
+pub fn is_state_rel(rel: &str) -> bool {
+    rel.strip_prefix(STATE_DIR)
+        .is_some_and(|rest| rest.starts_with('/'))
+}
+
+/// `rel` when it names a state document: under [`STATE_DIR`], every part
+/// a plain name (no `..`, no empty part, no NUL).
+pub(crate) fn state_rel(rel: &str) -> Result<&str> {
+    let plain = |part: &str| {
+        !part.is_empty() && part != "." && part != ".." && !part.contains(['\\', '\0'])
+    };
+    if is_state_rel(rel) && rel.split('/').skip(1).all(plain) {
+        Ok(rel)
+    } else {
+        Err(crate::Error::Invalid(format!(
+            "{rel:?} cannot name a state document: use a path under {STATE_DIR}/"
+        )))
+    }
+}

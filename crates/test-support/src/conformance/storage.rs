@@ -38,6 +38,7 @@ pub const SCENARIOS: &[&str] = &[
     "history_and_daily_logs_only_grow",
     "the_whole_workspace_reads_back_for_an_export",
     "a_named_lock_has_one_holder",
+    "state_documents_are_kept_apart_from_memory",
 ];
 
 /// One storage under test: a fresh, empty workspace. `workspace` is the
@@ -118,7 +119,8 @@ macro_rules! storage_suite {
                 typed_memories_are_saved_found_and_forgotten,
                 history_and_daily_logs_only_grow,
                 the_whole_workspace_reads_back_for_an_export,
-                a_named_lock_has_one_holder
+                a_named_lock_has_one_holder,
+                state_documents_are_kept_apart_from_memory
             );
         }
     };
@@ -650,4 +652,52 @@ pub fn a_named_lock_has_one_holder(case: &StorageCase) {
         "a dropped lock is free"
     );
     assert!(!s.lock_location("cli_demo").is_empty());
+}
+
+/// The engine's state documents (`.mnemo/…`) read back as written, in the
+/// folder's `.mnemo/` for a folder, and are never memory: no listing, no
+/// export, no revision the index watches, no memory document path reaches
+/// them.
+pub fn state_documents_are_kept_apart_from_memory(case: &StorageCase) {
+    let s = &*case.storage;
+    let rel = ".mnemo/engine/cli_demo.json";
+    assert_eq!(s.read_state(rel).unwrap(), None);
+    s.write("memory/a.md", "text\n", Expect::Any).unwrap();
+    let before = s.revision().unwrap();
+    s.write_state(rel, "{\"compact_failures\": 1}").unwrap();
+    s.write_state(rel, "{\"compact_failures\": 2}").unwrap();
+    s.write_state(".mnemo/engine/memory.md", "not memory\n")
+        .unwrap();
+    assert_eq!(
+        s.read_state(rel).unwrap().as_deref(),
+        Some("{\"compact_failures\": 2}")
+    );
+    if let Some(root) = s.root() {
+        assert!(root.join(rel).is_file(), "a folder keeps it where it was");
+    }
+    let docs: Vec<String> = s.documents().unwrap().into_iter().map(|e| e.rel).collect();
+    assert_eq!(docs, ["memory/a.md"]);
+    assert_eq!(s.list("memory").unwrap().len(), 1);
+    assert_eq!(
+        before,
+        s.revision().unwrap(),
+        "state writes are not memory's"
+    );
+    let memory = case.memory(MemorySettings::default());
+    assert!(memory.read_document(rel).is_err());
+    for bad in [
+        "MEMORY.md",
+        "memory/a.md",
+        ".mnemo",
+        ".mnemo/",
+        ".mnemo/../MEMORY.md",
+        ".mnemo//x.json",
+        ".mnemoX/x.json",
+    ] {
+        assert!(
+            matches!(s.write_state(bad, "x"), Err(Error::Invalid(_))),
+            "{bad} is not a state document"
+        );
+        assert!(s.read_state(bad).is_err(), "{bad}");
+    }
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The re-rank and the question behind a dialogue, measured (docs/BENCHMARKS.md,
+# The re-rank and the question behind a dialogue, measured (docs/BENCHMARKS-LOG.md,
 # item 51): what they gain on the dev sets, with paired intervals
 # (scripts/compare-eval.py), and what they cost per question.
 #

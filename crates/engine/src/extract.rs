@@ -369,7 +369,8 @@ mod tests {
     #[test]
     fn the_fixed_instruction_requests_say_so() {
         // A local model saves only such system blocks to disk (issue 43
-        // N7), and the write path's speed rests on it (BENCHMARKS 48).
+        // N7), and the write path's speed rests on it
+        // (docs/BENCHMARKS-LOG.md item 48).
         let said = [Message::user("I moved to Berlin")];
         assert!(extract_request(&said, ToolChoice::Auto).fixed_system);
         assert!(judge_request(Question::Replaces, "a", "b", ToolChoice::Auto).fixed_system);

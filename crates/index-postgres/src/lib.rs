@@ -168,7 +168,7 @@ impl PostgresBackend {
     /// writes afresh: written file by file, a word's rows lie scattered
     /// over the table, and a common word's thousand rows cost a page each
     /// (keyword search over 100,000 chunks: 25 ms scattered, 9.6 ms
-    /// packed; docs/BENCHMARKS.md item 42).
+    /// packed; docs/BENCHMARKS-LOG.md item 42).
     pub(crate) fn repack(&self) -> Result<()> {
         self.with(|pool, c| async move {
             let r = c
@@ -721,7 +721,7 @@ async fn vectors(
     // The graph's search breadth: on about 100,000 chunks of real dialogue
     // embedded by the default model, EF_SEARCH over the graph of
     // `schema::bind_model` gives recall@10 0.993 against the exact scan
-    // (100 gave 0.955, 400 0.998 at twice the time: BENCHMARKS item 42).
+    // (100 gave 0.955, 400 0.998 at twice the time: docs/BENCHMARKS-LOG.md item 42).
     // Hashed vectors, which have no clusters, are the hard case: 0.76.
     let ef = (pool_size * 2).clamp(EF_SEARCH, 1000);
     let q = Vector::from(query);

@@ -5,7 +5,7 @@
 //! statement by running the phrase as a query of its own over the whole
 //! index (`xQueryPhrase`), i.e. it walks every posting list of the query
 //! once more just to count its chunks: about 30 % of the keyword side at
-//! 100,000 chunks (docs/BENCHMARKS.md, items 27 and 30). The keyword side
+//! 100,000 chunks (docs/BENCHMARKS-LOG.md, items 27 and 30). The keyword side
 //! already holds those counts (`fts5vocab`, cached per revision of the
 //! index, see [`crate::fts`]), so `mnemo_bm25(chunks_fts, counts)` takes
 //! them as a blob of little-endian `i64`, one per phrase of the MATCH

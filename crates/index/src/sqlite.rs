@@ -317,7 +317,7 @@ fn rescore_sql(n: usize) -> String {
         // a plain JOIN and a pool of 200 ids, SQLite's plan walks the
         // model's whole embedding cache and looks each row's chunk up by
         // hash: a profile of searches over a million chunks spent nearly
-        // all their time there (docs/BENCHMARKS.md, item 26).
+        // all their time there (docs/BENCHMARKS-LOG.md, item 26).
         "SELECT c.id, e.embedding FROM chunks c CROSS JOIN embedding_cache e
            ON e.provider = ?1 AND e.model = ?2 AND e.provider_key = ?3 AND e.hash = c.hash
          WHERE c.id IN ({})",

@@ -66,7 +66,7 @@ pub fn rerank_pool(k: usize) -> usize {
 
 /// Rows the 4-bit first pass of a codes-only set keeps for the int8 pass,
 /// for an int8 pool of `keep`: 20 times as many, at least 4,000. Measured
-/// at a million hash-embedder rows (docs/BENCHMARKS.md, item 32).
+/// at a million hash-embedder rows (docs/BENCHMARKS-LOG.md, item 32).
 pub fn first_pass_pool(keep: usize) -> usize {
     (20 * keep).max(4_000)
 }

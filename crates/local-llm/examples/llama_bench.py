@@ -1,4 +1,4 @@
-# The llama.cpp side of docs/BENCHMARKS.md "mnemo-local-llm": the same prompt as
+# The llama.cpp side of docs/BENCHMARKS-LOG.md "mnemo-local-llm": the same prompt as
 # examples/bench.rs, run by llama-cpp-python on one GGUF with 2 threads.
 # Usage: python llama_bench.py FILE.gguf PROMPT_TOKENS GEN_TOKENS
 import sys, time, resource

@@ -122,7 +122,7 @@ fn product(w: &Linear, x: &[f32], t: usize, kernel: Kernel) -> Result<Vec<f32>> 
 /// default none do: the tiled kernels run prompt batches about as fast as
 /// candle's tiled product, and candle builds a repacked copy of every Q4_K
 /// matrix on its first product and keeps it (1.22 GB instead of 2.2 GB
-/// peak for Qwen2.5-1.5B; BENCHMARKS items 33 and 35).
+/// peak for Qwen2.5-1.5B; docs/BENCHMARKS-LOG.md items 33 and 35).
 /// `MNEMO_LLM_CANDLE_FROM` overrides, to compare (1: candle for
 /// everything, as before the kernels; 2: candle for prompts only).
 fn candle_from() -> usize {

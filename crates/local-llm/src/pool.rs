@@ -3,8 +3,9 @@
 //! the output projection, gate/up and down in every layer, then the
 //! vocabulary), each a few hundred microseconds of work on two cores, so a
 //! thread spawned and joined per product cost a measurable share of each
-//! token (BENCHMARKS item 39). A worker spins for a short while after each
-//! job, so the next product of the same token finds it awake, then parks.
+//! token (docs/BENCHMARKS-LOG.md item 39). A worker spins for a short
+//! while after each job, so the next product of the same token finds it
+//! awake, then parks.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};

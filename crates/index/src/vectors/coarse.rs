@@ -12,8 +12,8 @@
 //! int8 codes are scaled by its largest value, so in a set whose rows share
 //! a few dominant dimensions most codes are small, and their high four bits
 //! carry almost nothing: that first pass kept the true top 10 for only
-//! 0.80 of them at a million hash-embedder rows (docs/BENCHMARKS.md, item
-//! 28). Per dimension, every bin is used wherever the values spread.
+//! 0.80 of them at a million hash-embedder rows (docs/BENCHMARKS-LOG.md,
+//! item 28). Per dimension, every bin is used wherever the values spread.
 //!
 //! Scoring: a value `x` in bin `h` of dimension `d` is about
 //! `lo[d] + width[d] * (h + 0.5)`, so `q . x` is a constant of the query

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use mnemo::core::ErrorCode;
+use mnemo::core::{Coded, ErrorCode};
 use mnemo::DownloadProgress;
 
 /// Writes one result line to stdout (as `println!`); a closed stdout
@@ -292,42 +292,40 @@ pub fn report_error(err: &anyhow::Error, json: bool) -> i32 {
     code.map(ErrorCode::exit_code).unwrap_or(1)
 }
 
-/// The code of the first error in `err`'s chain that has one: every
-/// library crate's error type names its own code.
+/// The code of the first error in `err`'s chain that names one
+/// ([`Coded`]): every library error type does, and the exit status and the
+/// `--json` code come from it alone.
 fn classify(err: &anyhow::Error) -> Option<ErrorCode> {
-    // One line per error type of the crates the CLI calls: a type left out
-    // here exits 1 whatever went wrong.
+    err.chain().find_map(as_coded).map(Coded::code)
+}
+
+/// `e` as the [`Coded`] error it is. anyhow keeps each cause as a
+/// `dyn Error`, which cannot be asked for a trait, so each coded type is
+/// tried by name; the test `every_coded_error_is_classified` fails when a
+/// type that implements `Coded` anywhere in the workspace is not here.
+fn as_coded<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a dyn Coded> {
     macro_rules! coded {
-        ($cause:expr, $($t:ty),+ $(,)?) => {
-            $(if let Some(e) = $cause.downcast_ref::<$t>() {
-                return Some(e.code());
+        ($($t:ty),+ $(,)?) => {
+            $(if let Some(c) = e.downcast_ref::<$t>() {
+                return Some(c);
             })+
         };
     }
-    for cause in err.chain() {
-        coded!(
-            cause,
-            mnemo_service::Error,
-            mnemo::Error,
-            mnemo_import::Error,
-            mnemo_eval::EvalError,
-            mnemo::engine::Error,
-            mnemo::llm::LlmError,
-            mnemo::local_llm::Error,
-            mnemo::embed::Error,
-            mnemo::index::IndexError,
-            mnemo::store::Error,
-        );
-        if cause.downcast_ref::<mnemo::core::PathError>().is_some() {
-            return Some(ErrorCode::Forbidden);
-        }
-        if cause.downcast_ref::<mnemo::core::ConfigError>().is_some() {
-            return Some(ErrorCode::Config);
-        }
-        if cause.downcast_ref::<UsageError>().is_some() {
-            return Some(ErrorCode::InvalidInput);
-        }
-    }
+    coded!(
+        mnemo_service::Error,
+        mnemo::Error,
+        mnemo_import::Error,
+        mnemo_eval::EvalError,
+        mnemo::engine::Error,
+        mnemo::llm::LlmError,
+        mnemo::local_llm::Error,
+        mnemo::embed::Error,
+        mnemo::index::IndexError,
+        mnemo::store::Error,
+        mnemo::core::PathError,
+        mnemo::core::ConfigError,
+        UsageError,
+    );
     None
 }
 
@@ -342,3 +340,76 @@ impl std::fmt::Display for UsageError {
 }
 
 impl std::error::Error for UsageError {}
+
+impl Coded for UsageError {
+    fn code(&self) -> ErrorCode {
+        ErrorCode::InvalidInput
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every `impl … Coded for T` in the workspace's crates, by type name.
+    fn coded_types() -> Vec<String> {
+        let crates = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let mut out = Vec::new();
+        let mut dirs = vec![crates];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+                let path = entry.path();
+                let name = entry.file_name().to_string_lossy().to_string();
+                if path.is_dir() {
+                    // Sources only: not tests, fixtures or build output.
+                    if !matches!(name.as_str(), "target" | "tests" | "node_modules" | "fuzz") {
+                        dirs.push(path);
+                    }
+                } else if name.ends_with(".rs") {
+                    let text = std::fs::read_to_string(&path).unwrap();
+                    for line in text.lines() {
+                        let line = line.trim();
+                        if let Some(rest) = line.strip_prefix("impl ") {
+                            if let Some((_, ty)) = rest.split_once("Coded for ") {
+                                out.push(ty.trim_end_matches(" {").trim().to_string());
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn every_coded_error_is_classified() {
+        let types = coded_types();
+        assert!(types.len() >= 13, "{types:?}");
+        let source = include_str!("output.rs");
+        let list = source
+            .split(concat!("    coded", "!(\n"))
+            .nth(1)
+            .and_then(|s| s.split(");").next())
+            .unwrap();
+        let listed: Vec<&str> = list
+            .split(',')
+            .map(|t| t.trim().rsplit("::").next().unwrap_or(""))
+            .filter(|t| !t.is_empty())
+            .collect();
+        for ty in &types {
+            assert!(
+                listed.contains(&ty.rsplit("::").next().unwrap()),
+                "{ty} implements Coded but as_coded does not try it: add it to the list"
+            );
+        }
+    }
+
+    #[test]
+    fn the_code_comes_from_the_first_coded_cause() {
+        let err = anyhow::Error::new(mnemo::core::PathError::Empty).context("reading the file");
+        assert_eq!(classify(&err), Some(ErrorCode::Forbidden));
+        let err = anyhow::Error::new(UsageError("no such flag".into()));
+        assert_eq!(classify(&err), Some(ErrorCode::InvalidInput));
+        assert_eq!(classify(&anyhow::anyhow!("plain")), None);
+    }
+}

@@ -41,6 +41,12 @@ pub enum ConfigError {
     },
 }
 
+impl crate::error::Coded for ConfigError {
+    fn code(&self) -> crate::ErrorCode {
+        crate::ErrorCode::Config
+    }
+}
+
 /// The parsed configuration file plus applied overrides.
 #[derive(Debug, Clone, Default)]
 pub struct Config {

@@ -1,4 +1,5 @@
-//! The small set of error codes that every surface maps errors to.
+//! The small set of error codes that every surface maps errors to, and the
+//! [`Coded`] trait through which every library error names its code.
 
 use serde::{Deserialize, Serialize};
 
@@ -77,6 +78,16 @@ impl ErrorCode {
             ErrorCode::Unauthorized => "unauthorized",
         }
     }
+}
+
+/// An error that names its [`ErrorCode`]: every library error type of mnemo
+/// implements it, and every surface takes its answer from it alone: the
+/// CLI's exit status and `--json` error code, the HTTP status, the MCP
+/// error. An error that wraps another usually answers with the inner one's
+/// code.
+pub trait Coded: std::error::Error {
+    /// The wire-visible classification of this error.
+    fn code(&self) -> ErrorCode;
 }
 
 impl std::fmt::Display for ErrorCode {

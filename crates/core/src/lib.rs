@@ -20,7 +20,7 @@ pub mod workspace;
 
 pub use config::{Config, ConfigError};
 pub use embed::{EmbedError, EmbedKind, Embedder, EmbedderId};
-pub use error::ErrorCode;
+pub use error::{Coded, ErrorCode};
 pub use message::{Content, FunctionCall, Message, Role, ToolCall};
 pub use paths::{confine, real_path, resolve_in_workspace, Area, PathError};
 pub use tokens::{TokenCount, TokenCounter};

@@ -43,6 +43,14 @@ pub enum PathError {
     },
 }
 
+impl crate::error::Coded for PathError {
+    /// A path that would leave the workspace, or leads where it may not, is
+    /// refused.
+    fn code(&self) -> crate::ErrorCode {
+        crate::ErrorCode::Forbidden
+    }
+}
+
 /// The part of a workspace a stored file belongs to: links may lead within
 /// it, never from one part into another.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

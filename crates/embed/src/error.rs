@@ -52,19 +52,6 @@ pub enum Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
-    /// The wire-visible classification of this error.
-    pub fn code(&self) -> ErrorCode {
-        match self {
-            Error::ModelNotFound { .. } => ErrorCode::NotFound,
-            Error::BadModelFile { .. } => ErrorCode::Corrupt,
-            Error::Unsupported(_) => ErrorCode::Config,
-            Error::Invalid(_) => ErrorCode::InvalidInput,
-            Error::Io { .. } => ErrorCode::Io,
-            Error::Download(_) => ErrorCode::Provider,
-            Error::Inference(_) => ErrorCode::Internal,
-        }
-    }
-
     pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Self {
         Error::Io {
             context: context.into(),
@@ -76,6 +63,21 @@ impl Error {
         Error::BadModelFile {
             path: path.into(),
             message: message.to_string(),
+        }
+    }
+}
+
+impl mnemo_core::Coded for Error {
+    /// The wire-visible classification of this error.
+    fn code(&self) -> ErrorCode {
+        match self {
+            Error::ModelNotFound { .. } => ErrorCode::NotFound,
+            Error::BadModelFile { .. } => ErrorCode::Corrupt,
+            Error::Unsupported(_) => ErrorCode::Config,
+            Error::Invalid(_) => ErrorCode::InvalidInput,
+            Error::Io { .. } => ErrorCode::Io,
+            Error::Download(_) => ErrorCode::Provider,
+            Error::Inference(_) => ErrorCode::Internal,
         }
     }
 }

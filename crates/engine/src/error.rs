@@ -135,9 +135,9 @@ pub enum Error {
     },
 }
 
-impl Error {
+impl mnemo_core::Coded for Error {
     /// The wire-level code of this error.
-    pub fn code(&self) -> ErrorCode {
+    fn code(&self) -> ErrorCode {
         match self {
             Error::Store(e) => e.code(),
             Error::Llm(e) => e.code(),

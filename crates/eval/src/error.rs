@@ -46,9 +46,9 @@ pub enum EvalError {
     Workspace(std::io::Error),
 }
 
-impl EvalError {
+impl mnemo_core::Coded for EvalError {
     /// The wire-visible code for this error.
-    pub fn code(&self) -> ErrorCode {
+    fn code(&self) -> ErrorCode {
         match self {
             EvalError::Read { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
                 ErrorCode::NotFound

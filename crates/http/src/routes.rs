@@ -15,6 +15,7 @@ use mnemo_service::args::{
     SearchArgs, TurnArgs, WriteArgs,
 };
 use mnemo_service::inspect::{MemoryViewArgs, TimelineArgs, UndoArgs};
+use mnemo_service::Coded;
 use mnemo_service::{guard, Service};
 use serde::de::DeserializeOwned;
 use serde_json::json;

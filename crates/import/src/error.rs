@@ -46,9 +46,9 @@ pub enum Error {
     Store(#[from] mnemo_store::Error),
 }
 
-impl Error {
+impl mnemo_core::Coded for Error {
     /// The wire-level code for this error.
-    pub fn code(&self) -> ErrorCode {
+    fn code(&self) -> ErrorCode {
         match self {
             Error::Source { .. } | Error::Choose { .. } => ErrorCode::InvalidInput,
             Error::Manifest { .. } => ErrorCode::Corrupt,

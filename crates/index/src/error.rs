@@ -82,8 +82,26 @@ pub enum IndexError {
 }
 
 impl IndexError {
+    /// A [`IndexError::Database`] of kind [`DbFailure::Other`].
+    pub fn database(location: impl Into<String>, message: impl Into<String>) -> Self {
+        IndexError::Database {
+            location: location.into(),
+            message: message.into(),
+            failure: DbFailure::Other,
+        }
+    }
+
+    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        IndexError::Io {
+            path: path.into(),
+            source,
+        }
+    }
+}
+
+impl mnemo_core::Coded for IndexError {
     /// The wire-visible code of this error.
-    pub fn code(&self) -> ErrorCode {
+    fn code(&self) -> ErrorCode {
         match self {
             IndexError::Forbidden { .. } | IndexError::Path(_) => ErrorCode::Forbidden,
             IndexError::InvalidInput(_) => ErrorCode::InvalidInput,
@@ -98,22 +116,6 @@ impl IndexError {
             IndexError::Embed(_) | IndexError::EmbedShape { .. } => ErrorCode::Provider,
             IndexError::Io { .. } | IndexError::Watch(_) => ErrorCode::Io,
             IndexError::Corrupt(_) => ErrorCode::Corrupt,
-        }
-    }
-
-    /// A [`IndexError::Database`] of kind [`DbFailure::Other`].
-    pub fn database(location: impl Into<String>, message: impl Into<String>) -> Self {
-        IndexError::Database {
-            location: location.into(),
-            message: message.into(),
-            failure: DbFailure::Other,
-        }
-    }
-
-    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        IndexError::Io {
-            path: path.into(),
-            source,
         }
     }
 }

@@ -169,14 +169,6 @@ impl LlmError {
         }
     }
 
-    /// The wire-visible error code.
-    pub fn code(&self) -> ErrorCode {
-        match self {
-            LlmError::Config(_) | LlmError::Auth { .. } => ErrorCode::Config,
-            _ => ErrorCode::Provider,
-        }
-    }
-
     /// True for the kinds the HTTP clients retry (rate limit, server and
     /// connection errors, timeouts).
     pub fn is_retryable(&self) -> bool {
@@ -184,6 +176,16 @@ impl LlmError {
             self.kind(),
             ErrorKind::RateLimit | ErrorKind::Transient | ErrorKind::Timeout
         )
+    }
+}
+
+impl mnemo_core::Coded for LlmError {
+    /// The wire-visible error code.
+    fn code(&self) -> ErrorCode {
+        match self {
+            LlmError::Config(_) | LlmError::Auth { .. } => ErrorCode::Config,
+            _ => ErrorCode::Provider,
+        }
     }
 }
 

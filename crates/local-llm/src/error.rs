@@ -53,19 +53,6 @@ first use (or run scripts/fetch-models.sh --chat), or point `path` in [provider]
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
-    /// The wire-visible classification of this error.
-    pub fn code(&self) -> ErrorCode {
-        match self {
-            Error::NotFound(_) => ErrorCode::NotFound,
-            Error::BadModel { .. } => ErrorCode::Corrupt,
-            Error::Invalid(_) => ErrorCode::Config,
-            Error::ContextOverflow(_) | Error::BadAnswer(_) | Error::Cancelled => {
-                ErrorCode::Provider
-            }
-            Error::Inference(_) => ErrorCode::Internal,
-        }
-    }
-
     /// This error as the chat seam's error, labelled with `provider`.
     pub fn into_llm(self, provider: &str) -> LlmError {
         match self {
@@ -85,6 +72,21 @@ impl Error {
                 message: self.to_string(),
             },
             other => LlmError::Config(other.to_string()),
+        }
+    }
+}
+
+impl mnemo_core::Coded for Error {
+    /// The wire-visible classification of this error.
+    fn code(&self) -> ErrorCode {
+        match self {
+            Error::NotFound(_) => ErrorCode::NotFound,
+            Error::BadModel { .. } => ErrorCode::Corrupt,
+            Error::Invalid(_) => ErrorCode::Config,
+            Error::ContextOverflow(_) | Error::BadAnswer(_) | Error::Cancelled => {
+                ErrorCode::Provider
+            }
+            Error::Inference(_) => ErrorCode::Internal,
         }
     }
 }

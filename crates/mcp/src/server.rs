@@ -20,7 +20,7 @@ use mnemo_service::args::{
     AppendArgs, ContextArgs, ForgetArgs, GetArgs, MemoryHistoryArgs, SearchArgs, WriteArgs,
 };
 use mnemo_service::tools::{catalogue, split_key};
-use mnemo_service::{Error, Service};
+use mnemo_service::{Coded, Error, Service};
 
 /// URI prefix of workspace files served as resources.
 pub const RESOURCE_PREFIX: &str = "mnemo://workspace/";

@@ -99,9 +99,9 @@ pub enum Error {
     Embedder(String),
 }
 
-impl Error {
+impl mnemo_core::Coded for Error {
     /// The wire-level code.
-    pub fn code(&self) -> ErrorCode {
+    fn code(&self) -> ErrorCode {
         match self {
             Error::Store(e) => e.code(),
             Error::Index(e) => e.code(),

@@ -2,7 +2,7 @@
 //! reports: the wire code (`ErrorCode`), the HTTP status, the CLI's exit
 //! code, and the JSON body `{"error": {"code", "message"}}`.
 
-use mnemo_core::ErrorCode;
+use mnemo_core::{Coded, ErrorCode};
 
 /// Result alias of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -70,26 +70,6 @@ pub enum Error {
 }
 
 impl Error {
-    /// The wire-level code of this error.
-    pub fn code(&self) -> ErrorCode {
-        match self {
-            Error::Mnemo(e) => e.code(),
-            Error::Store(e) => e.code(),
-            Error::Index(e) => e.code(),
-            Error::Engine(e) => e.code(),
-            Error::Llm(e) => e.code(),
-            Error::Path(_) => ErrorCode::Forbidden,
-            Error::Invalid(_) => ErrorCode::InvalidInput,
-            Error::NotFound(_) => ErrorCode::NotFound,
-            Error::Unauthorized { denied: false, .. } => ErrorCode::Unauthorized,
-            Error::Unauthorized { denied: true, .. } => ErrorCode::Forbidden,
-            Error::Exists(_) => ErrorCode::Busy,
-            Error::NotConfigured(_) | Error::Unsafe(_) => ErrorCode::Config,
-            Error::Io { .. } => ErrorCode::Io,
-            Error::Transport(_) | Error::Internal(_) => ErrorCode::Internal,
-        }
-    }
-
     /// The HTTP status: the code's, except that an operation needing a
     /// chat model where none is configured, or consolidation where the
     /// workspace has it off, is 501 (not available here) rather than a
@@ -120,6 +100,28 @@ impl Error {
     /// [`Error::to_body`] as JSON: `{"error": {"code": "...", "message": "..."}}`.
     pub fn to_json(&self) -> serde_json::Value {
         serde_json::to_value(self.to_body()).unwrap_or_default()
+    }
+}
+
+impl mnemo_core::Coded for Error {
+    /// The wire-level code of this error.
+    fn code(&self) -> ErrorCode {
+        match self {
+            Error::Mnemo(e) => e.code(),
+            Error::Store(e) => e.code(),
+            Error::Index(e) => e.code(),
+            Error::Engine(e) => e.code(),
+            Error::Llm(e) => e.code(),
+            Error::Path(_) => ErrorCode::Forbidden,
+            Error::Invalid(_) => ErrorCode::InvalidInput,
+            Error::NotFound(_) => ErrorCode::NotFound,
+            Error::Unauthorized { denied: false, .. } => ErrorCode::Unauthorized,
+            Error::Unauthorized { denied: true, .. } => ErrorCode::Forbidden,
+            Error::Exists(_) => ErrorCode::Busy,
+            Error::NotConfigured(_) | Error::Unsafe(_) => ErrorCode::Config,
+            Error::Io { .. } => ErrorCode::Io,
+            Error::Transport(_) | Error::Internal(_) => ErrorCode::Internal,
+        }
     }
 }
 

@@ -38,6 +38,7 @@ pub mod validity;
 
 pub use agent::ServiceTools;
 pub use error::{Error, Result};
+pub use mnemo_core::Coded;
 pub use service::{
     apply_rerank, blocking, chat_model, rerank_passages, IndexMemorySearch, Service, NO_MODEL_HINT,
 };

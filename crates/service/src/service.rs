@@ -10,6 +10,7 @@ use std::sync::{Arc, OnceLock};
 
 use chrono::Utc;
 use mnemo::{DownloadProgress, Mnemo};
+use mnemo_core::Coded;
 use mnemo_engine::{Engine, MemoryWorkMode, MemoryWorkers, Passage, RerankOutcome};
 use mnemo_index::{SearchHit, SearchRequest, SearchResponse};
 use mnemo_llm::{
@@ -241,7 +242,9 @@ impl Service {
             }
         };
         resp.results.truncate(wanted);
-        let spent = budget.map(|tokens| mnemo_engine::fit_budget(&mut resp.results, &query, tokens, |h| &mut h.snippet));
+        let spent = budget.map(|tokens| {
+            mnemo_engine::fit_budget(&mut resp.results, &query, tokens, |h| &mut h.snippet)
+        });
         let mut out = SearchOutput::from_response(&resp, reranked);
         out.rerank_ms = rerank_ms;
         out.tokens = spent;

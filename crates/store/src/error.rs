@@ -80,9 +80,11 @@ impl Error {
         let path = path.into();
         move |source| Error::Io { op, path, source }
     }
+}
 
+impl mnemo_core::Coded for Error {
     /// The wire-level code for this error.
-    pub fn code(&self) -> ErrorCode {
+    fn code(&self) -> ErrorCode {
         match self {
             Error::Io { .. } => ErrorCode::Io,
             Error::Corrupt { .. } => ErrorCode::Corrupt,

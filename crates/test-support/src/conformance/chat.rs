@@ -12,7 +12,7 @@
 
 use std::time::Duration;
 
-use mnemo_core::Message;
+use mnemo_core::{Coded, Message};
 use mnemo_llm::{ChatModel, ChatRequest, ErrorKind, LlmError};
 use serde_json::json;
 

@@ -251,7 +251,12 @@ mod tests {
             file("memory/notes.md", &long),
             file("memory/more.md", "- Oolong on Sundays."),
         ];
-        let shown = fit_recall("Which class did Melanie sign up for?", files.clone(), 200, 5_000);
+        let shown = fit_recall(
+            "Which class did Melanie sign up for?",
+            files.clone(),
+            200,
+            5_000,
+        );
         assert_eq!(shown.len(), 3);
         assert_eq!(shown[0].text, small);
         assert!(!shown[0].excerpt);
@@ -268,9 +273,18 @@ mod tests {
 
     #[test]
     fn citations_split_into_path_and_lines() {
-        assert_eq!(split_citation("memory/a.md#L12-L15"), Some(("memory/a.md", 12, 15)));
-        assert_eq!(split_citation("memory/a.md#L3-4"), Some(("memory/a.md", 3, 4)));
-        assert_eq!(split_citation("memory/a.md#L7"), Some(("memory/a.md", 7, 7)));
+        assert_eq!(
+            split_citation("memory/a.md#L12-L15"),
+            Some(("memory/a.md", 12, 15))
+        );
+        assert_eq!(
+            split_citation("memory/a.md#L3-4"),
+            Some(("memory/a.md", 3, 4))
+        );
+        assert_eq!(
+            split_citation("memory/a.md#L7"),
+            Some(("memory/a.md", 7, 7))
+        );
         assert_eq!(split_citation("memory/a.md"), None);
         assert_eq!(split_citation("memory/#Lobby.md"), None);
         assert_eq!(split_citation("memory/a.md#L5-L2"), None);
@@ -285,19 +299,28 @@ mod tests {
             text: text.into(),
             passage: true,
         };
-        let long = format!("{}- Melanie signed up for a pottery class.", "- The weather was fine that day.\n".repeat(40));
+        let long = format!(
+            "{}- Melanie signed up for a pottery class.",
+            "- The weather was fine that day.\n".repeat(40)
+        );
         let shown = fit_recall(
             "Which class did Melanie sign up for?",
             vec![
                 passage("memory/notes.md#L1-L41", &long),
-                passage("memory/notes.md#L41-L41", "- Melanie signed up for a pottery class."),
+                passage(
+                    "memory/notes.md#L41-L41",
+                    "- Melanie signed up for a pottery class.",
+                ),
                 passage("memory/notes.md#L50-L50", "- Caroline paints."),
             ],
             1_000,
             5_000,
         );
         let labels: Vec<&str> = shown.iter().map(|r| r.label.as_str()).collect();
-        assert_eq!(labels, ["memory/notes.md#L1-L41", "memory/notes.md#L50-L50"]);
+        assert_eq!(
+            labels,
+            ["memory/notes.md#L1-L41", "memory/notes.md#L50-L50"]
+        );
         assert!(shown[0].text.contains("pottery class"));
         assert!(shown[0].text.chars().count() <= BUDGET_HIT_CHARS);
     }

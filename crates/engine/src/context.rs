@@ -276,7 +276,8 @@ impl Engine {
             b => b,
         };
         let mut sel = String::new();
-        for f in crate::budget::fit_recall(query, items, budget, self.settings.restore_file_tokens) {
+        for f in crate::budget::fit_recall(query, items, budget, self.settings.restore_file_tokens)
+        {
             let body = if f.excerpt {
                 format!(
                     "{}\n\n(an excerpt: the lines nearest this turn; memory_get {} reads the whole file)",

@@ -33,7 +33,7 @@ use crate::templates;
 /// Passages memory search offers per file recall may select
 /// (`recall_max_selected` of them): enough that the budget, not this,
 /// decides how many are shown.
-pub const PASSAGES_PER_FILE: usize = 8;
+pub const PASSAGES_PER_FILE: usize = 16;
 
 /// What the side query returned.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]

@@ -10,7 +10,8 @@ mod common;
 use common::*;
 use mnemo_core::Message;
 
-const TEA: &str = "---\nname: Tea\ndescription: what the user drinks\ntype: user\n---\n\nOolong, no sugar.\n";
+const TEA: &str =
+    "---\nname: Tea\ndescription: what the user drinks\ntype: user\n---\n\nOolong, no sugar.\n";
 
 fn write_files(env: &Env) -> Vec<String> {
     let mem = env.ws.root().join("memory");
@@ -18,7 +19,9 @@ fn write_files(env: &Env) -> Vec<String> {
     std::fs::write(mem.join("tea.md"), TEA).unwrap();
     let mut long = String::from("# Conversations of March\n\n");
     for i in 0..400 {
-        long.push_str(&format!("- Day {i}: we talked about the weather and the news.\n"));
+        long.push_str(&format!(
+            "- Day {i}: we talked about the weather and the news.\n"
+        ));
     }
     long.push_str("- Melanie signed up for a pottery class on Saturdays.\n");
     std::fs::write(mem.join("march.md"), long).unwrap();
@@ -26,7 +29,9 @@ fn write_files(env: &Env) -> Vec<String> {
 }
 
 fn selected_part(system: &str) -> &str {
-    let start = system.find("# Relevant memory files").expect("a recall part");
+    let start = system
+        .find("# Relevant memory files")
+        .expect("a recall part");
     &system[start..]
 }
 
@@ -43,10 +48,17 @@ async fn a_long_file_is_shown_as_its_lines_nearest_the_message() {
         part.contains("memory_get memory/march.md reads the whole file"),
         "{part}"
     );
-    assert!(part.contains("Oolong, no sugar."), "the small file is whole: {part}");
+    assert!(
+        part.contains("Oolong, no sugar."),
+        "the small file is whole: {part}"
+    );
     assert!(!part.contains("Day 200:"), "{part}");
     // About 300 tokens of files (4 characters each), headings aside.
-    assert!(part.chars().count() < 300 * 4 + 600, "{}", part.chars().count());
+    assert!(
+        part.chars().count() < 300 * 4 + 600,
+        "{}",
+        part.chars().count()
+    );
 
     // The next call of the turn, after a tool result, reads the same lines.
     let mut log = engine.sessions().open(KEY).unwrap();
@@ -138,11 +150,10 @@ async fn recall_from_search_shows_the_passages_it_found() {
         out.selected.iter().all(|s| s.contains("#L")),
         "passages, not files: {out:?}"
     );
-    assert!(
-        out.selected[0].starts_with("memory/march.md#L"),
-        "{out:?}"
-    );
-    let ctx = engine.build_context_with(KEY, message, &out.selected).unwrap();
+    assert!(out.selected[0].starts_with("memory/march.md#L"), "{out:?}");
+    let ctx = engine
+        .build_context_with(KEY, message, &out.selected)
+        .unwrap();
     let part = selected_part(&ctx.system);
     assert!(part.contains("pottery class on Saturdays"), "{part}");
     assert!(!part.contains("Day 200:"), "only the passage: {part}");

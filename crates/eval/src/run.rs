@@ -372,11 +372,16 @@ pub fn run_on_dataset(
                     run.questions.push(QuestionHits {
                         qi,
                         hits: Vec::new(),
-                        fitted: opts.metrics.token_budgets.iter().map(|_| Vec::new()).collect(),
+                        fitted: opts
+                            .metrics
+                            .token_budgets
+                            .iter()
+                            .map(|_| Vec::new())
+                            .collect(),
                         auto: match opts.layout {
-                            Layout::Notes => {
-                                (0..=opts.metrics.token_budgets.len()).map(|_| Vec::new()).collect()
-                            }
+                            Layout::Notes => (0..=opts.metrics.token_budgets.len())
+                                .map(|_| Vec::new())
+                                .collect(),
                             Layout::Sessions => Vec::new(),
                         },
                     });
@@ -617,13 +622,18 @@ fn auto_recall(
             .map(|f| {
                 let cited = mnemo_engine::split_citation(&f.label);
                 let (first, last) = cited.map_or((1, usize::MAX), |(_, a, b)| (a, b));
-                let (sessions, mut turns) = map.note_units(&f.path, first, last).unwrap_or_default();
+                let (sessions, mut turns) =
+                    map.note_units(&f.path, first, last).unwrap_or_default();
                 // A passage or an excerpt shows the turns its lines hold.
                 if cited.is_some() || f.excerpt {
                     turns.retain(|t| map.shows_turn(t, &f.text));
                 }
                 HitUnits {
-                    sessions: if turns.is_empty() { Vec::new() } else { sessions },
+                    sessions: if turns.is_empty() {
+                        Vec::new()
+                    } else {
+                        sessions
+                    },
                     turns,
                     tokens: estimate_tokens(&f.text),
                 }
@@ -633,9 +643,21 @@ fn auto_recall(
     let mut out: Vec<Vec<HitUnits>> = spec
         .token_budgets
         .iter()
-        .map(|&budget| units(fit_recall(message, passages.clone(), budget, engine.restore_file_tokens)))
+        .map(|&budget| {
+            units(fit_recall(
+                message,
+                passages.clone(),
+                budget,
+                engine.restore_file_tokens,
+            ))
+        })
         .collect();
-    out.push(units(fit_recall(message, files, usize::MAX, engine.restore_file_tokens)));
+    out.push(units(fit_recall(
+        message,
+        files,
+        usize::MAX,
+        engine.restore_file_tokens,
+    )));
     out
 }
 
@@ -769,7 +791,12 @@ fn score_run(
         let mut extra: Vec<(String, f64)> = budgets
             .iter()
             .zip(fitted)
-            .map(|(&b, f)| (format!("fit@{b}tok"), budget_recall(&ranked_of(f), &evidence, b)))
+            .map(|(&b, f)| {
+                (
+                    format!("fit@{b}tok"),
+                    budget_recall(&ranked_of(f), &evidence, b),
+                )
+            })
             .collect();
         for (i, shown) in auto.iter().enumerate() {
             let shown = ranked_of(shown);
@@ -778,7 +805,10 @@ fn score_run(
                 Some(&b) => (format!("{b}tok"), b),
                 None => ("whole".to_string(), usize::MAX),
             };
-            extra.push((format!("auto@{name}"), budget_recall(&shown, &evidence, budget)));
+            extra.push((
+                format!("auto@{name}"),
+                budget_recall(&shown, &evidence, budget),
+            ));
             extra.push((format!("auto_tokens@{name}"), tokens as f64));
         }
         let Some(m) = opts.metrics.score_with(&ranked, &evidence, extra) else {

@@ -2,6 +2,7 @@
 //! downloads from a hub endpoint (a real HTTP server on 127.0.0.1).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use mnemo_core::Coded;
 mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};

@@ -2,6 +2,7 @@
 //! turns, the forced-to-auto fallback, and the raw archive.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use mnemo_core::Coded;
 mod common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};

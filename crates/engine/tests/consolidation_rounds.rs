@@ -7,6 +7,7 @@
 //! run.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use mnemo_core::Coded;
 mod common;
 
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};

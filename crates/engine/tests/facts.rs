@@ -7,6 +7,7 @@
 //! log) what no message supports; models that answer badly lose nothing.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use mnemo_core::Coded;
 mod common;
 
 use common::*;

@@ -5,6 +5,7 @@
 //! keeps the rest, and the flush does not save its own instructions.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use mnemo_core::Coded;
 mod common;
 
 use common::*;

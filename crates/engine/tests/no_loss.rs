@@ -4,6 +4,7 @@
 //! the raw archive; and answers it must not take as memories.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use mnemo_core::Coded;
 mod common;
 
 use std::time::Duration;

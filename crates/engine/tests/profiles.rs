@@ -4,6 +4,7 @@
 //! HTTP `close`), which still writes its note.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use mnemo_core::Coded;
 mod common;
 
 use std::sync::Arc;

@@ -2,6 +2,7 @@
 //! SQLite index and (for vector modes) the real local model.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use mnemo_core::Coded;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 

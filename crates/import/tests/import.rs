@@ -3,6 +3,7 @@
 //! writes nothing, and hostile trees are refused safely.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use mnemo_core::Coded;
 #[path = "fixtures.rs"]
 mod fixtures;
 

@@ -6,6 +6,7 @@
 //! (see mnemo-test-support's `postgres`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use mnemo_core::Coded;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

@@ -3,6 +3,7 @@
 //! index generations a killed rebuild leaves behind.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use mnemo_core::Coded;
 mod common;
 
 use common::Fixture;

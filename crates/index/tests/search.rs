@@ -3,6 +3,7 @@
 //! damaged files.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use mnemo_core::Coded;
 mod common;
 
 use common::{daily_log, e5_model, model, Fixture};

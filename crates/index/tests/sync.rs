@@ -3,6 +3,7 @@
 //! `memory_get` confinement.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use mnemo_core::Coded;
 mod common;
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use mnemo_core::ErrorCode;
+use mnemo_core::{Coded, ErrorCode};
 use serde_json::Value;
 
 /// Result alias of this crate.
@@ -179,7 +179,7 @@ impl LlmError {
     }
 }
 
-impl mnemo_core::Coded for LlmError {
+impl Coded for LlmError {
     /// The wire-visible error code.
     fn code(&self) -> ErrorCode {
         match self {

@@ -173,7 +173,6 @@ impl GetArgs {
     }
 }
 
-
 /// Where `memory_write` writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]

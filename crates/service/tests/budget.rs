@@ -3,6 +3,7 @@
 //! says what an earlier one said left out, nothing past the budget.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use mnemo_core::Coded;
 use std::sync::Arc;
 
 use mnemo_core::{Config, Workspace};

@@ -4,6 +4,7 @@
 //! local model file is reported as such (N13), not as "no chat model".
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use mnemo_core::Coded;
 use std::path::Path;
 use std::sync::Arc;
 

@@ -5,6 +5,7 @@
 //! rows written after a delete are swept unless the id is registered.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use mnemo_core::Coded;
 use std::path::Path;
 use std::sync::Arc;
 

@@ -4,6 +4,7 @@
 //! memory's changes.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use mnemo_core::Coded;
 use std::sync::Arc;
 
 use mnemo_core::{Config, Workspace};

@@ -1,6 +1,7 @@
 //! The Markdown memory store on real files.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use mnemo_core::Coded;
 use std::fs;
 
 use chrono::{TimeZone, Utc};

@@ -1,5 +1,6 @@
 //! OpenAI-compatible chat completions against the scripted server.
 
+use mnemo_core::Coded;
 use std::time::Duration;
 
 use mnemo_core::Message;

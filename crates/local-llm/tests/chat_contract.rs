@@ -1,27 +1,18 @@
-//! The `ChatModel` contracts (see `common`) run on the local provider with
-//! the real SmolLM2-135M-Instruct GGUF.
+//! The `ChatModel` behaviour contracts (mnemo-test-support's
+//! `chat_contract_suite!`, the same the remote clients keep in
+//! crates/llm/tests) on the local provider with the real
+//! SmolLM2-135M-Instruct GGUF: one load per contract, with a window of
+//! 2,048 tokens (the overflow contract sends twice as many words).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 
-#[tokio::test]
-async fn plain_answer_with_usage() {
-    common::plain_answer_with_usage(&common::smollm2(2048)).await;
+use mnemo_test_support::conformance::chat_contract::ChatCase;
+
+/// SmolLM2 ignores tool instructions: only constrained decoding makes its
+/// forced calls valid, which is what the tool contracts check.
+fn smollm2_case() -> ChatCase {
+    ChatCase::in_process(common::smollm2(2048))
 }
 
-#[tokio::test]
-async fn forced_call_holds_the_schema() {
-    // SmolLM2 ignores tool instructions: only constrained decoding makes
-    // this a valid call.
-    common::forced_call_holds_the_schema(&common::smollm2(2048)).await;
-}
-
-#[tokio::test]
-async fn required_choice_calls_an_offered_tool() {
-    common::required_choice_calls_an_offered_tool(&common::smollm2(2048)).await;
-}
-
-#[tokio::test]
-async fn overlong_prompt_is_context_overflow() {
-    common::overlong_prompt_is_context_overflow(&common::smollm2(1024)).await;
-}
+mnemo_test_support::chat_contract_suite!(smollm2, super::smollm2_case);

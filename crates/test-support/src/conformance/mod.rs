@@ -5,7 +5,9 @@
 //! [`chat_model_suite!`](crate::chat_model_suite),
 //! [`index_backend_suite!`](crate::index_backend_suite),
 //! [`storage_suite!`](crate::storage_suite),
-//! [`token_counter_suite!`](crate::token_counter_suite)).
+//! [`token_counter_suite!`](crate::token_counter_suite),
+//! [`index_store_suite!`](crate::index_store_suite),
+//! [`chat_contract_suite!`](crate::chat_contract_suite)).
 //!
 //! Two lists keep the suites from shrinking unnoticed. Each module's
 //! `SCENARIOS` names every scenario function; the macro's generated
@@ -19,11 +21,18 @@
 //!
 //! The suites run from each implementing crate's integration test
 //! `tests/conformance.rs` (not its unit tests: there, a crate that
-//! test-support depends on would be linked twice).
+//! test-support depends on would be linked twice); the lifecycle suite
+//! of [`INDEX_STORES`] runs from `tests/index_store.rs` and the chat
+//! contracts of [`CHAT_CONTRACTS`] from `tests/chat_contract.rs`, which
+//! this crate's own unit tests check the same way.
 
+#[cfg(test)]
+mod audit;
 pub mod chat;
+pub mod chat_contract;
 pub mod embedder;
 pub mod index;
+pub mod index_store;
 pub mod storage;
 pub mod tokens;
 
@@ -96,7 +105,48 @@ pub const CHAT_MODELS: &[Implementation] = &[
         tested_in: "local-llm",
         suites: &[],
         exempt: Some(
-            "runs in process with no wire: the suite's scenarios are HTTP failures (429, 5xx, timeouts, refused connections)",
+            "runs in process with no wire: the suite's scenarios are HTTP failures (429, 5xx, timeouts, refused connections); \
+             its behaviour contracts run (CHAT_CONTRACTS)",
+        ),
+    },
+    Implementation {
+        ty: "NoModel",
+        tested_in: "service",
+        suites: &[],
+        exempt: Some("a stand-in that refuses every request when no chat model is configured"),
+    },
+];
+
+/// Every `mnemo_llm::ChatModel` again, and where its behaviour contracts
+/// ([`chat_contract_suite!`](crate::chat_contract_suite)) run: every
+/// model, in process or over a wire (against the scripted server).
+pub const CHAT_CONTRACTS: &[Implementation] = &[
+    Implementation {
+        ty: "OpenAiChat",
+        tested_in: "llm",
+        suites: &["openai"],
+        exempt: None,
+    },
+    Implementation {
+        ty: "AnthropicChat",
+        tested_in: "llm",
+        suites: &["anthropic"],
+        exempt: None,
+    },
+    Implementation {
+        ty: "LocalChat",
+        tested_in: "local-llm",
+        // SmolLM2-135M-Instruct, the local tests' model.
+        suites: &["smollm2"],
+        exempt: None,
+    },
+    Implementation {
+        ty: "Counting",
+        tested_in: "eval",
+        suites: &[],
+        exempt: Some(
+            "a wrapper that passes every request to the model it counts, whose contracts run; \
+             the HTTP suite runs it over a client",
         ),
     },
     Implementation {
@@ -139,6 +189,23 @@ pub const INDEX_BACKENDS: &[Implementation] = &[
     },
     Implementation {
         ty: "PostgresBackend",
+        tested_in: "index-postgres",
+        suites: &["postgres"],
+        exempt: None,
+    },
+];
+
+/// Every `mnemo_index::IndexStore` in the workspace's libraries, and
+/// where its lifecycle suite ([`index_store_suite!`](crate::index_store_suite)) runs.
+pub const INDEX_STORES: &[Implementation] = &[
+    Implementation {
+        ty: "SqliteStore",
+        tested_in: "index",
+        suites: &["sqlite"],
+        exempt: None,
+    },
+    Implementation {
+        ty: "PostgresStore",
         tested_in: "index-postgres",
         suites: &["postgres"],
         exempt: None,

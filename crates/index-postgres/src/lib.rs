@@ -30,7 +30,7 @@ pub use store::PostgresStore;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use chrono::NaiveDate;
 use mnemo_core::EmbedderId;
@@ -39,6 +39,8 @@ use mnemo_index::chunk::MessagePart;
 use mnemo_index::{IndexBackend, IndexError, Result, Source};
 use mnemo_postgres::Target;
 use pgvector::Vector;
+use tokio_postgres::binary_copy::BinaryCopyInWriter;
+use tokio_postgres::types::Type;
 use tokio_postgres::Client;
 
 use crate::pool::{Pool, Runtime};
@@ -115,11 +117,52 @@ pub struct PostgresBackend {
     /// Chunks this process wrote since it last re-packed the word lists
     /// (see `after_writes`).
     written: AtomicUsize,
+    /// How this process's writes since the last `after_writes` treat the
+    /// HNSW graph.
+    graph: Mutex<Graph>,
 }
 
 /// Chunks written before `after_writes` looks at re-packing the word
 /// lists at all.
 const REPACK_MIN: usize = 1000;
+
+/// Chunks a load of an empty index writes before its HNSW graph is
+/// dropped, to be built when the load is done (see [`Graph`]).
+const LOAD_MIN: usize = 256;
+
+/// What this process's writes do with the HNSW graph of the chunk
+/// vectors. Inserting vectors into the graph one at a time was most of a
+/// first build's time; building the graph once over the loaded vectors,
+/// with parallel workers, is several times faster (100,000 chunks: 748 s
+/// before, 124 s in all, against 23 s for SQLite: docs/BENCHMARKS-LOG.md
+/// item 55). Meanwhile a vector
+/// search scans exactly: slower, never wrong. So a load of an empty index
+/// (a first build, or a rebuild's new generation) drops the graph once it
+/// has written [`LOAD_MIN`] chunks, and `after_writes` builds it again;
+/// `after_writes` also builds a graph found missing (a load stopped before
+/// its end), whoever dropped it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+enum Graph {
+    /// Not looked at since the last `after_writes`.
+    #[default]
+    Unknown,
+    /// The index held vectors at this process's first write (or serves no
+    /// model): each vector goes into the graph as it is written.
+    Kept,
+    /// The index held no vectors at the first write: a load, of this many
+    /// chunks so far.
+    Loading(usize),
+    /// This process dropped the graph, to build it after the load.
+    Deferred,
+}
+
+impl Graph {
+    /// A load of an empty index: its writes may skip what only protects
+    /// an index in use (see `upsert`).
+    fn loading(self) -> bool {
+        matches!(self, Graph::Loading(_) | Graph::Deferred)
+    }
+}
 
 impl std::fmt::Debug for PostgresBackend {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -161,6 +204,7 @@ impl PostgresBackend {
             embedder: model,
             lock_key,
             written: AtomicUsize::new(0),
+            graph: Mutex::new(Graph::Unknown),
         })
     }
 
@@ -188,6 +232,24 @@ impl PostgresBackend {
     /// re-packed.
     pub(crate) fn written_since_repack(&self) -> bool {
         self.written.load(Ordering::Relaxed) > 0
+    }
+
+    /// Builds the HNSW graph of the chunk vectors when it is missing: a
+    /// load dropped it (see [`Graph`]), or one was stopped before building
+    /// it again. The next write of this process looks at the index afresh.
+    pub(crate) fn build_graph(&self) -> Result<()> {
+        *self.graph.lock().unwrap_or_else(|e| e.into_inner()) = Graph::Unknown;
+        let Some((_, dims)) = self.model() else {
+            return Ok(());
+        };
+        if dims > schema::HNSW_MAX_DIMS {
+            return Ok(());
+        }
+        let key = self.lock_key;
+        self.with(move |pool, mut c| async move {
+            let r = build_graph(&mut c, key, dims).await.map_err(|e| pool.db(e));
+            (c, r)
+        })
     }
 
     /// Deletes the index's schema and everything in it.
@@ -348,6 +410,56 @@ async fn check_model(
     }
 }
 
+/// [`PostgresBackend::build_graph`] on the server: `CREATE INDEX` under
+/// the writers' lock when the graph is missing, with the memory to build
+/// it in one pass.
+async fn build_graph(
+    c: &mut Client,
+    lock_key: i64,
+    dims: usize,
+) -> std::result::Result<(), tokio_postgres::Error> {
+    let missing: bool = c
+        .query_one(
+            "SELECT to_regclass('chunk_vectors') IS NOT NULL
+                    AND to_regclass('chunk_vectors_hnsw') IS NULL",
+            &[],
+        )
+        .await?
+        .get(0);
+    if !missing {
+        return Ok(());
+    }
+    let tx = c.transaction().await?;
+    // The wait for another writer, and the build itself (minutes for
+    // millions of vectors), have no statement timeout.
+    tx.batch_execute(mnemo_postgres::WAIT_WITHOUT_TIMEOUT)
+        .await?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&lock_key])
+        .await?;
+    // pgvector builds the graph in memory when it fits in
+    // `maintenance_work_mem` (else far slower, on disk): about the vectors
+    // and their neighbour lists, raised for this build only, never
+    // lowered, at most 1 GiB.
+    let rows: i64 = tx
+        .query_one("SELECT count(*) FROM chunk_vectors", &[])
+        .await?
+        .get(0);
+    let want_kb = (rows.max(0) as u64)
+        .saturating_mul(dims as u64 * 4 + 1024)
+        .saturating_mul(5)
+        / 4
+        / 1024;
+    let want_kb = want_kb.clamp(64 * 1024, 1024 * 1024) as i64;
+    tx.execute(
+        "SELECT set_config('maintenance_work_mem', GREATEST(setting::bigint, $1)::text || 'kB', true)
+         FROM pg_settings WHERE name = 'maintenance_work_mem'",
+        &[&want_kb],
+    )
+    .await?;
+    tx.batch_execute(schema::HNSW_INDEX).await?;
+    tx.commit().await
+}
+
 /// One chunk's row as written.
 struct ChunkRow {
     id: i64,
@@ -356,17 +468,129 @@ struct ChunkRow {
     len: i32,
 }
 
+/// The statements of [`upsert`] (and [`delete_chunks`]'s), prepared once per
+/// connection (see [`pool::Pooled::query`]): a statement given as text is
+/// parsed in a round trip of its own each time, and a file's write runs a
+/// dozen of them.
+mod sql {
+    pub(crate) const GRAPH_EMPTY: &str = "SELECT NOT EXISTS (SELECT 1 FROM chunk_vectors)";
+    pub(crate) const VOCAB_OUT: &str = "UPDATE vocab v SET docs = v.docs - length(w.chunk_ids) / 8
+         FROM word_lists w WHERE w.path = $1 AND v.token = w.token";
+    /// A word no chunk holds any more leaves the vocabulary: a row kept at
+    /// zero would keep a forgotten word (a name, a code) in the database.
+    /// Its row is locked by [`VOCAB_OUT`] already, so no new lock is taken.
+    pub(crate) const VOCAB_EMPTY: &str = "DELETE FROM vocab v USING word_lists w
+         WHERE w.path = $1 AND v.token = w.token AND v.docs <= 0";
+    pub(crate) const LISTS_OUT: &str = "DELETE FROM word_lists WHERE path = $1";
+    pub(crate) const CHUNKS_OUT: &str = "DELETE FROM chunks WHERE path = $1 RETURNING ntokens";
+    pub(crate) const FILE: &str =
+        "INSERT INTO files(path, source, hash, mtime_ms, size, embedded, session_key)
+         VALUES ($1, $2, $3, $4, $5, $6, $7)
+         ON CONFLICT (path) DO UPDATE SET source = EXCLUDED.source, hash = EXCLUDED.hash,
+             mtime_ms = EXCLUDED.mtime_ms, size = EXCLUDED.size, embedded = EXCLUDED.embedded,
+             session_key = EXCLUDED.session_key";
+    pub(crate) const IDS: &str = "SELECT nextval(pg_get_serial_sequence('chunks', 'id'))
+         FROM generate_series(1::bigint, $1::bigint)";
+    pub(crate) const CHUNKS: &str =
+        "INSERT INTO chunks(id, path, source, start_line, end_line, hash, text, msg_start, msg_end,
+                            day_first, day_last, parts, ntokens)
+         SELECT id, $12, $13, sl, el, h, t, ms, me, df, dl, pa, nt
+         FROM unnest($1::bigint[], $2::integer[], $3::integer[], $4::text[], $5::text[],
+                     $6::integer[], $7::integer[], $8::date[], $9::date[], $10::text[],
+                     $11::integer[])
+              AS u(id, sl, el, h, t, ms, me, df, dl, pa, nt)";
+    pub(crate) const LISTS: &str =
+        "COPY word_lists(token, path, source, chunk_ids, tfs, lens, positions) FROM STDIN (FORMAT binary)";
+    pub(crate) const VOCAB: &str = "INSERT INTO vocab(token, docs) SELECT t, d FROM unnest($1::text[], $2::bigint[]) AS u(t, d)
+         ORDER BY t
+         ON CONFLICT (token) DO UPDATE SET docs = vocab.docs + EXCLUDED.docs";
+    pub(crate) const CACHE: &str =
+        "INSERT INTO embedding_cache(model, hash, dims, embedding, updated_at)
+         SELECT $1, h, $2, e, $3 FROM unnest($4::text[], $5::vector[]) AS u(h, e)
+         ON CONFLICT (model, hash) DO UPDATE SET dims = EXCLUDED.dims,
+             embedding = EXCLUDED.embedding, updated_at = EXCLUDED.updated_at";
+    pub(crate) const TOTALS: &str = "UPDATE totals SET chunks = chunks + $1, tokens = tokens + $2";
+
+    /// The file's chunks get the model's cached vectors of their hashes,
+    /// given now or earlier (as SQLite joins the cache by hash).
+    pub(crate) fn vectors_from_cache(dims: usize) -> String {
+        format!(
+            "INSERT INTO chunk_vectors(chunk_id, source, embedding)
+             SELECT c.id, c.source, e.embedding::vector({dims}) FROM chunks c
+             JOIN embedding_cache e ON e.model = $1 AND e.hash = c.hash AND e.dims = $2
+             WHERE c.path = $3"
+        )
+    }
+
+    /// The file's chunks get the vectors given with them: what the join
+    /// above finds when every chunk has one (the cache has just taken
+    /// them), without a lookup per chunk.
+    pub(crate) fn vectors_given(dims: usize) -> String {
+        format!(
+            "INSERT INTO chunk_vectors(chunk_id, source, embedding)
+             SELECT i, $3, e::vector({dims}) FROM unnest($1::bigint[], $2::vector[]) AS u(i, e)"
+        )
+    }
+}
+
+/// Writes one file's chunks in one transaction; `graph` says how this
+/// process's writes treat the HNSW graph, and the state after this write
+/// is returned (see [`Graph`]).
+#[allow(clippy::too_many_arguments)]
 async fn upsert(
     pool: &Pool,
-    c: &mut Client,
+    c: &mut pool::Pooled,
     lock_key: i64,
     model: Option<(String, usize)>,
+    graph: Graph,
     file: FileRecord,
     chunks: Vec<NewChunk>,
     vectors: Option<Vec<Vec<f32>>>,
-) -> Result<()> {
+) -> Result<Graph> {
     let db = |e| pool.db(e);
     let now = chrono::Utc::now().timestamp();
+    // Every chunk with a vector of the model's: they go into the table as
+    // given (see `sql::vectors_given`).
+    let all_given = match (&model, &vectors) {
+        (Some((_, dims)), Some(vs)) => {
+            vs.len() == chunks.len() && vs.iter().all(|v| v.len() == *dims)
+        }
+        _ => false,
+    };
+    let vector_sql = model.as_ref().map(|(_, dims)| match all_given {
+        true => sql::vectors_given(*dims),
+        false => sql::vectors_from_cache(*dims),
+    });
+    let mut st = HashMap::new();
+    for text in [
+        sql::GRAPH_EMPTY,
+        sql::VOCAB_OUT,
+        sql::VOCAB_EMPTY,
+        sql::LISTS_OUT,
+        sql::CHUNKS_OUT,
+        sql::FILE,
+        sql::IDS,
+        sql::CHUNKS,
+        sql::VOCAB,
+        sql::CACHE,
+        sql::TOTALS,
+    ]
+    .into_iter()
+    .chain(vector_sql.as_deref())
+    {
+        if text == sql::GRAPH_EMPTY && !(graph == Graph::Unknown && model.is_some()) {
+            continue;
+        }
+        if model.is_none() && text == sql::CACHE {
+            continue;
+        }
+        st.insert(text, c.prepared(text).await.map_err(db)?);
+    }
+    let st = |text: &str| {
+        st.get(text)
+            .cloned()
+            .ok_or_else(|| pool.error("a statement was not prepared (a bug)"))
+    };
     let tx = c.transaction().await.map_err(db)?;
     // A wait for another writer has no statement timeout.
     tx.batch_execute(mnemo_postgres::WAIT_WITHOUT_TIMEOUT)
@@ -378,15 +602,56 @@ async fn upsert(
     if let Some((m, d)) = &model {
         check_model(&tx, pool, m, *d).await?;
     }
-    let gone = delete_chunks(&tx, &file.path).await.map_err(db)?;
+    let graph = match graph {
+        Graph::Unknown if model.is_some() => {
+            let empty: bool = tx
+                .query_one(&st(sql::GRAPH_EMPTY)?, &[])
+                .await
+                .map_err(db)?
+                .get(0);
+            match empty {
+                true => Graph::Loading(0),
+                false => Graph::Kept,
+            }
+        }
+        Graph::Unknown => Graph::Kept,
+        g => g,
+    };
+    let graph = match graph {
+        Graph::Loading(n) if n + chunks.len() >= LOAD_MIN => {
+            tx.batch_execute("DROP INDEX IF EXISTS chunk_vectors_hnsw")
+                .await
+                .map_err(db)?;
+            Graph::Deferred
+        }
+        Graph::Loading(n) => Graph::Loading(n + chunks.len()),
+        g => g,
+    };
+    if graph.loading() {
+        // A load's file is written again by the next sync when the server
+        // loses this commit in a crash (its `files` row goes with it), so
+        // the commit need not wait for the disk.
+        tx.batch_execute("SET LOCAL synchronous_commit = off")
+            .await
+            .map_err(db)?;
+    }
+    tx.execute(&st(sql::VOCAB_OUT)?, &[&file.path])
+        .await
+        .map_err(db)?;
+    tx.execute(&st(sql::VOCAB_EMPTY)?, &[&file.path])
+        .await
+        .map_err(db)?;
+    tx.execute(&st(sql::LISTS_OUT)?, &[&file.path])
+        .await
+        .map_err(db)?;
+    let gone = tx
+        .query(&st(sql::CHUNKS_OUT)?, &[&file.path])
+        .await
+        .map_err(db)?;
     let gone_tokens: i64 = gone.iter().map(|r| r.get::<_, i32>(0) as i64).sum();
     let gone_chunks = gone.len() as i64;
     tx.execute(
-        "INSERT INTO files(path, source, hash, mtime_ms, size, embedded, session_key)
-         VALUES ($1, $2, $3, $4, $5, $6, $7)
-         ON CONFLICT (path) DO UPDATE SET source = EXCLUDED.source, hash = EXCLUDED.hash,
-             mtime_ms = EXCLUDED.mtime_ms, size = EXCLUDED.size, embedded = EXCLUDED.embedded,
-             session_key = EXCLUDED.session_key",
+        &st(sql::FILE)?,
         &[
             &file.path,
             &file.source.as_str(),
@@ -401,10 +666,7 @@ async fn upsert(
     .map_err(db)?;
     // Ids first, so the postings can be written in one statement.
     let ids: Vec<i64> = tx
-        .query(
-            "SELECT nextval(pg_get_serial_sequence('chunks', 'id')) FROM generate_series(1::bigint, $1::bigint)",
-            &[&(chunks.len() as i64)],
-        )
+        .query(&st(sql::IDS)?, &[&(chunks.len() as i64)])
         .await
         .map_err(db)?
         .iter()
@@ -446,13 +708,7 @@ async fn upsert(
         .map(|r| (!r.chunk.parts.is_empty()).then(|| MessagePart::encode(&r.chunk.parts)))
         .collect();
     tx.execute(
-        "INSERT INTO chunks(id, path, source, start_line, end_line, hash, text, msg_start, msg_end,
-                            day_first, day_last, parts, ntokens)
-         SELECT id, $12, $13, sl, el, h, t, ms, me, df, dl, pa, nt
-         FROM unnest($1::bigint[], $2::integer[], $3::integer[], $4::text[], $5::text[],
-                     $6::integer[], $7::integer[], $8::date[], $9::date[], $10::text[],
-                     $11::integer[])
-              AS u(id, sl, el, h, t, ms, me, df, dl, pa, nt)",
+        &st(sql::CHUNKS)?,
         &[
             &ids,
             &col(&|r| r.chunk.start_line as i32),
@@ -474,27 +730,40 @@ async fn upsert(
     let lists = keyword::WordLists::of(rows.iter().map(|r| (r.id, r.len, r.postings.as_slice())));
     if !lists.is_empty() {
         let (tok, ids, tfs, lens, pos) = lists.columns();
-        tx.execute(
-            "INSERT INTO word_lists(token, path, source, chunk_ids, tfs, lens, positions)
-             SELECT t, $6, $7, i, f, l, p
-             FROM unnest($1::text[], $2::bytea[], $3::bytea[], $4::bytea[], $5::bytea[])
-                  AS u(t, i, f, l, p)",
-            &[&tok, &ids, &tfs, &lens, &pos, &file.path, &source],
-        )
-        .await
-        .map_err(db)?;
+        // Thousands of rows a file: streamed in COPY's binary format, not
+        // unpacked from arrays by the executor.
+        let sink = tx.copy_in(sql::LISTS).await.map_err(db)?;
+        let writer = BinaryCopyInWriter::new(
+            sink,
+            &[
+                Type::TEXT,
+                Type::TEXT,
+                Type::TEXT,
+                Type::BYTEA,
+                Type::BYTEA,
+                Type::BYTEA,
+                Type::BYTEA,
+            ],
+        );
+        let mut writer = std::pin::pin!(writer);
+        for i in 0..tok.len() {
+            writer
+                .as_mut()
+                .write(&[
+                    &tok[i], &file.path, &source, &ids[i], &tfs[i], &lens[i], &pos[i],
+                ])
+                .await
+                .map_err(db)?;
+        }
+        writer.finish().await.map_err(db)?;
         // The words in the order of their rows, as every writer takes them.
         let docs: Vec<i64> = lists.docs();
-        tx.execute(
-            "INSERT INTO vocab(token, docs) SELECT t, d FROM unnest($1::text[], $2::bigint[]) AS u(t, d)
-             ORDER BY t
-             ON CONFLICT (token) DO UPDATE SET docs = vocab.docs + EXCLUDED.docs",
-            &[&tok, &docs],
-        )
-        .await
-        .map_err(db)?;
+        tx.execute(&st(sql::VOCAB)?, &[&tok, &docs])
+            .await
+            .map_err(db)?;
     }
     if let Some((m, dims)) = &model {
+        let mut given: Vec<Vector> = Vec::new();
         if let Some(vs) = &vectors {
             // A text repeated in the file is one cache row: one statement
             // may not update a row twice.
@@ -507,33 +776,39 @@ async fn upsert(
                 .unzip();
             if !hashes.is_empty() {
                 tx.execute(
-                    "INSERT INTO embedding_cache(model, hash, dims, embedding, updated_at)
-                     SELECT $1, h, $2, e, $3 FROM unnest($4::text[], $5::vector[]) AS u(h, e)
-                     ON CONFLICT (model, hash) DO UPDATE SET dims = EXCLUDED.dims,
-                         embedding = EXCLUDED.embedding, updated_at = EXCLUDED.updated_at",
+                    &st(sql::CACHE)?,
                     &[m, &(*dims as i32), &now, &hashes, &vectors],
                 )
                 .await
                 .map_err(db)?;
             }
+            if all_given {
+                // Each chunk its hash's row of the cache, as the join
+                // would give: a repeated text's first vector.
+                let mut first: HashMap<&str, &Vec<f32>> = HashMap::new();
+                for (r, v) in rows.iter().zip(vs) {
+                    first.entry(r.chunk.hash.as_str()).or_insert(v);
+                }
+                given = rows
+                    .iter()
+                    .zip(vs)
+                    .map(|(r, v)| {
+                        let v = first.get(r.chunk.hash.as_str()).copied().unwrap_or(v);
+                        Vector::from(v.clone())
+                    })
+                    .collect();
+            }
         }
-        // The file's chunks get the model's cached vectors of their hashes,
-        // given now or earlier (as SQLite joins the cache by hash).
-        tx.execute(
-            &format!(
-                "INSERT INTO chunk_vectors(chunk_id, source, embedding)
-                 SELECT c.id, c.source, e.embedding::vector({dims}) FROM chunks c
-                 JOIN embedding_cache e ON e.model = $1 AND e.hash = c.hash AND e.dims = $2
-                 WHERE c.path = $3"
-            ),
-            &[m, &(*dims as i32), &file.path],
-        )
-        .await
+        let insert = st(vector_sql.as_deref().unwrap_or_default())?;
+        match all_given {
+            true => tx.execute(&insert, &[&ids, &given, &source]).await,
+            false => tx.execute(&insert, &[m, &(*dims as i32), &file.path]).await,
+        }
         .map_err(db)?;
     }
     let new_tokens: i64 = rows.iter().map(|r| r.len as i64).sum();
     tx.execute(
-        "UPDATE totals SET chunks = chunks + $1, tokens = tokens + $2",
+        &st(sql::TOTALS)?,
         &[
             &(rows.len() as i64 - gone_chunks),
             &(new_tokens - gone_tokens),
@@ -541,7 +816,8 @@ async fn upsert(
     )
     .await
     .map_err(db)?;
-    tx.commit().await.map_err(db)
+    tx.commit().await.map_err(db)?;
+    Ok(graph)
 }
 
 /// Deletes the chunks of `path` (their vectors cascade) and their word
@@ -551,19 +827,10 @@ async fn delete_chunks(
     tx: &tokio_postgres::Transaction<'_>,
     path: &str,
 ) -> std::result::Result<Vec<tokio_postgres::Row>, tokio_postgres::Error> {
-    tx.execute(
-        "UPDATE vocab v SET docs = v.docs - length(w.chunk_ids) / 8
-         FROM word_lists w WHERE w.path = $1 AND v.token = w.token",
-        &[&path],
-    )
-    .await?;
-    tx.execute("DELETE FROM word_lists WHERE path = $1", &[&path])
-        .await?;
-    tx.query(
-        "DELETE FROM chunks WHERE path = $1 RETURNING ntokens",
-        &[&path],
-    )
-    .await
+    tx.execute(sql::VOCAB_OUT, &[&path]).await?;
+    tx.execute(sql::VOCAB_EMPTY, &[&path]).await?;
+    tx.execute(sql::LISTS_OUT, &[&path]).await?;
+    tx.query(sql::CHUNKS_OUT, &[&path]).await
 }
 
 async fn delete(pool: &Pool, c: &mut Client, lock_key: i64, path: String) -> Result<()> {
@@ -864,10 +1131,12 @@ impl IndexBackend for PostgresBackend {
         let (file, chunks, vectors) = (file.clone(), chunks.to_vec(), vectors.map(<[_]>::to_vec));
         let (key, model) = (self.lock_key, self.model());
         let n = chunks.len();
-        self.with(move |pool, mut c| async move {
-            let r = upsert(&pool, &mut c, key, model, file, chunks, vectors).await;
+        let graph = *self.graph.lock().unwrap_or_else(|e| e.into_inner());
+        let next = self.with(move |pool, mut c| async move {
+            let r = upsert(&pool, &mut c, key, model, graph, file, chunks, vectors).await;
             (c, r)
         })?;
+        *self.graph.lock().unwrap_or_else(|e| e.into_inner()) = next;
         self.written.fetch_add(n, Ordering::Relaxed);
         Ok(())
     }
@@ -877,7 +1146,9 @@ impl IndexBackend for PostgresBackend {
     /// CLUSTER holds searches of this generation for its few seconds (4 s
     /// at 100,000 chunks), so it waits for that much change; a first build
     /// always qualifies.
+    /// Builds the HNSW graph when it is missing (see [`Graph`]) first.
     fn after_writes(&self) -> Result<()> {
+        self.build_graph()?;
         let written = self.written.load(Ordering::Relaxed);
         if written < REPACK_MIN {
             return Ok(());

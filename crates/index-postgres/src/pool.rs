@@ -310,7 +310,7 @@ pub(crate) struct Statements(HashMap<String, Statement>);
 const STATEMENTS_MAX: usize = 64;
 
 impl Pooled {
-    async fn prepared(&mut self, sql: &str) -> Result<Statement, tokio_postgres::Error> {
+    pub(crate) async fn prepared(&mut self, sql: &str) -> Result<Statement, tokio_postgres::Error> {
         if let Some(st) = self.statements.0.get(sql) {
             return Ok(st.clone());
         }

@@ -119,7 +119,13 @@ pub(crate) fn current() -> i32 {
 
 /// pgvector's HNSW index takes vectors of at most this many dimensions;
 /// larger ones are searched by an exact scan.
-const HNSW_MAX_DIMS: usize = 2000;
+pub(crate) const HNSW_MAX_DIMS: usize = 2000;
+
+/// The HNSW graph of the chunk vectors, as mnemo builds it (see migration
+/// 6 for its breadth); `IF NOT EXISTS`, so a graph another writer built
+/// meanwhile is kept.
+pub(crate) const HNSW_INDEX: &str = "CREATE INDEX IF NOT EXISTS chunk_vectors_hnsw ON chunk_vectors
+    USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 128)";
 
 /// Creates `schema` if needed and brings it to [`current`]; `Err` names
 /// the version when the schema is newer than this mnemo.
@@ -193,19 +199,13 @@ pub(crate) async fn bind_model(
         return Ok(false);
     }
     // `dims` is a number: safe to format into the statement.
-    let mut sql = format!(
+    tx.batch_execute(&format!(
         "DROP TABLE IF EXISTS chunk_vectors;
          CREATE TABLE chunk_vectors (
              chunk_id BIGINT PRIMARY KEY REFERENCES chunks(id) ON DELETE CASCADE,
              source TEXT NOT NULL, embedding vector({dims}) NOT NULL);"
-    );
-    if dims <= HNSW_MAX_DIMS {
-        sql.push_str(
-            "CREATE INDEX chunk_vectors_hnsw ON chunk_vectors
-                 USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 128);",
-        );
-    }
-    tx.batch_execute(&sql).await?;
+    ))
+    .await?;
     tx.execute(
         &format!(
             "INSERT INTO chunk_vectors(chunk_id, source, embedding)
@@ -215,6 +215,11 @@ pub(crate) async fn bind_model(
         &[&model, &(dims as i32)],
     )
     .await?;
+    // The graph after its vectors: built in one pass, not a vector at a
+    // time.
+    if dims <= HNSW_MAX_DIMS {
+        tx.batch_execute(HNSW_INDEX).await?;
+    }
     tx.execute("DELETE FROM vector_model", &[]).await?;
     tx.execute(
         "INSERT INTO vector_model(one, model, dims) VALUES (true, $1, $2)",

@@ -477,6 +477,9 @@ impl Generation for PostgresGeneration {
         if self.backend.written_since_repack() {
             self.backend.repack()?;
         }
+        // The HNSW graph, unless the build's last sync built it already
+        // (`after_writes`): a build drops it while it loads.
+        self.backend.build_graph()?;
         // Statistics for the planner and the visibility map for index-only
         // scans, before the first search reads the new generation.
         self.shared.execute(format!(

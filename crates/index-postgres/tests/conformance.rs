@@ -249,3 +249,134 @@ fn the_backend_works_from_inside_a_tokio_runtime() {
     let n = rt.block_on(async { case.backend.counts().unwrap().files });
     assert_eq!(n, 0);
 }
+
+/// The rows of `sql`'s first column, as text.
+fn query_texts(url: &str, sql: &str) -> Vec<String> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let (c, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(conn);
+        c.query(sql, &[])
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| r.get::<_, String>(0))
+            .collect()
+    })
+}
+
+#[test]
+fn a_load_builds_the_hnsw_graph_after_its_vectors() {
+    let Some(opts) = options() else { return };
+    let _keep = Schema(opts.clone());
+    let graph = || {
+        query_texts(
+            &opts.url,
+            &format!(
+                "SELECT indexdef FROM pg_indexes WHERE schemaname = '{}' \
+                 AND indexname = 'chunk_vectors_hnsw'",
+                opts.schema
+            ),
+        )
+    };
+    let backend = PostgresBackend::open(&opts, Some((model("load"), 2))).unwrap();
+    // Three files of 150 chunks into an empty index: a load, past the
+    // chunks after which the graph is dropped.
+    let put = |backend: &PostgresBackend, f: usize| {
+        // A hash of its own for each text (`chunk`'s collide here).
+        let chunks: Vec<NewChunk> = (0..150)
+            .map(|j| {
+                let text = format!("load{f} part{j}");
+                NewChunk {
+                    hash: format!("h-{text}"),
+                    ..chunk(&text)
+                }
+            })
+            .collect();
+        let vectors: Vec<Vec<f32>> = (0..150)
+            .map(|j| {
+                let a = (f * 150 + j) as f32 / 100.0;
+                vec![a.cos(), a.sin()]
+            })
+            .collect();
+        backend
+            .upsert_file(
+                &file(&format!("memory/load{f}.md")),
+                &chunks,
+                Some(&vectors),
+            )
+            .unwrap();
+    };
+    for f in 0..3 {
+        put(&backend, f);
+    }
+    assert!(graph().is_empty(), "the graph waits for the load's end");
+    // Meanwhile a vector search scans exactly.
+    let a = 200.0f32 / 100.0;
+    let hits = backend.vector_search(&[a.cos(), a.sin()], 3, &[]).unwrap();
+    let texts: Vec<String> = backend
+        .chunks(&[hits[0].0])
+        .unwrap()
+        .into_iter()
+        .map(|c| c.text)
+        .collect();
+    assert_eq!(texts, vec!["load1 part50".to_string()]);
+    backend.after_writes().unwrap();
+    let def = graph();
+    assert!(
+        def.len() == 1 && def[0].contains("ef_construction='128'"),
+        "{def:?}"
+    );
+    assert_eq!(backend.counts().unwrap().vectors, 450);
+    // A load stopped before its end leaves no graph: the next writer's
+    // upkeep builds it, though its own write was no load.
+    admin(
+        &opts.url,
+        &format!("DROP INDEX \"{}\".chunk_vectors_hnsw", opts.schema),
+    );
+    let next = PostgresBackend::open(&opts, Some((model("load"), 2))).unwrap();
+    put(&next, 3);
+    assert!(graph().is_empty());
+    next.after_writes().unwrap();
+    assert_eq!(graph().len(), 1);
+    assert_eq!(next.counts().unwrap().vectors, 600);
+}
+
+#[test]
+fn a_deleted_files_own_words_leave_the_vocabulary() {
+    let Some(opts) = options() else { return };
+    let _keep = Schema(opts.clone());
+    let backend = PostgresBackend::open(&opts, None).unwrap();
+    let vocab = || {
+        query_texts(
+            &opts.url,
+            &format!(
+                "SELECT token FROM \"{}\".vocab WHERE token IN ('zorblax', 'shared') ORDER BY token",
+                opts.schema
+            ),
+        )
+    };
+    backend
+        .upsert_file(&file("memory/a.md"), &[chunk("zorblax shared")], None)
+        .unwrap();
+    backend
+        .upsert_file(&file("memory/b.md"), &[chunk("shared words")], None)
+        .unwrap();
+    assert_eq!(vocab(), ["shared", "zorblax"]);
+    // Forgotten: the file's own word goes, the shared one stays.
+    backend.delete_file("memory/a.md").unwrap();
+    assert_eq!(vocab(), ["shared"]);
+    // Rewritten without it: the same.
+    backend
+        .upsert_file(&file("memory/a.md"), &[chunk("zorblax again")], None)
+        .unwrap();
+    backend
+        .upsert_file(&file("memory/a.md"), &[chunk("nothing of it")], None)
+        .unwrap();
+    assert_eq!(vocab(), ["shared"]);
+}

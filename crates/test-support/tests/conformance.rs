@@ -9,8 +9,8 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use mnemo_test_support::conformance::{
-    chat, embedder, index, storage, tokens, Implementation, CHAT_MODELS, EMBEDDERS, INDEX_BACKENDS,
-    STORAGES, TOKEN_COUNTERS,
+    chat, chat_contract, embedder, index, index_store, storage, tokens, Implementation,
+    CHAT_CONTRACTS, CHAT_MODELS, EMBEDDERS, INDEX_BACKENDS, INDEX_STORES, STORAGES, TOKEN_COUNTERS,
 };
 
 fn crates_dir() -> PathBuf {
@@ -38,6 +38,8 @@ fn every_scenario_function_is_listed() {
         ("tokens.rs", tokens::SCENARIOS),
         ("index.rs", index::SCENARIOS),
         ("storage.rs", storage::SCENARIOS),
+        ("index_store.rs", index_store::SCENARIOS),
+        ("chat_contract.rs", chat_contract::SCENARIOS),
     ] {
         let found = scenario_functions(file);
         assert_eq!(
@@ -99,9 +101,9 @@ fn implementations(trait_name: &str) -> BTreeSet<(String, String)> {
 }
 
 /// The suite instances `macro_name!(instance, …)` in a crate's
-/// `tests/conformance.rs`.
-fn invoked(krate: &str, macro_name: &str) -> Vec<String> {
-    let path = crates_dir().join(krate).join("tests/conformance.rs");
+/// `tests/<file>`.
+fn invoked(krate: &str, file: &str, macro_name: &str) -> Vec<String> {
+    let path = crates_dir().join(krate).join("tests").join(file);
     let Ok(text) = std::fs::read_to_string(&path) else {
         return Vec::new();
     };
@@ -120,7 +122,9 @@ fn invoked(krate: &str, macro_name: &str) -> Vec<String> {
     out
 }
 
-fn check(trait_name: &str, macro_name: &str, registry: &[Implementation]) {
+/// Every implementation of `trait_name` is registered in `registry` and
+/// runs `macro_name!` in its crate's `tests/<file>`.
+fn check_in(trait_name: &str, macro_name: &str, file: &str, registry: &[Implementation]) {
     let found = implementations(trait_name);
     let registered: BTreeSet<(String, String)> = registry
         .iter()
@@ -130,7 +134,7 @@ fn check(trait_name: &str, macro_name: &str, registry: &[Implementation]) {
     assert!(
         unregistered.is_empty(),
         "implementations of {trait_name} with no suite: {unregistered:?}; add them to \
-         mnemo_test_support::conformance and run {macro_name}! on them in tests/conformance.rs"
+         mnemo_test_support::conformance and run {macro_name}! on them in tests/{file}"
     );
     let stale: Vec<_> = registered.difference(&found).collect();
     assert!(
@@ -158,13 +162,17 @@ fn check(trait_name: &str, macro_name: &str, registry: &[Implementation]) {
             .flat_map(|i| i.suites.iter().copied())
             .collect();
         want.sort_unstable();
-        let mut got = invoked(krate, macro_name);
+        let mut got = invoked(krate, file, macro_name);
         got.sort_unstable();
         assert_eq!(
             got, want,
-            "crates/{krate}/tests/conformance.rs must run {macro_name}! exactly for the registered suites"
+            "crates/{krate}/tests/{file} must run {macro_name}! exactly for the registered suites"
         );
     }
+}
+
+fn check(trait_name: &str, macro_name: &str, registry: &[Implementation]) {
+    check_in(trait_name, macro_name, "conformance.rs", registry);
 }
 
 #[test]
@@ -190,4 +198,24 @@ fn every_index_backend_runs_the_index_backend_suite() {
 #[test]
 fn every_storage_runs_the_storage_suite() {
     check("Storage", "storage_suite", STORAGES);
+}
+
+#[test]
+fn every_index_store_runs_the_lifecycle_suite() {
+    check_in(
+        "IndexStore",
+        "index_store_suite",
+        "index_store.rs",
+        INDEX_STORES,
+    );
+}
+
+#[test]
+fn every_chat_model_runs_the_contracts() {
+    check_in(
+        "ChatModel",
+        "chat_contract_suite",
+        "chat_contract.rs",
+        CHAT_CONTRACTS,
+    );
 }

@@ -24,10 +24,8 @@
 //! test-support depends on would be linked twice); the lifecycle suite
 //! of [`INDEX_STORES`] runs from `tests/index_store.rs` and the chat
 //! contracts of [`CHAT_CONTRACTS`] from `tests/chat_contract.rs`, which
-//! this crate's own unit tests check the same way.
+//! `tests/conformance.rs` checks the same way.
 
-#[cfg(test)]
-mod audit;
 pub mod chat;
 pub mod chat_contract;
 pub mod embedder;

@@ -708,6 +708,28 @@ fn the_prompt_hook_recalls_within_its_budget_and_leaves_the_sessions_own_turns_o
     );
     assert!(context.contains("memory/deploys.md#L"), "{context}");
 
+    // A long memory gives the line that shares the prompt's words.
+    let mut garden = String::new();
+    for i in 0..30 {
+        garden.push_str(&format!(
+            "- Row {i} of the vegetable beds was weeded and watered.\n"
+        ));
+    }
+    garden.push_str("- The compost bin stands behind the blue shed.\n");
+    for i in 30..60 {
+        garden.push_str(&format!(
+            "- Row {i} of the vegetable beds was weeded and watered.\n"
+        ));
+    }
+    add("Garden", "the garden's layout", &garden);
+    let out = prompt("Where does the compost bin stand?", "150");
+    let context = context_of(&out, "UserPromptSubmit");
+    assert!(context.contains("memory/garden.md#L"), "{context}");
+    assert!(
+        context.contains("compost bin stands behind the blue shed"),
+        "{context}"
+    );
+
     // Nothing relevant, a bare slash command, an empty prompt: no output.
     assert_eq!(prompt("xylophone quantum zebra", "1000"), "");
     assert_eq!(prompt("/compact", "1000"), "");

@@ -579,9 +579,9 @@ fn recall(ctx: &Ctx, payload: &Payload, tokens: usize) -> Result<Option<String>>
         eprintln!("mnemo hook claude-code user-prompt-submit: {w}");
     }
     let own = payload.session_key();
-    let hits: Vec<&Hit> = found
+    let mut hits: Vec<Hit> = found
         .results
-        .iter()
+        .into_iter()
         // MEMORY.md is in the session's context from its start, and this
         // session's own turns are in its conversation.
         .filter(|h| h.path != "MEMORY.md")
@@ -589,6 +589,11 @@ fn recall(ctx: &Ctx, payload: &Payload, tokens: usize) -> Result<Option<String>>
             !matches!((&h.session_key, &own), (Some(k), Some(own)) if k.starts_with(own.as_str()))
         })
         .collect();
+    // The hits cut to their lines that share the prompt's words, a hit
+    // that says nothing new left out, as memory_search's budget_tokens
+    // does; a quarter of the budget is left for the citations around them.
+    mnemo::engine::fit_budget(&mut hits, prompt, tokens * 3 / 4, |h| &mut h.snippet);
+    let hits: Vec<&Hit> = hits.iter().collect();
     Ok(recall_text(&hits, tokens.saturating_mul(4))
         .map(|text| additional_context(Event::UserPromptSubmit, &text)))
 }

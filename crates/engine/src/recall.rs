@@ -303,7 +303,8 @@ impl Engine {
     /// instead). Never fails the turn: a timeout or an error gives an empty
     /// selection with the reason (or search's files, when it found some).
     /// Selected files are remembered so they are not surfaced twice in the
-    /// session.
+    /// session; passages are not (each turn shows what its conversation
+    /// finds).
     pub async fn select_memories(&self, key: &str, message: &str) -> RecallOutcome {
         let (query, found, passages) = self.search_memory(key, message).await;
         let (req, names) = match self.recall_request(key, message, &found) {
@@ -324,9 +325,12 @@ impl Engine {
         // What search found in the manifest's files (not surfaced yet): its
         // passages, best first, which the prompt fits into its budget (a
         // few lines of many files say more than a few whole files); its
-        // files, when the search finds files only.
-        let surfaced: HashSet<String> = self.with_state(key, |s| s.surfaced.clone());
-        let fallback: Vec<String> = if passages.is_empty() {
+        // files, when the search finds files only. Passages are not
+        // remembered as surfaced: each turn's prompt shows what its own
+        // conversation finds (the recall part is not kept in the history),
+        // and the session's state does not grow by a list a turn.
+        let whole_files = passages.is_empty();
+        let fallback: Vec<String> = if whole_files {
             found
                 .iter()
                 .filter(|f| names.contains(f))
@@ -338,7 +342,7 @@ impl Engine {
                 .iter()
                 .filter(|p| {
                     let path = crate::budget::split_citation(p).map_or(p.as_str(), |c| c.0);
-                    names.iter().any(|n| n == path) && !surfaced.contains(*p)
+                    names.iter().any(|n| n == path)
                 })
                 .take(self.settings.recall_max_selected * PASSAGES_PER_FILE)
                 .cloned()
@@ -347,7 +351,9 @@ impl Engine {
         out.found = found;
         out.passages = passages;
         if !self.recall_asks_model() {
-            self.with_state(key, |s| s.surfaced.extend(fallback.iter().cloned()));
+            if whole_files {
+                self.with_state(key, |s| s.surfaced.extend(fallback.iter().cloned()));
+            }
             out.from_search = !fallback.is_empty();
             out.selected = fallback;
             return out;
@@ -381,7 +387,9 @@ impl Engine {
             }
         }
         if (out.timed_out || out.error.is_some()) && !fallback.is_empty() {
-            self.with_state(key, |s| s.surfaced.extend(fallback.iter().cloned()));
+            if whole_files {
+                self.with_state(key, |s| s.surfaced.extend(fallback.iter().cloned()));
+            }
             out.selected = fallback;
             out.from_search = true;
         }

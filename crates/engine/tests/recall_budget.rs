@@ -161,7 +161,14 @@ async fn recall_from_search_shows_the_passages_it_found() {
         part.contains(&format!("## Relevant memory: {}", out.selected[0])),
         "{part}"
     );
-    // A passage shown once is not offered again in the session.
+    // Each turn shows what its conversation finds: the same passage again,
+    // and the session's state does not keep a list of passages.
     let again = engine.select_memories(KEY, message).await;
-    assert!(!again.selected.contains(&out.selected[0]), "{again:?}");
+    assert_eq!(again.selected.first(), out.selected.first(), "{again:?}");
+    let state = std::fs::read_to_string(env.ws.state_dir().join("engine").join(format!(
+        "{}.json",
+        mnemo_store::session::file_stem(KEY).unwrap()
+    )))
+    .unwrap_or_default();
+    assert!(!state.contains("#L"), "{state}");
 }

@@ -107,6 +107,15 @@ pub fn split_citation(s: &str) -> Option<(&str, usize, usize)> {
     (a >= 1 && b >= a).then_some((path, a, b))
 }
 
+/// Lines `first..=last` (1-based) of `text`: what a citation cites.
+pub fn cited_lines(text: &str, first: usize, last: usize) -> String {
+    text.lines()
+        .skip(first.saturating_sub(1))
+        .take((last + 1).saturating_sub(first.max(1)))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// A [`Recall`] as the prompt shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Recalled {
@@ -289,6 +298,8 @@ mod tests {
         assert_eq!(split_citation("memory/#Lobby.md"), None);
         assert_eq!(split_citation("memory/a.md#L5-L2"), None);
         assert_eq!(split_citation("memory/a.md#L0-L2"), None);
+        assert_eq!(cited_lines("a\nb\nc\nd", 2, 3), "b\nc");
+        assert_eq!(cited_lines("a\nb", 2, 9), "b");
     }
 
     #[test]

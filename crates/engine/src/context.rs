@@ -252,12 +252,7 @@ impl Engine {
             // current facts only, as `## Facts` does.
             let text = match lines {
                 Some((a, b)) => mnemo_store::memory::facts::current_text(
-                    &text
-                        .lines()
-                        .skip(a - 1)
-                        .take(b - a + 1)
-                        .collect::<Vec<_>>()
-                        .join("\n"),
+                    &crate::budget::cited_lines(&text, a, b),
                 ),
                 None if rel == mnemo_store::memory::facts::FACTS_FILE => {
                     current_facts(&mnemo_store::memory::facts::FactsFile::parse(&text))
@@ -435,7 +430,7 @@ impl Engine {
         let query = match message {
             Some(m) => m.to_string(),
             None => loaded
-                .replay()
+                .messages
                 .iter()
                 .rev()
                 .find(|m| m.role == mnemo_core::Role::User)

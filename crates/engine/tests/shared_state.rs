@@ -101,6 +101,18 @@ impl Server {
             "state left in a server's folder: {files:?}"
         );
     }
+
+    /// The shared state is in the database, out of what lists memory and
+    /// what an export copies.
+    fn assert_state_kept_apart(&self) {
+        let rels = |entries: Vec<mnemo_store::storage::Entry>| -> Vec<String> {
+            entries.into_iter().map(|e| e.rel).collect()
+        };
+        let listed = rels(self.storage.list("memory").unwrap());
+        assert!(listed.iter().all(|d| !d.contains(".mnemo")), "{listed:?}");
+        let docs = rels(self.storage.documents().unwrap());
+        assert!(docs.iter().all(|d| !d.starts_with(".mnemo/")), "{docs:?}");
+    }
 }
 
 /// OpenClaw's flush (to the daily log) and a summary, on a 12,000-token
@@ -205,14 +217,7 @@ async fn two_servers_that_compact_one_session_keep_one_compaction_and_flush_hist
         .unwrap();
     let state: serde_json::Value = serde_json::from_str(&state).unwrap();
     assert_eq!(state["compact_failures"], 0, "{state}");
-    let docs: Vec<String> = a
-        .storage
-        .documents()
-        .unwrap()
-        .into_iter()
-        .map(|e| e.rel)
-        .collect();
-    assert!(docs.iter().all(|d| !d.starts_with(".mnemo/")), "{docs:?}");
+    a.assert_state_kept_apart();
     a.assert_no_local_state();
     b.assert_no_local_state();
 }
@@ -267,22 +272,7 @@ async fn two_servers_share_the_merge_guards_lines() {
         .unwrap();
     assert!(stored.contains("line_sha256") && !stored.to_lowercase().contains("berlin"));
     assert!(!mnemo_engine::consolidate::upgrade_provenance_in(b.storage.as_ref()).unwrap());
-    let listed: Vec<String> = b
-        .storage
-        .list("memory")
-        .unwrap()
-        .into_iter()
-        .map(|e| e.rel)
-        .collect();
-    assert!(listed.iter().all(|d| !d.contains(".mnemo")), "{listed:?}");
-    let docs: Vec<String> = b
-        .storage
-        .documents()
-        .unwrap()
-        .into_iter()
-        .map(|e| e.rel)
-        .collect();
-    assert!(docs.iter().all(|d| !d.starts_with(".mnemo/")), "{docs:?}");
+    b.assert_state_kept_apart();
     a.assert_no_local_state();
     b.assert_no_local_state();
 }

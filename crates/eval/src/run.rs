@@ -595,12 +595,7 @@ fn auto_recall(
         .map(|h| Recall {
             path: h.path.clone(),
             label: format!("{}#L{}-L{}", h.path, h.start_line, h.end_line),
-            text: text_of(&h.path)
-                .lines()
-                .skip(h.start_line.saturating_sub(1))
-                .take(h.end_line + 1 - h.start_line.max(1))
-                .collect::<Vec<_>>()
-                .join("\n"),
+            text: mnemo_engine::budget::cited_lines(&text_of(&h.path), h.start_line, h.end_line),
             passage: true,
         })
         .collect();

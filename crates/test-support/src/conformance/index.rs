@@ -53,30 +53,9 @@ impl std::fmt::Debug for IndexCase {
     }
 }
 
-/// What a case function may return: a case, or `None` when the backend's
-/// server is not there (the scenario then passes without running; the
-/// case function prints why, and fails instead where that must not
-/// happen, as in CI).
-pub trait IntoCase {
-    /// The case, if there is one.
-    fn into_case(self) -> Option<IndexCase>;
-}
-
-impl IntoCase for IndexCase {
-    fn into_case(self) -> Option<IndexCase> {
-        Some(self)
-    }
-}
-
-impl IntoCase for Option<IndexCase> {
-    fn into_case(self) -> Option<IndexCase> {
-        self
-    }
-}
-
 /// Generates one `#[test]` per scenario of the [`IndexBackend`] suite, in a
 /// module named `$name`, for the case `$make` builds (a `fn() -> IndexCase`
-/// or `fn() -> Option<IndexCase>`, see [`IntoCase`], or a closure without
+/// or `fn() -> Option<IndexCase>`, see [`IntoCase`](crate::conformance::IntoCase), or a closure without
 /// captures); each test gets a fresh, empty index.
 /// `suite_is_complete` fails when the macro misses a scenario.
 ///
@@ -92,7 +71,7 @@ macro_rules! index_backend_suite {
             use $crate::conformance::index as suite;
 
             fn make_case() -> ::std::option::Option<suite::IndexCase> {
-                suite::IntoCase::into_case(($make)())
+                $crate::conformance::IntoCase::into_case(($make)())
             }
 
             #[test]

@@ -86,25 +86,6 @@ impl std::fmt::Debug for StoreCase {
     }
 }
 
-/// What a case function may return: a case, or `None` when the store's
-/// server is not there (see [`crate::conformance::index::IntoCase`]).
-pub trait IntoCase {
-    /// The case, if there is one.
-    fn into_case(self) -> Option<StoreCase>;
-}
-
-impl IntoCase for StoreCase {
-    fn into_case(self) -> Option<StoreCase> {
-        Some(self)
-    }
-}
-
-impl IntoCase for Option<StoreCase> {
-    fn into_case(self) -> Option<StoreCase> {
-        self
-    }
-}
-
 /// Generates one `#[test]` per scenario of the [`IndexStore`] suite, in a
 /// module named `$name`, for the case `$make` builds (a `fn() -> StoreCase`
 /// or `fn() -> Option<StoreCase>`, or a closure without captures); each
@@ -123,7 +104,7 @@ macro_rules! index_store_suite {
             use $crate::conformance::index_store as suite;
 
             fn make_case() -> ::std::option::Option<suite::StoreCase> {
-                suite::IntoCase::into_case(($make)())
+                $crate::conformance::IntoCase::into_case(($make)())
             }
 
             $crate::index_store_suite!(@tests

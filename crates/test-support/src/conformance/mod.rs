@@ -34,6 +34,27 @@ pub mod index_store;
 pub mod storage;
 pub mod tokens;
 
+/// What a suite's case function may return: a case, or `None` when the
+/// implementation's server is not there (the scenario then passes without
+/// running; the case function prints why, and fails instead where that
+/// must not happen, as in CI). One trait for every suite's case type.
+pub trait IntoCase<C> {
+    /// The case, if there is one.
+    fn into_case(self) -> Option<C>;
+}
+
+impl<C> IntoCase<C> for C {
+    fn into_case(self) -> Option<C> {
+        Some(self)
+    }
+}
+
+impl<C> IntoCase<C> for Option<C> {
+    fn into_case(self) -> Option<C> {
+        self
+    }
+}
+
 /// One implementation of a seam trait and where its suite runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Implementation {

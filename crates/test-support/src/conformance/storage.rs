@@ -69,25 +69,6 @@ impl StorageCase {
     }
 }
 
-/// What a case function may return: a case, or `None` when the storage's
-/// server is not there (see [`crate::conformance::index::IntoCase`]).
-pub trait IntoCase {
-    /// The case, if there is one.
-    fn into_case(self) -> Option<StorageCase>;
-}
-
-impl IntoCase for StorageCase {
-    fn into_case(self) -> Option<StorageCase> {
-        Some(self)
-    }
-}
-
-impl IntoCase for Option<StorageCase> {
-    fn into_case(self) -> Option<StorageCase> {
-        self
-    }
-}
-
 /// Generates one `#[test]` per scenario of the [`Storage`] suite, in a
 /// module named `$name`, for the case `$make` builds; each test gets a
 /// fresh, empty workspace.
@@ -102,7 +83,7 @@ macro_rules! storage_suite {
             use $crate::conformance::storage as suite;
 
             fn make_case() -> ::std::option::Option<suite::StorageCase> {
-                suite::IntoCase::into_case(($make)())
+                $crate::conformance::IntoCase::into_case(($make)())
             }
 
             $crate::storage_suite!(@tests

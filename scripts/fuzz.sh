@@ -1,25 +1,89 @@
 #!/usr/bin/env bash
-# Runs every fuzz target (the tests named fuzz_*) for SECS seconds each
-# (default 5), reusing the test build. Longer runs: `./scripts/fuzz.sh 600`.
-# A crash fails the run and prints the input that caused it, shrunk, with
-# the MNEMO_FUZZ_SEED that reproduces it.
+# Coverage-guided fuzzing: builds the fuzz crate (fuzz/, outside the
+# workspace) with libFuzzer's instrumentation on the stable toolchain, then
+# runs each target for SECS seconds (default 10), one at a time, and prints
+# per target the executions, the coverage reached, the corpus size and the
+# crashes. Exits non-zero when a target crashes (its input is saved under
+# fuzz/artifacts/TARGET/) or does not build.
+#
+#   ./scripts/fuzz.sh                  # every target, 10 s each
+#   ./scripts/fuzz.sh 600 http_routing # one target, 10 minutes
+#   MNEMO_FUZZ_MERGE=1 ./scripts/fuzz.sh 600   # keep what found new coverage
+#
+# Each run starts from the corpus kept in the repository
+# (fuzz/corpus/TARGET/) and writes what it finds to a scratch folder, so
+# the repository's corpus changes only with MNEMO_FUZZ_MERGE=1, which adds
+# the inputs that reached new coverage (libFuzzer's -merge=1). A crash
+# input, once fixed, goes into the corpus as a regression seed. Reproduce a
+# crash: fuzz/target/HOST/release/TARGET fuzz/artifacts/TARGET/crash-…
 set -uo pipefail
 cd "$(dirname "$0")/.."
-export MNEMO_FUZZ_SECS="${1:-5}"
-log="$(mktemp)"
-trap 'rm -f "$log"' EXIT
-# One target at a time: each gets the whole budget.
-cargo test --workspace --no-fail-fast fuzz_ -- --test-threads=1 --nocapture >"$log" 2>&1
-rc=$?
-# Each target's line ("fuzz NAME: N executions in S s, …"), and for a
-# crash everything the driver printed about it.
-grep -oE 'fuzz [a-z0-9-]+: [0-9]+ executions.*|panicked at.*|Smallest input.*|Original input.*|^b".*|^error(\[|:).*' "$log" || true
-# A target that finishes prints its line; one that crashes, the driver's
-# "fuzz target `NAME` panicked" message.
-passed=$(grep -oE 'fuzz [a-z0-9-]+: [0-9]+ executions' "$log" | wc -l)
-failed=$(grep -oE 'fuzz target `[a-z0-9-]+` panicked' "$log" | wc -l)
-if [ "$rc" -ne 0 ] && [ "$failed" -eq 0 ]; then
-  tail -n 40 "$log"
+
+secs="${1:-10}"
+shift || true
+all=$(sed -n 's/^name = "\(.*\)"$/\1/p' fuzz/Cargo.toml | grep -v '^mnemo-fuzz$')
+targets="${*:-$all}"
+
+host="$(rustc -vV | sed -n 's/^host: //p')"
+# libFuzzer's instrumentation without nightly (what cargo-fuzz passes):
+# edge counters, the PC table and comparison tracing. `--target` keeps the
+# flags off build scripts and proc macros, which are not linked with
+# libFuzzer.
+export RUSTFLAGS="-Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4 \
+-Cllvm-args=-sanitizer-coverage-inline-8bit-counters -Cllvm-args=-sanitizer-coverage-pc-table \
+-Cllvm-args=-sanitizer-coverage-trace-compares --cfg fuzzing"
+# The fuzz crate's own target folder, whatever the caller's setting: the
+# instrumented build would otherwise replace the main one's artefacts.
+export CARGO_TARGET_DIR="$PWD/fuzz/target"
+bin_dir="$CARGO_TARGET_DIR/$host/release"
+# shellcheck disable=SC2086
+if ! cargo build --manifest-path fuzz/Cargo.toml --release --target "$host" \
+  $(printf -- '--bin %s ' $targets); then
+  echo "fuzz: the fuzz crate does not build" >&2
+  exit 1
 fi
-echo "fuzz: $passed passed, $failed failed"
-exit "$rc"
+unset RUSTFLAGS
+
+scratch="$(mktemp -d)"
+trap 'rm -rf "$scratch"' EXIT
+failed=0
+passed=0
+for t in $targets; do
+  mkdir -p "$scratch/$t/new" "$scratch/$t/tmp" "fuzz/artifacts/$t" "fuzz/corpus/$t"
+  log="$scratch/$t/log"
+  # The workspaces the request targets open live in TMPDIR: removed with
+  # the scratch folder.
+  TMPDIR="$scratch/$t/tmp" "$bin_dir/$t" \
+    -max_total_time="$secs" -max_len=16384 -timeout=30 -rss_limit_mb=3072 \
+    -dict="fuzz/dict/$t.dict" -print_final_stats=1 \
+    -artifact_prefix="fuzz/artifacts/$t/" \
+    "$scratch/$t/new" "fuzz/corpus/$t" >"$log" 2>&1
+  rc=$?
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
+  took=$(sed -n 's/^Done [0-9]* runs in \([0-9]*\) second.*/\1/p' "$log" | tail -n 1)
+  # The last status line: "#N  REDUCE cov: C ft: F corp: K/…".
+  status=$(grep -E '^#[0-9]+' "$log" | tail -n 1)
+  cov=$(sed -n 's/.* cov: \([0-9]*\).*/\1/p' <<<"$status")
+  ft=$(sed -n 's/.* ft: \([0-9]*\).*/\1/p' <<<"$status")
+  corp=$(sed -n 's/.* corp: \([0-9]*\).*/\1/p' <<<"$status")
+  kept=$(find "fuzz/corpus/$t" -type f | wc -l)
+  found=$(find "$scratch/$t/new" -type f | wc -l)
+  if [ "$rc" -eq 0 ]; then
+    passed=$((passed + 1))
+    echo "fuzz $t: ${execs:-?} executions in ${took:-$secs} s, coverage ${cov:-?} edges ${ft:-?} features, corpus ${corp:-?} (${kept} kept, ${found} new), 0 crashes"
+    if [ "${MNEMO_FUZZ_MERGE:-0}" = 1 ] && [ "$found" -gt 0 ]; then
+      TMPDIR="$scratch/$t/tmp" "$bin_dir/$t" -merge=1 -max_len=16384 -timeout=30 \
+        "fuzz/corpus/$t" "$scratch/$t/new" >"$scratch/$t/merge.log" 2>&1
+      echo "fuzz $t: corpus merged, $(find "fuzz/corpus/$t" -type f | wc -l) files kept"
+    fi
+  else
+    failed=$((failed + 1))
+    echo "fuzz $t: CRASH after ${execs:-?} executions (exit $rc)"
+    # The panic, the input that caused it and where libFuzzer saved it.
+    grep -E "panicked at|^thread '|Test unit written to|^Base64:|ERROR: libFuzzer|SUMMARY" "$log" | head -n 20
+    tail -n 30 "$log"
+  fi
+  rm -rf "$scratch/$t"
+done
+echo "fuzz: $passed passed, $failed crashed"
+[ "$failed" -eq 0 ]

@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use mnemo::core::{Config, Workspace};
 use mnemo::Mnemo;
+use mnemo_service::tenants::DatabaseWorkspace;
 use mnemo_service::Service;
 
 /// Options shared by every command.
@@ -24,7 +25,33 @@ pub struct GlobalArgs {
     /// (repeatable; wins over mnemo.toml and MNEMO_<SECTION>__<KEY> variables)
     #[arg(long = "set", global = true, value_name = "KEY=VALUE")]
     pub overrides: Vec<String>,
+
+    /// Use workspace --id of this PostgreSQL database (with pgvector)
+    /// instead of a folder: every command reads and writes its rows, as
+    /// `mnemo serve --database` does; the --workspace folder then holds
+    /// only mnemo.toml and caches
+    #[arg(
+        long,
+        global = true,
+        env = "MNEMO_DATABASE",
+        hide_env_values = true,
+        value_name = "URL"
+    )]
+    pub database: Option<String>,
+
+    /// With --database: the workspace's id (`mnemo --database URL --id ID
+    /// init` creates it)
+    #[arg(long, global = true, env = "MNEMO_WORKSPACE_ID", value_name = "ID")]
+    pub id: Option<String>,
+
+    /// With --database: the schema of the workspaces' rows (their indexes
+    /// are the schemas SCHEMA_ix<n>) [default: mnemo_store]
+    #[arg(long, global = true, value_name = "SCHEMA")]
+    pub schema: Option<String>,
 }
+
+/// The schema of a database's workspace rows unless `--schema` says otherwise.
+pub const DEFAULT_SCHEMA: &str = "mnemo_store";
 
 impl GlobalArgs {
     /// Every `--set`, before and after the subcommand, in the order given:
@@ -55,8 +82,32 @@ impl GlobalArgs {
 
 /// A resolved workspace plus its configuration.
 pub struct Ctx {
+    /// The workspace folder; with a database, the folder of mnemo.toml
+    /// and this machine's caches.
     pub workspace: Workspace,
     pub config: Config,
+    /// `--database`: the workspaces are rows of this database.
+    pub database: Option<DatabaseTarget>,
+}
+
+/// Where `--database`, `--schema` and `--id` point.
+pub struct DatabaseTarget {
+    pub url: String,
+    pub schema: String,
+    /// The workspace; `mnemo serve --database` without one serves them all.
+    pub id: Option<String>,
+}
+
+impl DatabaseTarget {
+    /// The workspace id, which every command but `serve` needs.
+    pub fn id(&self) -> Result<&str> {
+        self.id.as_deref().ok_or_else(|| {
+            UsageError(
+                "--database needs --id, the workspace to use (or set MNEMO_WORKSPACE_ID); `mnemo --database URL --id ID init` creates one".into(),
+            )
+            .into()
+        })
+    }
 }
 
 impl GlobalArgs {
@@ -77,23 +128,89 @@ impl GlobalArgs {
             mnemo::check_setting(k.trim()).map_err(|e| UsageError(format!("--set {o}: {e}")))?;
             config.set(k.trim(), v.trim());
         }
-        Ok(Ctx { workspace, config })
+        let database = self.database.clone().map(|url| DatabaseTarget {
+            url,
+            schema: self
+                .schema
+                .clone()
+                .unwrap_or_else(|| DEFAULT_SCHEMA.to_string()),
+            id: self.id.clone(),
+        });
+        Ok(Ctx {
+            workspace,
+            config,
+            database,
+        })
     }
 }
 
 impl Ctx {
+    /// The workspace, opened: the folder, or with `--database` the
+    /// workspace `--id` of the database. Every command that reads or
+    /// writes a workspace opens it here, so each works on both.
+    pub fn open(self) -> Result<Arc<Mnemo>> {
+        let config = self.config.clone();
+        self.open_with(config)
+    }
+
+    /// [`Ctx::open`] with `config` in place of the workspace's.
+    pub fn open_with(&self, config: Config) -> Result<Arc<Mnemo>> {
+        let Some(db) = &self.database else {
+            self.require_initialised()?;
+            return Ok(Arc::new(Mnemo::open(self.workspace.clone(), config)?));
+        };
+        let id = db.id()?;
+        let workspaces = self.database_workspaces()?;
+        match workspaces.open(id, config) {
+            Ok(mnemo) => Ok(Arc::new(mnemo)),
+            // The same exit code and `--json` code as a missing folder.
+            Err(mnemo_service::Error::NotFound(why)) => Err(NoWorkspace(why).into()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The workspaces of `--database`, their caches kept under this
+    /// machine's workspace folder.
+    pub fn database_workspaces(&self) -> Result<DatabaseWorkspace> {
+        let db = self.database.as_ref().ok_or_else(|| {
+            UsageError("this command needs --database URL (or MNEMO_DATABASE)".into())
+        })?;
+        Ok(DatabaseWorkspace::connect(
+            &db.url,
+            &db.schema,
+            &self.workspace.state_dir().join("tenants"),
+        )?)
+    }
+
+    /// Fails when the workspace is a database's: for the commands that
+    /// work on a folder alone, with what to do instead.
+    pub fn require_folder(&self, what: &str) -> Result<()> {
+        if self.database.is_some() {
+            return Err(UsageError(format!(
+                "{what} works on a workspace folder, not a database's: leave out --database (and MNEMO_DATABASE)"
+            ))
+            .into());
+        }
+        Ok(())
+    }
+
     /// The service over this workspace, with the chat model `model` names
     /// (else the configuration's); the workspace must exist.
     pub fn service(self, model: &crate::cmd::ModelArgs) -> Result<Arc<Service>> {
-        self.require_initialised()?;
-        let mnemo = Arc::new(Mnemo::open(self.workspace, self.config)?);
-        Ok(Service::with_provider(mnemo, model.overrides()))
+        let overrides = model.overrides();
+        Ok(Service::with_provider(self.open()?, overrides))
     }
 
-    /// Fails with [`NoWorkspace`] when the workspace was never initialised.
+    /// Fails with [`NoWorkspace`] when the workspace folder was never
+    /// initialised (a database's workspace is looked up when opened).
     pub fn require_initialised(&self) -> Result<()> {
-        if !self.workspace.root().exists() {
-            return Err(NoWorkspace(self.workspace.root().to_path_buf()).into());
+        if self.database.is_none() && !self.workspace.root().exists() {
+            let dir = self.workspace.root().display();
+            return Err(NoWorkspace(format!(
+                "workspace {dir} does not exist: run `mnemo init --workspace {dir}` to create it, \
+                 or point --workspace (or MNEMO_WORKSPACE) at an existing workspace"
+            ))
+            .into());
         }
         Ok(())
     }
@@ -103,7 +220,7 @@ impl Ctx {
 /// ([`NoWorkspace::EXIT_CODE`]) and `--json` code (`no_workspace`): a
 /// script tells "run `mnemo init` first" from a failure of the command.
 #[derive(Debug)]
-pub struct NoWorkspace(pub PathBuf);
+pub struct NoWorkspace(pub String);
 
 impl NoWorkspace {
     /// The exit code of a command run on a workspace that does not exist.
@@ -114,12 +231,7 @@ impl NoWorkspace {
 
 impl std::fmt::Display for NoWorkspace {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let dir = self.0.display();
-        write!(
-            f,
-            "workspace {dir} does not exist: run `mnemo init --workspace {dir}` to create it, \
-             or point --workspace (or MNEMO_WORKSPACE) at an existing workspace"
-        )
+        f.write_str(&self.0)
     }
 }
 

@@ -46,7 +46,7 @@ fn fuzz_tenant_routes() {
         data: data.path().to_path_buf(),
         template: Config::parse("[embedder]\nkind = \"none\"\n").unwrap(),
         overrides: Default::default(),
-        admin_token: "admin-secret".into(),
+        admin_token: Some("admin-secret".into()),
         max_open: 8,
     };
     let tenants = rt

@@ -28,7 +28,7 @@ async fn a_request_whose_workspace_is_deleted_meanwhile_is_not_found() {
                 data,
                 template: Config::parse("[embedder]\nkind = \"hash\"\n").unwrap(),
                 overrides: Default::default(),
-                admin_token: "admin".into(),
+                admin_token: Some("admin".into()),
                 max_open: 8,
             })
             .unwrap()

@@ -439,7 +439,7 @@ pub fn markdown_parts(text: &str, start_line: usize) -> Vec<MessagePart> {
 /// The YAML front matter a Markdown file opens with (a `---` line, fields,
 /// a closing `---` or `...` line).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum FrontMatter {
+pub enum FrontMatter {
     /// The file does not open with `---`.
     Absent,
     /// Opened and closed: this many lines, both rules included.
@@ -448,7 +448,9 @@ pub(crate) enum FrontMatter {
     Unclosed,
 }
 
-pub(crate) fn front_matter(text: &str) -> FrontMatter {
+/// How `text` opens: with closed front matter (and how many lines it
+/// takes), unclosed, or none.
+pub fn front_matter(text: &str) -> FrontMatter {
     let t = text.trim_start_matches('\u{feff}');
     if !(t.starts_with("---\n") || t.starts_with("---\r\n")) {
         return FrontMatter::Absent;

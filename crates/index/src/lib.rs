@@ -49,6 +49,17 @@ mod when;
 #[cfg(test)]
 mod fuzz_tests;
 
+/// The crate's private text readers, for the coverage-guided fuzz targets
+/// in `fuzz/` (outside the workspace), which drive the same functions the
+/// `fuzz_*` tests do. Only with the `fuzzing` feature: not an API.
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing {
+    pub use crate::text::{fts_query, identifiers, index_text, query_phrases, query_tokens, snippet};
+    pub use crate::transcript::{parse as parse_transcript, Transcript};
+    pub use crate::when::{affinity, date_in_path, dates, Dates, Period};
+}
+
 pub use backend::IndexBackend;
 pub use error::{DbFailure, IndexError, Result};
 pub use index::{MemoryIndex, WatchHandle};

@@ -281,14 +281,14 @@ fn tokens(text: &str, mode: Mode, out: &mut Vec<String>) {
 }
 
 /// The FTS5 column text for a chunk: tokens separated by spaces.
-pub(crate) fn index_text(text: &str) -> String {
+pub fn index_text(text: &str) -> String {
     let mut out = Vec::new();
     tokens(text, Mode::Document, &mut out);
     out.join(" ")
 }
 
 /// Distinct query tokens, in order of first appearance.
-pub(crate) fn query_tokens(query: &str) -> Vec<String> {
+pub fn query_tokens(query: &str) -> Vec<String> {
     let mut out = Vec::new();
     tokens(query, Mode::Query(true), &mut out);
     if out.is_empty() {
@@ -305,7 +305,7 @@ pub(crate) fn query_tokens(query: &str) -> Vec<String> {
 /// cream", "support group"), in query order, at most 16. Tokens come from
 /// the same tokenizer as the index, so a pair matches where the two words
 /// stand side by side in a chunk.
-pub(crate) fn query_phrases(query: &str) -> Vec<String> {
+pub fn query_phrases(query: &str) -> Vec<String> {
     let mut all = Vec::new();
     tokens(query, Mode::Query(false), &mut all);
     let mut content = Vec::new();
@@ -323,7 +323,7 @@ pub(crate) fn query_phrases(query: &str) -> Vec<String> {
 /// An FTS5 MATCH expression: every token quoted, OR-ed, so BM25 ranks
 /// documents by how many and how rare the words they share are (AND-joined
 /// queries miss a document that lacks one word).
-pub(crate) fn fts_query(tokens: &[String]) -> Option<String> {
+pub fn fts_query(tokens: &[String]) -> Option<String> {
     if tokens.is_empty() {
         return None;
     }
@@ -339,7 +339,7 @@ pub(crate) fn fts_query(tokens: &[String]) -> Option<String> {
 /// Query words that look like identifiers (a letter and a digit, at least 4
 /// characters: `ERR-4711`, `a1b2c3d4`, `v2.3.1-rc`). A chunk that contains
 /// one of them verbatim is protected from being buried by vectors or decay.
-pub(crate) fn identifiers(query: &str) -> Vec<String> {
+pub fn identifiers(query: &str) -> Vec<String> {
     let mut out = Vec::new();
     for raw in query
         .split(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | '(' | ')' | '"' | '\'' | '`'))
@@ -421,7 +421,7 @@ pub(crate) fn jaccard(a: &HashSet<String>, b: &HashSet<String>) -> f32 {
 
 /// Up to `max_chars` characters of `text` around the lines that share the
 /// most query tokens.
-pub(crate) fn snippet(text: &str, query_tokens: &[String], max_chars: usize) -> String {
+pub fn snippet(text: &str, query_tokens: &[String], max_chars: usize) -> String {
     let lines: Vec<&str> = text.lines().collect();
     if text.chars().count() <= max_chars || lines.is_empty() {
         return text.to_string();

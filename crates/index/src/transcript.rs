@@ -33,7 +33,7 @@ pub(crate) const MAX_FILE_TEXT_BYTES: usize = 128 * 1024 * 1024;
 
 /// A parsed session log.
 #[derive(Debug, Default)]
-pub(crate) struct Transcript {
+pub struct Transcript {
     /// The key from the `metadata` record, if there was one.
     pub key: Option<String>,
     /// Rendered user/assistant (and optionally tool) messages.
@@ -80,7 +80,7 @@ fn day_of(timestamp: &str) -> Option<NaiveDate> {
 /// Parses a JSONL session log. Malformed lines are counted and skipped.
 /// With `redact`, secrets in the rendered text are replaced (see
 /// [`crate::redact`]).
-pub(crate) fn parse(text: &str, include_tools: bool, redact: bool) -> Transcript {
+pub fn parse(text: &str, include_tools: bool, redact: bool) -> Transcript {
     let mut t = Transcript::default();
     let mut ordinal = 0usize;
     let mut rendered = 0usize;

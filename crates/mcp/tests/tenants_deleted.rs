@@ -27,7 +27,7 @@ async fn a_tool_call_of_a_deleted_workspace_is_not_found() {
                 data,
                 template: Config::parse("[embedder]\nkind = \"hash\"\n").unwrap(),
                 overrides: Default::default(),
-                admin_token: "admin".into(),
+                admin_token: Some("admin".into()),
                 max_open: 8,
             })
             .unwrap()

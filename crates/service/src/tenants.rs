@@ -72,8 +72,9 @@ pub struct TenantsConfig {
     pub template: Config,
     /// Flags naming the chat model, over the configuration's.
     pub overrides: ProviderOverrides,
-    /// The token that creates, lists and deletes workspaces.
-    pub admin_token: String,
+    /// The token that creates, lists and deletes workspaces over HTTP;
+    /// without one, [`Tenants::admin`] refuses every request.
+    pub admin_token: Option<String>,
     /// Workspaces held open at once ([`MAX_OPEN`] unless a caller knows
     /// better).
     pub max_open: usize,
@@ -133,7 +134,7 @@ pub struct Tenants {
     data: PathBuf,
     template: Config,
     overrides: ProviderOverrides,
-    admin_sha256: [u8; 32],
+    admin_sha256: Option<[u8; 32]>,
     max_open: usize,
     /// Built once and shared by every workspace: a model loaded per
     /// workspace would not fit.
@@ -174,18 +175,16 @@ impl Tenants {
     /// the shared embedder and sweeps what deleted workspaces left in
     /// `data`.
     pub fn connect(config: TenantsConfig) -> Result<Arc<Tenants>> {
-        if config.schema.len() > MAX_SCHEMA {
-            return Err(Error::Invalid(format!(
-                "the schema {:?} is too long for a multi-tenant server: use at most {MAX_SCHEMA} characters",
-                config.schema
-            )));
-        }
-        if config.admin_token.trim().is_empty() {
+        if config
+            .admin_token
+            .as_deref()
+            .is_some_and(|t| t.trim().is_empty())
+        {
             return Err(Error::Invalid(
                 "the admin token is empty: pass --admin-token or set MNEMO_ADMIN_TOKEN".into(),
             ));
         }
-        let db = Database::connect(&config.url, &config.schema)?;
+        let db = connect(&config.url, &config.schema)?;
         let embedder = mnemo::build_embedder(&config.template)?;
         let tenants = Arc::new(Tenants {
             db,
@@ -193,7 +192,7 @@ impl Tenants {
             data: config.data,
             template: config.template,
             overrides: config.overrides,
-            admin_sha256: sha256(&config.admin_token),
+            admin_sha256: config.admin_token.as_deref().map(sha256),
             max_open: config.max_open.max(1),
             embedder,
             open: Mutex::default(),
@@ -207,7 +206,10 @@ impl Tenants {
     /// Checks the admin token: 401 without one, 403 with another.
     pub fn admin(&self, token: Option<&str>) -> Result<()> {
         let token = token.ok_or_else(|| missing_token("the server's --admin-token"))?;
-        if constant_time_eq(&sha256(token), &self.admin_sha256) {
+        if self
+            .admin_sha256
+            .is_some_and(|admin| constant_time_eq(&sha256(token), &admin))
+        {
             Ok(())
         } else {
             Err(Error::Unauthorized {
@@ -221,9 +223,7 @@ impl Tenants {
     /// Creates workspace `id` and answers with its token.
     pub async fn create(self: &Arc<Self>, id: String) -> Result<CreatedOutput> {
         if !valid_id(&id) {
-            return Err(Error::Invalid(format!(
-                "{id:?} cannot name a workspace: use 1 to 64 letters, digits, `.`, `_` and `-`, not starting with `.`"
-            )));
+            return Err(invalid_id(&id));
         }
         let token = new_token();
         let hash = sha256(&token);
@@ -234,24 +234,15 @@ impl Tenants {
         };
         match registered {
             Some(t) => {
-                // The MEMORY.md a folder's `mnemo init` writes: a workspace
-                // starts alike, and the same lines then score alike.
                 let me = self.clone();
                 blocking(move || {
-                    use mnemo_store::Storage as _;
-                    let storage = me.db.registered(&t)?;
-                    storage.write(
-                        "MEMORY.md",
-                        mnemo_store::memory::INITIAL_MEMORY_MD,
-                        mnemo_store::Expect::Absent,
-                    )?;
+                    write_first_memory(&me.db, &t)?;
                     // The index (its schema, tables and the first sync) is
                     // built now, not by the workspace's first search. It is
                     // derived: if it cannot be built here, that search
                     // builds it, so the workspace is created all the same.
                     let built = me.service(&t).and_then(|service| {
-                        let index = service.mnemo().index()?;
-                        index.sync(&|_| {})?;
+                        service.mnemo().index()?.sync(&|_| {})?;
                         Ok(())
                     });
                     if let Err(e) = built {
@@ -262,9 +253,7 @@ impl Tenants {
                 .await?;
                 Ok(CreatedOutput { id, token })
             }
-            None => Err(Error::Exists(format!(
-                "the workspace {id:?} exists: pick another id, or delete it first (DELETE /v1/workspaces/{id})"
-            ))),
+            None => Err(exists(&id)),
         }
     }
 
@@ -352,20 +341,7 @@ impl Tenants {
         }
         // Opened without the lock, so that one workspace's first request
         // never waits for another's.
-        let mut config = self.template.clone();
-        let index = self.index_options(t.seq);
-        config.set("index.backend", "postgres");
-        config.set("index.url", &index.url);
-        config.set("index.schema", &index.schema);
-        let root = self.folder(t);
-        std::fs::create_dir_all(&root).map_err(|source| Error::Io {
-            op: format!("cannot create {}", root.display()),
-            source,
-        })?;
-        // Bound to this registration: a request that outlives a delete
-        // writes nothing into a workspace created again under the id.
-        let storage = Arc::new(self.db.registered(t)?);
-        let mnemo = Mnemo::open_with_storage(Workspace::new(root), config, storage)?
+        let mnemo = open_registered(&self.db, &self.url, &self.data, t, self.template.clone())?
             .with_embedder(self.embedder.clone());
         let service = Service::with_memory_workers(
             Arc::new(mnemo),
@@ -475,14 +451,11 @@ impl Tenants {
     }
 
     fn index_options(&self, seq: i64) -> PostgresOptions {
-        PostgresOptions {
-            url: self.url.clone(),
-            schema: format!("{}_ix{seq}", self.db.schema()),
-        }
+        index_options(&self.db, &self.url, seq)
     }
 
     fn folder(&self, t: &Tenant) -> PathBuf {
-        self.data.join(format!("{}-{}", t.id, t.seq))
+        folder(&self.data, t)
     }
 
     /// Removes the folders of workspaces no longer registered (deleted
@@ -531,6 +504,146 @@ impl Tenants {
     pub fn database(&self) -> &Arc<Database> {
         &self.db
     }
+}
+
+/// One workspace of a database, for a caller that holds the database's
+/// credentials and so needs no workspace token: the CLI's `mnemo
+/// --database URL --id ID`. Nothing is swept and no embedder is shared:
+/// each [`Mnemo`] builds its own on first use, so a command that embeds
+/// nothing loads no model.
+pub struct DatabaseWorkspace {
+    db: Arc<Database>,
+    url: String,
+    data: PathBuf,
+}
+
+impl DatabaseWorkspace {
+    /// Connects to the workspaces of `url` whose rows are in `schema`
+    /// (created or migrated if needed); `data` is the folder of their
+    /// caches and derived state on this machine.
+    pub fn connect(url: &str, schema: &str, data: &Path) -> Result<DatabaseWorkspace> {
+        Ok(DatabaseWorkspace {
+            db: connect(url, schema)?,
+            url: url.to_string(),
+            data: data.to_path_buf(),
+        })
+    }
+
+    /// Opens workspace `id` with `config` (its index settings replaced by
+    /// the workspace's own schema).
+    pub fn open(&self, id: &str, config: Config) -> Result<Mnemo> {
+        let t = valid_id(id)
+            .then(|| self.db.tenant(id))
+            .transpose()?
+            .flatten()
+            .ok_or_else(|| {
+                Error::NotFound(format!(
+                    "no workspace {id:?} in {}: create it with `mnemo init --database URL --id {id}`",
+                    self.db.location()
+                ))
+            })?;
+        open_registered(&self.db, &self.url, &self.data, &t, config)
+    }
+
+    /// Creates workspace `id` with its first MEMORY.md and answers with
+    /// its token for HTTP and MCP. Its index is left to its first search
+    /// or `mnemo index`, as a folder's `mnemo init` leaves it: built here,
+    /// it would be built with this command's embedder, which the next
+    /// command may not share.
+    pub fn create(&self, id: &str) -> Result<CreatedOutput> {
+        if !valid_id(id) {
+            return Err(invalid_id(id));
+        }
+        let token = new_token();
+        let t = self
+            .db
+            .register(id, &sha256(&token))?
+            .ok_or_else(|| exists(id))?;
+        write_first_memory(&self.db, &t)?;
+        Ok(CreatedOutput {
+            id: id.to_string(),
+            token,
+        })
+    }
+
+    /// The database.
+    pub fn database(&self) -> &Arc<Database> {
+        &self.db
+    }
+}
+
+fn connect(url: &str, schema: &str) -> Result<Arc<Database>> {
+    if schema.len() > MAX_SCHEMA {
+        return Err(Error::Invalid(format!(
+            "the schema {schema:?} is too long for a database of workspaces: use at most {MAX_SCHEMA} characters"
+        )));
+    }
+    Ok(Database::connect(url, schema)?)
+}
+
+fn invalid_id(id: &str) -> Error {
+    Error::Invalid(format!(
+        "{id:?} cannot name a workspace: use 1 to 64 letters, digits, `.`, `_` and `-`, not starting with `.`"
+    ))
+}
+
+fn exists(id: &str) -> Error {
+    Error::Exists(format!(
+        "the workspace {id:?} exists: pick another id, or delete it first (DELETE /v1/workspaces/{id})"
+    ))
+}
+
+/// A new workspace's first contents: the MEMORY.md a folder's `mnemo
+/// init` writes (a workspace starts alike, and the same lines then score
+/// alike).
+fn write_first_memory(db: &Arc<Database>, t: &Tenant) -> Result<()> {
+    use mnemo_store::Storage as _;
+    db.registered(t)?.write(
+        "MEMORY.md",
+        mnemo_store::memory::INITIAL_MEMORY_MD,
+        mnemo_store::Expect::Absent,
+    )?;
+    Ok(())
+}
+
+fn index_options(db: &Database, url: &str, seq: i64) -> PostgresOptions {
+    PostgresOptions {
+        url: url.to_string(),
+        schema: format!("{}_ix{seq}", db.schema()),
+    }
+}
+
+/// The workspace `t` of `db`: its rows as storage, bound to this
+/// registration (a request that outlives a delete writes nothing into a
+/// workspace created again under the id), its index in its own schema,
+/// its derived state in `data/<id>-<seq>`.
+fn open_registered(
+    db: &Arc<Database>,
+    url: &str,
+    data: &Path,
+    t: &Tenant,
+    mut config: Config,
+) -> Result<Mnemo> {
+    let index = index_options(db, url, t.seq);
+    config.set("index.backend", "postgres");
+    config.set("index.url", &index.url);
+    config.set("index.schema", &index.schema);
+    let root = folder(data, t);
+    std::fs::create_dir_all(&root).map_err(|source| Error::Io {
+        op: format!("cannot create {}", root.display()),
+        source,
+    })?;
+    let storage = Arc::new(db.registered(t)?);
+    Ok(Mnemo::open_with_storage(
+        Workspace::new(root),
+        config,
+        storage,
+    )?)
+}
+
+/// The folder of `t`'s derived state, named after its registration.
+fn folder(data: &Path, t: &Tenant) -> PathBuf {
+    data.join(format!("{}-{}", t.id, t.seq))
 }
 
 fn remove_folder(path: &Path) {

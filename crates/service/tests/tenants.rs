@@ -24,7 +24,7 @@ async fn connect(url: &str, schema: &str, data: &Path, max_open: usize) -> Arc<T
             data,
             template: Config::parse("[embedder]\nkind = \"hash\"\n").unwrap(),
             overrides: Default::default(),
-            admin_token: "admin".into(),
+            admin_token: Some("admin".into()),
             max_open,
         })
         .unwrap()

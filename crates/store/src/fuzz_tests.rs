@@ -1,9 +1,11 @@
-//! Fuzz targets of the store's readers of user text, run by
+//! Quick fuzz passes of the store's readers of user text, run by
 //! `mnemo_test_support::fuzz` inside `cargo test` (the budget comes from
-//! `MNEMO_FUZZ_SECS` / `MNEMO_FUZZ_EXECS`): the JSONL session reader, the
-//! front-matter parser, the daily-log item normaliser (with real appends)
-//! and the session-key encoding. Every target checks what must hold for
-//! any input, not only that it returns.
+//! `MNEMO_FUZZ_SECS` / `MNEMO_FUZZ_EXECS`): the JSONL session reader and
+//! the daily-log item normaliser (with real appends). Every target checks
+//! what must hold for any input, not only that it returns. The long,
+//! coverage-guided runs of the same checks are the targets in `fuzz/`; the
+//! front matter's and the session keys' properties are proptest tests
+//! (`tests/properties.rs`).
 
 use std::path::Path;
 
@@ -11,8 +13,8 @@ use chrono::{TimeZone, Utc};
 use mnemo_core::Workspace;
 use mnemo_test_support::fuzz::{fingerprint, text, Fuzz};
 
-use crate::memory::{self, cap_memory, sanitize_slug, split_front_matter, MemorySettings};
-use crate::session::{disambiguated_stem, file_stem, parse_session_bytes, replay, WarningKind};
+use crate::memory::{self, cap_memory, sanitize_slug, MemorySettings};
+use crate::session::{parse_session_bytes, replay, WarningKind};
 
 /// Any bytes load: complete lines are messages, records or warnings, a
 /// partial last line is a torn tail, and the replay keeps the invariants
@@ -62,67 +64,6 @@ fn fuzz_session_reader() {
                 kinds(WarningKind::TornTail),
                 loaded.metadata_records.min(3),
             ))
-        });
-}
-
-/// Any front matter splits into a result and a body that is a suffix of the
-/// text; what parses renders and parses back to the same fields.
-#[test]
-fn fuzz_front_matter() {
-    Fuzz::new("front-matter")
-        .seeds([
-            "---\nname: \"Tea\"\ndescription: \"prefers green tea\"\ntype: user\n---\n\nbody\n",
-            "---\r\nname: x\r\ntype: feedback\r\n---\r\nb",
-            "---\nname: [a, {b: c}]\ntype: project\ntags:\n  - x\n  - - y\n---\n",
-            "---\nname: &a x\ndescription: *a\ntype: reference\n---\n",
-            "---\nno close\n",
-            "plain text",
-        ])
-        .dict([
-            "---\n",
-            "\n",
-            ": ",
-            "name",
-            "description",
-            "type",
-            "user",
-            "feedback",
-            "project",
-            "reference",
-            "[",
-            "]",
-            "{",
-            "}",
-            "- ",
-            "  ",
-            "&a ",
-            "*a",
-            "!!str ",
-            "? ",
-            "|\n",
-            ">\n",
-            "'",
-            "\"",
-        ])
-        .run(|data| {
-            let doc = text(data);
-            let (front, body) = split_front_matter(&doc);
-            assert!(doc.ends_with(body), "the body is the end of the file");
-            if let Some(Ok(fm)) = &front {
-                if !fm.description.contains('\n') {
-                    let again = memory::render_front_matter(fm, body);
-                    let (parsed, _) = split_front_matter(&again);
-                    match parsed {
-                        Some(Ok(back)) => assert_eq!(&back, fm),
-                        other => panic!("rendered {again:?} reads back as {other:?}"),
-                    }
-                }
-            }
-            fingerprint(&match &front {
-                None => 0,
-                Some(Ok(_)) => 1,
-                Some(Err(e)) => 2 + e.line.min(8) as u64,
-            })
         });
 }
 
@@ -195,41 +136,5 @@ fn fuzz_daily_log_items() {
                 }
             }
             fingerprint(&(key.is_empty(), slug.is_empty(), capped.truncated))
-        });
-}
-
-/// Any key maps to a file name inside the sessions folder: no separator,
-/// no leading dot, no NUL, bounded length; or it is refused with an error.
-#[test]
-fn fuzz_session_key() {
-    Fuzz::new("session-key")
-        .seeds([
-            "telegram:123",
-            "cli:direct",
-            "飞书:群1",
-            "../../etc/passwd",
-            "a/b\\c",
-            ".hidden",
-        ])
-        .dict([":", "/", "\\", ".", "..", "%", "\0", "é", "日"])
-        .max_len(9000)
-        .run(|data| {
-            let key = text(data);
-            match file_stem(&key) {
-                Ok(stem) => {
-                    assert!(!stem.is_empty() && stem.len() <= 200, "{stem:?}");
-                    assert!(
-                        !stem.contains(['/', '\\', '\0']) && !stem.starts_with('.'),
-                        "{stem:?}"
-                    );
-                    let other = disambiguated_stem(&key).unwrap();
-                    assert!(other.starts_with(&stem) && other != stem);
-                    fingerprint(&(1, stem.len() / 32))
-                }
-                Err(e) => {
-                    assert!(!e.to_string().is_empty());
-                    fingerprint(&(2, key.len() > 4096))
-                }
-            }
         });
 }

@@ -2,6 +2,11 @@
 //! workspace with the environment scrubbed (nothing may point the child at
 //! a real provider, another workspace or a token), stdin piping, and the
 //! success check that prints both streams when it fails.
+//!
+//! The CLI's tests run twice: against workspace folders, and with
+//! [`CLI_DATABASE_ENV`] set against workspaces of that PostgreSQL
+//! database, each test's folder then standing for one workspace id
+//! ([`workspace_id`]) addressed as `mnemo --database URL --id ID`.
 
 use std::io::Write;
 use std::path::Path;
@@ -11,6 +16,8 @@ use std::process::{Command, Output, Stdio};
 /// workspace or a server token.
 pub const SCRUBBED_ENV: &[&str] = &[
     "MNEMO_WORKSPACE",
+    "MNEMO_DATABASE",
+    "MNEMO_WORKSPACE_ID",
     "MNEMO_TOKEN",
     "MNEMO_PROVIDER",
     "MNEMO_BASE_URL",
@@ -20,13 +27,39 @@ pub const SCRUBBED_ENV: &[&str] = &[
     "ANTHROPIC_API_KEY",
 ];
 
-/// `bin --workspace ws args…` with [`SCRUBBED_ENV`] removed. Pass the
-/// binary as the test crate sees it: `env!("CARGO_BIN_EXE_mnemo")`.
+/// Set to a PostgreSQL URL, the CLI's tests address database workspaces
+/// instead of folders (`scripts/test.sh` runs them so a second time).
+pub const CLI_DATABASE_ENV: &str = "MNEMO_TEST_CLI_DATABASE";
+
+/// The database the CLI's tests keep their workspaces in on this run, if
+/// they run against a database.
+pub fn cli_database() -> Option<String> {
+    std::env::var(CLI_DATABASE_ENV)
+        .ok()
+        .filter(|u| !u.trim().is_empty())
+}
+
+/// The database workspace that stands for the folder `ws` in a test:
+/// each test's temporary folder is unique, and so is its id.
+pub fn workspace_id(ws: &Path) -> String {
+    use sha2::Digest as _;
+    let digest = sha2::Sha256::digest(ws.to_string_lossy().as_bytes());
+    format!("t{}", &hex::encode(digest)[..20])
+}
+
+/// `bin --workspace ws args…` with [`SCRUBBED_ENV`] removed; on a run
+/// against a database ([`cli_database`]), the workspace `ws` stands for
+/// there. Pass the binary as the test crate sees it:
+/// `env!("CARGO_BIN_EXE_mnemo")`.
 pub fn mnemo_command(bin: &str, ws: &Path, args: &[&str]) -> Command {
     let mut c = Command::new(bin);
     c.arg("--workspace").arg(ws).args(args);
     for v in SCRUBBED_ENV {
         c.env_remove(v);
+    }
+    if let Some(url) = cli_database() {
+        c.env("MNEMO_DATABASE", url)
+            .env("MNEMO_WORKSPACE_ID", workspace_id(ws));
     }
     c
 }

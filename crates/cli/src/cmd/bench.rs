@@ -62,10 +62,10 @@ struct Side {
     load_messages: usize,
 }
 
-pub fn run(command: BenchCommand, _global: &GlobalArgs) -> Result<()> {
+pub fn run(command: BenchCommand, global: &GlobalArgs) -> Result<()> {
     match command {
         BenchCommand::Session(args) => session(args),
-        BenchCommand::Tenants(args) => super::bench_tenants::run(args),
+        BenchCommand::Tenants(args) => super::bench_tenants::run(args, global),
     }
 }
 

@@ -22,9 +22,6 @@ use serde_json::{json, Value};
 /// Arguments of `mnemo bench tenants`.
 #[derive(Debug, Args)]
 pub struct TenantsBenchArgs {
-    /// The PostgreSQL database (postgres://user@127.0.0.1:5432/db; with pgvector)
-    #[arg(long, value_name = "URL")]
-    pub database: String,
     /// Workspaces created before the load
     #[arg(long, default_value_t = 1000)]
     pub workspaces: usize,
@@ -56,6 +53,10 @@ impl Server {
         let exe = std::env::current_exe().context("cannot find the mnemo binary")?;
         let child = Process::new(exe)
             .args(&args)
+            // The database servers are told theirs on the command line;
+            // the baseline has none.
+            .env_remove("MNEMO_DATABASE")
+            .env_remove("MNEMO_WORKSPACE_ID")
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -431,12 +432,19 @@ fn serve_args(root: &Path, port: u16, extra: &[String]) -> Vec<String> {
     args
 }
 
-pub fn run(args: TenantsBenchArgs) -> Result<()> {
+/// Runs the benchmark on the database `--database` names (its own schema,
+/// dropped at the end).
+pub fn run(args: TenantsBenchArgs, global: &crate::ctx::GlobalArgs) -> Result<()> {
+    let database = global.database.clone().ok_or_else(|| {
+        crate::output::UsageError(
+            "`mnemo bench tenants` needs --database postgres://user@127.0.0.1:5432/db (with pgvector)".into(),
+        )
+    })?;
     let rt = tokio::runtime::Runtime::new()?;
-    rt.block_on(run_async(args))
+    rt.block_on(run_async(args, database))
 }
 
-async fn run_async(args: TenantsBenchArgs) -> Result<()> {
+async fn run_async(args: TenantsBenchArgs, database: String) -> Result<()> {
     let scratch = tempfile_dir()?;
     let http = reqwest::Client::new();
     let schema = format!("mnemo_bench_{}x", std::process::id());
@@ -472,7 +480,7 @@ async fn run_async(args: TenantsBenchArgs) -> Result<()> {
         let port = free_port()?;
         let extra = vec![
             "--database".to_string(),
-            args.database.clone(),
+            database.clone(),
             "--admin-token".into(),
             ADMIN.into(),
             "--data".into(),

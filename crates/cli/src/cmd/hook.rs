@@ -285,7 +285,7 @@ pub fn run(command: HookCommand, global: &GlobalArgs) -> Result<()> {
             return Ok(());
         }
     };
-    if !ctx.workspace.root().exists() {
+    if ctx.require_initialised().is_err() {
         eprintln!(
             "{tag}: workspace {} does not exist: run `mnemo setup claude-code` again (it creates it) \
              or `mnemo init`; the session goes on without memory",
@@ -421,7 +421,7 @@ fn session_start(
     let mut config = ctx.config.clone();
     // Reading memory needs no embedder.
     config.set("embedder.kind", "none");
-    let mnemo = Mnemo::open(ctx.workspace.clone(), config)?;
+    let mnemo = ctx.open_with(config)?;
     let source = payload.source.as_deref().unwrap_or("startup");
     Ok(memory_context(&mnemo, tokens.saturating_mul(4), source)?
         .map(|text| additional_context(Event::SessionStart, &text)))
@@ -604,13 +604,15 @@ fn recall(ctx: &Ctx, payload: &Payload, tokens: usize) -> Result<Option<String>>
 /// background after each turn, so the search here seldom has more than a
 /// memory or two written since to index first.
 fn search(ctx: &Ctx, request: &mnemo_service::args::SearchArgs) -> Result<SearchOutput> {
-    if let Some((found, _)) = super::warm::search(&ctx.workspace, &ctx.config, request) {
+    let warm = ctx
+        .database
+        .is_none()
+        .then(|| super::warm::search(&ctx.workspace, &ctx.config, request))
+        .flatten();
+    if let Some((found, _)) = warm {
         return Ok(found);
     }
-    let service = Service::new(Arc::new(Mnemo::open(
-        ctx.workspace.clone(),
-        ctx.config.clone(),
-    )?));
+    let service = Service::new(ctx.open_with(ctx.config.clone())?);
     let request = request.clone();
     Ok(crate::ctx::runtime()?.block_on(service.search(request))?)
 }
@@ -861,7 +863,7 @@ fn flush(ctx: &Ctx, key: Option<&str>) -> Result<()> {
     let what = key.unwrap_or("the index");
     let say = |msg: &str| say(what, msg);
     let lock_path = flush_lock(ctx, key.unwrap_or(""));
-    let mnemo = Arc::new(Mnemo::open(ctx.workspace.clone(), ctx.config.clone())?);
+    let mnemo = ctx.open_with(ctx.config.clone())?;
     let service = Service::new(mnemo.clone());
     let rt = crate::ctx::runtime()?;
     let messages = |k: Option<&str>| -> usize {

@@ -29,12 +29,6 @@ pub struct ImportArgs {
     /// The folder to import from (see below); it is only read
     #[arg(value_name = "PATH")]
     pub path: PathBuf,
-    /// database: the workspace id to copy from
-    #[arg(long, value_name = "ID")]
-    pub id: Option<String>,
-    /// database: the schema of the workspaces' tables
-    #[arg(long, value_name = "SCHEMA", default_value = DEFAULT_SCHEMA)]
-    pub schema: String,
     /// List what would be done (create/append/skip, with paths and counts) and write nothing
     #[arg(long)]
     pub dry_run: bool,
@@ -83,9 +77,6 @@ conversations found). Running it again imports only what is new.
                folder, which must hold no memory files or sessions yet, e.g.
                mnemo --workspace ./alice import database postgres://db.example/mnemo --id alice";
 
-/// The schema of the workspaces' tables unless `--schema` says otherwise.
-pub const DEFAULT_SCHEMA: &str = "mnemo_store";
-
 /// `mnemo export`.
 #[derive(Debug, Subcommand)]
 pub enum ExportCommand {
@@ -116,12 +107,6 @@ pub struct ExportDatabaseArgs {
     /// postgres://user:password@host:5432/database
     #[arg(value_name = "URL")]
     pub url: String,
-    /// The workspace id in the database (a tenant of `mnemo serve --database`)
-    #[arg(long, value_name = "ID")]
-    pub id: String,
-    /// The schema of the workspaces' tables
-    #[arg(long, value_name = "SCHEMA", default_value = DEFAULT_SCHEMA)]
-    pub schema: String,
     /// Print what was copied as one JSON object
     #[arg(long)]
     pub json: bool,
@@ -150,20 +135,41 @@ pub struct ExportNanobotArgs {
     pub json: bool,
 }
 
+/// The workspace `--id` and `--schema` name in the database at `url`,
+/// for the copies between it and the workspace folder.
+fn database_workspace(
+    url: &str,
+    global: &GlobalArgs,
+    verb: &str,
+) -> Result<(mnemo::store_postgres::PgStorage, String, String)> {
+    if global.database.is_some() {
+        return Err(UsageError(format!(
+            "`mnemo {verb} database URL` copies between a database and the workspace folder: leave out --database (and MNEMO_DATABASE)"
+        ))
+        .into());
+    }
+    let id = global.id.clone().ok_or_else(|| {
+        UsageError(format!(
+            "`mnemo {verb} database URL` needs --id, the workspace in the database"
+        ))
+    })?;
+    let schema = global
+        .schema
+        .clone()
+        .unwrap_or_else(|| crate::ctx::DEFAULT_SCHEMA.to_string());
+    let db = Database::connect(url, &schema)?;
+    let location = db.location().to_string();
+    Ok((db.workspace(&id)?, id, format!("{location} (schema {schema})")))
+}
+
 pub fn run(args: ImportArgs, global: &GlobalArgs) -> Result<()> {
     if args.tool == "database" {
-        let id = args.id.ok_or_else(|| {
-            UsageError("`mnemo import database URL` needs --id, the workspace to copy".into())
-        })?;
         let url = args.path.to_string_lossy().into_owned();
+        let (from, id, location) = database_workspace(&url, global, "import")?;
         let ctx = global.ctx()?;
-        let db = Database::connect(&url, &args.schema)?;
-        let from = db.workspace(&id)?;
         if from.session_files()?.is_empty() && from.documents()?.is_empty() {
             return Err(UsageError(format!(
-                "the database at {} has no workspace {id:?} (schema {}): nothing to import",
-                db.location(),
-                args.schema
+                "the database at {location} has no workspace {id:?}: nothing to import"
             ))
             .into());
         }
@@ -176,6 +182,7 @@ pub fn run(args: ImportArgs, global: &GlobalArgs) -> Result<()> {
     }
     let tool: Tool = args.tool.parse().map_err(UsageError)?;
     let ctx = global.ctx()?;
+    ctx.require_folder("`mnemo import` (it writes the workspace folder: import there, then `mnemo export database`)")?;
     ctx.require_initialised()?;
     let select = if args.all {
         Select::All
@@ -214,18 +221,19 @@ pub fn export(command: ExportCommand, global: &GlobalArgs) -> Result<()> {
     let args = match command {
         ExportCommand::Nanobot(args) => args,
         ExportCommand::Database(args) => {
+            let (to, ..) = database_workspace(&args.url, global, "export")?;
             let ctx = global.ctx()?;
             ctx.require_initialised()?;
-            let db = Database::connect(&args.url, &args.schema)?;
             return copy(
                 &FileStorage::new(&ctx.workspace),
-                &db.workspace(&args.id)?,
+                &to,
                 "exporting",
                 args.json,
             );
         }
     };
     let ctx = global.ctx()?;
+    ctx.require_folder("`mnemo export nanobot`")?;
     ctx.require_initialised()?;
     let options = ExportOptions {
         dry_run: args.dry_run,

@@ -15,6 +15,9 @@ const MNEMO_TOML: &str = include_str!("../../templates/mnemo.toml");
 
 pub fn run(_args: InitArgs, global: &GlobalArgs) -> Result<()> {
     let ctx = global.ctx()?;
+    if let Some(db) = &ctx.database {
+        return init_database(&ctx, db.id()?);
+    }
     let ws = &ctx.workspace;
     let created = create(ws)?;
     if created.is_empty() {
@@ -30,6 +33,30 @@ pub fn run(_args: InitArgs, global: &GlobalArgs) -> Result<()> {
         outln!("next: `mnemo session append cli:direct --role user --content \"hello\"`, then `mnemo memory show`");
     }
     Ok(())
+}
+
+/// `mnemo --database URL --id ID init`: registers the workspace in the
+/// database (its MEMORY.md and index, as `POST /v1/workspaces` makes
+/// them) and shows its token for HTTP and MCP, once.
+fn init_database(ctx: &crate::ctx::Ctx, id: &str) -> Result<()> {
+    let workspaces = ctx.database_workspaces()?;
+    let location = workspaces.database().location().to_string();
+    match workspaces.create(id) {
+        Ok(created) => {
+            outln!("initialised workspace {id} in {location}");
+            outln!(
+                "its token for `mnemo serve --database` (shown this once): {}",
+                created.token
+            );
+            outln!("next: `mnemo --database URL --id {id} session append cli:direct --role user --content \"hello\"`");
+            Ok(())
+        }
+        Err(mnemo_service::Error::Exists(_)) => {
+            outln!("workspace {id} in {location} is already initialised; nothing changed");
+            Ok(())
+        }
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// Creates what of the workspace `ws` is missing (never overwriting a

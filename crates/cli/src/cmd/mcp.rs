@@ -1,7 +1,6 @@
 //! `mnemo mcp`: the memory tools over MCP, on stdio or streamable HTTP.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 
 use anyhow::{Context as _, Result};
 use clap::Args;
@@ -27,8 +26,7 @@ pub struct McpArgs {
 }
 
 pub fn run(args: McpArgs, global: &GlobalArgs) -> Result<()> {
-    let ctx = global.ctx()?;
-    let mnemo = Arc::new(mnemo::Mnemo::open(ctx.workspace, ctx.config)?);
+    let mnemo = global.ctx()?.open()?;
     crate::output::warm_embedder(&mnemo);
     mnemo.keep_index_fresh();
     let service = Service::new(mnemo.clone());

@@ -6,8 +6,6 @@ use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use std::sync::Arc;
 
-use mnemo::store::MemoryStore;
-use mnemo::Mnemo;
 use mnemo_service::args::{WriteArgs, WriteMode};
 use mnemo_service::output::{SaveActionOut, WriteOutput};
 use mnemo_service::Service;
@@ -123,18 +121,14 @@ pub(crate) fn forgot(removed: &str) -> String {
 
 /// The service over the workspace (no embedder: writes need none) and a
 /// runtime to call it on.
-pub(crate) fn service(ctx: Ctx) -> Result<(Arc<Service>, tokio::runtime::Runtime)> {
-    let mut config = ctx.config;
-    config.set("embedder.kind", "none");
-    let mnemo = Mnemo::open(ctx.workspace, config)?;
-    Ok((Service::new(Arc::new(mnemo)), crate::ctx::runtime()?))
+pub(crate) fn service(mut ctx: Ctx) -> Result<(Arc<Service>, tokio::runtime::Runtime)> {
+    ctx.config.set("embedder.kind", "none");
+    Ok((Service::new(ctx.open()?), crate::ctx::runtime()?))
 }
 
 pub fn run(command: MemoryCommand, global: &GlobalArgs) -> Result<()> {
-    let ctx = global.ctx()?;
-    ctx.require_initialised()?;
-    let store = MemoryStore::from_config(&ctx.workspace, &ctx.config)?;
-    store.validate()?;
+    let (service, rt) = service(global.ctx()?)?;
+    let store = service.mnemo().memory();
     match command {
         MemoryCommand::Show => {
             out!("{}", store.render_prompt_block(chrono::Utc::now())?);
@@ -163,7 +157,6 @@ pub fn run(command: MemoryCommand, global: &GlobalArgs) -> Result<()> {
                 heading: None,
                 replace: args.replace,
             };
-            let (service, rt) = service(ctx)?;
             let out = rt.block_on(service.write(write))?;
             if args.json {
                 outln!("{}", serde_json::to_string(&out)?);
@@ -223,7 +216,6 @@ pub fn run(command: MemoryCommand, global: &GlobalArgs) -> Result<()> {
             Ok(())
         }
         MemoryCommand::Forget(args) => {
-            let (service, rt) = service(ctx)?;
             let out =
                 rt.block_on(service.forget(mnemo_service::args::ForgetArgs { name: args.name }))?;
             if args.json {
@@ -234,7 +226,6 @@ pub fn run(command: MemoryCommand, global: &GlobalArgs) -> Result<()> {
             Ok(())
         }
         MemoryCommand::History(args) => {
-            let (service, rt) = service(ctx)?;
             let out = rt.block_on(
                 service.memory_history(mnemo_service::args::MemoryHistoryArgs { name: args.name }),
             )?;
@@ -289,7 +280,7 @@ pub fn run(command: MemoryCommand, global: &GlobalArgs) -> Result<()> {
             Ok(())
         }
         MemoryCommand::Undo(args) if args.facts => {
-            let undone = mnemo::engine::undo_facts_round(&store, chrono::Utc::now())?;
+            let undone = mnemo::engine::undo_facts_round(store, chrono::Utc::now())?;
             if args.json {
                 outln!("{}", serde_json::to_string(&undone)?);
                 return Ok(());
@@ -303,7 +294,7 @@ pub fn run(command: MemoryCommand, global: &GlobalArgs) -> Result<()> {
             Ok(())
         }
         MemoryCommand::Undo(args) => {
-            let undone = mnemo::engine::undo_consolidation(&store, chrono::Utc::now())?;
+            let undone = mnemo::engine::undo_consolidation(store, chrono::Utc::now())?;
             if args.json {
                 outln!("{}", serde_json::to_string(&undone)?);
                 return Ok(());

@@ -107,10 +107,8 @@ pub struct StatusArgs {
     pub json: bool,
 }
 
-fn open(global: &GlobalArgs) -> Result<(Mnemo, Arc<MemoryIndex>, Option<String>)> {
-    let ctx = global.ctx()?;
-    ctx.require_initialised()?;
-    let m = Mnemo::open(ctx.workspace, ctx.config)?;
+fn open(global: &GlobalArgs) -> Result<(Arc<Mnemo>, Arc<MemoryIndex>, Option<String>)> {
+    let m = global.ctx()?.open()?;
     let choice = with_download_bar(|p| m.embedder_with_progress(p))?;
     for note in &choice.notes {
         eprintln!("note: {note}");
@@ -280,7 +278,7 @@ pub fn search(args: SearchArgs, global: &GlobalArgs) -> Result<()> {
     // A server of this workspace, with these settings, has the model and
     // the index open already: ask it (a re-rank's model flags are the
     // CLI's own, so that stays here).
-    if !args.rerank {
+    if !args.rerank && global.database.is_none() {
         let ctx = global.ctx()?;
         ctx.require_initialised()?;
         if let Some((found, addr)) = super::warm::search(&ctx.workspace, &ctx.config, &request) {
@@ -290,7 +288,7 @@ pub fn search(args: SearchArgs, global: &GlobalArgs) -> Result<()> {
     }
     // Why a search runs keyword-only is among the answer's warnings.
     let (m, _index, _warning) = open(global)?;
-    let service = Service::with_provider(Arc::new(m), args.model.overrides());
+    let service = Service::with_provider(m, args.model.overrides());
     if args.rerank {
         // A local model is loaded (and the first time downloaded) now, with a bar.
         crate::output::with_download_bar_for("the chat model", |p| {
@@ -425,12 +423,10 @@ fn mode_name(mode: &mnemo::index::SearchMode) -> String {
 }
 
 pub fn get(args: GetArgs, global: &GlobalArgs) -> Result<()> {
-    let ctx = global.ctx()?;
-    ctx.require_initialised()?;
+    let mut ctx = global.ctx()?;
     // Reading needs no embedder: keep `get` fast and offline.
-    let mut config = ctx.config;
-    config.set("embedder.kind", "none");
-    let service = Service::new(Arc::new(Mnemo::open(ctx.workspace, config)?));
+    ctx.config.set("embedder.kind", "none");
+    let service = Service::new(ctx.open()?);
     let request = mnemo_service::args::GetArgs {
         path: args.path,
         from: args.from,

@@ -28,38 +28,22 @@ pub struct ServeArgs {
         value_name = "TOKEN"
     )]
     pub token: Option<String>,
-    /// Serve many workspaces kept in this PostgreSQL database (with
-    /// pgvector) instead of the workspace folder: each under
-    /// /v1/workspaces/ID, opened by its own token. Any number of servers
-    /// may share the database.
-    #[arg(long, value_name = "URL", conflicts_with = "token")]
-    pub database: Option<String>,
-    /// With --database: the token that creates, lists and deletes
+    /// With --database and no --id: the token that creates, lists and deletes
     /// workspaces (POST/GET /v1/workspaces, DELETE /v1/workspaces/ID)
     #[arg(
         long,
         env = "MNEMO_ADMIN_TOKEN",
         hide_env_values = true,
-        value_name = "TOKEN",
-        requires = "database"
+        value_name = "TOKEN"
     )]
     pub admin_token: Option<String>,
-    /// With --database: the schema of the workspaces' rows (their indexes
-    /// are the schemas SCHEMA_ix<n>)
-    #[arg(
-        long,
-        value_name = "SCHEMA",
-        default_value = "mnemo_store",
-        requires = "database"
-    )]
-    pub schema: String,
-    /// With --database: the folder of the workspaces' caches and derived
+    /// With --database and no --id: the folder of the workspaces' caches and derived
     /// state on this server [default: .mnemo/tenants in the workspace]
-    #[arg(long, value_name = "DIR", requires = "database")]
+    #[arg(long, value_name = "DIR")]
     pub data: Option<std::path::PathBuf>,
-    /// With --database: workspaces held open at once; past that the one
+    /// With --database and no --id: workspaces held open at once; past that the one
     /// used longest ago is let go (and opened again when next asked for)
-    #[arg(long, value_name = "N", default_value_t = mnemo_service::tenants::MAX_OPEN, requires = "database")]
+    #[arg(long, value_name = "N", default_value_t = mnemo_service::tenants::MAX_OPEN)]
     pub max_open: usize,
 }
 
@@ -109,7 +93,14 @@ pub fn inspect(args: InspectArgs, global: &GlobalArgs) -> Result<()> {
 }
 
 pub fn run(args: ServeArgs, global: &GlobalArgs) -> Result<()> {
-    if args.database.is_some() {
+    // --database without --id: every workspace of the database, each
+    // behind its own token; with --id, that one as a folder is served.
+    if global.database.is_some() && global.id.is_none() {
+        if args.token.is_some() {
+            anyhow::bail!(crate::output::UsageError(
+                "--token guards one workspace: with --database and no --id each workspace has its own token (and --admin-token manages them)".into()
+            ));
+        }
         return run_tenants(args, global);
     }
     serve_workspace(args.http, args.token, global, false)
@@ -123,8 +114,7 @@ fn serve_workspace(
     global: &GlobalArgs,
     page: bool,
 ) -> Result<()> {
-    let ctx = global.ctx()?;
-    let mnemo = Arc::new(mnemo::Mnemo::open(ctx.workspace, ctx.config)?);
+    let mnemo = global.ctx()?.open()?;
     crate::output::warm_embedder(&mnemo);
     mnemo.keep_index_fresh();
     let service = mnemo_service::Service::new(mnemo);
@@ -167,14 +157,15 @@ fn run_tenants(args: ServeArgs, global: &GlobalArgs) -> Result<()> {
     let data = args
         .data
         .unwrap_or_else(|| ctx.workspace.state_dir().join("tenants"));
+    let database = ctx.database.context("--database names the database")?;
     let tenants =
         mnemo_service::tenants::Tenants::connect(mnemo_service::tenants::TenantsConfig {
-            url: args.database.unwrap_or_default(),
-            schema: args.schema,
+            url: database.url,
+            schema: database.schema,
             data,
             template: ctx.config,
             overrides: Default::default(),
-            admin_token: admin_token.clone(),
+            admin_token: Some(admin_token.clone()),
             max_open: args.max_open,
         })?;
     report_memory_work(tenants.memory_workers());

@@ -71,13 +71,15 @@ pub struct ListArgs {
 }
 
 pub fn run(command: SessionCommand, global: &GlobalArgs) -> Result<()> {
-    let ctx = global.ctx()?;
-    ctx.require_initialised()?;
-    let store = SessionStore::from_config(&ctx.workspace, &ctx.config)?;
+    let mut ctx = global.ctx()?;
+    // Sessions are read and written without embedding anything.
+    ctx.config.set("embedder.kind", "none");
+    let mnemo = ctx.open()?;
+    let store = mnemo.sessions();
     match command {
-        SessionCommand::Append(args) => append(&store, args),
-        SessionCommand::Show(args) => show(&store, args),
-        SessionCommand::List(args) => list(&store, args),
+        SessionCommand::Append(args) => append(store, args),
+        SessionCommand::Show(args) => show(store, args),
+        SessionCommand::List(args) => list(store, args),
     }
 }
 

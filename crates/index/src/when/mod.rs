@@ -34,15 +34,23 @@ const MIN_AFFINITY: f32 = 0.05;
 
 /// A period named in a query. A missing year matches any year.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Period {
+pub enum Period {
     /// One day (`month` 1-12, `day` 1-31).
     Day {
+        /// `None`: any year.
         year: Option<i32>,
+        /// 1-12.
         month: u32,
+        /// 1-31.
         day: u32,
     },
     /// A whole month.
-    Month { year: Option<i32>, month: u32 },
+    Month {
+        /// `None`: any year.
+        year: Option<i32>,
+        /// 1-12.
+        month: u32,
+    },
     /// Inclusive days, for relative phrases resolved against today.
     Span(NaiveDate, NaiveDate),
 }
@@ -77,7 +85,7 @@ impl Period {
     /// How the period was understood, for the search response:
     /// `2023-06-03`, `2023-06`, `3 June of any year`, `June of any year`,
     /// `2026-03-02 to 2026-03-08`.
-    pub(crate) fn describe(&self) -> String {
+    pub fn describe(&self) -> String {
         match *self {
             Period::Day {
                 year: Some(y),
@@ -112,7 +120,7 @@ impl Period {
 /// How well a chunk spanning the days `first..=last` fits the periods:
 /// 1 inside one, decaying with the distance outside (faster before a period
 /// than after it), 0 when there are no periods or it is far from all.
-pub(crate) fn affinity(periods: &[Period], first: NaiveDate, last: NaiveDate) -> f32 {
+pub fn affinity(periods: &[Period], first: NaiveDate, last: NaiveDate) -> f32 {
     let mut best = 0.0f32;
     for p in periods {
         // A year-less "in December" asked of a January chunk means the
@@ -146,7 +154,7 @@ pub(crate) fn affinity(periods: &[Period], first: NaiveDate, last: NaiveDate) ->
 }
 
 /// A `YYYY-MM-DD` in the file name of `path`.
-pub(crate) fn date_in_path(path: &str) -> Option<NaiveDate> {
+pub fn date_in_path(path: &str) -> Option<NaiveDate> {
     let name = path.rsplit('/').next().unwrap_or(path);
     let b = name.as_bytes();
     (0..b.len().saturating_sub(9)).find_map(|i| {
@@ -202,7 +210,8 @@ pub(crate) fn windows(
 /// wrote out: "3 June 2023" is matched through timestamps, and its words
 /// would otherwise match any "3" or "June" in the text.
 #[derive(Debug, Default, PartialEq)]
-pub(crate) struct Dates {
+pub struct Dates {
+    /// The periods the query names.
     pub periods: Vec<Period>,
     /// The query with written-out dates replaced by spaces (relative
     /// phrases such as "yesterday" stay).
@@ -212,7 +221,7 @@ pub(crate) struct Dates {
 /// The periods named in `query`; relative phrases are resolved against
 /// `today`. Bare years ("in 2023") are left out: they rarely tell one memory
 /// from another.
-pub(crate) fn dates(query: &str, today: NaiveDate) -> Dates {
+pub fn dates(query: &str, today: NaiveDate) -> Dates {
     let mut found: Vec<(Period, Range<usize>)> = Vec::new();
     english(query, &mut found);
     latin(query, &mut found);

@@ -1159,7 +1159,7 @@ fn stamp_rest<'s>(s: &'s str, pattern: &str) -> Option<&'s str> {
 
 /// A daily-log item as compared for duplicates: without its `- ` bullets
 /// and `[HH:MM]` stamps, trimmed and lower-cased.
-pub(crate) fn normalise_item(line: &str) -> String {
+pub fn normalise_item(line: &str) -> String {
     // A logged text may open with a bullet or a stamp of its own ("- x" is
     // written "- [09:30] - x"): every leading bullet and stamp is left out,
     // so the line as written and the text as given compare equal.

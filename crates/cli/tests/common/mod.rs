@@ -1,0 +1,63 @@
+//! The files of a test's workspace, wherever this run keeps them: in the
+//! folder, or, when the CLI's tests run against a database
+//! (`MNEMO_TEST_CLI_DATABASE`, see `mnemo_test_support::cli`), in the rows
+//! of the database workspace that stands for the folder. A test reads and
+//! writes a workspace's files here, so that it checks the same things on
+//! both runs.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+
+use mnemo::core::Workspace;
+use mnemo::store::{Expect, FileStorage, Storage};
+use mnemo_test_support::cli::{cli_database, workspace_id};
+
+/// The storage of the workspace `ws` stands for on this run.
+pub fn storage(ws: &Path) -> Box<dyn Storage> {
+    match cli_database() {
+        None => Box::new(FileStorage::new(&Workspace::new(ws))),
+        Some(url) => {
+            let db = mnemo::store_postgres::Database::connect(&url, "mnemo_store")
+                .expect("the tests' database");
+            Box::new(db.workspace(&workspace_id(ws)).expect("the test's workspace"))
+        }
+    }
+}
+
+/// True on the run against a database.
+pub fn on_database() -> bool {
+    cli_database().is_some()
+}
+
+/// The text of `rel` (a memory file or a session log), empty when there
+/// is none.
+pub fn read(ws: &Path, rel: &str) -> String {
+    let s = storage(ws);
+    if rel.starts_with("sessions/") {
+        return s
+            .read_session_file(rel)
+            .unwrap()
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_default();
+    }
+    s.read(rel).unwrap().map(|d| d.text).unwrap_or_default()
+}
+
+/// Writes `text` to the memory file `rel`, as a person editing it would.
+pub fn write(ws: &Path, rel: &str, text: &str) {
+    storage(ws).write(rel, text, Expect::Any).unwrap();
+}
+
+/// Whether the memory file or session log `rel` exists.
+pub fn exists(ws: &Path, rel: &str) -> bool {
+    let s = storage(ws);
+    if rel.starts_with("sessions/") {
+        return s.read_session_file(rel).unwrap().is_some();
+    }
+    s.exists(rel).unwrap()
+}
+
+/// The session logs of the workspace.
+pub fn session_files(ws: &Path) -> usize {
+    storage(ws).session_files().unwrap().len()
+}

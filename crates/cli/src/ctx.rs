@@ -244,3 +244,86 @@ pub fn runtime() -> Result<tokio::runtime::Runtime> {
         .build()
         .context("cannot start the async runtime")
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    /// The calls that open a workspace's stores, and the places allowed
+    /// to make them: every command opens its workspace through
+    /// [`super::Ctx::open`], so each works on a folder and on a database
+    /// alike. The others work on something that is not the user's
+    /// workspace, and say so.
+    const OPENERS: &[(&str, &[(&str, &str)])] = &[
+        ("Mnemo::open", &[("ctx.rs", "the one place")]),
+        ("open_with_storage", &[]),
+        ("SessionStore::from_config", &[]),
+        ("MemoryStore::from_config", &[]),
+        ("SessionStore::with_storage", &[]),
+        ("MemoryStore::with_storage", &[]),
+        ("DatabaseWorkspace::connect", &[("ctx.rs", "the one place")]),
+        (
+            "Tenants::connect",
+            &[("serve.rs", "every workspace of a database, each by its token")],
+        ),
+        (
+            "SessionStore::new",
+            &[("bench.rs", "the append benchmark's scratch logs")],
+        ),
+        (
+            "FileStorage::new",
+            &[("import.rs", "the folder side of a copy to or from a database")],
+        ),
+        (
+            "Database::connect",
+            &[("import.rs", "the database side of that copy")],
+        ),
+        (
+            "open_index(",
+            &[
+                ("recall.rs", "`index --copy-to`: a copy of the index in a database"),
+                ("eval.rs", "the benchmarks' scratch workspaces"),
+            ],
+        ),
+    ];
+
+    #[test]
+    fn no_command_opens_a_store_but_through_ctx() {
+        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut files = Vec::new();
+        let mut dirs = vec![src];
+        while let Some(dir) = dirs.pop() {
+            for e in std::fs::read_dir(dir).unwrap().flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    dirs.push(p);
+                } else if p.extension().is_some_and(|x| x == "rs") {
+                    files.push(p);
+                }
+            }
+        }
+        assert!(files.len() > 10, "the sources were not found");
+        let mut found = Vec::new();
+        for f in &files {
+            let name = f.file_name().unwrap().to_string_lossy().into_owned();
+            let text = std::fs::read_to_string(f).unwrap();
+            // This file's own list is not a call.
+            let code = if name == "ctx.rs" {
+                text.split("#[cfg(test)]").next().unwrap_or("").to_string()
+            } else {
+                text
+            };
+            for (call, allowed) in OPENERS {
+                let n = code.matches(call).count();
+                if n > 0 && !allowed.iter().any(|(file, _)| *file == name) {
+                    found.push(format!("{name}: {call} ({n}x)"));
+                }
+            }
+        }
+        assert!(
+            found.is_empty(),
+            "commands that open a store themselves (open the workspace with Ctx::open, \
+             or add the place to OPENERS with why it is not the user's workspace): {found:?}"
+        );
+    }
+}

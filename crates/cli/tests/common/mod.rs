@@ -29,6 +29,17 @@ pub fn on_database() -> bool {
     cli_database().is_some()
 }
 
+/// True (and says why on stderr) when this test is about workspace
+/// folders and this run is against a database: the test then returns
+/// early, having run in full on the folder run.
+pub fn folder_only(why: &str) -> bool {
+    let skip = on_database();
+    if skip {
+        eprintln!("folder run only: {why}");
+    }
+    skip
+}
+
 /// The text of `rel` (a memory file or a session log), empty when there
 /// is none.
 pub fn read(ws: &Path, rel: &str) -> String {
@@ -44,8 +55,8 @@ pub fn read(ws: &Path, rel: &str) -> String {
 }
 
 /// Writes `text` to the memory file `rel`, as a person editing it would.
-pub fn write(ws: &Path, rel: &str, text: &str) {
-    storage(ws).write(rel, text, Expect::Any).unwrap();
+pub fn write(ws: &Path, rel: &str, text: impl AsRef<str>) {
+    storage(ws).write(rel, text.as_ref(), Expect::Any).unwrap();
 }
 
 /// Whether the memory file or session log `rel` exists.

@@ -3,6 +3,8 @@
 //! foreign `Host` (DNS rebinding) on loopback.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
@@ -22,7 +24,7 @@ fn a_closed_stdout_ends_the_command_quietly() {
     let ws = dir.path();
     ok(&run_with_stdin(mnemo(ws, &["init"]), b""));
     let long: String = (0..20_000).map(|i| format!("- fact {i}\n")).collect();
-    std::fs::write(ws.join("MEMORY.md"), long).unwrap();
+    common::write(ws, "MEMORY.md", long);
     for args in [
         &["get", "MEMORY.md"][..],
         &["status"][..],

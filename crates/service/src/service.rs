@@ -714,6 +714,24 @@ impl Service {
     /// consolidation and memory flush run after it, in a task that outlives
     /// the request ([`Service::memory_work`] reports it).
     pub async fn turn(self: &Arc<Self>, key: String, args: TurnArgs) -> Result<TurnOutput> {
+        let turn = self.turn_observed(&key, args, &|_| {}).await?;
+        if turn.memory_work == MemoryWorkMode::Background {
+            self.engine()?.spawn_memory_work(&key)?;
+        }
+        Ok(TurnOutput { turn })
+    }
+
+    /// One agent turn as [`Service::turn`] runs it (the same checks and
+    /// bounds, the memory tools run on this service), with `observe` told
+    /// each step as it happens, for a terminal that shows them. The memory
+    /// work after the turn is the caller's ([`AgentTurn::memory_work`]
+    /// says which kind).
+    pub async fn turn_observed(
+        self: &Arc<Self>,
+        key: &str,
+        args: TurnArgs,
+        observe: &(dyn Fn(mnemo_engine::AgentStep<'_>) + Send + Sync),
+    ) -> Result<mnemo_engine::AgentTurn> {
         if args.message.trim().is_empty() {
             return Err(Error::Invalid(
                 "`message` is empty: give the user's message".into(),
@@ -729,13 +747,9 @@ impl Service {
             recall: args.recall.unwrap_or(defaults.recall),
         };
         let tools = self.tools();
-        let turn = engine
-            .run_turn(&key, &args.message, &tools, &options, &|_| {})
-            .await?;
-        if turn.memory_work == MemoryWorkMode::Background {
-            engine.spawn_memory_work(&key)?;
-        }
-        Ok(TurnOutput { turn })
+        Ok(engine
+            .run_turn(key, &args.message, &tools, &options, observe)
+            .await?)
     }
 
     /// `memory_work`: what a session's memory work after its turns is

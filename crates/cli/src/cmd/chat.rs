@@ -18,7 +18,7 @@ use mnemo::engine::{
     WorkState, DEFAULT_MAX_ITERATIONS,
 };
 use mnemo_service::args::{ForgetArgs, SearchArgs};
-use mnemo_service::{Service, ServiceTools};
+use mnemo_service::Service;
 use serde_json::{json, Value};
 use tokio::sync::Notify;
 
@@ -36,9 +36,9 @@ pub struct TurnArgs {
     /// Session key: the conversation to continue (its log is sessions/<key>.jsonl)
     #[arg(long, short = 's', default_value = DEFAULT_SESSION, value_name = "KEY")]
     pub session: String,
-    /// Model calls per turn at most; at the bound the turn stops with a notice
+    /// Model calls per turn at most (up to 32); at the bound the turn stops with a notice
     #[arg(long, default_value_t = DEFAULT_MAX_ITERATIONS as u16, value_name = "N",
-          value_parser = clap::value_parser!(u16).range(1..))]
+          value_parser = clap::value_parser!(u16).range(1..=mnemo_service::args::MAX_TURN_ITERATIONS as i64))]
     pub max_iterations: u16,
     /// Skip the recall side query (the model picking memory files for each turn)
     #[arg(long)]
@@ -70,11 +70,11 @@ pub struct RunArgs {
     pub turn: TurnArgs,
 }
 
-/// The engine, the tools and the runtime a turn needs.
+/// The service a turn runs through, its engine (for the memory work
+/// between turns) and the runtime.
 struct Agent {
     engine: Arc<Engine>,
     service: Arc<Service>,
-    tools: ServiceTools,
     options: TurnOptions,
     rt: tokio::runtime::Runtime,
     /// Ctrl-C during a turn cancels it (interactive chat only).
@@ -82,6 +82,17 @@ struct Agent {
     /// Memory work may be left to do in the background: a turn ran (or
     /// memory work was stopped) since memory work last finished.
     due: AtomicBool,
+}
+
+impl Agent {
+    /// `text` as the service's turn request, with this chat's bounds.
+    fn turn_args(&self, text: &str) -> mnemo_service::args::TurnArgs {
+        mnemo_service::args::TurnArgs {
+            message: text.to_string(),
+            max_iterations: Some(self.options.max_iterations),
+            recall: Some(self.options.recall),
+        }
+    }
 }
 
 /// Ctrl-C in the interactive chat: during a turn (or the wait for memory
@@ -150,7 +161,6 @@ fn agent(global: &GlobalArgs, args: &TurnArgs) -> Result<Agent> {
     let service = service_with_model(global, &args.model)?;
     Ok(Agent {
         engine: service.engine()?,
-        tools: service.tools(),
         service,
         options: TurnOptions {
             max_iterations: usize::from(args.max_iterations),
@@ -354,8 +364,8 @@ pub fn run(args: RunArgs, global: &GlobalArgs) -> Result<()> {
     let turn = a
         .rt
         .block_on(
-            a.engine
-                .run_turn(&args.turn.session, &message, &a.tools, &a.options, &observe),
+            a.service
+                .turn_observed(&args.turn.session, a.turn_args(&message), &observe),
         )
         .with_context(|| turn_failed(&args.turn.session));
     activity.done();
@@ -673,7 +683,7 @@ fn turn(a: &Agent, key: &str, text: &str) -> Result<()> {
             }
         });
     };
-    let run = a.engine.run_turn(key, text, &a.tools, &a.options, &observe);
+    let run = a.service.turn_observed(key, a.turn_args(text), &observe);
     let outcome = match &a.interrupt {
         Some(it) => {
             it.in_turn.store(true, Ordering::SeqCst);

@@ -467,19 +467,54 @@ pub fn snippet(text: &str, query_tokens: &[String], max_chars: usize) -> String 
     lines[lo..hi].join("\n")
 }
 
+/// `max_chars` of one long line (a paragraph without line breaks): the
+/// stretch holding the most different query words, with some of what
+/// comes before. The first match alone would do for one word, but a
+/// common word early in a paragraph would hide the sentence that holds
+/// the others.
 fn cut_around(line: &str, query_tokens: &[String], max_chars: usize) -> String {
     let lower = line.to_lowercase();
-    let byte_pos = query_tokens
-        .iter()
-        .filter_map(|t| lower.find(t.as_str()))
-        .min()
-        .unwrap_or(0);
-    // Lower-casing can change byte lengths; map through char counts.
-    let char_pos = lower
-        .get(..byte_pos)
-        .map(|s| s.chars().count())
-        .unwrap_or(0);
-    let start = char_pos.saturating_sub(max_chars / 3);
+    // Every match of every query word: (char position, which word).
+    // Lower-casing can change byte lengths; positions are counted in chars.
+    let mut found: Vec<(usize, usize)> = Vec::new();
+    for (k, t) in query_tokens.iter().enumerate() {
+        if t.is_empty() {
+            continue;
+        }
+        for (byte, _) in lower.match_indices(t.as_str()) {
+            let at = lower.get(..byte).map_or(0, |s| s.chars().count());
+            found.push((at, k));
+        }
+    }
+    found.sort_unstable();
+    // A window over the matches no wider than most of the snippet (the
+    // rest is context): the one with the most different words, earliest
+    // first on a tie.
+    let reach = max_chars - max_chars / 4;
+    let mut counts = vec![0usize; query_tokens.len()];
+    let (mut distinct, mut lo) = (0usize, 0usize);
+    let mut best: Option<(usize, usize, usize)> = None;
+    for hi in 0..found.len() {
+        let k = found[hi].1;
+        counts[k] += 1;
+        if counts[k] == 1 {
+            distinct += 1;
+        }
+        while found[hi].0 - found[lo].0 > reach {
+            let gone = found[lo].1;
+            counts[gone] -= 1;
+            if counts[gone] == 0 {
+                distinct -= 1;
+            }
+            lo += 1;
+        }
+        if best.is_none_or(|(n, ..)| distinct > n) {
+            best = Some((distinct, found[lo].0, found[hi].0));
+        }
+    }
+    let start = best.map_or(0, |(_, first, last)| {
+        first.saturating_sub((max_chars - (last - first).min(max_chars)) / 3)
+    });
     line.chars().skip(start).take(max_chars).collect()
 }
 

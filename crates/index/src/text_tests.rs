@@ -47,6 +47,25 @@ fn snippet_centres_on_best_line() {
     assert!(s.chars().count() <= 120);
 }
 
+/// One long line: the snippet is the stretch that holds most of the
+/// query's words, not the first place one of them appears.
+#[test]
+fn a_long_lines_snippet_holds_the_most_query_words() {
+    let filler = "We talked about the weather and other small things for a while. ".repeat(8);
+    let line = format!(
+        "Melanie mentioned a class once. {filler}Then Melanie said her pottery class starts in March at the studio. {filler}"
+    );
+    let s = snippet(&line, &query_tokens("Melanie pottery class March"), 200);
+    assert!(
+        s.contains("Melanie said her pottery class starts in March"),
+        "{s}"
+    );
+    assert!(s.chars().count() <= 200);
+    // One word: cut around its first place, as before.
+    let s = snippet(&line, &query_tokens("mentioned"), 120);
+    assert!(s.starts_with("Melanie mentioned"), "{s}");
+}
+
 #[test]
 fn english_words_are_stemmed_identifiers_are_not() {
     // Inflections meet on one stem, in documents and queries alike.

@@ -50,9 +50,10 @@ pub struct SearchArgs {
     pub mode: Option<crate::output::Mode>,
     /// Fit the hits into about this many tokens (4 Latin characters or 1
     /// CJK character each): each snippet cut to its lines that share the
-    /// most words with the query, a hit saying what an earlier one says
-    /// left out, and no hit once the budget is spent (default: no budget,
-    /// whole snippets).
+    /// most words with the query, the budget spent on memory files before
+    /// session transcripts, a hit saying what another kept one says left
+    /// out, and no hit once the budget is spent; the hits kept stay in
+    /// ranked order (default: no budget, whole snippets).
     #[serde(
         default,
         alias = "budgetTokens",

@@ -242,9 +242,7 @@ impl Service {
             }
         };
         resp.results.truncate(wanted);
-        let spent = budget.map(|tokens| {
-            mnemo_engine::fit_budget(&mut resp.results, &query, tokens, |h| &mut h.snippet)
-        });
+        let spent = budget.map(|tokens| fit_curated_first(&mut resp.results, &query, tokens));
         let mut out = SearchOutput::from_response(&resp, reranked);
         out.rerank_ms = rerank_ms;
         out.tokens = spent;
@@ -1179,3 +1177,17 @@ where
 #[cfg(test)]
 #[path = "service_tests.rs"]
 mod tests;
+
+/// Fits `hits` into `tokens` ([`mnemo_engine::fit_budget`]) spending it on
+/// the curated memory first (facts, MEMORY.md, typed memories, daily
+/// logs), then on the transcripts: a memory says in a line what a
+/// conversation took many to say, and a transcript that repeats it is the
+/// one left out. The hits kept stay in their ranked order.
+fn fit_curated_first(hits: &mut Vec<SearchHit>, query: &str, tokens: usize) -> usize {
+    let mut ranked: Vec<(usize, SearchHit)> = hits.drain(..).enumerate().collect();
+    ranked.sort_by_key(|(rank, h)| (h.source == mnemo_index::Source::Sessions, *rank));
+    let spent = mnemo_engine::fit_budget(&mut ranked, query, tokens, |(_, h)| &mut h.snippet);
+    ranked.sort_by_key(|(rank, _)| *rank);
+    hits.extend(ranked.into_iter().map(|(_, h)| h));
+    spent
+}

@@ -83,3 +83,58 @@ async fn a_budget_keeps_the_useful_lines_of_the_best_hits() {
     let err = svc.search(ask(Some(5))).await.unwrap_err();
     assert_eq!(err.code().as_str(), "invalid_input", "{err}");
 }
+
+/// A tight budget goes to the curated memory before the transcripts: the
+/// fact is kept and the conversation it came from, ranked above it, is
+/// the hit left out; the hits kept stay in their ranked order.
+#[tokio::test]
+async fn a_budget_is_spent_on_memory_before_transcripts() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("memory")).unwrap();
+    std::fs::create_dir_all(root.join("sessions")).unwrap();
+    std::fs::write(
+        root.join("memory/facts.md"),
+        "# Facts\n\n- The espresso machine is a Gaggia. (f1)\n",
+    )
+    .unwrap();
+    let mut log = String::new();
+    for (role, text) in [
+        ("user", "Alice here: every morning I use my espresso machine, a Gaggia, every single morning."),
+        ("assistant", "Noted."),
+    ] {
+        log.push_str(&serde_json::json!({"role": role, "content": text, "timestamp": "2026-11-02T10:00:00Z"}).to_string());
+        log.push('\n');
+    }
+    std::fs::write(root.join("sessions/chat.jsonl"), log).unwrap();
+    let config = Config::parse("[embedder]\nkind = \"none\"\n").unwrap();
+    let svc = Service::new(Arc::new(
+        mnemo::Mnemo::open(Workspace::new(root), config).unwrap(),
+    ));
+    let ask = |budget: Option<usize>| SearchArgs {
+        query: "which espresso machine does Alice use every morning".into(),
+        min_score: Some(0.0),
+        budget_tokens: budget,
+        ..Default::default()
+    };
+    let whole = svc.search(ask(None)).await.unwrap();
+    let paths: Vec<&str> = whole.results.iter().map(|h| h.path.as_str()).collect();
+    assert_eq!(
+        paths.first().copied(),
+        Some("sessions/chat.jsonl"),
+        "the transcript ranks first without a budget: {paths:?}"
+    );
+    assert!(paths.contains(&"memory/facts.md"), "{paths:?}");
+
+    let fitted = svc.search(ask(Some(20))).await.unwrap();
+    let paths: Vec<&str> = fitted.results.iter().map(|h| h.path.as_str()).collect();
+    assert_eq!(paths, ["memory/facts.md"], "{fitted:?}");
+
+    let roomy = svc.search(ask(Some(2000))).await.unwrap();
+    let paths: Vec<&str> = roomy.results.iter().map(|h| h.path.as_str()).collect();
+    assert_eq!(
+        paths.first().copied(),
+        Some("sessions/chat.jsonl"),
+        "with room for both, the ranked order: {paths:?}"
+    );
+}

@@ -164,6 +164,16 @@ fn sync_search_and_a_rebuild_in_a_new_schema() {
     );
     assert_eq!((st.files, st.vectors), (2, st.chunks));
     assert_eq!(top_path(&index, "ERR-9081"), "memory/2026-11-03.md");
+    // The metadata records this store's own schema version (its
+    // migrations), not SQLite's.
+    let store = PostgresStore::open(&base.0, Some((embedder.id(), embedder.dims()))).unwrap();
+    let meta = store.live().unwrap().meta().unwrap();
+    assert_eq!(
+        meta.get("schema_version"),
+        Some(&store.schema_version()),
+        "{meta:?}"
+    );
+    assert_ne!(store.schema_version(), "3");
 
     // A file edited by hand is found by the next search.
     std::fs::write(

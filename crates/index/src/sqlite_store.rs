@@ -96,6 +96,10 @@ impl IndexStore for SqliteStore {
         "sqlite"
     }
 
+    fn schema_version(&self) -> String {
+        crate::sqlite::SCHEMA_VERSION.to_string()
+    }
+
     fn location(&self) -> String {
         self.0
             .live()

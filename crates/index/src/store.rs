@@ -59,6 +59,9 @@ pub trait Generation: Send {
 pub trait IndexStore: Send + Sync {
     /// What kind of store, for people: `"sqlite"`, `"postgres"`.
     fn kind(&self) -> &'static str;
+    /// The version of this store's own schema, recorded in the index's
+    /// metadata: an index written under another version is built anew.
+    fn schema_version(&self) -> String;
     /// Where the index is, for people: a file path, or a database URL
     /// without its password.
     fn location(&self) -> String;

@@ -433,6 +433,9 @@ impl mnemo_index::IndexStore for CountingStore {
     fn kind(&self) -> &'static str {
         "counted"
     }
+    fn schema_version(&self) -> String {
+        self.inner.schema_version()
+    }
     fn location(&self) -> String {
         format!("counted:{}", self.inner.location())
     }

@@ -32,7 +32,6 @@ use crate::scan::{self, Found};
 use crate::search;
 use crate::settings::{BackendKind, IndexSettings, SearchOptions};
 use crate::source::SourceTree;
-use crate::sqlite::SCHEMA_VERSION;
 use crate::sqlite_store::SqliteStore;
 use crate::store::{IndexStore, LockWait};
 use crate::text;
@@ -267,7 +266,7 @@ impl MemoryIndex {
         };
         let chunk_tokens = self.effective_chunk_tokens();
         vec![
-            ("schema_version", SCHEMA_VERSION.to_string()),
+            ("schema_version", self.inner.store.schema_version()),
             ("fts_tokenizer", text::TOKENIZER_VERSION.to_string()),
             ("model", model),
             ("dims", dims),

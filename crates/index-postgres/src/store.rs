@@ -342,6 +342,10 @@ impl IndexStore for PostgresStore {
         "postgres"
     }
 
+    fn schema_version(&self) -> String {
+        crate::schema::current().to_string()
+    }
+
     fn location(&self) -> String {
         let schema = self
             .0

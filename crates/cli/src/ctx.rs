@@ -264,7 +264,10 @@ mod tests {
         ("DatabaseWorkspace::connect", &[("ctx.rs", "the one place")]),
         (
             "Tenants::connect",
-            &[("serve.rs", "every workspace of a database, each by its token")],
+            &[(
+                "serve.rs",
+                "every workspace of a database, each by its token",
+            )],
         ),
         (
             "SessionStore::new",
@@ -272,7 +275,10 @@ mod tests {
         ),
         (
             "FileStorage::new",
-            &[("import.rs", "the folder side of a copy to or from a database")],
+            &[(
+                "import.rs",
+                "the folder side of a copy to or from a database",
+            )],
         ),
         (
             "Database::connect",
@@ -281,7 +287,10 @@ mod tests {
         (
             "open_index(",
             &[
-                ("recall.rs", "`index --copy-to`: a copy of the index in a database"),
+                (
+                    "recall.rs",
+                    "`index --copy-to`: a copy of the index in a database",
+                ),
                 ("eval.rs", "the benchmarks' scratch workspaces"),
             ],
         ),

@@ -311,10 +311,7 @@ fn settings_and_errors_are_what_a_script_expects() {
 fn the_database_run_lists_test_files_that_know_both_kinds() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
     let list = std::fs::read_to_string(dir.join("on_database.txt")).unwrap();
-    let names: Vec<&str> = list
-        .lines()
-        .filter_map(|l| l.strip_prefix("  "))
-        .collect();
+    let names: Vec<&str> = list.lines().filter_map(|l| l.strip_prefix("  ")).collect();
     assert!(names.contains(&"cli"), "{names:?}");
     for name in names {
         let text = std::fs::read_to_string(dir.join(format!("{name}.rs")))

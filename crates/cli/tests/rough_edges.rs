@@ -162,7 +162,10 @@ fn session_append_is_all_or_nothing_and_answers_json() {
         err.contains("stdin line 2") && err.contains("nothing was written"),
         "{err}"
     );
-    assert!(!common::exists(ws, "sessions/k.jsonl"), "the log was created");
+    assert!(
+        !common::exists(ws, "sessions/k.jsonl"),
+        "the log was created"
+    );
     let o = mnemo(ws, &["session", "show", "k"], None);
     assert_eq!(o.status.code(), Some(3));
 
@@ -427,7 +430,11 @@ fn forgetting_a_fact_does_not_claim_an_index_line() {
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path();
     init(ws);
-    common::write(ws, "memory/facts.md", "# Facts\n\n- Likes tea. (f1; since 2026-02-01)\n- Works at Acme. (f2)\n");
+    common::write(
+        ws,
+        "memory/facts.md",
+        "# Facts\n\n- Likes tea. (f1; since 2026-02-01)\n- Works at Acme. (f2)\n",
+    );
     let out = ok(&mnemo(ws, &["memory", "forget", "f1"], None));
     assert_eq!(out.trim(), "removed fact f1 from memory/facts.md", "{out}");
     assert!(!read(ws, "memory/facts.md").contains("Likes tea"));
@@ -471,10 +478,14 @@ fn memory_undo_facts_reverses_the_newest_round() {
          - The user lives in Berlin. (f2; since 2026-03-05; by chat:1 2..3)\n\n\
          ## No longer true\n\n\
          - ~~The user lives in Paris.~~ (f1; since 2026-03-01; until 2026-03-05; superseded by f2; by chat:1 0..1)\n");
-    common::write(ws, "memory/HISTORY.md", "[2026-03-01 10:00] chat:1 messages 0..2: 1 fact(s) proposed\n\
+    common::write(
+        ws,
+        "memory/HISTORY.md",
+        "[2026-03-01 10:00] chat:1 messages 0..2: 1 fact(s) proposed\n\
          [memory/facts.md: added f1]\n\n\
          [2026-03-05 10:00] chat:1 messages 2..4: 1 fact(s) proposed\n\
-         [memory/facts.md: replaced f1 by f2]\n\n");
+         [memory/facts.md: replaced f1 by f2]\n\n",
+    );
     let v = json_of(&mnemo(ws, &["memory", "undo", "--facts", "--json"], None));
     assert_eq!(v["removed"], json!(["f2"]), "{v}");
     assert_eq!(v["restored"], json!(["f1"]), "{v}");
@@ -500,7 +511,7 @@ fn search_within_a_budget_says_what_it_spent() {
         .map(|i| format!("- Line {i} about the harbour schedule.\n"))
         .collect::<String>()
         + "- Alice drinks espresso every morning.\n";
-    common::write(ws, "memory/notes.md", &format!("# Notes\n\n{body}"));
+    common::write(ws, "memory/notes.md", format!("# Notes\n\n{body}"));
     let o = mnemo(
         ws,
         &[

@@ -246,7 +246,10 @@ impl Tenants {
                         Ok(())
                     });
                     if let Err(e) = built {
-                        tracing::warn!("workspace {}: its index is left to its first search: {e}", t.id);
+                        tracing::warn!(
+                            "workspace {}: its index is left to its first search: {e}",
+                            t.id
+                        );
                     }
                     Ok(())
                 })

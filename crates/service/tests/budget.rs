@@ -100,7 +100,10 @@ async fn a_budget_is_spent_on_memory_before_transcripts() {
     .unwrap();
     let mut log = String::new();
     for (role, text) in [
-        ("user", "Alice here: every morning I use my espresso machine, a Gaggia, every single morning."),
+        (
+            "user",
+            "Alice here: every morning I use my espresso machine, a Gaggia, every single morning.",
+        ),
         ("assistant", "Noted."),
     ] {
         log.push_str(&serde_json::json!({"role": role, "content": text, "timestamp": "2026-11-02T10:00:00Z"}).to_string());

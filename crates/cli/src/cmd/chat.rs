@@ -361,9 +361,8 @@ pub fn run(args: RunArgs, global: &GlobalArgs) -> Result<()> {
             }
         });
     };
-    let turn = a
-        .rt
-        .block_on(
+    let turn =
+        a.rt.block_on(
             a.service
                 .turn_observed(&args.turn.session, a.turn_args(&message), &observe),
         )

@@ -159,7 +159,11 @@ fn database_workspace(
         .unwrap_or_else(|| crate::ctx::DEFAULT_SCHEMA.to_string());
     let db = Database::connect(url, &schema)?;
     let location = db.location().to_string();
-    Ok((db.workspace(&id)?, id, format!("{location} (schema {schema})")))
+    Ok((
+        db.workspace(&id)?,
+        id,
+        format!("{location} (schema {schema})"),
+    ))
 }
 
 pub fn run(args: ImportArgs, global: &GlobalArgs) -> Result<()> {

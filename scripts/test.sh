@@ -13,12 +13,11 @@ cargo test --workspace --no-fail-fast
 # The CLI's tests again, each workspace a database's instead of a folder
 # (`mnemo --database URL --id ID`; crates/cli/tests/common/mod.rs reads
 # their files wherever they are kept). The files listed are those whose
-# tests know both kinds; the others work on folders alone. `--workspace`,
-# not `-p mnemo-cli`, so that cargo resolves the same features and reuses
-# the build above (a test file of the same name in another crate runs
-# again, unchanged).
+# tests know both kinds; the others work on folders alone. (mnemo-cli
+# depends on every crate, so `-p mnemo-cli` resolves the features the
+# workspace build above did and reuses it.)
 if [ -n "${MNEMO_TEST_POSTGRES_URL:-}" ]; then
-  MNEMO_TEST_CLI_DATABASE="$MNEMO_TEST_POSTGRES_URL" cargo test --workspace \
+  MNEMO_TEST_CLI_DATABASE="$MNEMO_TEST_POSTGRES_URL" cargo test -p mnemo-cli \
     $(sed -n 's/^  \([a-z_]*\)$/--test \1/p' crates/cli/tests/on_database.txt) --no-fail-fast
 fi
 ./scripts/test-packages.sh

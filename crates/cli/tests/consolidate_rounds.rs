@@ -5,6 +5,8 @@
 //! exits non-zero and says so, and a terminal sees which round runs.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::path::Path;
 use std::process::{Command, Output};
 use std::time::Duration;
@@ -105,7 +107,7 @@ fn quick_reruns_are_one_failed_run_and_the_raw_archive_exits_non_zero() {
         500,
         json!({"error": {"message": "upstream down", "type": "server_error"}}),
     ));
-    let history = || std::fs::read_to_string(ws.join("memory/HISTORY.md")).unwrap_or_default();
+    let history = || common::read(ws, "memory/HISTORY.md");
     // A script's retry loop: three runs within a second.
     for run in 1..=3 {
         let o = mnemo(ws, &server, &["consolidate", "big:1"]);
@@ -221,11 +223,19 @@ fn a_terminal_sees_which_round_runs() {
         .collect::<Vec<_>>()
         .join(" ");
     // `script` gives the command a terminal; its output is what it drew.
-    let o = Command::new("script")
+    // The command's environment (the database workspace, on that run)
+    // goes through `script` to it.
+    let mut script = Command::new("script");
+    script
         .args(["-qfec", &line, "/dev/null"])
-        .env_remove("MNEMO_WORKSPACE")
-        .output()
-        .unwrap();
+        .env_remove("MNEMO_WORKSPACE");
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => script.env(k, v),
+            None => script.env_remove(k),
+        };
+    }
+    let o = script.output().unwrap();
     let screen = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{screen}");
     assert!(

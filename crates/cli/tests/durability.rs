@@ -3,14 +3,14 @@
 //! session at once.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use mnemo::core::Workspace;
-use mnemo::store::session::{read_session_file, WarningKind};
-use mnemo::store::{SessionOptions, SessionStore};
+use mnemo::store::session::WarningKind;
 use mnemo_test_support::cli::mnemo_command;
 use rand::{RngExt, SeedableRng};
 
@@ -32,7 +32,7 @@ fn sigkill_at_random_moments_loses_no_acknowledged_message() {
     let mut rng = rand::rngs::StdRng::seed_from_u64(7);
     let mut total_acked = 0usize;
     let mut torn_seen = 0usize;
-    let store = SessionStore::new(&Workspace::new(ws), SessionOptions::default());
+    let store = common::session_store(ws);
     for run in 0..50 {
         let key = format!("crash:{run}");
         let mut child = mnemo(ws)
@@ -76,12 +76,12 @@ fn sigkill_at_random_moments_loses_no_acknowledged_message() {
         let acked = reader.join().unwrap();
         let _ = feeder.join();
 
-        let path = store.path_for(&key).unwrap();
-        if !path.exists() {
+        let rel = common::storage(ws).session_rel(&key).unwrap();
+        if !common::exists(ws, &rel) {
             assert_eq!(acked, 0, "run {run}: acknowledged messages but no file");
             continue;
         }
-        let loaded = read_session_file(&path).unwrap();
+        let loaded = store.load(&key).unwrap();
         let torn = loaded
             .warnings
             .iter()
@@ -165,12 +165,12 @@ fn four_processes_appending_2500_each_give_10000_intact_lines() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    let store = SessionStore::new(&Workspace::new(ws), SessionOptions::default());
-    let loaded = store.load("shared:chat").unwrap();
+    let loaded = common::session_store(ws).load("shared:chat").unwrap();
     assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
     assert_eq!(loaded.messages.len(), 10_000);
     assert_eq!(loaded.metadata_records, 1);
-    let text = std::fs::read_to_string(&loaded.path).unwrap();
+    let rel = common::storage(ws).session_rel("shared:chat").unwrap();
+    let text = common::read(ws, &rel);
     assert_eq!(text.lines().count(), 10_001);
     for w in 0..4 {
         let prefix = format!("w{w} m");

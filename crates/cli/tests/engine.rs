@@ -2,6 +2,8 @@
 //! loopback model server.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::path::Path;
 use std::process::Output;
 
@@ -48,9 +50,9 @@ fn consolidate_and_context_through_the_binary() {
     ));
     let out = ok(mnemo(ws, &server, &["consolidate", "cli:direct"]));
     assert!(out.contains("consolidated messages 0..2"), "{out}");
-    let memory = std::fs::read_to_string(ws.join("MEMORY.md")).unwrap();
+    let memory = common::read(ws, "MEMORY.md");
     assert!(memory.contains("deploys on Fridays"), "{memory}");
-    let history = std::fs::read_to_string(ws.join("memory/HISTORY.md")).unwrap();
+    let history = common::read(ws, "memory/HISTORY.md");
     assert!(history.contains("Ada said she deploys on Fridays."));
     // The request forced the save_memory tool and carried the conversation.
     let reqs = server.requests();
@@ -153,7 +155,7 @@ fn a_weak_models_unsupported_facts_are_refused_with_why_and_lose_nothing() {
     assert!(!o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("did not call extract_facts"), "{err}");
-    assert!(!ws.join("memory/facts.md").exists());
+    assert!(!common::exists(ws, "memory/facts.md"));
     // A fact no message says, a value the message does not give, the
     // assistant's own chatter: each refused with why; the supported one
     // is saved in the third person.
@@ -178,10 +180,10 @@ fn a_weak_models_unsupported_facts_are_refused_with_why_and_lose_nothing() {
         "{out}"
     );
     assert!(out.contains("are in no message"), "{out}");
-    let text = std::fs::read_to_string(ws.join("memory/facts.md")).unwrap();
+    let text = common::read(ws, "memory/facts.md");
     assert!(text.contains("- The user's home city is Paris."), "{text}");
     assert!(!text.contains("Initech") && !text.contains("tea"), "{text}");
-    let audit = std::fs::read_to_string(ws.join("memory/audit.jsonl")).unwrap();
+    let audit = common::read(ws, "memory/audit.jsonl");
     assert_eq!(audit.matches("\"op\":\"refuse\"").count(), 3, "{audit}");
     // Every message is still in the session log.
     let all = ok(mnemo(

@@ -3,9 +3,11 @@
 //! nothing.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use mnemo_test_support::cli::{dechunk, free_port, mnemo_command, start_listening, Server};
@@ -115,28 +117,15 @@ fn call(port: u16, method: &str, path: &str, body: Option<Value>) -> (u16, Value
     (status, v)
 }
 
-/// Every file under the workspace except derived state, with its content.
-fn snapshot(ws: &Path) -> Vec<(PathBuf, Vec<u8>)> {
-    fn walk(dir: &Path, root: &Path, out: &mut Vec<(PathBuf, Vec<u8>)>) {
-        for e in std::fs::read_dir(dir).unwrap() {
-            let p = e.unwrap().path();
-            if p.file_name().is_some_and(|n| n == ".mnemo") {
-                continue;
-            }
-            if p.is_dir() {
-                walk(&p, root, out);
-            } else {
-                out.push((
-                    p.strip_prefix(root).unwrap().to_path_buf(),
-                    std::fs::read(&p).unwrap(),
-                ));
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(ws, ws, &mut out);
-    out.sort();
-    out
+/// Every memory file and session log of the workspace, with its content.
+fn snapshot(ws: &Path) -> Vec<(String, Vec<u8>)> {
+    common::snapshot(ws)
+}
+
+/// `mnemo init`, before a test writes the workspace's files (a database's
+/// workspace must exist to hold them).
+fn init(ws: &Path) {
+    assert!(command(ws, &["init"]).output().unwrap().status.success());
 }
 
 fn assert_error(status: u16, body: &Value, want_status: u16, want_code: &str) {
@@ -275,13 +264,12 @@ fn a_dream_tidies_the_facts_and_undo_gives_them_back() {
     let srv = start(ws);
     let before =
         "# Facts\n\n- Likes tea. (f1; since 2026-02-01)\n- likes tea (f2; since 2026-02-03)\n";
-    std::fs::create_dir_all(ws.join("memory")).unwrap();
-    std::fs::write(ws.join("memory/facts.md"), before).unwrap();
+    common::write(ws, "memory/facts.md", before);
     let (status, v) = call(srv.port, "POST", "/v1/memory/dream", None);
     assert_eq!(status, 200, "{v}");
     assert_eq!(v["changed"], true, "{v}");
     assert_eq!(v["merged"], json!([["f2", "f1"]]), "{v}");
-    let after = std::fs::read_to_string(ws.join("memory/facts.md")).unwrap();
+    let after = common::read(ws, "memory/facts.md");
     assert!(after.contains("superseded by f1"), "{after}");
     let (status, v) = call(
         srv.port,
@@ -290,10 +278,7 @@ fn a_dream_tidies_the_facts_and_undo_gives_them_back() {
         Some(json!({"what": "dream"})),
     );
     assert_eq!(status, 200, "{v}");
-    assert_eq!(
-        std::fs::read_to_string(ws.join("memory/facts.md")).unwrap(),
-        before
-    );
+    assert_eq!(common::read(ws, "memory/facts.md"), before);
 }
 
 #[test]
@@ -440,6 +425,8 @@ fn bad_requests_are_refused_and_write_nothing() {
 #[test]
 fn a_public_address_needs_a_token() {
     let dir = tempfile::tempdir().unwrap();
+    // An existing workspace: a database's must be created to be opened.
+    init(dir.path());
     let out = command(dir.path(), &["serve", "--http", "0.0.0.0:0"])
         .output()
         .unwrap();
@@ -474,7 +461,7 @@ fn consolidate_calls_the_configured_model() {
     let (status, v) = call(p, "POST", "/v1/sessions/c1/consolidate", None);
     assert_eq!(status, 200, "{v}");
     assert!(!v["events"].as_array().unwrap().is_empty(), "{v}");
-    let memory = std::fs::read_to_string(ws.join("MEMORY.md")).unwrap();
+    let memory = common::read(ws, "MEMORY.md");
     assert!(memory.contains("deploys on Fridays"), "{memory}");
     assert_eq!(model.requests().last().unwrap().body["model"], "test-model");
     let (status, v) = call(p, "GET", "/v1/sessions/c1/messages?since_cursor=true", None);
@@ -514,7 +501,7 @@ fn a_consolidation_archived_raw_answers_as_a_failure() {
     assert_eq!(v["error"]["code"], "provider", "{v}");
     let message = v["error"]["message"].as_str().unwrap();
     assert!(message.contains("were archived raw"), "{message}");
-    let history = std::fs::read_to_string(ws.join("memory/HISTORY.md")).unwrap();
+    let history = common::read(ws, "memory/HISTORY.md");
     assert!(history.contains("[RAW]"), "{history}");
 }
 
@@ -528,7 +515,7 @@ fn search_hits_are_reranked_by_the_side_model() {
     let model = ScriptedServer::start_blocking();
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path();
-    std::fs::create_dir_all(ws.join("memory")).unwrap();
+    init(ws);
     for (name, text) in [
         (
             "a",
@@ -538,11 +525,11 @@ fn search_hits_are_reranked_by_the_side_model() {
         ("c", "Ada adopted a cat called Miso."),
         ("d", "Ada likes green tea."),
     ] {
-        std::fs::write(
-            ws.join(format!("memory/{name}.md")),
+        common::write(
+            ws,
+            &format!("memory/{name}.md"),
             format!("# {name}\n\n{text}\n"),
-        )
-        .unwrap();
+        );
     }
     let mut sets = model_sets(&model);
     sets.push("engine.rerank=true".into());
@@ -637,8 +624,8 @@ fn search_hits_are_reranked_by_the_side_model() {
 
     // No model configured: results, a warning, no re-rank.
     let other = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(other.path().join("memory")).unwrap();
-    std::fs::write(other.path().join("memory/a.md"), "# a\n\nAda likes tea.\n").unwrap();
+    init(other.path());
+    common::write(other.path(), "memory/a.md", "# a\n\nAda likes tea.\n");
     let srv = start_with(other.path(), &["engine.rerank=true".to_string()]);
     let (status, v) = call(
         srv.port,
@@ -741,7 +728,7 @@ fn a_turn_runs_the_agent_with_the_memory_tools() {
     let utc = chrono::Utc::now().format("%Y-%m-%d").to_string();
     let daily = [today, utc]
         .iter()
-        .filter_map(|d| std::fs::read_to_string(ws.join(format!("memory/{d}.md"))).ok())
+        .map(|d| common::read(ws, &format!("memory/{d}.md")))
         .collect::<String>();
     assert!(daily.contains("Miso"), "{daily}");
     let (status, v) = call(p, "GET", "/v1/sessions/web%3A7/messages", None);
@@ -789,11 +776,11 @@ fn a_server_fetches_the_default_model_as_it_starts() {
         .unwrap()
         .status
         .success());
-    std::fs::write(
-        ws.join("memory/2026-03-02.md"),
+    common::write(
+        &ws,
+        "memory/2026-03-02.md",
         "# 2026-03-02\n\n- The osprey migration report is due Monday.\n",
-    )
-    .unwrap();
+    );
     let port = free_port();
     let addr = format!("127.0.0.1:{port}");
     let child = start_listening(with_env(command(
@@ -827,7 +814,7 @@ fn a_running_server_finds_files_edited_by_hand_at_the_next_search() {
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path();
     let srv = start(ws);
-    std::fs::write(ws.join("memory/notes.md"), "Nothing yet.\n").unwrap();
+    common::write(ws, "memory/notes.md", "Nothing yet.\n");
     let search = |q: &str| -> Vec<String> {
         let (status, v) = call(
             srv.port,
@@ -848,16 +835,12 @@ fn a_running_server_finds_files_edited_by_hand_at_the_next_search() {
         // The clock must tick between two writes of the same file.
         std::thread::sleep(std::time::Duration::from_millis(20));
         let word = format!("zebra{round}");
-        std::fs::write(
-            ws.join("memory/notes.md"),
-            format!("Saw a {word} at the zoo.\n"),
-        )
-        .unwrap();
+        common::write(ws, "memory/notes.md", format!("Saw a {word} at the zoo.\n"));
         assert_eq!(search(&word), ["memory/notes.md"], "round {round}");
     }
-    std::fs::write(ws.join("memory/otters.md"), "Otters hold hands.\n").unwrap();
+    common::write(ws, "memory/otters.md", "Otters hold hands.\n");
     assert_eq!(search("otters"), ["memory/otters.md"]);
-    std::fs::remove_file(ws.join("memory/otters.md")).unwrap();
+    assert!(common::remove(ws, "memory/otters.md"));
     assert!(search("otters").is_empty());
 }
 
@@ -868,14 +851,19 @@ fn a_running_server_finds_files_edited_by_hand_at_the_next_search() {
 /// itself.
 #[test]
 fn a_cli_search_is_answered_by_the_running_server() {
+    if common::folder_only(
+        "`mnemo serve` announces itself in the folder's .mnemo/ for one-shot searches",
+    ) {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path();
-    assert!(command(ws, &["init"]).output().unwrap().status.success());
-    std::fs::write(
-        ws.join("memory/ferry.md"),
+    init(ws);
+    common::write(
+        ws,
+        "memory/ferry.md",
         "The ferry to Lindau leaves at 7:40 from pier 3.\n",
-    )
-    .unwrap();
+    );
     let port = free_port();
     let addr = format!("127.0.0.1:{port}");
     let child = start_listening(command(
@@ -924,8 +912,7 @@ fn a_cli_search_is_answered_by_the_running_server() {
 
 /// A session log over the consolidation target of the `--set`s below.
 fn big_session(ws: &Path, key: &str) {
-    use mnemo::core::{Message, Workspace};
-    use mnemo::store::{SessionOptions, SessionStore};
+    use mnemo::core::Message;
     let mut old = Vec::new();
     for i in 0..4 {
         old.push(Message::user(format!(
@@ -934,7 +921,7 @@ fn big_session(ws: &Path, key: &str) {
         )));
         old.push(Message::assistant(format!("noted {i}")));
     }
-    SessionStore::new(&Workspace::new(ws), SessionOptions::default())
+    common::session_store(ws)
         .open(key)
         .unwrap()
         .append(&old)
@@ -942,9 +929,7 @@ fn big_session(ws: &Path, key: &str) {
 }
 
 fn cursor_of(ws: &Path, key: &str) -> usize {
-    use mnemo::core::Workspace;
-    use mnemo::store::{SessionOptions, SessionStore};
-    SessionStore::new(&Workspace::new(ws), SessionOptions::default())
+    common::session_store(ws)
         .load(key)
         .unwrap()
         .meta
@@ -986,7 +971,7 @@ fn a_background_turn_answers_first_and_the_server_waits_for_its_memory_work() {
         sets.push(s.into());
     }
     // Written before the server starts (it would create the workspace).
-    assert!(command(ws, &["init"]).output().unwrap().status.success());
+    init(ws);
     big_session(ws, "web:a");
     big_session(ws, "web:b");
     let mut srv = start_with(ws, &sets);
@@ -1052,7 +1037,7 @@ fn a_background_turn_answers_first_and_the_server_waits_for_its_memory_work() {
         "the server left without its memory work"
     );
     assert!(cursor_of(ws, "web:b") > 0, "the consolidation was cut off");
-    let history = std::fs::read_to_string(ws.join("memory/HISTORY.md")).unwrap();
+    let history = common::read(ws, "memory/HISTORY.md");
     assert_eq!(history.matches("[consolidated from web:b").count(), 1);
 }
 

@@ -2,8 +2,10 @@
 //! over stdio and over streamable HTTP on 127.0.0.1.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
 use mnemo_test_support::cli::{free_port, http_request, mnemo_command, start_listening};
@@ -170,7 +172,7 @@ fn stdio_tools_resources_and_refusals() {
     );
     assert!(!err, "{sec}");
     assert_eq!(sec["action"], "added");
-    let memory_md = std::fs::read_to_string(ws.join("MEMORY.md")).unwrap();
+    let memory_md = common::read(ws, "MEMORY.md");
     assert!(
         memory_md.contains("## Preferences\n\n- prefers green tea"),
         "{memory_md}"
@@ -181,7 +183,7 @@ fn stdio_tools_resources_and_refusals() {
         json!({"mode": "memory_section", "heading": "Preferences", "body": "- prefers black coffee"}),
     );
     assert!(!err);
-    let memory_md = std::fs::read_to_string(ws.join("MEMORY.md")).unwrap();
+    let memory_md = common::read(ws, "MEMORY.md");
     assert!(
         memory_md.contains("black coffee") && !memory_md.contains("green tea"),
         "{memory_md}"
@@ -291,10 +293,8 @@ fn stdio_tools_resources_and_refusals() {
     // Forget removes the file and its index line.
     let (err, gone) = s.call("memory_forget", json!({"name": "deploy freeze"}));
     assert!(!err, "{gone}");
-    assert!(!ws.join("memory/deploy-freeze.md").exists());
-    assert!(!std::fs::read_to_string(ws.join("MEMORY.md"))
-        .unwrap()
-        .contains("deploy-freeze"));
+    assert!(!common::exists(ws, "memory/deploy-freeze.md"));
+    assert!(!common::read(ws, "MEMORY.md").contains("deploy-freeze"));
     let (_, found) = s.call("memory_search", json!({"query": "QX-4711"}));
     assert!(
         found["results"]
@@ -358,15 +358,12 @@ fn stdio_tools_resources_and_refusals() {
 
 /// Every session log's content, concatenated in name order.
 fn session_bytes(ws: &Path) -> Vec<u8> {
-    let mut names: Vec<PathBuf> = std::fs::read_dir(ws.join("sessions"))
+    let storage = common::storage(ws);
+    storage
+        .session_files()
         .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    names.sort();
-    names
         .iter()
-        .filter(|p| p.is_file())
-        .flat_map(|p| std::fs::read(p).unwrap())
+        .flat_map(|e| storage.read_session_file(&e.rel).unwrap().unwrap())
         .collect()
 }
 
@@ -459,10 +456,7 @@ fn http_requires_the_bearer_token() {
     assert!(body.contains("Bearer"), "{body}");
     let (status, _) = post(port, "/mcp", Some("wrong"), &write_req);
     assert_eq!(status, 401);
-    assert!(
-        !e_is_daily(&ws.join("memory")),
-        "a refused request wrote a daily log"
-    );
+    assert!(!e_is_daily(ws), "a refused request wrote a daily log");
 
     let (status, body) = post(port, "/mcp", Some("s3cret-token"), &init_req);
     assert_eq!(status, 200, "{body}");
@@ -491,10 +485,10 @@ fn http_requires_the_bearer_token() {
     let _ = child.wait();
 }
 
-/// True when a daily log exists in `dir`.
-fn e_is_daily(dir: &Path) -> bool {
-    dir.read_dir().unwrap().any(|e| {
-        let n = e.unwrap().file_name().to_string_lossy().into_owned();
+/// True when a daily log exists in the workspace.
+fn e_is_daily(ws: &Path) -> bool {
+    common::list(ws, "memory").iter().any(|rel| {
+        let n = rel.strip_prefix("memory/").unwrap();
         n.len() == 13 && n.ends_with(".md") && n.starts_with("20")
     })
 }
@@ -502,6 +496,8 @@ fn e_is_daily(dir: &Path) -> bool {
 #[test]
 fn http_refuses_a_public_address_without_a_token() {
     let dir = tempfile::tempdir().unwrap();
+    // An existing workspace: a database's must be created to be opened.
+    init(dir.path());
     let out = command(dir.path(), &["mcp", "--http", "0.0.0.0:0"])
         .output()
         .unwrap();
@@ -518,7 +514,7 @@ fn stdio_forget_and_typed_writes_never_lose_history_or_memories() {
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path();
     init(ws);
-    let files = mnemo_test_support::cli::write_append_only_files(ws);
+    let files = common::write_append_only_files(ws);
     let mut s = Stdio_::start(ws, &["embedder.kind=none"]);
     for name in [
         "memory/HISTORY.md",
@@ -530,7 +526,7 @@ fn stdio_forget_and_typed_writes_never_lose_history_or_memories() {
         assert!(v.to_string().contains("typed memories only"), "{name}: {v}");
     }
     for kept in files {
-        assert!(ws.join(kept).exists(), "{kept} is gone");
+        assert!(common::exists(ws, kept), "{kept} is gone");
     }
     let write = |body: &str, replace: bool| {
         json!({"mode": "typed", "name": "过敏", "description": "allergy", "type": "user",
@@ -543,7 +539,7 @@ fn stdio_forget_and_typed_writes_never_lose_history_or_memories() {
     assert!(err && v.to_string().contains("already exists"), "{v}");
     let (err, v) = s.call("memory_write", write("对猫过敏", true));
     assert!(!err && v["action"] == "replaced", "{v}");
-    let text = std::fs::read_to_string(ws.join("memory/过敏.md")).unwrap();
+    let text = common::read(ws, "memory/过敏.md");
     assert!(text.contains("对猫过敏"), "{text}");
 }
 

@@ -3,6 +3,8 @@
 //! a partial copy saved without its copied lines, and the command says so.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::path::Path;
 use std::process::Output;
 
@@ -69,7 +71,7 @@ fn a_transcript_for_memory_is_refused_and_the_cursor_stays() {
     let server = ScriptedServer::start_blocking();
     let dir = workspace(&server);
     let ws = dir.path();
-    let before = std::fs::read_to_string(ws.join("MEMORY.md")).unwrap_or_default();
+    let before = common::read(ws, "MEMORY.md");
     let transcript: String = SAID
         .iter()
         .map(|(role, text)| {
@@ -86,11 +88,8 @@ fn a_transcript_for_memory_is_refused_and_the_cursor_stays() {
             && err.contains("the cursor stays at 0"),
         "{err}"
     );
-    assert_eq!(
-        std::fs::read_to_string(ws.join("MEMORY.md")).unwrap_or_default(),
-        before
-    );
-    assert!(!ws.join("memory/HISTORY.md").exists());
+    assert_eq!(common::read(ws, "MEMORY.md"), before);
+    assert!(!common::exists(ws, "memory/HISTORY.md"));
 }
 
 #[test]
@@ -103,7 +102,7 @@ fn a_partial_copy_is_saved_without_its_copied_lines() {
     ));
     let out = stdout_of_success(&mnemo(ws, &server, &["consolidate", "cli:direct"]));
     insta::assert_snapshot!("consolidate_output_after_a_partial_copy", out);
-    let memory = std::fs::read_to_string(ws.join("MEMORY.md")).unwrap();
+    let memory = common::read(ws, "MEMORY.md");
     assert!(
         memory.contains("- Works as a nurse at the city hospital.")
             && !memory.contains("**User:**"),

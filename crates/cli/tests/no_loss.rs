@@ -5,6 +5,8 @@
 //! points.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::collections::HashMap;
 use std::path::Path;
 use std::process::{Child, Command, Output};
@@ -70,7 +72,7 @@ fn append(ws: &Path, key: &str, role: &str, text: &str) {
 }
 
 fn read(ws: &Path, rel: &str) -> String {
-    std::fs::read_to_string(ws.join(rel)).unwrap_or_default()
+    common::read(ws, rel)
 }
 
 fn cursor(ws: &Path, key: &str) -> u64 {
@@ -287,7 +289,7 @@ fn forget_removes_typed_memories_only() {
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path();
     init(ws);
-    let files = mnemo_test_support::cli::write_append_only_files(ws);
+    let files = common::write_append_only_files(ws);
     for target in [
         "memory/HISTORY.md",
         "2026-11-28",
@@ -300,11 +302,11 @@ fn forget_removes_typed_memories_only() {
         assert!(err.contains("typed memories only"), "{target}: {err}");
     }
     for kept in files {
-        assert!(ws.join(kept).exists(), "{kept} is gone");
+        assert!(common::exists(ws, kept), "{kept} is gone");
     }
     stdout_of_success(&add_memory(ws, "Tea", "green", &[]));
     stdout_of_success(&mnemo(ws, &["memory", "forget", "Tea"]).output().unwrap());
-    assert!(!ws.join("memory/tea.md").exists());
+    assert!(!common::exists(ws, "memory/tea.md"));
 }
 
 #[test]
@@ -313,11 +315,11 @@ fn memory_list_reports_broken_front_matter() {
     let ws = dir.path();
     init(ws);
     stdout_of_success(&add_memory(ws, "Tea", "green", &[]));
-    std::fs::write(
-        ws.join("memory/bad.md"),
+    common::write(
+        ws,
+        "memory/bad.md",
         "---\nname: x\ndescription: y\ntype: wizard\n---\n\nbody\n",
-    )
-    .unwrap();
+    );
     let o = mnemo(ws, &["memory", "list"]).output().unwrap();
     let out = stdout_of_success(&o);
     assert!(out.contains("memory/tea.md"), "{out}");
@@ -367,7 +369,7 @@ fn an_outage_fails_the_command_and_keeps_the_cursor() {
     );
     assert_eq!(model.request_count(), 1);
     assert_eq!(cursor(ws, "cli:direct"), 0);
-    assert!(!ws.join("memory/HISTORY.md").exists());
+    assert!(!common::exists(ws, "memory/HISTORY.md"));
 
     // A session that does not exist is not found, not "nothing to do".
     let o = with_model(ws, &model, &["consolidate", "cli:nope"])
@@ -589,11 +591,10 @@ fn random_kills_lose_and_repeat_nothing_acknowledged() {
         }
     }
     let mut daily_text = String::new();
-    for entry in std::fs::read_dir(ws.join("memory")).unwrap() {
-        let p = entry.unwrap().path();
-        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+    for rel in common::list(ws, "memory") {
+        let name = rel.strip_prefix("memory/").unwrap();
         if name.len() == 13 && name.ends_with(".md") && name.starts_with("20") {
-            daily_text.push_str(&std::fs::read_to_string(&p).unwrap());
+            daily_text.push_str(&read(ws, &rel));
         }
     }
     for fact in &all_daily {
@@ -656,7 +657,7 @@ fn a_dream_killed_after_its_history_leaves_the_facts_as_before() {
     let ws = dir.path();
     init(ws);
     let before = "# Facts\n\n- Likes tea. (f1; since 2026-02-01)\n- likes tea (f2; since 2026-02-03)\n- Works at Acme. (f3)\n";
-    std::fs::write(ws.join("memory/facts.md"), before).unwrap();
+    common::write(ws, "memory/facts.md", before);
     let o = mnemo(ws, &["dream"])
         .env("MNEMO_FAILPOINTS", "dream.after_history")
         .output()
@@ -716,7 +717,7 @@ fn a_dream_killed_between_its_two_files_loses_no_memory_md_line() {
     let ws = dir.path();
     init(ws);
     let md = "# Memory\n\n- Prefers tabs.\n- Has two kids.\n- Likes tea.\n- Runs on Sundays.\n- Deploys on Fridays.\n";
-    std::fs::write(ws.join("MEMORY.md"), md).unwrap();
+    common::write(ws, "MEMORY.md", md);
     let dream = |fail: Option<&str>| {
         let mut c = mnemo(
             ws,
@@ -791,12 +792,12 @@ fn dream_workspace(ws: &Path) -> (String, String) {
     log.push_str("- [10:01] The user asked to forget their storage box 3 label.\n");
     log.push_str("- [10:02] Tea: oolong on Sundays.\n- [10:03] Tea: sencha at work.\n");
     log.push_str("- [10:04] Please forget that my tea is sencha at work.\n");
-    std::fs::write(ws.join("memory/tea.md"), TEA).unwrap();
-    std::fs::write(ws.join("memory/facts.md"), &facts).unwrap();
-    std::fs::write(ws.join("MEMORY.md"), &md).unwrap();
-    std::fs::write(ws.join("memory/2026-01-05.md"), log).unwrap();
+    common::write(ws, "memory/tea.md", TEA);
+    common::write(ws, "memory/facts.md", &facts);
+    common::write(ws, "MEMORY.md", &md);
+    common::write(ws, "memory/2026-01-05.md", log);
     for f in ["memory/HISTORY.md", "memory/audit.jsonl"] {
-        let _ = std::fs::remove_file(ws.join(f));
+        common::remove(ws, f);
     }
     (facts, md)
 }

@@ -4,6 +4,8 @@
 //! rewrites MEMORY.md warns when the model is the small local one.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::path::Path;
 use std::process::Output;
 
@@ -61,7 +63,7 @@ fn consolidate_is_refused_where_the_profile_has_it_off() {
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path();
     session(ws, &server);
-    let memory_before = std::fs::read_to_string(ws.join("MEMORY.md")).unwrap_or_default();
+    let memory_before = common::read(ws, "MEMORY.md");
     for profile in ["openclaw", "claude-code"] {
         let o = mnemo(ws, &server, profile, &["consolidate", "cli:direct"]);
         assert_eq!(o.status.code(), Some(7), "{}", text(&o.stderr));
@@ -82,11 +84,8 @@ fn consolidate_is_refused_where_the_profile_has_it_off() {
         assert_eq!(body["error"]["code"], "config", "{body}");
     }
     assert_eq!(server.request_count(), 0, "the model was never asked");
-    assert_eq!(
-        std::fs::read_to_string(ws.join("MEMORY.md")).unwrap_or_default(),
-        memory_before
-    );
-    assert!(!ws.join("memory/HISTORY.md").exists());
+    assert_eq!(common::read(ws, "MEMORY.md"), memory_before);
+    assert!(!common::exists(ws, "memory/HISTORY.md"));
     // Turned on by its key, the same profile consolidates.
     server.push(Reply::tool_call(
         "save_memory",
@@ -127,7 +126,7 @@ fn new_writes_the_note_without_consolidating_where_it_is_off() {
     let reqs = server.requests();
     assert_eq!(reqs.len(), 1, "only the note's title");
     assert!(reqs[0].body.get("tools").is_none());
-    assert!(!ws.join("memory/HISTORY.md").exists());
+    assert!(!common::exists(ws, "memory/HISTORY.md"));
 }
 
 #[test]
@@ -135,6 +134,12 @@ fn nanobot_with_the_local_model_warns_that_it_cannot_rewrite_memory_md() {
     let gguf = mnemo_test_support::smollm2_gguf();
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path();
+    // An existing workspace: a database's must be created to be opened.
+    stdout_of_success(
+        &mnemo_command(env!("CARGO_BIN_EXE_mnemo"), ws, &["init"])
+            .output()
+            .unwrap(),
+    );
     let local = |profile: &str| {
         mnemo_command(
             env!("CARGO_BIN_EXE_mnemo"),

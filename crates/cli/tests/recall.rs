@@ -2,6 +2,8 @@
 //! real local model.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::path::Path;
 use std::process::Output;
 
@@ -25,12 +27,12 @@ fn index_search_get_status_with_the_local_model() {
     let ws = dir.path();
     ok(mnemo(ws, &["init"]));
     let model = format!("embedder.path={}", model_dir().display());
-    std::fs::write(ws.join("memory/2026-11-01.md"), "# 2026-11-01\n\n- The staging database password rotates every Friday.\n- Build failed with ERR-4711 in the linker step.\n").unwrap();
-    std::fs::write(
-        ws.join("memory/2026-11-02.md"),
+    common::write(ws, "memory/2026-11-01.md", "# 2026-11-01\n\n- The staging database password rotates every Friday.\n- Build failed with ERR-4711 in the linker step.\n");
+    common::write(
+        ws,
+        "memory/2026-11-02.md",
         "# 2026-11-02\n\n- Alice prefers green tea and hates meetings before ten.\n",
-    )
-    .unwrap();
+    );
     ok(mnemo(
         ws,
         &[
@@ -152,11 +154,11 @@ fn the_default_model_is_downloaded_on_first_use() {
             .unwrap()
     };
     ok(run(&["init"]));
-    std::fs::write(
-        ws.join("memory/2026-11-02.md"),
+    common::write(
+        &ws,
+        "memory/2026-11-02.md",
         "# 2026-11-02\n\n- 部署密钥放在保险库的 ops/deploy 路径下。\n- Alice prefers green tea.\n",
-    )
-    .unwrap();
+    );
 
     let out = run(&["index"]);
     let err = String::from_utf8_lossy(&out.stderr);
@@ -203,11 +205,11 @@ fn an_mpnet_model_indexes_and_searches() {
         ),
         ("music", "- 我每周二上钢琴课。"),
     ] {
-        std::fs::write(
-            ws.join(format!("memory/{name}.md")),
+        common::write(
+            ws,
+            &format!("memory/{name}.md"),
             format!("# {name}\n\n{text}\n"),
-        )
-        .unwrap();
+        );
     }
     let model = "embedder.model=sentence-transformers/all-mpnet-base-v2".to_string();
     let path = format!("embedder.path={}", mpnet_model_dir().display());
@@ -244,11 +246,11 @@ fn keyword_only_mode_is_stated() {
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path();
     ok(mnemo(ws, &["init"]));
-    std::fs::write(
-        ws.join("memory/notes.md"),
+    common::write(
+        ws,
+        "memory/notes.md",
         "# Notes\n\nThe deploy key is DK-2231.\n",
-    )
-    .unwrap();
+    );
     let json = ok(mnemo(
         ws,
         &["--set", "embedder.kind=none", "search", "DK-2231", "--json"],
@@ -265,16 +267,16 @@ fn search_says_which_dates_it_understood() {
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path();
     ok(mnemo(ws, &["init"]));
-    std::fs::write(
-        ws.join("memory/2026-11-01.md"),
+    common::write(
+        ws,
+        "memory/2026-11-01.md",
         "# 2026-11-01\n\n- Moved the staging database to the new host.\n",
-    )
-    .unwrap();
-    std::fs::write(
-        ws.join("memory/2026-11-20.md"),
+    );
+    common::write(
+        ws,
+        "memory/2026-11-20.md",
         "# 2026-11-20\n\n- Alice prefers green tea.\n",
-    )
-    .unwrap();
+    );
     let keyword = ["--set", "embedder.kind=none"];
     let text = ok(mnemo(
         ws,
@@ -322,20 +324,27 @@ fn switching_to_openai_ignores_the_local_settings_with_a_note() {
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path();
     ok(mnemo(ws, &["init"]));
-    std::fs::write(
-        ws.join("memory/tea.md"),
-        "Alice prefers green tea, no sugar.\n",
-    )
-    .unwrap();
+    common::write(ws, "memory/tea.md", "Alice prefers green tea, no sugar.\n");
     let base = format!("embedder.base_url={}", server.openai_base());
+    // A database workspace has no mnemo.toml from `init`: the setting it
+    // would hold comes with the command instead.
+    let local = if common::on_database() {
+        vec!["--set", "embedder.engine=auto"]
+    } else {
+        vec![]
+    };
     let openai = [
-        "--set",
-        "embedder.kind=openai",
-        "--set",
-        &base,
-        "--set",
-        "embedder.model=test-embedder",
-    ];
+        &local[..],
+        &[
+            "--set",
+            "embedder.kind=openai",
+            "--set",
+            &base,
+            "--set",
+            "embedder.model=test-embedder",
+        ],
+    ]
+    .concat();
     let out = mnemo(
         ws,
         &[&openai[..], &["search", "green tea", "--json"]].concat(),
@@ -403,10 +412,10 @@ fn each_search_process_finds_what_changed_since_the_last() {
             .collect()
     };
     assert!(search("heron").is_empty());
-    std::fs::write(ws.join("memory/birds.md"), "A heron fished in the pond.\n").unwrap();
+    common::write(ws, "memory/birds.md", "A heron fished in the pond.\n");
     assert_eq!(search("heron"), ["memory/birds.md"]);
     std::thread::sleep(std::time::Duration::from_millis(20));
-    std::fs::write(ws.join("MEMORY.md"), "# Memory\n\n- Prefers oolong tea.\n").unwrap();
+    common::write(ws, "MEMORY.md", "# Memory\n\n- Prefers oolong tea.\n");
     assert_eq!(search("oolong"), ["MEMORY.md"]);
     ok(mnemo(ws, &["log", "Booked the ferry to Vlieland"]));
     let found = search("Vlieland");

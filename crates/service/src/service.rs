@@ -314,16 +314,19 @@ impl Service {
             let root = me.mnemo.workspace().root().to_path_buf();
             let abs = mnemo_core::resolve_in_workspace(&root, &path)?;
             let abs = mnemo_core::confine(&root, &abs, mnemo_core::Area::Sessions)?;
-            let text = match mnemo_core::files::read_regular(&abs) {
-                Ok(b) => String::from_utf8_lossy(&b).into_owned(),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-                Err(source) => {
-                    return Err(Error::Io {
-                        op: format!("cannot read {path}"),
-                        source,
-                    })
-                }
-            };
+            // Read through the storage: a database workspace's logs are
+            // rows, not files under its folder.
+            let rel = abs
+                .strip_prefix(&root)
+                .map(|r| r.to_string_lossy().replace('\\', "/"))
+                .unwrap_or_else(|_| path.clone());
+            let text = me
+                .mnemo
+                .sessions()
+                .storage()
+                .read_session_file(&rel)?
+                .map(|b| String::from_utf8_lossy(&b).into_owned())
+                .unwrap_or_default();
             Ok(slice_lines(&path, &text, from, lines))
         })
         .await

@@ -470,8 +470,11 @@ pub fn get(args: GetArgs, global: &GlobalArgs) -> Result<()> {
 fn exists(service: &Service, path: &str) -> Result<bool> {
     let mnemo = service.mnemo();
     if path.starts_with("sessions/") {
-        let abs = mnemo::core::resolve_in_workspace(mnemo.workspace().root(), path)?;
-        return Ok(abs.is_file());
+        return Ok(mnemo
+            .sessions()
+            .storage()
+            .read_session_file(path)?
+            .is_some());
     }
     Ok(mnemo.memory().read_document(path)?.is_some())
 }

@@ -19,7 +19,10 @@ pub fn storage(ws: &Path) -> Box<dyn Storage> {
         Some(url) => {
             let db = mnemo::store_postgres::Database::connect(&url, "mnemo_store")
                 .expect("the tests' database");
-            Box::new(db.workspace(&workspace_id(ws)).expect("the test's workspace"))
+            Box::new(
+                db.workspace(&workspace_id(ws))
+                    .expect("the test's workspace"),
+            )
         }
     }
 }
@@ -71,4 +74,64 @@ pub fn exists(ws: &Path, rel: &str) -> bool {
 /// The session logs of the workspace.
 pub fn session_files(ws: &Path) -> usize {
     storage(ws).session_files().unwrap().len()
+}
+
+/// Removes the memory file `rel`; false when there was none.
+pub fn remove(ws: &Path, rel: &str) -> bool {
+    storage(ws).remove(rel).unwrap()
+}
+
+/// The workspace-relative paths of the `.md` documents under the folder
+/// `dir` (`memory`), sorted.
+pub fn list(ws: &Path, dir: &str) -> Vec<String> {
+    storage(ws)
+        .list(dir)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.rel)
+        .collect()
+}
+
+/// `mnemo_test_support::cli::write_append_only_files`, into the
+/// workspace `ws` stands for on this run.
+pub fn write_append_only_files(ws: &Path) -> [&'static str; 3] {
+    let scratch = tempfile::tempdir().unwrap();
+    let files = mnemo_test_support::cli::write_append_only_files(scratch.path());
+    for rel in files {
+        write(
+            ws,
+            rel,
+            std::fs::read_to_string(scratch.path().join(rel)).unwrap(),
+        );
+    }
+    files
+}
+
+/// Every memory document and session log of the workspace with its
+/// content, sorted by path: what a refused request must leave as it was.
+pub fn snapshot(ws: &Path) -> Vec<(String, Vec<u8>)> {
+    let s = storage(ws);
+    let mut out: Vec<(String, Vec<u8>)> = s
+        .documents()
+        .unwrap()
+        .into_iter()
+        .map(|e| {
+            let text = s.read(&e.rel).unwrap().map(|d| d.text).unwrap_or_default();
+            (e.rel, text.into_bytes())
+        })
+        .collect();
+    for e in s.session_files().unwrap() {
+        let bytes = s.read_session_file(&e.rel).unwrap().unwrap_or_default();
+        out.push((e.rel, bytes));
+    }
+    out.sort();
+    out
+}
+
+/// The session logs of the workspace, as the engine reads and writes them.
+pub fn session_store(ws: &Path) -> mnemo::store::SessionStore {
+    mnemo::store::SessionStore::with_storage(
+        std::sync::Arc::from(storage(ws)),
+        mnemo::store::SessionOptions::default(),
+    )
 }

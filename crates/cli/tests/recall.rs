@@ -326,25 +326,14 @@ fn switching_to_openai_ignores_the_local_settings_with_a_note() {
     ok(mnemo(ws, &["init"]));
     common::write(ws, "memory/tea.md", "Alice prefers green tea, no sugar.\n");
     let base = format!("embedder.base_url={}", server.openai_base());
-    // A database workspace has no mnemo.toml from `init`: the setting it
-    // would hold comes with the command instead.
-    let local = if common::on_database() {
-        vec!["--set", "embedder.engine=auto"]
-    } else {
-        vec![]
-    };
     let openai = [
-        &local[..],
-        &[
-            "--set",
-            "embedder.kind=openai",
-            "--set",
-            &base,
-            "--set",
-            "embedder.model=test-embedder",
-        ],
-    ]
-    .concat();
+        "--set",
+        "embedder.kind=openai",
+        "--set",
+        &base,
+        "--set",
+        "embedder.model=test-embedder",
+    ];
     let out = mnemo(
         ws,
         &[&openai[..], &["search", "green tea", "--json"]].concat(),

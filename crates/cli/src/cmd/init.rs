@@ -39,6 +39,14 @@ pub fn run(_args: InitArgs, global: &GlobalArgs) -> Result<()> {
 /// database (its MEMORY.md and index, as `POST /v1/workspaces` makes
 /// them) and shows its token for HTTP and MCP, once.
 fn init_database(ctx: &crate::ctx::Ctx, id: &str) -> Result<()> {
+    // The folder keeps this machine's settings and caches: its mnemo.toml
+    // as a folder's `init` writes it.
+    let config = ctx.workspace.config_path();
+    if !config.exists() {
+        fs::create_dir_all(ctx.workspace.state_dir())
+            .with_context(|| format!("cannot create {}", ctx.workspace.state_dir().display()))?;
+        mnemo::store::fsutil::atomic_write(&config, MNEMO_TOML.as_bytes())?;
+    }
     let workspaces = ctx.database_workspaces()?;
     let location = workspaces.database().location().to_string();
     match workspaces.create(id) {

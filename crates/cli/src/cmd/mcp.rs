@@ -36,7 +36,7 @@ pub fn run(args: McpArgs, global: &GlobalArgs) -> Result<()> {
             None => {
                 eprintln!(
                     "mnemo mcp: serving MCP on stdio (workspace {})",
-                    mnemo.workspace().root().display()
+                    mnemo.sessions().storage().location()
                 );
                 mnemo_mcp::serve_stdio(service).await?;
             }

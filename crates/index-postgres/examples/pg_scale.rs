@@ -98,6 +98,9 @@ impl<S: IndexStore> IndexStore for Timed<S> {
     fn kind(&self) -> &'static str {
         self.inner.kind()
     }
+    fn schema_version(&self) -> String {
+        self.inner.schema_version()
+    }
     fn location(&self) -> String {
         self.inner.location()
     }

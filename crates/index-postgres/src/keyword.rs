@@ -88,19 +88,17 @@ pub(crate) struct List {
 }
 
 impl List {
-    /// Appends a `word_lists` row's entries, read as `token, source,
-    /// chunk_ids, tfs, lens, positions` (`source` is an index into the
-    /// search's source names).
-    pub fn extend(&mut self, row: &tokio_postgres::Row, source: u32) {
+    /// Appends a `word_lists` row's entries: its packed `chunk_ids`,
+    /// `tfs`, `lens` and `positions` (empty when not read); `source` is an
+    /// index into the search's source names.
+    pub fn extend(&mut self, packed: [&[u8]; 4], source: u32) {
+        let [ids, tfs, lens, positions] = packed;
         let before = self.ids.len();
-        self.ids
-            .extend(unpack::<8>(row.get(2)).map(i64::from_be_bytes));
-        self.tfs
-            .extend(unpack::<4>(row.get(3)).map(i32::from_be_bytes));
-        self.lens
-            .extend(unpack::<4>(row.get(4)).map(i32::from_be_bytes));
+        self.ids.extend(unpack::<8>(ids).map(i64::from_be_bytes));
+        self.tfs.extend(unpack::<4>(tfs).map(i32::from_be_bytes));
+        self.lens.extend(unpack::<4>(lens).map(i32::from_be_bytes));
         self.positions
-            .extend(unpack::<4>(row.get(5)).map(i32::from_be_bytes));
+            .extend(unpack::<4>(positions).map(i32::from_be_bytes));
         let added = self.ids.len() - before;
         self.sources.extend(std::iter::repeat_n(source, added));
     }
@@ -118,6 +116,56 @@ impl List {
             at = end;
         }
         out
+    }
+}
+
+/// What a keyword search's plan reads before the lists: the index's
+/// number of chunks and tokens and each word's number of chunks, kept for
+/// one revision of the index, as SQLite's backend keeps them (`fts.rs`).
+/// The revision is the version of the `totals` row (its `xmin`): every
+/// write transaction updates that row, so a new version means the words'
+/// counts may have changed. A search checks the revision in the statement
+/// that reads the lists (one round trip instead of two), and reads the
+/// counts again when it changed.
+#[derive(Debug, Default)]
+pub(crate) struct Stats {
+    pub rev: Option<String>,
+    pub chunks: i64,
+    pub tokens: i64,
+    pub docs: FxHashMap<String, i64>,
+}
+
+/// Words a [`Stats`] keeps at most: a long-lived reader of an index that
+/// is never written would otherwise keep every word ever searched.
+pub(crate) const STATS_WORDS_MAX: usize = 50_000;
+
+impl Stats {
+    /// The revision, the index's chunks and each of `words`' counts,
+    /// when all are known.
+    pub fn docs_of(&self, words: &[&str]) -> Option<(String, i64, FxHashMap<String, i64>)> {
+        let rev = self.rev.clone()?;
+        let docs = words
+            .iter()
+            .map(|w| self.docs.get(*w).map(|d| (w.to_string(), *d)))
+            .collect::<Option<_>>()?;
+        Some((rev, self.chunks, docs))
+    }
+
+    /// Takes in counts read at revision `rev` (a word without a row has
+    /// 0): the counts of another revision are forgotten.
+    pub fn update(&mut self, rev: &str, chunks: i64, tokens: i64, docs: &FxHashMap<String, i64>) {
+        if self.rev.as_deref() != Some(rev) || self.docs.len() + docs.len() > STATS_WORDS_MAX {
+            self.docs.clear();
+        }
+        self.rev = Some(rev.to_string());
+        self.chunks = chunks;
+        self.tokens = tokens;
+        self.docs.extend(docs.iter().map(|(w, d)| (w.clone(), *d)));
+    }
+
+    /// Forgets everything: the index moved past the revision.
+    pub fn forget(&mut self) {
+        *self = Stats::default();
     }
 }
 
@@ -313,6 +361,7 @@ pub(crate) fn bm25(idfs: &[f64], freqs: &[f64], len: f64, avgdl: f64) -> f64 {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -332,6 +381,27 @@ mod tests {
         assert_eq!(len, 4);
         assert_eq!(p[0], ("a".to_string(), vec![0, 2]));
         assert_eq!(p[2], ("c".to_string(), vec![3]));
+    }
+
+    #[test]
+    fn stats_hold_one_revision() {
+        let mut s = Stats::default();
+        assert!(s.docs_of(&["a"]).is_none());
+        let docs: FxHashMap<String, i64> = [("a".to_string(), 3), ("b".to_string(), 0)]
+            .into_iter()
+            .collect();
+        s.update("7", 10, 40, &docs);
+        let (rev, chunks, got) = s.docs_of(&["a", "b"]).unwrap();
+        assert_eq!((rev.as_str(), chunks, got["a"], got["b"]), ("7", 10, 3, 0));
+        // A word not read at this revision: all must be read again.
+        assert!(s.docs_of(&["a", "c"]).is_none());
+        // Another revision's counts replace, never mix with, the old ones.
+        let c: FxHashMap<String, i64> = [("c".to_string(), 1)].into_iter().collect();
+        s.update("8", 11, 44, &c);
+        assert!(s.docs_of(&["a"]).is_none());
+        assert_eq!(s.docs_of(&["c"]).unwrap().0, "8");
+        s.forget();
+        assert!(s.docs_of(&["c"]).is_none());
     }
 
     #[test]

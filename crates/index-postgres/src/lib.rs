@@ -29,7 +29,7 @@ mod store;
 pub use store::PostgresStore;
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use chrono::NaiveDate;
@@ -39,6 +39,7 @@ use mnemo_index::chunk::MessagePart;
 use mnemo_index::{IndexBackend, IndexError, Result, Source};
 use mnemo_postgres::Target;
 use pgvector::Vector;
+use rustc_hash::FxHashMap;
 use tokio_postgres::binary_copy::BinaryCopyInWriter;
 use tokio_postgres::types::Type;
 use tokio_postgres::Client;
@@ -120,6 +121,11 @@ pub struct PostgresBackend {
     /// How this process's writes since the last `after_writes` treat the
     /// HNSW graph.
     graph: Mutex<Graph>,
+    /// The keyword search's statistics, for one revision of the index.
+    stats: Arc<Mutex<keyword::Stats>>,
+    /// The index's chunks as the last search saw them (-1: not yet), for
+    /// the HNSW search breadth ([`ef_search`]).
+    size: Arc<AtomicI64>,
 }
 
 /// Chunks written before `after_writes` looks at re-packing the word
@@ -205,6 +211,8 @@ impl PostgresBackend {
             lock_key,
             written: AtomicUsize::new(0),
             graph: Mutex::new(Graph::Unknown),
+            stats: Arc::default(),
+            size: Arc::new(AtomicI64::new(-1)),
         })
     }
 
@@ -857,9 +865,62 @@ async fn delete(pool: &Pool, c: &mut Client, lock_key: i64, path: String) -> Res
     tx.commit().await.map_err(db)
 }
 
+/// A search's statistics: the index's revision (see [`keyword::Stats`]),
+/// chunks and tokens, and the document count of each word asked for.
+const STATS: &str = "SELECT t.xmin::text, t.chunks, t.tokens, v.token, v.docs FROM totals t
+     LEFT JOIN vocab v ON v.token = ANY($1)";
+
+/// A search's word lists ($1; positions only for the words of phrases,
+/// $2), read only at revision $3 (any when null), and a row of the
+/// revision, chunks and tokens of the same snapshot, told apart by their
+/// nulls. Apart, not joined: the totals repeated on each of thousands of
+/// rows, and the revision compared on each, cost a keyword search more
+/// than a millisecond.
+const LISTS: &str = "SELECT xmin::text, chunks, tokens, NULL, NULL, NULL::bytea, NULL::bytea,
+            NULL::bytea, NULL::bytea FROM totals
+     UNION ALL
+     SELECT NULL, NULL, NULL, token, source, chunk_ids, tfs, lens,
+            CASE WHEN token = ANY($2) THEN positions ELSE ''::bytea END
+     FROM word_lists
+     WHERE token = ANY($1) AND ($3::text IS NULL OR $3 = (SELECT xmin::text FROM totals))";
+
+/// Reads the statistics of `words` at the index's current revision into
+/// `stats`, and returns them.
+async fn read_stats(
+    c: &mut pool::Pooled,
+    stats: &Mutex<keyword::Stats>,
+    words: &[&str],
+) -> std::result::Result<(String, i64, FxHashMap<String, i64>), tokio_postgres::Error> {
+    let found = c.query(STATS, &[&words]).await?;
+    // `totals` always has its one row: a left join keeps it.
+    let (rev, chunks, tokens) = found
+        .first()
+        .map(|r| {
+            (
+                r.get::<_, String>(0),
+                r.get::<_, i64>(1),
+                r.get::<_, i64>(2),
+            )
+        })
+        .unwrap_or_default();
+    let mut docs: FxHashMap<String, i64> = words.iter().map(|w| (w.to_string(), 0)).collect();
+    for r in &found {
+        if let (Some(w), Some(d)) = (r.get::<_, Option<String>>(3), r.get::<_, Option<i64>>(4)) {
+            docs.insert(w, d);
+        }
+    }
+    stats
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .update(&rev, chunks, tokens, &docs);
+    Ok((rev, chunks, docs))
+}
+
 async fn keyword(
     pool: &Pool,
     c: &mut pool::Pooled,
+    stats: &Mutex<keyword::Stats>,
+    size: &AtomicI64,
     terms: Vec<String>,
     limit: usize,
     sources: Option<Vec<String>>,
@@ -874,75 +935,86 @@ async fn keyword(
         .map(String::as_str)
         .map(keyword::words)
         .collect();
-    // The index's totals and every word's document count, in one round
-    // trip; a phrase counts as its rarer word.
     let mut words: Vec<&str> = phrases.iter().flatten().map(String::as_str).collect();
     words.sort_unstable();
     words.dedup();
-    let found = c
-        .query(
-            "SELECT t.chunks, t.tokens, v.token, v.docs FROM totals t
-             LEFT JOIN vocab v ON v.token = ANY($1)",
-            &[&words],
-        )
-        .await
-        .map_err(db)?;
-    let Some(first) = found.first() else {
-        return Ok(Vec::new());
-    };
-    let (rows, tokens): (i64, i64) = (first.get(0), first.get(1));
-    if rows == 0 {
-        return Ok(Vec::new());
-    }
-    let docs: HashMap<String, i64> = found
-        .iter()
-        .filter_map(|r| Some((r.get::<_, Option<String>>(2)?, r.get::<_, Option<i64>>(3)?)))
-        .collect();
-    let with: Vec<(usize, i64)> = (0..terms.len())
-        .filter(|&i| !phrases[i].is_empty())
-        .map(|i| {
-            let df = phrases[i].iter().map(|w| docs.get(w).copied().unwrap_or(0));
-            (i, df.min().unwrap_or(0))
-        })
-        .collect();
-    // The shared rules (as for SQLite): common words of a query without
-    // phrases are dropped, and past the budget only the chunks holding
-    // the rarer terms are scored.
-    let (terms_of, rare): (Vec<usize>, usize) =
-        match keyword_plan(&with, rows, terms.iter().any(|t| t.contains(' '))) {
-            KeywordPlan::All(keep) => {
-                let n = keep.len();
-                (keep, n)
-            }
-            KeywordPlan::Bounded { rare, common } => {
-                let n = rare.len();
-                (rare.into_iter().chain(common).collect(), n)
-            }
+    // The first try reads the lists only at the revision the statistics
+    // were read at (the plan depends on them); after a write in between,
+    // the second reads both again, and takes the lists of whatever
+    // revision follows (as a search did before the statistics were kept).
+    for attempt in 0..2 {
+        let known = stats
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .docs_of(&words);
+        let (rev, chunks, docs) = match known {
+            Some(known) => known,
+            None => read_stats(c, stats, &words).await.map_err(db)?,
         };
-    let kept: Vec<&[String]> = terms_of.iter().map(|&i| phrases[i].as_slice()).collect();
-    // The lists of every word, positions only for the words of phrases.
-    let mut plain: Vec<&str> = Vec::new();
-    let mut placed: Vec<&str> = Vec::new();
-    for t in &kept {
-        let to = if t.len() > 1 { &mut placed } else { &mut plain };
-        to.extend(t.iter().map(String::as_str));
-    }
-    plain.retain(|w| !placed.contains(w));
-    let mut names: Vec<String> = Vec::new();
-    let mut lists: HashMap<String, keyword::List> = HashMap::new();
-    for (words, positions) in [(plain, false), (placed, true)] {
-        if words.is_empty() {
+        // A phrase counts as its rarer word.
+        let with: Vec<(usize, i64)> = (0..terms.len())
+            .filter(|&i| !phrases[i].is_empty())
+            .map(|i| {
+                let df = phrases[i].iter().map(|w| docs.get(w).copied().unwrap_or(0));
+                (i, df.min().unwrap_or(0))
+            })
+            .collect();
+        // The shared rules (as for SQLite): common words of a query without
+        // phrases are dropped, and past the budget only the chunks holding
+        // the rarer terms are scored.
+        let (terms_of, rare): (Vec<usize>, usize) =
+            match keyword_plan(&with, chunks, terms.iter().any(|t| t.contains(' '))) {
+                KeywordPlan::All(keep) => {
+                    let n = keep.len();
+                    (keep, n)
+                }
+                KeywordPlan::Bounded { rare, common } => {
+                    let n = rare.len();
+                    (rare.into_iter().chain(common).collect(), n)
+                }
+            };
+        let kept: Vec<&[String]> = terms_of.iter().map(|&i| phrases[i].as_slice()).collect();
+        // The lists of every word, positions only for the words of phrases.
+        let mut read: Vec<&str> = kept
+            .iter()
+            .flat_map(|t| t.iter().map(String::as_str))
+            .collect();
+        read.sort_unstable();
+        read.dedup();
+        let mut placed: Vec<&str> = kept
+            .iter()
+            .filter(|t| t.len() > 1)
+            .flat_map(|t| t.iter().map(String::as_str))
+            .collect();
+        placed.sort_unstable();
+        placed.dedup();
+        let guard = (attempt == 0).then_some(rev.as_str());
+        let found = c
+            .query(LISTS, &[&read, &placed, &guard])
+            .await
+            .map_err(db)?;
+        let Some(totals) = found
+            .iter()
+            .find(|r| r.get::<_, Option<String>>(0).is_some())
+        else {
+            return Ok(Vec::new());
+        };
+        let (now, rows, tokens): (String, i64, i64) = (totals.get(0), totals.get(1), totals.get(2));
+        size.store(rows, Ordering::Relaxed);
+        if guard.is_some_and(|g| g != now) {
+            stats.lock().unwrap_or_else(|e| e.into_inner()).forget();
             continue;
         }
-        let sql = if positions {
-            "SELECT token, source, chunk_ids, tfs, lens, positions FROM word_lists
-             WHERE token = ANY($1)"
-        } else {
-            "SELECT token, source, chunk_ids, tfs, lens, ''::bytea FROM word_lists
-             WHERE token = ANY($1)"
-        };
-        for r in c.query(sql, &[&words]).await.map_err(db)? {
-            let source: &str = r.get(1);
+        if rows == 0 {
+            return Ok(Vec::new());
+        }
+        let mut names: Vec<String> = Vec::new();
+        let mut lists: HashMap<String, keyword::List> = HashMap::new();
+        for r in &found {
+            let Some(token) = r.get::<_, Option<String>>(3) else {
+                continue;
+            };
+            let source: &str = r.get(4);
             let at = match names.iter().position(|n| n == source) {
                 Some(i) => i,
                 None => {
@@ -950,32 +1022,66 @@ async fn keyword(
                     names.len() - 1
                 }
             };
-            lists.entry(r.get(0)).or_default().extend(&r, at as u32);
+            lists
+                .entry(token)
+                .or_default()
+                .extend([r.get(5), r.get(6), r.get(7), r.get(8)], at as u32);
         }
+        let source_ok = |s: u32| {
+            sources
+                .as_ref()
+                .is_none_or(|f| f.iter().any(|x| Some(x) == names.get(s as usize)))
+        };
+        return Ok(keyword::score(
+            &kept,
+            &lists,
+            rare,
+            rows as f64,
+            tokens as f64 / rows as f64,
+            limit,
+            source_ok,
+        ));
     }
-    let source_ok = |s: u32| {
-        sources
-            .as_ref()
-            .is_none_or(|f| f.iter().any(|x| Some(x) == names.get(s as usize)))
-    };
-    Ok(keyword::score(
-        &kept,
-        &lists,
-        rare,
-        rows as f64,
-        tokens as f64 / rows as f64,
-        limit,
-        source_ok,
-    ))
+    Err(pool.error("the index changed during the keyword search twice (a bug)"))
 }
 
-/// The smallest HNSW search breadth (`hnsw.ef_search`) of a vector search,
-/// each connection's setting.
-pub(crate) const EF_SEARCH: i64 = 200;
+/// The HNSW search breadth (`hnsw.ef_search`) for an index of `chunks`
+/// chunks asked for `candidates` vectors: the smallest that keeps recall@10
+/// against the exact scan at 0.98 or more at that size, and never fewer
+/// than the candidates (more would come from pgvector's iterative scan,
+/// past the breadth). Measured over real dialogue embedded by the default
+/// model, on the graph of [`schema::HNSW_INDEX`]: at 10,068 chunks a
+/// breadth of 100 gives 0.988 (60: 0.977), at 100,207 chunks 200 gives
+/// 0.993 (100: 0.955), docs/BENCHMARKS-LOG.md items 42 and 58. So the
+/// breadth doubles for each tenfold of chunks, from 100 up to 15,000 (at
+/// a fixed breadth recall fell by 0.033 a tenfold, so half as many
+/// chunks again keeps it above 0.98); past 150,000 chunks the doubling is
+/// extrapolated, not measured. Twice the breadth is about twice the time.
+pub(crate) fn ef_search(chunks: i64, candidates: i64) -> i64 {
+    let mut by_size = EF_SMALL;
+    let mut upto = EF_SMALL_UPTO;
+    while chunks > upto && by_size < EF_MAX {
+        by_size *= 2;
+        upto = upto.saturating_mul(10);
+    }
+    by_size.max(candidates).min(EF_MAX)
+}
+
+/// The breadth of indexes up to [`EF_SMALL_UPTO`] chunks.
+const EF_SMALL: i64 = 100;
+/// The largest index searched with [`EF_SMALL`].
+const EF_SMALL_UPTO: i64 = 15_000;
+/// pgvector's largest `hnsw.ef_search`.
+const EF_MAX: i64 = 1000;
+
+/// The index's chunks, read by a backend whose first search asks for
+/// vectors only (later searches see them in their own statements).
+const SIZE: &str = "SELECT chunks FROM totals";
 
 async fn vectors(
     pool: &Pool,
     c: &mut pool::Pooled,
+    size: &AtomicI64,
     query: Vec<f32>,
     k: usize,
     sources: Option<Vec<String>>,
@@ -985,48 +1091,49 @@ async fn vectors(
     // miss or misorder a few (and returns them loosely ordered when a
     // source filter makes it scan on), the candidates' distances are exact.
     let pool_size = (k * 2).max(40) as i64;
-    // The graph's search breadth: on about 100,000 chunks of real dialogue
-    // embedded by the default model, EF_SEARCH over the graph of
-    // `schema::bind_model` gives recall@10 0.993 against the exact scan
-    // (100 gave 0.955, 400 0.998 at twice the time: docs/BENCHMARKS-LOG.md item 42).
-    // Hashed vectors, which have no clusters, are the hard case: 0.76.
-    let ef = (pool_size * 2).clamp(EF_SEARCH, 1000);
+    let mut chunks = size.load(Ordering::Relaxed);
+    if chunks < 0 {
+        chunks = c.query_one(SIZE, &[]).await.map_err(db)?.get(0);
+    }
+    let ef = ef_search(chunks, pool_size);
     let q = Vector::from(query);
+    // The index's size comes back with the hits, for the next search's
+    // breadth: a search that follows a write sees it one search late, as
+    // the breadth moves in steps of tenfold sizes.
     let (sql, filtered) = match &sources {
         None => (
-            "SELECT chunk_id, (1 - (embedding <=> $1))::real FROM chunk_vectors
-             ORDER BY embedding <=> $1 LIMIT $2",
+            "SELECT chunk_id, (1 - (embedding <=> $1))::real, (SELECT chunks FROM totals)
+             FROM chunk_vectors ORDER BY embedding <=> $1 LIMIT $2",
             None,
         ),
         Some(s) => (
-            "SELECT chunk_id, (1 - (embedding <=> $1))::real FROM chunk_vectors
-             WHERE source = ANY($3) ORDER BY embedding <=> $1 LIMIT $2",
+            "SELECT chunk_id, (1 - (embedding <=> $1))::real, (SELECT chunks FROM totals)
+             FROM chunk_vectors WHERE source = ANY($3) ORDER BY embedding <=> $1 LIMIT $2",
             Some(s),
         ),
     };
-    let rows = if ef == EF_SEARCH {
-        // The connection's own setting (see `pool`): one statement.
-        match filtered {
-            None => c.query(sql, &[&q, &pool_size]).await,
-            Some(s) => c.query(sql, &[&q, &pool_size, s]).await,
-        }
-        .map_err(db)?
+    let st = c.prepared(sql).await.map_err(db)?;
+    let params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = match filtered {
+        None => vec![&q, &pool_size],
+        Some(s) => vec![&q, &pool_size, s],
+    };
+    let rows = if c.ef_search == Some(ef) {
+        c.query_prepared(&st, &params).await.map_err(db)?
     } else {
-        let tx = c.transaction().await.map_err(db)?;
-        tx.execute(
-            "SELECT set_config('hnsw.ef_search', $1, true)",
-            &[&ef.to_string()],
-        )
-        .await
-        .map_err(db)?;
-        let rows = match filtered {
-            None => tx.query(sql, &[&q, &pool_size]).await,
-            Some(s) => tx.query(sql, &[&q, &pool_size, s]).await,
-        }
-        .map_err(db)?;
-        tx.commit().await.map_err(db)?;
+        // The connection's breadth changes with the index's size, rarely:
+        // set for the session, sent with the search in one round trip
+        // (pipelined: the server runs the SET first).
+        let set = format!("SET hnsw.ef_search = {ef}");
+        let (set, rows) =
+            tokio::join!(biased; c.batch_execute(&set), c.query_prepared(&st, &params));
+        set.map_err(db)?;
+        let rows = rows.map_err(db)?;
+        c.ef_search = Some(ef);
         rows
     };
+    if let Some(r) = rows.first() {
+        size.store(r.get(2), Ordering::Relaxed);
+    }
     let mut out: Vec<(i64, f32)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
     out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     out.truncate(k);
@@ -1197,8 +1304,9 @@ impl IndexBackend for PostgresBackend {
         sources: &[Source],
     ) -> Result<Vec<(i64, f64)>> {
         let (terms, filter) = (tokens.to_vec(), source_list(sources));
+        let (stats, size) = (self.stats.clone(), self.size.clone());
         self.with(move |pool, mut c| async move {
-            let r = keyword(&pool, &mut c, terms, limit, filter).await;
+            let r = keyword(&pool, &mut c, &stats, &size, terms, limit, filter).await;
             (c, r)
         })
     }
@@ -1222,8 +1330,9 @@ impl IndexBackend for PostgresBackend {
             )));
         }
         let (q, filter) = (query.to_vec(), source_list(sources));
+        let size = self.size.clone();
         self.with(move |pool, mut c| async move {
-            let r = vectors(&pool, &mut c, q, k, filter).await;
+            let r = vectors(&pool, &mut c, &size, q, k, filter).await;
             (c, r)
         })
     }
@@ -1427,4 +1536,138 @@ impl IndexBackend for PostgresBackend {
 /// schema-qualified or not) out word by word, in its key's order.
 pub(crate) fn cluster_word_lists(table: &str) -> String {
     format!("CLUSTER {table} USING word_lists_pkey")
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_search_breadth_follows_the_index_size() {
+        // The sizes measured (docs/BENCHMARKS-LOG.md items 42 and 58).
+        assert_eq!(ef_search(10_068, 40), 100);
+        assert_eq!(ef_search(100_207, 100), 200);
+        assert_eq!(ef_search(0, 40), 100);
+        assert_eq!(ef_search(15_000, 40), 100);
+        assert_eq!(ef_search(15_001, 40), 200);
+        assert_eq!(ef_search(150_001, 40), 400);
+        assert_eq!(ef_search(2_000_000, 40), 800);
+        assert_eq!(ef_search(i64::MAX, 40), EF_MAX);
+        // Never fewer than the candidates asked for, never past pgvector's
+        // largest.
+        assert_eq!(ef_search(1_000, 300), 300);
+        assert_eq!(ef_search(1_000, 5_000), EF_MAX);
+    }
+
+    fn url() -> Option<String> {
+        mnemo_test_support::postgres::test_url()
+    }
+
+    fn model() -> EmbedderId {
+        EmbedderId {
+            provider: "test".into(),
+            model: "unit".into(),
+            provider_key: "3".into(),
+        }
+    }
+
+    fn chunk(text: &str, line: usize) -> NewChunk {
+        NewChunk {
+            start_line: line,
+            end_line: line,
+            hash: format!("{text}/{line}"),
+            text: text.into(),
+            tokens: text.into(),
+            messages: None,
+            parts: Vec::new(),
+            days: None,
+        }
+    }
+
+    fn write(b: &PostgresBackend, path: &str, texts: &[&str]) {
+        let chunks: Vec<NewChunk> = texts
+            .iter()
+            .enumerate()
+            .map(|(i, t)| chunk(t, i + 1))
+            .collect();
+        let vectors: Vec<Vec<f32>> = (0..texts.len()).map(|i| vec![1.0, i as f32, 0.5]).collect();
+        let file = FileRecord {
+            path: path.into(),
+            source: Source::Memory,
+            hash: format!("h-{path}-{}", texts.len()),
+            mtime_ms: 1,
+            size: 1,
+            embedded: true,
+            session_key: None,
+        };
+        b.upsert_file(&file, &chunks, Some(&vectors)).unwrap();
+    }
+
+    /// A vector search sets its connection's breadth by the rule, and the
+    /// pool remembers it (the next search sends no `SET`).
+    #[test]
+    fn a_vector_search_sets_the_breadth_of_its_size() {
+        let Some(url) = url() else { return };
+        let opts = PostgresOptions {
+            url,
+            schema: mnemo_test_support::postgres::fresh_schema(),
+        };
+        let b = PostgresBackend::open(&opts, Some((model(), 3))).unwrap();
+        write(&b, "memory/a.md", &["alpha one", "beta two", "gamma three"]);
+        let hits = b.vector_search(&[1.0, 1.0, 0.5], 10, &[]).unwrap();
+        assert_eq!(hits.len(), 3);
+        let (set, tracked) = b
+            .with(|pool, mut c| async move {
+                let r = c
+                    .query_one("SELECT current_setting('hnsw.ef_search')::bigint", &[])
+                    .await
+                    .map(|r| r.get::<_, i64>(0))
+                    .map_err(|e| pool.db(e));
+                let tracked = c.ef_search;
+                (c, r.map(|set| (set, tracked)))
+            })
+            .unwrap();
+        assert_eq!(set, ef_search(3, 40));
+        assert_eq!(tracked, Some(set));
+        PostgresBackend::drop_schema(&opts).unwrap();
+    }
+
+    /// A reader's keyword statistics follow another process's writes: the
+    /// ranking after the write is that of a reader that never saw the
+    /// index before. The write makes `beta` a word of over half the
+    /// chunks, which the plan then drops: with the counts of before, it
+    /// would still score.
+    #[test]
+    fn keyword_statistics_follow_another_writer() {
+        let Some(url) = url() else { return };
+        let opts = PostgresOptions {
+            url,
+            schema: mnemo_test_support::postgres::fresh_schema(),
+        };
+        let reader = PostgresBackend::open(&opts, None).unwrap();
+        let writer = PostgresBackend::open(&opts, None).unwrap();
+        write(
+            &writer,
+            "memory/a.md",
+            &["alpha beta", "alpha gamma", "delta", "epsilon"],
+        );
+        let terms = vec!["alpha".to_string(), "beta".to_string()];
+        let before = reader.keyword_search(&terms, 10, &[]).unwrap();
+        assert_eq!(before.len(), 2);
+        // The same answer again, from the kept statistics.
+        assert_eq!(reader.keyword_search(&terms, 10, &[]).unwrap(), before);
+        write(
+            &writer,
+            "memory/b.md",
+            &["beta", "beta zeta", "beta eta", "beta theta"],
+        );
+        let after = reader.keyword_search(&terms, 10, &[]).unwrap();
+        let fresh = PostgresBackend::open(&opts, None).unwrap();
+        assert_eq!(after, fresh.keyword_search(&terms, 10, &[]).unwrap());
+        // `beta` (5 of 8 chunks) is dropped: only `alpha`'s chunks score.
+        assert_eq!(after.len(), 2);
+        assert_ne!(after, before);
+        PostgresBackend::drop_schema(&opts).unwrap();
+    }
 }

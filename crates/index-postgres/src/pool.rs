@@ -112,23 +112,30 @@ impl Drop for Runtime {
 /// would otherwise hold a few connections per workspace it ever served.
 const IDLE_MAX: usize = 8;
 
-/// An idle connection and the `search_path` it has set.
+/// An idle connection, the `search_path` it has set and its HNSW search
+/// breadth.
 struct Idle {
     client: Client,
     statements: Statements,
     search_path: String,
+    ef_search: Option<i64>,
 }
 
 type Shared = Arc<Mutex<Vec<Idle>>>;
 
-/// The idle connections to the database at `location`, shared by every
-/// pool of this process.
-fn shared_idle(location: &str) -> Shared {
+/// The idle connections made with `target`'s settings, shared by every
+/// pool of this process. Keyed by all the settings, not the location
+/// alone: two URLs of one database may differ in what their sessions
+/// allow (`options=-c default_transaction_read_only=on`), and a pool that
+/// takes any connection as it is must get one made like its own.
+fn shared_idle(target: &Target) -> Shared {
     static ALL: std::sync::OnceLock<Mutex<HashMap<String, Shared>>> = std::sync::OnceLock::new();
+    // The client's `Debug` of its settings leaves the password out.
+    let key = format!("{} {:?}", target.location(), target.config());
     ALL.get_or_init(Default::default)
         .lock()
         .unwrap_or_else(|e| e.into_inner())
-        .entry(location.to_string())
+        .entry(key)
         .or_default()
         .clone()
 }
@@ -140,7 +147,9 @@ pub(crate) struct Pool {
     config: Target,
     /// The URL without its password, for messages.
     pub(crate) location: String,
-    search_path: String,
+    /// `None` for a pool whose statements name their schema: it takes any
+    /// idle connection as it is.
+    search_path: Option<String>,
     idle: Shared,
     permits: Arc<Semaphore>,
 }
@@ -148,10 +157,28 @@ pub(crate) struct Pool {
 impl Pool {
     pub(crate) fn new(config: Target, location: String, search_path: String) -> Pool {
         Pool {
-            idle: shared_idle(&location),
+            idle: shared_idle(&config),
             config,
             location,
-            search_path,
+            search_path: Some(search_path),
+            permits: Arc::new(Semaphore::new(POOL_SIZE)),
+        }
+    }
+
+    /// A pool for statements that name their schema (an index's store:
+    /// its generations, its lock). Its connections keep the `search_path`
+    /// and prepared statements they had: a search asks the store for the
+    /// live generation, then its backend for the rest, and a store pool
+    /// with a path of its own would set the path back and forth on one
+    /// connection, each time dropping the backend's prepared statements
+    /// (23 writes to the server per search instead of 9:
+    /// docs/BENCHMARKS-LOG.md item 58).
+    pub(crate) fn any_path(config: Target, location: String) -> Pool {
+        Pool {
+            idle: shared_idle(&config),
+            config,
+            location,
+            search_path: None,
             permits: Arc::new(Semaphore::new(POOL_SIZE)),
         }
     }
@@ -169,38 +196,45 @@ impl Pool {
             let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
             idle.retain(|i| !i.client.is_closed());
             // One of this index's own first: its statements are prepared.
-            let at = idle
-                .iter()
-                .rposition(|i| i.search_path == self.search_path)
+            let at = self
+                .search_path
+                .as_ref()
+                .and_then(|p| idle.iter().rposition(|i| i.search_path == *p))
                 .or_else(|| idle.len().checked_sub(1));
             at.map(|at| idle.swap_remove(at))
         };
-        let (client, statements) = match idle {
-            Some(i) if i.search_path == self.search_path => (i.client, i.statements),
+        let wanted = self.search_path.as_ref();
+        let (client, statements, search_path, ef_search) = match idle {
+            Some(i) if wanted.is_none_or(|p| *p == i.search_path) => {
+                (i.client, i.statements, i.search_path, i.ef_search)
+            }
             Some(i) => {
                 // Another index's: its statements name that index's tables.
+                let path = wanted.cloned().unwrap_or_default();
                 i.client
-                    .batch_execute(&format!("SET search_path TO {}", self.search_path))
+                    .batch_execute(&format!("SET search_path TO {path}"))
                     .await
                     .map_err(|e| self.db(e))?;
-                (i.client, Statements::default())
+                (i.client, Statements::default(), path, i.ef_search)
             }
             None => {
                 let c = connect(&self.config).await?;
-                c.batch_execute(&format!(
-                    "SET search_path TO {}; SET hnsw.ef_search = {}; \
-                     SET hnsw.iterative_scan = relaxed_order",
-                    self.search_path,
-                    crate::EF_SEARCH
-                ))
-                .await
-                .map_err(|e| self.db(e))?;
-                (c, Statements::default())
+                let path = match wanted {
+                    Some(p) => format!("SET search_path TO {p}; "),
+                    None => String::new(),
+                };
+                c.batch_execute(&format!("{path}SET hnsw.iterative_scan = relaxed_order"))
+                    .await
+                    .map_err(|e| self.db(e))?;
+                let path = wanted.cloned().unwrap_or_default();
+                (c, Statements::default(), path, None)
             }
         };
         Ok(Pooled {
             client,
             statements,
+            search_path,
+            ef_search,
             _permit: permit,
         })
     }
@@ -213,7 +247,8 @@ impl Pool {
                 idle.push(Idle {
                     client: c.client,
                     statements: c.statements,
-                    search_path: self.search_path.clone(),
+                    search_path: c.search_path,
+                    ef_search: c.ef_search,
                 });
             }
         }
@@ -296,6 +331,11 @@ pub(crate) async fn connect(target: &Target) -> Result<Client, IndexError> {
 pub(crate) struct Pooled {
     client: Client,
     statements: Statements,
+    /// The `search_path` the connection has set (`""`: the server's).
+    search_path: String,
+    /// The `hnsw.ef_search` the connection has set, `None` for the
+    /// server's default.
+    pub(crate) ef_search: Option<i64>,
     _permit: OwnedSemaphorePermit,
 }
 
@@ -330,6 +370,17 @@ impl Pooled {
     ) -> Result<Vec<Row>, tokio_postgres::Error> {
         let st = self.prepared(sql).await?;
         self.client.query(&st, params).await
+    }
+
+    /// [`Client::query`] on a statement prepared by [`Self::prepared`]:
+    /// a future that borrows the connection only, so that another
+    /// request can be sent on it in the same round trip.
+    pub(crate) fn query_prepared<'a>(
+        &'a self,
+        st: &'a Statement,
+        params: &'a [&'a (dyn ToSql + Sync)],
+    ) -> impl Future<Output = Result<Vec<Row>, tokio_postgres::Error>> + 'a {
+        self.client.query(st, params)
     }
 
     /// [`Client::query_one`] on the connection's prepared statement for `sql`.

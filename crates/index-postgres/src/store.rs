@@ -84,7 +84,7 @@ impl PostgresStore {
         let rt = Runtime::shared().map_err(|e| {
             IndexError::database(&location, format!("cannot start the client's runtime: {e}"))
         })?;
-        let pool = Arc::new(Pool::new(config.clone(), location, format!("\"{base}\"")));
+        let pool = Arc::new(Pool::any_path(config.clone(), location));
         let init_key = lock_key(&format!("mnemo-index-init:{base}"));
         let p = pool.clone();
         let live = rt.run(async move {
@@ -193,7 +193,7 @@ impl PostgresStore {
         let (config, location) = client_config(&opts.url)?;
         let rt = Runtime::shared().map_err(|e| IndexError::database(&location, e))?;
         let base = opts.schema.clone();
-        let p = Arc::new(Pool::new(config, location, "public".into()));
+        let p = Arc::new(Pool::any_path(config, location));
         let writer = lock_key(&format!("mnemo-index-writer:{base}"));
         rt.run(async move {
             let mut c = p.get().await?;
@@ -236,7 +236,7 @@ impl PostgresStore {
     pub fn indexes_like(url: &str, prefix: &str) -> Result<Vec<String>> {
         let (config, location) = client_config(url)?;
         let rt = Runtime::shared().map_err(|e| IndexError::database(&location, e))?;
-        let p = Arc::new(Pool::new(config, location, "public".into()));
+        let p = Arc::new(Pool::any_path(config, location));
         let prefix = prefix.to_string();
         rt.run(async move {
             let mut c = p.get().await?;

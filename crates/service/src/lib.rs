@@ -48,6 +48,10 @@ mod architecture_tests {
     use std::collections::BTreeMap;
     use std::path::Path;
 
+    /// `cargo hakari`'s crate: every crate depends on it for the features
+    /// it unifies, and it is drawn nowhere.
+    const HACK: &str = "mnemo-workspace-hack";
+
     /// The `mnemo*` entries of a manifest's `[dependencies]`.
     fn workspace_deps(manifest: &str) -> Vec<String> {
         let Some(deps) = manifest.split("[dependencies]").nth(1) else {
@@ -58,6 +62,8 @@ mod architecture_tests {
             .lines()
             .filter_map(|l| l.split(['.', ' ', '=']).next())
             .filter(|n| *n == "mnemo" || n.starts_with("mnemo-"))
+            // The workspace-hack crate is a build setting, not a seam.
+            .filter(|n| *n != HACK)
             .map(str::to_string)
             .collect();
         out.sort();
@@ -78,7 +84,9 @@ mod architecture_tests {
                 .unwrap()
                 .trim_matches('"')
                 .to_string();
-            manifests.insert(name, workspace_deps(&text));
+            if name != HACK {
+                manifests.insert(name, workspace_deps(&text));
+            }
         }
         let doc = std::fs::read_to_string(root.join("docs/ARCHITECTURE.md")).unwrap();
         let block = doc

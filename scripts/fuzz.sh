@@ -8,14 +8,15 @@
 #
 #   ./scripts/fuzz.sh                  # every target, 10 s each
 #   ./scripts/fuzz.sh 600 http_routing # one target, 10 minutes
-#   MNEMO_FUZZ_MERGE=1 ./scripts/fuzz.sh 600   # keep what found new coverage
+#   MNEMO_FUZZ_MERGE=1 ./scripts/fuzz.sh 600   # keep a minimised corpus
 #
 # Each run starts from the corpus kept in the repository
 # (fuzz/corpus/TARGET/) and writes what it finds to a scratch folder, so
-# the repository's corpus changes only with MNEMO_FUZZ_MERGE=1, which adds
-# the inputs that reached new coverage (libFuzzer's -merge=1). A crash
-# input, once fixed, goes into the corpus as a regression seed. Reproduce a
-# crash: fuzz/target/HOST/release/TARGET fuzz/artifacts/TARGET/crash-…
+# the repository's corpus changes only with MNEMO_FUZZ_MERGE=1, which keeps
+# a small set of inputs reaching every edge the corpus and the run reached
+# (see merge_corpus). A crash input, once fixed, goes into the corpus as a
+# regression seed. Reproduce a crash:
+#   fuzz/target/HOST/release/TARGET fuzz/artifacts/TARGET/crash-…
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -44,6 +45,29 @@ if ! cargo build --manifest-path fuzz/Cargo.toml --release --target "$host" \
 fi
 unset RUSTFLAGS
 
+# The corpus kept, plus what the run found, cut down to a small set that
+# reaches every edge they reach (a greedy set cover, edges without hit
+# counts): the repository keeps tens to a few hundred inputs, not thousands. The
+# hand-written seeds (seed-*) and the inputs of fixed crashes (crash-*) stay
+# whatever the cover picks.
+merge_corpus() {
+  local t="$1" min="$scratch/$1/min" f
+  mkdir -p "$min"
+  if ! TMPDIR="$scratch/$t/tmp" "$bin_dir/$t" -set_cover_merge=1 -use_counters=0 \
+    -max_len=16384 -timeout=30 -rss_limit_mb=3072 \
+    "$min" "fuzz/corpus/$t" "$scratch/$t/new" >"$scratch/$t/merge.log" 2>&1; then
+    echo "fuzz $t: the merge failed, corpus unchanged"
+    tail -n 5 "$scratch/$t/merge.log"
+    return
+  fi
+  find "fuzz/corpus/$t" -type f ! -name 'seed-*' ! -name 'crash-*' -delete
+  for f in "fuzz/corpus/$t"/*; do
+    rm -f "$min/$(sha1sum <"$f" | cut -d' ' -f1)"
+  done
+  cp "$min"/* "fuzz/corpus/$t/" 2>/dev/null || true
+  echo "fuzz $t: corpus merged, $(find "fuzz/corpus/$t" -type f | wc -l) files kept"
+}
+
 scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT
 failed=0
@@ -71,10 +95,8 @@ for t in $targets; do
   if [ "$rc" -eq 0 ]; then
     passed=$((passed + 1))
     echo "fuzz $t: ${execs:-?} executions in ${took:-$secs} s, coverage ${cov:-?} edges ${ft:-?} features, corpus ${corp:-?} (${kept} kept, ${found} new), 0 crashes"
-    if [ "${MNEMO_FUZZ_MERGE:-0}" = 1 ] && [ "$found" -gt 0 ]; then
-      TMPDIR="$scratch/$t/tmp" "$bin_dir/$t" -merge=1 -max_len=16384 -timeout=30 \
-        "fuzz/corpus/$t" "$scratch/$t/new" >"$scratch/$t/merge.log" 2>&1
-      echo "fuzz $t: corpus merged, $(find "fuzz/corpus/$t" -type f | wc -l) files kept"
+    if [ "${MNEMO_FUZZ_MERGE:-0}" = 1 ]; then
+      merge_corpus "$t"
     fi
   else
     failed=$((failed + 1))

@@ -41,7 +41,10 @@ fuzz_target!(|data: &[u8]| {
         Ok(r) => {
             let v = serde_json::to_value(&r).unwrap();
             // A panic in an operation surfaces as an internal error.
-            assert_ne!(v["structuredContent"]["error"]["code"], "internal", "{tool}: {v}");
+            assert_ne!(
+                v["structuredContent"]["error"]["code"], "internal",
+                "{tool}: {v}"
+            );
         }
         Err(e) => assert_eq!(tool, "no_such_tool", "{tool}: a protocol error: {e:?}"),
     }

@@ -18,12 +18,21 @@ fuzz_target!(|data: &[u8]| {
     }
     let replayed = replay(&loaded.messages, loaded.meta.last_consolidated);
     if let Some(first) = replayed.first() {
-        assert_eq!(first.role.as_str(), "user", "a replay opens with a user message");
+        assert_eq!(
+            first.role.as_str(),
+            "user",
+            "a replay opens with a user message"
+        );
     }
     for m in &loaded.messages {
-        // What was read can be written again, and reads back the same.
+        // What was read can be written again, and reads back as a message.
         let line = serde_json::to_vec(m).unwrap();
         let again = parse_session_bytes(Path::new("sessions/x.jsonl"), &line);
-        assert_eq!(again.messages.len(), 1, "{}", String::from_utf8_lossy(&line));
+        assert_eq!(
+            again.messages.len(),
+            1,
+            "{}",
+            String::from_utf8_lossy(&line)
+        );
     }
 });

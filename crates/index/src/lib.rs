@@ -55,7 +55,9 @@ mod fuzz_tests;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing {
-    pub use crate::text::{fts_query, identifiers, index_text, query_phrases, query_tokens, snippet};
+    pub use crate::text::{
+        fts_query, identifiers, index_text, query_phrases, query_tokens, snippet,
+    };
     pub use crate::transcript::{parse as parse_transcript, Transcript};
     pub use crate::when::{affinity, date_in_path, dates, Dates, Period};
 }

@@ -27,13 +27,17 @@ pub fn near_duplicate(a: &str, b: &str) -> bool {
 /// The subject of a fact when it has a clear one (see the module docs):
 /// the words of the key before a colon, or before the first ` is ` / ` are `
 /// when that key has two to six words; `None` when the value is missing or
-/// longer than eight words.
+/// longer than eight words, or when the key names the user and nothing of
+/// them ("The user is in Ghent", "The user is reading a novel": the user
+/// is many things at once, and one of them does not end another).
 pub fn subject(text: &str) -> Option<String> {
     let lower = text.trim().to_lowercase();
     let short_value = |v: &str| (1..=8).contains(&words(v).len());
+    let names_something = |key: &[String]| !core_words(&key.join(" ")).is_empty();
     if let Some((k, v)) = lower.split_once([':', '\u{ff1a}']) {
         let key = words(k);
-        return ((1..=6).contains(&key.len()) && short_value(v)).then(|| key.join(" "));
+        return ((1..=6).contains(&key.len()) && short_value(v) && names_something(&key))
+            .then(|| key.join(" "));
     }
     let cut = [" is ", " are "]
         .iter()
@@ -41,7 +45,8 @@ pub fn subject(text: &str) -> Option<String> {
         .min();
     let (i, n) = cut?;
     let (key, value) = (words(&lower[..i]), &lower[i + n..]);
-    ((2..=6).contains(&key.len()) && short_value(value)).then(|| key.join(" "))
+    ((2..=6).contains(&key.len()) && short_value(value) && names_something(&key))
+        .then(|| key.join(" "))
 }
 
 /// What a retraction names (see [`retraction`]).

@@ -7,7 +7,7 @@ use pretty_assertions::assert_eq;
 
 use super::fold::{fold_daily_logs, DueLog};
 use super::state::DreamState;
-use super::{duplicates, supersede};
+use super::{duplicates, rules, supersede};
 
 fn state(facts: &str) -> DreamState {
     let now = Utc.with_ymd_and_hms(2026, 3, 1, 12, 0, 0).unwrap();
@@ -53,6 +53,30 @@ fn superseding_keeps_the_newest_fact_of_a_subject() {
     assert_eq!(current(&s), vec!["The user's city is Lyon.", "Likes tea."]);
     let ended = s.file.get("f1").unwrap();
     assert_eq!(ended.until, NaiveDate::from_ymd_opt(2026, 2, 1));
+}
+
+/// "The user is …" names no attribute: facts that only share it are not
+/// one subject, and the newest does not end the others (a local model's
+/// "The user is an AI companion." ended where the user lives, what they
+/// read and their name).
+#[test]
+fn the_user_alone_is_no_subject() {
+    let mut s = state(
+        "# Facts\n\n- The user is in Ghent. (f1; since 2026-01-01)\n\
+         - The user is reading a novel. (f2; since 2026-01-02)\n\
+         - The user's name is Emily. (f3; since 2026-01-03)\n\
+         - The user is an AI companion. (f4; since 2026-02-01)\n\
+         - User: likes tea (f5; since 2026-02-02)\n",
+    );
+    supersede::supersede_contradictions(&mut s).unwrap();
+    assert!(s.report.superseded.is_empty(), "{:?}", s.report.superseded);
+    assert_eq!(current(&s).len(), 5);
+    assert_eq!(rules::subject("The user is in Ghent."), None);
+    assert_eq!(rules::subject("User: likes tea"), None);
+    assert_eq!(
+        rules::subject("The user's city is Paris.").as_deref(),
+        Some("the user s city")
+    );
 }
 
 #[test]

@@ -153,6 +153,16 @@ impl Ctx {
         self.open_with(config)
     }
 
+    /// [`Ctx::open`] for a server: a folder need not have been
+    /// initialised, it becomes a workspace as the server writes (the
+    /// clients' libraries start `mnemo serve` on a new folder).
+    pub fn open_to_serve(self) -> Result<Arc<Mnemo>> {
+        if self.database.is_none() {
+            return Ok(Arc::new(Mnemo::open(self.workspace, self.config)?));
+        }
+        self.open()
+    }
+
     /// [`Ctx::open`] with `config` in place of the workspace's.
     pub fn open_with(&self, config: Config) -> Result<Arc<Mnemo>> {
         let Some(db) = &self.database else {

@@ -26,7 +26,7 @@ pub struct McpArgs {
 }
 
 pub fn run(args: McpArgs, global: &GlobalArgs) -> Result<()> {
-    let mnemo = global.ctx()?.open()?;
+    let mnemo = global.ctx()?.open_to_serve()?;
     crate::output::warm_embedder(&mnemo);
     mnemo.keep_index_fresh();
     let service = Service::new(mnemo.clone());

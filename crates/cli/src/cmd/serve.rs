@@ -114,7 +114,7 @@ fn serve_workspace(
     global: &GlobalArgs,
     page: bool,
 ) -> Result<()> {
-    let mnemo = global.ctx()?.open()?;
+    let mnemo = global.ctx()?.open_to_serve()?;
     crate::output::warm_embedder(&mnemo);
     mnemo.keep_index_fresh();
     let service = mnemo_service::Service::new(mnemo);

@@ -95,6 +95,17 @@ fn get_of_a_missing_file_is_not_found() {
     let o = mnemo(ws, &["get", "memory/nope.md", "--json"], None);
     assert_eq!(o.status.code(), Some(3));
     assert_eq!(json_of(&o)["error"]["code"], "not_found");
+    // The sessions folder is no log: the caller's mistake, not a failure
+    // to read (a fuzzer's `GET /v1/memory/get?path=sessions//` was a 500).
+    ok(&mnemo(
+        ws,
+        &["session", "append", "k", "--role", "user", "--content", "hi"],
+        None,
+    ));
+    for path in ["sessions/", "sessions//", "sessions/./"] {
+        let o = mnemo(ws, &["get", path, "--json"], None);
+        assert_eq!(json_of(&o)["error"]["code"], "invalid_input", "{path}");
+    }
 
     common::write(ws, "memory/empty.md", "");
     let o = mnemo(ws, &["get", "memory/empty.md"], None);

@@ -320,6 +320,12 @@ impl Service {
                 .strip_prefix(&root)
                 .map(|r| r.to_string_lossy().replace('\\', "/"))
                 .unwrap_or_else(|_| path.clone());
+            // A citation names one log; the folder (`sessions/`) is none.
+            if !rel.starts_with("sessions/") || rel.ends_with('/') || root.join(&rel).is_dir() {
+                return Err(Error::Invalid(format!(
+                    "`{path}` is no session log: memory_get reads one, as a search cites it (sessions/<file>.jsonl#L12-L14)"
+                )));
+            }
             let text = me
                 .mnemo
                 .sessions()

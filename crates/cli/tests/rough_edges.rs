@@ -99,7 +99,15 @@ fn get_of_a_missing_file_is_not_found() {
     // to read (a fuzzer's `GET /v1/memory/get?path=sessions//` was a 500).
     ok(&mnemo(
         ws,
-        &["session", "append", "k", "--role", "user", "--content", "hi"],
+        &[
+            "session",
+            "append",
+            "k",
+            "--role",
+            "user",
+            "--content",
+            "hi",
+        ],
         None,
     ));
     for path in ["sessions/", "sessions//", "sessions/./"] {

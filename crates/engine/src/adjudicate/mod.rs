@@ -453,6 +453,7 @@ fn junk(p: &Proposed, fact: &str, quote: Option<&str>) -> Option<&'static str> {
     }
     if ASSISTANT_SUBJECTS.contains(&p.subject.trim().to_lowercase().as_str())
         || fact.to_lowercase().starts_with("the assistant")
+        || has_phrase(&flat(fact), USER_AS_MACHINE)
     {
         return Some("about the assistant, not the user");
     }

@@ -664,6 +664,44 @@ fn greetings_and_questions_inside_a_longer_message_are_not_facts() {
     );
 }
 
+/// The assistant's words about itself, written as the user's, are not a
+/// fact of the user (a local model's "The user is an AI companion." once
+/// ended four true facts in a dream).
+#[test]
+fn the_user_is_no_ai_companion() {
+    let ts = "2026-12-05T10:00:00Z";
+    let messages = vec![
+        msg("user", "Hello my AI companion, I'm Emily.", ts),
+        msg("assistant", "Hello Emily! Nice to meet you.", ts),
+    ];
+    let (ok, refused) = check(
+        &[
+            prop(
+                "Hello my AI companion",
+                "user",
+                "name",
+                "AI companion",
+                "states",
+                "The user is an AI companion.",
+            ),
+            prop(
+                "I'm Emily.",
+                "user",
+                "name",
+                "Emily",
+                "states",
+                "The user's name is Emily.",
+            ),
+        ],
+        &messages,
+        day("2026-12-05"),
+    );
+    assert_eq!(ok.len(), 1, "{refused:#?}");
+    assert_eq!(ok[0].text, "The user's name is Emily.");
+    let why: Vec<&str> = refused.iter().map(|r| r.why.as_str()).collect();
+    assert_eq!(why, ["about the assistant, not the user"]);
+}
+
 #[test]
 fn what_is_stored_does_not_say_now() {
     assert_eq!(

@@ -429,6 +429,17 @@ pub(super) const ASSISTANT_SUBJECTS: &[&str] = &[
     "助手",
     "你",
 ];
+/// What a model writes when it takes the assistant's words about itself
+/// ("I'm your AI companion") for the user's: the user is a person.
+pub(super) const USER_AS_MACHINE: &[&str] = &[
+    "user is an ai",
+    "user is an artificial intelligence",
+    "user is an assistant",
+    "user is a virtual assistant",
+    "user is a chatbot",
+    "user is a bot",
+    "user is a language model",
+];
 pub(super) const TRANSIENT: &[&str] = &[
     "is typing",
     "is running",

@@ -34,6 +34,23 @@ fn json_of(o: &Output) -> Value {
     })
 }
 
+/// Appends the user's `text` to session `key`.
+fn say(ws: &Path, key: &str, text: &str) {
+    ok(&mnemo(
+        ws,
+        &[
+            "session",
+            "append",
+            key,
+            "--role",
+            "user",
+            "--content",
+            text,
+        ],
+        None,
+    ));
+}
+
 fn init(ws: &Path) {
     ok(&mnemo(ws, &["init"], None));
 }
@@ -97,19 +114,7 @@ fn get_of_a_missing_file_is_not_found() {
     assert_eq!(json_of(&o)["error"]["code"], "not_found");
     // The sessions folder is no log: the caller's mistake, not a failure
     // to read (a fuzzer's `GET /v1/memory/get?path=sessions//` was a 500).
-    ok(&mnemo(
-        ws,
-        &[
-            "session",
-            "append",
-            "k",
-            "--role",
-            "user",
-            "--content",
-            "hi",
-        ],
-        None,
-    ));
+    say(ws, "k", "hi");
     for path in ["sessions/", "sessions//", "sessions/./"] {
         let o = mnemo(ws, &["get", path, "--json"], None);
         assert_eq!(json_of(&o)["error"]["code"], "invalid_input", "{path}");
@@ -419,19 +424,7 @@ fn the_memory_block_has_one_memory_title() {
         block.contains("- [Tea](memory/tea.md): likes green tea"),
         "{block}"
     );
-    ok(&mnemo(
-        ws,
-        &[
-            "session",
-            "append",
-            "k",
-            "--role",
-            "user",
-            "--content",
-            "hi",
-        ],
-        None,
-    ));
+    say(ws, "k", "hi");
     let v = json_of_str(&ok(&mnemo(
         ws,
         &["context", "k", "-m", "tea?", "--json"],

@@ -52,7 +52,7 @@ mod fuzz_tests;
 /// The crate's private text readers, for the coverage-guided fuzz targets
 /// in `fuzz/` (outside the workspace), which drive the same functions the
 /// `fuzz_*` tests do. Only with the `fuzzing` feature: not an API.
-#[cfg(feature = "fuzzing")]
+#[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
 pub mod fuzzing {
     pub use crate::text::{
@@ -60,6 +60,43 @@ pub mod fuzzing {
     };
     pub use crate::transcript::{parse as parse_transcript, Transcript};
     pub use crate::when::{affinity, date_in_path, dates, Dates, Period};
+
+    use crate::chunk::{self, ChunkLimits, MessagePart};
+
+    /// The chunker's checks on `doc` (chunk size from `data`'s first
+    /// byte), for the `fuzz_markdown_chunker` test and the fuzz target
+    /// alike: chunks cover the file's lines in order, within its line
+    /// count; block parts lie inside the chunk's text on character
+    /// boundaries and survive their encoding. Returns the chunk count.
+    pub fn check_markdown_chunker(doc: &str, data: &[u8]) -> usize {
+        let max_tokens = 8 + usize::from(data.first().copied().unwrap_or(0) % 120);
+        let count = |s: &str| chunk::estimate_tokens(s);
+        let limits = ChunkLimits {
+            max_tokens,
+            overlap_tokens: max_tokens / 4,
+            count: &count,
+        };
+        let chunks = chunk::chunk_markdown(doc, &limits);
+        let lines = doc.lines().count().max(1);
+        for c in &chunks {
+            assert!(
+                1 <= c.start_line && c.start_line <= c.end_line && c.end_line <= lines,
+                "chunk {}..{} of {lines} lines",
+                c.start_line,
+                c.end_line
+            );
+            let parts = chunk::markdown_parts(&c.text, c.start_line);
+            for i in 0..parts.len() {
+                let _ = MessagePart::text_of(&parts, i, &c.text);
+            }
+            for p in &parts {
+                assert!(p.offset <= c.text.len() && c.text.is_char_boundary(p.offset));
+            }
+            assert_eq!(MessagePart::decode(&MessagePart::encode(&parts)), parts);
+        }
+        let _ = chunk::front_matter(doc);
+        chunks.len()
+    }
 }
 
 pub use backend::IndexBackend;

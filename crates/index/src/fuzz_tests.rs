@@ -8,8 +8,8 @@
 use chrono::NaiveDate;
 use mnemo_test_support::fuzz::{fingerprint, text, Fuzz};
 
-use crate::chunk::{self, ChunkLimits, MessagePart};
-use crate::{redact, text as fts, transcript, when};
+use crate::chunk;
+use crate::{text as fts, when};
 
 const MARKDOWN: &[&str] = &[
     "---\nname: \"Tea\"\ndescription: \"green\"\ntype: user\n---\n\nPrefers green tea.\n",
@@ -152,21 +152,6 @@ fn fuzz_date_parser() {
         });
 }
 
-const KEY: &str = "sk-proj-Wm4nQx7Tz1Vb9Lc3Rd8Ke2Jf6Hs0Gp5Y";
-
-/// The seed's key is gone from `text` wherever it stands as a word of its
-/// own: glued to ASCII letters or digits ("Tsk-proj-…") it is another
-/// word, which no rule can tell from an identifier.
-fn assert_no_key(text: &str) {
-    for (at, _) in text.match_indices(KEY) {
-        let before = text.get(..at).and_then(|b| b.bytes().last());
-        assert!(
-            before.is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_'),
-            "a key survived redaction at byte {at}: {text:?}"
-        );
-    }
-}
-
 /// The index's session reader: any bytes give messages with sane lines and
 /// days, and redaction leaves no secret it recognises.
 #[test]
@@ -185,24 +170,7 @@ fn fuzz_transcript_reader() {
         .dict(["{", "}", "\"role\":", "\"user\"", "\"content\":", "\"timestamp\":", "\"2026-01-01T", "\n", "null", "[", "]"])
         .run(|data| {
             let doc = text(data);
-            let include_tools = data.first().is_some_and(|b| b & 1 == 1);
-            let t = transcript::parse(&doc, include_tools, true);
-            let lines = doc.lines().count();
-            for m in &t.messages {
-                assert!(m.line >= 1 && m.line <= lines.max(1), "{m:?}");
-                assert_no_key(&m.text);
-            }
-            if !t.messages.is_empty() {
-                let _ = t.days_between(0, t.messages.len() + 3);
-                let count = |s: &str| chunk::estimate_tokens(s);
-                let limits = ChunkLimits { max_tokens: 32, overlap_tokens: 8, count: &count };
-                for c in chunk::chunk_transcript(&t.messages, &limits) {
-                    for i in 0..c.parts.len() {
-                        let _ = MessagePart::text_of(&c.parts, i, &c.text);
-                    }
-                }
-            }
-            assert_no_key(&redact::redact(&doc));
+            let t = crate::fuzzing::check_transcript_reader(&doc, data);
             fingerprint(&(t.messages.len().min(8), t.skipped_lines.min(4), t.key.is_some()))
         });
 }

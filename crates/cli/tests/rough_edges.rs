@@ -100,11 +100,21 @@ fn get_of_a_missing_file_is_not_found() {
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path();
     init(ws);
+    // Names no file can have (longer than the file system takes, or
+    // through a file) are missing too, not a failure to read: a fuzzer's
+    // 400-byte session name was a 500.
+    let long = "y".repeat(300);
+    say(ws, "k", "hi");
+    let k_log = common::storage(ws).session_files().unwrap().remove(0).rel;
     for path in [
-        "memory/nope.md",
-        "memory/nope.md#L1-L3",
-        "sessions/nope.jsonl",
+        "memory/nope.md".to_string(),
+        "memory/nope.md#L1-L3".to_string(),
+        "sessions/nope.jsonl".to_string(),
+        format!("sessions/{long}.jsonl"),
+        format!("memory/{long}.md"),
+        format!("{k_log}/x.jsonl"),
     ] {
+        let path = path.as_str();
         let o = mnemo(ws, &["get", path], None);
         assert_eq!(o.status.code(), Some(3), "{path}: {}", stderr(&o));
         assert!(stderr(&o).contains("does not exist"), "{}", stderr(&o));
@@ -114,7 +124,6 @@ fn get_of_a_missing_file_is_not_found() {
     assert_eq!(json_of(&o)["error"]["code"], "not_found");
     // The sessions folder is no log: the caller's mistake, not a failure
     // to read (a fuzzer's `GET /v1/memory/get?path=sessions//` was a 500).
-    say(ws, "k", "hi");
     for path in ["sessions/", "sessions//", "sessions/./"] {
         let o = mnemo(ws, &["get", path, "--json"], None);
         assert_eq!(json_of(&o)["error"]["code"], "invalid_input", "{path}");

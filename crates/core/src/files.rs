@@ -27,6 +27,15 @@ pub fn open_regular(path: &Path, options: &mut OpenOptions) -> std::io::Result<F
     }
 }
 
+/// Whether `e` says no file has the name asked for: it is missing, longer
+/// than the file system takes, or goes through a file as if it were a
+/// folder. A read of a name a client chose answers "none" to all three,
+/// not an error.
+pub fn names_no_file(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind::{InvalidFilename, NotADirectory, NotFound};
+    matches!(e.kind(), NotFound | InvalidFilename | NotADirectory)
+}
+
 /// Reads a whole regular file with [`open_regular`].
 pub fn read_regular(path: &Path) -> std::io::Result<Vec<u8>> {
     use std::io::Read;

@@ -141,7 +141,7 @@ pub fn read_text(path: &Path) -> Result<String> {
 /// Like [`read_text`], but a missing file reads as `None`.
 pub fn read_text_opt(path: &Path) -> Result<Option<String>> {
     match fs::metadata(path) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) if mnemo_core::files::names_no_file(&e) => Ok(None),
         _ => read_text(path).map(Some),
     }
 }

@@ -60,15 +60,7 @@ impl MemoryIndex {
                     reason: format!("{e}"),
                 });
             }
-            // A name longer than the file system takes names no file.
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::NotFound | std::io::ErrorKind::InvalidFilename
-                ) =>
-            {
-                Vec::new()
-            }
+            Err(e) if mnemo_core::files::names_no_file(&e) => Vec::new(),
             // Named as the caller named it: the server's own folders are
             // none of a client's business.
             Err(e) => return Err(IndexError::io(&clean, e)),

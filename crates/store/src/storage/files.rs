@@ -180,7 +180,7 @@ impl Storage for FileStorage {
         // A FIFO named *.md must not hang a scan: regular files only.
         let mut f = match fsutil::open_regular(&path, fs::OpenOptions::new().read(true)) {
             Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) if mnemo_core::files::names_no_file(&e) => return Ok(None),
             Err(e) => return Err(self.relative(Error::io("open", &path)(e))),
         };
         let mut head = Vec::with_capacity(max);
@@ -209,7 +209,7 @@ impl Storage for FileStorage {
         let path = self.path(rel)?;
         match fs::remove_file(&path) {
             Ok(()) => Ok(true),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+            Err(e) if mnemo_core::files::names_no_file(&e) => Ok(false),
             Err(e) => Err(self.relative(Error::io("remove", &path)(e))),
         }
     }
@@ -380,9 +380,7 @@ impl Storage for FileStorage {
         let path = self.path(rel)?;
         match fsutil::read_regular(&path) {
             Ok(b) => Ok(Some(b)),
-            Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
-                Ok(None)
-            }
+            Err(Error::Io { source, .. }) if mnemo_core::files::names_no_file(&source) => Ok(None),
             Err(e) => Err(e),
         }
     }

@@ -1,12 +1,14 @@
-//! The FTS query builder (`mnemo_index`'s `query_tokens`, `query_phrases`,
-//! `fts_query`) on any query, checked against a real FTS5 table: the MATCH
-//! expressions it makes are valid FTS5 syntax (a syntax error would fail
-//! the search); snippets and identifiers never split a character. Same
-//! checks as the `fuzz_fts_query_builder` test.
+//! The FTS query builder (`mnemo_index`'s `query_tokens` and
+//! `query_phrases`, `mnemo_index_sqlite`'s `fts_query`) on any query,
+//! checked against a real FTS5 table: the MATCH expressions it makes are
+//! valid FTS5 syntax (a syntax error would fail the search); snippets and
+//! identifiers never split a character. Same checks as the
+//! `fuzz_fts_query_builder` test of mnemo-index-sqlite.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use mnemo_index::fuzzing as fts;
+use mnemo_index_sqlite::fuzzing::fts_query;
 
 thread_local! {
     static DB: rusqlite::Connection = {
@@ -34,10 +36,10 @@ fuzz_target!(|data: &[u8]| {
     let tokens = fts::query_tokens(&q);
     let phrases = fts::query_phrases(&q);
     DB.with(|db| {
-        if let Some(expr) = fts::fts_query(&tokens) {
+        if let Some(expr) = fts_query(&tokens) {
             check(db, "tokens", &expr);
         }
-        if let Some(expr) = fts::fts_query(&phrases) {
+        if let Some(expr) = fts_query(&phrases) {
             check(db, "phrases", &expr);
         }
     });

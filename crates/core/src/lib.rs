@@ -14,6 +14,7 @@ pub mod journal;
 pub mod message;
 pub mod paths;
 pub mod redact;
+pub mod schema;
 pub mod text;
 pub mod tokens;
 pub mod workspace;

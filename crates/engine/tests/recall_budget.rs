@@ -140,7 +140,7 @@ impl mnemo_engine::MemorySearch for Index {
 async fn recall_from_search_shows_the_passages_it_found() {
     let env = env().await;
     write_files(&env);
-    let index = mnemo_index::MemoryIndex::open(&env.ws, Default::default(), None).unwrap();
+    let index = mnemo_index_sqlite::open(&env.ws, Default::default(), None).unwrap();
     let engine = engine(&env, 100_000, 1_000, "recall_mode = \"search\"", t0())
         .with_memory_search(std::sync::Arc::new(Index(index)));
     let message = "Which class did Melanie sign up for? pottery";

@@ -401,7 +401,7 @@ async fn recall_searches_memory_with_the_conversation() {
             Message::assistant("Sounds like it was still fun!"),
         ],
     );
-    let index = mnemo_index::MemoryIndex::open(&env.ws, Default::default(), None).unwrap();
+    let index = mnemo_index_sqlite::open(&env.ws, Default::default(), None).unwrap();
     let engine = engine(&env, 100_000, 1_000, "recall_timeout_ms = 300", t0())
         .with_memory_search(std::sync::Arc::new(Index(index)));
 

@@ -459,7 +459,8 @@ fn add(total: &mut Retention, kept: bool) {
 /// The index of a scratch workspace, synced.
 fn index_of(ws: &Workspace, opts: &ConsolidationOptions) -> Result<MemoryIndex> {
     let settings = IndexSettings::from_config(&opts.config).map_err(EvalError::Index)?;
-    let index = MemoryIndex::open(ws, settings, opts.embedder.clone()).map_err(EvalError::Index)?;
+    let index =
+        mnemo_index_sqlite::open(ws, settings, opts.embedder.clone()).map_err(EvalError::Index)?;
     index.sync(&|_| {}).map_err(EvalError::Index)?;
     Ok(index)
 }

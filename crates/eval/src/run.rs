@@ -77,7 +77,7 @@ pub struct EvalOptions {
     /// Ask each query as the engine's automatic recall would build it from
     /// the same turns ([`crate::dialogue::as_engine_queries`]).
     pub engine_queries: bool,
-    /// Opens each conversation's index (the default: `MemoryIndex::open`,
+    /// Opens each conversation's index (the default: `mnemo_index_sqlite::open`,
     /// SQLite in the workspace's `.mnemo/`). The CLI passes
     /// `mnemo::open_index` with a schema of its own per workspace to measure
     /// the PostgreSQL backend.
@@ -338,7 +338,7 @@ pub fn run_on_dataset(
             let settings = opts.settings_for(*mode);
             let index = match &opts.open_index {
                 Some(open) => open(&ws, settings, embedder),
-                None => MemoryIndex::open(&ws, settings, embedder),
+                None => mnemo_index_sqlite::open(&ws, settings, embedder),
             }
             .map_err(EvalError::Index)?;
             let report = {

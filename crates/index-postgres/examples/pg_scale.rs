@@ -47,7 +47,7 @@ use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{RngExt, SeedableRng};
 
-#[path = "../../index/benches/corpus.rs"]
+#[path = "../../index-sqlite/benches/corpus.rs"]
 mod corpus;
 use corpus::{sentence, write_corpus};
 
@@ -590,7 +590,7 @@ fn main() {
     }
 
     if sqlite_too {
-        let sqlite = Arc::new(MemoryIndex::open(&ws, settings, Some(emb)).unwrap());
+        let sqlite = Arc::new(mnemo_index_sqlite::open(&ws, settings, Some(emb)).unwrap());
         let t = Instant::now();
         let r = sqlite.sync(&|_| {}).unwrap();
         println!(

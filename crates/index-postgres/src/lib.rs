@@ -83,16 +83,6 @@ fn model_key(id: &EmbedderId) -> String {
     format!("{}/{}/{}", id.provider, id.model, id.provider_key)
 }
 
-fn valid_schema(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 63
-        && name
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
-        && !name.starts_with(|c: char| c.is_ascii_digit())
-        && !name.starts_with("pg_")
-}
-
 /// A stored source name (as [`Source::as_str`] wrote it).
 fn source_of(s: &str) -> Source {
     match s {
@@ -186,7 +176,7 @@ impl PostgresBackend {
     /// cache when the model changes).
     pub fn open(opts: &PostgresOptions, embedder: Option<(EmbedderId, usize)>) -> Result<Self> {
         let (config, location) = client_config(&opts.url)?;
-        if !valid_schema(&opts.schema) {
+        if !mnemo_core::schema::valid_schema_name(&opts.schema) {
             return Err(IndexError::Config(format!(
                 "PostgreSQL schema name `{}` for the index: use lower-case letters, digits and _",
                 opts.schema
@@ -262,7 +252,7 @@ impl PostgresBackend {
 
     /// Deletes the index's schema and everything in it.
     pub fn drop_schema(opts: &PostgresOptions) -> Result<()> {
-        if !valid_schema(&opts.schema) {
+        if !mnemo_core::schema::valid_schema_name(&opts.schema) {
             return Err(IndexError::Config(format!(
                 "PostgreSQL schema name `{}`: use lower-case letters, digits and _",
                 opts.schema

@@ -5,9 +5,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use mnemo_index::backend::{FileRecord, NewChunk};
-use mnemo_index::sqlite::SqliteBackend;
 use mnemo_index::{IndexBackend, Source};
 use mnemo_index_postgres::{PostgresBackend, PostgresOptions};
+use mnemo_index_sqlite::SqliteBackend;
 
 const DOCS: &[(&str, Source, &str)] = &[
     (

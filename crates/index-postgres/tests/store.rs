@@ -268,7 +268,8 @@ fn an_index_copied_from_sqlite_embeds_nothing_again_and_ranks_alike() {
     let dir = tempfile::tempdir().unwrap();
     let ws = workspace(dir.path());
     let embedder = Arc::new(Counting::default());
-    let sqlite = MemoryIndex::open(&ws, IndexSettings::default(), Some(embedder.clone())).unwrap();
+    let sqlite =
+        mnemo_index_sqlite::open(&ws, IndexSettings::default(), Some(embedder.clone())).unwrap();
     sqlite.sync(&|_| {}).unwrap();
     let embedded = embedder.texts.load(Ordering::SeqCst);
     assert!(embedded > 0);

@@ -91,7 +91,8 @@ impl IndexError {
         }
     }
 
-    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+    /// A [`IndexError::Io`] on `path`.
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         IndexError::Io {
             path: path.into(),
             source,

@@ -1,15 +1,14 @@
 //! Fuzz targets of the index's text handling, run by
 //! `mnemo_test_support::fuzz` inside `cargo test` (the budget comes from
 //! `MNEMO_FUZZ_SECS` / `MNEMO_FUZZ_EXECS`): the Markdown chunker and block
-//! splitter, the FTS query builder (checked against a real FTS5 table), the
-//! date parser, the transcript reader and the secret redaction. Every
+//! splitter, the date parser, the transcript reader and the secret redaction. Every
 //! target checks what must hold for any input, not only that it returns.
 
 use chrono::NaiveDate;
 use mnemo_test_support::fuzz::{fingerprint, text, Fuzz};
 
 use crate::chunk;
-use crate::{text as fts, when};
+use crate::when;
 
 const MARKDOWN: &[&str] = &[
     "---\nname: \"Tea\"\ndescription: \"green\"\ntype: user\n---\n\nPrefers green tea.\n",
@@ -33,57 +32,6 @@ fn fuzz_markdown_chunker() {
             let doc = text(data);
             let chunks = crate::fuzzing::check_markdown_chunker(&doc, data);
             fingerprint(&(chunks.min(16), chunk::front_matter(&doc)))
-        });
-}
-
-/// Whatever the query, the MATCH expression the builder makes is valid
-/// FTS5 syntax (a syntax error would fail the search), and so are the
-/// phrase queries; snippets and identifiers never split a character.
-#[test]
-fn fuzz_fts_query_builder() {
-    let db = rusqlite::Connection::open_in_memory().unwrap();
-    db.execute_batch(
-        "CREATE VIRTUAL TABLE t USING fts5(tokens, tokenize='unicode61 remove_diacritics 2');
-         INSERT INTO t(tokens) VALUES ('deploy key vault ops err4711 2026 東京');",
-    )
-    .unwrap();
-    let mut stmt = db
-        .prepare("SELECT rowid FROM t WHERE t MATCH ?1 LIMIT 5")
-        .unwrap();
-    Fuzz::new("fts-query-builder")
-        .seeds([
-            "where does the deploy key live?",
-            "ERR-4711 in v2.3.1-rc",
-            "what did we decide on 3 June 2023?",
-            "\"quoted\" AND OR NOT NEAR(a b) col:x ^start *",
-            "东京的会议 我们什么时候去",
-            "who are you?",
-        ])
-        .dict([
-            "\"", "AND", "OR", "NOT", "NEAR(", ")", "(", "*", "^", ":", "+", "-", "'", "-4711",
-        ])
-        .run(|data| {
-            let q = text(data);
-            let tokens = fts::query_tokens(&q);
-            let mut matched = 0usize;
-            if let Some(expr) = fts::fts_query(&tokens) {
-                let n = stmt
-                    .query_map([&expr], |r| r.get::<_, i64>(0))
-                    .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
-                    .unwrap_or_else(|e| panic!("{expr:?} is not valid FTS5: {e}"));
-                matched += n.len();
-            }
-            let phrases = fts::query_phrases(&q);
-            if let Some(expr) = fts::fts_query(&phrases) {
-                stmt.query_map([&expr], |r| r.get::<_, i64>(0))
-                    .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
-                    .unwrap_or_else(|e| panic!("phrases {expr:?} are not valid FTS5: {e}"));
-            }
-            let _ = fts::identifiers(&q);
-            let _ = fts::index_text(&q);
-            let snippet = fts::snippet(&q, &tokens, 40);
-            assert!(snippet.chars().count() <= q.chars().count().max(41) + 2);
-            fingerprint(&(tokens.len().min(8), phrases.len().min(4), matched))
         });
 }
 

@@ -1,5 +1,7 @@
-//! mnemo-index: chunking, the hybrid SQLite index and search behind
-//! `memory_search` and `memory_get`.
+//! mnemo-index: chunking, the sync and the hybrid search policy behind
+//! `memory_search` and `memory_get`, over an [`IndexStore`]. The stores
+//! are backend crates: SQLite's (the default) in mnemo-index-sqlite,
+//! PostgreSQL's in mnemo-index-postgres; this crate holds no database.
 //!
 //! What is indexed: `MEMORY.md`, `memory/**/*.md`, the `[index] extra_paths`
 //! (relative to the workspace and inside it; absolute paths are refused so
@@ -9,10 +11,10 @@
 //!
 //! ```no_run
 //! use mnemo_core::Workspace;
-//! use mnemo_index::{IndexSettings, MemoryIndex, SearchRequest};
+//! use mnemo_index::{IndexSettings, SearchRequest};
 //!
 //! let ws = Workspace::new("my-workspace");
-//! let index = MemoryIndex::open(&ws, IndexSettings::default(), None)?;
+//! let index = mnemo_index_sqlite::open(&ws, IndexSettings::default(), None)?;
 //! index.sync(&|_| {})?;
 //! let found = index.search(&SearchRequest::new("ERR-4711"))?;
 //! for hit in found.results {
@@ -20,6 +22,7 @@
 //! }
 //! # Ok::<(), mnemo_index::IndexError>(())
 //! ```
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
@@ -28,8 +31,6 @@ pub mod chunk;
 mod dialogue;
 mod error;
 mod fresh;
-mod fts;
-mod fts_rank;
 mod index;
 // Shared with the raw consolidation archive: one set of rules.
 use mnemo_core::redact;
@@ -37,13 +38,10 @@ mod scan;
 mod search;
 mod settings;
 pub mod source;
-pub mod sqlite;
-mod sqlite_store;
 pub mod store;
 mod text;
 mod transcript;
 mod types;
-pub mod vectors;
 mod when;
 
 #[cfg(test)]
@@ -55,9 +53,7 @@ mod fuzz_tests;
 #[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
 pub mod fuzzing {
-    pub use crate::text::{
-        fts_query, identifiers, index_text, query_phrases, query_tokens, snippet,
-    };
+    pub use crate::text::{identifiers, index_text, query_phrases, query_tokens, snippet};
     pub use crate::transcript::{parse as parse_transcript, Transcript};
     pub use crate::when::{affinity, date_in_path, dates, Dates, Period};
 
@@ -150,10 +146,9 @@ pub use error::{DbFailure, IndexError, Result};
 pub use index::{MemoryIndex, WatchHandle};
 pub use settings::{
     valid_schema_name, BackendKind, DatabaseUrl, Fusion, IndexOptions, IndexSettings,
-    SearchOptions, VectorScale,
+    SearchOptions, VectorScale, VectorScan,
 };
 pub use source::{SourceDoc, SourceTree};
-pub use sqlite_store::SqliteStore;
 pub use store::{Generation, IndexStore, LockWait, WriterLock};
 pub use text::is_cjk;
 pub use types::{

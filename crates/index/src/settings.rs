@@ -4,7 +4,21 @@ use mnemo_core::Config;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{IndexError, Result};
-use crate::vectors::VectorScan;
+
+/// Which scan answers vector search (`[index] vector_scan`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VectorScan {
+    /// int8 scan of every row, exact f32 re-rank of a candidate pool.
+    /// recall@10 against `Exact` measured at 1.0 (random and real vectors).
+    #[default]
+    Int8,
+    /// f32 dot product with every row (slower, for comparison).
+    Exact,
+    /// As `Int8`, but a set that keeps codes only skips its 4-bit first
+    /// pass and scores every row in int8 (for comparison).
+    FullInt8,
+}
 
 /// All settings of the index and of search.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -187,18 +201,18 @@ pub struct IndexOptions {
     pub schema: String,
 }
 
-/// A schema name the PostgreSQL store accepts as the base of its
-/// generations' names (`<name>_<n>`, within PostgreSQL's 63 bytes).
+/// A schema name a database index store accepts as the base of its
+/// generations' names (`<name>_<n>`): mnemo's one schema rule
+/// ([`mnemo_core::schema::valid_schema_name`]), narrowed to leave room for
+/// the suffix within PostgreSQL's 63 bytes and so that no base looks like
+/// another's generation.
 pub fn valid_schema_name(name: &str) -> bool {
     let ends_like_generation = name
         .rsplit_once('_')
         .is_some_and(|(_, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
-    (1..=40).contains(&name.len())
+    mnemo_core::schema::valid_schema_name(name)
+        && name.len() <= 40
         && name.starts_with(|c: char| c.is_ascii_lowercase())
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
-        && !name.starts_with("pg_")
         && !ends_like_generation
 }
 

@@ -4,7 +4,7 @@
 //! an [`IndexStore`] owns the generations: `MemoryIndex` runs over this
 //! trait and never names a database file.
 //!
-//! SQLite's store (`crate::sqlite_store`) keeps each generation in its own
+//! SQLite's store (`mnemo_index_sqlite::SqliteStore`) keeps each generation in its own
 //! file under `.mnemo/`, names the live one in a pointer file replaced by
 //! rename, and locks writers with a file lock; a server database would keep
 //! generations as schemas or tables and lock with an advisory lock.

@@ -320,22 +320,6 @@ pub fn query_phrases(query: &str) -> Vec<String> {
         .collect()
 }
 
-/// An FTS5 MATCH expression: every token quoted, OR-ed, so BM25 ranks
-/// documents by how many and how rare the words they share are (AND-joined
-/// queries miss a document that lacks one word).
-pub fn fts_query(tokens: &[String]) -> Option<String> {
-    if tokens.is_empty() {
-        return None;
-    }
-    Some(
-        tokens
-            .iter()
-            .map(|t| format!("\"{}\"", t.replace('"', "\"\"")))
-            .collect::<Vec<_>>()
-            .join(" OR "),
-    )
-}
-
 /// Query words that look like identifiers (a letter and a digit, at least 4
 /// characters: `ERR-4711`, `a1b2c3d4`, `v2.3.1-rc`). A chunk that contains
 /// one of them verbatim is protected from being buried by vectors or decay.

@@ -16,11 +16,6 @@ fn latin_lowercased_and_identifiers_joined() {
         vec!["error", "err4711", "err", "4711"]
     );
     assert_eq!(index_text("Café-au-lait"), "café au lait");
-    assert_eq!(
-        fts_query(&["a\"b".to_string(), "c".to_string()]).unwrap(),
-        "\"a\"\"b\" OR \"c\""
-    );
-    assert!(fts_query(&[]).is_none());
 }
 
 #[test]

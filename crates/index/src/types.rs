@@ -22,7 +22,8 @@ impl Source {
         }
     }
 
-    pub(crate) fn parse(s: &str) -> Source {
+    /// The source [`Source::as_str`] names (anything else reads as memory).
+    pub fn parse(s: &str) -> Source {
         if s == "sessions" {
             Source::Sessions
         } else {

@@ -9,7 +9,7 @@ use common::Fixture;
 use mnemo_index::{IndexSettings, MemoryIndex, SearchRequest};
 
 fn keyword_index(f: &Fixture) -> MemoryIndex {
-    MemoryIndex::open(&f.ws, IndexSettings::default(), None).unwrap()
+    mnemo_index_sqlite::open(&f.ws, IndexSettings::default(), None).unwrap()
 }
 
 fn message(role: &str, text: &str) -> String {

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use common::{Fixture, TOPICS};
 use mnemo_core::Embedder;
 use mnemo_embed::HashEmbedder;
-use mnemo_index::{IndexSettings, MemoryIndex, SearchRequest};
+use mnemo_index::{IndexSettings, SearchRequest};
 use mnemo_test_support::XorShift;
 
 const NOTES: usize = 10_000;
@@ -57,7 +57,7 @@ fn the_note_holding_the_query_word_for_word_comes_first_among_10_000() {
     let f = Fixture::new();
     corpus(&f);
     let emb: Arc<dyn Embedder> = Arc::new(HashEmbedder::new(384));
-    let index = MemoryIndex::open(&f.ws, IndexSettings::default(), Some(emb)).unwrap();
+    let index = mnemo_index_sqlite::open(&f.ws, IndexSettings::default(), Some(emb)).unwrap();
     let report = index.sync(&|_| {}).unwrap();
     assert_eq!(report.indexed.len(), NOTES);
 

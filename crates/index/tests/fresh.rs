@@ -10,7 +10,7 @@ mod common;
 use std::io::Write;
 
 use common::{daily_log, Fixture};
-use mnemo_index::{IndexSettings, MemoryIndex, SearchRequest};
+use mnemo_index::{IndexSettings, SearchRequest};
 
 fn settings(reconcile_secs: u64) -> IndexSettings {
     let mut s = IndexSettings::default();
@@ -21,7 +21,7 @@ fn settings(reconcile_secs: u64) -> IndexSettings {
 /// The files of the hits for `query` (each once, best first), from a newly
 /// opened index (keyword search: the point is which files are in it).
 fn paths(f: &Fixture, settings: &IndexSettings, query: &str) -> Vec<String> {
-    let index = MemoryIndex::open(&f.ws, settings.clone(), None).unwrap();
+    let index = mnemo_index_sqlite::open(&f.ws, settings.clone(), None).unwrap();
     let mut out: Vec<String> = Vec::new();
     for hit in index
         .search(&SearchRequest::new(query).min_score(0.0))
@@ -55,7 +55,7 @@ fn tick() {
 fn one_shot_searches_see_what_changed_without_walking() {
     let f = fixture();
     let s = settings(3600);
-    MemoryIndex::open(&f.ws, s.clone(), None)
+    mnemo_index_sqlite::open(&f.ws, s.clone(), None)
         .unwrap()
         .sync(&|_| {})
         .unwrap();
@@ -110,7 +110,7 @@ fn a_watching_index_sees_edits_in_place_at_the_next_search() {
     let mut s = settings(3600);
     // Only the search's own fence can bring the edits in this fast.
     s.index.watch_debounce_ms = 600_000;
-    let index = MemoryIndex::open(&f.ws, s, None).unwrap();
+    let index = mnemo_index_sqlite::open(&f.ws, s, None).unwrap();
     index.sync(&|_| {}).unwrap();
     let handle = index.keep_fresh().unwrap();
     for round in 0..5 {

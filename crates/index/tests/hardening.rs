@@ -11,7 +11,7 @@ use mnemo_core::ErrorCode;
 use mnemo_index::{IndexSettings, MemoryIndex, SearchRequest};
 
 fn keyword_index(f: &Fixture) -> MemoryIndex {
-    MemoryIndex::open(&f.ws, IndexSettings::default(), None).unwrap()
+    mnemo_index_sqlite::open(&f.ws, IndexSettings::default(), None).unwrap()
 }
 
 fn hits(index: &MemoryIndex, query: &str) -> Vec<String> {

@@ -10,7 +10,7 @@ use common::{daily_log, e5_model, model, Fixture};
 use mnemo_index::{IndexSettings, MemoryIndex, SearchMode, SearchRequest, Source};
 
 fn open(f: &Fixture, with_model: bool) -> MemoryIndex {
-    MemoryIndex::open(&f.ws, IndexSettings::default(), with_model.then(model)).unwrap()
+    mnemo_index_sqlite::open(&f.ws, IndexSettings::default(), with_model.then(model)).unwrap()
 }
 
 fn topic_fixture() -> Fixture {
@@ -36,7 +36,8 @@ fn the_minimum_score_filters_unrelated_files_with_the_default_model() {
     // e5 gives unrelated texts cosines near 0.8: the minimum score must
     // judge the similarity above that background, not the raw cosine.
     let f = topic_fixture();
-    let index = MemoryIndex::open(&f.ws, IndexSettings::default(), Some(e5_model())).unwrap();
+    let index =
+        mnemo_index_sqlite::open(&f.ws, IndexSettings::default(), Some(e5_model())).unwrap();
     index.sync(&|_| {}).unwrap();
     let paths = |r: &mnemo_index::SearchResponse| {
         r.results.iter().map(|h| h.path.clone()).collect::<Vec<_>>()
@@ -90,7 +91,7 @@ fn markdown_hits_are_single_blocks() {
     // Off: the whole chunk.
     let mut whole = IndexSettings::default();
     whole.search.block_hits = false;
-    let chunks = MemoryIndex::open(&f.ws, whole, Some(model())).unwrap();
+    let chunks = mnemo_index_sqlite::open(&f.ws, whole, Some(model())).unwrap();
     let r = chunks.search(&tea()).unwrap();
     assert_eq!(
         (r.results[0].start_line, r.results[0].end_line),
@@ -226,7 +227,7 @@ fn needle_in_the_oldest_daily_log_survives_vectors_and_decay() {
     let mut settings = IndexSettings::default();
     settings.search.temporal_decay = true;
     settings.search.mmr = true;
-    let index = MemoryIndex::open(&f.ws, settings, Some(model())).unwrap();
+    let index = mnemo_index_sqlite::open(&f.ws, settings, Some(model())).unwrap();
     index.sync(&|_| {}).unwrap();
     for q in [
         "ERR-4711",
@@ -283,7 +284,7 @@ fn transcripts_are_indexed_with_message_ranges() {
     f.write("MEMORY.md", "# Core\n- nothing about dogs here\n");
     let mut settings = IndexSettings::default();
     settings.index.chunk_tokens = 64;
-    let index = MemoryIndex::open(&f.ws, settings, Some(model())).unwrap();
+    let index = mnemo_index_sqlite::open(&f.ws, settings, Some(model())).unwrap();
     let report = index.sync(&|_| {}).unwrap();
     assert!(report
         .issues
@@ -353,7 +354,7 @@ fn transcripts_are_indexed_with_message_ranges() {
     let mut no_lift = IndexSettings::default();
     no_lift.index.chunk_tokens = 64;
     no_lift.search.answer_lift = 0.0;
-    let plain = MemoryIndex::open(&f.ws, no_lift, Some(model())).unwrap();
+    let plain = mnemo_index_sqlite::open(&f.ws, no_lift, Some(model())).unwrap();
     let r = plain.search(&age().min_score(0.0)).unwrap();
     let answer = r
         .results
@@ -364,7 +365,7 @@ fn transcripts_are_indexed_with_message_ranges() {
     let mut whole = IndexSettings::default();
     whole.index.chunk_tokens = 64;
     whole.search.message_hits = false;
-    let chunks = MemoryIndex::open(&f.ws, whole, Some(model())).unwrap();
+    let chunks = mnemo_index_sqlite::open(&f.ws, whole, Some(model())).unwrap();
     let r = chunks.search(&puppy()).unwrap();
     let top = &r.results[0];
     let (a, b) = top.message_range.unwrap();
@@ -456,7 +457,8 @@ fn cjk_queries_skip_the_vectors_of_an_english_only_model_and_say_so() {
     };
     let english_only =
         std::sync::Arc::new(LocalEmbedder::load_with(&common::model_dir(), &spec).unwrap());
-    let index = MemoryIndex::open(&f.ws, IndexSettings::default(), Some(english_only)).unwrap();
+    let index =
+        mnemo_index_sqlite::open(&f.ws, IndexSettings::default(), Some(english_only)).unwrap();
     index.reindex(true, &|_| {}).unwrap();
     let r = index
         .search(&SearchRequest::new("女儿的钢琴课").min_score(0.0))
@@ -630,7 +632,7 @@ fn dates_in_the_query_lift_what_was_said_then() {
     }
     let mut settings = IndexSettings::default();
     settings.search.date_boost = 0.0;
-    let index = MemoryIndex::open(&f.ws, settings, None).unwrap();
+    let index = mnemo_index_sqlite::open(&f.ws, settings, None).unwrap();
     let r = index
         .search(
             &SearchRequest::new("where did we hike on 3 June 2023?").sources(&[Source::Sessions]),
@@ -703,7 +705,7 @@ fn secrets_in_transcripts_are_redacted_in_the_index_only() {
 
     let mut settings = IndexSettings::default();
     settings.index.redact_transcripts = false;
-    let plain = MemoryIndex::open(&f.ws, settings, None).unwrap();
+    let plain = mnemo_index_sqlite::open(&f.ws, settings, None).unwrap();
     assert!(plain.sync(&|_| {}).unwrap().full_rebuild);
     let hits = plain
         .search(&SearchRequest::new("billing invoice job"))
@@ -736,7 +738,7 @@ fn words_side_by_side_count_with_phrase_weight() {
     let first = |weight: f32| {
         let mut settings = IndexSettings::default();
         settings.search.phrase_weight = weight;
-        let index = MemoryIndex::open(&f.ws, settings, None).unwrap();
+        let index = mnemo_index_sqlite::open(&f.ws, settings, None).unwrap();
         index.sync(&|_| {}).unwrap();
         let r = index
             .search(&SearchRequest::new("ice cream").max_results(3))
@@ -855,7 +857,7 @@ fn a_dialogue_is_searched_for_its_latest_turn() {
     let search = |focus: f32| {
         let mut s = IndexSettings::default();
         s.search.dialogue_focus = focus;
-        let index = MemoryIndex::open(&f.ws, s, None).unwrap();
+        let index = mnemo_index_sqlite::open(&f.ws, s, None).unwrap();
         index.sync(&|_| {}).unwrap();
         index
             .search(&SearchRequest::new(chat_about_the_park()).min_score(0.0))
@@ -895,7 +897,7 @@ fn a_dialogue_s_vectors_weigh_its_latest_turn() {
     let search = |focus: f32| {
         let mut s = IndexSettings::default();
         s.search.dialogue_focus = focus;
-        let index = MemoryIndex::open(&f.ws, s, Some(model())).unwrap();
+        let index = mnemo_index_sqlite::open(&f.ws, s, Some(model())).unwrap();
         index.sync(&|_| {}).unwrap();
         index.search(&SearchRequest::new(q).min_score(0.0)).unwrap()
     };

@@ -11,7 +11,10 @@ use std::sync::Arc;
 
 use common::{daily_log, model, Fixture};
 use mnemo_core::ErrorCode;
-use mnemo_index::{IndexSettings, MemoryIndex, SearchMode, SearchRequest, SyncProgress};
+use mnemo_index::{
+    IndexBackend, IndexSettings, MemoryIndex, SearchMode, SearchRequest, SyncProgress,
+};
+use mnemo_index_sqlite::SqliteBackend;
 
 fn fixture(n: usize) -> Fixture {
     let f = Fixture::new();
@@ -25,7 +28,7 @@ fn fixture(n: usize) -> Fixture {
 #[test]
 fn incremental_sync_after_edit_delete_and_rename() {
     let f = fixture(5);
-    let index = MemoryIndex::open(&f.ws, IndexSettings::default(), Some(model())).unwrap();
+    let index = mnemo_index_sqlite::open(&f.ws, IndexSettings::default(), Some(model())).unwrap();
     let events = std::sync::Mutex::new(Vec::new());
     let first = index.sync(&|p| events.lock().unwrap().push(p)).unwrap();
     assert_eq!(first.indexed.len(), 6);
@@ -108,14 +111,14 @@ fn incremental_sync_after_edit_delete_and_rename() {
 #[test]
 fn chunking_change_rebuilds_into_a_new_database_while_old_one_answers() {
     let f = fixture(30);
-    let old = MemoryIndex::open(&f.ws, IndexSettings::default(), Some(model())).unwrap();
+    let old = mnemo_index_sqlite::open(&f.ws, IndexSettings::default(), Some(model())).unwrap();
     old.sync(&|_| {}).unwrap();
     let old_status = old.status().unwrap();
 
     let mut small = IndexSettings::default();
     small.index.chunk_tokens = 24;
     small.index.chunk_overlap = 4;
-    let new = MemoryIndex::open(&f.ws, small, Some(model())).unwrap();
+    let new = mnemo_index_sqlite::open(&f.ws, small, Some(model())).unwrap();
     let st = new.status().unwrap();
     assert!(st.needs_full_reindex && st.dirty);
 
@@ -183,7 +186,7 @@ fn chunking_change_rebuilds_into_a_new_database_while_old_one_answers() {
 #[test]
 fn searches_in_threads_never_fail_during_forced_reindex() {
     let f = fixture(20);
-    let index = MemoryIndex::open(&f.ws, IndexSettings::default(), Some(model())).unwrap();
+    let index = mnemo_index_sqlite::open(&f.ws, IndexSettings::default(), Some(model())).unwrap();
     index.sync(&|_| {}).unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let threads: Vec<_> = (0..3)
@@ -233,7 +236,7 @@ fn memory_get_reads_memory_only_and_refuses_escapes() {
     f.write("memory/notes/a.md", "one\ntwo\nthree\nfour\n");
     f.write("sessions/x.jsonl", "{}\n");
     f.write("memory/data.txt", "not markdown");
-    let index = MemoryIndex::open(&f.ws, IndexSettings::default(), None).unwrap();
+    let index = mnemo_index_sqlite::open(&f.ws, IndexSettings::default(), None).unwrap();
     let g = index.get("memory/notes/a.md", Some(2), Some(2)).unwrap();
     assert_eq!(
         (g.text.as_str(), g.from, g.lines, g.total_lines),
@@ -288,7 +291,7 @@ fn watch_reindexes_after_a_change() {
     let mut settings = IndexSettings::default();
     settings.index.watch_debounce_ms = 200;
     settings.search.sync_on_search = false;
-    let index = MemoryIndex::open(&f.ws, settings, None).unwrap();
+    let index = mnemo_index_sqlite::open(&f.ws, settings, None).unwrap();
     index.sync(&|_| {}).unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
     let handle = index
@@ -331,21 +334,15 @@ fn the_embedding_cache_stays_within_its_cap() {
     f.write("MEMORY.md", "# Core\n- Dana lives in Porto.\n");
     let mut settings = IndexSettings::default();
     settings.index.embedding_cache_max = 3;
-    let index = MemoryIndex::open(&f.ws, settings, Some(model())).unwrap();
-    let rows = |index: &MemoryIndex| -> (i64, i64) {
-        let db = rusqlite::Connection::open(index.status().unwrap().location).unwrap();
-        let total = db
-            .query_row("SELECT count(*) FROM embedding_cache", [], |r| r.get(0))
-            .unwrap();
-        let unused = db
-            .query_row(
-                "SELECT count(*) FROM embedding_cache e
-                 WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.hash = e.hash)",
-                [],
-                |r| r.get(0),
-            )
-            .unwrap();
-        (total, unused)
+    let index = mnemo_index_sqlite::open(&f.ws, settings, Some(model())).unwrap();
+    // Read through the backend itself: the cache's rows, and the vectors
+    // in use (a hash no chunk uses is what pruning may drop).
+    let model_id = Some((model().id(), model().dims()));
+    let rows = |index: &MemoryIndex| -> (usize, usize) {
+        let location = index.status().unwrap().location;
+        let db = SqliteBackend::open(std::path::Path::new(&location), model_id.clone()).unwrap();
+        let total = db.embedding_cache_page("", 1000).unwrap().len();
+        (total, total.saturating_sub(db.counts().unwrap().vectors))
     };
     let mut pruned = 0;
     for day in 1..=8 {
@@ -370,13 +367,13 @@ fn the_embedding_cache_stays_within_its_cap() {
     // A cap below what is in use deletes nothing that is in use.
     let mut settings = IndexSettings::default();
     settings.index.embedding_cache_max = 0;
-    let strict = MemoryIndex::open(&f.ws, settings, Some(model())).unwrap();
+    let strict = mnemo_index_sqlite::open(&f.ws, settings, Some(model())).unwrap();
     f.write("MEMORY.md", "# Core\n- Dana lives in Lisbon now.\n");
     strict.sync(&|_| {}).unwrap();
     let (total, unused) = rows(&strict);
     assert_eq!(unused, 0);
     let st = strict.status().unwrap();
-    assert_eq!(total as usize, st.chunks);
+    assert_eq!(total, st.chunks);
     assert_eq!(st.vectors, st.chunks);
 }
 
@@ -393,7 +390,7 @@ fn blank_and_empty_files_index_with_an_embedder_that_refuses_blank_text() {
         "# Title\n\n   \n\n- Dana keeps a spare key under the mat.\n",
     );
     let embedder: Arc<dyn mnemo_core::Embedder> = Arc::new(mnemo_embed::HashEmbedder::default());
-    let index = MemoryIndex::open(&f.ws, IndexSettings::default(), Some(embedder)).unwrap();
+    let index = mnemo_index_sqlite::open(&f.ws, IndexSettings::default(), Some(embedder)).unwrap();
     let report = index.sync(&|_| {}).unwrap();
     assert!(report.issues.is_empty(), "{:?}", report.issues);
     assert_eq!(report.indexed.len(), 6, "{report:?}");
@@ -423,7 +420,7 @@ fn blank_and_empty_files_index_with_an_embedder_that_refuses_blank_text() {
 /// A store of the caller's own: SQLite underneath, every lifecycle call
 /// counted, so the test sees `MemoryIndex` go through the seam.
 struct CountingStore {
-    inner: mnemo_index::SqliteStore,
+    inner: mnemo_index_sqlite::SqliteStore,
     locks: AtomicUsize,
     generations: AtomicUsize,
     scrubs: AtomicUsize,
@@ -468,7 +465,7 @@ fn the_index_runs_over_a_store_of_the_callers_own() {
     let f = fixture(3);
     let emb = model();
     let store = Arc::new(CountingStore {
-        inner: mnemo_index::SqliteStore::open(
+        inner: mnemo_index_sqlite::SqliteStore::open(
             &f.ws.state_dir(),
             Some((emb.id(), emb.dims())),
             Default::default(),

@@ -20,7 +20,7 @@ fn open(f: &Fixture) -> MemoryIndex {
     s.search.text_weight = 0.0;
     s.search.sync_on_search = false;
     let emb: Arc<dyn Embedder> = Arc::new(HashEmbedder::new(64));
-    MemoryIndex::open(&f.ws, s, Some(emb)).unwrap()
+    mnemo_index_sqlite::open(&f.ws, s, Some(emb)).unwrap()
 }
 
 fn top(index: &MemoryIndex) -> Vec<(String, f32)> {

@@ -7,8 +7,7 @@ mod common;
 
 use common::{model, Fixture, TOPICS};
 use mnemo_core::Config;
-use mnemo_index::vectors::VectorScan;
-use mnemo_index::{IndexSettings, MemoryIndex, SearchRequest};
+use mnemo_index::{IndexSettings, MemoryIndex, SearchRequest, VectorScan};
 
 /// Vector-only ranking (no BM25), so the hits are exactly the scan's order.
 fn settings(scan: VectorScan) -> IndexSettings {
@@ -77,9 +76,10 @@ fn int8_and_exact_scans_agree_on_real_embeddings() {
         files += 1;
     }
     assert_eq!(files, 264);
-    let int8 = MemoryIndex::open(&f.ws, settings(VectorScan::Int8), Some(model())).unwrap();
+    let int8 = mnemo_index_sqlite::open(&f.ws, settings(VectorScan::Int8), Some(model())).unwrap();
     int8.sync(&|_| {}).unwrap();
-    let exact = MemoryIndex::open(&f.ws, settings(VectorScan::Exact), Some(model())).unwrap();
+    let exact =
+        mnemo_index_sqlite::open(&f.ws, settings(VectorScan::Exact), Some(model())).unwrap();
     assert!(exact.status().unwrap().vectors >= 264);
     assert_same(&int8, &exact);
 

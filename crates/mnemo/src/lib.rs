@@ -17,6 +17,7 @@ pub use mnemo_embed::DownloadProgress;
 pub use mnemo_engine as engine;
 pub use mnemo_index as index;
 pub use mnemo_index_postgres as index_postgres;
+pub use mnemo_index_sqlite as index_sqlite;
 pub use mnemo_llm as llm;
 pub use mnemo_local_llm as local_llm;
 pub use mnemo_store as store;
@@ -24,10 +25,9 @@ pub use mnemo_store_postgres as store_postgres;
 
 mod source;
 
-use mnemo_index::{
-    BackendKind, IndexError, IndexSettings, IndexStore, MemoryIndex, SourceTree, SqliteStore,
-};
+use mnemo_index::{BackendKind, IndexError, IndexSettings, IndexStore, MemoryIndex, SourceTree};
 use mnemo_index_postgres::{PostgresOptions, PostgresStore};
+use mnemo_index_sqlite::SqliteStore;
 use mnemo_store::{MemoryStore, SessionStore, SharedStorage};
 
 /// Opens the search index of `ws` where `settings` say it lives: the
@@ -52,7 +52,7 @@ pub fn open_index_over(
 ) -> Result<MemoryIndex, IndexError> {
     let store: Arc<dyn IndexStore> = match settings.index.backend {
         BackendKind::Sqlite if source.is_none() => {
-            return MemoryIndex::open(ws, settings, embedder)
+            return mnemo_index_sqlite::open(ws, settings, embedder)
         }
         BackendKind::Sqlite => {
             settings.validate()?;

@@ -70,6 +70,26 @@ mod architecture_tests {
         out
     }
 
+    /// `mnemo-index` is the search policy only: no database (SQLite lives
+    /// in mnemo-index-sqlite, PostgreSQL in mnemo-index-postgres) and no
+    /// `unsafe` (the SIMD scans and the FTS5 C API moved with SQLite).
+    #[test]
+    fn the_search_policy_has_no_database_and_no_unsafe() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let manifest = std::fs::read_to_string(root.join("crates/index/Cargo.toml")).unwrap();
+        for db in ["rusqlite", "sqlite-vec", "tokio-postgres", "postgres"] {
+            assert!(
+                !manifest.lines().any(|l| l.trim_start().starts_with(db)),
+                "mnemo-index depends on {db}"
+            );
+        }
+        let lib = std::fs::read_to_string(root.join("crates/index/src/lib.rs")).unwrap();
+        assert!(
+            lib.lines().any(|l| l.trim() == "#![forbid(unsafe_code)]"),
+            "mnemo-index must forbid unsafe code"
+        );
+    }
+
     /// docs/ARCHITECTURE.md draws the crates exactly as the manifests have them.
     #[test]
     fn the_architecture_picture_is_the_manifests() {

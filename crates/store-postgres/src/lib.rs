@@ -99,23 +99,12 @@ fn db_err(location: &str) -> impl Fn(tokio_postgres::Error) -> Error + '_ {
     move |e| failed(location, mnemo_postgres::describe(&e))
 }
 
-/// True for a schema name mnemo creates: lower-case letters, digits and `_`.
-pub fn valid_schema(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 63
-        && name
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
-        && !name.starts_with(|c: char| c.is_ascii_digit())
-        && !name.starts_with("pg_")
-}
-
 impl Database {
     /// Connects to `url` and creates or migrates the store's tables in
     /// `schema`. Errors say what to fix: an unreachable server, a wrong
     /// URL, a schema written by a newer mnemo.
     pub fn connect(url: &str, schema: &str) -> Result<Arc<Database>> {
-        if !valid_schema(schema) {
+        if !mnemo_core::schema::valid_schema_name(schema) {
             return Err(Error::Invalid(format!(
                 "{schema:?} cannot name the store's schema: use lower-case letters, digits and _"
             )));

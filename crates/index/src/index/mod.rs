@@ -30,9 +30,8 @@ use crate::error::{IndexError, Result};
 use crate::redact;
 use crate::scan::{self, Found};
 use crate::search;
-use crate::settings::{BackendKind, IndexSettings, SearchOptions};
+use crate::settings::{IndexSettings, SearchOptions};
 use crate::source::SourceTree;
-use crate::sqlite_store::SqliteStore;
 use crate::store::{IndexStore, LockWait};
 use crate::text;
 use crate::transcript;
@@ -73,35 +72,13 @@ impl std::fmt::Debug for MemoryIndex {
 }
 
 impl MemoryIndex {
-    /// Opens (creating if needed) the index of `ws` under `.mnemo/`.
-    /// Nothing is indexed yet: call [`MemoryIndex::sync`] (searches also sync
-    /// first when files changed, unless `sync_on_search` is off). With no
-    /// embedder the index runs in keyword-only mode, and says so.
-    pub fn open(
-        ws: &Workspace,
-        settings: IndexSettings,
-        embedder: Option<Arc<dyn Embedder>>,
-    ) -> Result<MemoryIndex> {
-        // Checked before any file is touched (`with_store` checks again: cheap).
-        settings.validate()?;
-        if settings.index.backend == BackendKind::Postgres {
-            // This crate knows no database server: the store comes from
-            // mnemo-index-postgres, through `with_store`.
-            return Err(IndexError::Config(
-                "[index] backend = \"postgres\": `MemoryIndex::open` opens the embedded SQLite \
-                 index only; open a PostgreSQL index with `mnemo::open_index` (or \
-                 `MemoryIndex::with_store` and mnemo-index-postgres's store)"
-                    .into(),
-            ));
-        }
-        let emb_id = embedder.as_ref().map(|e| (e.id(), e.dims()));
-        let store = SqliteStore::open(&ws.state_dir(), emb_id, settings.index.vector_scan)?;
-        Self::with_store(ws, settings, embedder, Arc::new(store))
-    }
-
-    /// [`MemoryIndex::open`] over another store (a database server, or a
-    /// store of the caller's own). The workspace's `.mnemo/` still holds
-    /// the freshness journal and the watcher's fence.
+    /// The index of `ws` over `store` (SQLite's in mnemo-index-sqlite,
+    /// PostgreSQL's in mnemo-index-postgres, or a store of the caller's
+    /// own). Nothing is indexed yet: call [`MemoryIndex::sync`] (searches
+    /// also sync first when files changed, unless `sync_on_search` is off).
+    /// With no embedder the index runs in keyword-only mode, and says so.
+    /// The workspace's `.mnemo/` holds the freshness journal and the
+    /// watcher's fence.
     pub fn with_store(
         ws: &Workspace,
         settings: IndexSettings,

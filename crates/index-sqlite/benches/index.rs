@@ -1,4 +1,4 @@
-//! Benchmarks of mnemo-index, on generated data (seeded RNG):
+//! Benchmarks of the SQLite index, on generated data (seeded RNG):
 //!
 //! - `vector_top10_100k_x_384`: the in-memory exact f32 scan and the int8
 //!   scan with exact re-rank (what search uses by default) against a plain
@@ -26,10 +26,10 @@ use std::time::{Duration, Instant};
 use criterion::Criterion;
 use mnemo_core::{Embedder, Workspace};
 use mnemo_embed::{HashEmbedder, LocalEmbedder};
-use mnemo_index::vectors::{
+use mnemo_index::{IndexSettings, MemoryIndex, SearchRequest};
+use mnemo_index_sqlite::vectors::{
     bandwidth_baseline, kernel_name, rerank_pool, scan_threads, VectorScan, VectorSet,
 };
-use mnemo_index::{IndexSettings, MemoryIndex, SearchRequest};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
@@ -210,7 +210,7 @@ fn search_latency(c: &mut Criterion) {
     for n in sizes {
         let dir = tempfile::tempdir().unwrap();
         write_corpus(dir.path(), n, 100, 11);
-        let index = MemoryIndex::open(
+        let index = mnemo_index_sqlite::open(
             &Workspace::new(dir.path()),
             bench_settings(),
             Some(emb.clone()),
@@ -306,9 +306,12 @@ fn cold_open(root: &Path, emb: &Arc<dyn Embedder>, queries: &[String], chunks: u
                 let _ = std::fs::remove_file(&cache);
             }
             let t = Instant::now();
-            let index =
-                MemoryIndex::open(&Workspace::new(root), bench_settings(), Some(emb.clone()))
-                    .unwrap();
+            let index = mnemo_index_sqlite::open(
+                &Workspace::new(root),
+                bench_settings(),
+                Some(emb.clone()),
+            )
+            .unwrap();
             open.push(t.elapsed());
             let q = SearchRequest::new(query.as_str());
             let t = Instant::now();
@@ -350,7 +353,8 @@ fn indexing_real_model() {
     let emb: Arc<dyn Embedder> = Arc::new(model);
     let ws = tempfile::tempdir().unwrap();
     write_corpus(ws.path(), 500, 100, 5);
-    let index = MemoryIndex::open(&Workspace::new(ws.path()), bench_settings(), Some(emb)).unwrap();
+    let index =
+        mnemo_index_sqlite::open(&Workspace::new(ws.path()), bench_settings(), Some(emb)).unwrap();
     let t = Instant::now();
     let r = index.sync(&|_| {}).unwrap();
     let took = t.elapsed();

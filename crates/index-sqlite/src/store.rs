@@ -12,11 +12,11 @@ use std::time::{Duration, Instant};
 
 use mnemo_core::EmbedderId;
 
-use crate::backend::IndexBackend;
-use crate::error::{IndexError, Result};
-use crate::sqlite::SqliteBackend;
-use crate::store::{Generation, IndexStore, LockWait, WriterLock};
-use crate::vectors::VectorScan;
+use crate::backend::SqliteBackend;
+use mnemo_index::IndexBackend;
+use mnemo_index::VectorScan;
+use mnemo_index::{Generation, IndexStore, LockWait, WriterLock};
+use mnemo_index::{IndexError, Result};
 
 /// Name of the first database file; later generations are `index-<ms>.sqlite`.
 const FIRST_DB: &str = "index.sqlite";
@@ -97,7 +97,7 @@ impl IndexStore for SqliteStore {
     }
 
     fn schema_version(&self) -> String {
-        crate::sqlite::SCHEMA_VERSION.to_string()
+        crate::backend::SCHEMA_VERSION.to_string()
     }
 
     fn location(&self) -> String {

@@ -6,8 +6,9 @@
 
 use std::path::{Path, PathBuf};
 
-use mnemo_index::vectors::VectorScan;
-use mnemo_index::{IndexStore, SqliteStore};
+use mnemo_index::IndexStore;
+use mnemo_index_sqlite::vectors::VectorScan;
+use mnemo_index_sqlite::SqliteStore;
 use mnemo_test_support::conformance::index_store::StoreCase;
 
 /// The database files of the folder's generations (`index.sqlite`,

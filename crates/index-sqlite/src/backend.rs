@@ -34,33 +34,32 @@ use chrono::NaiveDate;
 use mnemo_core::EmbedderId;
 use rusqlite::{params, params_from_iter, Connection, OpenFlags, OptionalExtension};
 
-use crate::backend::{ChunkRecord, Counts, FileRecord, IndexBackend, NewChunk};
-use crate::chunk::MessagePart;
-use crate::error::{DbFailure, IndexError, Result};
-use crate::types::Source;
+use mnemo_index::backend::{ChunkRecord, Counts, FileRecord, IndexBackend, NewChunk};
+use mnemo_index::chunk::MessagePart;
+use mnemo_index::{DbFailure, IndexError, Result};
+use mnemo_index::{Source, VectorScan};
+
+use crate::vectors::VectorSet;
 
 /// SQLite's failures in the shared terms: a locked database is busy, a
 /// damaged file corrupt. The shared error type names no SQLite type, so
 /// another backend fits it as well.
-impl From<rusqlite::Error> for IndexError {
-    fn from(e: rusqlite::Error) -> Self {
-        let failure = match e.sqlite_error_code() {
-            Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {
-                DbFailure::Busy
-            }
-            Some(rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase) => {
-                DbFailure::Corrupt
-            }
-            _ => DbFailure::Other,
-        };
-        IndexError::Database {
-            location: "the SQLite index in .mnemo/".into(),
-            message: e.to_string(),
-            failure,
+pub(crate) fn db(e: rusqlite::Error) -> IndexError {
+    let failure = match e.sqlite_error_code() {
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {
+            DbFailure::Busy
         }
+        Some(rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase) => {
+            DbFailure::Corrupt
+        }
+        _ => DbFailure::Other,
+    };
+    IndexError::Database {
+        location: "the SQLite index in .mnemo/".into(),
+        message: e.to_string(),
+        failure,
     }
 }
-use crate::vectors::{VectorScan, VectorSet};
 
 /// How long a connection waits for another one's lock before it reports
 /// the index busy.
@@ -100,10 +99,14 @@ CREATE TABLE IF NOT EXISTS embedding_cache (
 /// searches keep working until the rebuild its schema version asks for.
 /// Runs before `SCHEMA`, whose indexes name them.
 fn add_missing_columns(conn: &Connection) -> Result<()> {
-    let mut stmt = conn.prepare("SELECT name FROM pragma_table_info('chunks')")?;
+    let mut stmt = conn
+        .prepare("SELECT name FROM pragma_table_info('chunks')")
+        .map_err(db)?;
     let have: Vec<String> = stmt
-        .query_map([], |r| r.get(0))?
-        .collect::<rusqlite::Result<_>>()?;
+        .query_map([], |r| r.get(0))
+        .map_err(db)?
+        .collect::<rusqlite::Result<_>>()
+        .map_err(db)?;
     if have.is_empty() {
         return Ok(()); // a new database: SCHEMA creates the table whole
     }
@@ -112,7 +115,7 @@ fn add_missing_columns(conn: &Connection) -> Result<()> {
             match conn.execute_batch(&format!("ALTER TABLE chunks ADD COLUMN {col} TEXT")) {
                 // Another process opening the same old database got there first.
                 Err(e) if e.to_string().contains("duplicate column") => {}
-                r => r?,
+                r => r.map_err(db)?,
             }
         }
     }
@@ -333,9 +336,11 @@ fn meta_value(conn: &Connection, key: &str) -> rusqlite::Result<Option<String>> 
 }
 
 fn configure(conn: &Connection) -> Result<()> {
-    conn.busy_timeout(BUSY_TIMEOUT)?;
-    conn.pragma_update(None, "journal_mode", "WAL")?;
-    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    conn.busy_timeout(BUSY_TIMEOUT).map_err(db)?;
+    conn.pragma_update(None, "journal_mode", "WAL")
+        .map_err(db)?;
+    conn.pragma_update(None, "synchronous", "NORMAL")
+        .map_err(db)?;
     Ok(())
 }
 
@@ -363,7 +368,7 @@ fn open_connection(path: &Path) -> Result<Connection> {
 }
 
 fn try_open_connection(path: &Path) -> Result<Connection> {
-    let mut conn = Connection::open(path)?;
+    let mut conn = Connection::open(path).map_err(db)?;
     configure(&conn)?;
     // Every write transaction of this connection reads before it
     // writes. A deferred one that another connection wrote under in the
@@ -371,11 +376,11 @@ fn try_open_connection(path: &Path) -> Result<Connection> {
     // the write lock at BEGIN makes it wait its turn instead.
     conn.set_transaction_behavior(rusqlite::TransactionBehavior::Immediate);
     add_missing_columns(&conn)?;
-    conn.execute_batch(SCHEMA)?;
+    conn.execute_batch(SCHEMA).map_err(db)?;
     // A random id of this database, so a vector cache written for an
     // earlier database of the same name (deleted and rebuilt) never
     // matches. Checked first: the insert takes the write lock.
-    if meta_value(&conn, "instance")?.is_none() {
+    if meta_value(&conn, "instance").map_err(db)?.is_none() {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos())
@@ -383,7 +388,8 @@ fn try_open_connection(path: &Path) -> Result<Connection> {
         conn.execute(
             "INSERT OR IGNORE INTO meta(key, value) VALUES ('instance', ?1)",
             params![format!("{nanos:x}-{:x}", std::process::id())],
-        )?;
+        )
+        .map_err(db)?;
     }
     Ok(conn)
 }
@@ -473,15 +479,17 @@ impl SqliteBackend {
                     OpenFlags::SQLITE_OPEN_READ_WRITE
                         | OpenFlags::SQLITE_OPEN_NO_MUTEX
                         | OpenFlags::SQLITE_OPEN_URI,
-                )?;
-                c.busy_timeout(BUSY_TIMEOUT)?;
-                c.pragma_update(None, "query_only", true)?;
+                )
+                .map_err(db)?;
+                c.busy_timeout(BUSY_TIMEOUT).map_err(db)?;
+                c.pragma_update(None, "query_only", true).map_err(db)?;
                 // Pages read through the map rather than copied by a read
                 // call each: a keyword search touches hundreds of them.
                 // Capped, so a large index does not count against the
                 // process's memory beyond it.
-                c.pragma_update(None, "mmap_size", READER_MMAP_BYTES)?;
-                crate::fts_rank::register(&c, self.terms.lens())?;
+                c.pragma_update(None, "mmap_size", READER_MMAP_BYTES)
+                    .map_err(db)?;
+                crate::fts_rank::register(&c, self.terms.lens()).map_err(db)?;
                 // Room for the padded row lists of `chunks` beside the rest.
                 c.set_prepared_statement_cache_capacity(32);
                 c
@@ -491,7 +499,7 @@ impl SqliteBackend {
         if out.is_ok() {
             lock(&self.readers).push(conn);
         }
-        Ok(out?)
+        out.map_err(db)
     }
 
     fn rev(conn: &Connection) -> rusqlite::Result<i64> {
@@ -635,13 +643,14 @@ impl SqliteBackend {
         conn.execute(
             "ATTACH DATABASE ?1 AS old",
             params![other.to_string_lossy()],
-        )?;
+        )
+        .map_err(db)?;
         let n = conn.execute(
             "INSERT OR IGNORE INTO embedding_cache SELECT * FROM old.embedding_cache",
             [],
         );
-        conn.execute("DETACH DATABASE old", [])?;
-        Ok(n?)
+        conn.execute("DETACH DATABASE old", []).map_err(db)?;
+        n.map_err(db)
     }
 
     /// Rewrites the database so that no deleted row survives in it: FTS5
@@ -650,16 +659,19 @@ impl SqliteBackend {
     /// checkpointed and truncated. For a forget; it costs a full rewrite.
     pub fn scrub(&self) -> Result<()> {
         let conn = lock(&self.writer);
-        conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES('optimize')", [])?;
-        conn.execute("VACUUM", [])?;
-        conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+        conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES('optimize')", [])
+            .map_err(db)?;
+        conn.execute("VACUUM", []).map_err(db)?;
+        conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+            .map_err(db)?;
         Ok(())
     }
 
     /// Runs a WAL checkpoint (after a full rebuild, before the swap).
     pub fn checkpoint(&self) -> Result<()> {
         let conn = lock(&self.writer);
-        conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+        conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+            .map_err(db)?;
         Ok(())
     }
 }
@@ -675,14 +687,15 @@ impl IndexBackend for SqliteBackend {
 
     fn set_meta(&self, entries: &[(&str, String)]) -> Result<()> {
         let mut conn = lock(&self.writer);
-        let tx = conn.transaction()?;
+        let tx = conn.transaction().map_err(db)?;
         for (k, v) in entries {
             tx.execute(
                 "INSERT OR REPLACE INTO meta(key, value) VALUES (?1, ?2)",
                 params![k, v],
-            )?;
+            )
+            .map_err(db)?;
         }
-        tx.commit()?;
+        tx.commit().map_err(db)?;
         Ok(())
     }
 
@@ -714,16 +727,22 @@ impl IndexBackend for SqliteBackend {
     ) -> Result<()> {
         let now = chrono::Utc::now().timestamp();
         let mut conn = lock(&self.writer);
-        let tx = conn.transaction()?;
+        let tx = conn.transaction().map_err(db)?;
         let old_ids: Vec<i64> = {
-            let mut stmt = tx.prepare("SELECT id FROM chunks WHERE path = ?1")?;
-            let rows = stmt.query_map(params![file.path], |r| r.get(0))?;
-            rows.collect::<rusqlite::Result<_>>()?
+            let mut stmt = tx
+                .prepare("SELECT id FROM chunks WHERE path = ?1")
+                .map_err(db)?;
+            let rows = stmt
+                .query_map(params![file.path], |r| r.get(0))
+                .map_err(db)?;
+            rows.collect::<rusqlite::Result<_>>().map_err(db)?
         };
         for id in &old_ids {
-            tx.execute("DELETE FROM chunks_fts WHERE rowid = ?1", params![id])?;
+            tx.execute("DELETE FROM chunks_fts WHERE rowid = ?1", params![id])
+                .map_err(db)?;
         }
-        tx.execute("DELETE FROM chunks WHERE path = ?1", params![file.path])?;
+        tx.execute("DELETE FROM chunks WHERE path = ?1", params![file.path])
+            .map_err(db)?;
         tx.execute(
             "INSERT OR REPLACE INTO files(path, source, hash, mtime, size, embedded, session_key)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
@@ -736,19 +755,22 @@ impl IndexBackend for SqliteBackend {
                 file.embedded as i64,
                 file.session_key
             ],
-        )?;
+        )
+        .map_err(db)?;
         let mut new_rows: Vec<(i64, Vec<f32>)> = Vec::new();
         {
             let mut ins = tx.prepare(
                 "INSERT INTO chunks(path, source, start_line, end_line, hash, text, msg_start, msg_end,
                                     day_first, day_last, parts)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-            )?;
-            let mut fts = tx.prepare("INSERT INTO chunks_fts(rowid, tokens) VALUES (?1, ?2)")?;
+            ).map_err(db)?;
+            let mut fts = tx
+                .prepare("INSERT INTO chunks_fts(rowid, tokens) VALUES (?1, ?2)")
+                .map_err(db)?;
             let mut cache = tx.prepare(
                 "INSERT OR REPLACE INTO embedding_cache(provider, model, provider_key, hash, dims, embedding, updated_at)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            )?;
+            ).map_err(db)?;
             for (i, c) in chunks.iter().enumerate() {
                 ins.execute(params![
                     file.path,
@@ -762,27 +784,30 @@ impl IndexBackend for SqliteBackend {
                     c.days.map(|d| d.0.to_string()),
                     c.days.map(|d| d.1.to_string()),
                     (!c.parts.is_empty()).then(|| MessagePart::encode(&c.parts)),
-                ])?;
+                ])
+                .map_err(db)?;
                 let id = tx.last_insert_rowid();
-                fts.execute(params![id, c.tokens])?;
+                fts.execute(params![id, c.tokens]).map_err(db)?;
                 if let (Some(vs), Some((eid, dims))) = (vectors, self.embedder.as_ref()) {
                     if let Some(v) = vs.get(i).filter(|v| v.len() == *dims) {
-                        cache.execute(params![
-                            eid.provider,
-                            eid.model,
-                            eid.provider_key,
-                            c.hash,
-                            *dims as i64,
-                            to_blob(v),
-                            now
-                        ])?;
+                        cache
+                            .execute(params![
+                                eid.provider,
+                                eid.model,
+                                eid.provider_key,
+                                c.hash,
+                                *dims as i64,
+                                to_blob(v),
+                                now
+                            ])
+                            .map_err(db)?;
                         new_rows.push((id, v.clone()));
                     }
                 }
             }
         }
-        let (old_rev, new_rev) = Self::bump_rev(&tx)?;
-        tx.commit()?;
+        let (old_rev, new_rev) = Self::bump_rev(&tx).map_err(db)?;
+        tx.commit().map_err(db)?;
         let tag = source_tag(file.source);
         self.mirror_apply(old_rev, new_rev, |set| {
             set.remove(&old_ids.iter().copied().collect());
@@ -798,25 +823,31 @@ impl IndexBackend for SqliteBackend {
         conn.execute(
             "UPDATE files SET mtime = ?2, size = ?3 WHERE path = ?1",
             params![path, mtime_ms, size as i64],
-        )?;
+        )
+        .map_err(db)?;
         Ok(())
     }
 
     fn delete_file(&self, path: &str) -> Result<()> {
         let mut conn = lock(&self.writer);
-        let tx = conn.transaction()?;
+        let tx = conn.transaction().map_err(db)?;
         let ids: Vec<i64> = {
-            let mut stmt = tx.prepare("SELECT id FROM chunks WHERE path = ?1")?;
-            let rows = stmt.query_map(params![path], |r| r.get(0))?;
-            rows.collect::<rusqlite::Result<_>>()?
+            let mut stmt = tx
+                .prepare("SELECT id FROM chunks WHERE path = ?1")
+                .map_err(db)?;
+            let rows = stmt.query_map(params![path], |r| r.get(0)).map_err(db)?;
+            rows.collect::<rusqlite::Result<_>>().map_err(db)?
         };
         for id in &ids {
-            tx.execute("DELETE FROM chunks_fts WHERE rowid = ?1", params![id])?;
+            tx.execute("DELETE FROM chunks_fts WHERE rowid = ?1", params![id])
+                .map_err(db)?;
         }
-        tx.execute("DELETE FROM chunks WHERE path = ?1", params![path])?;
-        tx.execute("DELETE FROM files WHERE path = ?1", params![path])?;
-        let (old_rev, new_rev) = Self::bump_rev(&tx)?;
-        tx.commit()?;
+        tx.execute("DELETE FROM chunks WHERE path = ?1", params![path])
+            .map_err(db)?;
+        tx.execute("DELETE FROM files WHERE path = ?1", params![path])
+            .map_err(db)?;
+        let (old_rev, new_rev) = Self::bump_rev(&tx).map_err(db)?;
+        tx.commit().map_err(db)?;
         self.mirror_apply(old_rev, new_rev, |set| {
             set.remove(&ids.into_iter().collect())
         });
@@ -825,20 +856,24 @@ impl IndexBackend for SqliteBackend {
 
     fn prune_embedding_cache(&self, keep: usize) -> Result<usize> {
         let mut conn = lock(&self.writer);
-        let rows: i64 = conn.query_row("SELECT count(*) FROM embedding_cache", [], |r| r.get(0))?;
+        let rows: i64 = conn
+            .query_row("SELECT count(*) FROM embedding_cache", [], |r| r.get(0))
+            .map_err(db)?;
         let excess = rows.saturating_sub(i64::try_from(keep).unwrap_or(i64::MAX));
         if excess <= 0 {
             return Ok(0);
         }
-        let tx = conn.transaction()?;
-        let deleted = tx.execute(
-            "DELETE FROM embedding_cache WHERE rowid IN (
+        let tx = conn.transaction().map_err(db)?;
+        let deleted = tx
+            .execute(
+                "DELETE FROM embedding_cache WHERE rowid IN (
                  SELECT e.rowid FROM embedding_cache e
                  WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.hash = e.hash)
                  ORDER BY e.updated_at LIMIT ?1)",
-            params![excess],
-        )?;
-        tx.commit()?;
+                params![excess],
+            )
+            .map_err(db)?;
+        tx.commit().map_err(db)?;
         Ok(deleted)
     }
 
@@ -1033,12 +1068,12 @@ impl IndexBackend for SqliteBackend {
         };
         let now = chrono::Utc::now().timestamp_millis();
         let mut conn = lock(&self.writer);
-        let tx = conn.transaction()?;
+        let tx = conn.transaction().map_err(db)?;
         {
             let mut ins = tx.prepare(
                 "INSERT OR IGNORE INTO embedding_cache(provider, model, provider_key, hash, dims, embedding, updated_at)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            )?;
+            ).map_err(db)?;
             for (hash, v) in rows.iter().filter(|(_, v)| v.len() == dims) {
                 ins.execute(params![
                     id.provider,
@@ -1048,10 +1083,11 @@ impl IndexBackend for SqliteBackend {
                     dims as i64,
                     to_blob(v),
                     now
-                ])?;
+                ])
+                .map_err(db)?;
             }
         }
-        tx.commit()?;
+        tx.commit().map_err(db)?;
         Ok(())
     }
 

@@ -36,26 +36,11 @@
 
 use std::collections::HashSet;
 
-use serde::{Deserialize, Serialize};
+pub use mnemo_index::VectorScan;
 
 mod coarse;
 
 pub use coarse::kernel_name as first_pass_kernel_name;
-
-/// Which scan answers vector search (`[index] vector_scan`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum VectorScan {
-    /// int8 scan of every row, exact f32 re-rank of a candidate pool.
-    /// recall@10 against `Exact` measured at 1.0 (random and real vectors).
-    #[default]
-    Int8,
-    /// f32 dot product with every row (slower, for comparison).
-    Exact,
-    /// As `Int8`, but a set that keeps codes only skips its 4-bit first
-    /// pass and scores every row in int8 (for comparison).
-    FullInt8,
-}
 
 /// Candidates re-scored exactly by the int8 scan for a top-`k` request: 4k,
 /// at least 100. With 40 the recall@10 was already 1.0 on 100k random

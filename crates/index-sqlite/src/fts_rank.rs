@@ -381,7 +381,7 @@ mod tests {
         use rand::rngs::StdRng;
         use rand::{RngExt, SeedableRng};
         let c = Connection::open_in_memory().unwrap();
-        c.execute_batch(crate::sqlite::SCHEMA).unwrap();
+        c.execute_batch(crate::backend::SCHEMA).unwrap();
         let lens = Arc::new(DocLens::default());
         register(&c, &lens).unwrap();
         lens.at_rev(0, 3_000, 3_000);

@@ -3,9 +3,9 @@
 //! reports resident memory.
 //!
 //! ```sh
-//! cargo run --release -p mnemo-index --example scale -- --chunks 100000 --dir /some/scratch/ws
-//! cargo run --release -p mnemo-index --example scale -- --chunks 1000000 --per-file 100 --dir D --build-only
-//! cargo run --release -p mnemo-index --example scale -- --dir D --search-only   # a fresh process: its RSS is the search's
+//! cargo run --release -p mnemo-index-sqlite --example scale -- --chunks 100000 --dir /some/scratch/ws
+//! cargo run --release -p mnemo-index-sqlite --example scale -- --chunks 1000000 --per-file 100 --dir D --build-only
+//! cargo run --release -p mnemo-index-sqlite --example scale -- --dir D --search-only   # a fresh process: its RSS is the search's
 //! ```
 //!
 //! Options: `--chunks N` (100,000), `--per-file K` chunks per daily-log
@@ -28,8 +28,8 @@ use std::time::{Duration, Instant};
 
 use mnemo_core::{EmbedError, EmbedKind, Embedder, EmbedderId, Workspace};
 use mnemo_embed::HashEmbedder;
-use mnemo_index::vectors::VectorScan;
-use mnemo_index::{IndexSettings, MemoryIndex, SearchRequest};
+use mnemo_index::{IndexSettings, SearchRequest};
+use mnemo_index_sqlite::vectors::VectorScan;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 
@@ -159,7 +159,7 @@ fn main() {
             write_corpus(&root, chunks, per_file, 11);
             println!("wrote {chunks} chunks in {:.1?}", t.elapsed());
         }
-        let index = MemoryIndex::open(&ws, settings.clone(), emb.clone()).unwrap();
+        let index = mnemo_index_sqlite::open(&ws, settings.clone(), emb.clone()).unwrap();
         let t = Instant::now();
         let r = index.sync(&|_| {}).unwrap();
         let took = t.elapsed();
@@ -176,7 +176,7 @@ fn main() {
         }
     }
     let t = Instant::now();
-    let index = MemoryIndex::open(&ws, settings, emb).unwrap();
+    let index = mnemo_index_sqlite::open(&ws, settings, emb).unwrap();
     let status = index.status().unwrap();
     println!(
         "opened: {} files, {} chunks, {} vectors in {:.1?}",
@@ -250,7 +250,7 @@ fn main() {
 /// re-scored exactly, as the SQLite backend does), and the codes-only set's
 /// int8 pass over every row.
 fn vector_recall(root: &std::path::Path, emb: &HashEmbedder, qs: &[String]) {
-    use mnemo_index::vectors::{dot, first_pass_kernel_name, VectorSet};
+    use mnemo_index_sqlite::vectors::{dot, first_pass_kernel_name, VectorSet};
     let db = root.join(".mnemo").join("index.sqlite");
     let c = rusqlite::Connection::open_with_flags(&db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
         .unwrap();
@@ -334,10 +334,10 @@ fn vector_recall(root: &std::path::Path, emb: &HashEmbedder, qs: &[String]) {
          codes only, int8 over every row, exact re-score: {:.4} ({:.2?} before the re-score)",
         qs.len(),
         per(times[0]),
-        mnemo_index::vectors::rerank_pool(k),
+        mnemo_index_sqlite::vectors::rerank_pool(k),
         r(hits[0]),
         per(times[1]),
-        mnemo_index::vectors::first_pass_pool(mnemo_index::vectors::rerank_pool(k)),
+        mnemo_index_sqlite::vectors::first_pass_pool(mnemo_index_sqlite::vectors::rerank_pool(k)),
         r(hits[1]),
         per(times[2]),
         r(hits[2]),

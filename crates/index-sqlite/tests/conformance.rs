@@ -4,7 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use mnemo_core::EmbedderId;
-use mnemo_index::sqlite::SqliteBackend;
+use mnemo_index_sqlite::SqliteBackend;
 use mnemo_test_support::conformance::index::{IndexCase, DIMS};
 
 fn sqlite_case() -> IndexCase {

@@ -10,7 +10,7 @@
 //! - terms found in more than half of the chunks are dropped (their IDF is
 //!   about 0: they change no ranking);
 //! - when the remaining terms' document counts add up to more than
-//!   [`KEYWORD_BUDGET`](crate::backend::KEYWORD_BUDGET), only the chunks holding the rarest terms (the most that
+//!   [`KEYWORD_BUDGET`](mnemo_index::backend::KEYWORD_BUDGET), only the chunks holding the rarest terms (the most that
 //!   fit within the budget) are scored, each with the BM25 of the whole
 //!   query: one FTS5 query for those that hold some of the other terms
 //!   (`rare AND common`, the whole query's BM25), one of the rare terms
@@ -38,8 +38,24 @@ use std::sync::{Arc, Mutex};
 
 use rusqlite::{params, Connection, OptionalExtension};
 
-use crate::backend::{keyword_plan, KeywordPlan};
 use crate::fts_rank::DocLens;
+use mnemo_index::backend::{keyword_plan, KeywordPlan};
+
+/// An FTS5 MATCH expression: every token quoted, OR-ed, so BM25 ranks
+/// documents by how many and how rare the words they share are (AND-joined
+/// queries miss a document that lacks one word).
+pub fn fts_query(tokens: &[String]) -> Option<String> {
+    if tokens.is_empty() {
+        return None;
+    }
+    Some(
+        tokens
+            .iter()
+            .map(|t| format!("\"{}\"", t.replace('"', "\"\"")))
+            .collect::<Vec<_>>()
+            .join(" OR "),
+    )
+}
 
 /// Term statistics of one revision of the index.
 #[derive(Debug, Default)]
@@ -162,15 +178,12 @@ pub(crate) fn search(
     };
     let run = |expr: &str, counts: Option<Vec<i64>>| ranked(c, expr, counts, limit, sources);
     match plan(terms, &docs, chunks) {
-        Plan::All(t) => match crate::text::fts_query(&t) {
+        Plan::All(t) => match fts_query(&t) {
             Some(q) => run(&q, counts(&[t.as_slice()])),
             None => Ok(Vec::new()),
         },
         Plan::Bounded { rare, common } => {
-            let (Some(r), Some(o)) = (
-                crate::text::fts_query(&rare),
-                crate::text::fts_query(&common),
-            ) else {
+            let (Some(r), Some(o)) = (fts_query(&rare), fts_query(&common)) else {
                 return Ok(Vec::new());
             };
             // The chunks holding both sides, with the whole query's BM25;
@@ -258,7 +271,7 @@ mod tests {
         use rand::rngs::StdRng;
         use rand::{RngExt, SeedableRng};
         let c = Connection::open_in_memory().unwrap();
-        c.execute_batch(crate::sqlite::SCHEMA).unwrap();
+        c.execute_batch(crate::backend::SCHEMA).unwrap();
         let mut rng = StdRng::seed_from_u64(5);
         c.execute_batch("BEGIN").unwrap();
         {
@@ -316,8 +329,7 @@ mod tests {
                 }
             };
             // FTS5's own `bm25()` (no counts given).
-            let exact =
-                ranked(&c, &crate::text::fts_query(&kept).unwrap(), None, 10, None).unwrap();
+            let exact = ranked(&c, &fts_query(&kept).unwrap(), None, 10, None).unwrap();
             let got = search(&c, &stats, 0, &terms, 10, None).unwrap();
             let want: HashMap<i64, f64> = exact.iter().copied().collect();
             for (id, score) in &got {

@@ -1,0 +1,69 @@
+//! The FTS query builder under the random inputs of
+//! `mnemo_test_support::fuzz` inside `cargo test` (the budget comes from
+//! `MNEMO_FUZZ_SECS` / `MNEMO_FUZZ_EXECS`), checked against a real FTS5
+//! table; the coverage-guided target in `fuzz/` runs the same checks.
+
+use mnemo_index::fuzzing;
+use mnemo_test_support::fuzz::{fingerprint, text, Fuzz};
+
+use crate::fts::fts_query;
+
+#[test]
+fn fts_query_quotes_and_ors() {
+    assert_eq!(
+        fts_query(&["a\"b".to_string(), "c".to_string()]).unwrap(),
+        "\"a\"\"b\" OR \"c\""
+    );
+    assert!(fts_query(&[]).is_none());
+}
+
+/// Whatever the query, the MATCH expression the builder makes is valid
+/// FTS5 syntax (a syntax error would fail the search), and so are the
+/// phrase queries; snippets and identifiers never split a character.
+#[test]
+fn fuzz_fts_query_builder() {
+    let db = rusqlite::Connection::open_in_memory().unwrap();
+    db.execute_batch(
+        "CREATE VIRTUAL TABLE t USING fts5(tokens, tokenize='unicode61 remove_diacritics 2');
+         INSERT INTO t(tokens) VALUES ('deploy key vault ops err4711 2026 東京');",
+    )
+    .unwrap();
+    let mut stmt = db
+        .prepare("SELECT rowid FROM t WHERE t MATCH ?1 LIMIT 5")
+        .unwrap();
+    Fuzz::new("fts-query-builder")
+        .seeds([
+            "where does the deploy key live?",
+            "ERR-4711 in v2.3.1-rc",
+            "what did we decide on 3 June 2023?",
+            "\"quoted\" AND OR NOT NEAR(a b) col:x ^start *",
+            "东京的会议 我们什么时候去",
+            "who are you?",
+        ])
+        .dict([
+            "\"", "AND", "OR", "NOT", "NEAR(", ")", "(", "*", "^", ":", "+", "-", "'", "-4711",
+        ])
+        .run(|data| {
+            let q = text(data);
+            let tokens = fuzzing::query_tokens(&q);
+            let mut matched = 0usize;
+            if let Some(expr) = fts_query(&tokens) {
+                let n = stmt
+                    .query_map([&expr], |r| r.get::<_, i64>(0))
+                    .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
+                    .unwrap_or_else(|e| panic!("{expr:?} is not valid FTS5: {e}"));
+                matched += n.len();
+            }
+            let phrases = fuzzing::query_phrases(&q);
+            if let Some(expr) = fts_query(&phrases) {
+                stmt.query_map([&expr], |r| r.get::<_, i64>(0))
+                    .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
+                    .unwrap_or_else(|e| panic!("phrases {expr:?} are not valid FTS5: {e}"));
+            }
+            let _ = fuzzing::identifiers(&q);
+            let _ = fuzzing::index_text(&q);
+            let snippet = fuzzing::snippet(&q, &tokens, 40);
+            assert!(snippet.chars().count() <= q.chars().count().max(41) + 2);
+            fingerprint(&(tokens.len().min(8), phrases.len().min(4), matched))
+        });
+}

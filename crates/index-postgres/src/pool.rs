@@ -1,8 +1,7 @@
 //! The bridge between the synchronous [`IndexBackend`] trait and the async
-//! `tokio-postgres` client: a tokio runtime of its own, shared by every
-//! index of the process, owns
-//! the connections (a small pool), callers hand it a future and wait on a
-//! standard channel for the answer.
+//! `tokio-postgres` client: mnemo-postgres's runtime, shared by every index
+//! of the process, owns the connections (a small pool), callers hand it a
+//! future and wait on a standard channel for the answer.
 //!
 //! Why not the blocking `postgres` crate: it runs its own runtime with
 //! `block_on`, which panics when called from inside a tokio runtime (the
@@ -26,58 +25,14 @@ use tokio_postgres::{Client, Row, Statement};
 /// Connections a backend keeps open at most.
 const POOL_SIZE: usize = 4;
 
-/// A private runtime on a thread of its own; stopped when dropped.
-pub(crate) struct Runtime {
-    handle: tokio::runtime::Handle,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-}
+/// mnemo-postgres's runtime, shared by every index of the process, with
+/// its answers as the index's errors.
+pub(crate) struct Runtime(Arc<mnemo_postgres::Runtime>);
 
 impl Runtime {
-    /// The runtime every index of this process shares: its connections'
-    /// I/O runs there, so an idle connection can serve any index (a
-    /// server of many workspaces would otherwise run two threads per
-    /// workspace and could not share connections between them).
+    /// The process's shared runtime ([`mnemo_postgres::Runtime::shared`]).
     pub(crate) fn shared() -> Result<Arc<Runtime>, String> {
-        static SHARED: std::sync::OnceLock<Result<Arc<Runtime>, String>> =
-            std::sync::OnceLock::new();
-        SHARED
-            .get_or_init(|| Runtime::start().map(Arc::new))
-            .clone()
-    }
-
-    fn start() -> Result<Runtime, String> {
-        let (tx, rx) = std::sync::mpsc::sync_channel(1);
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        std::thread::Builder::new()
-            .name("mnemo-postgres".into())
-            .spawn(move || {
-                let rt = match tokio::runtime::Builder::new_multi_thread()
-                    .worker_threads(2)
-                    .thread_name("mnemo-postgres-io")
-                    .enable_all()
-                    .build()
-                {
-                    Ok(rt) => rt,
-                    Err(e) => {
-                        let _ = tx.send(Err(e.to_string()));
-                        return;
-                    }
-                };
-                let _ = tx.send(Ok(rt.handle().clone()));
-                // The runtime lives until the backend is dropped, and is
-                // dropped here, on its own thread, never in an async context.
-                rt.block_on(async {
-                    let _ = stopped.await;
-                });
-            })
-            .map_err(|e| e.to_string())?;
-        let handle = rx
-            .recv()
-            .map_err(|_| "the runtime thread stopped".to_string())??;
-        Ok(Runtime {
-            handle,
-            stop: Some(stop),
-        })
+        mnemo_postgres::Runtime::shared().map(|rt| Arc::new(Runtime(rt)))
     }
 
     /// Runs `fut` on the runtime and waits for its result.
@@ -86,24 +41,9 @@ impl Runtime {
         F: Future<Output = Result<T, IndexError>> + Send + 'static,
         T: Send + 'static,
     {
-        let (tx, rx) = std::sync::mpsc::sync_channel(1);
-        self.handle.spawn(async move {
-            let _ = tx.send(fut.await);
-        });
-        rx.recv().map_err(|_| {
-            IndexError::database(
-                "postgres",
-                "the PostgreSQL client's thread stopped (a bug: see the log)",
-            )
-        })?
-    }
-}
-
-impl Drop for Runtime {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
+        self.0
+            .run(fut)
+            .map_err(|stopped| IndexError::database("postgres", stopped.to_string()))?
     }
 }
 

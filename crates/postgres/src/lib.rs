@@ -45,7 +45,19 @@ impl std::fmt::Display for Stopped {
 }
 
 impl Runtime {
-    /// Starts the runtime's thread.
+    /// The runtime every index of this process shares: its connections'
+    /// I/O runs there, so an idle connection can serve any index (a
+    /// server of many workspaces would otherwise run two threads per
+    /// workspace and could not share connections between them).
+    pub fn shared() -> Result<Arc<Runtime>, String> {
+        static SHARED: std::sync::OnceLock<Result<Arc<Runtime>, String>> =
+            std::sync::OnceLock::new();
+        SHARED
+            .get_or_init(|| Runtime::start().map(Arc::new))
+            .clone()
+    }
+
+    /// Starts the runtime's thread (one of its own; see [`Runtime::shared`]).
     pub fn start() -> Result<Runtime, String> {
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

@@ -3,7 +3,8 @@
 # the packages' tests (Python, TypeScript, the OpenClaw plugin) against the
 # binary those built (scripts/test-packages.sh), then checks that the
 # benchmarks still build (in the dev profile, reusing the
-# test build, so CI does not compile every dependency a second time).
+# test build, so CI does not compile every dependency a second time) and
+# that the library builds with each of its feature sets.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/fetch-models.sh >/dev/null
@@ -22,3 +23,9 @@ if [ -n "${MNEMO_TEST_POSTGRES_URL:-}" ]; then
 fi
 ./scripts/test-packages.sh
 cargo build --workspace --benches
+# The library's feature sets (crates/mnemo/Cargo.toml) besides the default
+# one built above: each index backend without the other, each feature
+# checked once.
+for features in sqlite postgres,local-llm; do
+  cargo check -p mnemo --no-default-features --features "$features"
+done

@@ -16,18 +16,25 @@ pub use mnemo_embed as embed;
 pub use mnemo_embed::DownloadProgress;
 pub use mnemo_engine as engine;
 pub use mnemo_index as index;
+#[cfg(feature = "postgres")]
 pub use mnemo_index_postgres as index_postgres;
+#[cfg(feature = "sqlite")]
 pub use mnemo_index_sqlite as index_sqlite;
 pub use mnemo_llm as llm;
+#[cfg(feature = "local-llm")]
 pub use mnemo_local_llm as local_llm;
 pub use mnemo_store as store;
+#[cfg(feature = "postgres")]
 pub use mnemo_store_postgres as store_postgres;
 
 mod source;
 
+// Search is half of what mnemo does: a build without any index backend
+// would fail at every search, so it fails here instead.
+#[cfg(not(any(feature = "sqlite", feature = "postgres")))]
+compile_error!("the mnemo crate needs an index backend: its `sqlite` or `postgres` feature");
+
 use mnemo_index::{BackendKind, IndexError, IndexSettings, IndexStore, MemoryIndex, SourceTree};
-use mnemo_index_postgres::{PostgresOptions, PostgresStore};
-use mnemo_index_sqlite::SqliteStore;
 use mnemo_store::{MemoryStore, SessionStore, SharedStorage};
 
 /// Opens the search index of `ws` where `settings` say it lives: the
@@ -50,31 +57,28 @@ pub fn open_index_over(
     embedder: Option<Arc<dyn Embedder>>,
     source: Option<Arc<dyn SourceTree>>,
 ) -> Result<MemoryIndex, IndexError> {
+    settings.validate()?;
+    let model = embedder.as_ref().map(|e| (e.id(), e.dims()));
     let store: Arc<dyn IndexStore> = match settings.index.backend {
-        BackendKind::Sqlite if source.is_none() => {
-            return mnemo_index_sqlite::open(ws, settings, embedder)
-        }
-        BackendKind::Sqlite => {
-            settings.validate()?;
-            let model = embedder.as_ref().map(|e| (e.id(), e.dims()));
-            Arc::new(SqliteStore::open(
-                &ws.state_dir(),
-                model,
-                settings.index.vector_scan,
-            )?)
-        }
+        #[cfg(feature = "sqlite")]
+        BackendKind::Sqlite => Arc::new(mnemo_index_sqlite::SqliteStore::open(
+            &ws.state_dir(),
+            model,
+            settings.index.vector_scan,
+        )?),
+        #[cfg(feature = "postgres")]
         BackendKind::Postgres => {
-            // `with_store` validates the rest; the URL is needed first.
             let url = settings.index.url.clone().ok_or_else(|| {
                 IndexError::Config("[index] backend = \"postgres\" needs [index] url".into())
             })?;
-            let opts = PostgresOptions {
+            let opts = mnemo_index_postgres::PostgresOptions {
                 url: url.0,
                 schema: settings.index.schema.clone(),
             };
-            let model = embedder.as_ref().map(|e| (e.id(), e.dims()));
-            Arc::new(PostgresStore::open(&opts, model)?)
+            Arc::new(mnemo_index_postgres::PostgresStore::open(&opts, model)?)
         }
+        #[allow(unreachable_patterns)]
+        other => return Err(IndexError::Config(not_built(other))),
     };
     match source {
         Some(source) => MemoryIndex::with_source(ws, settings, embedder, store, source),
@@ -429,14 +433,38 @@ pub fn build_chat_model(
     progress: &mut dyn FnMut(&DownloadProgress),
 ) -> std::result::Result<Arc<dyn mnemo_llm::ChatModel>, mnemo_llm::LlmError> {
     match config.kind {
+        #[cfg(feature = "local-llm")]
         mnemo_llm::ProviderKind::Local => {
             let label = config.label();
             let model = mnemo_local_llm::local_chat_model(config, progress)
                 .map_err(|e| e.into_llm(&label))?;
             Ok(Arc::new(model))
         }
+        #[cfg(not(feature = "local-llm"))]
+        mnemo_llm::ProviderKind::Local => {
+            let _ = progress;
+            Err(mnemo_llm::LlmError::Config(
+                "[provider] kind = \"local\": this build of mnemo has no local chat model; \
+                 build the `mnemo` crate with its `local-llm` feature"
+                    .into(),
+            ))
+        }
         _ => mnemo_llm::build_chat_model(config),
     }
+}
+
+/// Why a backend the settings name cannot be opened: this build left its
+/// feature out.
+#[allow(dead_code)]
+fn not_built(kind: BackendKind) -> String {
+    let (name, feature) = match kind {
+        BackendKind::Sqlite => ("sqlite", "sqlite"),
+        BackendKind::Postgres => ("postgres", "postgres"),
+    };
+    format!(
+        "[index] backend = \"{name}\": this build of mnemo has no {name} index; \
+         build the `mnemo` crate with its `{feature}` feature"
+    )
 }
 
 /// The `[embedder]` table for `kind`, without `kind` and without the keys

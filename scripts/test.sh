@@ -25,7 +25,7 @@ fi
 cargo build --workspace --benches
 # The library's feature sets (crates/mnemo/Cargo.toml) besides the default
 # one built above: each index backend without the other, each feature
-# checked once.
-for features in sqlite postgres,local-llm; do
+# checked once (the first set compiles no model runtime at all).
+for features in sqlite postgres,local-llm,local-embed; do
   cargo check -p mnemo --no-default-features --features "$features"
 done

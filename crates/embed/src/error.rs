@@ -59,6 +59,7 @@ impl Error {
         }
     }
 
+    #[cfg(feature = "local")]
     pub(crate) fn bad_file(path: impl Into<PathBuf>, message: impl std::fmt::Display) -> Self {
         Error::BadModelFile {
             path: path.into(),
@@ -92,6 +93,7 @@ impl From<Error> for EmbedError {
     }
 }
 
+#[cfg(feature = "local")]
 impl From<candle_core::Error> for Error {
     fn from(e: candle_core::Error) -> Self {
         Error::Inference(e.to_string())

@@ -3,8 +3,6 @@
 
 use mnemo_core::{EmbedError, EmbedKind, Embedder, EmbedderId};
 
-use crate::local::{normalise, refuse_blank};
-
 /// A deterministic, non-semantic embedder: lower-cased word unigrams and
 /// character trigrams of each word (plus character bigrams inside CJK text,
 /// which has no spaces) are hashed (FNV-1a, signed) into `dims` buckets, and
@@ -119,6 +117,26 @@ impl Embedder for HashEmbedder {
     fn embed(&self, texts: &[&str], _kind: EmbedKind) -> Result<Vec<Vec<f32>>, EmbedError> {
         refuse_blank(texts)?;
         Ok(texts.iter().map(|t| self.embed_one(t)).collect())
+    }
+}
+
+/// The blank-text contract of [`Embedder::embed`]: a batch holding a blank
+/// text (empty or white space only) is refused before any work, naming the
+/// first one. A model would give such a text the vector of its special
+/// tokens alone, which means nothing and lands near unrelated queries.
+pub(crate) fn refuse_blank(texts: &[&str]) -> std::result::Result<(), EmbedError> {
+    match texts.iter().position(|t| t.trim().is_empty()) {
+        None => Ok(()),
+        Some(i) => Err(EmbedError::Invalid(format!(
+            "input {i} is blank: a blank text has nothing to embed, so leave it out before embedding"
+        ))),
+    }
+}
+
+pub(crate) fn normalise(v: &mut [f32]) {
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm > 0.0 && norm.is_finite() {
+        v.iter_mut().for_each(|x| *x /= norm);
     }
 }
 

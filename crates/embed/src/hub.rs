@@ -12,7 +12,11 @@ use std::time::Duration;
 use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Result};
-use crate::model_files::{OPTIONAL_FILES, REQUIRED_FILES};
+
+/// Files every model folder must contain.
+pub(crate) const REQUIRED_FILES: [&str; 3] = ["config.json", "tokenizer.json", "model.safetensors"];
+/// Files read when present.
+pub(crate) const OPTIONAL_FILES: [&str; 2] = ["1_Pooling/config.json", "sentence_bert_config.json"];
 
 /// The public hub, used when neither an endpoint nor `HF_ENDPOINT` is given.
 pub const DEFAULT_ENDPOINT: &str = "https://huggingface.co";

@@ -26,29 +26,42 @@
 #![warn(missing_docs)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
+#[cfg(feature = "local")]
 mod buf;
+#[cfg(feature = "local")]
 mod candle_bert;
+#[cfg(feature = "local")]
 mod e5q4;
 mod error;
+#[cfg(feature = "local")]
 mod fast_bert;
 mod hash;
 mod hub;
+#[cfg(feature = "local")]
 mod int8;
+#[cfg(feature = "local")]
 mod local;
+#[cfg(feature = "local")]
 mod model_files;
+#[cfg(feature = "local")]
 mod prepared;
 pub mod pypi;
 mod spec;
+#[cfg(feature = "local")]
 mod unigram;
 
-pub use e5q4::{E5Q4Embedder, E5_Q4_FILE, E5_Q4_MODEL};
+#[cfg(feature = "local")]
+pub use e5q4::{E5Q4Embedder, E5_Q4_FILE};
 pub use error::{Error, Result};
 pub use hash::HashEmbedder;
 pub use hub::{
     cached_model_dir, default_cache_dir, default_endpoint, download, download_file,
     DownloadProgress, DEFAULT_ENDPOINT,
 };
+#[cfg(feature = "local")]
 pub use local::LocalEmbedder;
 pub use mnemo_core::EmbedError;
+#[cfg(feature = "local")]
 pub use model_files::Pooling;
+pub use spec::E5_Q4_MODEL;
 pub use spec::{Engine, LocalModelSpec, DEFAULT_MODEL, MINILM_MODEL, MPNET_MODEL};

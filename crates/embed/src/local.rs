@@ -16,6 +16,7 @@ use crate::candle_bert::CandleBert;
 use crate::e5q4::{self, E5Q4Embedder, E5_Q4_FILE, E5_Q4_MODEL};
 use crate::error::{Error, Result};
 use crate::fast_bert::FastBert;
+pub(crate) use crate::hash::{normalise, refuse_blank};
 use crate::hub::{self, DownloadProgress};
 use crate::model_files::{Arch, ModelFiles, Pooling};
 use crate::pypi;
@@ -430,26 +431,6 @@ pub(crate) fn embed_sorted(
         }
     }
     Ok(out)
-}
-
-/// The blank-text contract of [`Embedder::embed`]: a batch holding a blank
-/// text (empty or white space only) is refused before any work, naming the
-/// first one. A model would give such a text the vector of its special
-/// tokens alone, which means nothing and lands near unrelated queries.
-pub(crate) fn refuse_blank(texts: &[&str]) -> std::result::Result<(), EmbedError> {
-    match texts.iter().position(|t| t.trim().is_empty()) {
-        None => Ok(()),
-        Some(i) => Err(EmbedError::Invalid(format!(
-            "input {i} is blank: a blank text has nothing to embed, so leave it out before embedding"
-        ))),
-    }
-}
-
-pub(crate) fn normalise(v: &mut [f32]) {
-    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-    if norm > 0.0 && norm.is_finite() {
-        v.iter_mut().for_each(|x| *x /= norm);
-    }
 }
 
 impl Embedder for LocalEmbedder {

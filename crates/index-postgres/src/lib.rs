@@ -26,7 +26,7 @@ mod pool;
 mod schema;
 mod store;
 
-pub use store::PostgresStore;
+pub use store::{Postgres, PostgresStore};
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};

@@ -540,3 +540,30 @@ impl Drop for PostgresGeneration {
         }
     }
 }
+
+/// The PostgreSQL backend as a build registers it (`[index] backend =
+/// "postgres"`): its store from `[index] url` and `schema`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Postgres;
+
+impl mnemo_index::IndexBackendKind for Postgres {
+    fn name(&self) -> &'static str {
+        "postgres"
+    }
+
+    fn open(
+        &self,
+        _ws: &mnemo_core::Workspace,
+        settings: &mnemo_index::IndexSettings,
+        model: Option<(EmbedderId, usize)>,
+    ) -> Result<Arc<dyn IndexStore>> {
+        let url = settings.index.url.clone().ok_or_else(|| {
+            IndexError::Config("[index] backend = \"postgres\" needs [index] url".into())
+        })?;
+        let opts = PostgresOptions {
+            url: url.0,
+            schema: settings.index.schema.clone(),
+        };
+        Ok(Arc::new(PostgresStore::open(&opts, model)?))
+    }
+}

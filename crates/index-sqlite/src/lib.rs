@@ -32,8 +32,8 @@
 
 use std::sync::Arc;
 
-use mnemo_core::{Embedder, Workspace};
-use mnemo_index::{BackendKind, IndexError, IndexSettings, MemoryIndex, Result};
+use mnemo_core::{Embedder, EmbedderId, Workspace};
+use mnemo_index::{IndexBackendKind, IndexSettings, IndexStore, MemoryIndex, Result};
 
 mod backend;
 mod fts;
@@ -55,26 +55,36 @@ pub mod fuzzing {
     pub use crate::fts::fts_query;
 }
 
+/// The SQLite backend as a build registers it (`[index] backend =
+/// "sqlite"`, the default): its store under the workspace's `.mnemo/`,
+/// scanning vectors as `[index] vector_scan` says.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Sqlite;
+
+impl IndexBackendKind for Sqlite {
+    fn name(&self) -> &'static str {
+        "sqlite"
+    }
+
+    fn open(
+        &self,
+        ws: &Workspace,
+        settings: &IndexSettings,
+        model: Option<(EmbedderId, usize)>,
+    ) -> Result<Arc<dyn IndexStore>> {
+        let store = SqliteStore::open(&ws.state_dir(), model, settings.index.vector_scan)?;
+        Ok(Arc::new(store))
+    }
+}
+
 /// Opens (creating if needed) the SQLite index of `ws` under `.mnemo/`.
 /// Nothing is indexed yet (see [`MemoryIndex::with_store`]). Settings that
-/// name another backend are refused: this opens the embedded index only
-/// (`mnemo::open_index` opens whichever the settings name).
+/// name another backend are refused: this knows the embedded index only
+/// (`mnemo::open_index` opens whichever backend the settings name).
 pub fn open(
     ws: &Workspace,
     settings: IndexSettings,
     embedder: Option<Arc<dyn Embedder>>,
 ) -> Result<MemoryIndex> {
-    // Checked before any file is touched (`with_store` checks again: cheap).
-    settings.validate()?;
-    if settings.index.backend != BackendKind::Sqlite {
-        return Err(IndexError::Config(format!(
-            "[index] backend = \"{}\": mnemo_index_sqlite::open opens the embedded SQLite \
-             index only; open the index with `mnemo::open_index` (or \
-             `MemoryIndex::with_store` and that backend's store)",
-            format!("{:?}", settings.index.backend).to_lowercase()
-        )));
-    }
-    let model = embedder.as_ref().map(|e| (e.id(), e.dims()));
-    let store = SqliteStore::open(&ws.state_dir(), model, settings.index.vector_scan)?;
-    MemoryIndex::with_store(ws, settings, embedder, Arc::new(store))
+    mnemo_index::open_index_with(&[&Sqlite], ws, settings, embedder, None)
 }

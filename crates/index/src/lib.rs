@@ -149,7 +149,7 @@ pub use settings::{
     SearchOptions, VectorScale, VectorScan,
 };
 pub use source::{SourceDoc, SourceTree};
-pub use store::{Generation, IndexStore, LockWait, WriterLock};
+pub use store::{open_index_with, Generation, IndexBackendKind, IndexStore, LockWait, WriterLock};
 pub use text::is_cjk;
 pub use types::{
     FileIssue, GetResponse, IndexStatus, ScoreTrace, SearchHit, SearchMode, SearchRequest,

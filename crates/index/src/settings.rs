@@ -1,5 +1,7 @@
 //! `IndexSettings`: the `[index]` and `[search]` sections of `mnemo.toml`.
 
+use std::borrow::Cow;
+
 use mnemo_core::Config;
 use serde::{Deserialize, Serialize};
 
@@ -38,7 +40,7 @@ impl IndexSettings {
             index: config.section("index")?,
             search: config.section("search")?,
         };
-        if s.index.backend == BackendKind::Postgres && s.index.url.is_none() {
+        if s.index.backend == BackendKind::POSTGRES && s.index.url.is_none() {
             s.index.url = std::env::var("DATABASE_URL")
                 .ok()
                 .filter(|u| !u.is_empty())
@@ -72,7 +74,7 @@ impl IndexSettings {
                 )));
             }
         }
-        if i.backend == BackendKind::Postgres {
+        if i.backend == BackendKind::POSTGRES {
             if i.url.is_none() {
                 return Err(IndexError::Config(
                     "[index] backend = \"postgres\" needs the database: set [index] url \
@@ -245,15 +247,36 @@ impl std::fmt::Debug for DatabaseUrl {
     }
 }
 
-/// Which store holds the index (`[index] backend`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum BackendKind {
-    /// One SQLite file per index generation in `.mnemo/`.
-    #[default]
-    Sqlite,
+/// Which store holds the index (`[index] backend`): the name a backend
+/// registers under ([`crate::IndexBackendKind::name`]). mnemo ships
+/// [`BackendKind::SQLITE`] and [`BackendKind::POSTGRES`]; a library user
+/// may register a backend of their own under another name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct BackendKind(pub Cow<'static, str>);
+
+impl BackendKind {
+    /// One SQLite file per index generation in `.mnemo/` (the default).
+    pub const SQLITE: BackendKind = BackendKind(Cow::Borrowed("sqlite"));
     /// A PostgreSQL database with pgvector.
-    Postgres,
+    pub const POSTGRES: BackendKind = BackendKind(Cow::Borrowed("postgres"));
+
+    /// The name, as `[index] backend` gives it.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Default for BackendKind {
+    fn default() -> Self {
+        BackendKind::SQLITE
+    }
+}
+
+impl std::fmt::Display for BackendKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
 }
 
 impl Default for IndexOptions {
@@ -274,7 +297,7 @@ impl Default for IndexOptions {
             // OpenClaw's cap: room for edits and reverts without growing
             // forever (about 80 MB of 384-d rows at the cap).
             embedding_cache_max: 50_000,
-            backend: BackendKind::Sqlite,
+            backend: BackendKind::SQLITE,
             url: None,
             schema: "mnemo".into(),
         }
@@ -452,7 +475,7 @@ mod tests {
     #[test]
     fn a_postgres_backend_needs_a_url_and_a_usable_schema() {
         let mut s = IndexSettings::default();
-        s.index.backend = BackendKind::Postgres;
+        s.index.backend = BackendKind::POSTGRES;
         let e = s.validate().unwrap_err().to_string();
         assert!(
             e.contains("[index] url") && e.contains("DATABASE_URL"),

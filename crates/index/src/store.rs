@@ -12,8 +12,15 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use mnemo_core::{Embedder, EmbedderId, Workspace};
+
 use crate::backend::IndexBackend;
-use crate::error::Result;
+use crate::error::{IndexError, Result};
+use crate::index::MemoryIndex;
+#[cfg(doc)]
+use crate::settings::BackendKind;
+use crate::settings::IndexSettings;
+use crate::source::SourceTree;
 
 /// How long [`IndexStore::lock`] waits for another writer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,4 +86,55 @@ pub trait IndexStore: Send + Sync {
     /// Erases what deleted rows leave behind (free pages, logs), after a
     /// forget.
     fn scrub(&self) -> Result<()>;
+}
+
+/// An index backend a build can open, registered under the name
+/// `[index] backend` gives it ([`BackendKind`]): mnemo-index-sqlite's and
+/// mnemo-index-postgres's, or a library user's own. Its store reports its
+/// schema version ([`IndexStore::schema_version`]).
+pub trait IndexBackendKind: Send + Sync {
+    /// The name `[index] backend` gives this backend.
+    fn name(&self) -> &'static str;
+    /// The store of `ws`'s index for the embedder `model` (its id and
+    /// dimensions; `None` when keyword-only), from the `[index]` settings
+    /// this backend reads (SQLite: `vector_scan`; PostgreSQL: `url`,
+    /// `schema`).
+    fn open(
+        &self,
+        ws: &Workspace,
+        settings: &IndexSettings,
+        model: Option<(EmbedderId, usize)>,
+    ) -> Result<Arc<dyn IndexStore>>;
+}
+
+/// Opens `ws`'s index with the backend of `kinds` that `settings` name,
+/// over the workspace's files or, with `source`, over documents read from
+/// it (see [`MemoryIndex::with_source`]). A name no backend of `kinds`
+/// registered is refused with the names that are.
+pub fn open_index_with(
+    kinds: &[&dyn IndexBackendKind],
+    ws: &Workspace,
+    settings: IndexSettings,
+    embedder: Option<Arc<dyn Embedder>>,
+    source: Option<Arc<dyn SourceTree>>,
+) -> Result<MemoryIndex> {
+    settings.validate()?;
+    let wanted = settings.index.backend.as_str();
+    let Some(kind) = kinds.iter().find(|k| k.name() == wanted) else {
+        let known: Vec<&str> = kinds.iter().map(|k| k.name()).collect();
+        return Err(IndexError::Config(format!(
+            "[index] backend = \"{wanted}\" is no backend of this build, which has: {}",
+            if known.is_empty() {
+                "none".to_string()
+            } else {
+                known.join(", ")
+            }
+        )));
+    };
+    let model = embedder.as_ref().map(|e| (e.id(), e.dims()));
+    let store = kind.open(ws, &settings, model)?;
+    match source {
+        Some(source) => MemoryIndex::with_source(ws, settings, embedder, store, source),
+        None => MemoryIndex::with_store(ws, settings, embedder, store),
+    }
 }

@@ -500,3 +500,57 @@ fn the_index_runs_over_a_store_of_the_callers_own() {
     drop(held);
     assert!(store.lock(now()).unwrap().is_some());
 }
+
+/// The counting store registered as a backend of the caller's own.
+struct Counted;
+
+impl mnemo_index::IndexBackendKind for Counted {
+    fn name(&self) -> &'static str {
+        "counted"
+    }
+    fn open(
+        &self,
+        ws: &mnemo_core::Workspace,
+        settings: &IndexSettings,
+        model: Option<(mnemo_core::EmbedderId, usize)>,
+    ) -> mnemo_index::Result<Arc<dyn mnemo_index::IndexStore>> {
+        Ok(Arc::new(CountingStore {
+            inner: mnemo_index_sqlite::SqliteStore::open(
+                &ws.state_dir(),
+                model,
+                settings.index.vector_scan,
+            )?,
+            locks: AtomicUsize::new(0),
+            generations: AtomicUsize::new(0),
+            scrubs: AtomicUsize::new(0),
+        }))
+    }
+}
+
+/// `[index] backend` names a registered backend, shipped or the caller's
+/// own; a name nobody registered is refused with the names that are.
+#[test]
+fn a_backend_of_the_callers_own_is_opened_by_its_registered_name() {
+    let f = fixture(3);
+    let kinds: [&dyn mnemo_index::IndexBackendKind; 2] = [&mnemo_index_sqlite::Sqlite, &Counted];
+    let mut settings = IndexSettings::default();
+    settings.index.backend = mnemo_index::BackendKind("counted".into());
+    let index =
+        mnemo_index::open_index_with(&kinds, &f.ws, settings.clone(), Some(model()), None).unwrap();
+    assert_eq!(index.sync(&|_| {}).unwrap().indexed.len(), 4);
+    let st = index.status().unwrap();
+    assert!(st.location.starts_with("counted:"), "{}", st.location);
+    let hits = index.search(&SearchRequest::new("Porto")).unwrap();
+    assert_eq!(hits.results[0].path, "MEMORY.md");
+
+    let config = mnemo_core::Config::parse("[index]\nbackend = \"counted\"").unwrap();
+    assert_eq!(
+        IndexSettings::from_config(&config).unwrap().index.backend,
+        settings.index.backend
+    );
+
+    settings.index.backend = mnemo_index::BackendKind("elastic".into());
+    let e = mnemo_index::open_index_with(&kinds, &f.ws, settings, None, None).unwrap_err();
+    assert!(e.to_string().contains("sqlite, counted"), "{e}");
+    assert_eq!(e.code(), ErrorCode::Config);
+}

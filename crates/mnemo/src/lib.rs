@@ -34,7 +34,9 @@ mod source;
 #[cfg(not(any(feature = "sqlite", feature = "postgres")))]
 compile_error!("the mnemo crate needs an index backend: its `sqlite` or `postgres` feature");
 
-use mnemo_index::{BackendKind, IndexError, IndexSettings, IndexStore, MemoryIndex, SourceTree};
+use mnemo_index::{
+    BackendKind, IndexBackendKind, IndexError, IndexSettings, MemoryIndex, SourceTree,
+};
 use mnemo_store::{MemoryStore, SessionStore, SharedStorage};
 
 /// Opens the search index of `ws` where `settings` say it lives: the
@@ -57,33 +59,36 @@ pub fn open_index_over(
     embedder: Option<Arc<dyn Embedder>>,
     source: Option<Arc<dyn SourceTree>>,
 ) -> Result<MemoryIndex, IndexError> {
-    settings.validate()?;
-    let model = embedder.as_ref().map(|e| (e.id(), e.dims()));
-    let store: Arc<dyn IndexStore> = match settings.index.backend {
-        #[cfg(feature = "sqlite")]
-        BackendKind::Sqlite => Arc::new(mnemo_index_sqlite::SqliteStore::open(
-            &ws.state_dir(),
-            model,
-            settings.index.vector_scan,
-        )?),
-        #[cfg(feature = "postgres")]
-        BackendKind::Postgres => {
-            let url = settings.index.url.clone().ok_or_else(|| {
-                IndexError::Config("[index] backend = \"postgres\" needs [index] url".into())
-            })?;
-            let opts = mnemo_index_postgres::PostgresOptions {
-                url: url.0,
-                schema: settings.index.schema.clone(),
-            };
-            Arc::new(mnemo_index_postgres::PostgresStore::open(&opts, model)?)
-        }
-        #[allow(unreachable_patterns)]
-        other => return Err(IndexError::Config(not_built(other))),
-    };
-    match source {
-        Some(source) => MemoryIndex::with_source(ws, settings, embedder, store, source),
-        None => MemoryIndex::with_store(ws, settings, embedder, store),
+    if let Some(missing) = not_built(&settings.index.backend) {
+        return Err(IndexError::Config(missing));
     }
+    mnemo_index::open_index_with(&index_backends(), ws, settings, embedder, source)
+}
+
+/// The index backends of this build, each under the name `[index]
+/// backend` gives it (the crate's `sqlite` and `postgres` features). A
+/// library user with a backend of their own opens it with
+/// [`mnemo_index::open_index_with`] and this list plus theirs.
+pub fn index_backends() -> Vec<&'static dyn IndexBackendKind> {
+    vec![
+        #[cfg(feature = "sqlite")]
+        &mnemo_index_sqlite::Sqlite,
+        #[cfg(feature = "postgres")]
+        &mnemo_index_postgres::Postgres,
+    ]
+}
+
+/// Why a backend mnemo ships cannot be opened by this build: its feature
+/// was left out.
+fn not_built(kind: &BackendKind) -> Option<String> {
+    let built = index_backends().iter().any(|k| k.name() == kind.as_str());
+    let shipped = [BackendKind::SQLITE, BackendKind::POSTGRES].contains(kind);
+    (shipped && !built).then(|| {
+        format!(
+            "[index] backend = \"{kind}\": this build of mnemo has no {kind} index; \
+             build the `mnemo` crate with its `{kind}` feature"
+        )
+    })
 }
 
 /// Errors opening a workspace's parts.
@@ -465,20 +470,6 @@ pub fn build_chat_model(
         }
         _ => mnemo_llm::build_chat_model(config),
     }
-}
-
-/// Why a backend the settings name cannot be opened: this build left its
-/// feature out.
-#[allow(dead_code)]
-fn not_built(kind: BackendKind) -> String {
-    let (name, feature) = match kind {
-        BackendKind::Sqlite => ("sqlite", "sqlite"),
-        BackendKind::Postgres => ("postgres", "postgres"),
-    };
-    format!(
-        "[index] backend = \"{name}\": this build of mnemo has no {name} index; \
-         build the `mnemo` crate with its `{feature}` feature"
-    )
 }
 
 /// The `[embedder]` table for `kind`, without `kind` and without the keys

@@ -363,7 +363,7 @@ struct PostgresSchemas {
 impl PostgresSchemas {
     fn for_settings(settings: &mnemo::index::IndexSettings) -> Option<PostgresSchemas> {
         let url = settings.index.url.as_ref()?;
-        (settings.index.backend == mnemo::index::BackendKind::Postgres).then(|| PostgresSchemas {
+        (settings.index.backend == mnemo::index::BackendKind::POSTGRES).then(|| PostgresSchemas {
             url: url.0.clone(),
             made: Arc::default(),
         })

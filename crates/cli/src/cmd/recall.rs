@@ -225,7 +225,7 @@ fn copy_to(
     warnings: &[String],
 ) -> Result<()> {
     let mut settings = mnemo::index::IndexSettings::from_config(m.config())?;
-    settings.index.backend = mnemo::index::BackendKind::Postgres;
+    settings.index.backend = mnemo::index::BackendKind::POSTGRES;
     settings.index.url = Some(mnemo::index::DatabaseUrl(url));
     if let Some(schema) = schema {
         settings.index.schema = schema;

@@ -451,8 +451,12 @@ fn junk(p: &Proposed, fact: &str, quote: Option<&str>) -> Option<&'static str> {
     {
         return Some("a question states nothing");
     }
+    let opens_with = |openings: &[&str]| {
+        let fact = flat(fact);
+        openings.iter().any(|o| fact.starts_with(&flat(o)))
+    };
     if ASSISTANT_SUBJECTS.contains(&p.subject.trim().to_lowercase().as_str())
-        || fact.to_lowercase().starts_with("the assistant")
+        || opens_with(MACHINE_OPENINGS)
         || has_phrase(&flat(fact), USER_AS_MACHINE)
     {
         return Some("about the assistant, not the user");

@@ -702,6 +702,72 @@ fn the_user_is_no_ai_companion() {
     assert_eq!(why, ["about the assistant, not the user"]);
 }
 
+/// The assistant's name taken for the user's, and a fact about the
+/// assistant under another subject, are refused as well (a local model's
+/// "The user is named AI Companion." and "The AI companion responds
+/// warmly."); the user's own facts that merely mention an AI are kept.
+#[test]
+fn the_assistant_is_not_the_user_under_any_name() {
+    let ts = "2026-12-05T10:00:00Z";
+    let messages = vec![
+        msg(
+            "user",
+            "Hello my AI companion, I'm Ai. I work at an AI startup and my name is Ai Tanaka.",
+            ts,
+        ),
+        msg("assistant", "Hello Ai! Nice to meet you.", ts),
+    ];
+    let (ok, refused) = check(
+        &[
+            prop(
+                "Hello my AI companion",
+                "user",
+                "name",
+                "AI Companion",
+                "states",
+                "The user is named AI Companion.",
+            ),
+            prop(
+                "Hello my AI companion",
+                "user",
+                "style",
+                "warm",
+                "states",
+                "The AI companion responds warmly.",
+            ),
+            prop(
+                "I'm Ai.",
+                "user",
+                "name",
+                "Ai",
+                "states",
+                "The user is named Ai.",
+            ),
+            prop(
+                "I work at an AI startup",
+                "user",
+                "job",
+                "AI startup",
+                "states",
+                "The AI startup the user works for is in Tokyo.",
+            ),
+        ],
+        &messages,
+        day("2026-12-05"),
+    );
+    let why: Vec<&str> = refused.iter().map(|r| r.why.as_str()).collect();
+    assert_eq!(
+        why,
+        [
+            "about the assistant, not the user",
+            "about the assistant, not the user"
+        ],
+        "{ok:#?}"
+    );
+    let kept: Vec<&str> = ok.iter().map(|p| p.text.as_str()).collect();
+    assert!(kept.contains(&"The user is named Ai."), "{kept:?}");
+}
+
 #[test]
 fn what_is_stored_does_not_say_now() {
     assert_eq!(

@@ -424,6 +424,8 @@ pub(super) const ASSISTANT_SUBJECTS: &[&str] = &[
     "bot",
     "the bot",
     "chatbot",
+    "ai companion",
+    "the ai companion",
     "you",
     "mnemo",
     "助手",
@@ -439,6 +441,30 @@ pub(super) const USER_AS_MACHINE: &[&str] = &[
     "user is a chatbot",
     "user is a bot",
     "user is a language model",
+    // The assistant's name taken for the user's ("The user is named AI
+    // Companion."); "Ai" alone is a person's name too, so only the
+    // machine's full names.
+    "user is named ai companion",
+    "user is called ai companion",
+    "user s name is ai companion",
+    "user is named ai assistant",
+    "user is called ai assistant",
+    "user s name is ai assistant",
+    "user is named assistant",
+    "user is called assistant",
+    "user s name is assistant",
+];
+/// How a fact about the assistant begins when a model writes it as
+/// memory ("The AI companion responds warmly."): the assistant is not
+/// the user, whatever subject the model gave. Not "the AI" or "the bot"
+/// alone: "The AI startup the user works for" is the user's.
+pub(super) const MACHINE_OPENINGS: &[&str] = &[
+    "the assistant",
+    "the ai companion",
+    "the ai assistant",
+    "ai companion",
+    "your ai companion",
+    "your assistant",
 ];
 pub(super) const TRANSIENT: &[&str] = &[
     "is typing",

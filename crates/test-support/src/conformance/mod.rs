@@ -202,7 +202,7 @@ pub const TOKEN_COUNTERS: &[Implementation] = &[
 pub const INDEX_BACKENDS: &[Implementation] = &[
     Implementation {
         ty: "SqliteBackend",
-        tested_in: "index",
+        tested_in: "index-sqlite",
         suites: &["sqlite"],
         exempt: None,
     },
@@ -219,7 +219,7 @@ pub const INDEX_BACKENDS: &[Implementation] = &[
 pub const INDEX_STORES: &[Implementation] = &[
     Implementation {
         ty: "SqliteStore",
-        tested_in: "index",
+        tested_in: "index-sqlite",
         suites: &["sqlite"],
         exempt: None,
     },

@@ -3,7 +3,7 @@
 //! scenario in the database of `MNEMO_TEST_POSTGRES_URL`, its generations
 //! the base's schemas, dropped at the end. Without the variable the tests
 //! pass with a note, except in CI (`CI` set), where they fail. The same
-//! suite runs on SQLite in crates/index/tests/index_store.rs.
+//! suite runs on SQLite in crates/index-sqlite/tests/index_store.rs.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use mnemo_index::IndexStore;

@@ -51,7 +51,9 @@ pub fn fts_query(tokens: &[String]) -> Option<String> {
     Some(
         tokens
             .iter()
-            .map(|t| format!("\"{}\"", t.replace('"', "\"\"")))
+            // FTS5 reads a NUL as the end of the string: it cannot be
+            // quoted, and no indexed word holds one.
+            .map(|t| format!("\"{}\"", t.replace('\0', "").replace('"', "\"\"")))
             .collect::<Vec<_>>()
             .join(" OR "),
     )

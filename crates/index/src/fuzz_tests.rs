@@ -1,14 +1,14 @@
 //! Fuzz targets of the index's text handling, run by
 //! `mnemo_test_support::fuzz` inside `cargo test` (the budget comes from
 //! `MNEMO_FUZZ_SECS` / `MNEMO_FUZZ_EXECS`): the Markdown chunker and block
-//! splitter, the date parser, the transcript reader and the secret redaction. Every
+//! splitter, the query's words and snippets, the date parser, the transcript reader and the secret redaction. Every
 //! target checks what must hold for any input, not only that it returns.
 
 use chrono::NaiveDate;
 use mnemo_test_support::fuzz::{fingerprint, text, Fuzz};
 
 use crate::chunk;
-use crate::when;
+use crate::{text as fts, when};
 
 const MARKDOWN: &[&str] = &[
     "---\nname: \"Tea\"\ndescription: \"green\"\ntype: user\n---\n\nPrefers green tea.\n",
@@ -32,6 +32,35 @@ fn fuzz_markdown_chunker() {
             let doc = text(data);
             let chunks = crate::fuzzing::check_markdown_chunker(&doc, data);
             fingerprint(&(chunks.min(16), chunk::front_matter(&doc)))
+        });
+}
+
+/// Whatever the query, its tokens, phrases, identifiers, indexed text and
+/// snippets come out without splitting a character (the MATCH expression
+/// a backend makes of them is checked where it is made: mnemo-index-sqlite).
+#[test]
+fn fuzz_query_text() {
+    Fuzz::new("query-text")
+        .seeds([
+            "where does the deploy key live?",
+            "ERR-4711 in v2.3.1-rc",
+            "what did we decide on 3 June 2023?",
+            "\"quoted\" AND OR NOT NEAR(a b) col:x ^start *",
+            "东京的会议 我们什么时候去",
+            "who are you?",
+        ])
+        .dict([
+            "\"", "AND", "OR", "NEAR(", ")", "(", "*", "^", ":", "-", "'", "-4711",
+        ])
+        .run(|data| {
+            let q = text(data);
+            let tokens = fts::query_tokens(&q);
+            let phrases = fts::query_phrases(&q);
+            let _ = fts::identifiers(&q);
+            let _ = fts::index_text(&q);
+            let snippet = fts::snippet(&q, &tokens, 40);
+            assert!(snippet.chars().count() <= q.chars().count().max(41) + 2);
+            fingerprint(&(tokens.len().min(8), phrases.len().min(4)))
         });
 }
 

@@ -6,7 +6,7 @@
 //! whole text and its adjacent pairs: more than the search policy ever
 //! hands a backend, so the escaping holds for whatever it hands.
 
-use mnemo_test_support::fuzz::{fingerprint, text, Fuzz};
+use mnemo_test_support::fuzz::{fingerprint, text, Fuzz, QUERY_SEEDS};
 
 use crate::fts::fts_query;
 
@@ -35,14 +35,7 @@ fn fuzz_fts_query_builder() {
         .prepare("SELECT rowid FROM t WHERE t MATCH ?1 LIMIT 5")
         .unwrap();
     Fuzz::new("fts-query-builder")
-        .seeds([
-            "where does the deploy key live?",
-            "ERR-4711 in v2.3.1-rc",
-            "what did we decide on 3 June 2023?",
-            "\"quoted\" AND OR NOT NEAR(a b) col:x ^start *",
-            "东京的会议 我们什么时候去",
-            "who are you?",
-        ])
+        .seeds(QUERY_SEEDS)
         .dict([
             "\"", "AND", "OR", "NOT", "NEAR(", ")", "(", "*", "^", ":", "+", "-", "'", "-4711",
         ])

@@ -5,7 +5,7 @@
 //! target checks what must hold for any input, not only that it returns.
 
 use chrono::NaiveDate;
-use mnemo_test_support::fuzz::{fingerprint, text, Fuzz};
+use mnemo_test_support::fuzz::{fingerprint, text, Fuzz, QUERY_SEEDS};
 
 use crate::chunk;
 use crate::{text as fts, when};
@@ -41,14 +41,7 @@ fn fuzz_markdown_chunker() {
 #[test]
 fn fuzz_query_text() {
     Fuzz::new("query-text")
-        .seeds([
-            "where does the deploy key live?",
-            "ERR-4711 in v2.3.1-rc",
-            "what did we decide on 3 June 2023?",
-            "\"quoted\" AND OR NOT NEAR(a b) col:x ^start *",
-            "东京的会议 我们什么时候去",
-            "who are you?",
-        ])
+        .seeds(QUERY_SEEDS)
         .dict([
             "\"", "AND", "OR", "NEAR(", ")", "(", "*", "^", ":", "-", "'", "-4711",
         ])

@@ -363,6 +363,18 @@ fn rust_bytes(bytes: &[u8]) -> String {
     }
 }
 
+/// Search queries the query-text targets start from (mnemo-index's
+/// tokens and snippets, mnemo-index-sqlite's FTS5 builder): identifiers,
+/// dates, FTS5's own syntax, Chinese, and a question with no content word.
+pub const QUERY_SEEDS: [&str; 6] = [
+    "where does the deploy key live?",
+    "ERR-4711 in v2.3.1-rc",
+    "what did we decide on 3 June 2023?",
+    "\"quoted\" AND OR NOT NEAR(a b) col:x ^start *",
+    "东京的会议 我们什么时候去",
+    "who are you?",
+];
+
 /// A fingerprint of any value's `Debug` text, for targets whose outcome is
 /// easiest to describe that way.
 pub fn fingerprint(value: &impl std::fmt::Debug) -> u64 {

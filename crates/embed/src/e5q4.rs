@@ -896,7 +896,7 @@ impl Embedder for E5Q4Embedder {
 
     /// Refuses blank texts ([`Embedder::embed`]'s contract).
     fn embed(&self, texts: &[&str], kind: EmbedKind) -> Result<Vec<Vec<f32>>, EmbedError> {
-        crate::local::refuse_blank(texts)?;
+        crate::hash::refuse_blank(texts)?;
         Ok(self.embed_inner(texts, kind)?)
     }
 }

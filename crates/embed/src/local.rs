@@ -16,7 +16,7 @@ use crate::candle_bert::CandleBert;
 use crate::e5q4::{self, E5Q4Embedder, E5_Q4_FILE, E5_Q4_MODEL};
 use crate::error::{Error, Result};
 use crate::fast_bert::FastBert;
-pub(crate) use crate::hash::{normalise, refuse_blank};
+use crate::hash::{normalise, refuse_blank};
 use crate::hub::{self, DownloadProgress};
 use crate::model_files::{Arch, ModelFiles, Pooling};
 use crate::pypi;

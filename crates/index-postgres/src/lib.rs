@@ -99,7 +99,7 @@ fn source_list(sources: &[Source]) -> Option<Vec<String>> {
 
 /// One index in a PostgreSQL schema.
 pub struct PostgresBackend {
-    rt: Arc<Runtime>,
+    rt: Runtime,
     pool: Arc<Pool>,
     /// The model served and its dimension.
     embedder: Option<(String, usize)>,

@@ -27,12 +27,13 @@ const POOL_SIZE: usize = 4;
 
 /// mnemo-postgres's runtime, shared by every index of the process, with
 /// its answers as the index's errors.
+#[derive(Clone)]
 pub(crate) struct Runtime(Arc<mnemo_postgres::Runtime>);
 
 impl Runtime {
     /// The process's shared runtime ([`mnemo_postgres::Runtime::shared`]).
-    pub(crate) fn shared() -> Result<Arc<Runtime>, String> {
-        mnemo_postgres::Runtime::shared().map(|rt| Arc::new(Runtime(rt)))
+    pub(crate) fn shared() -> Result<Runtime, String> {
+        mnemo_postgres::Runtime::shared().map(Runtime)
     }
 
     /// Runs `fut` on the runtime and waits for its result.

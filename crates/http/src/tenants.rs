@@ -15,14 +15,21 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{any, delete, get, post};
 use axum::Router;
 use mnemo_service::guard::bearer;
-use mnemo_service::tenants::{CreateWorkspaceArgs, DeletedOutput, Tenants, WorkspacesOutput};
+use mnemo_service::tenants::{
+    AddServerArgs, CreateWorkspaceArgs, DeletedOutput, MoveArgs, MovedOutput, ServersOutput,
+    Tenants, WorkspacesOutput,
+};
 use mnemo_service::Service;
 use tower::ServiceExt as _;
 
 use crate::routes::{
-    method_not_allowed, not_found, path_rejection, workspace_api, ApiError, ApiResult, Body,
-    MAX_BODY_BYTES,
+    method_not_allowed, not_found, path_rejection, too_large, workspace_api, ApiError, ApiResult,
+    Body, MAX_BODY_BYTES,
 };
+
+/// How many times a request that met its workspace's old copy (moved to
+/// another database server while it ran) is run again on the new one.
+const MOVED_RETRIES: usize = 3;
 
 /// Builds the MCP endpoint (served at `/mcp`) of one workspace's service.
 pub type McpRouter = Arc<dyn Fn(Arc<Service>) -> Router + Send + Sync>;
@@ -60,6 +67,8 @@ pub fn tenants_router(tenants: Arc<Tenants>, mcp: Option<McpRouter>) -> Router {
     let admin = Router::new()
         .route("/v1/workspaces", post(create).get(list))
         .route("/v1/workspaces/{id}", delete(remove))
+        .route("/v1/workspaces/{id}/move", post(move_workspace))
+        .route("/v1/servers", get(servers).post(add_server))
         .route_layer(from_fn_with_state(shared.clone(), require_admin))
         .with_state(shared);
     Router::new()
@@ -104,23 +113,52 @@ async fn require_workspace(
         Err(rej) => return path_rejection(rej).into_response(),
     };
     let id = params.get("id").map(String::as_str).unwrap_or_default();
-    match s.tenants.authorize(id, bearer(req.headers())).await {
-        Ok(service) => {
-            req.extensions_mut().insert(service.clone());
-            req.extensions_mut().insert(WorkspaceId(id.to_string()));
-            let resp = next.run(req).await;
-            // A failure of a workspace deleted while the request ran (its
-            // index dropped under it) is that workspace's absence, not a
-            // fault of the server.
-            if resp.status().is_server_error() && service.deregistered().await {
-                return refused(mnemo_service::Error::NotFound(format!(
-                    "the workspace {id:?} was deleted while this request ran: \
-                     GET /v1/workspaces lists the workspaces there are"
-                )));
-            }
-            resp
+    let mut opened = match s.tenants.authorize_placed(id, bearer(req.headers())).await {
+        Ok(opened) => opened,
+        Err(e) => return refused(e),
+    };
+    // A request is kept so that it can be run again on a workspace's new
+    // copy; MCP's streams are not (its client retries).
+    let mut kept = None;
+    if !req.uri().path().ends_with("/mcp") {
+        let (parts, body) = req.into_parts();
+        let Ok(bytes) = axum::body::to_bytes(body, MAX_BODY_BYTES).await else {
+            return too_large().into_response();
+        };
+        req = Request::from_parts(parts.clone(), axum::body::Body::from(bytes.clone()));
+        kept = Some((parts, bytes));
+    }
+    let mut attempt = 0;
+    loop {
+        let (service, placed) = opened;
+        req.extensions_mut().insert(service.clone());
+        req.extensions_mut().insert(WorkspaceId(id.to_string()));
+        let resp = next.clone().run(req).await;
+        // A failure of a workspace deleted while the request ran (its
+        // index dropped under it) is that workspace's absence, not a
+        // fault of the server.
+        if resp.status().is_server_error() && service.deregistered().await {
+            return refused(mnemo_service::Error::NotFound(format!(
+                "the workspace {id:?} was deleted while this request ran: \
+                 GET /v1/workspaces lists the workspaces there are"
+            )));
         }
-        Err(e) => refused(e),
+        // One that met the old copy of a workspace moved meanwhile wrote
+        // nothing there: it runs again, on the new copy.
+        let failed = resp.status().is_server_error() || resp.status() == StatusCode::CONFLICT;
+        let Some((parts, bytes)) = kept.as_ref().filter(|_| failed && attempt < MOVED_RETRIES)
+        else {
+            return resp;
+        };
+        if !s.tenants.moved_away(id, &placed).await {
+            return resp;
+        }
+        attempt += 1;
+        req = Request::from_parts(parts.clone(), axum::body::Body::from(bytes.clone()));
+        opened = match s.tenants.authorize_placed(id, bearer(req.headers())).await {
+            Ok(opened) => opened,
+            Err(e) => return refused(e),
+        };
     }
 }
 
@@ -160,6 +198,26 @@ async fn remove(
         .unwrap_or_else(|e| e.into_inner())
         .remove(&id);
     Ok(axum::Json(s.tenants.delete(id).await?))
+}
+
+async fn move_workspace(
+    State(s): State<Shared>,
+    id: Result<Path<String>, PathRejection>,
+    Body(body): Body<MoveArgs>,
+) -> ApiResult<MovedOutput> {
+    let Path(id) = id.map_err(path_rejection)?;
+    Ok(axum::Json(s.tenants.move_workspace(id, body.to).await?))
+}
+
+async fn servers(State(s): State<Shared>) -> ApiResult<ServersOutput> {
+    Ok(axum::Json(s.tenants.servers().await?))
+}
+
+async fn add_server(
+    State(s): State<Shared>,
+    Body(body): Body<AddServerArgs>,
+) -> ApiResult<ServersOutput> {
+    Ok(axum::Json(s.tenants.add_server(body).await?))
 }
 
 /// Hands the request to the MCP endpoint of the workspace it was

@@ -20,7 +20,10 @@ use crate::output::{
     SessionsOutput, TurnOutput, WriteOutput,
 };
 use crate::schema::{components_generator, input_schema};
-use crate::tenants::{CreateWorkspaceArgs, CreatedOutput, DeletedOutput, WorkspacesOutput};
+use crate::tenants::{
+    AddServerArgs, CreateWorkspaceArgs, CreatedOutput, DeletedOutput, MoveArgs, MovedOutput,
+    ServersOutput, WorkspacesOutput,
+};
 
 type SchemaFn = fn(&mut SchemaGenerator) -> schemars::Schema;
 
@@ -266,6 +269,30 @@ pub const TENANT_ENDPOINTS: &[Endpoint] = &[
         "Delete a workspace: every row, its index, its derived state (admin token)",
         Input::Nothing,
         s::<DeletedOutput>,
+    ),
+    ep(
+        "POST",
+        "/v1/workspaces/{id}/move",
+        "Move a workspace to another database server while it is in use: copy, catch up, \
+         switch (writes wait for the switch, then go to the new server), delete the old copy \
+         (admin token)",
+        Input::Body(s::<MoveArgs>),
+        s::<MovedOutput>,
+    ),
+    ep(
+        "GET",
+        "/v1/servers",
+        "The database servers workspaces are placed on, and how many each holds (admin token)",
+        Input::Nothing,
+        s::<ServersOutput>,
+    ),
+    ep(
+        "POST",
+        "/v1/servers",
+        "List a database server to place new workspaces on; its tables are created first \
+         (admin token)",
+        Input::Body(s::<AddServerArgs>),
+        s::<ServersOutput>,
     ),
 ];
 

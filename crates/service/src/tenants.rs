@@ -37,6 +37,12 @@ use crate::guard::constant_time_eq;
 use crate::service::blocking;
 use crate::Service;
 
+mod placement;
+
+pub use placement::{
+    AddServerArgs, MoveArgs, MovedOutput, Placement, Places, ServerInfo, ServersOutput,
+};
+
 /// The longest base schema: the index schemas append `_ix` and a number,
 /// and PostgreSQL index names stay under 40 characters.
 const MAX_SCHEMA: usize = 24;
@@ -50,11 +56,19 @@ const SWEEP_AFTER: std::time::Duration = std::time::Duration::from_secs(60);
 /// again (from the database, its folder kept) when next asked for.
 pub const MAX_OPEN: usize = 512;
 
-/// The open workspaces, by id: the registration's number, the service,
-/// and when it was last used (a counter).
+/// One open workspace: the registration and placement it was opened
+/// for, the service, and when it was last used (a counter).
+struct Held {
+    seq: i64,
+    server: Option<String>,
+    service: Arc<Service>,
+    used: u64,
+}
+
+/// The open workspaces, by id.
 #[derive(Default)]
 struct Open {
-    by_id: HashMap<String, (i64, Arc<Service>, u64)>,
+    by_id: HashMap<String, Held>,
     clock: u64,
 }
 
@@ -129,8 +143,8 @@ pub struct DeletedOutput {
 
 /// The workspaces of a multi-tenant server.
 pub struct Tenants {
-    db: Arc<Database>,
-    url: String,
+    /// The registry and the database servers it places workspaces on.
+    places: placement::Places,
     data: PathBuf,
     template: Config,
     overrides: ProviderOverrides,
@@ -184,11 +198,10 @@ impl Tenants {
                 "the admin token is empty: pass --admin-token or set MNEMO_ADMIN_TOKEN".into(),
             ));
         }
-        let db = connect(&config.url, &config.schema)?;
+        let places = placement::Places::new(connect(&config.url, &config.schema)?, config.url);
         let embedder = mnemo::build_embedder(&config.template)?;
         let tenants = Arc::new(Tenants {
-            db,
-            url: config.url,
+            places,
             data: config.data,
             template: config.template,
             overrides: config.overrides,
@@ -230,13 +243,13 @@ impl Tenants {
         let me = self.clone();
         let registered = {
             let id = id.clone();
-            blocking(move || Ok(me.db.register(&id, &hash)?)).await?
+            blocking(move || me.places.register(&id, &hash)).await?
         };
         match registered {
             Some(t) => {
                 let me = self.clone();
                 blocking(move || {
-                    write_first_memory(&me.db, &t)?;
+                    write_first_memory(&me.places.placed(&t)?.0, &t)?;
                     // The index (its schema, tables and the first sync) is
                     // built now, not by the workspace's first search. It is
                     // derived: if it cannot be built here, that search
@@ -263,7 +276,7 @@ impl Tenants {
     /// The registered workspaces.
     pub async fn list(self: &Arc<Self>) -> Result<WorkspacesOutput> {
         let me = self.clone();
-        let all = blocking(move || Ok(me.db.tenants()?)).await?;
+        let all = blocking(move || Ok(me.places.db.tenants()?)).await?;
         Ok(WorkspacesOutput {
             workspaces: all
                 .into_iter()
@@ -281,7 +294,7 @@ impl Tenants {
         let me = self.clone();
         blocking(move || {
             let Some(t) = valid_id(&id)
-                .then(|| me.db.tenant(&id))
+                .then(|| me.places.db.tenant(&id))
                 .transpose()?
                 .flatten()
             else {
@@ -292,11 +305,19 @@ impl Tenants {
             me.forget_open(&id);
             // The rows (and with them the registration) first: from then
             // on every server refuses the workspace, so nothing can index
-            // it again once its index is gone.
-            let rows = me.db.delete_workspace(&id)?;
-            let index_schemas = PostgresStore::drop_index(&me.index_options(t.seq))?;
+            // it again once its index is gone. Where the workspace is
+            // placed on another server, its rows there go first: a delete
+            // cut short leaves it registered, to be deleted again.
+            let (data, url) = me.places.placed(&t)?;
+            let mut rows = 0;
+            if t.server.is_some() {
+                rows += data.delete_workspace(&id)?;
+            }
+            rows += me.places.db.delete_workspace(&id)?;
+            let index_schemas =
+                PostgresStore::drop_index(&index_options(&me.places.db, &url, t.seq))?;
             remove_folder(&me.folder(&t));
-            me.sweep_later(id.clone(), t.seq);
+            me.sweep_later(id.clone(), t.seq, (data, url));
             Ok(DeletedOutput {
                 id,
                 rows,
@@ -314,13 +335,29 @@ impl Tenants {
         id: &str,
         token: Option<&str>,
     ) -> Result<Arc<Service>> {
+        Ok(self.authorize_placed(id, token).await?.0)
+    }
+
+    /// [`Tenants::authorize`], and where the workspace was placed when
+    /// the service was opened, for [`Tenants::moved_away`].
+    pub async fn authorize_placed(
+        self: &Arc<Self>,
+        id: &str,
+        token: Option<&str>,
+    ) -> Result<(Arc<Service>, Placement)> {
         let token = token.ok_or_else(|| missing_token("the workspace's token"))?;
         let hash = sha256(token);
         let (me, id) = (self.clone(), id.to_string());
         blocking(move || {
-            let tenant = if valid_id(&id) { me.db.tenant(&id)? } else { None };
+            let tenant = if valid_id(&id) { me.places.db.tenant(&id)? } else { None };
             match tenant {
-                Some(t) if constant_time_eq(&t.token_sha256, &hash) => me.service(&t),
+                Some(t) if constant_time_eq(&t.token_sha256, &hash) => Ok((
+                    me.service(&t)?,
+                    Placement {
+                        seq: t.seq,
+                        server: t.server,
+                    },
+                )),
                 found => {
                     if found.is_none() {
                         // Deleted through another server: let go of it here too.
@@ -344,14 +381,15 @@ impl Tenants {
         }
         // Opened without the lock, so that one workspace's first request
         // never waits for another's.
-        let mnemo = open_registered(&self.db, &self.url, &self.data, t, self.template.clone())?
+        let (data, url) = self.places.placed(t)?;
+        let mnemo = open_registered(&data, &url, &self.data, t, self.template.clone())?
             .with_embedder(self.embedder.clone());
         let service = Service::with_memory_workers(
             Arc::new(mnemo),
             self.overrides.clone(),
             self.workers.clone(),
         );
-        let (db, id, seq) = (self.db.clone(), t.id.clone(), t.seq);
+        let (db, id, seq) = (self.places.db.clone(), t.id.clone(), t.seq);
         // A registry that cannot be read says nothing either way: the
         // request's own error stands.
         service.bind_registration(move || {
@@ -364,13 +402,13 @@ impl Tenants {
         let now = open.clock;
         match open.by_id.get(&t.id) {
             // Another request opened it meanwhile: one service per workspace.
-            Some((seq, s, _)) if *seq == t.seq => return Ok(s.clone()),
+            Some(h) if h.seq == t.seq && h.server == t.server => return Ok(h.service.clone()),
             Some(_) => {}
             None if open.by_id.len() >= self.max_open => {
                 let oldest = open
                     .by_id
                     .iter()
-                    .min_by_key(|(_, (_, _, used))| *used)
+                    .min_by_key(|(_, h)| h.used)
                     .map(|(id, _)| id.clone());
                 if let Some(id) = oldest {
                     open.by_id.remove(&id);
@@ -378,12 +416,19 @@ impl Tenants {
             }
             None => {}
         }
-        let replaced = open
-            .by_id
-            .insert(t.id.clone(), (t.seq, service.clone(), now));
-        if let Some((seq, ..)) = replaced {
-            // A workspace deleted and created again elsewhere.
-            remove_folder(&self.data.join(format!("{}-{seq}", t.id)));
+        let replaced = open.by_id.insert(
+            t.id.clone(),
+            Held {
+                seq: t.seq,
+                server: t.server.clone(),
+                service: service.clone(),
+                used: now,
+            },
+        );
+        if let Some(old) = replaced.filter(|old| old.seq != t.seq) {
+            // A workspace deleted and created again elsewhere (a moved one
+            // keeps its folder: the same registration's derived state).
+            remove_folder(&self.data.join(format!("{}-{}", t.id, old.seq)));
         }
         Ok(service)
     }
@@ -393,27 +438,27 @@ impl Tenants {
         let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
         open.clock += 1;
         let now = open.clock;
-        let (seq, s, used) = open.by_id.get_mut(&t.id)?;
-        if *seq != t.seq {
+        let h = open.by_id.get_mut(&t.id)?;
+        if h.seq != t.seq || h.server != t.server {
             return None;
         }
-        *used = now;
-        Some(s.clone())
+        h.used = now;
+        Some(h.service.clone())
     }
 
     /// Once the requests that were under way when workspace `id` was
     /// deleted are over (on any server), removes what they wrote: rows
     /// (unless the id was registered again meanwhile) and the index they
     /// may have created again.
-    fn sweep_later(self: &Arc<Self>, id: String, seq: i64) {
+    fn sweep_later(self: &Arc<Self>, id: String, seq: i64, (data, url): (Arc<Database>, String)) {
         let me = Arc::downgrade(self);
         std::thread::spawn(move || {
             std::thread::sleep(SWEEP_AFTER);
             let Some(me) = me.upgrade() else { return };
-            if let Err(e) = me.db.delete_unregistered(&id) {
+            if let Err(e) = data.delete_unregistered(&id) {
                 tracing::warn!("cannot sweep the deleted workspace {id:?}: {e}");
             }
-            if let Err(e) = PostgresStore::drop_index(&me.index_options(seq)) {
+            if let Err(e) = PostgresStore::drop_index(&index_options(&me.places.db, &url, seq)) {
                 tracing::warn!("cannot sweep the index of the deleted workspace {id:?}: {e}");
             }
         });
@@ -424,10 +469,10 @@ impl Tenants {
     fn sweep_indexes(&self) -> Result<()> {
         // The indexes first: a workspace is registered before its index
         // is made, so one made while this runs is not taken for an orphan.
-        let prefix = format!("{}_ix", self.db.schema());
-        let indexes = PostgresStore::indexes_like(&self.url, &prefix)?;
+        let prefix = format!("{}_ix", self.places.db.schema());
+        let indexes = PostgresStore::indexes_like(&self.places.url, &prefix)?;
         let live: std::collections::HashSet<i64> =
-            self.db.tenants()?.iter().map(|t| t.seq).collect();
+            self.places.db.tenants()?.iter().map(|t| t.seq).collect();
         for base in indexes {
             let seq = base
                 .strip_prefix(&prefix)
@@ -448,13 +493,13 @@ impl Tenants {
             .unwrap_or_else(|e| e.into_inner())
             .by_id
             .remove(id);
-        if let Some((seq, ..)) = gone {
-            remove_folder(&self.data.join(format!("{id}-{seq}")));
+        if let Some(h) = gone {
+            remove_folder(&self.data.join(format!("{id}-{}", h.seq)));
         }
     }
 
     fn index_options(&self, seq: i64) -> PostgresOptions {
-        index_options(&self.db, &self.url, seq)
+        index_options(&self.places.db, &self.places.url, seq)
     }
 
     fn folder(&self, t: &Tenant) -> PathBuf {
@@ -469,7 +514,9 @@ impl Tenants {
             return;
         };
         let entries: Vec<std::fs::DirEntry> = entries.flatten().collect();
-        let Ok(live) = self.db.tenants() else { return };
+        let Ok(live) = self.places.db.tenants() else {
+            return;
+        };
         let live: std::collections::HashSet<String> =
             live.iter().map(|t| format!("{}-{}", t.id, t.seq)).collect();
         for e in entries {
@@ -490,7 +537,7 @@ impl Tenants {
             .unwrap_or_else(|e| e.into_inner())
             .by_id
             .get(id)
-            .is_some_and(|(_, s, _)| Arc::ptr_eq(s, service))
+            .is_some_and(|h| Arc::ptr_eq(&h.service, service))
     }
 
     /// The memory work the turns of every workspace left running.
@@ -503,9 +550,9 @@ impl Tenants {
         self.max_open
     }
 
-    /// The database, for tests that look at every table.
+    /// The registry's database, for tests that look at every table.
     pub fn database(&self) -> &Arc<Database> {
-        &self.db
+        &self.places.db
     }
 }
 
@@ -515,8 +562,7 @@ impl Tenants {
 /// each [`Mnemo`] builds its own on first use, so a command that embeds
 /// nothing loads no model.
 pub struct DatabaseWorkspace {
-    db: Arc<Database>,
-    url: String,
+    places: placement::Places,
     data: PathBuf,
 }
 
@@ -526,8 +572,7 @@ impl DatabaseWorkspace {
     /// caches and derived state on this machine.
     pub fn connect(url: &str, schema: &str, data: &Path) -> Result<DatabaseWorkspace> {
         Ok(DatabaseWorkspace {
-            db: connect(url, schema)?,
-            url: url.to_string(),
+            places: placement::Places::new(connect(url, schema)?, url.to_string()),
             data: data.to_path_buf(),
         })
     }
@@ -536,16 +581,17 @@ impl DatabaseWorkspace {
     /// the workspace's own schema).
     pub fn open(&self, id: &str, config: Config) -> Result<Mnemo> {
         let t = valid_id(id)
-            .then(|| self.db.tenant(id))
+            .then(|| self.places.db.tenant(id))
             .transpose()?
             .flatten()
             .ok_or_else(|| {
                 Error::NotFound(format!(
                     "no workspace {id:?} in {}: create it with `mnemo init --database URL --id {id}`",
-                    self.db.location()
+                    self.places.db.location()
                 ))
             })?;
-        open_registered(&self.db, &self.url, &self.data, &t, config)
+        let (db, url) = self.places.placed(&t)?;
+        open_registered(&db, &url, &self.data, &t, config)
     }
 
     /// Creates workspace `id` with its first MEMORY.md and answers with
@@ -559,19 +605,24 @@ impl DatabaseWorkspace {
         }
         let token = new_token();
         let t = self
-            .db
+            .places
             .register(id, &sha256(&token))?
             .ok_or_else(|| exists(id))?;
-        write_first_memory(&self.db, &t)?;
+        write_first_memory(&self.places.placed(&t)?.0, &t)?;
         Ok(CreatedOutput {
             id: id.to_string(),
             token,
         })
     }
 
-    /// The database.
+    /// The registry's database.
     pub fn database(&self) -> &Arc<Database> {
-        &self.db
+        &self.places.db
+    }
+
+    /// The registry and the servers it places workspaces on.
+    pub fn places(&self) -> &placement::Places {
+        &self.places
     }
 }
 

@@ -40,7 +40,12 @@
 //! # Ok::<(), mnemo_store::Error>(())
 //! ```
 
+mod moving;
+mod placement;
 mod schema;
+
+pub use moving::MoveReport;
+pub use placement::{valid_server_name, ServerEntry, HOME};
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
@@ -238,17 +243,36 @@ impl Database {
     }
 
     /// Registers workspace `id` as a tenant whose token hashes to
-    /// `token_sha256`; `None` when it is registered already.
+    /// `token_sha256`, its rows in this database; `None` when it is
+    /// registered already.
     pub fn register(&self, id: &str, token_sha256: &[u8]) -> Result<Option<Tenant>> {
-        let (id, hash) = (id.to_string(), token_sha256.to_vec());
+        self.register_on(id, token_sha256, None)
+    }
+
+    /// Registers workspace `id` with its rows on the database server
+    /// `server` of [`Database::servers`] (`None`: this database), which
+    /// must then [`adopt`](Database::adopt) it before it is used.
+    pub fn register_on(
+        &self,
+        id: &str,
+        token_sha256: &[u8],
+        server: Option<&str>,
+    ) -> Result<Option<Tenant>> {
+        let (id, hash, server) = (
+            id.to_string(),
+            token_sha256.to_vec(),
+            server.map(str::to_string),
+        );
         self.call(move |c, loc| {
             Box::pin(async move {
                 let row = c
                     .query_opt(
-                        "INSERT INTO tenants (workspace, token_sha256) VALUES ($1, $2) \
-                         ON CONFLICT (workspace) DO NOTHING \
-                         RETURNING workspace, token_sha256, seq, created",
-                        &[&id, &hash],
+                        &format!(
+                            "INSERT INTO tenants (workspace, token_sha256, server) \
+                             VALUES ($1, $2, $3) ON CONFLICT (workspace) DO NOTHING \
+                             RETURNING {TENANT_COLUMNS}"
+                        ),
+                        &[&id, &hash, &server],
                     )
                     .await
                     .map_err(db_err(&loc))?;
@@ -264,8 +288,7 @@ impl Database {
             Box::pin(async move {
                 let row = c
                     .query_opt(
-                        "SELECT workspace, token_sha256, seq, created FROM tenants \
-                         WHERE workspace = $1",
+                        &format!("SELECT {TENANT_COLUMNS} FROM tenants WHERE workspace = $1"),
                         &[&id],
                     )
                     .await
@@ -281,7 +304,7 @@ impl Database {
             Box::pin(async move {
                 let rows = c
                     .query(
-                        "SELECT workspace, token_sha256, seq, created FROM tenants ORDER BY 1",
+                        &format!("SELECT {TENANT_COLUMNS} FROM tenants ORDER BY 1"),
                         &[],
                     )
                     .await
@@ -343,7 +366,13 @@ pub struct Tenant {
     pub seq: i64,
     /// When it was registered.
     pub created: DateTime<Utc>,
+    /// The database server its rows are on, by the name the registry
+    /// lists it under ([`Database::servers`]); `None`: this database.
+    pub server: Option<String>,
 }
+
+/// The columns [`tenant_of`] reads, in order.
+const TENANT_COLUMNS: &str = "workspace, token_sha256, seq, created, server";
 
 fn tenant_of(r: &tokio_postgres::Row) -> Tenant {
     Tenant {
@@ -351,6 +380,7 @@ fn tenant_of(r: &tokio_postgres::Row) -> Tenant {
         token_sha256: r.get(1),
         seq: r.get(2),
         created: r.get(3),
+        server: r.get(4),
     }
 }
 
@@ -477,7 +507,7 @@ impl PgStorage {
 fn registered(n: u8) -> String {
     format!(
         "(${n}::bigint IS NULL OR EXISTS \
-         (SELECT 1 FROM tenants r WHERE r.workspace = $1 AND r.seq = ${n}))"
+         (SELECT 1 FROM tenants r WHERE r.workspace = $1 AND r.seq = ${n} AND r.server IS NULL))"
     )
 }
 
@@ -487,7 +517,8 @@ fn registered(n: u8) -> String {
 fn hold_registration(n: u8) -> String {
     format!(
         "WITH reg AS (SELECT 1 FROM tenants \
-         WHERE ${n}::bigint IS NOT NULL AND workspace = $1 AND seq = ${n} FOR KEY SHARE) "
+         WHERE ${n}::bigint IS NOT NULL AND workspace = $1 AND seq = ${n} AND server IS NULL \
+         FOR KEY SHARE) "
     )
 }
 
@@ -496,24 +527,54 @@ fn held(n: u8) -> String {
     format!("(${n}::bigint IS NULL OR EXISTS (SELECT 1 FROM reg))")
 }
 
-/// True when workspace `ws` is registered as `registration` (or the
-/// storage has none).
-async fn still_registered(
-    c: &Client,
-    loc: &str,
-    ws: &str,
-    registration: Option<i64>,
-) -> Result<bool> {
+/// Where a registration stands in this database.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Standing {
+    /// Registered, and its rows are here (or the storage has no registration).
+    Here,
+    /// Moved to the database server named (its rows here are an old copy).
+    Moved(String),
+    /// Not registered any more: the workspace was deleted.
+    Gone,
+}
+
+/// Where workspace `ws`'s `registration` stands.
+async fn standing(c: &Client, loc: &str, ws: &str, registration: Option<i64>) -> Result<Standing> {
     let Some(seq) = registration else {
-        return Ok(true);
+        return Ok(Standing::Here);
     };
-    Ok(c.query_opt(
-        "SELECT 1 FROM tenants WHERE workspace = $1 AND seq = $2",
-        &[&ws, &seq],
-    )
-    .await
-    .map_err(db_err(loc))?
-    .is_some())
+    let row = c
+        .query_opt(
+            "SELECT server FROM tenants WHERE workspace = $1 AND seq = $2",
+            &[&ws, &seq],
+        )
+        .await
+        .map_err(db_err(loc))?;
+    Ok(match row.map(|r| r.get::<_, Option<String>>(0)) {
+        None => Standing::Gone,
+        Some(None) => Standing::Here,
+        Some(Some(server)) => Standing::Moved(server),
+    })
+}
+
+/// The error of a write that found its registration not here: deleted,
+/// or moved to another server (nothing was written either way).
+async fn not_here(c: &Client, loc: &str, ws: &str, registration: Option<i64>) -> Error {
+    match standing(c, loc, ws, registration).await {
+        Ok(Standing::Moved(to)) => moved(ws, &to),
+        Ok(_) => deleted(ws),
+        Err(e) => e,
+    }
+}
+
+/// After a read that found nothing: an error when the workspace moved
+/// away, so that an old copy never answers "nothing" for a workspace
+/// whose rows are elsewhere. A deleted workspace reads as empty.
+async fn unless_moved(c: &Client, loc: &str, ws: &str, registration: Option<i64>) -> Result<()> {
+    match standing(c, loc, ws, registration).await? {
+        Standing::Moved(to) => Err(moved(ws, &to)),
+        Standing::Here | Standing::Gone => Ok(()),
+    }
 }
 
 /// Refuses a session key PostgreSQL's `text` cannot hold (a NUL), as a
@@ -526,6 +587,16 @@ fn storable_key(key: &str) -> Result<()> {
         });
     }
     Ok(())
+}
+
+/// The error of a request that reached a workspace's old copy after it
+/// moved to another database server. A busy answer: the same request,
+/// sent again, is served from the new copy.
+fn moved(ws: &str, to: &str) -> Error {
+    Error::Conflict(format!(
+        "the workspace {ws:?} moved to the database server {to:?} while this request ran; \
+         nothing was read or written here: send the request again"
+    ))
 }
 
 /// The error of a write whose workspace was deleted while it ran.
@@ -581,6 +652,9 @@ impl Storage for PgStorage {
                     )
                     .await
                     .map_err(db_err(&loc))?;
+                if row.is_none() {
+                    unless_moved(c, &loc, &ws, reg).await?;
+                }
                 row.map(|r| {
                     Ok(Document {
                         text: text_of(&rel, r.get(0))?,
@@ -608,6 +682,9 @@ impl Storage for PgStorage {
                     )
                     .await
                     .map_err(db_err(&loc))?;
+                if row.is_none() {
+                    unless_moved(c, &loc, &ws, reg).await?;
+                }
                 Ok(row.map(|r| r.get(0)))
             })
         })
@@ -669,7 +746,9 @@ impl Storage for PgStorage {
                 .map_err(db_err(&loc))?;
                 match row {
                     Some(r) => Ok(version(r.get(0))),
-                    None if !still_registered(c, &loc, &ws, reg).await? => Err(deleted(&ws)),
+                    None if standing(c, &loc, &ws, reg).await? != Standing::Here => {
+                        Err(not_here(c, &loc, &ws, reg).await)
+                    }
                     None if expect == Expect::Absent => Err(Error::Conflict(format!(
                         "{rel} already exists; nothing was written"
                     ))),
@@ -706,7 +785,7 @@ impl Storage for PgStorage {
                     .await
                     .map_err(db_err(&loc))?;
                 if n == 0 {
-                    return Err(deleted(&ws));
+                    return Err(not_here(c, &loc, &ws, reg).await);
                 }
                 Ok(())
             })
@@ -728,8 +807,8 @@ impl Storage for PgStorage {
                     )
                     .await
                     .map_err(db_err(&loc))?;
-                if n == 0 && !still_registered(c, &loc, &ws, reg).await? {
-                    return Err(deleted(&ws));
+                if n == 0 && standing(c, &loc, &ws, reg).await? != Standing::Here {
+                    return Err(not_here(c, &loc, &ws, reg).await);
                 }
                 Ok(n > 0)
             })
@@ -740,16 +819,21 @@ impl Storage for PgStorage {
         let (ws, rel, reg) = (self.workspace.clone(), rel.to_string(), self.registration);
         self.db.call(move |c, loc| {
             Box::pin(async move {
-                Ok(c.query_opt(
-                    &format!(
-                        "SELECT 1 FROM documents WHERE workspace = $1 AND path = $2 AND {}",
-                        registered(3)
-                    ),
-                    &[&ws, &rel, &reg],
-                )
-                .await
-                .map_err(db_err(&loc))?
-                .is_some())
+                let found = c
+                    .query_opt(
+                        &format!(
+                            "SELECT 1 FROM documents WHERE workspace = $1 AND path = $2 AND {}",
+                            registered(3)
+                        ),
+                        &[&ws, &rel, &reg],
+                    )
+                    .await
+                    .map_err(db_err(&loc))?
+                    .is_some();
+                if !found {
+                    unless_moved(c, &loc, &ws, reg).await?;
+                }
+                Ok(found)
             })
         })
     }
@@ -774,6 +858,9 @@ impl Storage for PgStorage {
                     )
                     .await
                     .map_err(db_err(&loc))?;
+                if rows.is_empty() {
+                    unless_moved(c, &loc, &ws, reg).await?;
+                }
                 Ok(rows.iter().map(entry).collect())
             })
         })
@@ -799,6 +886,9 @@ impl Storage for PgStorage {
                     )
                     .await
                     .map_err(db_err(&loc))?;
+                if rows.is_empty() {
+                    unless_moved(c, &loc, &ws, reg).await?;
+                }
                 Ok(rows.iter().map(entry).collect())
             })
         })
@@ -847,17 +937,22 @@ impl Storage for PgStorage {
         let (ws, key, reg) = (self.workspace.clone(), key.to_string(), self.registration);
         self.db.call(move |c, loc| {
             Box::pin(async move {
-                Ok(c.query_opt(
-                    &format!(
-                        "SELECT 1 FROM sessions WHERE workspace = $1 AND key = $2 AND lines > 0 \
-                         AND {}",
-                        registered(3)
-                    ),
-                    &[&ws, &key, &reg],
-                )
-                .await
-                .map_err(db_err(&loc))?
-                .is_some())
+                let found = c
+                    .query_opt(
+                        &format!(
+                            "SELECT 1 FROM sessions WHERE workspace = $1 AND key = $2 \
+                             AND lines > 0 AND {}",
+                            registered(3)
+                        ),
+                        &[&ws, &key, &reg],
+                    )
+                    .await
+                    .map_err(db_err(&loc))?
+                    .is_some();
+                if !found {
+                    unless_moved(c, &loc, &ws, reg).await?;
+                }
+                Ok(found)
             })
         })
     }
@@ -878,6 +973,7 @@ impl Storage for PgStorage {
                     .await
                     .map_err(db_err(&loc))?
                 else {
+                    unless_moved(c, &loc, &ws, reg).await?;
                     return Ok(None);
                 };
                 let stem: String = row.get(0);
@@ -892,6 +988,9 @@ impl Storage for PgStorage {
                     )
                     .await
                     .map_err(db_err(&loc))?;
+                if rows.is_empty() {
+                    unless_moved(c, &loc, &ws, reg).await?;
+                }
                 let path = PathBuf::from(format!("sessions/{stem}.jsonl"));
                 Ok(log_bytes(&rows).map(|bytes| session::parse_session_bytes(&path, &bytes)))
             })
@@ -912,6 +1011,9 @@ impl Storage for PgStorage {
                     )
                     .await
                     .map_err(db_err(&loc))?;
+                if rows.is_empty() {
+                    unless_moved(c, &loc, &ws, reg).await?;
+                }
                 Ok(rows
                     .iter()
                     .map(|r| (r.get(0), r.get(1), r.get(2)))
@@ -952,6 +1054,9 @@ impl Storage for PgStorage {
                     )
                     .await
                     .map_err(db_err(&loc))?;
+                if rows.is_empty() {
+                    unless_moved(c, &loc, &ws, reg).await?;
+                }
                 Ok(rows.iter().map(entry).collect())
             })
         })
@@ -980,13 +1085,16 @@ impl Storage for PgStorage {
                     )
                     .await
                     .map_err(db_err(&loc))?;
+                if rows.is_empty() {
+                    unless_moved(c, &loc, &ws, reg).await?;
+                }
                 Ok(log_bytes(&rows))
             })
         })
     }
 
     fn revision(&self) -> Result<Option<String>> {
-        let (ws, state) = (self.workspace.clone(), state_prefix());
+        let (ws, state, reg) = (self.workspace.clone(), state_prefix(), self.registration);
         self.db.call(move |c, loc| {
             Box::pin(async move {
                 // Every write adds to a version, an insert or a delete moves
@@ -996,15 +1104,22 @@ impl Storage for PgStorage {
                 // the index must not look for changes each time.
                 let row = c
                     .query_one(
-                        "SELECT (SELECT count(*)::text || ':' || COALESCE(sum(version), 0)::text || ':' \
+                        &format!("SELECT (SELECT count(*)::text || ':' || COALESCE(sum(version), 0)::text || ':' \
                                  || COALESCE(max(modified)::text, '') FROM documents \
                                  WHERE workspace = $1 AND NOT starts_with(path, $2)), \
                                 (SELECT count(*)::text || ':' || COALESCE(sum(version), 0)::text || ':' \
-                                 || COALESCE(max(updated)::text, '') FROM sessions WHERE workspace = $1)",
-                        &[&ws, &state],
+                                 || COALESCE(max(updated)::text, '') FROM sessions WHERE workspace = $1), \
+                                {}",
+                        registered(3)),
+                        &[&ws, &state, &reg],
                     )
                     .await
                     .map_err(db_err(&loc))?;
+                // An old copy's revision would have the index follow rows
+                // that are no longer the workspace's.
+                if !row.get::<_, bool>(2) {
+                    unless_moved(c, &loc, &ws, reg).await?;
+                }
                 Ok(Some(format!("{}/{}", row.get::<_, String>(0), row.get::<_, String>(1))))
             })
         })
@@ -1092,14 +1207,14 @@ impl PgSession {
                     let live = c
                         .query_opt(
                             "SELECT 1 FROM tenants WHERE workspace = $1 AND seq = $2 \
-                             FOR KEY SHARE",
+                             AND server IS NULL FOR KEY SHARE",
                             &[&ws, &seq],
                         )
                         .await
                         .map_err(db_err(&loc))?;
                     if live.is_none() {
                         let _ = c.batch_execute("ROLLBACK").await;
-                        return Err(deleted(&ws));
+                        return Err(not_here(c, &loc, &ws, reg).await);
                     }
                 }
                 c.execute(

@@ -53,6 +53,19 @@ const MIGRATIONS: &[&str] = &[
         created timestamptz NOT NULL DEFAULT now()
     );
 ",
+    // Placement: a registry row whose `server` is set names the server that
+    // holds the workspace's rows (NULL: this database). On a server that
+    // holds workspaces placed by another database's registry, a row with
+    // `server` set marks a workspace moved away: its old copy answers
+    // nothing. `servers` lists the database servers a registry places on.
+    "
+    ALTER TABLE tenants ADD COLUMN server text;
+    CREATE TABLE servers (
+        name text PRIMARY KEY,
+        url text NOT NULL,
+        added timestamptz NOT NULL DEFAULT now()
+    );
+",
 ];
 
 /// Creates `schema` and brings it to the newest version.

@@ -23,6 +23,28 @@ pub fn test_url() -> Option<String> {
     }
 }
 
+/// A second PostgreSQL server's URL, from `MNEMO_TEST_POSTGRES_URL2`
+/// (`.ci/run` starts one on another port), for the tests of workspaces
+/// placed on several servers and moved between them; `None` with a note
+/// when it is not set, a failure in CI.
+pub fn second_url() -> Option<String> {
+    match std::env::var("MNEMO_TEST_POSTGRES_URL2") {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ if std::env::var_os("CI").is_some() => panic!(
+            "MNEMO_TEST_POSTGRES_URL2 is not set, and CI must run the tests of two PostgreSQL \
+             servers: start a second one with MNEMO_POSTGRES_PORT=<another port> \
+             scripts/postgres.sh start <another folder> (.ci/run does)"
+        ),
+        _ => {
+            eprintln!(
+                "note: two-server PostgreSQL test skipped: set MNEMO_TEST_POSTGRES_URL2 \
+                 (a second scripts/postgres.sh start on another port prints one)"
+            );
+            None
+        }
+    }
+}
+
 /// A schema name of its own for each call in this process (also a valid
 /// `[index] schema`: it does not end in `_` and digits).
 pub fn fresh_schema() -> String {

@@ -15,6 +15,7 @@ mod memory;
 mod recall;
 mod serve;
 mod session;
+mod servers;
 mod setup;
 mod warm;
 
@@ -127,6 +128,10 @@ pub enum Command {
     /// The hooks `mnemo setup` installs, run by the agent with the event's JSON on stdin
     #[command(subcommand)]
     Hook(hook::HookCommand),
+    /// The PostgreSQL servers a database of workspaces spreads them over, and
+    /// moving a workspace between them while it is in use (with --database)
+    #[command(subcommand)]
+    Servers(servers::ServersCommand),
 }
 
 /// Runs one command.
@@ -156,5 +161,6 @@ pub fn run(command: Command, global: &GlobalArgs) -> Result<()> {
         Command::Status(a) => recall::status(a, global),
         Command::Setup(c) => setup::run(c, global),
         Command::Hook(c) => hook::run(c, global),
+        Command::Servers(c) => servers::run(c, global),
     }
 }

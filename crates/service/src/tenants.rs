@@ -24,7 +24,7 @@ use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
 use mnemo::index_postgres::{PostgresOptions, PostgresStore};
-use mnemo::store_postgres::{Database, Tenant};
+use mnemo::store_postgres::{Database, Tenant, HOME};
 use mnemo::{EmbedderChoice, Mnemo};
 use mnemo_core::{Config, Workspace};
 use mnemo_engine::MemoryWorkers;
@@ -120,6 +120,9 @@ pub struct WorkspaceInfo {
     /// When it was created (RFC 3339).
     #[schemars(with = "String")]
     pub created: DateTime<Utc>,
+    /// The database server its rows are on (`home`: the registry's own;
+    /// `GET /v1/servers` lists them).
+    pub server: String,
 }
 
 /// The registered workspaces.
@@ -281,6 +284,7 @@ impl Tenants {
             workspaces: all
                 .into_iter()
                 .map(|t| WorkspaceInfo {
+                    server: t.server.unwrap_or_else(|| HOME.to_string()),
                     id: t.id,
                     created: t.created,
                 })

@@ -5,6 +5,12 @@
 //! message is looked for (lost, duplicated), every search hit is checked
 //! for another workspace's words, and a file workspace served the same
 //! way is measured in the same run as the baseline.
+//!
+//! With `--second-database`, the workspaces are spread over two
+//! PostgreSQL servers, and with `--moves N` busy workspaces are moved
+//! between them during the load: their clients read each append back at
+//! once, so an answer from a moved workspace's old copy shows as a read
+//! that misses an acknowledged message.
 
 use std::collections::HashMap;
 use std::net::TcpListener;
@@ -34,6 +40,14 @@ pub struct TenantsBenchArgs {
     /// Kill one server with SIGKILL half way and start it again
     #[arg(long)]
     pub kill: bool,
+    /// A second PostgreSQL server (with pgvector), listed as server `b`:
+    /// new workspaces are spread over the two by load
+    #[arg(long, value_name = "URL")]
+    pub second_database: Option<String>,
+    /// Move this many busy workspaces between the two servers during the
+    /// load, evenly spaced (needs --second-database)
+    #[arg(long, default_value_t = 0, requires = "second_database")]
+    pub moves: usize,
     /// Print the results as one JSON object
     #[arg(long)]
     pub json: bool,
@@ -135,6 +149,11 @@ struct OpStats {
 #[derive(Default)]
 struct Tally {
     append: Timings,
+    /// Reads of a moved workspace's session that missed a message the
+    /// same client had appended and seen acknowledged before.
+    stale_reads: usize,
+    /// Appends read back at once.
+    read_backs: usize,
     write: Timings,
     search: Timings,
     failed: usize,
@@ -158,6 +177,12 @@ struct Phase {
     lost: usize,
     duplicated: usize,
     search_hits_from_another_workspace: usize,
+    /// Appends to the moving workspaces read back at once, and those
+    /// reads that missed an acknowledged message (answered by an old copy).
+    read_backs: usize,
+    stale_reads: usize,
+    /// Each move: its report (`POST /v1/workspaces/{id}/move`).
+    moves: Vec<Value>,
 }
 
 /// A workspace as the clients reach it: its path prefix and token.
@@ -204,6 +229,8 @@ async fn load(
     clients: usize,
     seconds: f64,
     kill: Option<(Arc<Mutex<Server>>, f64)>,
+    mover: Option<Mover>,
+    hot: usize,
 ) -> Result<Phase> {
     let http = reqwest::Client::builder()
         .timeout(Duration::from_secs(30))
@@ -219,9 +246,18 @@ async fn load(
             let mut rng =
                 Rng(0x9e37_79b9_7f4a_7c15 ^ (c as u64 + 1).wrapping_mul(0x2545_f491_4f6c_dd1d));
             let mut n = 0usize;
+            // What this client appended to each moving workspace's session.
+            let mut mine: HashMap<String, Vec<String>> = HashMap::new();
             while Instant::now() < deadline {
                 n += 1;
-                let t = &targets[rng.below(targets.len())];
+                // A quarter of the requests go to the workspaces being moved.
+                let hot = hot.min(targets.len());
+                let t = if hot > 0 && rng.below(4) == 0 {
+                    &targets[rng.below(hot)]
+                } else {
+                    &targets[rng.below(targets.len())]
+                };
+                let moving = targets[..hot].iter().any(|h| h.prefix == t.prefix);
                 let base = {
                     let b = bases.lock().unwrap_or_else(|e| e.into_inner());
                     b[rng.below(b.len())].clone()
@@ -241,7 +277,14 @@ async fn load(
                     .await;
                     match r {
                         Ok(r) if r.status().is_success() => {
-                            Ok(Some((0, t.prefix.clone(), key, id)))
+                            let stale = if moving {
+                                let sent = mine.entry(format!("{}{key}", t.prefix)).or_default();
+                                sent.push(id.clone());
+                                Some(read_back(&http, &base, t, &key, sent).await)
+                            } else {
+                                None
+                            };
+                            Ok(Some((stale, t.prefix.clone(), key, id)))
                         }
                         other => Err(failure("append", other)),
                     }
@@ -279,7 +322,12 @@ async fn load(
                                         .count()
                                 })
                                 .unwrap_or(0);
-                            Ok(Some((foreign, String::new(), String::new(), String::new())))
+                            Ok(Some((
+                                Some(foreign),
+                                String::new(),
+                                String::new(),
+                                String::new(),
+                            )))
                         }
                         other => Err(failure("search", other)),
                     }
@@ -291,19 +339,24 @@ async fn load(
                         tally.failed += 1;
                         *tally.failures.entry(why).or_default() += 1;
                     }
-                    Ok(Some((_, prefix, key, id))) if !id.is_empty() => {
+                    Ok(Some((stale, prefix, key, id))) if !id.is_empty() => {
                         tally.append.0.push(ms);
                         tally.acked.entry((prefix, key)).or_default().push(id);
+                        if let Some(stale) = stale {
+                            tally.read_backs += 1;
+                            tally.stale_reads += stale;
+                        }
                     }
                     Ok(Some((foreign, ..))) => {
                         tally.search.0.push(ms);
-                        tally.cross_hits += foreign;
+                        tally.cross_hits += foreign.unwrap_or(0);
                     }
                     Ok(None) => tally.write.0.push(ms),
                 }
             }
         }));
     }
+    let moves = mover.map(|m| tokio::spawn(m.run(http.clone(), seconds)));
     if let Some((server, at)) = kill {
         tokio::time::sleep(Duration::from_secs_f64(at)).await;
         let base = server
@@ -327,6 +380,10 @@ async fn load(
     for t in tasks {
         t.await?;
     }
+    let moves = match moves {
+        Some(m) => m.await??,
+        None => Vec::new(),
+    };
     let elapsed = started.elapsed().as_secs_f64();
     let mut tally = std::mem::take(&mut *tally.lock().unwrap_or_else(|e| e.into_inner()));
     // Every acknowledged message, looked for in its session's history.
@@ -375,7 +432,97 @@ async fn load(
         lost,
         duplicated,
         search_hits_from_another_workspace: tally.cross_hits,
+        read_backs: tally.read_backs,
+        stale_reads: tally.stale_reads,
+        moves,
     })
+}
+
+/// Reads `t`'s session `key` back after an append: 1 when a message of
+/// `sent` (this client's, each acknowledged) is missing, else 0. A failed
+/// read counts as missing nothing: the request failed, it answered nothing.
+async fn read_back(
+    http: &reqwest::Client,
+    base: &str,
+    t: &Target,
+    key: &str,
+    sent: &[String],
+) -> usize {
+    let r = authed(
+        http.get(format!("{base}{}/sessions/{key}/messages", t.prefix)),
+        &t.token,
+    )
+    .send()
+    .await;
+    let Ok(r) = r else { return 0 };
+    if !r.status().is_success() {
+        return 0;
+    }
+    let v: Value = r.json().await.unwrap_or_default();
+    let seen: std::collections::HashSet<&str> = v["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|m| m["content"].as_str()?.split(' ').next())
+        .collect();
+    usize::from(sent.iter().any(|id| !seen.contains(id.as_str())))
+}
+
+/// Moves the busy workspaces between the two servers during the load.
+struct Mover {
+    /// An admin base URL (any server).
+    base: String,
+    /// The workspace ids to move, in turn.
+    ids: Vec<String>,
+    moves: usize,
+}
+
+impl Mover {
+    /// `moves` moves evenly spaced over `seconds`, each to the server the
+    /// workspace is not on; their reports.
+    async fn run(self, http: reqwest::Client, seconds: f64) -> Result<Vec<Value>> {
+        let mut reports = Vec::new();
+        let gap = seconds / (self.moves + 1) as f64;
+        for i in 0..self.moves {
+            tokio::time::sleep(Duration::from_secs_f64(gap)).await;
+            let id = &self.ids[i % self.ids.len()];
+            let listed: Value = http
+                .get(format!("{}/v1/workspaces", self.base))
+                .bearer_auth(ADMIN)
+                .send()
+                .await?
+                .error_for_status()?
+                .json()
+                .await?;
+            let on = listed["workspaces"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|w| w["id"] == id.as_str())
+                .and_then(|w| w["server"].as_str())
+                .unwrap_or("home")
+                .to_string();
+            let to = if on == "home" { "b" } else { "home" };
+            let r = http
+                .post(format!("{}/v1/workspaces/{id}/move", self.base))
+                .bearer_auth(ADMIN)
+                .json(&json!({ "to": to }))
+                .send()
+                .await?;
+            let status = r.status();
+            let v: Value = r.json().await.unwrap_or_default();
+            if !status.is_success() {
+                bail!("moving {id} to {to} failed: {status} {v}");
+            }
+            eprintln!(
+                "moved {id} {on} -> {to}: {:.2} s, writes paused {:.0} ms",
+                v["seconds"].as_f64().unwrap_or_default(),
+                v["pause_ms"].as_f64().unwrap_or_default()
+            );
+            reports.push(v);
+        }
+        Ok(reports)
+    }
 }
 
 /// One search in every workspace, `clients` at a time: the time of the
@@ -467,6 +614,8 @@ async fn run_async(args: TenantsBenchArgs, database: String) -> Result<()> {
         args.clients,
         args.seconds as f64 / 3.0,
         None,
+        None,
+        0,
     )
     .await?;
     drop(file_server);
@@ -499,6 +648,15 @@ async fn run_async(args: TenantsBenchArgs, database: String) -> Result<()> {
         .collect();
     for b in &bases {
         wait_ready(&http, b).await?;
+    }
+    if let Some(second) = &args.second_database {
+        http.post(format!("{}/v1/servers", bases[0]))
+            .bearer_auth(ADMIN)
+            .json(&json!({ "name": "b", "url": second }))
+            .send()
+            .await?
+            .error_for_status()
+            .context("listing --second-database as server b")?;
     }
     eprintln!("creating {} workspaces", args.workspaces);
     let created = Instant::now();
@@ -539,12 +697,25 @@ async fn run_async(args: TenantsBenchArgs, database: String) -> Result<()> {
     let kill = args
         .kill
         .then(|| (servers[1].clone(), args.seconds as f64 / 2.0));
+    // The busy workspaces that move: four, or as many as there are moves.
+    let hot = if args.moves > 0 {
+        args.moves.clamp(1, 4)
+    } else {
+        0
+    };
+    let mover = (args.moves > 0).then(|| Mover {
+        base: bases[0].clone(),
+        ids: (0..hot).map(|w| format!("w{w}")).collect(),
+        moves: args.moves,
+    });
     let tenants = load(
         Arc::new(Mutex::new(bases.clone())),
         Arc::new(targets),
         args.clients,
         args.seconds as f64,
         kill,
+        mover,
+        hot,
     )
     .await?;
     for w in 0..args.workspaces {
@@ -562,6 +733,7 @@ async fn run_async(args: TenantsBenchArgs, database: String) -> Result<()> {
         "create_seconds": create_secs,
         "first_search": first,
         "killed_one_server": args.kill,
+        "database_servers": if args.second_database.is_some() { 2 } else { 1 },
         "database_workspaces": tenants,
         "file_workspace": baseline,
     });
@@ -570,9 +742,15 @@ async fn run_async(args: TenantsBenchArgs, database: String) -> Result<()> {
     } else {
         println!("{}", serde_json::to_string_pretty(&report)?);
     }
-    if tenants.lost > 0 || tenants.duplicated > 0 || tenants.search_hits_from_another_workspace > 0
+    if tenants.lost > 0
+        || tenants.duplicated > 0
+        || tenants.search_hits_from_another_workspace > 0
+        || tenants.stale_reads > 0
     {
-        bail!("acknowledged messages were lost or duplicated, or a search crossed workspaces");
+        bail!(
+            "acknowledged messages were lost or duplicated, a search crossed workspaces, or a \
+             read missed an acknowledged message"
+        );
     }
     Ok(())
 }

@@ -14,8 +14,8 @@ mod mcp;
 mod memory;
 mod recall;
 mod serve;
-mod session;
 mod servers;
+mod session;
 mod setup;
 mod warm;
 

@@ -106,7 +106,12 @@ pub fn run(command: ServersCommand, global: &GlobalArgs) -> Result<()> {
         outln!("{}", serde_json::to_string(&listed)?);
     } else {
         for s in &listed.servers {
-            outln!("{:<12} {:>6} workspaces  {}", s.name, s.workspaces, s.location);
+            outln!(
+                "{:<12} {:>6} workspaces  {}",
+                s.name,
+                s.workspaces,
+                s.location
+            );
         }
     }
     Ok(())

@@ -279,7 +279,38 @@ impl Tenants {
     /// Moves workspace `id` to the server `to` while it is in use.
     pub async fn move_workspace(self: &Arc<Self>, id: String, to: String) -> Result<MovedOutput> {
         let me = self.clone();
-        blocking(move || me.places.move_workspace(&id, &to)).await
+        let moved = blocking(move || me.places.move_workspace(&id, &to)).await?;
+        self.sweep_old_copy_later(&moved);
+        Ok(moved)
+    }
+
+    /// Once the requests that were under way on the old copy are over,
+    /// drops its index schema again: one of them may have opened it anew
+    /// after the move dropped it (its rows are fenced; an index is not).
+    fn sweep_old_copy_later(self: &Arc<Self>, moved: &MovedOutput) {
+        let me = Arc::downgrade(self);
+        let (id, from) = (moved.id.clone(), moved.from.clone());
+        std::thread::spawn(move || {
+            std::thread::sleep(super::SWEEP_AFTER);
+            let Some(me) = me.upgrade() else { return };
+            let Ok(Some(t)) = me.places.db.tenant(&id) else {
+                return;
+            };
+            let from = (from != HOME).then_some(from.as_str());
+            if t.server.as_deref() == from {
+                return; // moved back meanwhile: that copy is the live one
+            }
+            let dropped = me.places.server(from).and_then(|(_, url)| {
+                Ok(PostgresStore::drop_index(&index_options(
+                    &me.places.db,
+                    &url,
+                    t.seq,
+                ))?)
+            });
+            if let Err(e) = dropped {
+                tracing::warn!("workspace {id}: cannot sweep its old copy's index: {e}");
+            }
+        });
     }
 
     /// True when the workspace `id`, placed as `was` when its request

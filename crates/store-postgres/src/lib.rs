@@ -577,6 +577,28 @@ async fn unless_moved(c: &Client, loc: &str, ws: &str, registration: Option<i64>
     }
 }
 
+/// Whether `sql` (on workspace `ws` and fenced by [`registered`] for
+/// `reg`: `$1`, `$2` and `$3` are `ws`, `what` and `reg`) finds a row; an
+/// error when it finds none because the workspace moved away.
+async fn found(
+    c: &Client,
+    loc: &str,
+    sql: &str,
+    ws: &str,
+    what: &str,
+    reg: Option<i64>,
+) -> Result<bool> {
+    let hit = c
+        .query_opt(sql, &[&ws, &what, &reg])
+        .await
+        .map_err(db_err(loc))?
+        .is_some();
+    if !hit {
+        unless_moved(c, loc, ws, reg).await?;
+    }
+    Ok(hit)
+}
+
 /// Refuses a session key PostgreSQL's `text` cannot hold (a NUL), as a
 /// bad key rather than a failure of the database.
 fn storable_key(key: &str) -> Result<()> {
@@ -819,21 +841,11 @@ impl Storage for PgStorage {
         let (ws, rel, reg) = (self.workspace.clone(), rel.to_string(), self.registration);
         self.db.call(move |c, loc| {
             Box::pin(async move {
-                let found = c
-                    .query_opt(
-                        &format!(
-                            "SELECT 1 FROM documents WHERE workspace = $1 AND path = $2 AND {}",
-                            registered(3)
-                        ),
-                        &[&ws, &rel, &reg],
-                    )
-                    .await
-                    .map_err(db_err(&loc))?
-                    .is_some();
-                if !found {
-                    unless_moved(c, &loc, &ws, reg).await?;
-                }
-                Ok(found)
+                let sql = format!(
+                    "SELECT 1 FROM documents WHERE workspace = $1 AND path = $2 AND {}",
+                    registered(3)
+                );
+                found(c, &loc, &sql, &ws, &rel, reg).await
             })
         })
     }
@@ -937,22 +949,11 @@ impl Storage for PgStorage {
         let (ws, key, reg) = (self.workspace.clone(), key.to_string(), self.registration);
         self.db.call(move |c, loc| {
             Box::pin(async move {
-                let found = c
-                    .query_opt(
-                        &format!(
-                            "SELECT 1 FROM sessions WHERE workspace = $1 AND key = $2 \
-                             AND lines > 0 AND {}",
-                            registered(3)
-                        ),
-                        &[&ws, &key, &reg],
-                    )
-                    .await
-                    .map_err(db_err(&loc))?
-                    .is_some();
-                if !found {
-                    unless_moved(c, &loc, &ws, reg).await?;
-                }
-                Ok(found)
+                let sql = format!(
+                    "SELECT 1 FROM sessions WHERE workspace = $1 AND key = $2 AND lines > 0 AND {}",
+                    registered(3)
+                );
+                found(c, &loc, &sql, &ws, &key, reg).await
             })
         })
     }

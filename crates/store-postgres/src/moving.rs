@@ -111,26 +111,16 @@ impl Delta {
 }
 
 async fn versions(c: &Client, loc: &str, ws: &str) -> Result<Versions> {
-    let documents = c
-        .query(
-            "SELECT path, version FROM documents WHERE workspace = $1",
-            &[&ws],
-        )
-        .await
-        .map_err(db_err(loc))?
-        .iter()
-        .map(|r| (r.get(0), r.get(1)))
-        .collect();
-    let sessions = c
-        .query(
-            "SELECT key, version FROM sessions WHERE workspace = $1",
-            &[&ws],
-        )
-        .await
-        .map_err(db_err(loc))?
-        .iter()
-        .map(|r| (r.get(0), r.get(1)))
-        .collect();
+    let mut by_key = Vec::new();
+    for sql in [
+        "SELECT path, version FROM documents WHERE workspace = $1",
+        "SELECT key, version FROM sessions WHERE workspace = $1",
+    ] {
+        let rows = c.query(sql, &[&ws]).await.map_err(db_err(loc))?;
+        by_key.push(rows.iter().map(|r| (r.get(0), r.get(1))).collect());
+    }
+    let sessions = by_key.pop().unwrap_or_default();
+    let documents = by_key.pop().unwrap_or_default();
     Ok(Versions {
         documents,
         sessions,

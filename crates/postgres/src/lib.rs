@@ -10,7 +10,8 @@
 //!   thread, async or not.
 //! - [`Target`]: a URL read with mnemo's defaults and libpq's TLS
 //!   settings ([`tls`]), named without its password.
-//! - [`Pool`]: a few connections kept open, a broken one never reused.
+//! - [`Pool`]: a few connections kept open, a broken one never reused,
+//!   each with the statements it has prepared ([`Pooled::query`]).
 //! - [`lock_key`]: advisory-lock keys that every process agrees on.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -20,9 +21,12 @@ use std::str::FromStr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use std::collections::HashMap;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_postgres::config::Host;
-use tokio_postgres::{Client, Config, NoTls};
+
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{Client, Config, NoTls, Row, Statement};
 
 pub use tokio_postgres;
 
@@ -349,9 +353,16 @@ pub fn is_busy(e: &tokio_postgres::Error) -> bool {
 pub struct Pool {
     target: Target,
     setup: String,
-    idle: Mutex<Vec<Client>>,
+    idle: Mutex<Vec<(Client, Statements)>>,
     permits: Arc<Semaphore>,
 }
+
+/// Statements a connection has prepared, by their text: each is parsed
+/// once per connection rather than in a round trip of its own per call.
+type Statements = HashMap<String, Statement>;
+
+/// Most statements kept per connection; past that the cache starts again.
+const STATEMENTS_MAX: usize = 64;
 
 /// A connection borrowed from the [`Pool`]: give it back with
 /// [`Pool::put`] after a success; dropped (closed) otherwise, so a broken
@@ -359,7 +370,76 @@ pub struct Pool {
 pub struct Pooled {
     /// The connection.
     pub client: Client,
+    statements: Mutex<Statements>,
     _permit: OwnedSemaphorePermit,
+}
+
+impl Pooled {
+    /// `sql` prepared on this connection, once.
+    async fn statement(&self, sql: &str) -> Result<Statement, tokio_postgres::Error> {
+        let known = self
+            .statements
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(sql)
+            .cloned();
+        if let Some(st) = known {
+            return Ok(st);
+        }
+        let st = self.client.prepare(sql).await?;
+        let mut all = self.statements.lock().unwrap_or_else(|e| e.into_inner());
+        if all.len() >= STATEMENTS_MAX {
+            all.clear();
+        }
+        all.insert(sql.to_string(), st.clone());
+        Ok(st)
+    }
+
+    /// Runs `sql` (prepared once per connection) and returns its rows.
+    pub async fn query(
+        &self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<Row>, tokio_postgres::Error> {
+        let st = self.statement(sql).await?;
+        self.client.query(&st, params).await
+    }
+
+    /// Runs `sql` and returns its one row, or `None`; more than one is an error.
+    pub async fn query_opt(
+        &self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Option<Row>, tokio_postgres::Error> {
+        let st = self.statement(sql).await?;
+        self.client.query_opt(&st, params).await
+    }
+
+    /// Runs `sql` and returns its one row.
+    pub async fn query_one(
+        &self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Row, tokio_postgres::Error> {
+        let st = self.statement(sql).await?;
+        self.client.query_one(&st, params).await
+    }
+
+    /// Runs `sql` and returns how many rows it changed.
+    pub async fn execute(
+        &self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<u64, tokio_postgres::Error> {
+        let st = self.statement(sql).await?;
+        self.client.execute(&st, params).await
+    }
+
+    /// Runs statements without parameters (`BEGIN`, `COMMIT`, DDL) in the
+    /// simple protocol: one round trip, nothing prepared.
+    pub async fn batch_execute(&self, sql: &str) -> Result<(), tokio_postgres::Error> {
+        self.client.batch_execute(sql).await
+    }
 }
 
 impl Pool {
@@ -388,8 +468,8 @@ impl Pool {
             .await
             .map_err(|_| "the connection pool is closed".to_string())?;
         let idle = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
-        let client = match idle {
-            Some(c) if !c.is_closed() => c,
+        let (client, statements) = match idle {
+            Some((c, statements)) if !c.is_closed() => (c, statements),
             _ => {
                 let c = self.target.connect().await?;
                 if !self.setup.is_empty() {
@@ -397,11 +477,12 @@ impl Pool {
                         .await
                         .map_err(|e| describe(&e))?;
                 }
-                c
+                (c, Statements::new())
             }
         };
         Ok(Pooled {
             client,
+            statements: Mutex::new(statements),
             _permit: permit,
         })
     }
@@ -409,10 +490,11 @@ impl Pool {
     /// Gives `c` back for the next caller.
     pub fn put(&self, c: Pooled) {
         if !c.client.is_closed() {
+            let statements = c.statements.into_inner().unwrap_or_else(|e| e.into_inner());
             self.idle
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
-                .push(c.client);
+                .push((c.client, statements));
         }
     }
 }

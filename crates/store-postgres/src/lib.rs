@@ -56,7 +56,6 @@ use chrono::{DateTime, Utc};
 use mnemo_postgres::{Pool, Pooled, Runtime};
 use mnemo_store::session::{self, LoadedSession, Record, SessionInfo, SessionOptions};
 use mnemo_store::{Document, Entry, Error, Expect, Held, Result, SessionWriter, Storage, Version};
-use tokio_postgres::Client;
 
 /// What the paths of the engine's state documents begin with in the
 /// `documents` table, where this storage keeps them ([`Storage::read_state`]'s
@@ -334,14 +333,14 @@ impl Database {
     fn call<T, F>(&self, f: F) -> Result<T>
     where
         T: Send + 'static,
-        F: for<'c> FnOnce(&'c Client, String) -> BoxFuture<'c, Result<T>> + Send + 'static,
+        F: for<'c> FnOnce(&'c Pooled, String) -> BoxFuture<'c, Result<T>> + Send + 'static,
     {
         let pool = self.pool.clone();
         let loc = self.location.clone();
         self.rt
             .run(async move {
                 let p = pool.get().await.map_err(|m| failed(&loc, m))?;
-                let result = f(&p.client, loc).await;
+                let result = f(&p, loc).await;
                 if result.is_ok() {
                     pool.put(p);
                 }
@@ -474,7 +473,7 @@ impl PgStorage {
 
     /// The file stem the log of `key` has (or would get): the file's when
     /// the key's own stem is not taken by another key of the workspace.
-    async fn stem(c: &Client, loc: &str, ws: &str, key: &str) -> Result<String> {
+    async fn stem(c: &Pooled, loc: &str, ws: &str, key: &str) -> Result<String> {
         if let Some(row) = c
             .query_opt(
                 "SELECT stem FROM sessions WHERE workspace = $1 AND key = $2",
@@ -539,7 +538,7 @@ enum Standing {
 }
 
 /// Where workspace `ws`'s `registration` stands.
-async fn standing(c: &Client, loc: &str, ws: &str, registration: Option<i64>) -> Result<Standing> {
+async fn standing(c: &Pooled, loc: &str, ws: &str, registration: Option<i64>) -> Result<Standing> {
     let Some(seq) = registration else {
         return Ok(Standing::Here);
     };
@@ -559,7 +558,7 @@ async fn standing(c: &Client, loc: &str, ws: &str, registration: Option<i64>) ->
 
 /// The error of a write that found its registration not here: deleted,
 /// or moved to another server (nothing was written either way).
-async fn not_here(c: &Client, loc: &str, ws: &str, registration: Option<i64>) -> Error {
+async fn not_here(c: &Pooled, loc: &str, ws: &str, registration: Option<i64>) -> Error {
     match standing(c, loc, ws, registration).await {
         Ok(Standing::Moved(to)) => moved(ws, &to),
         Ok(_) => deleted(ws),
@@ -570,7 +569,7 @@ async fn not_here(c: &Client, loc: &str, ws: &str, registration: Option<i64>) ->
 /// After a read that found nothing: an error when the workspace moved
 /// away, so that an old copy never answers "nothing" for a workspace
 /// whose rows are elsewhere. A deleted workspace reads as empty.
-async fn unless_moved(c: &Client, loc: &str, ws: &str, registration: Option<i64>) -> Result<()> {
+async fn unless_moved(c: &Pooled, loc: &str, ws: &str, registration: Option<i64>) -> Result<()> {
     match standing(c, loc, ws, registration).await? {
         Standing::Moved(to) => Err(moved(ws, &to)),
         Standing::Here | Standing::Gone => Ok(()),
@@ -581,7 +580,7 @@ async fn unless_moved(c: &Client, loc: &str, ws: &str, registration: Option<i64>
 /// `reg`: `$1`, `$2` and `$3` are `ws`, `what` and `reg`) finds a row; an
 /// error when it finds none because the workspace moved away.
 async fn found(
-    c: &Client,
+    c: &Pooled,
     loc: &str,
     sql: &str,
     ws: &str,
@@ -1192,7 +1191,7 @@ impl PgSession {
     fn locked<T, F>(&self, f: F) -> Result<T>
     where
         T: Send + 'static,
-        F: for<'c> FnOnce(&'c Client, String, String, String, i64) -> BoxFuture<'c, Result<T>>
+        F: for<'c> FnOnce(&'c Pooled, String, String, String, i64) -> BoxFuture<'c, Result<T>>
             + Send
             + 'static,
     {

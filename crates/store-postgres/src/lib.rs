@@ -1199,7 +1199,6 @@ impl PgSession {
         let reg = self.storage.registration;
         self.storage.db.call(move |c, loc| {
             Box::pin(async move {
-                let stem = PgStorage::stem(c, &loc, &ws, &key).await?;
                 c.batch_execute("BEGIN").await.map_err(db_err(&loc))?;
                 if let Some(seq) = reg {
                     // Held until the commit: a delete waits for this
@@ -1217,21 +1216,32 @@ impl PgSession {
                         return Err(not_here(c, &loc, &ws, reg).await);
                     }
                 }
-                c.execute(
-                    "INSERT INTO sessions (workspace, key, stem) VALUES ($1, $2, $3) \
-                     ON CONFLICT (workspace, key) DO NOTHING",
-                    &[&ws, &key, &stem],
-                )
-                .await
-                .map_err(db_err(&loc))?;
-                let lines: i64 = c
-                    .query_one(
-                        "SELECT lines FROM sessions WHERE workspace = $1 AND key = $2 FOR UPDATE",
-                        &[&ws, &key],
-                    )
+                const LINES: &str =
+                    "SELECT lines FROM sessions WHERE workspace = $1 AND key = $2 FOR UPDATE";
+                let held = c
+                    .query_opt(LINES, &[&ws, &key])
                     .await
-                    .map_err(db_err(&loc))?
-                    .get(0);
+                    .map_err(db_err(&loc))?;
+                // A new session's row is made first (its stem looked up
+                // only then: an append to a session that exists is one
+                // statement shorter).
+                let lines: i64 = match held {
+                    Some(row) => row.get(0),
+                    None => {
+                        let stem = PgStorage::stem(c, &loc, &ws, &key).await?;
+                        c.execute(
+                            "INSERT INTO sessions (workspace, key, stem) VALUES ($1, $2, $3) \
+                             ON CONFLICT (workspace, key) DO NOTHING",
+                            &[&ws, &key, &stem],
+                        )
+                        .await
+                        .map_err(db_err(&loc))?;
+                        c.query_one(LINES, &[&ws, &key])
+                            .await
+                            .map_err(db_err(&loc))?
+                            .get(0)
+                    }
+                };
                 let out = f(c, loc.clone(), ws, key, lines).await?;
                 c.batch_execute("COMMIT").await.map_err(db_err(&loc))?;
                 Ok(out)

@@ -100,8 +100,12 @@ impl Database {
                     .map_err(db_err(&loc))?
                     .get(0);
                 if held > 0 {
+                    let what = match held {
+                        1 => "1 workspace is".to_string(),
+                        n => format!("{n} workspaces are"),
+                    };
                     return Err(Error::Refused(format!(
-                        "{held} workspaces are placed on the server {name:?}: move them first \
+                        "{what} placed on the server {name:?}: move them first \
                          (`mnemo servers move ID --to SERVER`)"
                     )));
                 }

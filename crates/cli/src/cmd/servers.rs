@@ -85,17 +85,20 @@ pub fn run(command: ServersCommand, global: &GlobalArgs) -> Result<()> {
             if a.out.json {
                 outln!("{}", serde_json::to_string(&moved)?);
             } else {
+                let plural = |n: usize, one: &str, many: &str| {
+                    format!("{n} {}", if n == 1 { one } else { many })
+                };
                 outln!(
-                    "moved {} from {} to {} in {:.2} s: {} documents, {} sessions ({} lines), \
-                     {} catch-up passes; writes waited {:.0} ms at the switch",
+                    "moved {} from {} to {} in {:.2} s: {}, {} ({}), {}; writes waited {:.0} ms \
+                     at the switch",
                     moved.id,
                     moved.from,
                     moved.to,
                     moved.seconds,
-                    moved.documents,
-                    moved.sessions,
-                    moved.lines,
-                    moved.passes,
+                    plural(moved.documents, "document", "documents"),
+                    plural(moved.sessions, "session", "sessions"),
+                    plural(moved.lines, "line", "lines"),
+                    plural(moved.passes, "catch-up pass", "catch-up passes"),
                     moved.pause_ms
                 );
             }

@@ -281,16 +281,30 @@ async fn a_busy_workspace_moves_between_servers_and_loses_nothing() {
     let b_rows = rows_holding(&url2, &[&schema], "cli:c9-m1 tallow");
     assert!(b_rows.is_empty(), "the old copy on b kept {b_rows:?}");
 
-    // A delete removes a workspace's rows on the server it is on.
-    let r = server
-        .http
-        .delete(format!("{}/v1/workspaces/w0", server.base))
-        .bearer_auth(ADMIN)
-        .send()
-        .await
-        .unwrap();
-    assert!(r.status().is_success());
+    // A delete removes a workspace's rows on the server it is on, and the
+    // mark a move left on a server it was on before (w1 moved b -> home).
+    for id in ["w0", "w1"] {
+        let r = server
+            .http
+            .delete(format!("{}/v1/workspaces/{id}", server.base))
+            .bearer_auth(ADMIN)
+            .send()
+            .await
+            .unwrap();
+        assert!(r.status().is_success());
+    }
     assert!(rows_holding(&url2, &[&schema], "cli:c0-m1 tallow").is_empty());
+    for u in [&url, &url2] {
+        let left = execute(
+            u,
+            &format!(
+                "DO $$ BEGIN IF EXISTS (SELECT 1 FROM {schema}.tenants \
+                 WHERE workspace IN ('w0', 'w1')) THEN RAISE EXCEPTION 'a row is left'; \
+                 END IF; END $$"
+            ),
+        );
+        assert!(left.is_ok(), "{u}: {left:?}");
+    }
 
     for u in [&url, &url2] {
         let _ = execute(

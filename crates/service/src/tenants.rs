@@ -318,6 +318,7 @@ impl Tenants {
                 rows += data.delete_workspace(&id)?;
             }
             rows += me.places.db.delete_workspace(&id)?;
+            me.places.drop_moved_marks(&t);
             let index_schemas =
                 PostgresStore::drop_index(&index_options(&me.places.db, &url, t.seq))?;
             remove_folder(&me.folder(&t));

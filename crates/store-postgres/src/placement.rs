@@ -154,6 +154,23 @@ impl Database {
         })
     }
 
+    /// Removes the mark a move left here for registration `seq` of
+    /// workspace `id` (its rows went with the move); true when there was one.
+    pub fn drop_moved_mark(&self, id: &str, seq: i64) -> Result<bool> {
+        let id = id.to_string();
+        self.call(move |c, loc| {
+            Box::pin(async move {
+                Ok(c.execute(
+                    "DELETE FROM tenants WHERE workspace = $1 AND seq = $2 AND server IS NOT NULL",
+                    &[&id, &seq],
+                )
+                .await
+                .map_err(db_err(&loc))?
+                    > 0)
+            })
+        })
+    }
+
     /// Takes in tenant `t`, registered by a registry elsewhere, as held
     /// here: its row in this database (the registry's number, so locks
     /// and index schemas agree) is what its statements check. Rows a

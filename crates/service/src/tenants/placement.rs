@@ -171,6 +171,26 @@ impl Places {
         Ok(Some(t))
     }
 
+    /// Removes the marks moves of a deleted workspace left on the servers
+    /// it was on before (best effort: a server that cannot be reached
+    /// keeps its mark, a row that serves nothing).
+    pub(super) fn drop_moved_marks(&self, t: &Tenant) {
+        let Ok(servers) = self.db.servers() else {
+            return;
+        };
+        for s in servers
+            .iter()
+            .filter(|s| Some(&s.name) != t.server.as_ref())
+        {
+            let dropped = self
+                .server(Some(&s.name))
+                .and_then(|(db, _)| Ok(db.drop_moved_mark(&t.id, t.seq)?));
+            if let Err(e) = dropped {
+                tracing::warn!("workspace {}: its mark on {} is left: {e}", t.id, s.name);
+            }
+        }
+    }
+
     /// The servers and how many workspaces each holds.
     pub fn servers(&self) -> Result<ServersOutput> {
         let counts: HashMap<String, i64> = self.db.placement_counts()?.into_iter().collect();

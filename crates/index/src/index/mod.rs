@@ -61,6 +61,10 @@ struct Inner {
     sync_lock: Mutex<()>,
     /// The watcher keeping this index fresh, while one runs.
     watching: Mutex<std::sync::Weak<watch::WatchState>>,
+    /// Embedding-cache rows this process's syncs added since it last
+    /// pruned the cache (see `sync::PRUNE_EVERY`); starts due, so that a
+    /// process's first sync that writes prunes.
+    unpruned: std::sync::atomic::AtomicUsize,
 }
 
 impl std::fmt::Debug for MemoryIndex {
@@ -127,6 +131,7 @@ impl MemoryIndex {
                 source,
                 sync_lock: Mutex::new(()),
                 watching: Mutex::new(std::sync::Weak::new()),
+                unpruned: std::sync::atomic::AtomicUsize::new(sync::PRUNE_EVERY),
             }),
         })
     }

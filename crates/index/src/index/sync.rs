@@ -13,6 +13,13 @@ use crate::fresh::{self, Due, Stamp};
 /// The journal is emptied (and every file compared) once it grows past
 /// this: about 20,000 noted appends.
 const JOURNAL_MAX_BYTES: u64 = 1 << 20;
+/// The embedding cache is pruned after this many rows were added to it
+/// (or a tenth of `[index] embedding_cache_max`, when less), not after
+/// every sync that writes: counting the cache's rows is a scan of it, which
+/// a search after each append would otherwise pay. The cache may hold that
+/// many rows over its bound between prunes.
+pub(super) const PRUNE_EVERY: usize = 1024;
+
 /// A file larger than this is not read to be indexed: it would be held in
 /// memory whole (see `transcript` for the bounds of what is indexed of a
 /// file that is read).
@@ -38,6 +45,18 @@ pub(super) enum Wait {
     /// Gives up at once.
     Never,
     UpTo(Duration),
+}
+
+/// Counts `added` cache rows into `unpruned`; true (and the count reset)
+/// once they reach [`PRUNE_EVERY`], or a tenth of the cache's bound `cap`.
+fn prune_due(unpruned: &std::sync::atomic::AtomicUsize, cap: usize, added: usize) -> bool {
+    use std::sync::atomic::Ordering;
+    let every = (cap / 10).clamp(1, PRUNE_EVERY);
+    if unpruned.fetch_add(added, Ordering::Relaxed) + added < every {
+        return false;
+    }
+    unpruned.store(0, Ordering::Relaxed);
+    true
 }
 
 /// Milliseconds since the epoch.
@@ -419,11 +438,23 @@ impl MemoryIndex {
         }
         report.indexed.sort();
         if report.chunks_written > 0 || !report.removed.is_empty() {
-            report.cache_pruned =
-                backend.prune_embedding_cache(self.inner.settings.index.embedding_cache_max)?;
+            if self.prune_due(report.chunks_embedded) {
+                report.cache_pruned =
+                    backend.prune_embedding_cache(self.inner.settings.index.embedding_cache_max)?;
+            }
             backend.after_writes()?;
         }
         Ok(missing)
+    }
+
+    /// True when the embedding cache is due a prune, `added` rows after
+    /// the last one (see [`PRUNE_EVERY`]).
+    fn prune_due(&self, added: usize) -> bool {
+        prune_due(
+            &self.inner.unpruned,
+            self.inner.settings.index.embedding_cache_max,
+            added,
+        )
     }
 
     /// Reads and chunks a changed file (no embedding yet).
@@ -764,5 +795,26 @@ impl MemoryIndex {
                 .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::NotFound)),
             None => mnemo_core::files::read_regular(&f.abs),
         }
+    }
+}
+
+#[cfg(test)]
+mod prune_tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+
+    #[test]
+    fn the_cache_is_pruned_once_enough_rows_were_added() {
+        let unpruned = AtomicUsize::new(PRUNE_EVERY);
+        // A process's first sync that writes prunes.
+        assert!(prune_due(&unpruned, 50_000, 0));
+        assert!(!prune_due(&unpruned, 50_000, 10));
+        assert!(!prune_due(&unpruned, 50_000, PRUNE_EVERY - 11));
+        assert!(prune_due(&unpruned, 50_000, 1));
+        // A small bound is kept by a prune every tenth of it, at least one row.
+        assert!(!prune_due(&unpruned, 100, 9));
+        assert!(prune_due(&unpruned, 100, 1));
+        assert!(prune_due(&unpruned, 3, 1));
+        assert!(!prune_due(&unpruned, 3, 0));
     }
 }

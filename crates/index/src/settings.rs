@@ -186,8 +186,9 @@ pub struct IndexOptions {
     pub vector_scan: VectorScan,
     /// Most rows the embedding cache keeps. Vectors that no chunk uses any
     /// more (an edited paragraph, a transcript's old tail, another model's)
-    /// are deleted after a sync beyond this many, oldest first; vectors in
-    /// use always stay. About 1.6 KB per 384-dimension row.
+    /// are deleted beyond this many, oldest first, by the sync that finds
+    /// 1,024 rows (or a tenth of this bound) added since the process last
+    /// pruned; vectors in use always stay. About 1.6 KB per 384-dimension row.
     pub embedding_cache_max: usize,
     /// Where the index lives: `"sqlite"` (default: `.mnemo/` in the
     /// workspace) or `"postgres"` (the database at `url`).

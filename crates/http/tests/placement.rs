@@ -71,22 +71,18 @@ async fn writer(
             r.text().await.unwrap()
         );
         acked.push(mid);
-        let v: Value = server
-            .http
-            .get(&base)
-            .bearer_auth(&token)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let v = json_of(server.http.get(&base).bearer_auth(&token)).await;
         let seen = ids(&v);
         if let Some(missing) = acked.iter().find(|m| !seen.contains_key(*m)) {
             stale.push(format!("after {n} appends, {missing} was not read back"));
         }
     }
     (acked, stale)
+}
+
+/// The JSON answer of `req`.
+async fn json_of(req: reqwest::RequestBuilder) -> Value {
+    req.send().await.unwrap().json().await.unwrap()
 }
 
 /// Message ids (the first word of each content) and how often each occurs.
@@ -231,19 +227,16 @@ async fn a_busy_workspace_moves_between_servers_and_loses_nothing() {
     // Every acknowledged message once, on the server the workspace is on now.
     for (key, sent) in &acked {
         let (id, session) = key.split_once('/').unwrap();
-        let v: Value = server
-            .http
-            .get(format!(
-                "{}/v1/workspaces/{id}/sessions/{session}/messages",
-                server.base
-            ))
-            .bearer_auth(&tokens[id])
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let v = json_of(
+            server
+                .http
+                .get(format!(
+                    "{}/v1/workspaces/{id}/sessions/{session}/messages",
+                    server.base
+                ))
+                .bearer_auth(&tokens[id]),
+        )
+        .await;
         let seen = ids(&v);
         for m in sent {
             assert_eq!(seen.get(m), Some(&1), "{key}: {m} lost or doubled");
@@ -265,17 +258,14 @@ async fn a_busy_workspace_moves_between_servers_and_loses_nothing() {
         home_rows.is_empty(),
         "the old copy on home kept {home_rows:?}"
     );
-    let v: Value = server
-        .http
-        .post(format!("{}/v1/workspaces/w0/memory/search", server.base))
-        .bearer_auth(&tokens["w0"])
-        .json(&json!({"query": "tallow-quince"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let v = json_of(
+        server
+            .http
+            .post(format!("{}/v1/workspaces/w0/memory/search", server.base))
+            .bearer_auth(&tokens["w0"])
+            .json(&json!({"query": "tallow-quince"})),
+    )
+    .await;
     assert!(!v["results"].as_array().unwrap().is_empty(), "{v}");
     // w1 came home: nothing of it is left on b.
     let b_rows = rows_holding(&url2, &[&schema], "cli:c9-m1 tallow");

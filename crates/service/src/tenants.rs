@@ -59,8 +59,7 @@ pub const MAX_OPEN: usize = 512;
 /// One open workspace: the registration and placement it was opened
 /// for, the service, and when it was last used (a counter).
 struct Held {
-    seq: i64,
-    server: Option<String>,
+    placed: Placement,
     service: Arc<Service>,
     used: u64,
 }
@@ -356,13 +355,9 @@ impl Tenants {
         blocking(move || {
             let tenant = if valid_id(&id) { me.places.db.tenant(&id)? } else { None };
             match tenant {
-                Some(t) if constant_time_eq(&t.token_sha256, &hash) => Ok((
-                    me.service(&t)?,
-                    Placement {
-                        seq: t.seq,
-                        server: t.server,
-                    },
-                )),
+                Some(t) if constant_time_eq(&t.token_sha256, &hash) => {
+                    Ok((me.service(&t)?, Placement::of(&t)))
+                }
                 found => {
                     if found.is_none() {
                         // Deleted through another server: let go of it here too.
@@ -407,7 +402,7 @@ impl Tenants {
         let now = open.clock;
         match open.by_id.get(&t.id) {
             // Another request opened it meanwhile: one service per workspace.
-            Some(h) if h.seq == t.seq && h.server == t.server => return Ok(h.service.clone()),
+            Some(h) if h.placed == Placement::of(t) => return Ok(h.service.clone()),
             Some(_) => {}
             None if open.by_id.len() >= self.max_open => {
                 let oldest = open
@@ -424,16 +419,15 @@ impl Tenants {
         let replaced = open.by_id.insert(
             t.id.clone(),
             Held {
-                seq: t.seq,
-                server: t.server.clone(),
+                placed: Placement::of(t),
                 service: service.clone(),
                 used: now,
             },
         );
-        if let Some(old) = replaced.filter(|old| old.seq != t.seq) {
+        if let Some(old) = replaced.filter(|old| old.placed.seq != t.seq) {
             // A workspace deleted and created again elsewhere (a moved one
             // keeps its folder: the same registration's derived state).
-            remove_folder(&self.data.join(format!("{}-{}", t.id, old.seq)));
+            remove_folder(&self.data.join(format!("{}-{}", t.id, old.placed.seq)));
         }
         Ok(service)
     }
@@ -444,7 +438,7 @@ impl Tenants {
         open.clock += 1;
         let now = open.clock;
         let h = open.by_id.get_mut(&t.id)?;
-        if h.seq != t.seq || h.server != t.server {
+        if h.placed != Placement::of(t) {
             return None;
         }
         h.used = now;
@@ -499,7 +493,7 @@ impl Tenants {
             .by_id
             .remove(id);
         if let Some(h) = gone {
-            remove_folder(&self.data.join(format!("{id}-{}", h.seq)));
+            remove_folder(&self.data.join(format!("{id}-{}", h.placed.seq)));
         }
     }
 

@@ -98,9 +98,16 @@ fn failed(location: &str, message: impl Into<String>) -> Error {
     }
 }
 
-/// A client error at `location`, with the server's words.
+/// A client error at `location`, with the server's words; a read of a
+/// workspace's old copy (the fence raising [`schema::MOVED_SQLSTATE`]) is
+/// the busy answer of [`moved`].
 fn db_err(location: &str) -> impl Fn(tokio_postgres::Error) -> Error + '_ {
-    move |e| failed(location, mnemo_postgres::describe(&e))
+    move |e| match e.as_db_error() {
+        Some(db) if db.code().code() == schema::MOVED_SQLSTATE => {
+            moved(db.message(), db.detail().unwrap_or("another"))
+        }
+        _ => failed(location, mnemo_postgres::describe(&e)),
+    }
 }
 
 impl Database {
@@ -502,12 +509,12 @@ impl PgStorage {
 }
 
 /// The condition that keeps a read of workspace `$1` to the registration
-/// `$n` (always true for a storage opened without one, `$n` NULL).
+/// `$n` (always true for a storage opened without one, `$n` NULL): false
+/// once the workspace is deleted, and the statement fails with [`moved`]
+/// once it moved to another server (`held_here`, evaluated once per
+/// statement).
 fn registered(n: u8) -> String {
-    format!(
-        "(${n}::bigint IS NULL OR EXISTS \
-         (SELECT 1 FROM tenants r WHERE r.workspace = $1 AND r.seq = ${n} AND r.server IS NULL))"
-    )
+    format!("(${n}::bigint IS NULL OR (SELECT held_here($1, ${n})))")
 }
 
 /// The head of a write of workspace `$1`: a CTE `reg` that holds the row
@@ -556,46 +563,15 @@ async fn standing(c: &Pooled, loc: &str, ws: &str, registration: Option<i64>) ->
     })
 }
 
-/// The error of a write that found its registration not here: deleted,
-/// or moved to another server (nothing was written either way).
-async fn not_here(c: &Pooled, loc: &str, ws: &str, registration: Option<i64>) -> Error {
-    match standing(c, loc, ws, registration).await {
-        Ok(Standing::Moved(to)) => moved(ws, &to),
-        Ok(_) => deleted(ws),
-        Err(e) => e,
-    }
-}
-
-/// After a read that found nothing: an error when the workspace moved
-/// away, so that an old copy never answers "nothing" for a workspace
-/// whose rows are elsewhere. A deleted workspace reads as empty.
-async fn unless_moved(c: &Pooled, loc: &str, ws: &str, registration: Option<i64>) -> Result<()> {
+/// Ok while registration `registration` of `ws` is here; else the error of
+/// a write that found it deleted or moved to another server (nothing was
+/// written either way).
+async fn here(c: &Pooled, loc: &str, ws: &str, registration: Option<i64>) -> Result<()> {
     match standing(c, loc, ws, registration).await? {
+        Standing::Here => Ok(()),
         Standing::Moved(to) => Err(moved(ws, &to)),
-        Standing::Here | Standing::Gone => Ok(()),
+        Standing::Gone => Err(deleted(ws)),
     }
-}
-
-/// Whether `sql` (on workspace `ws` and fenced by [`registered`] for
-/// `reg`: `$1`, `$2` and `$3` are `ws`, `what` and `reg`) finds a row; an
-/// error when it finds none because the workspace moved away.
-async fn found(
-    c: &Pooled,
-    loc: &str,
-    sql: &str,
-    ws: &str,
-    what: &str,
-    reg: Option<i64>,
-) -> Result<bool> {
-    let hit = c
-        .query_opt(sql, &[&ws, &what, &reg])
-        .await
-        .map_err(db_err(loc))?
-        .is_some();
-    if !hit {
-        unless_moved(c, loc, ws, reg).await?;
-    }
-    Ok(hit)
 }
 
 /// Refuses a session key PostgreSQL's `text` cannot hold (a NUL), as a
@@ -673,9 +649,6 @@ impl Storage for PgStorage {
                     )
                     .await
                     .map_err(db_err(&loc))?;
-                if row.is_none() {
-                    unless_moved(c, &loc, &ws, reg).await?;
-                }
                 row.map(|r| {
                     Ok(Document {
                         text: text_of(&rel, r.get(0))?,
@@ -703,9 +676,6 @@ impl Storage for PgStorage {
                     )
                     .await
                     .map_err(db_err(&loc))?;
-                if row.is_none() {
-                    unless_moved(c, &loc, &ws, reg).await?;
-                }
                 Ok(row.map(|r| r.get(0)))
             })
         })
@@ -767,15 +737,16 @@ impl Storage for PgStorage {
                 .map_err(db_err(&loc))?;
                 match row {
                     Some(r) => Ok(version(r.get(0))),
-                    None if standing(c, &loc, &ws, reg).await? != Standing::Here => {
-                        Err(not_here(c, &loc, &ws, reg).await)
+                    None => {
+                        here(c, &loc, &ws, reg).await?;
+                        Err(Error::Conflict(if expect == Expect::Absent {
+                            format!("{rel} already exists; nothing was written")
+                        } else {
+                            format!(
+                                "{rel} changed since it was read; nothing was written: read it again"
+                            )
+                        }))
                     }
-                    None if expect == Expect::Absent => Err(Error::Conflict(format!(
-                        "{rel} already exists; nothing was written"
-                    ))),
-                    None => Err(Error::Conflict(format!(
-                        "{rel} changed since it was read; nothing was written: read it again"
-                    ))),
                 }
             })
         })
@@ -805,8 +776,11 @@ impl Storage for PgStorage {
                     )
                     .await
                     .map_err(db_err(&loc))?;
+                // An insert-or-update writes a row whenever the
+                // registration holds.
                 if n == 0 {
-                    return Err(not_here(c, &loc, &ws, reg).await);
+                    here(c, &loc, &ws, reg).await?;
+                    return Err(deleted(&ws));
                 }
                 Ok(())
             })
@@ -828,8 +802,8 @@ impl Storage for PgStorage {
                     )
                     .await
                     .map_err(db_err(&loc))?;
-                if n == 0 && standing(c, &loc, &ws, reg).await? != Standing::Here {
-                    return Err(not_here(c, &loc, &ws, reg).await);
+                if n == 0 {
+                    here(c, &loc, &ws, reg).await?;
                 }
                 Ok(n > 0)
             })
@@ -840,11 +814,16 @@ impl Storage for PgStorage {
         let (ws, rel, reg) = (self.workspace.clone(), rel.to_string(), self.registration);
         self.db.call(move |c, loc| {
             Box::pin(async move {
-                let sql = format!(
-                    "SELECT 1 FROM documents WHERE workspace = $1 AND path = $2 AND {}",
-                    registered(3)
-                );
-                found(c, &loc, &sql, &ws, &rel, reg).await
+                Ok(c.query_opt(
+                    &format!(
+                        "SELECT 1 FROM documents WHERE workspace = $1 AND path = $2 AND {}",
+                        registered(3)
+                    ),
+                    &[&ws, &rel, &reg],
+                )
+                .await
+                .map_err(db_err(&loc))?
+                .is_some())
             })
         })
     }
@@ -869,9 +848,6 @@ impl Storage for PgStorage {
                     )
                     .await
                     .map_err(db_err(&loc))?;
-                if rows.is_empty() {
-                    unless_moved(c, &loc, &ws, reg).await?;
-                }
                 Ok(rows.iter().map(entry).collect())
             })
         })
@@ -897,9 +873,6 @@ impl Storage for PgStorage {
                     )
                     .await
                     .map_err(db_err(&loc))?;
-                if rows.is_empty() {
-                    unless_moved(c, &loc, &ws, reg).await?;
-                }
                 Ok(rows.iter().map(entry).collect())
             })
         })
@@ -948,11 +921,17 @@ impl Storage for PgStorage {
         let (ws, key, reg) = (self.workspace.clone(), key.to_string(), self.registration);
         self.db.call(move |c, loc| {
             Box::pin(async move {
-                let sql = format!(
-                    "SELECT 1 FROM sessions WHERE workspace = $1 AND key = $2 AND lines > 0 AND {}",
-                    registered(3)
-                );
-                found(c, &loc, &sql, &ws, &key, reg).await
+                Ok(c.query_opt(
+                    &format!(
+                        "SELECT 1 FROM sessions WHERE workspace = $1 AND key = $2 AND lines > 0 \
+                         AND {}",
+                        registered(3)
+                    ),
+                    &[&ws, &key, &reg],
+                )
+                .await
+                .map_err(db_err(&loc))?
+                .is_some())
             })
         })
     }
@@ -973,7 +952,6 @@ impl Storage for PgStorage {
                     .await
                     .map_err(db_err(&loc))?
                 else {
-                    unless_moved(c, &loc, &ws, reg).await?;
                     return Ok(None);
                 };
                 let stem: String = row.get(0);
@@ -988,9 +966,6 @@ impl Storage for PgStorage {
                     )
                     .await
                     .map_err(db_err(&loc))?;
-                if rows.is_empty() {
-                    unless_moved(c, &loc, &ws, reg).await?;
-                }
                 let path = PathBuf::from(format!("sessions/{stem}.jsonl"));
                 Ok(log_bytes(&rows).map(|bytes| session::parse_session_bytes(&path, &bytes)))
             })
@@ -1011,9 +986,6 @@ impl Storage for PgStorage {
                     )
                     .await
                     .map_err(db_err(&loc))?;
-                if rows.is_empty() {
-                    unless_moved(c, &loc, &ws, reg).await?;
-                }
                 Ok(rows
                     .iter()
                     .map(|r| (r.get(0), r.get(1), r.get(2)))
@@ -1054,9 +1026,6 @@ impl Storage for PgStorage {
                     )
                     .await
                     .map_err(db_err(&loc))?;
-                if rows.is_empty() {
-                    unless_moved(c, &loc, &ws, reg).await?;
-                }
                 Ok(rows.iter().map(entry).collect())
             })
         })
@@ -1085,9 +1054,6 @@ impl Storage for PgStorage {
                     )
                     .await
                     .map_err(db_err(&loc))?;
-                if rows.is_empty() {
-                    unless_moved(c, &loc, &ws, reg).await?;
-                }
                 Ok(log_bytes(&rows))
             })
         })
@@ -1101,7 +1067,9 @@ impl Storage for PgStorage {
                 // a count, and the times move on: a change shows in one.
                 // State documents (`.mnemo/…`) are left out, as `documents`
                 // leaves them out: the engine writes them every turn, and
-                // the index must not look for changes each time.
+                // the index must not look for changes each time. The last
+                // column is the fence alone: an old copy's revision would
+                // have the index follow rows no longer the workspace's.
                 let row = c
                     .query_one(
                         &format!("SELECT (SELECT count(*)::text || ':' || COALESCE(sum(version), 0)::text || ':' \
@@ -1115,11 +1083,6 @@ impl Storage for PgStorage {
                     )
                     .await
                     .map_err(db_err(&loc))?;
-                // An old copy's revision would have the index follow rows
-                // that are no longer the workspace's.
-                if !row.get::<_, bool>(2) {
-                    unless_moved(c, &loc, &ws, reg).await?;
-                }
                 Ok(Some(format!("{}/{}", row.get::<_, String>(0), row.get::<_, String>(1))))
             })
         })
@@ -1213,7 +1176,8 @@ impl PgSession {
                         .map_err(db_err(&loc))?;
                     if live.is_none() {
                         let _ = c.batch_execute("ROLLBACK").await;
-                        return Err(not_here(c, &loc, &ws, reg).await);
+                        here(c, &loc, &ws, reg).await?;
+                        return Err(deleted(&ws));
                     }
                 }
                 const LINES: &str =

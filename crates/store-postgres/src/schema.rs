@@ -14,6 +14,9 @@ use crate::{db_err, failed};
 /// workspace registered and can be run again.
 pub(crate) const TABLES: [&str; 4] = ["session_lines", "sessions", "documents", "tenants"];
 
+/// The SQLSTATE `held_here` raises for a workspace that moved away.
+pub(crate) const MOVED_SQLSTATE: &str = "MN001";
+
 /// The migrations, in order: migration `i` brings the schema to `i + 1`.
 const MIGRATIONS: &[&str] = &[
     "
@@ -58,6 +61,10 @@ const MIGRATIONS: &[&str] = &[
     // holds workspaces placed by another database's registry, a row with
     // `server` set marks a workspace moved away: its old copy answers
     // nothing. `servers` lists the database servers a registry places on.
+    // `held_here` is the fence of every read (crate::registered): true
+    // while the registration's rows are here, false once it is deleted,
+    // and an error (MOVED_SQLSTATE, the new server as its detail) once it
+    // moved, so that an old copy never answers "nothing".
     "
     ALTER TABLE tenants ADD COLUMN server text;
     CREATE TABLE servers (
@@ -65,6 +72,21 @@ const MIGRATIONS: &[&str] = &[
         url text NOT NULL,
         added timestamptz NOT NULL DEFAULT now()
     );
+    CREATE FUNCTION held_here(ws text, reg bigint) RETURNS boolean
+    LANGUAGE plpgsql STABLE SET search_path FROM CURRENT AS $f$
+    DECLARE
+        moved_to text;
+    BEGIN
+        SELECT server INTO moved_to FROM tenants WHERE workspace = ws AND seq = reg;
+        IF NOT FOUND THEN
+            RETURN false;
+        END IF;
+        IF moved_to IS NOT NULL THEN
+            RAISE EXCEPTION USING ERRCODE = 'MN001', MESSAGE = ws, DETAIL = moved_to;
+        END IF;
+        RETURN true;
+    END
+    $f$;
 ",
 ];
 

@@ -483,25 +483,30 @@ impl Mover {
     async fn run(self, http: reqwest::Client, seconds: f64) -> Result<Vec<Value>> {
         let mut reports = Vec::new();
         let gap = seconds / (self.moves + 1) as f64;
+        // Where each workspace is, read once; the moves below keep it.
+        let listed: Value = http
+            .get(format!("{}/v1/workspaces", self.base))
+            .bearer_auth(ADMIN)
+            .send()
+            .await?
+            .error_for_status()?
+            .json()
+            .await?;
+        let mut placed: HashMap<String, String> = listed["workspaces"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|w| {
+                Some((
+                    w["id"].as_str()?.to_string(),
+                    w["server"].as_str()?.to_string(),
+                ))
+            })
+            .collect();
         for i in 0..self.moves {
             tokio::time::sleep(Duration::from_secs_f64(gap)).await;
             let id = &self.ids[i % self.ids.len()];
-            let listed: Value = http
-                .get(format!("{}/v1/workspaces", self.base))
-                .bearer_auth(ADMIN)
-                .send()
-                .await?
-                .error_for_status()?
-                .json()
-                .await?;
-            let on = listed["workspaces"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .find(|w| w["id"] == id.as_str())
-                .and_then(|w| w["server"].as_str())
-                .unwrap_or("home")
-                .to_string();
+            let on = placed.get(id).cloned().unwrap_or_else(|| "home".into());
             let to = if on == "home" { "b" } else { "home" };
             let r = http
                 .post(format!("{}/v1/workspaces/{id}/move", self.base))
@@ -519,6 +524,7 @@ impl Mover {
                 v["seconds"].as_f64().unwrap_or_default(),
                 v["pause_ms"].as_f64().unwrap_or_default()
             );
+            placed.insert(id.clone(), to.to_string());
             reports.push(v);
         }
         Ok(reports)

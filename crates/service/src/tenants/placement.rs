@@ -76,6 +76,16 @@ pub struct Placement {
     pub(super) server: Option<String>,
 }
 
+impl Placement {
+    /// Where registration `t` is placed.
+    pub(super) fn of(t: &Tenant) -> Placement {
+        Placement {
+            seq: t.seq,
+            server: t.server.clone(),
+        }
+    }
+}
+
 /// What a move did.
 #[derive(Debug, Clone, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct MovedOutput {

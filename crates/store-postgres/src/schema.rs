@@ -61,10 +61,6 @@ const MIGRATIONS: &[&str] = &[
     // holds workspaces placed by another database's registry, a row with
     // `server` set marks a workspace moved away: its old copy answers
     // nothing. `servers` lists the database servers a registry places on.
-    // `held_here` is the fence of every read (crate::registered): true
-    // while the registration's rows are here, false once it is deleted,
-    // and an error (MOVED_SQLSTATE, the new server as its detail) once it
-    // moved, so that an old copy never answers "nothing".
     "
     ALTER TABLE tenants ADD COLUMN server text;
     CREATE TABLE servers (
@@ -72,7 +68,13 @@ const MIGRATIONS: &[&str] = &[
         url text NOT NULL,
         added timestamptz NOT NULL DEFAULT now()
     );
-    CREATE FUNCTION held_here(ws text, reg bigint) RETURNS boolean
+",
+    // `held_here` is the fence of every read (crate::registered): true
+    // while the registration's rows are here, false once it is deleted,
+    // and an error (MOVED_SQLSTATE, the new server as its detail) once it
+    // moved, so that an old copy never answers "nothing".
+    "
+    CREATE OR REPLACE FUNCTION held_here(ws text, reg bigint) RETURNS boolean
     LANGUAGE plpgsql STABLE SET search_path FROM CURRENT AS $f$
     DECLARE
         moved_to text;

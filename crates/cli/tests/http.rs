@@ -644,6 +644,79 @@ fn search_hits_are_reranked_by_the_side_model() {
     assert_eq!(v["results"].as_array().unwrap().len(), 1);
 }
 
+/// `expand`: the side model writes a passage that would answer the query,
+/// and the search reads it beside the query, reaching a note that shares
+/// no word with the question; a model that fails leaves the query searched
+/// alone with the reason, and the CLI expands with --expand.
+#[test]
+fn search_reads_the_side_models_passage_beside_the_query() {
+    use mnemo_test_support::{Reply, ScriptedServer};
+    let model = ScriptedServer::start_blocking();
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path();
+    init(ws);
+    common::write(
+        ws,
+        "memory/weekend.md",
+        "# Weekend\n\nMelanie fired a bowl at the pottery studio.\n",
+    );
+    common::write(ws, "memory/tea.md", "# Tea\n\nAda likes green tea.\n");
+    let srv = start_with(ws, &model_sets(&model));
+    let search = |body: Value| call(srv.port, "POST", "/v1/memory/search", Some(body));
+    let question = "Which hobbies does she have?";
+
+    let (status, plain) = search(json!({"query": question}));
+    assert_eq!(status, 200, "{plain}");
+    assert!(plain["results"].as_array().unwrap().is_empty(), "{plain}");
+    assert!(plain.get("expansion").is_none(), "{plain}");
+    assert!(model.requests().is_empty(), "no model without expand");
+
+    model.push(Reply::text("Passage: She loves pottery and fired a bowl."));
+    let (status, v) = search(json!({"query": question, "expand": true}));
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["expansion"], "She loves pottery and fired a bowl.", "{v}");
+    assert!(v["expand_ms"].as_u64().is_some(), "{v}");
+    assert_eq!(v["results"][0]["path"], "memory/weekend.md", "{v}");
+    let prompt = model.requests()[0].body["messages"][1]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(prompt.contains(question), "{prompt}");
+
+    // The model fails: the query alone, and why.
+    model.push(Reply::error(500, json!({"error": {"message": "boom"}})));
+    let (status, failed) = search(json!({"query": question, "expand": true}));
+    assert_eq!(status, 200, "{failed}");
+    assert!(failed.get("expansion").is_none(), "{failed}");
+    assert!(
+        failed["warnings"].to_string().contains("searched alone"),
+        "{failed}"
+    );
+    assert!(failed["results"].as_array().unwrap().is_empty(), "{failed}");
+    drop(srv);
+
+    model.push(Reply::text("Melanie took up pottery."));
+    let mut args: Vec<String> = vec!["--set".into(), "embedder.kind=none".into()];
+    for s in model_sets(&model) {
+        args.push("--set".into());
+        args.push(s);
+    }
+    args.extend(["search", "--expand", question].map(String::from));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = command(ws, &args).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("searched beside the chat model's passage")
+            && text.contains("memory/weekend.md"),
+        "{text}"
+    );
+}
+
 #[test]
 fn compact_clears_old_tool_results_and_reports_tokens_freed() {
     let dir = tempfile::tempdir().unwrap();

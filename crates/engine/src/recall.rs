@@ -201,7 +201,74 @@ pub async fn question_behind(
     }
 }
 
+/// The request that asks a model for a passage that would answer
+/// `question` (a question, or a dialogue whose last message asks): searched
+/// beside the question, its words and meaning reach memory that shares
+/// neither with the question ("activities" against "pottery").
+pub fn answer_request(question: &str, max_tokens: u32) -> ChatRequest {
+    let user = templates::render(templates::ANSWER_USER, &[("question", question.trim())]);
+    ChatRequest::new(vec![Message::user(user.trim_end().to_string())])
+        .with_system(templates::ANSWER_PROMPT.trim_end().to_string())
+        .with_max_tokens(max_tokens)
+        .with_fixed_system()
+}
+
+/// The passage of a model's answer to [`answer_request`]: its text without
+/// a label or quotes, on one line; `None` when it wrote nothing usable.
+pub fn parse_answer(text: &str) -> Option<String> {
+    let text = text.trim();
+    let text = text
+        .split_once(':')
+        .filter(|(label, _)| label.to_lowercase().contains("passage"))
+        .map_or(text, |(_, rest)| rest);
+    let text = text
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .trim_matches(|c: char| matches!(c, '"' | '\'' | '`' | '“' | '”' | '「' | '」'))
+        .trim()
+        .to_string();
+    (!text.is_empty()).then_some(text)
+}
+
+/// Asks `model` for a passage that would answer `question` within
+/// `timeout`; `None` when it fails, is late or writes nothing (the
+/// question alone is then searched).
+pub async fn hypothetical_answer(
+    model: &dyn mnemo_llm::ChatModel,
+    question: &str,
+    max_tokens: u32,
+    timeout: Duration,
+) -> Option<String> {
+    match tokio::time::timeout(
+        timeout,
+        model.complete(answer_request(question, max_tokens)),
+    )
+    .await
+    {
+        Ok(Ok(resp)) => parse_answer(&resp.text()),
+        Ok(Err(e)) => {
+            tracing::debug!(error = %e, "the hypothetical answer failed");
+            None
+        }
+        Err(_) => None,
+    }
+}
+
 impl Engine {
+    /// A passage the side model writes as the answer to `query`, to search
+    /// beside it (`[engine] expand_*`); `None` when it fails, is late or
+    /// writes nothing.
+    pub async fn expansion(&self, query: &str) -> Option<String> {
+        hypothetical_answer(
+            self.side_model.as_ref(),
+            query,
+            self.settings.expand_max_tokens,
+            std::time::Duration::from_millis(self.settings.expand_timeout_ms),
+        )
+        .await
+    }
+
     /// Whether recall asks the side model (`[engine] recall_mode`, `"auto"`
     /// resolved by the provider).
     pub fn recall_asks_model(&self) -> bool {
@@ -461,5 +528,40 @@ mod tests {
             parse_need("flight at 10:30").as_deref(),
             Some("flight at 10:30")
         );
+    }
+
+    #[test]
+    fn the_answer_is_the_models_passage_on_one_line() {
+        assert_eq!(
+            parse_answer("Passage: \"Melanie enjoys pottery\nand camping.\"").as_deref(),
+            Some("Melanie enjoys pottery and camping.")
+        );
+        assert_eq!(
+            parse_answer("「她喜欢陶艺。」").as_deref(),
+            Some("她喜欢陶艺。")
+        );
+        assert_eq!(parse_answer(" \n "), None);
+        // A colon that is not a label stays.
+        assert_eq!(
+            parse_answer("The flight left at 10:30.").as_deref(),
+            Some("The flight left at 10:30.")
+        );
+    }
+
+    #[test]
+    fn the_answer_request_asks_for_a_passage() {
+        let req = answer_request("What activities does Melanie partake in?", 64);
+        assert!(req.fixed_system);
+        let system = req.system.clone().unwrap_or_default();
+        let user = req.messages[0].text();
+        insta::assert_snapshot!(format!("{system}\n---\n{user}"), @r"
+        You help search the user's long-term memory (their notes and past conversations). Given what the user asks, write a short passage that could be found in that memory and would answer it: one or two sentences, in the language of the question, with plausible specifics (names, places, things, activities, dates). It does not have to be true: it is only used to find the real passage.
+
+        Answer with the passage alone.
+        ---
+        What activities does Melanie partake in?
+
+        A passage that would answer it:
+        ");
     }
 }

@@ -163,6 +163,17 @@ pub struct EngineSettings {
     /// Weight of the model's judgement against the index's rank, 0 to 1
     /// (0.7): 0 keeps the index's order, 1 sorts by the model alone.
     pub rerank_weight: f32,
+    /// Search `memory_search` queries beside a passage the side model
+    /// writes as their answer (off: it costs a model call per search,
+    /// about 1.5 s with the local 1.5B model). Its words and meaning reach
+    /// memory that shares neither with the query ("activities" against
+    /// "pottery"); it weighs `[search] expansion_weight` of the ranking.
+    pub expand: bool,
+    /// Time for that passage in milliseconds (5,000): a late one is
+    /// dropped and the query searched alone.
+    pub expand_timeout_ms: u64,
+    /// Output tokens of that passage (64).
+    pub expand_max_tokens: u32,
 
     /// Last user and assistant messages in a session note (15).
     pub note_messages: usize,
@@ -243,6 +254,9 @@ impl Default for EngineSettings {
             rerank_timeout_ms: 10_000,
             rerank_max_tokens: 200,
             rerank_weight: 0.7,
+            expand: false,
+            expand_timeout_ms: 5_000,
+            expand_max_tokens: 64,
             note_messages: 15,
             slug_timeout_ms: 15_000,
             lock_wait_secs: 30,

@@ -39,6 +39,10 @@ pub const RERANK_USER: &str = include_str!("../templates/rerank/user.md");
 pub const NEED_PROMPT: &str = include_str!("../templates/recall/need_system.md");
 /// User message of that question.
 pub const NEED_USER: &str = include_str!("../templates/recall/need_user.md");
+/// System prompt of a hypothetical answer to search beside the question.
+pub const ANSWER_PROMPT: &str = include_str!("../templates/recall/answer_system.md");
+/// User message of that answer.
+pub const ANSWER_USER: &str = include_str!("../templates/recall/answer_user.md");
 /// System prompt of the re-rank's yes/no judgement of one passage.
 pub const JUDGE_PROMPT: &str = include_str!("../templates/rerank/judge_system.md");
 /// User message of that judgement.

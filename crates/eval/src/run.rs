@@ -71,6 +71,10 @@ pub struct EvalOptions {
     pub rerank: Option<Rerank>,
     /// Asked for every query before it is searched, when set.
     pub need: Option<Need>,
+    /// Asked for every query before it is searched, when set: its answer
+    /// (a passage that would answer the query) is searched with the query
+    /// as an expansion ([`SearchRequest::expansions`]).
+    pub expand: Option<Need>,
     /// The shape of the queries: the benchmark's questions, or dialogue
     /// derived from them ([`crate::dialogue`]).
     pub queries: QueryShape,
@@ -105,6 +109,8 @@ impl std::fmt::Debug for EvalOptions {
             .field("embedder", &self.embedder.as_ref().map(|e| e.id()))
             .field("metrics", &self.metrics)
             .field("rerank", &self.rerank.is_some())
+            .field("need", &self.need.is_some())
+            .field("expand", &self.expand.is_some())
             .field("queries", &self.queries)
             .field("engine_queries", &self.engine_queries)
             .field("open_index", &self.open_index.is_some())
@@ -129,6 +135,7 @@ impl EvalOptions {
             metrics: MetricSpec::default(),
             rerank: None,
             need: None,
+            expand: None,
             queries: QueryShape::Question,
             engine_queries: false,
             open_index: None,
@@ -392,9 +399,12 @@ pub fn run_on_dataset(
                     continue;
                 }
                 let one = Instant::now();
-                let req = SearchRequest::new(q.question.clone())
+                let mut req = SearchRequest::new(q.question.clone())
                     .max_results(opts.max_results)
                     .min_score(opts.min_score);
+                if let Some(answer) = opts.expand.as_ref().and_then(|f| f(&q.question)) {
+                    req = req.expansions(vec![answer]);
+                }
                 let mut resp = index.search(&req).map_err(EvalError::Index)?;
                 if let Some(need) = opts.need.as_ref().and_then(|f| f(&q.question)) {
                     let req = SearchRequest::new(need)

@@ -122,6 +122,12 @@ impl IndexSettings {
                     .into(),
             ));
         }
+        if !(0.0..1.0).contains(&s.expansion_weight) {
+            return Err(IndexError::Config(
+                "[search] expansion_weight must be within 0..1 (0 ignores expansions; the query itself must weigh something)"
+                    .into(),
+            ));
+        }
         if !(0.0..=4.0).contains(&s.file_context) {
             return Err(IndexError::Config(
                 "[search] file_context must be within 0..=4 (0 turns it off)".into(),
@@ -410,6 +416,9 @@ pub struct SearchOptions {
     /// blended, the focus weighing `dialogue_focus`. 0 searches the whole
     /// text as one query, as any other. 0..=1.
     pub dialogue_focus: f32,
+    /// How much a request's expansions (a model's hypothetical answer, a
+    /// rewrite) weigh together against the query itself, 0..1.
+    pub expansion_weight: f32,
 }
 
 impl Default for SearchOptions {
@@ -447,6 +456,7 @@ impl Default for SearchOptions {
             // turn MRR +0.012 and +0.025 (docs/BENCHMARKS.md).
             answer_lift: 1.0,
             dialogue_focus: 0.5,
+            expansion_weight: 0.3,
         }
     }
 }

@@ -65,6 +65,11 @@ pub struct SearchRequest {
     /// configured `[search]` weights, `Keyword` uses BM25 alone, `Vector`
     /// cosine alone (as `mnemo eval --mode` sets the weights).
     pub mode: Option<SearchMode>,
+    /// Other wordings of the need, searched beside the query and blended
+    /// with it (a model's hypothetical answer, a rewrite): together they
+    /// weigh `[search] expansion_weight`. Dates are read from the query
+    /// only.
+    pub expansions: Vec<String>,
 }
 
 impl SearchRequest {
@@ -85,6 +90,12 @@ impl SearchRequest {
     /// Sets the minimum score.
     pub fn min_score(mut self, s: f32) -> Self {
         self.min_score = Some(s);
+        self
+    }
+
+    /// Adds other wordings of the need (see [`SearchRequest::expansions`]).
+    pub fn expansions(mut self, texts: Vec<String>) -> Self {
+        self.expansions = texts;
         self
     }
 

@@ -974,3 +974,50 @@ fn a_dialogue_query_names_its_focus() {
     assert_eq!(plain.focus, None);
     assert!(serde_json::to_value(&plain).unwrap().get("focus").is_none());
 }
+
+/// A request's expansions (a model's hypothetical answer) are searched
+/// beside the query: a note that shares neither words nor much meaning
+/// with the question is found when the expansion names it, dates are still
+/// read from the query alone, and `expansion_weight = 0` ignores
+/// expansions.
+#[test]
+fn expansions_reach_what_the_question_does_not_name() {
+    let f = Fixture::new();
+    f.write(
+        "memory/school.md",
+        "# School\n\nMelanie said the activities of the school fair were a success for the kids.\n",
+    );
+    f.write(
+        "memory/weekend.md",
+        "# Weekend\n\nMelanie fired her first bowl at the pottery studio and went camping by the lake.\n",
+    );
+    let question = "What activities does Melanie partake in?";
+    let answer = "Melanie enjoys pottery, painting and camping trips in June 2023.";
+    let found = |settings: IndexSettings, expansions: Vec<String>| {
+        let index = mnemo_index_sqlite::open(&f.ws, settings, Some(model())).unwrap();
+        index.sync(&|_| {}).unwrap();
+        let r = index
+            .search(&SearchRequest::new(question).expansions(expansions))
+            .unwrap();
+        assert_eq!(r.mode, SearchMode::Hybrid, "{r:#?}");
+        assert!(
+            r.dates.is_empty(),
+            "the answer's date is not the question's: {r:#?}"
+        );
+        r.results.iter().map(|h| h.path.clone()).collect::<Vec<_>>()
+    };
+    let weekend = "memory/weekend.md".to_string();
+    let alone = found(IndexSettings::default(), Vec::new());
+    assert!(!alone.contains(&weekend), "{alone:?}");
+    let expanded = found(IndexSettings::default(), vec![answer.into(), "  ".into()]);
+    assert!(expanded.contains(&weekend), "{expanded:?}");
+    let mut off = IndexSettings::default();
+    off.search.expansion_weight = 0.0;
+    assert_eq!(found(off, vec![answer.into()]), alone);
+    let mut bad = IndexSettings::default();
+    bad.search.expansion_weight = 1.0;
+    assert!(
+        bad.validate().is_err(),
+        "the query itself must weigh something"
+    );
+}

@@ -36,6 +36,12 @@ pub struct SearchArgs {
     /// Let the chat model re-order the best hits (default: the workspace's `[engine] rerank`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rerank: Option<bool>,
+    /// Let the chat model write a passage that would answer the query, and
+    /// search it beside the query: finds memory that shares neither words
+    /// nor meaning with the question itself (default: the workspace's
+    /// `[engine] expand`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expand: Option<bool>,
     /// Answer as of this day (`YYYY-MM-DD`): facts that were true then, and
     /// nothing said after it (default: now, current facts first).
     #[serde(default, alias = "asOf", skip_serializing_if = "Option::is_none")]

@@ -203,6 +203,15 @@ pub struct SearchOutput {
     /// What the re-rank added to the search, in milliseconds (present when one ran).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rerank_ms: Option<u64>,
+    /// The passage the chat model wrote as the query's answer and the
+    /// search read beside it (present when an expansion was asked for and
+    /// the model wrote one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expansion: Option<String>,
+    /// What the expansion added to the search, in milliseconds (present
+    /// when one ran).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expand_ms: Option<u64>,
     /// The snippets' tokens (4 Latin characters or 1 CJK character each),
     /// when a budget was given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -224,6 +233,8 @@ impl SearchOutput {
             focus: resp.focus.clone(),
             reranked,
             rerank_ms: None,
+            expansion: None,
+            expand_ms: None,
             tokens: None,
         }
     }

@@ -61,8 +61,10 @@ pub struct Service {
     /// of a multi-tenant server, which waits for all of it as it stops).
     workers: Arc<MemoryWorkers>,
     search_permits: tokio::sync::Semaphore,
-    /// `[engine] rerank`, read once: a search without it never builds the engine.
+    /// `[engine] rerank` and `[engine] expand`, read once: a search without
+    /// them never builds the engine.
     rerank: bool,
+    expand: bool,
     /// For one registration of a multi-tenant workspace: whether it still
     /// is registered (see [`Service::explain_gone`]).
     registered: OnceLock<Registered>,
@@ -96,14 +98,17 @@ impl Service {
         let cores = std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(2);
-        let rerank = mnemo
+        let engine_settings = mnemo
             .config()
             .section::<mnemo_engine::EngineSettings>("engine")
-            .is_ok_and(|s| s.rerank);
+            .ok();
+        let rerank = engine_settings.as_ref().is_some_and(|s| s.rerank);
+        let expand = engine_settings.as_ref().is_some_and(|s| s.expand);
         Arc::new(Service {
             mnemo,
             overrides,
             rerank,
+            expand,
             engine: OnceLock::new(),
             workers,
             search_permits: tokio::sync::Semaphore::new(cores),
@@ -156,24 +161,51 @@ impl Service {
         &self.mnemo
     }
 
-    /// `memory_search`: the index's hits for `args.query`, re-ranked by the
-    /// chat model when asked (`args.rerank`, else `[engine] rerank`).
+    /// `memory_search`: the index's hits for `args.query`, searched beside
+    /// a passage the chat model writes as its answer when asked
+    /// (`args.expand`, else `[engine] expand`) and re-ranked by it when
+    /// asked (`args.rerank`, else `[engine] rerank`).
     pub async fn search(self: &Arc<Self>, args: SearchArgs) -> Result<SearchOutput> {
         args.validate()?;
+        let wants = |asked: Option<bool>, configured: bool| {
+            asked
+                .unwrap_or(configured)
+                .then(|| match self.engine_slot() {
+                    Ok(EngineSlot::Ready(e)) => Ok(e.clone()),
+                    Ok(EngineSlot::Offline(_, why)) => Err(why.clone()),
+                    Err(e) => Err(e.to_string()),
+                })
+        };
+        let rerank = wants(args.rerank, self.rerank);
+        // The model writes before the search queue is joined: a search
+        // waiting for a permit should not wait for a model too.
+        let mut expand_ms = None;
+        let mut expand_warning = None;
+        let expansion = match wants(args.expand, self.expand) {
+            None => None,
+            Some(Err(why)) => {
+                expand_warning = Some(format!(
+                    "an expansion was asked for but is unavailable: {why}"
+                ));
+                None
+            }
+            Some(Ok(engine)) => {
+                let started = std::time::Instant::now();
+                let answer = engine.expansion(&args.query).await;
+                expand_ms = Some(started.elapsed().as_millis() as u64);
+                if answer.is_none() {
+                    expand_warning = Some(
+                        "the chat model wrote no passage to search beside the query (failed, or late: [engine] expand_timeout_ms); the query was searched alone".into(),
+                    );
+                }
+                answer
+            }
+        };
         let _permit = self
             .search_permits
             .acquire()
             .await
             .map_err(|e| Error::Internal(format!("search queue closed: {e}")))?;
-        let rerank = if args.rerank.unwrap_or(self.rerank) {
-            Some(match self.engine_slot() {
-                Ok(EngineSlot::Ready(e)) => Ok(e.clone()),
-                Ok(EngineSlot::Offline(_, why)) => Err(why.clone()),
-                Err(e) => Err(e.to_string()),
-            })
-        } else {
-            None
-        };
         let wider = rerank
             .as_ref()
             .and_then(|r| r.as_ref().ok())
@@ -183,6 +215,7 @@ impl Service {
         let as_of = args.as_of_day()?;
         let explain = args.explain.unwrap_or(false);
         let budget = args.budget_tokens;
+        let expansion_for_search = expansion.clone();
         let (mut resp, wanted, marks, ended) = blocking(move || {
             let index = me.mnemo.index()?;
             let wanted = args
@@ -190,7 +223,8 @@ impl Service {
                 .unwrap_or(index.settings().search.max_results)
                 .clamp(1, MAX_RESULTS);
             let args_query = args.query.clone();
-            let mut req = SearchRequest::new(args.query);
+            let mut req = SearchRequest::new(args.query)
+                .expansions(expansion_for_search.into_iter().collect());
             // Facts that ended (or, as of a day, did not hold then) go last
             // or go, and a current fact just past the first `wanted` hits
             // can lead the records: ask for more so that the answer still
@@ -243,8 +277,11 @@ impl Service {
         };
         resp.results.truncate(wanted);
         let spent = budget.map(|tokens| fit_curated_first(&mut resp.results, &query, tokens));
+        resp.warnings.extend(expand_warning);
         let mut out = SearchOutput::from_response(&resp, reranked);
         out.rerank_ms = rerank_ms;
+        out.expansion = expansion;
+        out.expand_ms = expand_ms;
         out.tokens = spent;
         for (hit, scored) in out.results.iter_mut().zip(&resp.results) {
             hit.validity = marks.get(&hit.citation).cloned();

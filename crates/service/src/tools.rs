@@ -236,7 +236,14 @@ mod tests {
         assert_eq!(props, ["query", "max_results", "as_of"]);
         assert_eq!(search.parameters["required"], serde_json::json!(["query"]));
         let full = &catalogue()[0].input_schema["properties"];
-        for arg in ["min_score", "rerank", "explain", "mode", "budget_tokens"] {
+        for arg in [
+            "min_score",
+            "rerank",
+            "expand",
+            "explain",
+            "mode",
+            "budget_tokens",
+        ] {
             assert!(full.get(arg).is_some(), "{arg} left the catalogue");
         }
     }

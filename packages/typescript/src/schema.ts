@@ -605,6 +605,13 @@ export interface components {
             /** @description Let the chat model re-order the best hits (default: the workspace's `[engine] rerank`). */
             rerank?: boolean | null;
             /**
+             * @description Let the chat model write a passage that would answer the query, and
+             *     search it beside the query: finds memory that shares neither words
+             *     nor meaning with the question itself (default: the workspace's
+             *     `[engine] expand`).
+             */
+            expand?: boolean | null;
+            /**
              * @description Answer as of this day (`YYYY-MM-DD`): facts that were true then, and
              *     nothing said after it (default: now, current facts first).
              */
@@ -655,6 +662,18 @@ export interface components {
              * @description What the re-rank added to the search, in milliseconds (present when one ran).
              */
             rerank_ms?: number | null;
+            /**
+             * @description The passage the chat model wrote as the query's answer and the
+             *     search read beside it (present when an expansion was asked for and
+             *     the model wrote one).
+             */
+            expansion?: string | null;
+            /**
+             * Format: uint64
+             * @description What the expansion added to the search, in milliseconds (present
+             *     when one ran).
+             */
+            expand_ms?: number | null;
             /**
              * Format: uint
              * @description The snippets' tokens (4 Latin characters or 1 CJK character each),

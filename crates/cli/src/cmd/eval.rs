@@ -248,6 +248,12 @@ pub struct RetrievalArgs {
     /// dialogue, the two rankings fused (one model call per query)
     #[arg(long)]
     pub need: bool,
+    /// Ask the chat model for a passage that would answer each query, and
+    /// search it beside the query (`[search] expansion_weight`, `[engine]
+    /// expand_*`; one model call per query, answers kept in .mnemo/eval/answers.json so a second
+    /// run costs nothing)
+    #[arg(long)]
+    pub expand: bool,
     #[command(flatten)]
     pub model: crate::cmd::engine::ModelArgs,
 }
@@ -461,7 +467,9 @@ fn retrieval(args: RetrievalArgs, global: &GlobalArgs) -> Result<()> {
     let judgements = args
         .rerank
         .then(|| Arc::new(mnemo::engine::JudgementCache::load(&judgements_file)));
-    if args.rerank || args.need {
+    let answers_file = ctx.workspace.state_dir().join("eval").join("answers.json");
+    let answers = args.expand.then(|| Arc::new(Answers::load(&answers_file)));
+    if args.rerank || args.need || args.expand {
         let chat = crate::output::with_download_bar_for("the chat model", |p| {
             mnemo_service::chat_model(&ctx.config, &args.model.overrides(), p)
         })
@@ -474,6 +482,9 @@ fn retrieval(args: RetrievalArgs, global: &GlobalArgs) -> Result<()> {
                 settings.clone(),
                 judgements.clone(),
             )?);
+        }
+        if let Some(answers) = &answers {
+            base.expand = Some(expander(chat.clone(), &settings, answers.clone())?);
         }
         if args.need {
             base.need = Some(asker(chat, &settings)?);
@@ -505,6 +516,14 @@ fn retrieval(args: RetrievalArgs, global: &GlobalArgs) -> Result<()> {
                 eprintln!(
                     "warning: cannot keep the re-rank's judgements in {}: {e}",
                     judgements_file.display()
+                );
+            }
+        }
+        if let Some(answers) = &answers {
+            if let Err(e) = answers.save(&answers_file) {
+                eprintln!(
+                    "warning: cannot keep the model's answers in {}: {e}",
+                    answers_file.display()
                 );
             }
         }
@@ -576,6 +595,69 @@ fn asker(
             max_tokens,
             timeout,
         ))
+    }))
+}
+
+/// The model's passages for `--expand`, by model and query, kept across
+/// runs (a sweep of `[search] expansion_weight` asks the same queries).
+#[derive(Default)]
+struct Answers {
+    seen: std::sync::Mutex<std::collections::HashMap<String, Option<String>>>,
+}
+
+impl Answers {
+    fn load(path: &std::path::Path) -> Self {
+        let seen = std::fs::read(path)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default();
+        Answers {
+            seen: std::sync::Mutex::new(seen),
+        }
+    }
+
+    fn save(&self, path: &std::path::Path) -> Result<()> {
+        let json = serde_json::to_vec(&*self.seen.lock().unwrap_or_else(|e| e.into_inner()))?;
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        mnemo::store::fsutil::atomic_write(path, &json)?;
+        Ok(())
+    }
+}
+
+/// The chat model asked for a passage that would answer each query, within
+/// `[engine] expand_timeout_ms`, through `answers`.
+fn expander(
+    chat: Arc<dyn mnemo::llm::ChatModel>,
+    settings: &mnemo::engine::EngineSettings,
+    answers: Arc<Answers>,
+) -> Result<mnemo_eval::Need> {
+    let timeout = std::time::Duration::from_millis(settings.expand_timeout_ms);
+    let max_tokens = settings.expand_max_tokens;
+    let rt = crate::ctx::runtime()?;
+    Ok(Arc::new(move |query: &str| {
+        let key = format!("{}\u{0}{query}", chat.info().model);
+        if let Some(known) = answers
+            .seen
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key)
+        {
+            return known.clone();
+        }
+        let answer = rt.block_on(mnemo::engine::recall::hypothetical_answer(
+            chat.as_ref(),
+            query,
+            max_tokens,
+            timeout,
+        ));
+        answers
+            .seen
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key, answer.clone());
+        answer
     }))
 }
 

@@ -569,6 +569,9 @@ fn recall(ctx: &Ctx, payload: &Payload, tokens: usize) -> Result<Option<String>>
         max_results: Some(SEARCH_HITS),
         min_score: None,
         rerank: Some(false),
+        // Automatic recall stays on the fast path: no model before the
+        // agent's turn.
+        expand: Some(false),
         as_of: None,
         explain: None,
         mode: None,

@@ -17,7 +17,12 @@ impl MemoryIndex {
         }
         let mut warnings = Vec::new();
         let opts = &*options_for(&self.inner.settings.search, req.mode);
-        let readings = readings(query, opts.dialogue_focus);
+        let readings = readings(
+            query,
+            opts.dialogue_focus,
+            &req.expansions,
+            opts.expansion_weight,
+        );
         // The query's embedding does not depend on the index: it is
         // computed on a second thread while the freshness check runs (in a
         // one-shot process whose check compares every file, the two take
@@ -315,9 +320,6 @@ pub(crate) struct Reading {
     weight: f32,
 }
 
-/// The query as searched: itself, or a dialogue's focus and context
-/// ([`crate::dialogue`]) weighing `focus` and `1 - focus`. The first
-/// reading is the one dates are read from.
 /// The search options for a request's `mode`: the configured ones for a
 /// hybrid search, or one side's weight alone (as `mnemo eval --mode` sets
 /// them).
@@ -341,7 +343,31 @@ fn options_for(
     }
 }
 
-fn readings(query: &str, focus: f32) -> Vec<Reading> {
+/// The query as searched: itself, or a dialogue's focus and context
+/// ([`crate::dialogue`]) weighing `focus` and `1 - focus`; then the
+/// request's expansions, which together take `weight` of the whole. The
+/// first reading is the one dates are read from.
+fn readings(query: &str, focus: f32, expansions: &[String], weight: f32) -> Vec<Reading> {
+    let mut out = query_readings(query, focus);
+    let expansions: Vec<&str> = expansions
+        .iter()
+        .map(|e| e.trim())
+        .filter(|e| !e.is_empty())
+        .collect();
+    if weight > 0.0 && !expansions.is_empty() {
+        for r in &mut out {
+            r.weight *= 1.0 - weight;
+        }
+        let each = weight / expansions.len() as f32;
+        out.extend(expansions.iter().map(|e| Reading {
+            text: (*e).to_string(),
+            weight: each,
+        }));
+    }
+    out
+}
+
+fn query_readings(query: &str, focus: f32) -> Vec<Reading> {
     match crate::dialogue::parse(query).filter(|_| focus > 0.0) {
         Some(d) => vec![
             Reading {

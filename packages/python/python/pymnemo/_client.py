@@ -195,13 +195,14 @@ class _Base:
     def _r_memory_work(self, key):
         return "GET", f"{self._prefix}/sessions/{_key(key)}/memory-work", None
 
-    def _r_search(self, query, max_results, min_score, rerank, as_of, explain, mode=None, budget_tokens=None):
+    def _r_search(self, query, max_results, min_score, rerank, as_of, explain, mode=None, budget_tokens=None, expand=None):
         body = _body(
             {
                 "query": query,
                 "max_results": max_results,
                 "min_score": min_score,
                 "rerank": rerank,
+                "expand": expand,
                 "as_of": as_of,
                 "explain": explain,
                 "mode": mode,
@@ -358,13 +359,15 @@ class Memory(_Base):
         explain: bool | None = None,
         mode: SearchMode | None = None,
         budget_tokens: int | None = None,
+        expand: bool | None = None,
     ) -> SearchOutput:
         """Searches memory and past sessions; hits best first, each with a
         ``citation`` that :meth:`get` opens. ``mode`` ranks by ``hybrid``
         (the default), ``keyword`` or ``vector`` alone; ``budget_tokens``
         fits the hits into about that many tokens, each cut to its useful
-        lines."""
-        return self._call(*self._r_search(query, max_results, min_score, rerank, as_of, explain, mode, budget_tokens))
+        lines; ``expand`` searches a passage the server's chat model writes
+        as the answer beside the query."""
+        return self._call(*self._r_search(query, max_results, min_score, rerank, as_of, explain, mode, budget_tokens, expand))
 
     def get(self, path: str, *, from_line: int | None = None, lines: int | None = None) -> GetOutput:
         """Lines of a memory file or a cited session log (``path`` may be a
@@ -495,9 +498,10 @@ class AsyncMemory(_Base):
         explain: bool | None = None,
         mode: SearchMode | None = None,
         budget_tokens: int | None = None,
+        expand: bool | None = None,
     ) -> SearchOutput:
         """Searches memory and past sessions; hits best first."""
-        return await self._call(*self._r_search(query, max_results, min_score, rerank, as_of, explain, mode, budget_tokens))
+        return await self._call(*self._r_search(query, max_results, min_score, rerank, as_of, explain, mode, budget_tokens, expand))
 
     async def get(self, path: str, *, from_line: int | None = None, lines: int | None = None) -> GetOutput:
         """Lines of a memory file or a cited session log, secrets taken out."""

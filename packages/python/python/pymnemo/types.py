@@ -243,6 +243,11 @@ class SearchArgs(_SearchArgsRequired, total=False):
     min_score: float | None
     #: Let the chat model re-order the best hits (default: the workspace's `[engine] rerank`).
     rerank: bool | None
+    #: Let the chat model write a passage that would answer the query, and
+    #: search it beside the query: finds memory that shares neither words
+    #: nor meaning with the question itself (default: the workspace's
+    #: `[engine] expand`).
+    expand: bool | None
     #: Answer as of this day (`YYYY-MM-DD`): facts that were true then, and
     #: nothing said after it (default: now, current facts first).
     as_of: str | None
@@ -287,6 +292,13 @@ class SearchOutput(_SearchOutputRequired, total=False):
     reranked: bool | None
     #: What the re-rank added to the search, in milliseconds (present when one ran).
     rerank_ms: int | None
+    #: The passage the chat model wrote as the query's answer and the
+    #: search read beside it (present when an expansion was asked for and
+    #: the model wrote one).
+    expansion: str | None
+    #: What the expansion added to the search, in milliseconds (present
+    #: when one ran).
+    expand_ms: int | None
     #: The snippets' tokens (4 Latin characters or 1 CJK character each),
     #: when a budget was given.
     tokens: int | None

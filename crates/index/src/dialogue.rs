@@ -69,6 +69,13 @@ pub(crate) fn parse(query: &str) -> Option<Dialogue> {
     Some(Dialogue { focus, context })
 }
 
+/// What a query asks: a dialogue's focus (its latest turn, speaker tags
+/// dropped), or the query itself. A model asked to expand a query reads
+/// this, not the chat before it.
+pub fn need_of(query: &str) -> String {
+    parse(query).map_or_else(|| query.trim().to_string(), |d| d.focus)
+}
+
 /// The text after a leading speaker tag, or `None` when the line has none.
 /// A tag is a short name (no sentence punctuation, at most four words)
 /// followed by `:` or `：`; "Note: …" is a tag too, which does no harm.
@@ -126,6 +133,15 @@ mod tests {
         assert_eq!(
             d.context,
             "Biscuit chewed my new shoes again!\nSame here.\nWork was long today."
+        );
+    }
+
+    #[test]
+    fn the_need_is_the_focus_or_the_query() {
+        assert_eq!(need_of("  What did Ann bake? "), "What did Ann bake?");
+        assert_eq!(
+            need_of("Ann: we went hiking\nBob: nice!\nAnn: What did I bake on Sunday?"),
+            "What did I bake on Sunday?"
         );
     }
 

@@ -142,6 +142,7 @@ pub mod fuzzing {
 }
 
 pub use backend::IndexBackend;
+pub use dialogue::need_of;
 pub use error::{DbFailure, IndexError, Result};
 pub use index::{MemoryIndex, WatchHandle};
 pub use settings::{

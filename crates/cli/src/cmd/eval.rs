@@ -637,6 +637,8 @@ fn expander(
     let max_tokens = settings.expand_max_tokens;
     let rt = crate::ctx::runtime()?;
     Ok(Arc::new(move |query: &str| {
+        // Of a dialogue, the model reads what its latest turn asks.
+        let query = mnemo::index::need_of(query);
         let key = format!("{}\u{0}{query}", chat.info().model);
         if let Some(known) = answers
             .seen
@@ -648,7 +650,7 @@ fn expander(
         }
         let answer = rt.block_on(mnemo::engine::recall::hypothetical_answer(
             chat.as_ref(),
-            query,
+            &query,
             max_tokens,
             timeout,
         ));

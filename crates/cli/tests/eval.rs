@@ -153,6 +153,52 @@ fn rerank_orders_each_questions_hits_with_the_chat_model() {
     assert!(prompt.contains("[3] "), "every hit is shown: {prompt}");
 }
 
+/// `--expand`: the chat model's passage is searched beside each question
+/// (a question that shares only a name with its evidence finds it first
+/// through it), and a second run reads the kept answers instead of asking again.
+#[test]
+fn expand_searches_the_models_passage_and_keeps_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("data.json");
+    let data = DATA.replace(
+        "What did Ann bake with her sister on Sunday?",
+        "Which hobby does Ann have at weekends?",
+    );
+    std::fs::write(&file, data).unwrap();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    let first_evidence = |r: &Value| r["questions"][0]["first_evidence_rank"].clone();
+    let plain = first_evidence(&eval(&ws, &file, &[]));
+    assert!(plain.as_u64().is_none_or(|r| r > 1), "{plain}");
+
+    let model = ScriptedServer::start_blocking();
+    model.push(Reply::text("Ann spent Sunday baking sourdough."));
+    let base = format!("provider.base_url={}", model.openai_base());
+    let with_model = [
+        "--set",
+        "provider.kind=openai",
+        "--set",
+        &base,
+        "--set",
+        "provider.model=test-model",
+        "--set",
+        "provider.max_retries=0",
+        "--expand",
+    ];
+    let expanded = eval(&ws, &file, &with_model);
+    assert_eq!(first_evidence(&expanded), 1, "{expanded:#}");
+    assert_eq!(model.requests().len(), 1);
+    let prompt = model.requests()[0].body["messages"][1]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(prompt.contains("Which hobby does Ann have"), "{prompt}");
+    assert!(ws.join(".mnemo/eval/answers.json").is_file());
+    let again = eval(&ws, &file, &with_model);
+    assert_eq!(first_evidence(&again), 1);
+    assert_eq!(model.requests().len(), 1, "the kept answer is read");
+}
+
 /// Three short sessions, two of them replayed (`--limit-sessions 2`); one
 /// question per session, one adversarial question (category 5) on s1.
 const CONSOLIDATION_DATA: &str = r#"{

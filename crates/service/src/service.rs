@@ -192,9 +192,7 @@ impl Service {
             Some(Ok(engine)) => {
                 let started = std::time::Instant::now();
                 // Of a dialogue, the model reads what its latest turn asks.
-                let answer = engine
-                    .expansion(&mnemo_index::need_of(&args.query))
-                    .await;
+                let answer = engine.expansion(&mnemo_index::need_of(&args.query)).await;
                 expand_ms = Some(started.elapsed().as_millis() as u64);
                 if answer.is_none() {
                     expand_warning = Some(

@@ -38,7 +38,7 @@ const DATA: &str = r#"{
   ]
 }"#;
 
-fn eval(ws: &Path, file: &Path, extra: &[&str]) -> Value {
+fn eval(ws: &Path, file: &Path, extra: &[String]) -> Value {
     let mut args = vec![
         "--set",
         "embedder.kind=none",
@@ -49,7 +49,7 @@ fn eval(ws: &Path, file: &Path, extra: &[&str]) -> Value {
         "keyword",
         "--json",
     ];
-    args.extend_from_slice(extra);
+    args.extend(extra.iter().map(String::as_str));
     let out = mnemo_command(env!("CARGO_BIN_EXE_mnemo"), ws, &args)
         .output()
         .unwrap();
@@ -94,6 +94,24 @@ fn write_path(dir: &Path, file: &Path, extra: &[&str]) -> Value {
     serde_json::from_str(stdout_of_success(&out).trim()).unwrap()
 }
 
+/// The flags that make `model` the chat model, then `flag`.
+fn with_model(model: &ScriptedServer, flag: &str) -> Vec<String> {
+    let base = format!("provider.base_url={}", model.openai_base());
+    [
+        "--set",
+        "provider.kind=openai",
+        "--set",
+        &base,
+        "--set",
+        "provider.model=test-model",
+        "--set",
+        "provider.max_retries=0",
+        flag,
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
 fn top_units(report: &Value) -> Vec<String> {
     report["questions"][0]["top_units"]
         .as_array()
@@ -124,22 +142,7 @@ fn rerank_orders_each_questions_hits_with_the_chat_model() {
     // answers without them, so the ranking is asked for in writing.
     model.push(Reply::text("Yes"));
     model.push(Reply::text(r#"{"ranking": [3, 2, 1]}"#));
-    let base = format!("provider.base_url={}", model.openai_base());
-    let reranked = eval(
-        &ws,
-        &file,
-        &[
-            "--set",
-            "provider.kind=openai",
-            "--set",
-            &base,
-            "--set",
-            "provider.model=test-model",
-            "--set",
-            "provider.max_retries=0",
-            "--rerank",
-        ],
-    );
+    let reranked = eval(&ws, &file, &with_model(&model, "--rerank"));
     let mut reversed = plain;
     reversed.reverse();
     assert_eq!(top_units(&reranked), reversed, "{reranked:#}");
@@ -173,19 +176,7 @@ fn expand_searches_the_models_passage_and_keeps_it() {
 
     let model = ScriptedServer::start_blocking();
     model.push(Reply::text("Ann spent Sunday baking sourdough."));
-    let base = format!("provider.base_url={}", model.openai_base());
-    let with_model = [
-        "--set",
-        "provider.kind=openai",
-        "--set",
-        &base,
-        "--set",
-        "provider.model=test-model",
-        "--set",
-        "provider.max_retries=0",
-        "--expand",
-    ];
-    let expanded = eval(&ws, &file, &with_model);
+    let expanded = eval(&ws, &file, &with_model(&model, "--expand"));
     assert_eq!(first_evidence(&expanded), 1, "{expanded:#}");
     assert_eq!(model.requests().len(), 1);
     let prompt = model.requests()[0].body["messages"][1]["content"]
@@ -194,7 +185,7 @@ fn expand_searches_the_models_passage_and_keeps_it() {
         .to_string();
     assert!(prompt.contains("Which hobby does Ann have"), "{prompt}");
     assert!(ws.join(".mnemo/eval/answers.json").is_file());
-    let again = eval(&ws, &file, &with_model);
+    let again = eval(&ws, &file, &with_model(&model, "--expand"));
     assert_eq!(first_evidence(&again), 1);
     assert_eq!(model.requests().len(), 1, "the kept answer is read");
 }

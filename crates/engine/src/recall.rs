@@ -191,10 +191,30 @@ pub async fn question_behind(
     max_tokens: u32,
     timeout: Duration,
 ) -> Option<String> {
-    match tokio::time::timeout(timeout, model.complete(need_request(dialogue, max_tokens))).await {
-        Ok(Ok(resp)) => parse_need(&resp.text()),
+    let req = need_request(dialogue, max_tokens);
+    ask_for_text(
+        model,
+        req,
+        timeout,
+        parse_need,
+        "the question behind the dialogue",
+    )
+    .await
+}
+
+/// `model`'s answer to `req` within `timeout`, read by `parse`; `None` when
+/// it fails (logged as `what`), is late, or `parse` finds nothing.
+async fn ask_for_text(
+    model: &dyn mnemo_llm::ChatModel,
+    req: ChatRequest,
+    timeout: Duration,
+    parse: fn(&str) -> Option<String>,
+    what: &str,
+) -> Option<String> {
+    match tokio::time::timeout(timeout, model.complete(req)).await {
+        Ok(Ok(resp)) => parse(&resp.text()),
         Ok(Err(e)) => {
-            tracing::debug!(error = %e, "the question behind the dialogue failed");
+            tracing::debug!(error = %e, "{what} failed");
             None
         }
         Err(_) => None,
@@ -240,19 +260,8 @@ pub async fn hypothetical_answer(
     max_tokens: u32,
     timeout: Duration,
 ) -> Option<String> {
-    match tokio::time::timeout(
-        timeout,
-        model.complete(answer_request(question, max_tokens)),
-    )
-    .await
-    {
-        Ok(Ok(resp)) => parse_answer(&resp.text()),
-        Ok(Err(e)) => {
-            tracing::debug!(error = %e, "the hypothetical answer failed");
-            None
-        }
-        Err(_) => None,
-    }
+    let req = answer_request(question, max_tokens);
+    ask_for_text(model, req, timeout, parse_answer, "the hypothetical answer").await
 }
 
 impl Engine {

@@ -37,9 +37,10 @@ pub const TOKEN_ESTIMATE: &str =
 /// the question and the response as the index gave it.
 pub type Rerank = Arc<dyn Fn(&str, &mut SearchResponse) + Send + Sync>;
 
-/// The question behind a query, searched beside it and fused with it (for
-/// `mnemo eval retrieval --need`, which asks a chat model); `None` searches
-/// the query alone.
+/// What a chat model writes for a query, searched beside it: the question
+/// behind it (`mnemo eval retrieval --need`, [`EvalOptions::need`]) or a
+/// passage that would answer it (`--expand`, [`EvalOptions::expand`]);
+/// `None` searches the query alone.
 pub type Need = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 
 /// What to evaluate and how.

@@ -154,10 +154,15 @@ pub fn parse_selection(text: &str) -> Vec<String> {
 /// query (`User:`/`Assistant:` lines): what memory should be searched for.
 pub fn need_request(dialogue: &str, max_tokens: u32) -> ChatRequest {
     let user = templates::render(templates::NEED_USER, &[("dialogue", dialogue.trim())]);
+    side_request(templates::NEED_PROMPT, &user, max_tokens)
+}
+
+/// A one-turn request with a fixed system prompt: what the text is about
+/// is in the user's turn.
+fn side_request(system: &str, user: &str, max_tokens: u32) -> ChatRequest {
     ChatRequest::new(vec![Message::user(user.trim_end().to_string())])
-        .with_system(templates::NEED_PROMPT.trim_end().to_string())
+        .with_system(system.trim_end().to_string())
         .with_max_tokens(max_tokens)
-        // The dialogue is in the user's turn.
         .with_fixed_system()
 }
 
@@ -227,10 +232,7 @@ async fn ask_for_text(
 /// neither with the question ("activities" against "pottery").
 pub fn answer_request(question: &str, max_tokens: u32) -> ChatRequest {
     let user = templates::render(templates::ANSWER_USER, &[("question", question.trim())]);
-    ChatRequest::new(vec![Message::user(user.trim_end().to_string())])
-        .with_system(templates::ANSWER_PROMPT.trim_end().to_string())
-        .with_max_tokens(max_tokens)
-        .with_fixed_system()
+    side_request(templates::ANSWER_PROMPT, &user, max_tokens)
 }
 
 /// The passage of a model's answer to [`answer_request`]: its text without

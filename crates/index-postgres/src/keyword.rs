@@ -59,12 +59,15 @@ fn fold_into(c: char, out: &mut String) {
     }
 }
 
+/// Each distinct word of a chunk with its positions.
+pub(crate) type Postings = Vec<(String, Vec<i32>)>;
+
 /// The postings of one chunk: each distinct token with its positions, and
 /// the chunk's length in tokens.
-pub(crate) fn postings(tokens: &str) -> (Vec<(String, Vec<i32>)>, i32) {
+pub(crate) fn postings(tokens: &str) -> (Postings, i32) {
     let ws = words(tokens);
     let mut at: HashMap<&str, usize> = HashMap::new();
-    let mut out: Vec<(String, Vec<i32>)> = Vec::new();
+    let mut out: Postings = Vec::new();
     for (i, w) in ws.iter().enumerate() {
         let slot = *at.entry(w.as_str()).or_insert_with(|| {
             out.push((w.clone(), Vec::new()));
@@ -101,6 +104,47 @@ impl List {
             .extend(unpack::<4>(positions).map(i32::from_be_bytes));
         let added = self.ids.len() - before;
         self.sources.extend(std::iter::repeat_n(source, added));
+    }
+
+    /// Each chunk's entry: id, term frequency, length and positions
+    /// (empty when not read).
+    fn entries(&self) -> impl Iterator<Item = (i64, i32, i32, &[i32])> + '_ {
+        let mut at = 0usize;
+        self.ids
+            .iter()
+            .zip(&self.tfs)
+            .zip(&self.lens)
+            .map(move |((id, tf), len)| {
+                let end = (at + (*tf).max(0) as usize).min(self.positions.len());
+                let positions = &self.positions[at.min(end)..end];
+                at = end;
+                (*id, *tf, *len, positions)
+            })
+    }
+
+    /// Adds a chunk's entry at the end.
+    fn push(&mut self, id: i64, tf: i32, len: i32, positions: &[i32]) {
+        self.ids.push(id);
+        self.tfs.push(tf);
+        self.lens.push(len);
+        self.positions.extend_from_slice(positions);
+    }
+
+    /// Puts the entries in chunk id order (a list row's order), when they
+    /// are not.
+    fn sort_by_id(&mut self) {
+        if self.ids.is_sorted() {
+            return;
+        }
+        let mut entries: Vec<(i64, i32, i32, Vec<i32>)> = self
+            .entries()
+            .map(|(id, tf, len, p)| (id, tf, len, p.to_vec()))
+            .collect();
+        entries.sort_by_key(|e| e.0);
+        *self = List::default();
+        for (id, tf, len, p) in entries {
+            self.push(id, tf, len, &p);
+        }
     }
 
     /// The positions of each chunk `keep` takes, by id (empty slices when
@@ -231,9 +275,87 @@ impl WordLists {
         cols
     }
 
+    /// The words, in the order of [`Self::columns`].
+    pub fn words(&self) -> impl Iterator<Item = &str> {
+        self.0.keys().map(String::as_str)
+    }
+
     /// Each word's number of chunks, in the order of [`Self::columns`].
     pub fn docs(&self) -> Vec<i64> {
         self.0.values().map(|l| l.ids.len() as i64).collect()
+    }
+}
+
+/// A file's lists of some words with some of its chunks taken out (see
+/// [`WordLists::remaining`]): what is left of each list, and how many
+/// chunks each word lost.
+#[derive(Debug, Default)]
+pub(crate) struct Remaining {
+    lists: BTreeMap<String, List>,
+    removed: FxHashMap<String, i64>,
+}
+
+impl WordLists {
+    /// The file's rows `stored` (by word: every word of the chunks `gone`,
+    /// and maybe others) without the `gone` chunks' entries (`gone`: each
+    /// chunk's id and postings, as [`postings`] makes them of its
+    /// tokens). `None` when a row disagrees with them (a gone chunk's word
+    /// missing from its row, or at another frequency; a gone chunk in the
+    /// row of a word it lacks): the rows were not written from these
+    /// tokens, and the caller writes the file whole instead.
+    pub fn remaining(stored: HashMap<String, List>, gone: &[(i64, Postings)]) -> Option<Remaining> {
+        let mut leaving: FxHashMap<&str, FxHashMap<i64, i32>> = FxHashMap::default();
+        for (id, postings) in gone {
+            for (word, positions) in postings {
+                leaving
+                    .entry(word.as_str())
+                    .or_default()
+                    .insert(*id, positions.len() as i32);
+            }
+        }
+        let ids: FxHashSet<i64> = gone.iter().map(|g| g.0).collect();
+        let mut out = Remaining::default();
+        let mut found = 0usize;
+        for (word, list) in stored {
+            let want = leaving.get(word.as_str());
+            let mut left = List::default();
+            let mut removed = 0i64;
+            for (id, tf, len, positions) in list.entries() {
+                match want.and_then(|w| w.get(&id)) {
+                    Some(t) if *t == tf => removed += 1,
+                    Some(_) => return None,
+                    None if ids.contains(&id) => return None,
+                    None => left.push(id, tf, len, positions),
+                }
+            }
+            found += removed as usize;
+            if removed > 0 {
+                out.removed.insert(word.clone(), removed);
+            }
+            out.lists.insert(word, left);
+        }
+        let expected: usize = leaving.values().map(|m| m.len()).sum();
+        (found == expected).then_some(out)
+    }
+
+    /// These lists (of chunks written now) merged into what `rest` left:
+    /// the rows that replace those read, in word order (a word no chunk
+    /// holds any more has none), and each changed word's change in its
+    /// number of chunks.
+    pub fn merged(self, rest: Remaining) -> (WordLists, Vec<(String, i64)>) {
+        let Remaining { mut lists, removed } = rest;
+        let mut delta: BTreeMap<String, i64> = removed.into_iter().map(|(w, n)| (w, -n)).collect();
+        for (word, new) in self.0 {
+            *delta.entry(word.clone()).or_default() += new.ids.len() as i64;
+            let list = lists.entry(word).or_default();
+            for (id, tf, len, positions) in new.entries() {
+                list.push(id, tf, len, positions);
+            }
+            list.sort_by_id();
+        }
+        lists.retain(|_, l| !l.ids.is_empty());
+        let delta = delta.into_iter().filter(|(_, d)| *d != 0).collect();
+        (WordLists(lists), delta)
     }
 }
 
@@ -402,6 +524,78 @@ mod tests {
         assert_eq!(s.docs_of(&["c"]).unwrap().0, "8");
         s.forget();
         assert!(s.docs_of(&["c"]).is_none());
+    }
+
+    /// The lists of chunks (id, tokens).
+    fn lists_of(chunks: &[(i64, &str)]) -> WordLists {
+        let posted: Vec<(i64, (Postings, i32))> =
+            chunks.iter().map(|(id, t)| (*id, postings(t))).collect();
+        WordLists::of(
+            posted
+                .iter()
+                .map(|(id, (p, len))| (*id, *len, p.as_slice())),
+        )
+    }
+
+    /// Rows as a search reads them back: packed, then unpacked.
+    fn read_back(lists: &WordLists) -> HashMap<String, List> {
+        let (words, ids, tfs, lens, pos) = lists.columns();
+        (0..words.len())
+            .map(|i| {
+                let mut l = List::default();
+                l.extend([&ids[i], &tfs[i], &lens[i], &pos[i]], 0);
+                (words[i].to_string(), l)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_file_updated_chunk_by_chunk_has_the_lists_of_one_written_whole() {
+        let before = lists_of(&[(1, "red fox"), (2, "the red hen"), (3, "a fox a hen")]);
+        let stored = read_back(&before);
+        // Chunk 3 goes; chunks 4 and 5 come; 1 and 2 stay.
+        let gone = vec![(3, postings("a fox a hen").0)];
+        let new = lists_of(&[(4, "a fox a hen and a cat"), (5, "red cat")]);
+        let mut words: Vec<&str> = vec!["a", "fox", "hen", "and", "cat", "red"];
+        words.sort();
+        let read: HashMap<String, List> = stored
+            .into_iter()
+            .filter(|(w, _)| words.contains(&w.as_str()))
+            .collect();
+        let rest = WordLists::remaining(read, &gone).unwrap();
+        let (rows, delta) = new.merged(rest);
+        let whole = lists_of(&[
+            (1, "red fox"),
+            (2, "the red hen"),
+            (4, "a fox a hen and a cat"),
+            (5, "red cat"),
+        ]);
+        let expect: HashMap<String, List> = read_back(&whole)
+            .into_iter()
+            .filter(|(w, _)| words.contains(&w.as_str()))
+            .collect();
+        assert_eq!(read_back(&rows), expect);
+        let delta: HashMap<String, i64> = delta.into_iter().collect();
+        let want: HashMap<String, i64> = [("and", 1), ("cat", 2), ("red", 1)]
+            .into_iter()
+            .map(|(w, d)| (w.to_string(), d))
+            .collect();
+        assert_eq!(delta, want);
+    }
+
+    #[test]
+    fn rows_that_disagree_with_the_gone_chunks_are_refused() {
+        let stored = read_back(&lists_of(&[(1, "red fox"), (2, "red hen")]));
+        // Chunk 2 said to hold "red" twice: the row says once.
+        assert!(WordLists::remaining(stored.clone(), &[(2, postings("red red hen").0)]).is_none());
+        // A word of chunk 2 no row holds.
+        assert!(WordLists::remaining(stored.clone(), &[(2, postings("red owl").0)]).is_none());
+        // Chunk 2 in a row of a word it is said not to hold.
+        assert!(WordLists::remaining(stored.clone(), &[(2, postings("hen").0)]).is_none());
+        let rest = WordLists::remaining(stored, &[(2, postings("red hen").0)]).unwrap();
+        let (rows, delta) = lists_of(&[]).merged(rest);
+        assert_eq!(rows.docs(), [1, 1]);
+        assert_eq!(delta.len(), 2);
     }
 
     #[test]

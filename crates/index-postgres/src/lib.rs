@@ -34,7 +34,10 @@ use std::sync::{Arc, Mutex};
 
 use chrono::NaiveDate;
 use mnemo_core::EmbedderId;
-use mnemo_index::backend::{keyword_plan, ChunkRecord, Counts, FileRecord, KeywordPlan, NewChunk};
+use mnemo_index::backend::{
+    diff_chunks, keyword_plan, tokens_of, ChunkDiff, ChunkKey, ChunkRecord, Counts, FileRecord,
+    KeywordPlan, NewChunk,
+};
 use mnemo_index::chunk::MessagePart;
 use mnemo_index::{IndexBackend, IndexError, Result, Source};
 use mnemo_postgres::Target;
@@ -462,7 +465,7 @@ async fn build_graph(
 struct ChunkRow {
     id: i64,
     chunk: NewChunk,
-    postings: Vec<(String, Vec<i32>)>,
+    postings: keyword::Postings,
     len: i32,
 }
 
@@ -508,15 +511,30 @@ mod sql {
          ON CONFLICT (model, hash) DO UPDATE SET dims = EXCLUDED.dims,
              embedding = EXCLUDED.embedding, updated_at = EXCLUDED.updated_at";
     pub(crate) const TOTALS: &str = "UPDATE totals SET chunks = chunks + $1, tokens = tokens + $2";
+    /// A file's stored chunks, by what [`mnemo_index::backend::ChunkKey`]
+    /// compares, and whether the file was stored with all its vectors.
+    pub(crate) const STORED: &str =
+        "SELECT c.id, c.source, c.start_line, c.end_line, c.hash, c.msg_start, c.msg_end,
+                c.day_first, c.day_last, c.parts, f.embedded
+         FROM files f JOIN chunks c ON c.path = f.path WHERE f.path = $1";
+    pub(crate) const GONE_TEXTS: &str = "SELECT id, text FROM chunks WHERE id = ANY($1)";
+    pub(crate) const LISTS_OF: &str =
+        "SELECT token, chunk_ids, tfs, lens, positions FROM word_lists
+         WHERE path = $1 AND token = ANY($2)";
+    pub(crate) const CHUNKS_GONE: &str = "DELETE FROM chunks WHERE id = ANY($1) RETURNING ntokens";
+    pub(crate) const LISTS_GONE: &str =
+        "DELETE FROM word_lists WHERE path = $1 AND token = ANY($2)";
+    /// Words whose last chunk went (see [`VOCAB_EMPTY`]).
+    pub(crate) const VOCAB_ZERO: &str = "DELETE FROM vocab WHERE token = ANY($1) AND docs <= 0";
 
-    /// The file's chunks get the model's cached vectors of their hashes,
-    /// given now or earlier (as SQLite joins the cache by hash).
+    /// The chunks written (by id) get the model's cached vectors of their
+    /// hashes, given now or earlier (as SQLite joins the cache by hash).
     pub(crate) fn vectors_from_cache(dims: usize) -> String {
         format!(
             "INSERT INTO chunk_vectors(chunk_id, source, embedding)
              SELECT c.id, c.source, e.embedding::vector({dims}) FROM chunks c
              JOIN embedding_cache e ON e.model = $1 AND e.hash = c.hash AND e.dims = $2
-             WHERE c.path = $3"
+             WHERE c.id = ANY($3)"
         )
     }
 
@@ -531,9 +549,111 @@ mod sql {
     }
 }
 
+/// A file's write, worked out before anything is written: which stored
+/// chunks stay (see [`diff_chunks`]) and, when some do, what the word
+/// lists of the words that change hold without the chunks that go.
+struct Rewrite {
+    diff: ChunkDiff,
+    /// `None`: every stored chunk goes, and the file's rows are deleted by
+    /// its path.
+    lists: Option<(Vec<String>, keyword::Remaining)>,
+}
+
+/// Compares `chunks` with what `path` holds, and reads the word lists an
+/// update in place changes; a file none of whose chunks stay, or whose
+/// rows disagree with its chunks' texts, is written whole.
+async fn plan_rewrite(
+    tx: &tokio_postgres::Transaction<'_>,
+    st: &impl Fn(&str) -> Result<tokio_postgres::Statement>,
+    pool: &Pool,
+    path: &str,
+    source: Source,
+    chunks: &[NewChunk],
+) -> Result<Rewrite> {
+    let db = |e| pool.db(e);
+    let rows = tx.query(&st(sql::STORED)?, &[&path]).await.map_err(db)?;
+    let complete = rows.first().is_none_or(|r| r.get::<_, bool>(10));
+    let stored: Vec<(i64, ChunkKey)> = rows
+        .iter()
+        .map(|r| {
+            let ms: Option<i32> = r.get(5);
+            let me: Option<i32> = r.get(6);
+            let first: Option<NaiveDate> = r.get(7);
+            let last: Option<NaiveDate> = r.get(8);
+            let key = ChunkKey {
+                source: source_of(r.get::<_, &str>(1)),
+                start_line: r.get::<_, i32>(2) as usize,
+                end_line: r.get::<_, i32>(3) as usize,
+                hash: r.get(4),
+                messages: ms.zip(me).map(|(a, b)| (a as usize, b as usize)),
+                days: first.zip(last),
+                parts: r.get(9),
+            };
+            (r.get(0), key)
+        })
+        .collect();
+    let all: Vec<i64> = stored.iter().map(|(id, _)| *id).collect();
+    let keys: Vec<ChunkKey> = chunks.iter().map(|c| ChunkKey::of(c, source)).collect();
+    let diff = diff_chunks(stored, &keys, complete);
+    let whole = |all: Vec<i64>| Rewrite {
+        diff: ChunkDiff {
+            kept: vec![false; chunks.len()],
+            gone: all,
+        },
+        lists: None,
+    };
+    if !diff.keeps_any() {
+        return Ok(whole(all));
+    }
+    // The words the gone chunks held, from their texts as the indexer
+    // tokenised them (NUL was stored as a space: both separate words).
+    let texts = tx
+        .query(&st(sql::GONE_TEXTS)?, &[&diff.gone])
+        .await
+        .map_err(db)?;
+    let gone: Vec<(i64, keyword::Postings)> = texts
+        .iter()
+        .map(|r| (r.get(0), keyword::postings(&tokens_of(r.get(1))).0))
+        .collect();
+    let mut words: Vec<String> = gone
+        .iter()
+        .flat_map(|(_, p)| p.iter().map(|(w, _)| w.clone()))
+        .chain(
+            chunks
+                .iter()
+                .zip(&diff.kept)
+                .filter(|(_, kept)| !**kept)
+                .flat_map(|(c, _)| keyword::words(&c.tokens)),
+        )
+        .collect();
+    words.sort_unstable();
+    words.dedup();
+    let rows = tx
+        .query(&st(sql::LISTS_OF)?, &[&path, &words])
+        .await
+        .map_err(db)?;
+    let stored_lists: HashMap<String, keyword::List> = rows
+        .iter()
+        .map(|r| {
+            let mut l = keyword::List::default();
+            l.extend([r.get(1), r.get(2), r.get(3), r.get(4)], 0);
+            (r.get(0), l)
+        })
+        .collect();
+    Ok(match keyword::WordLists::remaining(stored_lists, &gone) {
+        Some(rest) => Rewrite {
+            diff,
+            lists: Some((words, rest)),
+        },
+        None => whole(all),
+    })
+}
+
 /// Writes one file's chunks in one transaction; `graph` says how this
 /// process's writes treat the HNSW graph, and the state after this write
-/// is returned (see [`Graph`]).
+/// is returned (see [`Graph`]). The stored chunks a new one matches stay
+/// as they are, with their words and vectors: an appended session log
+/// writes its last chunks, not all of them again.
 #[allow(clippy::too_many_arguments)]
 async fn upsert(
     pool: &Pool,
@@ -562,6 +682,12 @@ async fn upsert(
     let mut st = HashMap::new();
     for text in [
         sql::GRAPH_EMPTY,
+        sql::STORED,
+        sql::GONE_TEXTS,
+        sql::LISTS_OF,
+        sql::CHUNKS_GONE,
+        sql::LISTS_GONE,
+        sql::VOCAB_ZERO,
         sql::VOCAB_OUT,
         sql::VOCAB_EMPTY,
         sql::LISTS_OUT,
@@ -600,6 +726,26 @@ async fn upsert(
     if let Some((m, d)) = &model {
         check_model(&tx, pool, m, *d).await?;
     }
+    let Rewrite { diff, lists: rest } =
+        plan_rewrite(&tx, &st, pool, &file.path, file.source, &chunks).await?;
+    // What is written: the chunks no stored one matches, with their vectors.
+    let (chunks, vectors): (Vec<NewChunk>, Option<Vec<Vec<f32>>>) = {
+        let keep = |i: &usize| !diff.kept[*i];
+        let vectors = vectors.map(|vs| {
+            vs.into_iter()
+                .enumerate()
+                .filter(|(i, _)| keep(i))
+                .map(|(_, v)| v)
+                .collect()
+        });
+        let chunks = chunks
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| keep(i))
+            .map(|(_, c)| c)
+            .collect();
+        (chunks, vectors)
+    };
     let graph = match graph {
         Graph::Unknown if model.is_some() => {
             let empty: bool = tx
@@ -633,19 +779,30 @@ async fn upsert(
             .await
             .map_err(db)?;
     }
-    tx.execute(&st(sql::VOCAB_OUT)?, &[&file.path])
-        .await
-        .map_err(db)?;
-    tx.execute(&st(sql::VOCAB_EMPTY)?, &[&file.path])
-        .await
-        .map_err(db)?;
-    tx.execute(&st(sql::LISTS_OUT)?, &[&file.path])
-        .await
-        .map_err(db)?;
-    let gone = tx
-        .query(&st(sql::CHUNKS_OUT)?, &[&file.path])
-        .await
-        .map_err(db)?;
+    let gone = match &rest {
+        None => {
+            tx.execute(&st(sql::VOCAB_OUT)?, &[&file.path])
+                .await
+                .map_err(db)?;
+            tx.execute(&st(sql::VOCAB_EMPTY)?, &[&file.path])
+                .await
+                .map_err(db)?;
+            tx.execute(&st(sql::LISTS_OUT)?, &[&file.path])
+                .await
+                .map_err(db)?;
+            tx.query(&st(sql::CHUNKS_OUT)?, &[&file.path])
+                .await
+                .map_err(db)?
+        }
+        Some((words, _)) => {
+            tx.execute(&st(sql::LISTS_GONE)?, &[&file.path, words])
+                .await
+                .map_err(db)?;
+            tx.query(&st(sql::CHUNKS_GONE)?, &[&diff.gone])
+                .await
+                .map_err(db)?
+        }
+    };
     let gone_tokens: i64 = gone.iter().map(|r| r.get::<_, i32>(0) as i64).sum();
     let gone_chunks = gone.len() as i64;
     tx.execute(
@@ -726,6 +883,18 @@ async fn upsert(
     .await
     .map_err(db)?;
     let lists = keyword::WordLists::of(rows.iter().map(|r| (r.id, r.len, r.postings.as_slice())));
+    // The rows to write, and each word's change in its number of chunks.
+    let (lists, docs): (keyword::WordLists, Vec<(String, i64)>) = match rest {
+        None => {
+            let docs = lists
+                .words()
+                .zip(lists.docs())
+                .map(|(w, d)| (w.to_string(), d));
+            let docs = docs.collect();
+            (lists, docs)
+        }
+        Some((_, rest)) => lists.merged(rest),
+    };
     if !lists.is_empty() {
         let (tok, ids, tfs, lens, pos) = lists.columns();
         // Thousands of rows a file: streamed in COPY's binary format, not
@@ -754,11 +923,24 @@ async fn upsert(
                 .map_err(db)?;
         }
         writer.finish().await.map_err(db)?;
-        // The words in the order of their rows, as every writer takes them.
-        let docs: Vec<i64> = lists.docs();
-        tx.execute(&st(sql::VOCAB)?, &[&tok, &docs])
+    }
+    if !docs.is_empty() {
+        // The words in order, as every writer takes them.
+        let (words, counts): (Vec<&str>, Vec<i64>) =
+            docs.iter().map(|(w, d)| (w.as_str(), *d)).unzip();
+        tx.execute(&st(sql::VOCAB)?, &[&words, &counts])
             .await
             .map_err(db)?;
+        let emptied: Vec<&str> = docs
+            .iter()
+            .filter(|(_, d)| *d < 0)
+            .map(|(w, _)| w.as_str())
+            .collect();
+        if !emptied.is_empty() {
+            tx.execute(&st(sql::VOCAB_ZERO)?, &[&emptied])
+                .await
+                .map_err(db)?;
+        }
     }
     if let Some((m, dims)) = &model {
         let mut given: Vec<Vector> = Vec::new();
@@ -797,12 +979,14 @@ async fn upsert(
                     .collect();
             }
         }
-        let insert = st(vector_sql.as_deref().unwrap_or_default())?;
-        match all_given {
-            true => tx.execute(&insert, &[&ids, &given, &source]).await,
-            false => tx.execute(&insert, &[m, &(*dims as i32), &file.path]).await,
+        if !ids.is_empty() {
+            let insert = st(vector_sql.as_deref().unwrap_or_default())?;
+            match all_given {
+                true => tx.execute(&insert, &[&ids, &given, &source]).await,
+                false => tx.execute(&insert, &[m, &(*dims as i32), &ids]).await,
+            }
+            .map_err(db)?;
         }
-        .map_err(db)?;
     }
     let new_tokens: i64 = rows.iter().map(|r| r.len as i64).sum();
     tx.execute(

@@ -53,10 +53,9 @@ fn chunk(text: &str) -> NewChunk {
     NewChunk {
         start_line: 1,
         end_line: 1,
-        hash: format!(
-            "{:x}",
-            text.len() * 7919 + text.bytes().map(usize::from).sum::<usize>()
-        ),
+        // One hash per text, as a sha256 is: a backend keeps a stored
+        // chunk whose hash and place a new one has.
+        hash: text.bytes().map(|b| format!("{b:02x}")).collect(),
         text: text.into(),
         tokens: text.to_lowercase(),
         messages: None,

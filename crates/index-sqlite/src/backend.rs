@@ -34,7 +34,9 @@ use chrono::NaiveDate;
 use mnemo_core::EmbedderId;
 use rusqlite::{params, params_from_iter, Connection, OpenFlags, OptionalExtension};
 
-use mnemo_index::backend::{ChunkRecord, Counts, FileRecord, IndexBackend, NewChunk};
+use mnemo_index::backend::{
+    diff_chunks, ChunkKey, ChunkRecord, Counts, FileRecord, IndexBackend, NewChunk,
+};
 use mnemo_index::chunk::MessagePart;
 use mnemo_index::{DbFailure, IndexError, Result};
 use mnemo_index::{Source, VectorScan};
@@ -59,6 +61,43 @@ pub(crate) fn db(e: rusqlite::Error) -> IndexError {
         message: e.to_string(),
         failure,
     }
+}
+
+/// The chunks stored for `path` with their keys (see
+/// [`mnemo_index::backend::diff_chunks`]), and whether the file was
+/// stored with all its vectors.
+fn stored_chunks(c: &Connection, path: &str) -> rusqlite::Result<(Vec<(i64, ChunkKey)>, bool)> {
+    let complete = c
+        .query_row(
+            "SELECT embedded FROM files WHERE path = ?1",
+            params![path],
+            |r| r.get::<_, i64>(0),
+        )
+        .optional()?
+        .is_some_and(|e| e != 0);
+    let mut stmt = c.prepare_cached(
+        "SELECT id, source, start_line, end_line, hash, msg_start, msg_end, day_first, day_last,
+                parts
+         FROM chunks WHERE path = ?1",
+    )?;
+    let day = |s: Option<String>| s.and_then(|d| d.parse::<NaiveDate>().ok());
+    let rows = stmt.query_map(params![path], |r| {
+        let ms: Option<i64> = r.get(5)?;
+        let me: Option<i64> = r.get(6)?;
+        Ok((
+            r.get(0)?,
+            ChunkKey {
+                source: Source::parse(&r.get::<_, String>(1)?),
+                start_line: r.get::<_, i64>(2)? as usize,
+                end_line: r.get::<_, i64>(3)? as usize,
+                hash: r.get(4)?,
+                messages: ms.zip(me).map(|(a, b)| (a as usize, b as usize)),
+                days: day(r.get(7)?).zip(day(r.get(8)?)),
+                parts: r.get(9)?,
+            },
+        ))
+    })?;
+    Ok((rows.collect::<rusqlite::Result<_>>()?, complete))
 }
 
 /// How long a connection waits for another one's lock before it reports
@@ -728,21 +767,20 @@ impl IndexBackend for SqliteBackend {
         let now = chrono::Utc::now().timestamp();
         let mut conn = lock(&self.writer);
         let tx = conn.transaction().map_err(db)?;
-        let old_ids: Vec<i64> = {
-            let mut stmt = tx
-                .prepare("SELECT id FROM chunks WHERE path = ?1")
-                .map_err(db)?;
-            let rows = stmt
-                .query_map(params![file.path], |r| r.get(0))
-                .map_err(db)?;
-            rows.collect::<rusqlite::Result<_>>().map_err(db)?
-        };
-        for id in &old_ids {
+        // The stored chunks a new one matches stay as they are: an
+        // appended log rewrites only its last chunks.
+        let (stored, complete) = stored_chunks(&tx, &file.path).map_err(db)?;
+        let keys: Vec<ChunkKey> = chunks
+            .iter()
+            .map(|c| ChunkKey::of(c, file.source))
+            .collect();
+        let diff = diff_chunks(stored, &keys, complete);
+        for id in &diff.gone {
             tx.execute("DELETE FROM chunks_fts WHERE rowid = ?1", params![id])
                 .map_err(db)?;
+            tx.execute("DELETE FROM chunks WHERE id = ?1", params![id])
+                .map_err(db)?;
         }
-        tx.execute("DELETE FROM chunks WHERE path = ?1", params![file.path])
-            .map_err(db)?;
         tx.execute(
             "INSERT OR REPLACE INTO files(path, source, hash, mtime, size, embedded, session_key)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
@@ -772,6 +810,9 @@ impl IndexBackend for SqliteBackend {
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             ).map_err(db)?;
             for (i, c) in chunks.iter().enumerate() {
+                if diff.kept[i] {
+                    continue;
+                }
                 ins.execute(params![
                     file.path,
                     file.source.as_str(),
@@ -810,7 +851,7 @@ impl IndexBackend for SqliteBackend {
         tx.commit().map_err(db)?;
         let tag = source_tag(file.source);
         self.mirror_apply(old_rev, new_rev, |set| {
-            set.remove(&old_ids.iter().copied().collect());
+            set.remove(&diff.gone.iter().copied().collect());
             for (id, v) in &new_rows {
                 set.push(*id, tag, v);
             }

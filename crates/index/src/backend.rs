@@ -165,6 +165,94 @@ pub trait IndexBackend: Send + Sync {
     fn put_cached_embeddings(&self, rows: &[(String, Vec<f32>)]) -> Result<()>;
 }
 
+/// What makes a stored chunk the same as a new one: its source, place,
+/// text (by hash), messages, days and parts (encoded, as backends store
+/// them). A file written again keeps the stored chunks whose key a new
+/// chunk has (see [`diff_chunks`]).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ChunkKey {
+    /// Memory or sessions.
+    pub source: Source,
+    /// First line.
+    pub start_line: usize,
+    /// Last line.
+    pub end_line: usize,
+    /// sha256 of the text, hex.
+    pub hash: String,
+    /// Message ordinals for transcripts.
+    pub messages: Option<(usize, usize)>,
+    /// First and last day.
+    pub days: Option<(NaiveDate, NaiveDate)>,
+    /// [`MessagePart::encode`] of the parts; `None` when there are none.
+    pub parts: Option<String>,
+}
+
+impl ChunkKey {
+    /// The key of a new chunk of a file of `source`.
+    pub fn of(chunk: &NewChunk, source: Source) -> Self {
+        ChunkKey {
+            source,
+            start_line: chunk.start_line,
+            end_line: chunk.end_line,
+            hash: chunk.hash.clone(),
+            messages: chunk.messages,
+            days: chunk.days,
+            parts: (!chunk.parts.is_empty()).then(|| MessagePart::encode(&chunk.parts)),
+        }
+    }
+}
+
+/// A file's new chunks against its stored ones (see [`diff_chunks`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ChunkDiff {
+    /// For each new chunk, whether a stored chunk with its key is kept in
+    /// its place (it is then not written again).
+    pub kept: Vec<bool>,
+    /// The stored chunks no new chunk matches, by id: they go.
+    pub gone: Vec<i64>,
+}
+
+impl ChunkDiff {
+    /// True when at least one stored chunk is kept.
+    pub fn keeps_any(&self) -> bool {
+        self.kept.iter().any(|k| *k)
+    }
+}
+
+/// Which stored chunks (`(id, key)`) a file's new chunks (`new`, their keys)
+/// keep: each new chunk takes a stored chunk of the same key, if one is
+/// left. An appended session log keeps every chunk but its last few; a
+/// backend then writes only those, instead of the whole file again.
+/// `complete` is whether the file was stored with all its vectors
+/// ([`FileRecord::embedded`]): when not, nothing is kept, so every chunk
+/// is written with its vector this time.
+pub fn diff_chunks(stored: Vec<(i64, ChunkKey)>, new: &[ChunkKey], complete: bool) -> ChunkDiff {
+    if !complete {
+        return ChunkDiff {
+            kept: vec![false; new.len()],
+            gone: stored.into_iter().map(|(id, _)| id).collect(),
+        };
+    }
+    let mut by_key: HashMap<ChunkKey, Vec<i64>> = HashMap::new();
+    for (id, key) in stored {
+        by_key.entry(key).or_default().push(id);
+    }
+    let kept = new
+        .iter()
+        .map(|k| by_key.get_mut(k).and_then(Vec::pop).is_some())
+        .collect();
+    let mut gone: Vec<i64> = by_key.into_values().flatten().collect();
+    gone.sort_unstable();
+    ChunkDiff { kept, gone }
+}
+
+/// The keyword tokens of a chunk's text, as [`NewChunk::tokens`] holds
+/// them: a backend that takes a stored chunk out of its own word lists
+/// finds the chunk's words here.
+pub fn tokens_of(text: &str) -> String {
+    crate::text::index_text(text)
+}
+
 /// The words of a keyword query worth ranking, with their document counts
 /// (`docs`, among `chunks` chunks): a search rule every backend applies to
 /// a query of single words before BM25, so that the backends rank alike.
@@ -273,4 +361,47 @@ pub fn keyword_plan<T: Copy>(terms: &[(T, i64)], chunks: i64, phrases: bool) -> 
         return KeywordPlan::All(rare);
     }
     KeywordPlan::Bounded { rare, common }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(start: usize, hash: &str) -> ChunkKey {
+        ChunkKey {
+            source: Source::Sessions,
+            start_line: start,
+            end_line: start + 1,
+            hash: hash.into(),
+            messages: Some((start, start + 1)),
+            days: None,
+            parts: None,
+        }
+    }
+
+    #[test]
+    fn an_appended_log_keeps_all_but_its_grown_last_chunk() {
+        let stored = vec![(10, key(1, "a")), (11, key(3, "b")), (12, key(5, "c"))];
+        let new = [key(1, "a"), key(3, "b"), key(5, "c2"), key(7, "d")];
+        let d = diff_chunks(stored.clone(), &new, true);
+        assert_eq!(d.kept, [true, true, false, false]);
+        assert_eq!(d.gone, [12]);
+        assert!(d.keeps_any());
+        // Stored without all its vectors: written whole.
+        let d = diff_chunks(stored, &new, false);
+        assert_eq!(d.kept, [false; 4]);
+        assert_eq!(d.gone, [10, 11, 12]);
+    }
+
+    #[test]
+    fn the_same_text_elsewhere_is_another_chunk_and_repeats_are_matched_once() {
+        // A chunk moved down a line is written again: its place changed.
+        let stored = vec![(1, key(1, "a")), (2, key(1, "a"))];
+        let d = diff_chunks(stored, &[key(2, "a"), key(1, "a")], true);
+        assert_eq!(d.kept, [false, true]);
+        assert_eq!(d.gone.len(), 1);
+        let d = diff_chunks(Vec::new(), &[key(1, "a")], true);
+        assert!(!d.keeps_any());
+        assert!(d.gone.is_empty());
+    }
 }

@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 
 use chrono::NaiveDate;
-use mnemo_index::backend::{ChunkRecord, FileRecord, IndexBackend, NewChunk};
+use mnemo_index::backend::{tokens_of, ChunkRecord, FileRecord, IndexBackend, NewChunk};
 use mnemo_index::chunk::MessagePart;
 use mnemo_index::Source;
 
@@ -21,6 +21,7 @@ use mnemo_index::Source;
 pub const SCENARIOS: &[&str] = &[
     "metadata_round_trips",
     "an_upsert_replaces_the_files_chunks",
+    "an_upsert_keeps_the_chunks_that_stay",
     "a_delete_removes_everything_of_the_file",
     "a_touch_changes_only_the_times",
     "keyword_ranking_is_bm25_on_the_tokens",
@@ -84,6 +85,12 @@ macro_rules! index_backend_suite {
             fn an_upsert_replaces_the_files_chunks() {
                 if let Some(case) = make_case() {
                     suite::an_upsert_replaces_the_files_chunks(&case);
+                }
+            }
+            #[test]
+            fn an_upsert_keeps_the_chunks_that_stay() {
+                if let Some(case) = make_case() {
+                    suite::an_upsert_keeps_the_chunks_that_stay(&case);
                 }
             }
             #[test]
@@ -154,6 +161,7 @@ macro_rules! index_backend_suite {
                     &[
                         "metadata_round_trips",
                         "an_upsert_replaces_the_files_chunks",
+                        "an_upsert_keeps_the_chunks_that_stay",
                         "a_delete_removes_everything_of_the_file",
                         "a_touch_changes_only_the_times",
                         "keyword_ranking_is_bm25_on_the_tokens",
@@ -212,6 +220,102 @@ pub fn an_upsert_replaces_the_files_chunks(case: &IndexCase) {
         .vector_search(&vector_of("charlie meadow"), 10, &[])
         .unwrap();
     assert!(!texts(b, &ids(&hits)).contains(&"charlie meadow".to_string()));
+}
+
+/// Upserting a file again keeps each stored chunk a new one matches (the
+/// same text, place and days: an appended session log's earlier chunks)
+/// under its id, and replaces the rest: searches then rank as over the
+/// new chunks written afresh, and every kept chunk keeps its vector. A
+/// file stored without its vectors is written whole, so all its chunks
+/// get theirs.
+pub fn an_upsert_keeps_the_chunks_that_stay(case: &IndexCase) {
+    let b = &*case.backend;
+    // The chunks' tokens as the indexer makes them (a backend may read a
+    // stored chunk's words again from its text).
+    let put = |path: &str, source: Source, texts: &[&str], embed: bool| {
+        let mut file = record(path, source, &texts.join("\n"));
+        file.embedded = embed;
+        let chunks: Vec<NewChunk> = texts
+            .iter()
+            .enumerate()
+            .map(|(i, t)| NewChunk {
+                tokens: tokens_of(t),
+                ..new_chunk(t, i + 1)
+            })
+            .collect();
+        let vectors: Vec<Vec<f32>> = texts.iter().map(|t| vector_of(t)).collect();
+        b.upsert_file(&file, &chunks, embed.then_some(vectors.as_slice()))
+            .unwrap();
+    };
+    let search = |words: &[&str]| {
+        let tokens: Vec<String> = words.iter().map(|w| tokens_of(w)).collect();
+        b.keyword_search(&tokens, 20, &[]).unwrap()
+    };
+    let path = "sessions/grow.jsonl";
+    let before = ["alpha river", "bravo river stone", "charlie stone"];
+    put(path, Source::Sessions, &before, true);
+    // Written after, so a chunk written again gets another id.
+    put("memory/other.md", Source::Memory, &["delta lake"], true);
+    let mut first = ids(&search(&["alpha", "bravo"]));
+    first.sort();
+    assert_eq!(first.len(), 2);
+    let docs = [
+        "alpha river",
+        "bravo river stone",
+        "charlie stone echo",
+        "foxtrot echo echo",
+        "delta lake",
+    ];
+    put(path, Source::Sessions, &docs[..4], true);
+    let mut kept = ids(&search(&["alpha", "bravo"]));
+    kept.sort();
+    assert_eq!(kept, first, "the chunks that stayed kept their ids");
+    let counts = b.counts().unwrap();
+    assert_eq!((counts.files, counts.chunks, counts.vectors), (2, 5, 5));
+    assert_eq!(
+        texts(b, &ids(&search(&["charlie"]))),
+        ["charlie stone echo"]
+    );
+    // BM25 over the indexer's tokens of each document (no word in more
+    // than half of them: such words a backend may leave out).
+    let tokenised: Vec<String> = docs.iter().map(|d| tokens_of(d)).collect();
+    let tokenised: Vec<&str> = tokenised.iter().map(String::as_str).collect();
+    for query in [
+        &["stone"][..],
+        &["river", "echo"],
+        &["charlie", "foxtrot"],
+        &["echo"],
+    ] {
+        let got = search(query);
+        let q: Vec<String> = query.iter().map(|w| tokens_of(w)).collect();
+        let q: Vec<&str> = q.iter().map(String::as_str).collect();
+        let want = bm25(&tokenised, &q);
+        let expected: Vec<&str> = want
+            .iter()
+            .map(|(t, _)| docs[tokenised.iter().position(|d| d == t).unwrap()])
+            .collect();
+        assert_eq!(texts(b, &ids(&got)), expected, "ranking for {query:?}");
+        for ((_, s), (doc, score)) in got.iter().zip(&want) {
+            assert!(
+                (s - score).abs() <= 1e-6 * score.abs().max(1.0),
+                "{query:?}: {doc:?} scored {s}, BM25 says {score}"
+            );
+        }
+    }
+    for doc in docs {
+        let hits = b.vector_search(&vector_of(doc), 1, &[]).unwrap();
+        assert_eq!(texts(b, &ids(&hits)), [doc], "the vector of {doc:?}");
+    }
+    // The gone chunk's vector went with it.
+    let hits = b
+        .vector_search(&vector_of("charlie stone"), 10, &[])
+        .unwrap();
+    assert!(!texts(b, &ids(&hits)).contains(&"charlie stone".to_string()));
+    // Stored without vectors, then with: every chunk has one.
+    put("memory/late.md", Source::Memory, &["golf", "hotel"], false);
+    put("memory/late.md", Source::Memory, &["golf", "hotel"], true);
+    let counts = b.counts().unwrap();
+    assert_eq!((counts.chunks, counts.vectors), (7, 7));
 }
 
 /// Deleting a file removes its record, chunks and vectors from every kind

@@ -35,7 +35,11 @@ use corpus::sentence;
 const LOG: &str = "sessions/bench_append.jsonl";
 
 fn line(rng: &mut StdRng, i: usize) -> String {
-    let role = if i.is_multiple_of(2) { "user" } else { "assistant" };
+    let role = if i.is_multiple_of(2) {
+        "user"
+    } else {
+        "assistant"
+    };
     let ts = format!(
         "2026-03-{:02}T{:02}:{:02}:00",
         1 + (i / 600) % 28,

@@ -193,9 +193,16 @@ impl PostgresBackend {
         })?;
         let schema = opts.schema.clone();
         let model = embedder.map(|(id, dims)| (model_key(&id), dims));
-        let (cfg, loc, m) = (config.clone(), location.clone(), model.clone());
-        let (search_path, lock_key) =
-            rt.run(async move { prepare(&cfg, &loc, &schema, m).await })?;
+        // On a connection of the process's shared idle ones: a server of
+        // many workspaces opens indexes all the time, and a new session
+        // costs the database server a process.
+        let setup = Arc::new(Pool::any_path(config.clone(), location.clone()));
+        let (loc, m) = (location.clone(), model.clone());
+        let (search_path, lock_key) = rt.run(async move {
+            let mut c = setup.get().await?;
+            let r = prepare(&mut c, &loc, &schema, m).await;
+            setup.put(c, r)
+        })?;
         let pool = Arc::new(Pool::new(config, location, search_path));
         Ok(PostgresBackend {
             rt,
@@ -302,18 +309,29 @@ impl PostgresBackend {
 /// extension, the schema and its migrations, the model's vectors. Returns
 /// the search path and the advisory lock key.
 async fn prepare(
-    config: &Target,
+    c: &mut pool::Pooled,
     location: &str,
     schema: &str,
     model: Option<(String, usize)>,
 ) -> Result<(String, i64)> {
-    let mut c = pool::connect(config).await?;
     let db = |e: tokio_postgres::Error| pool::db_error(location, &e);
     let ext =
         "SELECT n.nspname::text FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
                WHERE e.extname = 'vector'";
-    let mut vector_schema: Option<String> =
-        c.query_opt(ext, &[]).await.map_err(db)?.map(|r| r.get(0));
+    // The extension's schema, once per process and database: planning
+    // this catalog join costs the server several milliseconds.
+    static VECTOR_SCHEMA: std::sync::OnceLock<Mutex<HashMap<String, String>>> =
+        std::sync::OnceLock::new();
+    let known = VECTOR_SCHEMA.get_or_init(Default::default);
+    let cached = known
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(location)
+        .cloned();
+    let mut vector_schema = match cached {
+        Some(s) => Some(s),
+        None => c.query_opt(ext, &[]).await.map_err(db)?.map(|r| r.get(0)),
+    };
     if vector_schema.is_none() {
         // Allowed for a superuser or the database's owner on PostgreSQL 13+
         // when pgvector is installed on the server.
@@ -331,6 +349,10 @@ async fn prepare(
              database as a superuser"
         )));
     };
+    known
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(location.to_string(), vector_schema.clone());
     let search_path = format!("\"{schema}\", \"{vector_schema}\"");
     let lock_key: i64 = c
         .query_one(
@@ -390,12 +412,13 @@ async fn prepare(
 /// since this one opened.
 async fn check_model(
     tx: &tokio_postgres::Transaction<'_>,
+    bound: &tokio_postgres::Statement,
     pool: &Pool,
     model: &str,
     dims: usize,
 ) -> Result<()> {
     let bound = tx
-        .query_opt("SELECT model, dims FROM vector_model", &[])
+        .query_opt(bound, &[])
         .await
         .map_err(|e| pool.db(e))?
         .map(|r| (r.get::<_, String>(0), r.get::<_, i32>(1) as usize));
@@ -511,6 +534,7 @@ mod sql {
          ON CONFLICT (model, hash) DO UPDATE SET dims = EXCLUDED.dims,
              embedding = EXCLUDED.embedding, updated_at = EXCLUDED.updated_at";
     pub(crate) const TOTALS: &str = "UPDATE totals SET chunks = chunks + $1, tokens = tokens + $2";
+    pub(crate) const MODEL: &str = "SELECT model, dims FROM vector_model";
     /// A file's stored chunks, by what [`mnemo_index::backend::ChunkKey`]
     /// compares, and whether the file was stored with all its vectors.
     pub(crate) const STORED: &str =
@@ -682,6 +706,7 @@ async fn upsert(
     let mut st = HashMap::new();
     for text in [
         sql::GRAPH_EMPTY,
+        sql::MODEL,
         sql::STORED,
         sql::GONE_TEXTS,
         sql::LISTS_OF,
@@ -705,7 +730,7 @@ async fn upsert(
         if text == sql::GRAPH_EMPTY && !(graph == Graph::Unknown && model.is_some()) {
             continue;
         }
-        if model.is_none() && text == sql::CACHE {
+        if model.is_none() && (text == sql::CACHE || text == sql::MODEL) {
             continue;
         }
         st.insert(text, c.prepared(text).await.map_err(db)?);
@@ -724,7 +749,7 @@ async fn upsert(
         .await
         .map_err(db)?;
     if let Some((m, d)) = &model {
-        check_model(&tx, pool, m, *d).await?;
+        check_model(&tx, &st(sql::MODEL)?, pool, m, *d).await?;
     }
     let Rewrite { diff, lists: rest } =
         plan_rewrite(&tx, &st, pool, &file.path, file.source, &chunks).await?;

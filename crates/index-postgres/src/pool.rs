@@ -51,7 +51,10 @@ impl Runtime {
 /// Idle connections this process keeps to one database, for all its
 /// indexes together: a server of many workspaces (one index schema each)
 /// would otherwise hold a few connections per workspace it ever served.
-const IDLE_MAX: usize = 8;
+/// Enough for a busy server's requests at once: a connection closed for
+/// want of room is one the next request opens again, and a new
+/// PostgreSQL session costs the server a process.
+const IDLE_MAX: usize = 32;
 
 /// An idle connection, the `search_path` it has set and its HNSW search
 /// breadth.
@@ -71,8 +74,10 @@ type Shared = Arc<Mutex<Vec<Idle>>>;
 /// takes any connection as it is must get one made like its own.
 fn shared_idle(target: &Target) -> Shared {
     static ALL: std::sync::OnceLock<Mutex<HashMap<String, Shared>>> = std::sync::OnceLock::new();
-    // The client's `Debug` of its settings leaves the password out.
-    let key = format!("{} {:?}", target.location(), target.config());
+    // The client's `Debug` of its settings leaves the password out; the
+    // TLS checks are part of the key, so a connection made under
+    // `verify-ca` never serves a target that asks for `verify-full`.
+    let key = target.key();
     ALL.get_or_init(Default::default)
         .lock()
         .unwrap_or_else(|e| e.into_inner())
@@ -150,13 +155,16 @@ impl Pool {
                 (i.client, i.statements, i.search_path, i.ef_search)
             }
             Some(i) => {
-                // Another index's: its statements name that index's tables.
+                // Another index's. Its prepared statements serve this one
+                // too: PostgreSQL parses a prepared statement again when
+                // the search_path changed since its last use, on the
+                // server, without the round trip a new PREPARE costs.
                 let path = wanted.cloned().unwrap_or_default();
                 i.client
                     .batch_execute(&format!("SET search_path TO {path}"))
                     .await
                     .map_err(|e| self.db(e))?;
-                (i.client, Statements::default(), path, i.ef_search)
+                (i.client, i.statements, path, i.ef_search)
             }
             None => {
                 let c = connect(&self.config).await?;

@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 use mnemo_core::EmbedderId;
 use mnemo_index::{Generation, IndexBackend, IndexError, IndexStore, LockWait, Result, WriterLock};
 use mnemo_postgres::Target;
+use tokio_postgres::error::SqlState;
 
 use crate::pool::{self, Pool, Runtime};
 use crate::{client_config, PostgresBackend, PostgresOptions};
@@ -90,6 +91,30 @@ impl PostgresStore {
         let live = rt.run(async move {
             let mut c = p.get().await?;
             let r = async {
+                // An index that exists: one statement, without the lock
+                // below (a server of many workspaces opens them all the
+                // time). Its schema is in the statement: the simple
+                // protocol, one round trip, nothing prepared.
+                let read = format!("SELECT live FROM \"{base}\".generation");
+                match c.simple_query(&read).await {
+                    Ok(rows) => {
+                        let live = rows.iter().find_map(|m| match m {
+                            tokio_postgres::SimpleQueryMessage::Row(r) => {
+                                r.get(0).map(str::to_string)
+                            }
+                            _ => None,
+                        });
+                        if let Some(live) = live {
+                            return Ok(live);
+                        }
+                    }
+                    // Not made yet: made below.
+                    Err(e)
+                        if e.code().is_some_and(|c| {
+                            *c == SqlState::UNDEFINED_TABLE || *c == SqlState::INVALID_SCHEMA_NAME
+                        }) => {}
+                    Err(e) => return Err(p.db(e)),
+                }
                 // Two first openers at once: one creates, the other reads.
                 // The lock is taken before the transaction that looks, not
                 // in it: PostgreSQL takes in other sessions' catalog

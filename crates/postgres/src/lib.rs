@@ -143,6 +143,8 @@ pub const WAIT_WITHOUT_TIMEOUT: &str = "SET LOCAL statement_timeout = 0";
 pub struct Target {
     config: Config,
     tls: Option<tokio_postgres_rustls::MakeRustlsConnect>,
+    /// The TLS settings `tls` was made from.
+    tls_settings: tls::Tls,
     location: String,
     /// What messages call it ("database", "index database").
     what: &'static str,
@@ -179,6 +181,7 @@ impl Target {
         Ok(Target {
             config,
             tls: tls.connector()?,
+            tls_settings: tls,
             location,
             what: "database",
         })
@@ -193,6 +196,17 @@ impl Target {
     /// The client's settings.
     pub fn config(&self) -> &Config {
         &self.config
+    }
+
+    /// All that makes a connection to this target what it is (the
+    /// server, the client's settings, the TLS checks), without the
+    /// password: connections made for two targets of one key are
+    /// interchangeable.
+    pub fn key(&self) -> String {
+        format!(
+            "{} {:?} {:?}",
+            self.location, self.config, self.tls_settings
+        )
     }
 
     /// Where the database is, without a password.

@@ -22,7 +22,6 @@ use std::time::{Duration, Instant};
 
 use mnemo_core::EmbedderId;
 use mnemo_index::{Generation, IndexBackend, IndexError, IndexStore, LockWait, Result, WriterLock};
-use mnemo_postgres::Target;
 use tokio_postgres::error::SqlState;
 
 use crate::pool::{self, Pool, Runtime};
@@ -38,7 +37,6 @@ struct Shared {
     /// The database and the base schema name.
     opts: PostgresOptions,
     embedder: Option<(EmbedderId, usize)>,
-    config: Target,
     rt: Runtime,
     pool: Arc<Pool>,
     /// The writer lock's key: the base name's.
@@ -85,7 +83,7 @@ impl PostgresStore {
         let rt = Runtime::shared().map_err(|e| {
             IndexError::database(&location, format!("cannot start the client's runtime: {e}"))
         })?;
-        let pool = Arc::new(Pool::any_path(config.clone(), location));
+        let pool = Arc::new(Pool::any_path(config, location));
         let init_key = lock_key(&format!("mnemo-index-init:{base}"));
         let p = pool.clone();
         let live = rt.run(async move {
@@ -196,7 +194,6 @@ impl PostgresStore {
             lock_key: lock_key(&format!("mnemo-index-writer:{}", opts.schema)),
             opts: opts.clone(),
             embedder,
-            config,
             rt,
             pool,
             current: RwLock::new((live, backend)),
@@ -362,6 +359,33 @@ impl Shared {
     }
 }
 
+/// The writers' lock, held by a pooled connection's session: released
+/// when dropped, and the connection given back; a connection whose
+/// release fails is closed, and its session's end releases the lock.
+struct HeldLock {
+    rt: Runtime,
+    pool: Arc<Pool>,
+    conn: Option<pool::Pooled>,
+    key: i64,
+}
+
+impl Drop for HeldLock {
+    fn drop(&mut self) {
+        let Some(mut c) = self.conn.take() else {
+            return;
+        };
+        let (pool, key) = (self.pool.clone(), self.key);
+        let _ = self.rt.run(async move {
+            let r = match c.query_one("SELECT pg_advisory_unlock($1)", &[&key]).await {
+                Ok(row) if row.get::<_, bool>(0) => Ok(()),
+                Ok(_) => Err(pool.error("the writers' lock was not held by its connection")),
+                Err(e) => Err(pool.db(e)),
+            };
+            pool.put(c, r)
+        });
+    }
+}
+
 impl IndexStore for PostgresStore {
     fn kind(&self) -> &'static str {
         "postgres"
@@ -385,45 +409,58 @@ impl IndexStore for PostgresStore {
     }
 
     fn lock(&self, wait: LockWait) -> Result<Option<WriterLock>> {
-        let (config, location, key) = (
-            self.0.config.clone(),
-            self.0.pool.location.clone(),
-            self.0.lock_key,
-        );
+        let (pool, key) = (self.0.pool.clone(), self.0.lock_key);
+        let p = pool.clone();
         let held = self.0.rt.run(async move {
-            // A connection of its own: the lock lives with the session.
-            let c = pool::connect(&config).await?;
-            let db = |e| pool::db_error(&location, &e);
-            match wait {
-                LockWait::Forever => {
-                    // As long as the holder's work takes: no statement
-                    // timeout on this connection of its own.
-                    c.batch_execute("SET statement_timeout = 0")
-                        .await
-                        .map_err(db)?;
-                    c.execute("SELECT pg_advisory_lock($1)", &[&key])
-                        .await
-                        .map_err(db)?;
-                    Ok(Some(c))
+            // A pooled connection: a sync takes the lock before each
+            // search that finds something changed, and a new session
+            // costs the server a process. The lock is the session's, so
+            // it outlives the transaction that waits for it.
+            let mut c = p.get().await?;
+            let r = async {
+                match wait {
+                    LockWait::Forever => {
+                        // As long as the holder's work takes: no
+                        // statement timeout for the wait.
+                        let tx = c.transaction().await.map_err(|e| p.db(e))?;
+                        tx.batch_execute(mnemo_postgres::WAIT_WITHOUT_TIMEOUT)
+                            .await
+                            .map_err(|e| p.db(e))?;
+                        tx.execute("SELECT pg_advisory_lock($1)", &[&key])
+                            .await
+                            .map_err(|e| p.db(e))?;
+                        tx.commit().await.map_err(|e| p.db(e))?;
+                        Ok(true)
+                    }
+                    LockWait::Until(deadline) => loop {
+                        let got: bool = c
+                            .query_one("SELECT pg_try_advisory_lock($1)", &[&key])
+                            .await
+                            .map_err(|e| p.db(e))?
+                            .get(0);
+                        if got || Instant::now() >= deadline {
+                            break Ok(got);
+                        }
+                        tokio::time::sleep(LOCK_POLL).await;
+                    },
                 }
-                LockWait::Until(deadline) => loop {
-                    let got: bool = c
-                        .query_one("SELECT pg_try_advisory_lock($1)", &[&key])
-                        .await
-                        .map_err(db)?
-                        .get(0);
-                    if got {
-                        break Ok(Some(c));
-                    }
-                    if Instant::now() >= deadline {
-                        break Ok(None);
-                    }
-                    tokio::time::sleep(LOCK_POLL).await;
-                },
+            }
+            .await;
+            match r {
+                Ok(true) => Ok(Some(c)),
+                // Not held: the connection goes back as it is.
+                Ok(false) => p.put(c, Ok(None)),
+                Err(e) => Err(e),
             }
         })?;
-        // Dropping the client ends the session, which releases the lock.
-        Ok(held.map(WriterLock::new))
+        Ok(held.map(|conn| {
+            WriterLock::new(HeldLock {
+                rt: self.0.rt.clone(),
+                pool,
+                conn: Some(conn),
+                key,
+            })
+        }))
     }
 
     fn lock_location(&self) -> String {
@@ -590,5 +627,86 @@ impl mnemo_index::IndexBackendKind for Postgres {
             schema: settings.index.schema.clone(),
         };
         Ok(Arc::new(PostgresStore::open(&opts, model)?))
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    /// The backend pid holding `key` as a session advisory lock, if any.
+    fn holder(url: &str, key: i64) -> Option<i32> {
+        let (url, sql) = (
+            url.to_string(),
+            "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted
+               AND classid = (($1::bigint >> 32) & 4294967295)::oid AND objid = ($1::bigint & 4294967295)::oid
+               AND objsubid = 1",
+        );
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let (c, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+                .await
+                .unwrap();
+            tokio::spawn(conn);
+            c.query_opt(sql, &[&key]).await.unwrap().map(|r| r.get(0))
+        })
+    }
+
+    fn alive(url: &str, pid: i32) -> bool {
+        let url = url.to_string();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let (c, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+                .await
+                .unwrap();
+            tokio::spawn(conn);
+            c.query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE pid = $1",
+                &[&pid],
+            )
+            .await
+            .unwrap()
+            .get::<_, i64>(0)
+                == 1
+        })
+    }
+
+    /// A sync takes the writers' lock before every search that finds a
+    /// change: releasing it gives the connection back rather than ending
+    /// its session (a new session costs the server a process).
+    #[test]
+    fn the_writer_lock_is_released_without_closing_its_connection() {
+        let Some(url) = mnemo_test_support::postgres::test_url() else {
+            return;
+        };
+        let opts = PostgresOptions {
+            url: url.clone(),
+            schema: mnemo_test_support::postgres::fresh_schema(),
+        };
+        let store = PostgresStore::open(&opts, None).unwrap();
+        let key = store.0.lock_key;
+        for wait in [
+            LockWait::Forever,
+            LockWait::Until(Instant::now() + Duration::from_secs(5)),
+        ] {
+            let lock = store.lock(wait).unwrap().expect("the lock is free");
+            let pid = holder(&url, key).expect("the lock is held");
+            drop(lock);
+            assert_eq!(holder(&url, key), None, "released");
+            // A closed session leaves pg_stat_activity within moments.
+            std::thread::sleep(Duration::from_millis(300));
+            assert!(
+                alive(&url, pid),
+                "the connection that held the lock was closed"
+            );
+        }
+        PostgresStore::drop_index(&opts).unwrap();
     }
 }

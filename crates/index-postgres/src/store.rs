@@ -635,28 +635,9 @@ impl mnemo_index::IndexBackendKind for Postgres {
 mod tests {
     use super::*;
 
-    /// The backend pid holding `key` as a session advisory lock, if any.
-    fn holder(url: &str, key: i64) -> Option<i32> {
-        let (url, sql) = (
-            url.to_string(),
-            "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted
-               AND classid = (($1::bigint >> 32) & 4294967295)::oid AND objid = ($1::bigint & 4294967295)::oid
-               AND objsubid = 1",
-        );
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            let (c, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-                .await
-                .unwrap();
-            tokio::spawn(conn);
-            c.query_opt(sql, &[&key]).await.unwrap().map(|r| r.get(0))
-        })
-    }
-
-    fn alive(url: &str, pid: i32) -> bool {
+    /// The first column of `sql`'s first row (a bigint), given `arg`, on
+    /// a connection of its own.
+    fn scalar(url: &str, sql: &'static str, arg: i64) -> Option<i64> {
         let url = url.to_string();
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -667,15 +648,24 @@ mod tests {
                 .await
                 .unwrap();
             tokio::spawn(conn);
-            c.query_one(
-                "SELECT count(*) FROM pg_stat_activity WHERE pid = $1",
-                &[&pid],
-            )
-            .await
-            .unwrap()
-            .get::<_, i64>(0)
-                == 1
+            c.query_opt(sql, &[&arg]).await.unwrap().map(|r| r.get(0))
         })
+    }
+
+    /// The backend pid holding `key` as a session advisory lock, if any.
+    fn holder(url: &str, key: i64) -> Option<i64> {
+        scalar(
+            url,
+            "SELECT pid::bigint FROM pg_locks WHERE locktype = 'advisory' AND granted
+               AND classid = (($1::bigint >> 32) & 4294967295)::oid
+               AND objid = ($1::bigint & 4294967295)::oid AND objsubid = 1",
+            key,
+        )
+    }
+
+    fn alive(url: &str, pid: i64) -> bool {
+        let sql = "SELECT count(*) FROM pg_stat_activity WHERE pid = $1::bigint";
+        scalar(url, sql, pid) == Some(1)
     }
 
     /// A sync takes the writers' lock before every search that finds a

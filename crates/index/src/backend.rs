@@ -101,7 +101,9 @@ pub trait IndexBackend: Send + Sync {
     /// All indexed files.
     fn files(&self) -> Result<Vec<FileRecord>>;
     /// Replaces a file's chunks (and vectors, aligned with `chunks`, when
-    /// given) in one transaction.
+    /// given) in one transaction. A backend should keep the stored chunks
+    /// a new chunk matches ([`diff_chunks`]) and write only the others:
+    /// the result must be the same as writing every chunk afresh.
     fn upsert_file(
         &self,
         file: &FileRecord,

@@ -79,6 +79,34 @@ fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
+/// Bytes of tokens [`tokens_of`] keeps at most, for all the indexes of the
+/// process; past that it starts again.
+const TOKENS_MEMO_BYTES: usize = 16 << 20;
+
+/// The keyword tokens of a chunk's text (`hash`: its sha256), kept for the
+/// next sync: a session log appended since the last one is chunked again
+/// whole, and all but its last chunks are texts tokenised then (the
+/// stemmer is half of re-chunking a log: docs/BENCHMARKS-LOG.md item 65).
+/// The tokens depend on the text alone, so every index of the process
+/// shares them.
+fn tokens_of(hash: &str, text: &str) -> String {
+    type Memo = (HashMap<String, String>, usize);
+    static MEMO: std::sync::OnceLock<Mutex<Memo>> = std::sync::OnceLock::new();
+    let memo = MEMO.get_or_init(Default::default);
+    if let Some(t) = memo.lock().unwrap_or_else(|e| e.into_inner()).0.get(hash) {
+        return t.clone();
+    }
+    let tokens = text::index_text(text);
+    let mut m = memo.lock().unwrap_or_else(|e| e.into_inner());
+    let size = hash.len() + tokens.len();
+    if m.1 + size > TOKENS_MEMO_BYTES {
+        *m = Memo::default();
+    }
+    m.1 += size;
+    m.0.insert(hash.to_string(), tokens.clone());
+    tokens
+}
+
 impl MemoryIndex {
     /// Brings the index up to date with the workspace: files whose mtime or
     /// size changed are hashed, changed ones re-chunked and re-embedded
@@ -573,15 +601,18 @@ impl MemoryIndex {
         };
         let chunks = chunks
             .into_iter()
-            .map(|(c, days)| NewChunk {
-                days,
-                start_line: c.start_line,
-                end_line: c.end_line,
-                hash: sha256_hex(c.text.as_bytes()),
-                tokens: text::index_text(&c.text),
-                text: c.text,
-                messages: c.messages,
-                parts: c.parts,
+            .map(|(c, days)| {
+                let hash = sha256_hex(c.text.as_bytes());
+                NewChunk {
+                    days,
+                    start_line: c.start_line,
+                    end_line: c.end_line,
+                    tokens: tokens_of(&hash, &c.text),
+                    hash,
+                    text: c.text,
+                    messages: c.messages,
+                    parts: c.parts,
+                }
             })
             .collect();
         let record = FileRecord {

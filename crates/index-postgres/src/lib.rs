@@ -619,15 +619,9 @@ async fn plan_rewrite(
     let all: Vec<i64> = stored.iter().map(|(id, _)| *id).collect();
     let keys: Vec<ChunkKey> = chunks.iter().map(|c| ChunkKey::of(c, source)).collect();
     let diff = diff_chunks(stored, &keys, complete);
-    let whole = |all: Vec<i64>| Rewrite {
-        diff: ChunkDiff {
-            kept: vec![false; chunks.len()],
-            gone: all,
-        },
-        lists: None,
-    };
     if !diff.keeps_any() {
-        return Ok(whole(all));
+        // Every stored chunk goes: `diff.gone` is all of them.
+        return Ok(Rewrite { diff, lists: None });
     }
     // The words the gone chunks held, from their texts as the indexer
     // tokenised them (NUL was stored as a space: both separate words).
@@ -669,7 +663,14 @@ async fn plan_rewrite(
             diff,
             lists: Some((words, rest)),
         },
-        None => whole(all),
+        // Written whole, as if nothing were kept.
+        None => Rewrite {
+            diff: ChunkDiff {
+                kept: vec![false; chunks.len()],
+                gone: all,
+            },
+            lists: None,
+        },
     })
 }
 

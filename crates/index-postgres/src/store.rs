@@ -634,23 +634,7 @@ impl mnemo_index::IndexBackendKind for Postgres {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
-
-    /// The first column of `sql`'s first row (a bigint), given `arg`, on
-    /// a connection of its own.
-    fn scalar(url: &str, sql: &'static str, arg: i64) -> Option<i64> {
-        let url = url.to_string();
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            let (c, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-                .await
-                .unwrap();
-            tokio::spawn(conn);
-            c.query_opt(sql, &[&arg]).await.unwrap().map(|r| r.get(0))
-        })
-    }
+    use mnemo_test_support::postgres::scalar;
 
     /// The backend pid holding `key` as a session advisory lock, if any.
     fn holder(url: &str, key: i64) -> Option<i64> {

@@ -775,11 +775,17 @@ impl IndexBackend for SqliteBackend {
             .map(|c| ChunkKey::of(c, file.source))
             .collect();
         let diff = diff_chunks(stored, &keys, complete);
-        for id in &diff.gone {
-            tx.execute("DELETE FROM chunks_fts WHERE rowid = ?1", params![id])
+        {
+            let mut fts = tx
+                .prepare_cached("DELETE FROM chunks_fts WHERE rowid = ?1")
                 .map_err(db)?;
-            tx.execute("DELETE FROM chunks WHERE id = ?1", params![id])
+            let mut chunk = tx
+                .prepare_cached("DELETE FROM chunks WHERE id = ?1")
                 .map_err(db)?;
+            for id in &diff.gone {
+                fts.execute(params![id]).map_err(db)?;
+                chunk.execute(params![id]).map_err(db)?;
+            }
         }
         tx.execute(
             "INSERT OR REPLACE INTO files(path, source, hash, mtime, size, embedded, session_key)

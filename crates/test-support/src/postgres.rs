@@ -163,6 +163,24 @@ pub fn schemas_like(url: &str, prefix: &str) -> Vec<String> {
     })
 }
 
+/// The first column (a bigint) of the first row `sql` returns given the
+/// one parameter `arg`, or `None` when it returns no row.
+///
+/// # Panics
+/// When the server cannot be reached or the statement fails.
+#[allow(clippy::expect_used)]
+pub fn scalar(url: &str, sql: &'static str, arg: i64) -> Option<i64> {
+    with_client(url, move |client| {
+        Box::pin(async move {
+            client
+                .query_opt(sql, &[&arg])
+                .await
+                .expect("the statement ran")
+                .map(|r| r.get(0))
+        })
+    })
+}
+
 /// Runs the statements `sql` (a test's clean-up).
 ///
 /// # Panics

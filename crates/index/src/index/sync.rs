@@ -79,7 +79,7 @@ fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
-/// Bytes of tokens [`tokens_of`] keeps at most, for all the indexes of the
+/// Bytes of tokens [`cached_tokens`] keeps at most, for all the indexes of the
 /// process; past that it starts again.
 const TOKENS_MEMO_BYTES: usize = 16 << 20;
 
@@ -89,7 +89,7 @@ const TOKENS_MEMO_BYTES: usize = 16 << 20;
 /// stemmer is half of re-chunking a log: docs/BENCHMARKS-LOG.md item 65).
 /// The tokens depend on the text alone, so every index of the process
 /// shares them.
-fn tokens_of(hash: &str, text: &str) -> String {
+fn cached_tokens(hash: &str, text: &str) -> String {
     type Memo = (HashMap<String, String>, usize);
     static MEMO: std::sync::OnceLock<Mutex<Memo>> = std::sync::OnceLock::new();
     let memo = MEMO.get_or_init(Default::default);
@@ -607,7 +607,7 @@ impl MemoryIndex {
                     days,
                     start_line: c.start_line,
                     end_line: c.end_line,
-                    tokens: tokens_of(&hash, &c.text),
+                    tokens: cached_tokens(&hash, &c.text),
                     hash,
                     text: c.text,
                     messages: c.messages,

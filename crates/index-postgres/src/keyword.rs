@@ -244,10 +244,6 @@ impl WordLists {
         WordLists(out)
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
     /// The rows as columns: words, then chunk ids, frequencies, lengths
     /// and positions, each packed (one statement takes them all).
     #[allow(clippy::type_complexity)]

@@ -354,6 +354,9 @@ async fn prepare(
         .unwrap_or_else(|e| e.into_inner())
         .insert(location.to_string(), vector_schema.clone());
     let search_path = format!("\"{schema}\", \"{vector_schema}\"");
+    if let Some(lock_key) = ready(c, schema, model.as_ref()).await {
+        return Ok((search_path, lock_key));
+    }
     let lock_key: i64 = c
         .query_one(
             "SELECT hashtextextended('mnemo-index:' || $1, 0)",
@@ -365,10 +368,7 @@ async fn prepare(
     let tx = c.transaction().await.map_err(db)?;
     // One opener at a time migrates; writers wait for the same lock.
     // A wait for another writer has no statement timeout.
-    tx.batch_execute(mnemo_postgres::WAIT_WITHOUT_TIMEOUT)
-        .await
-        .map_err(db)?;
-    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&lock_key])
+    tx.batch_execute(&mnemo_postgres::xact_lock(lock_key))
         .await
         .map_err(db)?;
     // DDL only where something is missing: a read-only database serves
@@ -407,21 +407,37 @@ async fn prepare(
     Ok((search_path, lock_key))
 }
 
+/// The lock key of an index that needs nothing of [`prepare`]'s: its
+/// schema at this mnemo's version, its vectors of `model`. One round trip,
+/// without the lock (a server of many workspaces opens their indexes all
+/// the time); `None` sends the open the whole way, as does any error (a
+/// schema not made yet). `schema` is a valid name, safe to format in.
+async fn ready(c: &Client, schema: &str, model: Option<&(String, usize)>) -> Option<i64> {
+    let sql = format!(
+        "SELECT hashtextextended('mnemo-index:{schema}', 0), \
+                (SELECT version FROM \"{schema}\".mnemo_schema), \
+                (SELECT model FROM \"{schema}\".vector_model), \
+                (SELECT dims FROM \"{schema}\".vector_model)"
+    );
+    let row = pool::simple_row(c, &sql).await.ok()??;
+    let [key, version, bound, dims] = <[Option<String>; 4]>::try_from(row).ok()?;
+    let current = version?.parse::<i32>().ok()? == schema::current();
+    let same_model = model.is_none_or(|(m, d)| {
+        bound.as_deref() == Some(m.as_str()) && dims.as_deref() == Some(d.to_string().as_str())
+    });
+    (current && same_model).then_some(key?.parse().ok()?)
+}
+
 /// Checks, inside a write transaction, that the chunk vectors are still
 /// those of `model`: another process may have bound them to another model
 /// since this one opened.
-async fn check_model(
-    tx: &tokio_postgres::Transaction<'_>,
-    bound: &tokio_postgres::Statement,
+fn check_model(
+    bound: Option<&tokio_postgres::Row>,
     pool: &Pool,
     model: &str,
     dims: usize,
 ) -> Result<()> {
-    let bound = tx
-        .query_opt(bound, &[])
-        .await
-        .map_err(|e| pool.db(e))?
-        .map(|r| (r.get::<_, String>(0), r.get::<_, i32>(1) as usize));
+    let bound = bound.map(|r| (r.get::<_, String>(0), r.get::<_, i32>(1) as usize));
     match bound {
         Some((m, d)) if m == model && d == dims => Ok(()),
         Some((m, d)) => Err(IndexError::Config(format!(
@@ -438,7 +454,7 @@ async fn check_model(
 /// the writers' lock when the graph is missing, with the memory to build
 /// it in one pass.
 async fn build_graph(
-    c: &mut Client,
+    c: &mut pool::Pooled,
     lock_key: i64,
     dims: usize,
 ) -> std::result::Result<(), tokio_postgres::Error> {
@@ -456,9 +472,7 @@ async fn build_graph(
     let tx = c.transaction().await?;
     // The wait for another writer, and the build itself (minutes for
     // millions of vectors), have no statement timeout.
-    tx.batch_execute(mnemo_postgres::WAIT_WITHOUT_TIMEOUT)
-        .await?;
-    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&lock_key])
+    tx.batch_execute(&mnemo_postgres::xact_lock(lock_key))
         .await?;
     // pgvector builds the graph in memory when it fits in
     // `maintenance_work_mem` (else far slower, on disk): about the vectors
@@ -483,6 +497,10 @@ async fn build_graph(
     tx.batch_execute(schema::HNSW_INDEX).await?;
     tx.commit().await
 }
+
+/// The most word lists a file's write sends as one statement; more go
+/// by COPY.
+const LISTS_COPY_FROM: usize = 512;
 
 /// One chunk's row as written.
 struct ChunkRow {
@@ -525,6 +543,13 @@ mod sql {
               AS u(id, sl, el, h, t, ms, me, df, dl, pa, nt)";
     pub(crate) const LISTS: &str =
         "COPY word_lists(token, path, source, chunk_ids, tfs, lens, positions) FROM STDIN (FORMAT binary)";
+    /// A file's few word lists in one statement that a pipeline can
+    /// carry (a COPY cannot): up to [`super::LISTS_COPY_FROM`] rows.
+    pub(crate) const LISTS_ROWS: &str =
+        "INSERT INTO word_lists(token, path, source, chunk_ids, tfs, lens, positions)
+         SELECT t, $1, $2, i, f, l, p
+         FROM unnest($3::text[], $4::bytea[], $5::bytea[], $6::bytea[], $7::bytea[])
+              AS u(t, i, f, l, p)";
     pub(crate) const VOCAB: &str = "INSERT INTO vocab(token, docs) SELECT t, d FROM unnest($1::text[], $2::bigint[]) AS u(t, d)
          ORDER BY t
          ON CONFLICT (token) DO UPDATE SET docs = vocab.docs + EXCLUDED.docs";
@@ -586,16 +611,17 @@ struct Rewrite {
 /// Compares `chunks` with what `path` holds, and reads the word lists an
 /// update in place changes; a file none of whose chunks stay, or whose
 /// rows disagree with its chunks' texts, is written whole.
+/// `rows` are [`sql::STORED`]'s for `path`.
 async fn plan_rewrite(
-    tx: &tokio_postgres::Transaction<'_>,
+    tx: &Client,
     st: &impl Fn(&str) -> Result<tokio_postgres::Statement>,
     pool: &Pool,
-    path: &str,
+    rows: Vec<tokio_postgres::Row>,
     source: Source,
+    path: &str,
     chunks: &[NewChunk],
 ) -> Result<Rewrite> {
     let db = |e| pool.db(e);
-    let rows = tx.query(&st(sql::STORED)?, &[&path]).await.map_err(db)?;
     let complete = rows.first().is_none_or(|r| r.get::<_, bool>(10));
     let stored: Vec<(i64, ChunkKey)> = rows
         .iter()
@@ -721,6 +747,7 @@ async fn upsert(
         sql::FILE,
         sql::IDS,
         sql::CHUNKS,
+        sql::LISTS_ROWS,
         sql::VOCAB,
         sql::CACHE,
         sql::TOTALS,
@@ -741,19 +768,40 @@ async fn upsert(
             .cloned()
             .ok_or_else(|| pool.error("a statement was not prepared (a bug)"))
     };
-    let tx = c.transaction().await.map_err(db)?;
-    // A wait for another writer has no statement timeout.
-    tx.batch_execute(mnemo_postgres::WAIT_WITHOUT_TIMEOUT)
-        .await
-        .map_err(db)?;
-    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&lock_key])
-        .await
-        .map_err(db)?;
-    if let Some((m, d)) = &model {
-        check_model(&tx, &st(sql::MODEL)?, pool, m, *d).await?;
+    // The statements go in three round trips, each a pipeline (see
+    // `pool::pipeline`): what is stored, what goes, what comes. An error
+    // leaves the transaction open on a connection the pool then closes,
+    // and the server rolls it back.
+    let client: &Client = c;
+    let begin = format!("START TRANSACTION; {}", mnemo_postgres::xact_lock(lock_key));
+    let (stored_st, model_st) = (st(sql::STORED)?, st(sql::MODEL));
+    let empty_st = st(sql::GRAPH_EMPTY);
+    let look_empty = graph == Graph::Unknown && model.is_some();
+    let by_path: [&(dyn tokio_postgres::types::ToSql + Sync); 1] = [&file.path];
+    let mut steps = vec![
+        pool::batch_step(client, &begin),
+        pool::step(client, &stored_st, &by_path),
+    ];
+    if let (Some(_), Ok(m)) = (&model, &model_st) {
+        steps.push(pool::step(client, m, &[]));
     }
+    if let (true, Ok(e)) = (look_empty, &empty_st) {
+        steps.push(pool::step(client, e, &[]));
+    }
+    let mut first = pool::pipeline(steps).await.map_err(db)?.into_iter().skip(1);
+    let stored = first.next().unwrap_or_default();
+    if let Some((m, d)) = &model {
+        let bound = first.next().unwrap_or_default();
+        check_model(bound.first(), pool, m, *d)?;
+    }
+    let empty = match look_empty {
+        true => first
+            .next()
+            .and_then(|rows| rows.first().map(|r| r.get::<_, bool>(0))),
+        false => None,
+    };
     let Rewrite { diff, lists: rest } =
-        plan_rewrite(&tx, &st, pool, &file.path, file.source, &chunks).await?;
+        plan_rewrite(client, &st, pool, stored, file.source, &file.path, &chunks).await?;
     // What is written: the chunks no stored one matches, with their vectors.
     let (chunks, vectors): (Vec<NewChunk>, Option<Vec<Vec<f32>>>) = {
         let keep = |i: &usize| !diff.kept[*i];
@@ -773,23 +821,17 @@ async fn upsert(
         (chunks, vectors)
     };
     let graph = match graph {
-        Graph::Unknown if model.is_some() => {
-            let empty: bool = tx
-                .query_one(&st(sql::GRAPH_EMPTY)?, &[])
-                .await
-                .map_err(db)?
-                .get(0);
-            match empty {
-                true => Graph::Loading(0),
-                false => Graph::Kept,
-            }
-        }
+        Graph::Unknown if model.is_some() => match empty.unwrap_or(false) {
+            true => Graph::Loading(0),
+            false => Graph::Kept,
+        },
         Graph::Unknown => Graph::Kept,
         g => g,
     };
     let graph = match graph {
         Graph::Loading(n) if n + chunks.len() >= LOAD_MIN => {
-            tx.batch_execute("DROP INDEX IF EXISTS chunk_vectors_hnsw")
+            client
+                .batch_execute("DROP INDEX IF EXISTS chunk_vectors_hnsw")
                 .await
                 .map_err(db)?;
             Graph::Deferred
@@ -801,58 +843,67 @@ async fn upsert(
         // A load's file is written again by the next sync when the server
         // loses this commit in a crash (its `files` row goes with it), so
         // the commit need not wait for the disk.
-        tx.batch_execute("SET LOCAL synchronous_commit = off")
+        client
+            .batch_execute("SET LOCAL synchronous_commit = off")
             .await
             .map_err(db)?;
     }
-    let gone = match &rest {
-        None => {
-            tx.execute(&st(sql::VOCAB_OUT)?, &[&file.path])
-                .await
-                .map_err(db)?;
-            tx.execute(&st(sql::VOCAB_EMPTY)?, &[&file.path])
-                .await
-                .map_err(db)?;
-            tx.execute(&st(sql::LISTS_OUT)?, &[&file.path])
-                .await
-                .map_err(db)?;
-            tx.query(&st(sql::CHUNKS_OUT)?, &[&file.path])
-                .await
-                .map_err(db)?
-        }
+    // What goes, the file's row and the new chunks' ids: one round trip.
+    let (size, count) = (file.size as i64, chunks.len() as i64);
+    let source_name = file.source.as_str();
+    let file_row: [&(dyn tokio_postgres::types::ToSql + Sync); 7] = [
+        &file.path,
+        &source_name,
+        &file.hash,
+        &file.mtime_ms,
+        &size,
+        &file.embedded,
+        &file.session_key,
+    ];
+    let by_count: [&(dyn tokio_postgres::types::ToSql + Sync); 1] = [&count];
+    let (out_st, file_st, ids_st) = match &rest {
+        None => (
+            vec![
+                st(sql::VOCAB_OUT)?,
+                st(sql::VOCAB_EMPTY)?,
+                st(sql::LISTS_OUT)?,
+                st(sql::CHUNKS_OUT)?,
+            ],
+            st(sql::FILE)?,
+            st(sql::IDS)?,
+        ),
+        Some(_) => (
+            vec![st(sql::LISTS_GONE)?, st(sql::CHUNKS_GONE)?],
+            st(sql::FILE)?,
+            st(sql::IDS)?,
+        ),
+    };
+    let gone_lists: [&(dyn tokio_postgres::types::ToSql + Sync); 2];
+    let gone_ids: [&(dyn tokio_postgres::types::ToSql + Sync); 1];
+    let mut steps: Vec<pool::Step<'_>> = match &rest {
+        None => out_st
+            .iter()
+            .map(|s| pool::step(client, s, &by_path))
+            .collect(),
         Some((words, _)) => {
-            tx.execute(&st(sql::LISTS_GONE)?, &[&file.path, words])
-                .await
-                .map_err(db)?;
-            tx.query(&st(sql::CHUNKS_GONE)?, &[&diff.gone])
-                .await
-                .map_err(db)?
+            gone_lists = [&file.path, words];
+            gone_ids = [&diff.gone];
+            vec![
+                pool::step(client, &out_st[0], &gone_lists),
+                pool::step(client, &out_st[1], &gone_ids),
+            ]
         }
     };
+    steps.push(pool::step(client, &file_st, &file_row));
+    steps.push(pool::step(client, &ids_st, &by_count));
+    let mut second = pool::pipeline(steps).await.map_err(db)?;
+    let ids_rows = second.pop().unwrap_or_default();
+    second.pop();
+    let gone = second.pop().unwrap_or_default();
     let gone_tokens: i64 = gone.iter().map(|r| r.get::<_, i32>(0) as i64).sum();
     let gone_chunks = gone.len() as i64;
-    tx.execute(
-        &st(sql::FILE)?,
-        &[
-            &file.path,
-            &file.source.as_str(),
-            &file.hash,
-            &file.mtime_ms,
-            &(file.size as i64),
-            &file.embedded,
-            &file.session_key,
-        ],
-    )
-    .await
-    .map_err(db)?;
     // Ids first, so the postings can be written in one statement.
-    let ids: Vec<i64> = tx
-        .query(&st(sql::IDS)?, &[&(chunks.len() as i64)])
-        .await
-        .map_err(db)?
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
+    let ids: Vec<i64> = ids_rows.iter().map(|r| r.get(0)).collect();
     let rows: Vec<ChunkRow> = chunks
         .into_iter()
         .zip(ids)
@@ -888,26 +939,34 @@ async fn upsert(
         .iter()
         .map(|r| (!r.chunk.parts.is_empty()).then(|| MessagePart::encode(&r.chunk.parts)))
         .collect();
-    tx.execute(
-        &st(sql::CHUNKS)?,
-        &[
-            &ids,
-            &col(&|r| r.chunk.start_line as i32),
-            &col(&|r| r.chunk.end_line as i32),
-            &hashes,
-            &texts,
-            &opt(&|r| r.chunk.messages.map(|m| m.0 as i32)),
-            &opt(&|r| r.chunk.messages.map(|m| m.1 as i32)),
-            &day(&|r| r.chunk.days.map(|d| d.0)),
-            &day(&|r| r.chunk.days.map(|d| d.1)),
-            &parts,
-            &col(&|r| r.len),
-            &file.path,
-            &source,
-        ],
-    )
-    .await
-    .map_err(db)?;
+    let (starts, ends) = (
+        col(&|r| r.chunk.start_line as i32),
+        col(&|r| r.chunk.end_line as i32),
+    );
+    let (msg_starts, msg_ends) = (
+        opt(&|r| r.chunk.messages.map(|m| m.0 as i32)),
+        opt(&|r| r.chunk.messages.map(|m| m.1 as i32)),
+    );
+    let (firsts, lasts) = (
+        day(&|r| r.chunk.days.map(|d| d.0)),
+        day(&|r| r.chunk.days.map(|d| d.1)),
+    );
+    let lens = col(&|r| r.len);
+    let chunk_rows: [&(dyn tokio_postgres::types::ToSql + Sync); 13] = [
+        &ids,
+        &starts,
+        &ends,
+        &hashes,
+        &texts,
+        &msg_starts,
+        &msg_ends,
+        &firsts,
+        &lasts,
+        &parts,
+        &lens,
+        &file.path,
+        &source,
+    ];
     let lists = keyword::WordLists::of(rows.iter().map(|r| (r.id, r.len, r.postings.as_slice())));
     // The rows to write, and each word's change in its number of chunks.
     let (lists, docs): (keyword::WordLists, Vec<(String, i64)>) = match rest {
@@ -921,11 +980,13 @@ async fn upsert(
         }
         Some((_, rest)) => lists.merged(rest),
     };
-    if !lists.is_empty() {
-        let (tok, ids, tfs, lens, pos) = lists.columns();
+    let (tok, list_ids, tfs, list_lens, pos) = lists.columns();
+    let copied = tok.len() > LISTS_COPY_FROM;
+    if copied {
         // Thousands of rows a file: streamed in COPY's binary format, not
-        // unpacked from arrays by the executor.
-        let sink = tx.copy_in(sql::LISTS).await.map_err(db)?;
+        // unpacked from arrays by the executor; the chunks they name are
+        // written in the same transaction, after them.
+        let sink = client.copy_in(sql::LISTS).await.map_err(db)?;
         let writer = BinaryCopyInWriter::new(
             sink,
             &[
@@ -943,88 +1004,99 @@ async fn upsert(
             writer
                 .as_mut()
                 .write(&[
-                    &tok[i], &file.path, &source, &ids[i], &tfs[i], &lens[i], &pos[i],
+                    &tok[i],
+                    &file.path,
+                    &source,
+                    &list_ids[i],
+                    &tfs[i],
+                    &list_lens[i],
+                    &pos[i],
                 ])
                 .await
                 .map_err(db)?;
         }
         writer.finish().await.map_err(db)?;
     }
-    if !docs.is_empty() {
-        // The words in order, as every writer takes them.
-        let (words, counts): (Vec<&str>, Vec<i64>) =
-            docs.iter().map(|(w, d)| (w.as_str(), *d)).unzip();
-        tx.execute(&st(sql::VOCAB)?, &[&words, &counts])
-            .await
-            .map_err(db)?;
-        let emptied: Vec<&str> = docs
+    // The words in order, as every writer takes them.
+    let (words, counts): (Vec<&str>, Vec<i64>) = docs.iter().map(|(w, d)| (w.as_str(), *d)).unzip();
+    let emptied: Vec<&str> = docs
+        .iter()
+        .filter(|(_, d)| *d < 0)
+        .map(|(w, _)| w.as_str())
+        .collect();
+    let dims_i32 = model.as_ref().map_or(0, |(_, d)| *d as i32);
+    let mut cached: (Vec<&str>, Vec<Vector>) = (Vec::new(), Vec::new());
+    let mut given: Vec<Vector> = Vec::new();
+    if let (Some((_, dims)), Some(vs)) = (&model, &vectors) {
+        // A text repeated in the file is one cache row: one statement
+        // may not update a row twice.
+        let mut seen = HashSet::new();
+        cached = rows
             .iter()
-            .filter(|(_, d)| *d < 0)
-            .map(|(w, _)| w.as_str())
-            .collect();
-        if !emptied.is_empty() {
-            tx.execute(&st(sql::VOCAB_ZERO)?, &[&emptied])
-                .await
-                .map_err(db)?;
-        }
-    }
-    if let Some((m, dims)) = &model {
-        let mut given: Vec<Vector> = Vec::new();
-        if let Some(vs) = &vectors {
-            // A text repeated in the file is one cache row: one statement
-            // may not update a row twice.
-            let mut seen = HashSet::new();
-            let (hashes, vectors): (Vec<&str>, Vec<Vector>) = rows
+            .zip(vs)
+            .filter(|(r, v)| v.len() == *dims && seen.insert(r.chunk.hash.as_str()))
+            .map(|(r, v)| (r.chunk.hash.as_str(), Vector::from(v.clone())))
+            .unzip();
+        if all_given {
+            // Each chunk its hash's row of the cache, as the join would
+            // give: a repeated text's first vector.
+            let mut first: HashMap<&str, &Vec<f32>> = HashMap::new();
+            for (r, v) in rows.iter().zip(vs) {
+                first.entry(r.chunk.hash.as_str()).or_insert(v);
+            }
+            given = rows
                 .iter()
                 .zip(vs)
-                .filter(|(r, v)| v.len() == *dims && seen.insert(r.chunk.hash.as_str()))
-                .map(|(r, v)| (r.chunk.hash.as_str(), Vector::from(v.clone())))
-                .unzip();
-            if !hashes.is_empty() {
-                tx.execute(
-                    &st(sql::CACHE)?,
-                    &[m, &(*dims as i32), &now, &hashes, &vectors],
-                )
-                .await
-                .map_err(db)?;
-            }
-            if all_given {
-                // Each chunk its hash's row of the cache, as the join
-                // would give: a repeated text's first vector.
-                let mut first: HashMap<&str, &Vec<f32>> = HashMap::new();
-                for (r, v) in rows.iter().zip(vs) {
-                    first.entry(r.chunk.hash.as_str()).or_insert(v);
-                }
-                given = rows
-                    .iter()
-                    .zip(vs)
-                    .map(|(r, v)| {
-                        let v = first.get(r.chunk.hash.as_str()).copied().unwrap_or(v);
-                        Vector::from(v.clone())
-                    })
-                    .collect();
-            }
-        }
-        if !ids.is_empty() {
-            let insert = st(vector_sql.as_deref().unwrap_or_default())?;
-            match all_given {
-                true => tx.execute(&insert, &[&ids, &given, &source]).await,
-                false => tx.execute(&insert, &[m, &(*dims as i32), &ids]).await,
-            }
-            .map_err(db)?;
+                .map(|(r, v)| {
+                    let v = first.get(r.chunk.hash.as_str()).copied().unwrap_or(v);
+                    Vector::from(v.clone())
+                })
+                .collect();
         }
     }
+    let model_name = model.as_ref().map(|(m, _)| m.as_str()).unwrap_or_default();
     let new_tokens: i64 = rows.iter().map(|r| r.len as i64).sum();
-    tx.execute(
-        &st(sql::TOTALS)?,
-        &[
-            &(rows.len() as i64 - gone_chunks),
-            &(new_tokens - gone_tokens),
-        ],
-    )
-    .await
-    .map_err(db)?;
-    tx.commit().await.map_err(db)?;
+    let (added_chunks, added_tokens) = (rows.len() as i64 - gone_chunks, new_tokens - gone_tokens);
+    // The rest, and the commit: one round trip.
+    type Params<'p, const N: usize> = [&'p (dyn tokio_postgres::types::ToSql + Sync); N];
+    let list_rows: Params<7> = [&file.path, &source, &tok, &list_ids, &tfs, &list_lens, &pos];
+    let vocab_rows: Params<2> = [&words, &counts];
+    let by_emptied: Params<1> = [&emptied];
+    let cache_rows: Params<5> = [&model_name, &dims_i32, &now, &cached.0, &cached.1];
+    let given_rows: Params<3> = [&ids, &given, &source];
+    let cache_join: Params<3> = [&model_name, &dims_i32, &ids];
+    let totals: Params<2> = [&added_chunks, &added_tokens];
+    let vectors_st = match &vector_sql {
+        Some(text) if !ids.is_empty() => Some(st(text)?),
+        _ => None,
+    };
+    let last = [
+        (sql::CHUNKS, &chunk_rows[..], true),
+        (sql::LISTS_ROWS, &list_rows[..], !copied && !tok.is_empty()),
+        (sql::VOCAB, &vocab_rows[..], !docs.is_empty()),
+        (sql::VOCAB_ZERO, &by_emptied[..], !emptied.is_empty()),
+        (sql::CACHE, &cache_rows[..], !cached.0.is_empty()),
+    ];
+    let mut statements = Vec::new();
+    for (text, params, wanted) in last {
+        if wanted {
+            statements.push((st(text)?, params));
+        }
+    }
+    if let Some(vectors_st) = vectors_st {
+        let params: &[&(dyn tokio_postgres::types::ToSql + Sync)] = match all_given {
+            true => &given_rows,
+            false => &cache_join,
+        };
+        statements.push((vectors_st, params));
+    }
+    statements.push((st(sql::TOTALS)?, &totals[..]));
+    let mut steps: Vec<pool::Step<'_>> = statements
+        .iter()
+        .map(|(s, params)| pool::step(client, s, params))
+        .collect();
+    steps.push(pool::batch_step(client, "COMMIT"));
+    pool::pipeline(steps).await.map_err(db)?;
     Ok(graph)
 }
 
@@ -1045,10 +1117,7 @@ async fn delete(pool: &Pool, c: &mut Client, lock_key: i64, path: String) -> Res
     let db = |e| pool.db(e);
     let tx = c.transaction().await.map_err(db)?;
     // A wait for another writer has no statement timeout.
-    tx.batch_execute(mnemo_postgres::WAIT_WITHOUT_TIMEOUT)
-        .await
-        .map_err(db)?;
-    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&lock_key])
+    tx.batch_execute(&mnemo_postgres::xact_lock(lock_key))
         .await
         .map_err(db)?;
     let gone = delete_chunks(&tx, &path).await.map_err(db)?;
@@ -1380,25 +1449,24 @@ impl IndexBackend for PostgresBackend {
     }
 
     fn set_meta(&self, entries: &[(&str, String)]) -> Result<()> {
-        let entries: Vec<(String, String)> = entries
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.clone()))
-            .collect();
+        // One statement (its own transaction): the last value of a key
+        // given twice.
+        let mut by_key: Vec<(String, String)> = Vec::with_capacity(entries.len());
+        for (k, v) in entries {
+            by_key.retain(|(seen, _)| seen != k);
+            by_key.push((k.to_string(), v.clone()));
+        }
+        let (keys, values): (Vec<String>, Vec<String>) = by_key.into_iter().unzip();
         self.with(|pool, mut c| async move {
-            let r = async {
-                let tx = c.transaction().await?;
-                for (k, v) in &entries {
-                    tx.execute(
-                        "INSERT INTO meta(key, value) VALUES ($1, $2)
-                         ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
-                        &[k, v],
-                    )
-                    .await?;
-                }
-                tx.commit().await
-            }
-            .await
-            .map_err(|e| pool.db(e));
+            let r = c
+                .query(
+                    "INSERT INTO meta(key, value) SELECT * FROM unnest($1::text[], $2::text[])
+                     ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+                    &[&keys, &values],
+                )
+                .await
+                .map(drop)
+                .map_err(|e| pool.db(e));
             (c, r)
         })
     }
@@ -1584,12 +1652,18 @@ impl IndexBackend for PostgresBackend {
         let key = self.lock_key;
         self.with(move |pool, mut c| async move {
             let r = async {
+                // Most syncs find the cache within its bound: one
+                // statement, no lock.
+                let rows: i64 = c
+                    .query_one("SELECT count(*) FROM embedding_cache", &[])
+                    .await?
+                    .get(0);
+                if rows <= i64::try_from(keep).unwrap_or(i64::MAX) {
+                    return Ok(0);
+                }
                 let tx = c.transaction().await?;
                 // A wait for another writer has no statement timeout.
-                tx.batch_execute(mnemo_postgres::WAIT_WITHOUT_TIMEOUT)
-                    .await?;
-                tx.execute("SELECT pg_advisory_xact_lock($1)", &[&key])
-                    .await?;
+                tx.batch_execute(&mnemo_postgres::xact_lock(key)).await?;
                 let rows: i64 = tx
                     .query_one("SELECT count(*) FROM embedding_cache", &[])
                     .await?

@@ -269,6 +269,67 @@ fn unavailable(code: &str) -> bool {
 
 pub(crate) use mnemo_postgres::describe;
 
+/// The first row of `sql` run by the simple protocol, its columns as
+/// text: one round trip, nothing prepared. For statements whose text
+/// names a schema, which the statement cache of a server of many
+/// workspaces would hold one of per workspace.
+pub(crate) async fn simple_row(
+    c: &Client,
+    sql: &str,
+) -> Result<Option<Vec<Option<String>>>, tokio_postgres::Error> {
+    let rows = c.simple_query(sql).await?;
+    Ok(rows.iter().find_map(|m| match m {
+        tokio_postgres::SimpleQueryMessage::Row(r) => {
+            Some((0..r.len()).map(|i| r.get(i).map(str::to_string)).collect())
+        }
+        _ => None,
+    }))
+}
+
+/// One statement of a [`pipeline`]: its rows (none for a statement that
+/// returns none).
+pub(crate) type Step<'a> =
+    std::pin::Pin<Box<dyn Future<Output = Result<Vec<Row>, tokio_postgres::Error>> + Send + 'a>>;
+
+/// A prepared statement as a [`pipeline`] step.
+pub(crate) fn step<'a>(
+    c: &'a Client,
+    st: &'a Statement,
+    params: &'a [&'a (dyn ToSql + Sync)],
+) -> Step<'a> {
+    Box::pin(c.query(st, params))
+}
+
+/// Statements run by the simple protocol as a [`pipeline`] step.
+pub(crate) fn batch_step<'a>(c: &'a Client, sql: &'a str) -> Step<'a> {
+    Box::pin(async move { c.batch_execute(sql).await.map(|()| Vec::new()) })
+}
+
+/// Runs `steps` on their connection in one round trip: each is sent when
+/// first polled, all in order, and the server runs and answers them in
+/// that order. The rows of each, or the first error (in a transaction,
+/// the steps after a failed one fail too, and its commit rolls back).
+pub(crate) async fn pipeline(steps: Vec<Step<'_>>) -> Result<Vec<Vec<Row>>, tokio_postgres::Error> {
+    use std::task::Poll;
+    let mut pending: Vec<Option<Step<'_>>> = steps.into_iter().map(Some).collect();
+    let mut done: Vec<Vec<Row>> = pending.iter().map(|_| Vec::new()).collect();
+    std::future::poll_fn(|cx| {
+        for (slot, rows) in pending.iter_mut().zip(done.iter_mut()) {
+            if let Some(f) = slot {
+                if let Poll::Ready(r) = f.as_mut().poll(cx) {
+                    *slot = None;
+                    *rows = r?;
+                }
+            }
+        }
+        match pending.iter().all(Option::is_none) {
+            true => Poll::Ready(Ok(std::mem::take(&mut done))),
+            false => Poll::Pending,
+        }
+    })
+    .await
+}
+
 /// One new connection, its I/O driven by a task of the runtime.
 pub(crate) async fn connect(target: &Target) -> Result<Client, IndexError> {
     target.connect().await.map_err(IndexError::Config)

@@ -94,15 +94,9 @@ impl PostgresStore {
                 // time). Its schema is in the statement: the simple
                 // protocol, one round trip, nothing prepared.
                 let read = format!("SELECT live FROM \"{base}\".generation");
-                match c.simple_query(&read).await {
-                    Ok(rows) => {
-                        let live = rows.iter().find_map(|m| match m {
-                            tokio_postgres::SimpleQueryMessage::Row(r) => {
-                                r.get(0).map(str::to_string)
-                            }
-                            _ => None,
-                        });
-                        if let Some(live) = live {
+                match pool::simple_row(&c, &read).await {
+                    Ok(row) => {
+                        if let Some(live) = row.and_then(|r| r.into_iter().next().flatten()) {
                             return Ok(live);
                         }
                     }
@@ -123,15 +117,9 @@ impl PostgresStore {
                 // path before the wait), create it again and fail on a
                 // duplicate key. Held by the session: released below, or
                 // with the connection, which a failed open drops.
-                let wait = c.transaction().await.map_err(|e| p.db(e))?;
-                // A wait for another writer has no statement timeout.
-                wait.batch_execute(mnemo_postgres::WAIT_WITHOUT_TIMEOUT)
+                c.batch_execute(&mnemo_postgres::session_lock(init_key))
                     .await
                     .map_err(|e| p.db(e))?;
-                wait.execute("SELECT pg_advisory_lock($1)", &[&init_key])
-                    .await
-                    .map_err(|e| p.db(e))?;
-                wait.commit().await.map_err(|e| p.db(e))?;
                 let tx = c.transaction().await.map_err(|e| p.db(e))?;
                 // DDL only for a new index: a read-only database serves
                 // searches of one made before.
@@ -223,10 +211,7 @@ impl PostgresStore {
                 let tx = c.transaction().await.map_err(|e| p.db(e))?;
                 // Not under a rebuild's feet: it holds the writer lock.
                 // A wait for another writer has no statement timeout.
-                tx.batch_execute(mnemo_postgres::WAIT_WITHOUT_TIMEOUT)
-                    .await
-                    .map_err(|e| p.db(e))?;
-                tx.execute("SELECT pg_advisory_xact_lock($1)", &[&writer])
+                tx.batch_execute(&mnemo_postgres::xact_lock(writer))
                     .await
                     .map_err(|e| p.db(e))?;
                 let pattern = format!("^{base}(_[0-9]+)?$");
@@ -297,12 +282,13 @@ impl Shared {
         let p = self.pool.clone();
         let sql = format!("SELECT live FROM \"{}\".generation", self.opts.schema);
         self.rt.run(async move {
-            let mut c = p.get().await?;
-            let r = c
-                .query_one(&sql, &[])
-                .await
-                .map(|r| r.get::<_, String>(0))
-                .map_err(|e| p.db(e));
+            let c = p.get().await?;
+            let r = match pool::simple_row(&c, &sql).await {
+                Ok(row) => row
+                    .and_then(|r| r.into_iter().next().flatten())
+                    .ok_or_else(|| p.error("the index's generation table has no row")),
+                Err(e) => Err(p.db(e)),
+            };
             p.put(c, r)
         })
     }
@@ -422,14 +408,9 @@ impl IndexStore for PostgresStore {
                     LockWait::Forever => {
                         // As long as the holder's work takes: no
                         // statement timeout for the wait.
-                        let tx = c.transaction().await.map_err(|e| p.db(e))?;
-                        tx.batch_execute(mnemo_postgres::WAIT_WITHOUT_TIMEOUT)
+                        c.batch_execute(&mnemo_postgres::session_lock(key))
                             .await
                             .map_err(|e| p.db(e))?;
-                        tx.execute("SELECT pg_advisory_lock($1)", &[&key])
-                            .await
-                            .map_err(|e| p.db(e))?;
-                        tx.commit().await.map_err(|e| p.db(e))?;
                         Ok(true)
                     }
                     LockWait::Until(deadline) => loop {

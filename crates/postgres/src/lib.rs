@@ -135,6 +135,22 @@ pub const STATEMENT_TIMEOUT: Duration = Duration::from_secs(300);
 /// build), which no statement timeout can know.
 pub const WAIT_WITHOUT_TIMEOUT: &str = "SET LOCAL statement_timeout = 0";
 
+/// A transaction's wait for mnemo's advisory lock `key`, sent as one
+/// batch (one round trip): [`WAIT_WITHOUT_TIMEOUT`], then the lock, held
+/// until the transaction ends. `key` is a number, safe to format into
+/// the batch.
+pub fn xact_lock(key: i64) -> String {
+    format!("{WAIT_WITHOUT_TIMEOUT}; SELECT pg_advisory_xact_lock({key})")
+}
+
+/// A wait for mnemo's advisory lock `key`, held by the session (until
+/// unlocked or disconnected), sent as one batch: a transaction of its own
+/// for [`WAIT_WITHOUT_TIMEOUT`], committed once the lock is granted. Not
+/// for a connection already in a transaction.
+pub fn session_lock(key: i64) -> String {
+    format!("BEGIN; {WAIT_WITHOUT_TIMEOUT}; SELECT pg_advisory_lock({key}); COMMIT")
+}
+
 /// A database to reach: the client's settings (a connect timeout and
 /// mnemo's application name unless the URL sets them), its TLS (libpq's
 /// `sslmode` and `sslrootcert`, see [`tls`]), its statement timeout and

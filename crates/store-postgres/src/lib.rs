@@ -425,32 +425,26 @@ impl PgStorage {
             .rt
             .run(async move {
                 let p = locks.get().await.map_err(|m| failed(&loc, m))?;
-                let sql = if wait {
-                    "SELECT true FROM pg_advisory_lock($1)"
+                // One round trip each, nothing prepared (`key` is a
+                // number). The wait lasts as long as the holder's work (a
+                // consolidation's model call): no statement timeout. The
+                // lock is the session's and outlives the commit.
+                let got = if wait {
+                    p.client
+                        .batch_execute(&mnemo_postgres::session_lock(key))
+                        .await
+                        .map_err(db_err(&loc))?;
+                    true
                 } else {
-                    "SELECT pg_try_advisory_lock($1)"
+                    let rows = p
+                        .client
+                        .simple_query(&format!("SELECT pg_try_advisory_lock({key})"))
+                        .await
+                        .map_err(db_err(&loc))?;
+                    rows.iter().any(|m| {
+                        matches!(m, tokio_postgres::SimpleQueryMessage::Row(r) if r.get(0) == Some("t"))
+                    })
                 };
-                if wait {
-                    // The wait lasts as long as the holder's work (a
-                    // consolidation's model call): no statement timeout.
-                    // The lock is the session's and outlives the commit.
-                    p.client
-                        .batch_execute(&format!("BEGIN; {}", mnemo_postgres::WAIT_WITHOUT_TIMEOUT))
-                        .await
-                        .map_err(db_err(&loc))?;
-                }
-                let got: bool = p
-                    .client
-                    .query_one(sql, &[&key])
-                    .await
-                    .map_err(db_err(&loc))?
-                    .get(0);
-                if wait {
-                    p.client
-                        .batch_execute("COMMIT")
-                        .await
-                        .map_err(db_err(&loc))?;
-                }
                 if got {
                     Ok::<_, Error>(Some(p))
                 } else {
@@ -1129,7 +1123,7 @@ impl Drop for AdvisoryLock {
         let _ = self.db.rt.run(async move {
             if conn
                 .client
-                .execute("SELECT pg_advisory_unlock($1)", &[&key])
+                .batch_execute(&format!("SELECT pg_advisory_unlock({key})"))
                 .await
                 .is_ok()
             {

@@ -45,6 +45,16 @@ pub struct MemoryIndex {
     inner: Arc<Inner>,
 }
 
+/// The live generation and its metadata as one search last read them,
+/// under the writers' lock when it synced: the search reads neither
+/// again (each is a round trip to a database server). The metadata is
+/// for the index's settings (model, chunking, schema), which only a
+/// full rebuild changes; its freshness stamp may be older.
+struct Live {
+    backend: Arc<dyn IndexBackend>,
+    meta: HashMap<String, String>,
+}
+
 struct Inner {
     ws: Workspace,
     settings: IndexSettings,
@@ -194,6 +204,13 @@ impl MemoryIndex {
         self.inner.store.live()
     }
 
+    /// The live generation and its metadata, read together.
+    fn live(&self) -> Result<Live> {
+        let backend = self.backend()?;
+        let meta = backend.meta()?;
+        Ok(Live { backend, meta })
+    }
+
     /// Chunk size actually used: the configured size, capped by the model's
     /// input limit (minus the special tokens its counter adds), so the
     /// model never truncates a chunk silently.
@@ -282,7 +299,15 @@ impl MemoryIndex {
     /// True when the live index was built with another model, chunking or
     /// schema (an empty index never needs a rebuild).
     fn needs_full_reindex(&self, backend: &dyn IndexBackend) -> Result<bool> {
-        let meta = backend.meta()?;
+        self.needs_full_reindex_in(backend, &backend.meta()?)
+    }
+
+    /// [`Self::needs_full_reindex`] with `backend`'s metadata as read.
+    fn needs_full_reindex_in(
+        &self,
+        backend: &dyn IndexBackend,
+        meta: &HashMap<String, String>,
+    ) -> Result<bool> {
         if !meta.contains_key("schema_version") {
             return Ok(backend.counts()?.files > 0);
         }

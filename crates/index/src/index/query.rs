@@ -38,27 +38,28 @@ impl MemoryIndex {
         };
         // A process that watches the workspace never compares every file in
         // a search: it needs no second thread.
+        let mut live = None;
         let embedded = if opts.sync_on_search && wanted.is_some() && self.watching().is_none() {
             std::thread::scope(|s| {
                 let job = s.spawn(embed);
-                self.refresh(&mut warnings);
+                live = self.refresh(&mut warnings);
                 job.join()
                     .unwrap_or_else(|_| Err("the embedding thread stopped".into()))
             })
         } else {
             if opts.sync_on_search {
-                self.refresh(&mut warnings);
+                live = self.refresh(&mut warnings);
             }
             embed()
         };
-        let once = |warnings: &mut Vec<String>| {
-            self.search_once(query, req, opts, &readings, &embedded, warnings)
+        let once = |live, warnings: &mut Vec<String>| {
+            self.search_once(query, req, opts, &readings, &embedded, live, warnings)
         };
-        match once(&mut warnings) {
+        match once(live, &mut warnings) {
             Ok(r) => Ok(r),
             // A generation swapped by another process can vanish under an
             // old connection; resolve the live one and retry once.
-            Err(IndexError::Database { .. }) => once(&mut warnings),
+            Err(IndexError::Database { .. }) => once(None, &mut warnings),
             Err(e) => Err(e),
         }
     }
@@ -70,17 +71,21 @@ impl MemoryIndex {
         opts: &SearchOptions,
         readings: &[Reading],
         embedded: &Embedded,
+        live: Option<Live>,
         warnings: &mut Vec<String>,
     ) -> Result<SearchResponse> {
-        let backend = self.backend()?;
-        let backend = backend.as_ref();
+        let live = match live {
+            Some(live) => live,
+            None => self.live()?,
+        };
+        let backend = live.backend.as_ref();
         let max_results = req.max_results.unwrap_or(opts.max_results).max(1);
         let min_score = req.min_score.unwrap_or(opts.min_score);
         let sources: Vec<Source> = req.sources.clone().unwrap_or_default();
         let n_cand = (max_results * opts.candidate_multiplier)
             .clamp(50, 1000)
             .max(max_results);
-        let mut hybrid = self.vectors_usable(backend, query, opts, warnings)?;
+        let mut hybrid = self.vectors_usable(backend, &live.meta, query, opts, warnings)?;
 
         // Candidates: keyword and phrase hits, vector hits, and what was
         // said in the periods the query names.
@@ -237,6 +242,7 @@ impl MemoryIndex {
     fn vectors_usable(
         &self,
         backend: &dyn IndexBackend,
+        meta: &HashMap<String, String>,
         query: &str,
         opts: &SearchOptions,
         warnings: &mut Vec<String>,
@@ -247,9 +253,9 @@ impl MemoryIndex {
         if opts.vector_weight <= 0.0 {
             return Ok(false);
         }
-        if self.needs_full_reindex(backend)? {
+        if self.needs_full_reindex_in(backend, meta)? {
             warnings.push("the index was built with other settings (model or chunking); run `mnemo index` to rebuild it".into());
-            let dims = backend.meta()?.get("dims").cloned();
+            let dims = meta.get("dims").cloned();
             if dims != Some(emb.dims().to_string()) {
                 return Ok(false);
             }

@@ -126,12 +126,10 @@ impl MemoryIndex {
             .ok_or_else(|| IndexError::Busy(self.inner.store.lock_location()))
     }
 
-    /// The freshness stamp of `backend` (`None` before its first sync).
-    pub(super) fn stamp(backend: &dyn IndexBackend) -> Result<Option<Stamp>> {
-        Ok(backend
-            .meta()?
-            .get(fresh::META_KEY)
-            .and_then(|t| Stamp::parse(t)))
+    /// The freshness stamp in an index's metadata (`None` before its
+    /// first sync).
+    pub(super) fn stamp(meta: &HashMap<String, String>) -> Option<Stamp> {
+        meta.get(fresh::META_KEY).and_then(|t| Stamp::parse(t))
     }
 
     /// `Ok(None)` when another sync still holds the lock after `wait`, or
@@ -145,6 +143,22 @@ impl MemoryIndex {
         scope: Scope,
         progress: &dyn Fn(SyncProgress),
     ) -> Result<Option<SyncReport>> {
+        Ok(self
+            .sync_live(force, wait, allow_full, scope, progress)?
+            .map(|(report, _)| report))
+    }
+
+    /// [`Self::run_sync`], and the live generation it synced with its
+    /// metadata as read under the writers' lock (for a search that
+    /// follows, see [`Live`]).
+    pub(super) fn sync_live(
+        &self,
+        force: bool,
+        wait: Wait,
+        allow_full: bool,
+        scope: Scope,
+        progress: &dyn Fn(SyncProgress),
+    ) -> Result<Option<(SyncReport, Live)>> {
         // This process's syncs, then other processes' (the store's lock).
         let deadline = match wait {
             Wait::UpTo(d) => Some(Instant::now() + d),
@@ -176,13 +190,15 @@ impl MemoryIndex {
         let Some(writer) = self.inner.store.lock(lock_wait)? else {
             return Ok(None);
         };
-        let backend = self.backend()?;
-        let full = force || self.needs_full_reindex(backend.as_ref())?;
+        // Read once under the lock: another process may have synced since.
+        let Live { backend, mut meta } = self.live()?;
+        let full = force || self.needs_full_reindex_in(backend.as_ref(), &meta)?;
         if full && !allow_full {
             return Ok(None);
         }
-        let report = if full {
+        let synced = if full {
             self.full_rebuild(progress)
+                .and_then(|report| Ok((report, self.live()?)))
         } else {
             let mut report = SyncReport::default();
             let r = match scope {
@@ -190,20 +206,28 @@ impl MemoryIndex {
                 Scope::Changed {
                     reconcile_ms,
                     extra,
-                } => {
-                    self.sync_changed(backend.as_ref(), reconcile_ms, extra, &mut report, progress)
-                }
+                } => self.sync_changed(
+                    backend.as_ref(),
+                    &meta,
+                    reconcile_ms,
+                    extra,
+                    &mut report,
+                    progress,
+                ),
             };
             r.and_then(|()| {
-                if !backend.meta()?.contains_key("schema_version") {
-                    backend.set_meta(&self.desired_meta())?;
+                // Only a sync under the lock writes these keys.
+                if !meta.contains_key("schema_version") {
+                    let desired = self.desired_meta();
+                    backend.set_meta(&desired)?;
+                    meta.extend(desired.into_iter().map(|(k, v)| (k.to_string(), v)));
                 }
-                Ok(report)
+                Ok((report, Live { backend, meta }))
             })
         };
         drop(writer);
         progress(SyncProgress::Finished);
-        report.map(Some)
+        synced.map(Some)
     }
 
     /// Builds every file into a new generation and swaps it in; searches
@@ -232,7 +256,7 @@ impl MemoryIndex {
         progress: &dyn Fn(SyncProgress),
     ) -> Result<()> {
         if let Some(source) = &self.inner.source {
-            return self.sync_source(source.as_ref(), backend, full, report, progress);
+            return self.sync_source(source.as_ref(), None, backend, full, report, progress);
         }
         let ws = &self.inner.ws;
         let opts = &self.inner.settings.index;
@@ -259,22 +283,24 @@ impl MemoryIndex {
     /// Brings in what the freshness check finds changed since the stamp
     /// (plus `extra` paths that file-system events named); walks every file
     /// when the check says so.
+    /// `meta` is `backend`'s, read under the writers' lock.
     fn sync_changed(
         &self,
         backend: &dyn IndexBackend,
+        meta: &HashMap<String, String>,
         reconcile_ms: i64,
         extra: BTreeSet<String>,
         report: &mut SyncReport,
         progress: &dyn Fn(SyncProgress),
     ) -> Result<()> {
         if let Some(source) = &self.inner.source {
-            if extra.is_empty() && !Self::source_changed(source.as_ref(), backend)? {
+            let now = Self::source_revision(source.as_ref())?;
+            if extra.is_empty() && !Self::source_moved(&now, meta) {
                 return Ok(());
             }
-            return self.sync_into(backend, false, report, progress);
+            return self.sync_source(source.as_ref(), Some(now), backend, false, report, progress);
         }
-        // Read again under the lock: another process may have synced since.
-        let stamp = Self::stamp(backend)?;
+        let stamp = Self::stamp(meta);
         let changes = match (
             fresh::due(&self.inner.ws, stamp.as_ref(), now_ms(), reconcile_ms),
             &stamp,
@@ -768,16 +794,22 @@ impl MemoryIndex {
     /// A sync from a [`SourceTree`]: every document listed is compared
     /// with the index (by time and size, then by hash); the revision read
     /// first is recorded, so a change made during the sync shows next time.
+    /// `revision` is the source's, read by the caller under the writers'
+    /// lock (`None`: read here).
     fn sync_source(
         &self,
         source: &dyn SourceTree,
+        revision: Option<String>,
         backend: &dyn IndexBackend,
         full: bool,
         report: &mut SyncReport,
         progress: &dyn Fn(SyncProgress),
     ) -> Result<()> {
         let fail = |m: String| IndexError::database(source.location(), m);
-        let revision = source.revision().map_err(fail)?;
+        let revision = match revision {
+            Some(r) => r,
+            None => Self::source_revision(source)?,
+        };
         let opts = &self.inner.settings.index;
         let files: Vec<Found> = source
             .documents()
@@ -811,10 +843,21 @@ impl MemoryIndex {
         source: &dyn SourceTree,
         backend: &dyn IndexBackend,
     ) -> Result<bool> {
-        let now = source
+        let now = Self::source_revision(source)?;
+        Ok(Self::source_moved(&now, &backend.meta()?))
+    }
+
+    /// The source's revision now.
+    pub(super) fn source_revision(source: &dyn SourceTree) -> Result<String> {
+        source
             .revision()
-            .map_err(|m| IndexError::database(source.location(), m))?;
-        Ok(backend.meta()?.get(SOURCE_REVISION) != Some(&now))
+            .map_err(|m| IndexError::database(source.location(), m))
+    }
+
+    /// True when revision `now` is not the one an index with metadata
+    /// `meta` was last synced to.
+    pub(super) fn source_moved(now: &str, meta: &HashMap<String, String>) -> bool {
+        meta.get(SOURCE_REVISION).map(String::as_str) != Some(now)
     }
 
     /// The bytes of a found document, from the source or the file.

@@ -310,8 +310,9 @@ impl MemoryIndex {
     }
 
     /// Brings the index up to date before a search (see the module docs);
-    /// what could not be done is said in `warnings`.
-    pub(super) fn refresh(&self, warnings: &mut Vec<String>) {
+    /// what could not be done is said in `warnings`. Returns the live
+    /// generation and its metadata as last read, for the search.
+    pub(super) fn refresh(&self, warnings: &mut Vec<String>) -> Option<Live> {
         let configured = (self.inner.settings.index.reconcile_secs as i64).saturating_mul(1000);
         let watching = self.watching();
         let (reconcile_ms, extra, rescan) = match &watching {
@@ -325,22 +326,32 @@ impl MemoryIndex {
             }
             None => (configured, BTreeSet::new(), false),
         };
+        let mut seen = None;
         if extra.is_empty() && !rescan {
-            let stale = self.backend().and_then(|b| match &self.inner.source {
-                Some(source) => Self::source_changed(source.as_ref(), b.as_ref()),
-                None => Self::stamp(b.as_ref()).map(|s| {
-                    !matches!(
-                        fresh::due(&self.inner.ws, s.as_ref(), now_ms(), reconcile_ms),
+            let stale = self.live().and_then(|live| {
+                let stale = match &self.inner.source {
+                    Some(source) => {
+                        Self::source_moved(&Self::source_revision(source.as_ref())?, &live.meta)
+                    }
+                    None => !matches!(
+                        fresh::due(
+                            &self.inner.ws,
+                            Self::stamp(&live.meta).as_ref(),
+                            now_ms(),
+                            reconcile_ms
+                        ),
                         Due::Nothing
-                    )
-                }),
+                    ),
+                };
+                seen = Some(live);
+                Ok(stale)
             });
             match stale {
-                Ok(false) => return,
+                Ok(false) => return seen,
                 Ok(true) => {}
                 Err(e) => {
                     warnings.push(format!("could not check the index for changes: {e}"));
-                    return;
+                    return seen;
                 }
             }
         }
@@ -360,21 +371,23 @@ impl MemoryIndex {
         } else {
             Wait::Never
         };
-        let outcome = self.run_sync(false, wait, false, scope, &|_| {});
+        let outcome = self.sync_live(false, wait, false, scope, &|_| {});
         if !matches!(outcome, Ok(Some(_))) {
             if let Some(w) = &watching {
                 w.give_back(extra, rescan);
             }
         }
         match outcome {
-            Ok(Some(r)) => {
+            Ok(Some((r, live))) => {
                 for i in r.issues {
                     warnings.push(format!("{}: {}", i.path, i.message));
                 }
+                return Some(live);
             }
             Ok(None) => warnings
                 .push("the index is being updated; results may miss the latest changes".into()),
             Err(e) => warnings.push(format!("could not update the index before searching: {e}")),
         }
+        seen
     }
 }

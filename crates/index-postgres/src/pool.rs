@@ -422,6 +422,78 @@ impl std::ops::DerefMut for Pooled {
 mod tests {
     use super::*;
 
+    /// A pipeline answers its steps in order, and one failed step fails
+    /// the whole: the steps after it and its commit do nothing.
+    #[test]
+    fn a_failed_step_fails_the_pipeline_and_its_commit() {
+        let Some(url) = mnemo_test_support::postgres::test_url() else {
+            return;
+        };
+        let schema = mnemo_test_support::postgres::fresh_schema();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let (c, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+                .await
+                .unwrap();
+            tokio::spawn(conn);
+            c.batch_execute(&format!(
+                "CREATE SCHEMA \"{schema}\"; CREATE TABLE \"{schema}\".t (x int PRIMARY KEY)"
+            ))
+            .await
+            .unwrap();
+            let insert = c
+                .prepare(&format!(
+                    "INSERT INTO \"{schema}\".t VALUES ($1) RETURNING x"
+                ))
+                .await
+                .unwrap();
+            let (one, two) = (1i32, 2i32);
+            let (p1, p2): ([&(dyn ToSql + Sync); 1], [&(dyn ToSql + Sync); 1]) = ([&one], [&two]);
+            let rows = pipeline(vec![
+                batch_step(&c, "BEGIN"),
+                step(&c, &insert, &p1),
+                step(&c, &insert, &p2),
+                batch_step(&c, "COMMIT"),
+            ])
+            .await
+            .unwrap();
+            let got: Vec<Vec<i32>> = rows
+                .iter()
+                .map(|r| r.iter().map(|r| r.get(0)).collect())
+                .collect();
+            assert_eq!(got, vec![vec![], vec![1], vec![2], vec![]]);
+            // Two is there already: the step fails, and so does the rest.
+            let three = 3i32;
+            let p3: [&(dyn ToSql + Sync); 1] = [&three];
+            let e = pipeline(vec![
+                batch_step(&c, "BEGIN"),
+                step(&c, &insert, &p3),
+                step(&c, &insert, &p2),
+                step(&c, &insert, &p3),
+                batch_step(&c, "COMMIT"),
+            ])
+            .await
+            .unwrap_err();
+            assert_eq!(
+                e.code(),
+                Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION)
+            );
+            let _ = c.batch_execute("ROLLBACK").await;
+            let n: i64 = c
+                .query_one(&format!("SELECT count(*) FROM \"{schema}\".t"), &[])
+                .await
+                .unwrap()
+                .get(0);
+            assert_eq!(n, 2, "three was written by a pipeline that failed");
+            c.batch_execute(&format!("DROP SCHEMA \"{schema}\" CASCADE"))
+                .await
+                .unwrap();
+        });
+    }
+
     /// A schema two sessions create at once: the loser's unique violation
     /// in the system catalog is "busy, retry", not an internal fault whose
     /// advice is to rebuild the index.

@@ -116,6 +116,7 @@ impl MemoryIndex {
     /// Waits for a sync running in another thread or process.
     pub fn sync(&self, progress: &dyn Fn(SyncProgress)) -> Result<SyncReport> {
         self.run_sync(false, Wait::Forever, true, Scope::All, progress)?
+            .map(|(report, _)| report)
             .ok_or_else(|| IndexError::Busy(self.inner.store.lock_location()))
     }
 
@@ -123,6 +124,7 @@ impl MemoryIndex {
     /// into a new database (and swapped in) even if nothing changed.
     pub fn reindex(&self, force: bool, progress: &dyn Fn(SyncProgress)) -> Result<SyncReport> {
         self.run_sync(force, Wait::Forever, true, Scope::All, progress)?
+            .map(|(report, _)| report)
             .ok_or_else(|| IndexError::Busy(self.inner.store.lock_location()))
     }
 
@@ -132,26 +134,13 @@ impl MemoryIndex {
         meta.get(fresh::META_KEY).and_then(|t| Stamp::parse(t))
     }
 
-    /// `Ok(None)` when another sync still holds the lock after `wait`, or
-    /// when a full rebuild is needed but not allowed (searches only sync
-    /// incrementally: a rebuild can take minutes).
-    pub(super) fn run_sync(
-        &self,
-        force: bool,
-        wait: Wait,
-        allow_full: bool,
-        scope: Scope,
-        progress: &dyn Fn(SyncProgress),
-    ) -> Result<Option<SyncReport>> {
-        Ok(self
-            .sync_live(force, wait, allow_full, scope, progress)?
-            .map(|(report, _)| report))
-    }
-
-    /// [`Self::run_sync`], and the live generation it synced with its
+    /// The sync's report, and the live generation it synced with its
     /// metadata as read under the writers' lock (for a search that
-    /// follows, see [`Live`]).
-    pub(super) fn sync_live(
+    /// follows, see [`Live`]). `Ok(None)` when another sync still holds
+    /// the lock after `wait`, or when a full rebuild is needed but not
+    /// allowed (searches only sync incrementally: a rebuild can take
+    /// minutes).
+    pub(super) fn run_sync(
         &self,
         force: bool,
         wait: Wait,

@@ -298,6 +298,7 @@ impl MemoryIndex {
     /// A sync of `scope` that waits for other syncs (never a full rebuild).
     fn sync_scoped(&self, scope: Scope) -> Result<SyncReport> {
         self.run_sync(false, Wait::Forever, true, scope, &|_| {})?
+            .map(|(report, _)| report)
             .ok_or_else(|| IndexError::Busy(self.inner.store.lock_location()))
     }
 
@@ -371,7 +372,7 @@ impl MemoryIndex {
         } else {
             Wait::Never
         };
-        let outcome = self.sync_live(false, wait, false, scope, &|_| {});
+        let outcome = self.run_sync(false, wait, false, scope, &|_| {});
         if !matches!(outcome, Ok(Some(_))) {
             if let Some(w) = &watching {
                 w.give_back(extra, rescan);

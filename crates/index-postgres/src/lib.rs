@@ -498,6 +498,9 @@ async fn build_graph(
     tx.commit().await
 }
 
+/// A statement's parameters, `N` of them.
+type Params<'a, const N: usize> = [&'a (dyn tokio_postgres::types::ToSql + Sync); N];
+
 /// The most word lists a file's write sends as one statement; more go
 /// by COPY.
 const LISTS_COPY_FROM: usize = 512;
@@ -774,20 +777,21 @@ async fn upsert(
     // and the server rolls it back.
     let client: &Client = c;
     let begin = format!("START TRANSACTION; {}", mnemo_postgres::xact_lock(lock_key));
-    let (stored_st, model_st) = (st(sql::STORED)?, st(sql::MODEL));
-    let empty_st = st(sql::GRAPH_EMPTY);
     let look_empty = graph == Graph::Unknown && model.is_some();
-    let by_path: [&(dyn tokio_postgres::types::ToSql + Sync); 1] = [&file.path];
+    let stored_st = st(sql::STORED)?;
+    let model_st = model.as_ref().map(|_| st(sql::MODEL)).transpose()?;
+    let empty_st = look_empty.then(|| st(sql::GRAPH_EMPTY)).transpose()?;
+    let by_path: Params<1> = [&file.path];
     let mut steps = vec![
         pool::batch_step(client, &begin),
         pool::step(client, &stored_st, &by_path),
     ];
-    if let (Some(_), Ok(m)) = (&model, &model_st) {
-        steps.push(pool::step(client, m, &[]));
-    }
-    if let (true, Ok(e)) = (look_empty, &empty_st) {
-        steps.push(pool::step(client, e, &[]));
-    }
+    steps.extend(
+        model_st
+            .iter()
+            .chain(&empty_st)
+            .map(|s| pool::step(client, s, &[])),
+    );
     let mut first = pool::pipeline(steps).await.map_err(db)?.into_iter().skip(1);
     let stored = first.next().unwrap_or_default();
     if let Some((m, d)) = &model {
@@ -851,7 +855,7 @@ async fn upsert(
     // What goes, the file's row and the new chunks' ids: one round trip.
     let (size, count) = (file.size as i64, chunks.len() as i64);
     let source_name = file.source.as_str();
-    let file_row: [&(dyn tokio_postgres::types::ToSql + Sync); 7] = [
+    let file_row: Params<7> = [
         &file.path,
         &source_name,
         &file.hash,
@@ -860,7 +864,7 @@ async fn upsert(
         &file.embedded,
         &file.session_key,
     ];
-    let by_count: [&(dyn tokio_postgres::types::ToSql + Sync); 1] = [&count];
+    let by_count: Params<1> = [&count];
     let (out_st, file_st, ids_st) = match &rest {
         None => (
             vec![
@@ -878,8 +882,8 @@ async fn upsert(
             st(sql::IDS)?,
         ),
     };
-    let gone_lists: [&(dyn tokio_postgres::types::ToSql + Sync); 2];
-    let gone_ids: [&(dyn tokio_postgres::types::ToSql + Sync); 1];
+    let gone_lists: Params<2>;
+    let gone_ids: Params<1>;
     let mut steps: Vec<pool::Step<'_>> = match &rest {
         None => out_st
             .iter()
@@ -952,7 +956,7 @@ async fn upsert(
         day(&|r| r.chunk.days.map(|d| d.1)),
     );
     let lens = col(&|r| r.len);
-    let chunk_rows: [&(dyn tokio_postgres::types::ToSql + Sync); 13] = [
+    let chunk_rows: Params<13> = [
         &ids,
         &starts,
         &ends,
@@ -1058,7 +1062,6 @@ async fn upsert(
     let new_tokens: i64 = rows.iter().map(|r| r.len as i64).sum();
     let (added_chunks, added_tokens) = (rows.len() as i64 - gone_chunks, new_tokens - gone_tokens);
     // The rest, and the commit: one round trip.
-    type Params<'p, const N: usize> = [&'p (dyn tokio_postgres::types::ToSql + Sync); N];
     let list_rows: Params<7> = [&file.path, &source, &tok, &list_ids, &tfs, &list_lens, &pos];
     let vocab_rows: Params<2> = [&words, &counts];
     let by_emptied: Params<1> = [&emptied];

@@ -422,18 +422,24 @@ impl std::ops::DerefMut for Pooled {
 mod tests {
     use super::*;
 
-    /// A pipeline answers its steps in order, and one failed step fails
-    /// the whole: the steps after it and its commit do nothing.
-    #[test]
-    fn a_failed_step_fails_the_pipeline_and_its_commit() {
-        let Some(url) = mnemo_test_support::postgres::test_url() else {
-            return;
-        };
-        let schema = mnemo_test_support::postgres::fresh_schema();
+    /// The test database, a fresh schema's name and a runtime; `None`
+    /// without a database to test against.
+    fn setup() -> Option<(String, String, tokio::runtime::Runtime)> {
+        let url = mnemo_test_support::postgres::test_url()?;
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .unwrap();
+        Some((url, mnemo_test_support::postgres::fresh_schema(), rt))
+    }
+
+    /// A pipeline answers its steps in order, and one failed step fails
+    /// the whole: the steps after it and its commit do nothing.
+    #[test]
+    fn a_failed_step_fails_the_pipeline_and_its_commit() {
+        let Some((url, schema, rt)) = setup() else {
+            return;
+        };
         rt.block_on(async {
             let (c, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
                 .await
@@ -499,14 +505,9 @@ mod tests {
     /// advice is to rebuild the index.
     #[test]
     fn a_catalog_collision_is_busy() {
-        let Some(url) = mnemo_test_support::postgres::test_url() else {
+        let Some((url, schema, rt)) = setup() else {
             return;
         };
-        let schema = mnemo_test_support::postgres::fresh_schema();
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
         rt.block_on(async {
             let connect = || async {
                 let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)

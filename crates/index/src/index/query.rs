@@ -53,7 +53,7 @@ impl MemoryIndex {
             embed()
         };
         let once = |live, warnings: &mut Vec<String>| {
-            self.search_once(query, req, opts, &readings, &embedded, live, warnings)
+            self.search_once(req, opts, &readings, &embedded, live, warnings)
         };
         match once(live, &mut warnings) {
             Ok(r) => Ok(r),
@@ -64,9 +64,10 @@ impl MemoryIndex {
         }
     }
 
+    /// One try of [`Self::search`] for `req`, whose query is trimmed and
+    /// not empty.
     fn search_once(
         &self,
-        query: &str,
         req: &SearchRequest,
         opts: &SearchOptions,
         readings: &[Reading],
@@ -74,6 +75,7 @@ impl MemoryIndex {
         live: Option<Live>,
         warnings: &mut Vec<String>,
     ) -> Result<SearchResponse> {
+        let query = req.query.trim();
         let live = match live {
             Some(live) => live,
             None => self.live()?,

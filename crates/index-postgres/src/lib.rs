@@ -419,7 +419,7 @@ async fn ready(c: &Client, schema: &str, model: Option<&(String, usize)>) -> Opt
                 (SELECT model FROM \"{schema}\".vector_model), \
                 (SELECT dims FROM \"{schema}\".vector_model)"
     );
-    let row = pool::simple_row(c, &sql).await.ok()??;
+    let row = mnemo_postgres::simple_row(c, &sql).await.ok()??;
     let [key, version, bound, dims] = <[Option<String>; 4]>::try_from(row).ok()?;
     let current = version?.parse::<i32>().ok()? == schema::current();
     let same_model = model.is_none_or(|(m, d)| {

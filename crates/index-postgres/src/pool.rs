@@ -269,23 +269,6 @@ fn unavailable(code: &str) -> bool {
 
 pub(crate) use mnemo_postgres::describe;
 
-/// The first row of `sql` run by the simple protocol, its columns as
-/// text: one round trip, nothing prepared. For statements whose text
-/// names a schema, which the statement cache of a server of many
-/// workspaces would hold one of per workspace.
-pub(crate) async fn simple_row(
-    c: &Client,
-    sql: &str,
-) -> Result<Option<Vec<Option<String>>>, tokio_postgres::Error> {
-    let rows = c.simple_query(sql).await?;
-    Ok(rows.iter().find_map(|m| match m {
-        tokio_postgres::SimpleQueryMessage::Row(r) => {
-            Some((0..r.len()).map(|i| r.get(i).map(str::to_string)).collect())
-        }
-        _ => None,
-    }))
-}
-
 /// One statement of a [`pipeline`]: its rows (none for a statement that
 /// returns none).
 pub(crate) type Step<'a> =

@@ -94,7 +94,7 @@ impl PostgresStore {
                 // time). Its schema is in the statement: the simple
                 // protocol, one round trip, nothing prepared.
                 let read = format!("SELECT live FROM \"{base}\".generation");
-                match pool::simple_row(&c, &read).await {
+                match mnemo_postgres::simple_row(&c, &read).await {
                     Ok(row) => {
                         if let Some(live) = row.and_then(|r| r.into_iter().next().flatten()) {
                             return Ok(live);
@@ -283,7 +283,7 @@ impl Shared {
         let sql = format!("SELECT live FROM \"{}\".generation", self.opts.schema);
         self.rt.run(async move {
             let c = p.get().await?;
-            let r = match pool::simple_row(&c, &sql).await {
+            let r = match mnemo_postgres::simple_row(&c, &sql).await {
                 Ok(row) => row
                     .and_then(|r| r.into_iter().next().flatten())
                     .ok_or_else(|| p.error("the index's generation table has no row")),

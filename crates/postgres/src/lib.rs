@@ -143,6 +143,23 @@ pub fn xact_lock(key: i64) -> String {
     format!("{WAIT_WITHOUT_TIMEOUT}; SELECT pg_advisory_xact_lock({key})")
 }
 
+/// The first row of `sql` run by the simple protocol, its columns as
+/// text: one round trip, nothing prepared. For statements whose text
+/// names a schema (a server of many workspaces would otherwise hold one
+/// prepared statement per workspace) or a lock key.
+pub async fn simple_row(
+    c: &tokio_postgres::Client,
+    sql: &str,
+) -> Result<Option<Vec<Option<String>>>, tokio_postgres::Error> {
+    let rows = c.simple_query(sql).await?;
+    Ok(rows.iter().find_map(|m| match m {
+        tokio_postgres::SimpleQueryMessage::Row(r) => {
+            Some((0..r.len()).map(|i| r.get(i).map(str::to_string)).collect())
+        }
+        _ => None,
+    }))
+}
+
 /// A wait for mnemo's advisory lock `key`, held by the session (until
 /// unlocked or disconnected), sent as one batch: a transaction of its own
 /// for [`WAIT_WITHOUT_TIMEOUT`], committed once the lock is granted. Not

@@ -436,14 +436,13 @@ impl PgStorage {
                         .map_err(db_err(&loc))?;
                     true
                 } else {
-                    let rows = p
-                        .client
-                        .simple_query(&format!("SELECT pg_try_advisory_lock({key})"))
-                        .await
-                        .map_err(db_err(&loc))?;
-                    rows.iter().any(|m| {
-                        matches!(m, tokio_postgres::SimpleQueryMessage::Row(r) if r.get(0) == Some("t"))
-                    })
+                    let row = mnemo_postgres::simple_row(
+                        &p.client,
+                        &format!("SELECT pg_try_advisory_lock({key})"),
+                    )
+                    .await
+                    .map_err(db_err(&loc))?;
+                    row.and_then(|r| r.into_iter().next().flatten()).as_deref() == Some("t")
                 };
                 if got {
                     Ok::<_, Error>(Some(p))

@@ -329,30 +329,32 @@ impl MemoryIndex {
         };
         let mut seen = None;
         if extra.is_empty() && !rescan {
-            let stale = self.live().and_then(|live| {
-                let stale = match &self.inner.source {
-                    Some(source) => {
-                        Self::source_moved(&Self::source_revision(source.as_ref())?, &live.meta)
-                    }
-                    None => !matches!(
-                        fresh::due(
-                            &self.inner.ws,
-                            Self::stamp(&live.meta).as_ref(),
-                            now_ms(),
-                            reconcile_ms
-                        ),
-                        Due::Nothing
-                    ),
-                };
-                seen = Some(live);
-                Ok(stale)
-            });
-            match stale {
-                Ok(false) => return seen,
-                Ok(true) => {}
+            let live = match self.live() {
+                Ok(live) => live,
                 Err(e) => {
                     warnings.push(format!("could not check the index for changes: {e}"));
-                    return seen;
+                    return None;
+                }
+            };
+            let stale = match &self.inner.source {
+                Some(source) => Self::source_revision(source.as_ref())
+                    .map(|now| Self::source_moved(&now, &live.meta)),
+                None => Ok(!matches!(
+                    fresh::due(
+                        &self.inner.ws,
+                        Self::stamp(&live.meta).as_ref(),
+                        now_ms(),
+                        reconcile_ms
+                    ),
+                    Due::Nothing
+                )),
+            };
+            match stale {
+                Ok(false) => return Some(live),
+                Ok(true) => seen = Some(live),
+                Err(e) => {
+                    warnings.push(format!("could not check the index for changes: {e}"));
+                    return Some(live);
                 }
             }
         }

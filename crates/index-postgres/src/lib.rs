@@ -1188,26 +1188,41 @@ async fn read_stats(
     Ok((rev, chunks, docs))
 }
 
+/// The keyword candidates of each query in `queries` (a query is its
+/// terms), in order, from one read of their word lists: a query and its
+/// adjacent pairs share their words, and a second statement would read
+/// the same lists again.
 async fn keyword(
     pool: &Pool,
     c: &mut pool::Pooled,
     stats: &Mutex<keyword::Stats>,
     size: &AtomicI64,
-    terms: Vec<String>,
+    queries: Vec<Vec<String>>,
     limit: usize,
     sources: Option<Vec<String>>,
-) -> Result<Vec<(i64, f64)>> {
+) -> Result<Vec<Vec<(i64, f64)>>> {
     let db = |e| pool.db(e);
-    if terms.is_empty() || limit == 0 {
-        return Ok(Vec::new());
+    let none = || vec![Vec::new(); queries.len()];
+    if limit == 0 || queries.iter().all(Vec::is_empty) {
+        return Ok(none());
     }
     // Each term as the phrase of words FTS5 would make of it.
-    let phrases: Vec<Vec<String>> = terms
+    let phrases: Vec<Vec<Vec<String>>> = queries
         .iter()
-        .map(String::as_str)
-        .map(keyword::words)
+        .map(|terms| {
+            terms
+                .iter()
+                .map(String::as_str)
+                .map(keyword::words)
+                .collect()
+        })
         .collect();
-    let mut words: Vec<&str> = phrases.iter().flatten().map(String::as_str).collect();
+    let mut words: Vec<&str> = phrases
+        .iter()
+        .flatten()
+        .flatten()
+        .map(String::as_str)
+        .collect();
     words.sort_unstable();
     words.dedup();
     // The first try reads the lists only at the revision the statistics
@@ -1223,39 +1238,48 @@ async fn keyword(
             Some(known) => known,
             None => read_stats(c, stats, &words).await.map_err(db)?,
         };
-        // A phrase counts as its rarer word.
-        let with: Vec<(usize, i64)> = (0..terms.len())
-            .filter(|&i| !phrases[i].is_empty())
-            .map(|i| {
-                let df = phrases[i].iter().map(|w| docs.get(w).copied().unwrap_or(0));
-                (i, df.min().unwrap_or(0))
+        // Each query's plan: the terms scored, the first `rare` of them
+        // choosing the chunks.
+        let plans: Vec<(Vec<&[String]>, usize)> = queries
+            .iter()
+            .zip(&phrases)
+            .map(|(terms, phrases)| {
+                // A phrase counts as its rarer word.
+                let with: Vec<(usize, i64)> = (0..terms.len())
+                    .filter(|&i| !phrases[i].is_empty())
+                    .map(|i| {
+                        let df = phrases[i].iter().map(|w| docs.get(w).copied().unwrap_or(0));
+                        (i, df.min().unwrap_or(0))
+                    })
+                    .collect();
+                // The shared rules (as for SQLite): common words of a query
+                // without phrases are dropped, and past the budget only the
+                // chunks holding the rarer terms are scored.
+                let (terms_of, rare): (Vec<usize>, usize) =
+                    match keyword_plan(&with, chunks, terms.iter().any(|t| t.contains(' '))) {
+                        KeywordPlan::All(keep) => {
+                            let n = keep.len();
+                            (keep, n)
+                        }
+                        KeywordPlan::Bounded { rare, common } => {
+                            let n = rare.len();
+                            (rare.into_iter().chain(common).collect(), n)
+                        }
+                    };
+                let kept = terms_of.iter().map(|&i| phrases[i].as_slice()).collect();
+                (kept, rare)
             })
             .collect();
-        // The shared rules (as for SQLite): common words of a query without
-        // phrases are dropped, and past the budget only the chunks holding
-        // the rarer terms are scored.
-        let (terms_of, rare): (Vec<usize>, usize) =
-            match keyword_plan(&with, chunks, terms.iter().any(|t| t.contains(' '))) {
-                KeywordPlan::All(keep) => {
-                    let n = keep.len();
-                    (keep, n)
-                }
-                KeywordPlan::Bounded { rare, common } => {
-                    let n = rare.len();
-                    (rare.into_iter().chain(common).collect(), n)
-                }
-            };
-        let kept: Vec<&[String]> = terms_of.iter().map(|&i| phrases[i].as_slice()).collect();
         // The lists of every word, positions only for the words of phrases.
-        let mut read: Vec<&str> = kept
+        let mut read: Vec<&str> = plans
             .iter()
-            .flat_map(|t| t.iter().map(String::as_str))
+            .flat_map(|(kept, _)| kept.iter().flat_map(|t| t.iter().map(String::as_str)))
             .collect();
         read.sort_unstable();
         read.dedup();
-        let mut placed: Vec<&str> = kept
+        let mut placed: Vec<&str> = plans
             .iter()
-            .filter(|t| t.len() > 1)
+            .flat_map(|(kept, _)| kept.iter().filter(|t| t.len() > 1))
             .flat_map(|t| t.iter().map(String::as_str))
             .collect();
         placed.sort_unstable();
@@ -1269,7 +1293,7 @@ async fn keyword(
             .iter()
             .find(|r| r.get::<_, Option<String>>(0).is_some())
         else {
-            return Ok(Vec::new());
+            return Ok(none());
         };
         let (now, rows, tokens): (String, i64, i64) = (totals.get(0), totals.get(1), totals.get(2));
         size.store(rows, Ordering::Relaxed);
@@ -1278,7 +1302,7 @@ async fn keyword(
             continue;
         }
         if rows == 0 {
-            return Ok(Vec::new());
+            return Ok(none());
         }
         let mut names: Vec<String> = Vec::new();
         let mut lists: HashMap<String, keyword::List> = HashMap::new();
@@ -1304,15 +1328,20 @@ async fn keyword(
                 .as_ref()
                 .is_none_or(|f| f.iter().any(|x| Some(x) == names.get(s as usize)))
         };
-        return Ok(keyword::score(
-            &kept,
-            &lists,
-            rare,
-            rows as f64,
-            tokens as f64 / rows as f64,
-            limit,
-            source_ok,
-        ));
+        return Ok(plans
+            .iter()
+            .map(|(kept, rare)| {
+                keyword::score(
+                    kept,
+                    &lists,
+                    *rare,
+                    rows as f64,
+                    tokens as f64 / rows as f64,
+                    limit,
+                    source_ok,
+                )
+            })
+            .collect());
     }
     Err(pool.error("the index changed during the keyword search twice (a bug)"))
 }
@@ -1574,10 +1603,21 @@ impl IndexBackend for PostgresBackend {
         limit: usize,
         sources: &[Source],
     ) -> Result<Vec<(i64, f64)>> {
-        let (terms, filter) = (tokens.to_vec(), source_list(sources));
+        let mut each = self.keyword_searches(&[tokens], limit, sources)?;
+        Ok(each.pop().unwrap_or_default())
+    }
+
+    fn keyword_searches(
+        &self,
+        queries: &[&[String]],
+        limit: usize,
+        sources: &[Source],
+    ) -> Result<Vec<Vec<(i64, f64)>>> {
+        let queries: Vec<Vec<String>> = queries.iter().map(|q| q.to_vec()).collect();
+        let filter = source_list(sources);
         let (stats, size) = (self.stats.clone(), self.size.clone());
         self.with(move |pool, mut c| async move {
-            let r = keyword(&pool, &mut c, &stats, &size, terms, limit, filter).await;
+            let r = keyword(&pool, &mut c, &stats, &size, queries, limit, filter).await;
             (c, r)
         })
     }

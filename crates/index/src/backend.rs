@@ -124,6 +124,22 @@ pub trait IndexBackend: Send + Sync {
         limit: usize,
         sources: &[Source],
     ) -> Result<Vec<(i64, f64)>>;
+    /// The keyword candidates of several queries, each as
+    /// [`keyword_search`](Self::keyword_search) would give them, in order.
+    /// A search asks for its words and its adjacent word pairs together: a
+    /// backend across a network answers both from one read of their word
+    /// lists.
+    fn keyword_searches(
+        &self,
+        queries: &[&[String]],
+        limit: usize,
+        sources: &[Source],
+    ) -> Result<Vec<Vec<(i64, f64)>>> {
+        queries
+            .iter()
+            .map(|q| self.keyword_search(q, limit, sources))
+            .collect()
+    }
     /// Vector candidates: `(chunk id, cosine)`, best first.
     fn vector_search(&self, query: &[f32], k: usize, sources: &[Source])
         -> Result<Vec<(i64, f32)>>;

@@ -404,13 +404,21 @@ fn keyword_candidates(
     n_cand: usize,
     sources: &[Source],
 ) -> Result<Vec<(i64, f64)>> {
-    let mut keyword = backend.keyword_search(tokens, n_cand, sources)?;
-    if opts.phrase_weight > 0.0 && !keyword.is_empty() {
-        let phrases = text::query_phrases(keyword_query);
-        if !phrases.is_empty() {
-            let hits = backend.keyword_search(&phrases, n_cand, sources)?;
-            search::add_phrases(&mut keyword, &hits, opts.phrase_weight);
-        }
+    let phrases = match opts.phrase_weight > 0.0 {
+        true => text::query_phrases(keyword_query),
+        false => Vec::new(),
+    };
+    if phrases.is_empty() {
+        return backend.keyword_search(tokens, n_cand, sources);
+    }
+    // Both in one call: they read the same words.
+    let mut both = backend
+        .keyword_searches(&[tokens, &phrases], n_cand, sources)?
+        .into_iter();
+    let mut keyword = both.next().unwrap_or_default();
+    let hits = both.next().unwrap_or_default();
+    if !keyword.is_empty() {
+        search::add_phrases(&mut keyword, &hits, opts.phrase_weight);
     }
     Ok(keyword)
 }

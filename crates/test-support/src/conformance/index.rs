@@ -112,6 +112,12 @@ macro_rules! index_backend_suite {
                 }
             }
             #[test]
+            fn several_keyword_queries_answer_as_each_alone() {
+                if let Some(case) = make_case() {
+                    suite::several_keyword_queries_answer_as_each_alone(&case);
+                }
+            }
+            #[test]
             fn vector_ranking_is_by_cosine() {
                 if let Some(case) = make_case() {
                     suite::vector_ranking_is_by_cosine(&case);
@@ -417,6 +423,59 @@ pub fn keyword_ranking_is_bm25_on_the_tokens(case: &IndexCase) {
             .len(),
         1
     );
+}
+
+/// Several keyword queries asked together (a search's words and its
+/// adjacent pairs) get what each gets asked alone, in order, whatever
+/// words and phrases they share.
+pub fn several_keyword_queries_answer_as_each_alone(case: &IndexCase) {
+    let b = &*case.backend;
+    put(
+        b,
+        "memory/one.md",
+        Source::Memory,
+        &[
+            "kilo river kilo stone",
+            "river stone bridge over kilo",
+            "stone river",
+        ],
+        false,
+    );
+    put(
+        b,
+        "sessions/s.jsonl",
+        Source::Sessions,
+        &["the river stone was kilo", "lima lima"],
+        false,
+    );
+    let words = strings(&["river", "stone", "kilo"]);
+    let pairs = strings(&["river stone", "stone kilo"]);
+    let absent = strings(&["absent", "nowhere near"]);
+    let queries: [&[String]; 4] = [&words, &pairs, &absent, &strings(&["lima"])];
+    for sources in [&[][..], &[Source::Memory][..], &[Source::Sessions][..]] {
+        for limit in [1, 20] {
+            let together = b.keyword_searches(&queries, limit, sources).unwrap();
+            let alone: Vec<Vec<(i64, f64)>> = queries
+                .iter()
+                .map(|q| b.keyword_search(q, limit, sources).unwrap())
+                .collect();
+            assert_eq!(together.len(), queries.len());
+            for (i, (t, a)) in together.iter().zip(&alone).enumerate() {
+                assert_eq!(ids(t), ids(a), "query {i}, {sources:?}, limit {limit}");
+                for ((_, x), (_, y)) in t.iter().zip(a) {
+                    assert!(
+                        (x - y).abs() <= 1e-9 * y.abs().max(1.0),
+                        "query {i}: {x} against {y}"
+                    );
+                }
+            }
+        }
+    }
+    assert!(
+        !b.keyword_searches(&queries, 20, &[]).unwrap()[1].is_empty(),
+        "the pairs found nothing"
+    );
+    assert!(b.keyword_searches(&[], 20, &[]).unwrap().is_empty());
 }
 
 /// Vector search returns the `k` chunks with the highest cosine to the

@@ -475,9 +475,13 @@ async fn build_graph(
     tx.batch_execute(&mnemo_postgres::xact_lock(lock_key))
         .await?;
     // pgvector builds the graph in memory when it fits in
-    // `maintenance_work_mem` (else far slower, on disk): about the vectors
-    // and their neighbour lists, raised for this build only, never
-    // lowered, at most 1 GiB.
+    // `maintenance_work_mem`, else on disk, far slower (1,000,000 vectors
+    // of 384 dimensions: 20,000 a minute once past 1 GiB, against 120,000
+    // in memory, docs/BENCHMARKS-LOG.md item 67). So the setting is raised
+    // for this build only to about the vectors and their neighbour lists,
+    // never lowered, at most [`GRAPH_MEMORY_MAX_KB`]; a server that cannot
+    // give that much (its shared memory for the parallel build is smaller)
+    // builds with its own setting instead.
     let rows: i64 = tx
         .query_one("SELECT count(*) FROM chunk_vectors", &[])
         .await?
@@ -487,16 +491,33 @@ async fn build_graph(
         .saturating_mul(5)
         / 4
         / 1024;
-    let want_kb = want_kb.clamp(64 * 1024, 1024 * 1024) as i64;
+    let want_kb = want_kb.clamp(64 * 1024, GRAPH_MEMORY_MAX_KB) as i64;
+    tx.batch_execute("SAVEPOINT graph_memory").await?;
     tx.execute(
         "SELECT set_config('maintenance_work_mem', GREATEST(setting::bigint, $1)::text || 'kB', true)
          FROM pg_settings WHERE name = 'maintenance_work_mem'",
         &[&want_kb],
     )
     .await?;
-    tx.batch_execute(schema::HNSW_INDEX).await?;
+    if let Err(e) = tx.batch_execute(schema::HNSW_INDEX).await {
+        // Class 53: out of memory, or of the disk behind shared memory.
+        if !e.code().is_some_and(|c| c.code().starts_with("53")) {
+            return Err(e);
+        }
+        tracing::warn!(
+            "the HNSW graph did not get {want_kb} kB to build in ({e}); building it with the \
+             server's maintenance_work_mem"
+        );
+        tx.batch_execute("ROLLBACK TO SAVEPOINT graph_memory")
+            .await?;
+        tx.batch_execute(schema::HNSW_INDEX).await?;
+    }
     tx.commit().await
 }
+
+/// The most memory asked for a graph's build: enough for about 1,300,000
+/// vectors of 384 dimensions in one pass.
+const GRAPH_MEMORY_MAX_KB: u64 = 4 * 1024 * 1024;
 
 /// A statement's parameters, `N` of them.
 type Params<'a, const N: usize> = [&'a (dyn tokio_postgres::types::ToSql + Sync); N];

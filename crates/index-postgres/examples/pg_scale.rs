@@ -20,7 +20,8 @@
 //! `.mnemo-models/multilingual-e5-small-q4`), `--int8` (that model on int8
 //! products, as the default model runs on CPUs with VNNI), `--vectors FILE`
 //! (each text's vector computed once and kept in FILE: a build then times
-//! the index's work, not the model's), `--dialogue DATA` (instead of
+//! the index's work, not the model's), `--no-phrases` (no search for the
+//! query's adjacent word pairs: `[search] phrase_weight = 0`), `--dialogue DATA` (instead of
 //! generated notes, real dialogue: notes of two short turns each, a pair
 //! drawn at random from the dev sets' conversations in the folder DATA and
 //! never drawn twice, with the dev sets' questions as the queries; the
@@ -156,6 +157,9 @@ impl IndexBackend for TimedBackend {
     fn keyword_searches(&self, t: &[&[String]], l: usize, s: &[Source]) -> R<Vec<Vec<(i64, f64)>>> {
         self.calls
             .time("keyword", || self.inner.keyword_searches(t, l, s))
+    }
+    fn concurrent_sides(&self) -> bool {
+        self.inner.concurrent_sides()
     }
     fn vector_search(&self, q: &[f32], k: usize, s: &[Source]) -> R<Vec<(i64, f32)>> {
         self.calls
@@ -532,6 +536,7 @@ fn main() {
     let mut model: Option<PathBuf> = None;
     let mut int8 = false;
     let mut memo: Option<PathBuf> = None;
+    let mut phrases = true;
     let mut dialogue: Option<PathBuf> = None;
     let mut ef_sweep: Vec<i64> = Vec::new();
     let mut hnsw: Option<(u32, u32)> = None;
@@ -551,6 +556,7 @@ fn main() {
             "--model" => model = Some(PathBuf::from(val())),
             "--int8" => int8 = true,
             "--vectors" => memo = Some(PathBuf::from(val())),
+            "--no-phrases" => phrases = false,
             "--dialogue" => dialogue = Some(PathBuf::from(val())),
             "--ef-sweep" => ef_sweep = val().split(',').map(|v| v.parse().unwrap()).collect(),
             "--hnsw" => {
@@ -584,6 +590,9 @@ fn main() {
     settings.index.chunk_tokens = 80;
     settings.index.chunk_overlap = 0;
     settings.search.sync_on_search = false;
+    if !phrases {
+        settings.search.phrase_weight = 0.0;
+    }
     let emb: Arc<dyn Embedder> = match &model {
         Some(dir) => {
             let engine = if int8 { Engine::Int8 } else { Engine::Auto };

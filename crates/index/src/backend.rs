@@ -140,6 +140,13 @@ pub trait IndexBackend: Send + Sync {
             .map(|q| self.keyword_search(q, limit, sources))
             .collect()
     }
+    /// Whether a search may ask for its keyword and vector candidates at
+    /// once, from two threads. A backend whose searches run elsewhere (a
+    /// database server's processes) answers sooner; one whose vector scan
+    /// already uses every core of this machine (SQLite's) answers later.
+    fn concurrent_sides(&self) -> bool {
+        false
+    }
     /// Vector candidates: `(chunk id, cosine)`, best first.
     fn vector_search(&self, query: &[f32], k: usize, sources: &[Source])
         -> Result<Vec<(i64, f32)>>;

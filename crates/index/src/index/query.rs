@@ -98,30 +98,47 @@ impl MemoryIndex {
         } else {
             Vec::new()
         };
-        let mut keyword: Vec<(i64, f64)> = Vec::new();
-        let mut tokens: Vec<String> = Vec::new();
-        for r in readings {
-            let keyword_query = if opts.date_boost > 0.0 {
-                when::dates(&r.text, today).rest
-            } else {
-                r.text.clone()
-            };
-            let toks = text::query_tokens(&keyword_query);
-            if !toks.is_empty() && (opts.text_weight > 0.0 || !hybrid) {
-                let hits =
-                    keyword_candidates(backend, &toks, &keyword_query, opts, n_cand, &sources)?;
-                search::blend_keyword(&mut keyword, &hits, r.weight);
-            }
-            for t in toks {
-                if !tokens.contains(&t) {
-                    tokens.push(t);
+        let keyword_side = || -> Result<KeywordSide> {
+            let mut keyword: Vec<(i64, f64)> = Vec::new();
+            let mut tokens: Vec<String> = Vec::new();
+            for r in readings {
+                let keyword_query = if opts.date_boost > 0.0 {
+                    when::dates(&r.text, today).rest
+                } else {
+                    r.text.clone()
+                };
+                let toks = text::query_tokens(&keyword_query);
+                if !toks.is_empty() && (opts.text_weight > 0.0 || !hybrid) {
+                    let hits =
+                        keyword_candidates(backend, &toks, &keyword_query, opts, n_cand, &sources)?;
+                    search::blend_keyword(&mut keyword, &hits, r.weight);
+                }
+                for t in toks {
+                    if !tokens.contains(&t) {
+                        tokens.push(t);
+                    }
                 }
             }
-        }
-        let vector = if hybrid {
-            self.vector_candidates(backend, readings, embedded, n_cand, &sources, warnings)?
+            Ok((keyword, tokens))
+        };
+        let vector_side = |warnings: &mut Vec<String>| match hybrid {
+            true => self.vector_candidates(backend, readings, embedded, n_cand, &sources, warnings),
+            false => Ok(None),
+        };
+        let ((keyword, tokens), vector) = if hybrid && backend.concurrent_sides() {
+            let mut said = Vec::new();
+            let (keyword, vector) = std::thread::scope(|s| {
+                let vector = s.spawn(|| vector_side(&mut said));
+                let keyword = keyword_side();
+                let vector = vector
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                (keyword, vector)
+            });
+            warnings.extend(said);
+            (keyword?, vector?)
         } else {
-            None
+            (keyword_side()?, vector_side(warnings)?)
         };
         hybrid = vector.is_some();
         if self.inner.embedder.is_none() {
@@ -312,6 +329,10 @@ impl MemoryIndex {
         }
     }
 }
+
+/// The keyword side of a search: its candidates `(chunk id, score)`, and
+/// the query's tokens.
+type KeywordSide = (Vec<(i64, f64)>, Vec<String>);
 
 /// The query's readings embedded, or why not (said in the warnings).
 type Embedded = std::result::Result<Vec<Vec<f32>>, String>;

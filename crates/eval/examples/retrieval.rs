@@ -29,9 +29,8 @@
 //! conversations, so a sweep over fusion settings embeds each chunk once.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Instant;
 
 use mnemo_core::{EmbedError, EmbedKind, Embedder, EmbedderId};
@@ -73,57 +72,6 @@ impl Embedder for Pair {
         Ok(a.into_iter()
             .zip(b)
             .map(|(a, b)| a.iter().chain(b.iter()).map(|x| x * s).collect())
-            .collect())
-    }
-}
-
-/// Memoises vectors by (kind, text) so repeated configurations do not
-/// re-embed identical chunks.
-struct Memo {
-    inner: Arc<dyn Embedder>,
-    cache: Mutex<HashMap<(bool, String), Vec<f32>>>,
-}
-
-impl Embedder for Memo {
-    fn id(&self) -> EmbedderId {
-        self.inner.id()
-    }
-    fn dims(&self) -> usize {
-        self.inner.dims()
-    }
-    fn max_batch(&self) -> usize {
-        self.inner.max_batch()
-    }
-    fn max_input_tokens(&self) -> Option<usize> {
-        self.inner.max_input_tokens()
-    }
-    fn count_tokens(&self, text: &str) -> Option<usize> {
-        self.inner.count_tokens(text)
-    }
-    fn multilingual(&self) -> Option<bool> {
-        self.inner.multilingual()
-    }
-    fn embed(&self, texts: &[&str], kind: EmbedKind) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let q = kind == EmbedKind::Query;
-        let missing: Vec<&str> = {
-            let c = self.cache.lock().unwrap();
-            texts
-                .iter()
-                .copied()
-                .filter(|t| !c.contains_key(&(q, t.to_string())))
-                .collect()
-        };
-        if !missing.is_empty() {
-            let vs = self.inner.embed(&missing, kind)?;
-            let mut c = self.cache.lock().unwrap();
-            for (t, v) in missing.into_iter().zip(vs) {
-                c.insert((q, t.to_string()), v);
-            }
-        }
-        let c = self.cache.lock().unwrap();
-        Ok(texts
-            .iter()
-            .map(|t| c.get(&(q, t.to_string())).cloned().unwrap_or_default())
             .collect())
     }
 }
@@ -282,11 +230,7 @@ fn main() -> anyhow::Result<()> {
             }
             None => load(&dir)?,
         };
-        let memo = Memo {
-            inner: e,
-            cache: Mutex::new(HashMap::new()),
-        };
-        opts = opts.with_embedder(Arc::new(memo));
+        opts = opts.with_embedder(Arc::new(mnemo_test_support::Memo::new(e)));
     }
     let base = opts;
     for spec in &sweep {

@@ -339,114 +339,6 @@ fn sweep(url: &str, live: &str, hnsw: Option<(u32, u32)>, efs: &[i64], asked: &[
 }
 
 /// A line every 20 files of a build, which takes an hour with a model.
-/// Vectors computed once and kept in a file (`--vectors FILE`): a text's
-/// vector is read from it when the file has it, else the model computes it
-/// and it is appended. Both backends' builds then time the index's own work
-/// on the model's real vectors, and a second run embeds nothing.
-struct Memo {
-    inner: Arc<dyn Embedder>,
-    file: Mutex<std::fs::File>,
-    known: Mutex<HashMap<(bool, String), Vec<f32>>>,
-}
-
-impl Memo {
-    /// Each record: kind (1 byte, 1 for a query), the text's length (u32
-    /// little-endian), the text, then `dims` f32s.
-    fn open(inner: Arc<dyn Embedder>, path: &std::path::Path) -> Self {
-        use std::io::Read;
-        let dims = inner.dims();
-        let mut known = HashMap::new();
-        if let Ok(mut f) = std::fs::File::open(path) {
-            let mut buf = Vec::new();
-            f.read_to_end(&mut buf).unwrap();
-            let mut at = 0;
-            while at + 5 <= buf.len() {
-                let query = buf[at] == 1;
-                let n = u32::from_le_bytes(buf[at + 1..at + 5].try_into().unwrap()) as usize;
-                let end = at + 5 + n + 4 * dims;
-                if end > buf.len() {
-                    break; // a record cut short by a stopped run
-                }
-                let text = String::from_utf8(buf[at + 5..at + 5 + n].to_vec()).unwrap();
-                let v = buf[at + 5 + n..end]
-                    .chunks_exact(4)
-                    .map(|b| f32::from_le_bytes(b.try_into().unwrap()))
-                    .collect();
-                known.insert((query, text), v);
-                at = end;
-            }
-            println!("{} vectors read from {}", known.len(), path.display());
-        }
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .unwrap();
-        Memo {
-            inner,
-            file: Mutex::new(file),
-            known: Mutex::new(known),
-        }
-    }
-}
-
-impl Embedder for Memo {
-    fn id(&self) -> mnemo_core::EmbedderId {
-        self.inner.id()
-    }
-    fn dims(&self) -> usize {
-        self.inner.dims()
-    }
-    fn max_batch(&self) -> usize {
-        self.inner.max_batch()
-    }
-    fn max_input_tokens(&self) -> Option<usize> {
-        self.inner.max_input_tokens()
-    }
-    fn count_tokens(&self, text: &str) -> Option<usize> {
-        self.inner.count_tokens(text)
-    }
-    fn multilingual(&self) -> Option<bool> {
-        self.inner.multilingual()
-    }
-    fn embed(
-        &self,
-        texts: &[&str],
-        kind: EmbedKind,
-    ) -> Result<Vec<Vec<f32>>, mnemo_core::EmbedError> {
-        use std::io::Write;
-        let query = matches!(kind, EmbedKind::Query);
-        let missing: Vec<&str> = {
-            let known = self.known.lock().unwrap();
-            texts
-                .iter()
-                .copied()
-                .filter(|t| !known.contains_key(&(query, t.to_string())))
-                .collect()
-        };
-        if !missing.is_empty() {
-            let got = self.inner.embed(&missing, kind)?;
-            let mut out = Vec::new();
-            for (t, v) in missing.iter().zip(&got) {
-                out.push(u8::from(query));
-                out.extend((t.len() as u32).to_le_bytes());
-                out.extend(t.as_bytes());
-                out.extend(v.iter().flat_map(|x| x.to_le_bytes()));
-            }
-            self.file.lock().unwrap().write_all(&out).unwrap();
-            let mut known = self.known.lock().unwrap();
-            for (t, v) in missing.into_iter().zip(got) {
-                known.insert((query, t.to_string()), v);
-            }
-        }
-        let known = self.known.lock().unwrap();
-        Ok(texts
-            .iter()
-            .map(|t| known[&(query, t.to_string())].clone())
-            .collect())
-    }
-}
-
 fn progress(p: mnemo_index::SyncProgress) {
     if let mnemo_index::SyncProgress::File { done, total, .. } = p {
         if done % 20 == 0 || done == total {
@@ -603,7 +495,11 @@ fn main() {
         None => Arc::new(HashEmbedder::new(384)),
     };
     let emb: Arc<dyn Embedder> = match &memo {
-        Some(path) => Arc::new(Memo::open(emb, path)),
+        Some(path) => {
+            let memo = mnemo_test_support::Memo::with_file(emb, path).unwrap();
+            println!("{} vectors read from {}", memo.len(), path.display());
+            Arc::new(memo)
+        }
         None => emb,
     };
     let mut rng = StdRng::seed_from_u64(3);

@@ -24,6 +24,7 @@
 pub mod cli;
 pub mod conformance;
 pub mod fuzz;
+mod memo;
 mod model;
 pub mod peers;
 pub mod postgres;
@@ -35,6 +36,7 @@ mod server;
 pub mod webdriver;
 
 pub use fuzz::{Fuzz, FuzzReport};
+pub use memo::Memo;
 pub use model::{e5_model_file, model_dir, mpnet_model_dir, smollm2_gguf};
 pub use random::XorShift;
 pub use render::{estimate_tokens, hashed_embedding};

@@ -97,6 +97,21 @@ pub const EMBEDDERS: &[Implementation] = &[
         suites: &["openai_compatible"],
         exempt: None,
     },
+    Implementation {
+        ty: "Memo",
+        tested_in: "test-support",
+        suites: &[],
+        exempt: Some(
+            "a benchmarks' wrapper that passes each text it has not seen to the embedder it \
+             wraps, whose suite runs; its own test checks what it keeps",
+        ),
+    },
+    Implementation {
+        ty: "Counting",
+        tested_in: "test-support",
+        suites: &[],
+        exempt: Some("a unit test's stand-in that counts the texts the memo asks it for"),
+    },
 ];
 
 /// Every `mnemo_llm::ChatModel` in the workspace's libraries.

@@ -172,6 +172,7 @@ macro_rules! index_backend_suite {
                         "a_delete_removes_everything_of_the_file",
                         "a_touch_changes_only_the_times",
                         "keyword_ranking_is_bm25_on_the_tokens",
+                        "several_keyword_queries_answer_as_each_alone",
                         "vector_ranking_is_by_cosine",
                         "sources_filter_both_sides",
                         "chunks_read_back_as_written",

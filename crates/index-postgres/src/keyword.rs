@@ -88,6 +88,10 @@ pub(crate) struct List {
     pub positions: Vec<i32>,
     /// Each chunk's source, when read (a list row is one file's).
     pub sources: Vec<u32>,
+    /// The word's number of chunks when the list holds only some files'
+    /// rows (the files of the chunks a search scores): its BM25 IDF is
+    /// the index's, not the list's.
+    pub docs: Option<i64>,
 }
 
 impl List {
@@ -438,7 +442,13 @@ pub(crate) fn score(
             }
         }
         freqs.push(freq);
-        docs.push(hits as f64);
+        // A phrase's count is exact from a part of its words' lists: only
+        // the chunks of its rarest word, read whole, can hold it.
+        let whole = match words {
+            [_] => first.docs,
+            _ => None,
+        };
+        docs.push(whole.map_or(hits as f64, |d| d as f64));
     }
     let idfs: Vec<f64> = docs.iter().map(|&d| idf(chunks, d)).collect();
     let mut out: Vec<(i64, f64)> = lens

@@ -1163,19 +1163,24 @@ async fn delete(pool: &Pool, c: &mut Client, lock_key: i64, path: String) -> Res
 const STATS: &str = "SELECT t.xmin::text, t.chunks, t.tokens, v.token, v.docs FROM totals t
      LEFT JOIN vocab v ON v.token = ANY($1)";
 
-/// A search's word lists ($1; positions only for the words of phrases,
-/// $2), read only at revision $3 (any when null), and a row of the
-/// revision, chunks and tokens of the same snapshot, told apart by their
-/// nulls. Apart, not joined: the totals repeated on each of thousands of
-/// rows, and the revision compared on each, cost a keyword search more
-/// than a millisecond.
+/// A search's word lists: those of $1 whole, those of $4 only for the
+/// files $1's lists are in (positions only for the words of phrases, $2),
+/// read only at revision $3 (any when null), and a row of the revision,
+/// chunks and tokens of the same snapshot, told apart by their nulls.
+/// Apart, not joined: the totals repeated on each of thousands of rows,
+/// and the revision compared on each, cost a keyword search more than a
+/// millisecond. The files are chosen by the server: a common word's rows
+/// are skipped there instead of sent (at a million chunks, a word in 40 %
+/// of them is 8 MB of lists, docs/BENCHMARKS.md).
 const LISTS: &str = "SELECT xmin::text, chunks, tokens, NULL, NULL, NULL::bytea, NULL::bytea,
             NULL::bytea, NULL::bytea FROM totals
      UNION ALL
      SELECT NULL, NULL, NULL, token, source, chunk_ids, tfs, lens,
             CASE WHEN token = ANY($2) THEN positions ELSE ''::bytea END
      FROM word_lists
-     WHERE token = ANY($1) AND ($3::text IS NULL OR $3 = (SELECT xmin::text FROM totals))";
+     WHERE (token = ANY($1)
+            OR token = ANY($4) AND path IN (SELECT path FROM word_lists WHERE token = ANY($1)))
+       AND ($3::text IS NULL OR $3 = (SELECT xmin::text FROM totals))";
 
 /// Reads the statistics of `words` at the index's current revision into
 /// `stats`, and returns them.
@@ -1298,6 +1303,33 @@ async fn keyword(
             .collect();
         read.sort_unstable();
         read.dedup();
+        // Read whole: the lists of the terms whose chunks are scored (a
+        // plan's first `rare`), and of each phrase's rarest word (only its
+        // chunks can hold the phrase, so the phrase's count stays exact).
+        // Every other word only adds to chunks of those lists, and is read
+        // for their files alone, its count taken from the statistics; not
+        // on the second try, whose statistics may be of another revision.
+        let mut whole: Vec<&str> = read.clone();
+        let mut partial: Vec<&str> = Vec::new();
+        if attempt == 0 {
+            let doc = |w: &&str| docs.get(*w).copied().unwrap_or(0);
+            whole = plans
+                .iter()
+                .flat_map(|(kept, rare)| {
+                    kept.iter().enumerate().filter_map(move |(i, term)| match term {
+                        [w] => (i < *rare).then_some(w.as_str()),
+                        _ => term.iter().map(String::as_str).min_by_key(doc),
+                    })
+                })
+                .collect();
+            whole.sort_unstable();
+            whole.dedup();
+            partial = read
+                .iter()
+                .copied()
+                .filter(|w| whole.binary_search(w).is_err())
+                .collect();
+        }
         let mut placed: Vec<&str> = plans
             .iter()
             .flat_map(|(kept, _)| kept.iter().filter(|t| t.len() > 1))
@@ -1307,7 +1339,7 @@ async fn keyword(
         placed.dedup();
         let guard = (attempt == 0).then_some(rev.as_str());
         let found = c
-            .query(LISTS, &[&read, &placed, &guard])
+            .query(LISTS, &[&whole, &placed, &guard, &partial])
             .await
             .map_err(db)?;
         let Some(totals) = found
@@ -1343,6 +1375,9 @@ async fn keyword(
                 .entry(token)
                 .or_default()
                 .extend([r.get(5), r.get(6), r.get(7), r.get(8)], at as u32);
+        }
+        for w in &partial {
+            lists.entry(w.to_string()).or_default().docs = Some(docs.get(*w).copied().unwrap_or(0));
         }
         let source_ok = |s: u32| {
             sources

@@ -193,13 +193,18 @@ fn past_the_budget_the_rankings_still_match() {
     let pg = PostgresBackend::open(&opts, None).unwrap();
     // 8,000 chunks: "tea" and "piano" in 45 % of them each (3,600: two
     // of them add up past the budget of 5,000), "term0".."term49" in 160
-    // each, "rareN" in 16.
+    // each, "rareN" in 16, "batch" in every chunk of the first 20 files
+    // (2,000: with it, "tea" and "piano" only add to its chunks, and
+    // PostgreSQL reads their lists for those files alone).
     for f in 0..80 {
         let path = format!("memory/f{f:02}.md");
         let chunks: Vec<NewChunk> = (0..100)
             .map(|i| {
                 let n = f * 100 + i;
                 let mut words = vec![format!("term{}", n % 50), format!("rare{}", n % 500)];
+                if f < 20 {
+                    words.push("batch".into());
+                }
                 if n % 20 < 9 {
                     words.push("tea".into());
                 }
@@ -243,6 +248,9 @@ fn past_the_budget_the_rankings_still_match() {
         &["piano", "tea", "rare42", "term3"],
         &["tea", "piano"],
         &["tea piano", "piano term9"],
+        &["tea", "piano", "batch"],
+        &["piano", "batch", "rare42"],
+        &["batch tea", "tea piano"],
     ] {
         let want = ids(&sqlite, q);
         let got = ids(&pg, q);

@@ -11,8 +11,10 @@
 # and pgvector 0.8.5), the data folder and the log. The port is
 # MNEMO_POSTGRES_PORT (default 54329); the database, `mnemo_test`, has the
 # `vector` extension. A second server (another DIR and port) can run the
-# install of the first: MNEMO_POSTGRES_VENV=<the first DIR>. Authentication is `trust` on 127.0.0.1 only: a test
-# server, not a place for data.
+# install of the first: MNEMO_POSTGRES_VENV=<the first DIR>. Server settings
+# beyond these go in MNEMO_POSTGRES_OPTIONS, e.g. "-c shared_buffers=4GB" for
+# a large index (docs/SCALING.md). Authentication is `trust` on 127.0.0.1
+# only: a test server, not a place for data.
 #
 # PostgreSQL refuses to run as root: under root the server runs as the
 # system user `mnemo-pg`, created on first use.
@@ -77,7 +79,7 @@ start() {
     # Room for many workspaces' index pools (mnemo bench tenants: two
     # servers, each keeping a few connections per open workspace).
     as_pg "$bin/pg_ctl" -D "$data" -l "$log" -w -t 60 \
-      -o "-c listen_addresses=127.0.0.1 -p $port -c unix_socket_directories='' -c max_connections=400" start >&2 ||
+      -o "-c listen_addresses=127.0.0.1 -p $port -c unix_socket_directories='' -c max_connections=400 ${MNEMO_POSTGRES_OPTIONS:-}" start >&2 ||
       { tail -n 30 "$log" >&2; exit 1; }
   fi
   local psql=("$bin/psql" -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$port" -U postgres)

@@ -392,10 +392,18 @@ mod tests {
                 common: s(&["b"])
             }
         );
-        // Phrases: the common ones are left out.
+        // Phrases: the common ones are left out, all of them when even
+        // the rarest is over the budget alone (a phrase only adds to what
+        // its words find).
         assert_eq!(
             plan(&s(&["a b", "c d"]), &[9_000, 30], 100_000),
             Plan::All(s(&["c d"]))
         );
+        assert_eq!(
+            plan(&s(&["a b", "c d"]), &[9_000, 6_000], 100_000),
+            Plan::All(vec![])
+        );
+        assert_eq!(plan(&s(&["a b"]), &[9_000], 100_000), Plan::All(vec![]));
+        assert_eq!(plan(&s(&["a b"]), &[4_000], 100_000), Plan::All(s(&["a b"])));
     }
 }

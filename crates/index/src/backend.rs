@@ -346,7 +346,10 @@ pub enum KeywordPlan<T> {
 /// docs/BENCHMARKS.md), and everything a rare word or an identifier names
 /// is still found. `phrases` says the terms are a query's adjacent pairs:
 /// a phrase's BM25 only adds to chunks its words already found, so past
-/// the budget the common pairs are simply left out.
+/// the budget the common pairs are simply left out, every one of them when
+/// even the rarest is over the budget alone (at a million chunks of
+/// dialogue, "John took" read 147,000 chunks' positions for a bonus to
+/// chunks the words find anyway, docs/BENCHMARKS-LOG.md item 68).
 pub fn keyword_plan<T: Copy>(terms: &[(T, i64)], chunks: i64, phrases: bool) -> KeywordPlan<T> {
     let with = if phrases {
         terms.to_vec()
@@ -355,7 +358,7 @@ pub fn keyword_plan<T: Copy>(terms: &[(T, i64)], chunks: i64, phrases: bool) -> 
     };
     let all = || KeywordPlan::All(with.iter().map(|(t, _)| *t).collect());
     let total: i64 = with.iter().map(|(_, d)| d).sum();
-    if total <= KEYWORD_BUDGET || with.len() < 2 {
+    if total <= KEYWORD_BUDGET || (with.len() < 2 && !phrases) {
         return all();
     }
     // The rarest terms that fit the budget, in the query's order within
@@ -365,7 +368,8 @@ pub fn keyword_plan<T: Copy>(terms: &[(T, i64)], chunks: i64, phrases: bool) -> 
     let mut rare_set = vec![false; with.len()];
     let mut spent = 0;
     for (n, &i) in by_rarity.iter().enumerate() {
-        if n > 0 && spent + with[i].1 > KEYWORD_BUDGET {
+        // A query of words keeps at least its rarest: it is what is found.
+        if (n > 0 || phrases) && spent + with[i].1 > KEYWORD_BUDGET {
             break;
         }
         spent += with[i].1;
@@ -379,11 +383,11 @@ pub fn keyword_plan<T: Copy>(terms: &[(T, i64)], chunks: i64, phrases: bool) -> 
             .collect()
     };
     let (rare, common) = (pick(true), pick(false));
-    if rare.is_empty() || common.is_empty() {
-        return all();
-    }
     if phrases {
         return KeywordPlan::All(rare);
+    }
+    if rare.is_empty() || common.is_empty() {
+        return all();
     }
     KeywordPlan::Bounded { rare, common }
 }

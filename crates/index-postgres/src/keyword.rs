@@ -11,7 +11,10 @@
 //! chunks, and the number of chunks and tokens of the index; [`words`]
 //! splits and folds the tokens as unicode61 does, [`score`] ranks the
 //! lists a search reads, and [`bm25`] is FTS5's formula with the same
-//! constants and operations.
+//! constants and operations. A search reads whole only the lists whose
+//! chunks it scores; a word that only adds to them is read for their
+//! files alone, its number of chunks taken from the statistics
+//! ([`List::docs`]).
 //!
 //! [`NewChunk::tokens`]: mnemo_index::backend::NewChunk::tokens
 

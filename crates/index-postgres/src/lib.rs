@@ -1316,10 +1316,12 @@ async fn keyword(
             whole = plans
                 .iter()
                 .flat_map(|(kept, rare)| {
-                    kept.iter().enumerate().filter_map(move |(i, term)| match term {
-                        [w] => (i < *rare).then_some(w.as_str()),
-                        _ => term.iter().map(String::as_str).min_by_key(doc),
-                    })
+                    kept.iter()
+                        .enumerate()
+                        .filter_map(move |(i, term)| match term {
+                            [w] => (i < *rare).then_some(w.as_str()),
+                            _ => term.iter().map(String::as_str).min_by_key(doc),
+                        })
                 })
                 .collect();
             whole.sort_unstable();

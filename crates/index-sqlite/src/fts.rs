@@ -404,6 +404,9 @@ mod tests {
             Plan::All(vec![])
         );
         assert_eq!(plan(&s(&["a b"]), &[9_000], 100_000), Plan::All(vec![]));
-        assert_eq!(plan(&s(&["a b"]), &[4_000], 100_000), Plan::All(s(&["a b"])));
+        assert_eq!(
+            plan(&s(&["a b"]), &[4_000], 100_000),
+            Plan::All(s(&["a b"]))
+        );
     }
 }

@@ -1182,6 +1182,38 @@ const LISTS: &str = "SELECT xmin::text, chunks, tokens, NULL, NULL, NULL::bytea,
             OR token = ANY($4) AND path IN (SELECT path FROM word_lists WHERE token = ANY($1)))
        AND ($3::text IS NULL OR $3 = (SELECT xmin::text FROM totals))";
 
+/// Which of the words `read` for the `plans` (each its terms, the first
+/// `rare` of them choosing the chunks) are read whole, and which only for
+/// the files of those lists. Whole: the terms whose chunks are scored, and
+/// each phrase's rarest word by `docs` (only its chunks can hold the
+/// phrase, so the phrase's count stays exact). Every other word only adds
+/// to chunks of those lists; its count comes from the statistics.
+fn whole_and_partial<'a>(
+    plans: &[(Vec<&'a [String]>, usize)],
+    read: &[&'a str],
+    docs: impl Fn(&str) -> i64 + Copy,
+) -> (Vec<&'a str>, Vec<&'a str>) {
+    let mut whole: Vec<&str> = plans
+        .iter()
+        .flat_map(|(kept, rare)| {
+            kept.iter()
+                .enumerate()
+                .filter_map(move |(i, term)| match term {
+                    [w] => (i < *rare).then_some(w.as_str()),
+                    _ => term.iter().map(String::as_str).min_by_key(|w| docs(w)),
+                })
+        })
+        .collect();
+    whole.sort_unstable();
+    whole.dedup();
+    let partial = read
+        .iter()
+        .copied()
+        .filter(|w| whole.binary_search(w).is_err())
+        .collect();
+    (whole, partial)
+}
+
 /// Reads the statistics of `words` at the index's current revision into
 /// `stats`, and returns them.
 async fn read_stats(
@@ -1303,35 +1335,12 @@ async fn keyword(
             .collect();
         read.sort_unstable();
         read.dedup();
-        // Read whole: the lists of the terms whose chunks are scored (a
-        // plan's first `rare`), and of each phrase's rarest word (only its
-        // chunks can hold the phrase, so the phrase's count stays exact).
-        // Every other word only adds to chunks of those lists, and is read
-        // for their files alone, its count taken from the statistics; not
-        // on the second try, whose statistics may be of another revision.
-        let mut whole: Vec<&str> = read.clone();
-        let mut partial: Vec<&str> = Vec::new();
-        if attempt == 0 {
-            let doc = |w: &&str| docs.get(*w).copied().unwrap_or(0);
-            whole = plans
-                .iter()
-                .flat_map(|(kept, rare)| {
-                    kept.iter()
-                        .enumerate()
-                        .filter_map(move |(i, term)| match term {
-                            [w] => (i < *rare).then_some(w.as_str()),
-                            _ => term.iter().map(String::as_str).min_by_key(doc),
-                        })
-                })
-                .collect();
-            whole.sort_unstable();
-            whole.dedup();
-            partial = read
-                .iter()
-                .copied()
-                .filter(|w| whole.binary_search(w).is_err())
-                .collect();
-        }
+        // Not on the second try: its statistics may be of another revision.
+        let doc = |w: &str| docs.get(w).copied().unwrap_or(0);
+        let (whole, partial) = match attempt {
+            0 => whole_and_partial(&plans, &read, doc),
+            _ => (read.clone(), Vec::new()),
+        };
         let mut placed: Vec<&str> = plans
             .iter()
             .flat_map(|(kept, _)| kept.iter().filter(|t| t.len() > 1))
@@ -1379,7 +1388,7 @@ async fn keyword(
                 .extend([r.get(5), r.get(6), r.get(7), r.get(8)], at as u32);
         }
         for w in &partial {
-            lists.entry(w.to_string()).or_default().docs = Some(docs.get(*w).copied().unwrap_or(0));
+            lists.entry(w.to_string()).or_default().docs = Some(doc(w));
         }
         let source_ok = |s: u32| {
             sources
